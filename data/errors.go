@@ -1,0 +1,86 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error returned by the loaders wraps one of them in an
+// *Error that says where the problem is, so callers can test the kind of
+// problem with errors.Is and show the position with Error().
+var (
+	ErrNotFinite = errors.New("not a finite number")
+	ErrNegative  = errors.New("negative probability")
+	ErrAboveOne  = errors.New("probability above 1")
+	ErrRowSum    = errors.New("row does not sum to 1")
+	ErrLabel     = errors.New("bad label")
+	ErrRagged    = errors.New("ragged row")
+	ErrEmpty     = errors.New("no samples")
+	ErrLength    = errors.New("predictions and labels differ in length")
+	ErrShape     = errors.New("wrong shape")
+	ErrTooFew    = errors.New("too few samples")
+	ErrSyntax    = errors.New("syntax error")
+	ErrFormat    = errors.New("unsupported format")
+)
+
+// Error is a problem in an input file. It names the file and, where they
+// apply, the 1-based line (text formats: CSV, JSON Lines, label text files) or
+// row (array formats: NPY, NPZ) and the 1-based column. Err wraps one of the
+// sentinel errors of this package.
+type Error struct {
+	File   string // file name as given; "" for in-memory input
+	Line   int    // 1-based line in a text file; 0 when not known or not text
+	Row    int    // 1-based row of an array file; 0 when not known or not an array
+	Column int    // 1-based column; 0 when the problem is not tied to one column
+	Err    error
+}
+
+// Error formats the position and the problem on one line, for example
+//
+//	preds.csv: line 7, column 3: negative probability: -0.25
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+	} else {
+		b.WriteString("input")
+	}
+	sep := ": "
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "%sline %d", sep, e.Line)
+		sep = ", "
+	}
+	if e.Row > 0 {
+		fmt.Fprintf(&b, "%srow %d", sep, e.Row)
+		sep = ", "
+	}
+	if e.Column > 0 {
+		fmt.Fprintf(&b, "%scolumn %d", sep, e.Column)
+	}
+	b.WriteString(": ")
+	b.WriteString(oneLine(e.Err.Error()))
+	return b.String()
+}
+
+// Unwrap returns the wrapped problem.
+func (e *Error) Unwrap() error { return e.Err }
+
+// oneLine keeps error text on a single line whatever the input held.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}
+
+// pos is the position of a row in its file: either a text line or an array row.
+type pos struct {
+	file string
+	line int // text files
+	row  int // array files
+}
+
+func (p pos) err(col int, err error) *Error {
+	return &Error{File: p.file, Line: p.line, Row: p.row, Column: col, Err: err}
+}

@@ -1,0 +1,255 @@
+// Package data holds prediction sets (a classifier's predicted probabilities
+// and the true labels), reads them from CSV, NPY, NPZ and JSON Lines files, and
+// validates them.
+//
+// A Set is n samples by K classes of probabilities in row-major order plus one
+// integer label in 0..K-1 per sample. Logits are turned into probabilities by
+// a numerically stable float64 softmax (a single logit column by the sigmoid).
+// A file with a single probability (or logit) column is the binary case: the
+// column is p1 = P(label = 1), the Set holds the two columns (1-p1, p1) and
+// Binary is true.
+//
+// Every problem in the input is reported as an *Error naming the file, the
+// 1-based line (text formats) or row (array formats) and the column; the
+// loaders never panic, whatever the bytes.
+package data
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultTolerance is the largest accepted |sum_k p_k - 1| of a probability
+// row when Options.Tolerance is zero.
+const DefaultTolerance = 1e-6
+
+// Set is a validated prediction set.
+type Set struct {
+	N, K   int       // samples and classes (K = 2 for binary one-column input)
+	Probs  []float64 // N×K probabilities, row-major; every row in the simplex
+	Labels []int     // N labels in 0..K-1
+	// Logits holds the raw logits (N×K, or N×1 for binary input) when the
+	// input held logits, else nil.
+	Logits []float64
+	// Binary reports one-column input: Probs holds (1-p1, p1) and only then
+	// is the binary notion defined.
+	Binary bool
+	// File is the predictions file name ("" for in-memory sets).
+	File string
+	// Renormalized counts the rows divided by their sum because
+	// Options.Renormalize was set and the sum was off by more than the
+	// tolerance.
+	Renormalized int
+}
+
+// Row returns the probabilities of sample i (a slice of s.Probs, not a copy).
+func (s *Set) Row(i int) []float64 { return s.Probs[i*s.K : (i+1)*s.K] }
+
+// Column returns p1, the probability of label 1, of a binary set, or the k-th
+// column of any set, as a new slice.
+func (s *Set) Column(k int) []float64 {
+	c := make([]float64, s.N)
+	for i := range c {
+		c[i] = s.Probs[i*s.K+k]
+	}
+	return c
+}
+
+// Require returns an *Error wrapping ErrTooFew when the set has fewer than
+// min samples; what names the estimator that needs them.
+func (s *Set) Require(min int, what string) error {
+	if s.N >= min {
+		return nil
+	}
+	return &Error{File: s.File, Err: fmt.Errorf("%w: %s needs at least %d samples, got %d", ErrTooFew, what, min, s.N)}
+}
+
+// Options says how to read and check a prediction file.
+type Options struct {
+	// Format is one of "csv", "npy", "npz", "jsonl"; "" picks it by the
+	// file's extension (.csv/.txt, .npy, .npz, .jsonl/.ndjson).
+	Format string
+	// Labels names a separate labels file (.npy, or text with one integer
+	// per line and an optional header); "" means the labels are in the
+	// predictions file.
+	Labels string
+	// Logits says the prediction columns are logits, not probabilities.
+	// JSON Lines rows with a "logits" key and NPZ arrays named "logits" are
+	// logits whatever this says.
+	Logits bool
+	// Renormalize divides rows whose sum is off by more than the tolerance
+	// by their sum instead of failing; Set.Renormalized counts them.
+	Renormalize bool
+	// Tolerance is the largest accepted |row sum - 1|; zero means
+	// DefaultTolerance.
+	Tolerance float64
+}
+
+// table is a parsed but not yet validated prediction matrix.
+type table struct {
+	file   string
+	cols   int
+	values []float64 // rows × cols
+	pos    []pos     // position of each row
+	logits bool
+}
+
+func (t *table) rows() int { return len(t.pos) }
+
+// labelColumn is a parsed label vector with the position of each label.
+type labelColumn struct {
+	values []float64 // as read; checked to be integers in build
+	pos    []pos
+	col    int // column of the labels in their file (1-based)
+}
+
+// New builds a Set from in-memory probabilities (or logits when logits is
+// true): values holds n rows of cols entries, cols = 1 meaning the binary
+// case. It applies the same checks as the file loaders; errors name rows.
+func New(values []float64, cols int, labels []int, logits bool, opts Options) (*Set, error) {
+	if cols < 1 {
+		return nil, &Error{Err: fmt.Errorf("%w: %d columns", ErrShape, cols)}
+	}
+	if len(values)%cols != 0 {
+		return nil, &Error{Err: fmt.Errorf("%w: %d values do not make rows of %d", ErrShape, len(values), cols)}
+	}
+	n := len(values) / cols
+	t := &table{cols: cols, values: values, pos: make([]pos, n), logits: logits}
+	lc := &labelColumn{values: make([]float64, len(labels)), pos: make([]pos, len(labels)), col: 0}
+	for i := range t.pos {
+		t.pos[i] = pos{row: i + 1}
+	}
+	for i, y := range labels {
+		lc.values[i] = float64(y)
+		lc.pos[i] = pos{row: i + 1}
+	}
+	return build(t, lc, opts)
+}
+
+// build validates a table and its labels and returns the Set.
+func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
+	n := t.rows()
+	if n == 0 {
+		return nil, &Error{File: t.file, Err: ErrEmpty}
+	}
+	if lc == nil {
+		return nil, &Error{File: t.file, Err: fmt.Errorf("%w: no labels: add a label column or give a labels file", ErrLabel)}
+	}
+	if len(lc.values) != n {
+		return nil, &Error{File: t.file, Err: fmt.Errorf("%w: %d prediction rows, %d labels", ErrLength, n, len(lc.values))}
+	}
+	tol := opts.Tolerance
+	if tol == 0 {
+		tol = DefaultTolerance
+	}
+	if !(tol > 0) || math.IsInf(tol, 0) {
+		return nil, fmt.Errorf("row-sum tolerance %g: must be positive and finite", tol)
+	}
+	for i, v := range t.values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, t.pos[i/t.cols].err(i%t.cols+1, fmt.Errorf("%w: %v", ErrNotFinite, v))
+		}
+	}
+	logits := t.logits || opts.Logits
+	s := &Set{N: n, K: t.cols, File: t.file, Binary: t.cols == 1}
+	if s.Binary {
+		s.K = 2
+	}
+	s.Probs = make([]float64, n*s.K)
+	switch {
+	case logits && s.Binary:
+		s.Logits = t.values
+		for i, z := range t.values {
+			p := Sigmoid(z)
+			s.Probs[2*i], s.Probs[2*i+1] = 1-p, p
+		}
+	case logits:
+		s.Logits = t.values
+		for i := 0; i < n; i++ {
+			Softmax(s.Probs[i*s.K:(i+1)*s.K], t.values[i*s.K:(i+1)*s.K])
+		}
+	default:
+		if err := checkProbs(s, t, tol, opts.Renormalize); err != nil {
+			return nil, err
+		}
+	}
+	s.Labels = make([]int, n)
+	for i, v := range lc.values {
+		if v != math.Trunc(v) || math.IsInf(v, 0) {
+			return nil, lc.pos[i].err(lc.col, fmt.Errorf("%w: %v is not an integer", ErrLabel, v))
+		}
+		if v < 0 || v >= float64(s.K) {
+			return nil, lc.pos[i].err(lc.col, fmt.Errorf("%w: %v is outside 0..%d", ErrLabel, v, s.K-1))
+		}
+		s.Labels[i] = int(v)
+	}
+	return s, nil
+}
+
+// checkProbs copies the probability table into s, checking the range of every
+// entry and the sum of every row (or renormalising rows when asked).
+func checkProbs(s *Set, t *table, tol float64, renormalize bool) error {
+	for i := 0; i < s.N; i++ {
+		src := t.values[i*t.cols : (i+1)*t.cols]
+		for k, v := range src {
+			if v < 0 {
+				return t.pos[i].err(k+1, fmt.Errorf("%w: %v", ErrNegative, v))
+			}
+			if v > 1 {
+				hint := ""
+				if !t.logits {
+					hint = " (logits? use --logits)"
+				}
+				return t.pos[i].err(k+1, fmt.Errorf("%w: %v%s", ErrAboveOne, v, hint))
+			}
+		}
+		dst := s.Probs[i*s.K : (i+1)*s.K]
+		if s.Binary {
+			dst[0], dst[1] = 1-src[0], src[0]
+			continue
+		}
+		sum := 0.0
+		for _, v := range src {
+			sum += v
+		}
+		copy(dst, src)
+		if math.Abs(sum-1) <= tol {
+			continue
+		}
+		if !renormalize || sum == 0 {
+			return t.pos[i].err(0, fmt.Errorf("%w: columns 1-%d sum to %.17g (tolerance %g; --renormalize rescales rows)", ErrRowSum, t.cols, sum, tol))
+		}
+		for k := range dst {
+			dst[k] /= sum
+		}
+		s.Renormalized++
+	}
+	return nil
+}
+
+// Softmax writes the softmax of the logits z into dst (len(dst) == len(z)),
+// in float64 and stably: p_k = exp(z_k - max z) / sum_m exp(z_m - max z).
+func Softmax(dst, z []float64) {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = max(m, v)
+	}
+	sum := 0.0
+	for k, v := range z {
+		e := math.Exp(v - m)
+		dst[k] = e
+		sum += e
+	}
+	for k := range dst {
+		dst[k] /= sum
+	}
+}
+
+// Sigmoid returns 1 / (1 + exp(-z)) without overflow for any finite z.
+func Sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}

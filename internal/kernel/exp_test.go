@@ -1,0 +1,98 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ulpDiff returns |a-b| in units of the last place of b.
+func ulpDiff(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / (math.Nextafter(b, math.Inf(1)) - b)
+}
+
+// TestExpAccuracy compares Exp with math.Exp (the oracle) on a dense sweep
+// and random points of [ExpMin, 0]: at most 2 ulp apart.
+func TestExpAccuracy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	worst, at := 0.0, 0.0
+	check := func(x float64) {
+		if d := ulpDiff(Exp(x), math.Exp(x)); d > worst {
+			worst, at = d, x
+		}
+	}
+	for i := 0; i <= 1_000_000; i++ {
+		check(ExpMin * float64(i) / 1_000_000)
+	}
+	for i := 0; i < 1_000_000; i++ {
+		check(-rng.Float64() * 5)
+		check(-rng.ExpFloat64() * 50)
+	}
+	for _, x := range []float64{0, -0.0, -1e-300, -5e-324, -1e-17, -math.Ln2, -1, ExpMin, -700, -706.9} {
+		check(x)
+	}
+	if worst > 2 {
+		t.Errorf("Exp: worst error %.2f ulp at x = %v, want <= 2", worst, at)
+	}
+	t.Logf("worst error %.3f ulp at %v", worst, at)
+}
+
+func TestExpSpecial(t *testing.T) {
+	for _, x := range []float64{math.Inf(-1), -1e308, -708, ExpMin - 1e-9} {
+		if got := Exp(x); got != 0 {
+			t.Errorf("Exp(%v) = %v, want 0", x, got)
+		}
+	}
+	if got := Exp(0); got != 1 {
+		t.Errorf("Exp(0) = %v, want 1", got)
+	}
+}
+
+// TestSumExp checks SumExp against a plain sum of math.Exp.
+func TestSumExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 3, 7, 100, 1001} {
+		x := make([]float64, n)
+		want := 0.0
+		for i := range x {
+			x[i] = -rng.ExpFloat64() * 30
+			if i%17 == 5 {
+				x[i] = math.Inf(-1)
+			}
+			want += math.Exp(x[i] - 1)
+		}
+		got := SumExp(x, 1)
+		if math.Abs(got-want) > 1e-14*want {
+			t.Errorf("n=%d: SumExp = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func BenchmarkSumExp(b *testing.B) {
+	x := make([]float64, 4096)
+	for i := range x {
+		x[i] = -float64(i%300) * 0.37
+	}
+	for b.Loop() {
+		SumExp(x, 0)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/exp")
+}
+
+func BenchmarkMathExp(b *testing.B) {
+	x := make([]float64, 4096)
+	for i := range x {
+		x[i] = -float64(i%300) * 0.37
+	}
+	for b.Loop() {
+		s := 0.0
+		for _, v := range x {
+			s += math.Exp(v)
+		}
+		_ = s
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/exp")
+}

@@ -1,0 +1,239 @@
+package kde
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Objective is the criterion SelectBandwidth maximises.
+type Objective int
+
+const (
+	// LOO is the leave-one-out log-likelihood of the kernel density
+	// estimate (maximum-likelihood cross-validation, the paper's section 5):
+	//
+	//	l(h) = sum_j log( (1/(n-1)) sum_{i != j} k_h(f_j; f_i) )
+	//
+	// The best grid point is refined by a golden-section search in log h.
+	LOO Objective = iota
+	// Reference is the objective of the reference code (ece_kde.py), kept
+	// to reproduce its choices: l(h) - n log h, that is
+	// sum_j [logsumexp_{i != j} log k_h(f_j; f_i) - log((n-1) h)] with the
+	// log((n-1) h) term in float32, scanned in grid order keeping strict
+	// improvements over a running best that starts at 0. The grid value is
+	// returned unrefined. Where the reference returns -1 (no log-likelihood
+	// above 0) SelectBandwidth returns an error.
+	Reference
+)
+
+var objectiveNames = [...]string{"loo", "reference"}
+
+// String returns "loo" or "reference".
+func (o Objective) String() string {
+	if o < 0 || int(o) >= len(objectiveNames) {
+		return fmt.Sprintf("Objective(%d)", int(o))
+	}
+	return objectiveNames[o]
+}
+
+// ParseObjective returns the objective named s ("loo" or "reference").
+func ParseObjective(s string) (Objective, error) {
+	for i, name := range objectiveNames {
+		if strings.EqualFold(strings.TrimSpace(s), name) {
+			return Objective(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown bandwidth objective %q (valid: %s)", s, strings.Join(objectiveNames[:], ", "))
+}
+
+// DefaultGrid returns the reference code's 20 candidate bandwidths:
+// 10^(-5 + 4i/14) for i = 0..14, then 0.2, 0.4, 0.6, 0.8, 1.0, each rounded
+// to float32 as the reference holds them (so that the Reference objective
+// reproduces its log-likelihoods).
+func DefaultGrid() []float64 {
+	g := make([]float64, 0, 20)
+	for i := 0; i <= 14; i++ {
+		g = append(g, float64(float32(math.Pow(10, -5+4*float64(i)/14))))
+	}
+	for _, v := range []float32{0.2, 0.4, 0.6, 0.8, 1.0} {
+		g = append(g, float64(v))
+	}
+	return g
+}
+
+// DefaultTolerance is the width in log h at which the golden-section
+// refinement stops when BandwidthOptions.Tolerance is 0 (h to about 0.1 %).
+const DefaultTolerance = 1e-3
+
+// BandwidthOptions configures SelectBandwidth. The zero value selects with
+// the LOO objective on DefaultGrid, refined.
+type BandwidthOptions struct {
+	Grid      []float64 // candidate bandwidths, increasing; nil means DefaultGrid()
+	Objective Objective
+	// NoRefine skips the golden-section refinement of the LOO objective.
+	NoRefine bool
+	// Tolerance is the bracket width in log h at which the refinement
+	// stops; 0 means DefaultTolerance.
+	Tolerance float64
+	Workers   int // goroutines; 0 means GOMAXPROCS
+}
+
+// Curve is the outcome of SelectBandwidth.
+type Curve struct {
+	Notion    Notion
+	Objective Objective
+	Bandwidth float64   // the selected bandwidth
+	LogLik    float64   // the objective at Bandwidth
+	Index     int       // index of the best grid point
+	Refined   bool      // Bandwidth comes from the golden-section search
+	Grid      []float64 // the candidates
+	GridLL    []float64 // the objective at each candidate (-Inf where it is -Inf)
+	// Excluded counts points whose leave-one-out density is exactly 0 at
+	// every bandwidth (a zero coordinate that no other point shares); they
+	// are left out of the LOO objective, which would be -Inf for every h.
+	// The Reference objective keeps them (and is then -Inf).
+	Excluded int
+}
+
+// SelectBandwidth chooses the bandwidth of a notion by leave-one-out maximum
+// likelihood: the Dirichlet kernel on the full vectors for Canonical, the
+// Beta kernel on the confidences for TopLabel and on p1 for Binary, and for
+// Marginal one bandwidth maximising the sum over classes of the Beta LOO on
+// each column. labels are not used, but are checked like Estimate's.
+func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts BandwidthOptions) (*Curve, error) {
+	if err := check(notion, probs, labels, k); err != nil {
+		return nil, err
+	}
+	grid := opts.Grid
+	if grid == nil {
+		grid = DefaultGrid()
+	}
+	if len(grid) == 0 {
+		return nil, errors.New("kde: empty bandwidth grid")
+	}
+	for i, h := range grid {
+		if err := checkBandwidth(h); err != nil {
+			return nil, err
+		}
+		if i > 0 && h <= grid[i-1] {
+			return nil, fmt.Errorf("kde: bandwidth grid must be increasing (%v after %v)", h, grid[i-1])
+		}
+	}
+	if opts.Objective != LOO && opts.Objective != Reference {
+		return nil, fmt.Errorf("kde: invalid objective %d", int(opts.Objective))
+	}
+	tol := opts.Tolerance
+	if tol == 0 {
+		tol = DefaultTolerance
+	}
+	if !(tol > 0) {
+		return nil, fmt.Errorf("kde: refinement tolerance %v: must be positive", tol)
+	}
+	pts := parts(notion, probs, labels, k, opts.Workers)
+	cv := &Curve{Notion: notion, Objective: opts.Objective, Grid: append([]float64(nil), grid...), Index: -1}
+	cv.GridLL, cv.Excluded = objective(pts, grid, opts.Objective)
+	if cv.Excluded == len(pts)*len(labels) {
+		return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
+	}
+
+	if opts.Objective == Reference {
+		best := 0.0
+		for i, ll := range cv.GridLL {
+			if ll > best {
+				best, cv.Index = ll, i
+			}
+		}
+		if cv.Index < 0 {
+			return nil, fmt.Errorf("kde: %s: no grid bandwidth has a reference log-likelihood above 0 (the reference code returns -1 here); use the loo objective", notion)
+		}
+		cv.Bandwidth, cv.LogLik = grid[cv.Index], cv.GridLL[cv.Index]
+		return cv, nil
+	}
+	for i, ll := range cv.GridLL {
+		if ll > math.Inf(-1) && (cv.Index < 0 || ll > cv.GridLL[cv.Index]) {
+			cv.Index = i
+		}
+	}
+	if cv.Index < 0 {
+		return nil, fmt.Errorf("kde: %s: the leave-one-out likelihood is 0 at every grid bandwidth", notion)
+	}
+	cv.Bandwidth, cv.LogLik = grid[cv.Index], cv.GridLL[cv.Index]
+	if opts.NoRefine || len(grid) < 2 {
+		return cv, nil
+	}
+	lo, hi := grid[max(cv.Index-1, 0)], grid[min(cv.Index+1, len(grid)-1)]
+	f := func(hs ...float64) []float64 { ll, _ := objective(pts, hs, LOO); return ll }
+	h, ll := goldenSection(f, math.Log(lo), math.Log(hi), tol)
+	if ll > cv.LogLik {
+		cv.Bandwidth, cv.LogLik, cv.Refined = h, ll, true
+	}
+	return cv, nil
+}
+
+// goldenSection maximises f(e^u) over u in [a, b] by golden-section search
+// until b - a < tol, and returns the best point it evaluated. f takes
+// several bandwidths at once (one sweep over the pairs for all of them).
+func goldenSection(f func(hs ...float64) []float64, a, b, tol float64) (h, ll float64) {
+	const phi = 0.6180339887498949 // (sqrt(5) - 1) / 2
+	x1, x2 := b-phi*(b-a), a+phi*(b-a)
+	v := f(math.Exp(x1), math.Exp(x2))
+	f1, f2 := v[0], v[1]
+	h, ll = math.Exp(x1), f1
+	if f2 > ll {
+		h, ll = math.Exp(x2), f2
+	}
+	for b-a >= tol {
+		if f1 >= f2 {
+			b, x2, f2 = x2, x1, f1
+			x1 = b - phi*(b-a)
+			f1 = f(math.Exp(x1))[0]
+			if f1 > ll {
+				h, ll = math.Exp(x1), f1
+			}
+		} else {
+			a, x1, f1 = x1, x2, f2
+			x2 = a + phi*(b-a)
+			f2 = f(math.Exp(x2))[0]
+			if f2 > ll {
+				h, ll = math.Exp(x2), f2
+			}
+		}
+	}
+	return h, ll
+}
+
+// objective returns the objective at each bandwidth, summed over the parts
+// (the classes of Marginal), and the number of excluded points (LOO).
+func objective(pts []part, hs []float64, obj Objective) (ll []float64, excluded int) {
+	ll = make([]float64, len(hs))
+	for _, pt := range pts {
+		n := pt.prob.n
+		lse := pt.prob.looLSE(hs)
+		logn1 := math.Log(float64(n - 1))
+		for g, h := range hs {
+			sum := 0.0
+			if obj == Reference {
+				// log((n-1) h) evaluated in float32, as the reference does.
+				t := float32(float64(n-1) * float64(float32(h)))
+				sub := float64(float32(math.Log(float64(t))))
+				for _, v := range lse[g*n : (g+1)*n] {
+					sum += v - sub
+				}
+			} else {
+				for _, v := range lse[g*n : (g+1)*n] {
+					if v == math.Inf(-1) {
+						if g == 0 {
+							excluded++
+						}
+						continue
+					}
+					sum += v - logn1
+				}
+			}
+			ll[g] += sum
+		}
+	}
+	return ll, excluded
+}

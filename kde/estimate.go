@@ -1,0 +1,300 @@
+package kde
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrTooFew is wrapped by the errors for inputs with fewer than 2 samples
+// (the leave-one-out sums need at least one other sample).
+var ErrTooFew = errors.New("too few samples")
+
+// ErrNoDensity is returned when every evaluation point has kernel density
+// exactly 0 (possible only with exact zeros in the predictions).
+var ErrNoDensity = errors.New("every point has zero kernel density")
+
+// Options configures Estimate and Gradient. The zero value is not usable:
+// Bandwidth must be set (use SelectBandwidth to choose one).
+type Options struct {
+	// Bandwidth is the kernel bandwidth h > 0; alpha_i = f_i/h + 1.
+	Bandwidth float64
+	// P lists the exponents p >= 1 to report; nil means {1}. The ratios
+	// r_j do not depend on p, so extra exponents cost O(nK) each.
+	P []float64
+	// ClassMean makes Marginal report the mean over the K classes instead
+	// of the sum (the sum is the reference code's convention).
+	ClassMean bool
+	// Workers is the number of goroutines; 0 means GOMAXPROCS. The
+	// results are bit-identical for every value.
+	Workers int
+}
+
+// Value is one Lp estimate.
+type Value struct {
+	P     float64 // the exponent p
+	Value float64 // the estimate of CE_p^p (the paper's form, eq. 2)
+	Root  float64 // Value^(1/p), the estimate of CE_p
+}
+
+// Result is an ECE^KDE estimate for one notion and bandwidth.
+type Result struct {
+	Notion    Notion
+	Bandwidth float64
+	N         int // samples
+	// Excluded counts evaluation points left out because their
+	// leave-one-out kernel density is exactly 0 (only possible with exact
+	// zeros or ones in the predictions); the averages run over the others.
+	// For Marginal it is the sum over classes.
+	Excluded int
+	Values   []Value // one per Options.P, in order
+	// PerClass holds, for Marginal, the class terms
+	// (1/n') sum_j |r_jk - f_jk|^p: PerClass[i][k] for exponent P[i].
+	PerClass [][]float64
+}
+
+// part is one kernel regression of an estimate and how its ratios are
+// compared with the predictions: Canonical compares every label l with
+// column l; the Beta-kernel notions compare the ratio of label 1 with the
+// scalar in column 0.
+type part struct {
+	prob      *problem
+	canonical bool
+	scale     float64 // 2 for Binary, else 1
+	class     int     // the column of probs this part belongs to (Marginal; TopLabel: -1; Binary: 1)
+}
+
+// errs returns e[j*ne + l] = r_jl - x_jl and the kept mask of the part.
+func (pt *part) errs(h float64) (e []float64, kept []bool, nkept int, r, lse []float64) {
+	p := pt.prob
+	r, lse = p.ratios(h)
+	ne := 1
+	if pt.canonical {
+		ne = p.nl
+	}
+	e = make([]float64, p.n*ne)
+	kept = make([]bool, p.n)
+	for j := range kept {
+		if lse[j] == math.Inf(-1) {
+			continue
+		}
+		kept[j] = true
+		nkept++
+		if pt.canonical {
+			for l := 0; l < ne; l++ {
+				e[j*ne+l] = r[j*p.nl+l] - p.x[j*p.d+l]
+			}
+		} else {
+			e[j] = r[j*p.nl+1] - p.x[j*p.d]
+		}
+	}
+	return e, kept, nkept, r, lse
+}
+
+// check validates the inputs shared by Estimate, Gradient and
+// SelectBandwidth.
+func check(notion Notion, probs []float64, labels []int, k int) error {
+	n := len(labels)
+	switch {
+	case notion < Canonical || notion > Binary:
+		return fmt.Errorf("kde: invalid notion %d", int(notion))
+	case k < 2:
+		return fmt.Errorf("kde: %d classes, need at least 2", k)
+	case notion == Binary && k != 2:
+		return fmt.Errorf("kde: the binary notion needs two columns (1-p1, p1), got %d", k)
+	case len(probs) != n*k:
+		return fmt.Errorf("kde: %d probabilities for %d samples of %d classes", len(probs), n, k)
+	case n < 2:
+		return fmt.Errorf("kde: %w: ECE^KDE needs at least 2 samples, got %d", ErrTooFew, n)
+	}
+	for i, v := range probs {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("kde: sample %d, class %d: probability %v outside [0, 1]", i/k, i%k, v)
+		}
+	}
+	for i, y := range labels {
+		if y < 0 || y >= k {
+			return fmt.Errorf("kde: sample %d: label %d outside 0..%d", i, y, k-1)
+		}
+	}
+	return nil
+}
+
+func checkBandwidth(h float64) error {
+	if !(h > 0) || math.IsInf(h, 0) {
+		return fmt.Errorf("kde: bandwidth %v: must be positive and finite", h)
+	}
+	return nil
+}
+
+func checkP(p float64) error {
+	if !(p >= 1) || math.IsInf(p, 0) {
+		return fmt.Errorf("kde: p = %v: must be a finite number >= 1", p)
+	}
+	return nil
+}
+
+// parts builds the kernel regressions of a notion.
+func parts(notion Notion, probs []float64, labels []int, k, workers int) []part {
+	n := len(labels)
+	switch notion {
+	case Canonical:
+		return []part{{prob: newProblem(probs, k, labels, k, workers), canonical: true, scale: 1, class: -1}}
+	case Marginal:
+		ps := make([]part, k)
+		for c := 0; c < k; c++ {
+			x, ind := make([]float64, n), make([]int, n)
+			for j := range x {
+				x[j] = probs[j*k+c]
+				if labels[j] == c {
+					ind[j] = 1
+				}
+			}
+			ps[c] = part{prob: betaProblem(x, ind, workers), scale: 1, class: c}
+		}
+		return ps
+	case TopLabel:
+		x, ind := confidences(probs, labels, k)
+		return []part{{prob: betaProblem(x, ind, workers), scale: 1, class: -1}}
+	case Binary:
+		x := make([]float64, n)
+		for j := range x {
+			x[j] = probs[j*2+1]
+		}
+		return []part{{prob: betaProblem(x, labels, workers), scale: 2, class: 1}}
+	}
+	panic("kde: unreachable")
+}
+
+// betaProblem is the Beta-kernel regression of the 0/1 labels ind on the
+// scalars c: a two-column Dirichlet problem on (c, 1-c).
+func betaProblem(c []float64, ind []int, workers int) *problem {
+	x := make([]float64, 2*len(c))
+	for j, v := range c {
+		x[2*j], x[2*j+1] = v, 1-v
+	}
+	return newProblem(x, 2, ind, 2, workers)
+}
+
+// confidences returns c_j = max_k f_jk and a_j = [argmax_k f_jk = y_j] (the
+// first maximum on ties).
+func confidences(probs []float64, labels []int, k int) (c []float64, a []int) {
+	n := len(labels)
+	c, a = make([]float64, n), make([]int, n)
+	for j := range c {
+		row := probs[j*k : (j+1)*k]
+		best := 0
+		for m, v := range row {
+			if v > row[best] {
+				best = m
+			}
+		}
+		c[j] = row[best]
+		if best == labels[j] {
+			a[j] = 1
+		}
+	}
+	return c, a
+}
+
+// powAbs returns |e|^p.
+func powAbs(e, p float64) float64 {
+	switch p {
+	case 1:
+		return math.Abs(e)
+	case 2:
+		return e * e
+	}
+	return math.Pow(math.Abs(e), p)
+}
+
+// dPowAbs returns d|e|^p/de = p |e|^(p-1) sign(e), 0 at e = 0.
+func dPowAbs(e, p float64) float64 {
+	switch {
+	case e == 0:
+		return 0
+	case p == 1:
+		return math.Copysign(1, e)
+	case p == 2:
+		return 2 * e
+	}
+	return p * math.Pow(math.Abs(e), p-1) * math.Copysign(1, e)
+}
+
+// Estimate returns the ECE^KDE estimates of CE_p^p for one notion:
+//
+//	CE_p^p ≈ (1/n') sum_j || r_j - f_j ||_p^p,
+//	r_j = sum_{i != j} k_h(f_j; f_i) y_i / sum_{i != j} k_h(f_j; f_i)
+//
+// (eq. 2, 3, 9) for every exponent in opts.P. probs holds n rows of k
+// probabilities (row-major) and labels the n labels in 0..k-1. For Binary,
+// k must be 2 and column 1 is p1. The sum runs over the n' points whose
+// leave-one-out density is positive (Result.Excluded counts the others).
+//
+// Memory is O(nk); the O(n^2) sums are streamed in blocks on opts.Workers
+// goroutines with bit-identical results for any number of them.
+func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options) (*Result, error) {
+	if err := check(notion, probs, labels, k); err != nil {
+		return nil, err
+	}
+	h := opts.Bandwidth
+	if err := checkBandwidth(h); err != nil {
+		return nil, err
+	}
+	ps := opts.P
+	if ps == nil {
+		ps = []float64{1}
+	}
+	for _, p := range ps {
+		if err := checkP(p); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps))}
+	pts := parts(notion, probs, labels, k, opts.Workers)
+	if notion == Marginal {
+		res.PerClass = make([][]float64, len(ps))
+		for i := range ps {
+			res.PerClass[i] = make([]float64, k)
+		}
+	}
+	for pi, pt := range pts {
+		e, kept, nkept, _, _ := pt.errs(h)
+		res.Excluded += pt.prob.n - nkept
+		if nkept == 0 {
+			return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
+		}
+		for i, p := range ps {
+			v := lpMean(e, kept, nkept, p) * pt.scale
+			res.Values[i].Value += v
+			if notion == Marginal {
+				res.PerClass[i][pi] = v
+			}
+		}
+	}
+	for i, p := range ps {
+		v := &res.Values[i]
+		v.P = p
+		if notion == Marginal && opts.ClassMean {
+			v.Value /= float64(k)
+		}
+		v.Root = math.Pow(v.Value, 1/p)
+	}
+	return res, nil
+}
+
+// lpMean returns (1/nkept) sum over kept points of sum_l |e_jl|^p, summed in
+// point order.
+func lpMean(e []float64, kept []bool, nkept int, p float64) float64 {
+	ne := len(e) / len(kept)
+	sum := 0.0
+	for j, ok := range kept {
+		if !ok {
+			continue
+		}
+		for _, v := range e[j*ne : (j+1)*ne] {
+			sum += powAbs(v, p)
+		}
+	}
+	return sum / float64(nkept)
+}

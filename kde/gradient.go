@@ -1,0 +1,179 @@
+package kde
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/data"
+)
+
+// Gradient returns the estimate of CE_p^p of Estimate (one exponent p) and
+// its exact gradient with respect to the n×k probabilities, each entry
+// treated as a free variable (no projection onto the simplex), so
+// grad[j*k + m] = dCE/df_jm. The gradient covers both roles of f_j: as an
+// evaluation point (through log f_j and the error r_j - f_j) and as a kernel
+// centre (through alpha_j = f_j/h + 1 and the Dirichlet normaliser, whose
+// derivative is the digamma function). TopLabel passes the derivative to the
+// arg-max entry of each row; Binary to column 1 (column 0 is not read).
+//
+// For p = 1 the derivative of |e| at e = 0 is taken as 0. The gradient is
+// defined only inside the simplex: every entry that the notion reads must be
+// in (0, 1) (an error otherwise). If dst has length n*k it is used for the
+// result, else a new slice is allocated.
+func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int, p float64, opts Options) (value float64, grad []float64, err error) {
+	if err := check(notion, probs, labels, k); err != nil {
+		return 0, nil, err
+	}
+	h := opts.Bandwidth
+	if err := checkBandwidth(h); err != nil {
+		return 0, nil, err
+	}
+	if err := checkP(p); err != nil {
+		return 0, nil, err
+	}
+	n := len(labels)
+	if len(dst) == n*k {
+		grad = dst
+		clear(grad)
+	} else {
+		grad = make([]float64, n*k)
+	}
+	pts := parts(notion, probs, labels, k, opts.Workers)
+	var argmax []int
+	if notion == TopLabel {
+		argmax = make([]int, n)
+		for j := range argmax {
+			row := probs[j*k : (j+1)*k]
+			for m, v := range row {
+				if v > row[argmax[j]] {
+					argmax[j] = m
+				}
+			}
+		}
+	}
+	scale := 1.0
+	if notion == Marginal && opts.ClassMean {
+		scale = 1 / float64(k)
+	}
+	for _, pt := range pts {
+		pr := pt.prob
+		if pr.anyExact {
+			return 0, nil, fmt.Errorf("kde: %s gradient: a prediction has an exact 0 or 1, where the gradient is not finite", notion)
+		}
+		e, kept, nkept, r, lse := pt.errs(h)
+		if nkept == 0 {
+			return 0, nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
+		}
+		s := pt.scale * scale
+		value += s * lpMean(e, kept, nkept, p)
+		// G[j*nl + l] = dV/dr_jl
+		G := make([]float64, pr.n*pr.nl)
+		w := s / float64(nkept)
+		for j, ok := range kept {
+			if !ok {
+				continue
+			}
+			if pt.canonical {
+				for l := 0; l < pr.nl; l++ {
+					G[j*pr.nl+l] = w * dPowAbs(e[j*pr.nl+l], p)
+				}
+			} else {
+				G[j*pr.nl+1] = w * dPowAbs(e[j], p)
+			}
+		}
+		dx := pr.gradient(h, r, lse, G)
+		// The direct term: e = r - x.
+		for j := range kept {
+			if pt.canonical {
+				for l := 0; l < pr.nl; l++ {
+					dx[j*pr.d+l] -= G[j*pr.nl+l]
+				}
+			} else {
+				dx[j*pr.d] -= G[j*pr.nl+1]
+			}
+		}
+		if pt.canonical {
+			for i, v := range dx {
+				grad[i] += v
+			}
+			continue
+		}
+		for j := 0; j < n; j++ {
+			dc := dx[2*j] - dx[2*j+1] // x = (c, 1-c)
+			col := pt.class
+			if col < 0 {
+				col = argmax[j]
+			}
+			grad[j*k+col] += dc
+		}
+	}
+	for _, v := range grad {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, nil, fmt.Errorf("kde: %s gradient is not finite (bandwidth %v too small for these predictions?)", notion, h)
+		}
+	}
+	return value, grad, nil
+}
+
+// LogitGradient returns the estimate of Gradient at f = softmax(z) (row-wise,
+// in float64) and its gradient with respect to the logits z (n×cols):
+//
+//	dCE/dz_jm = f_jm (dCE/df_jm - sum_m' f_jm' dCE/df_jm')
+//
+// For Binary, cols = 1 and z is the logit of p1 = sigmoid(z), so
+// dCE/dz_j = p1 (1 - p1) dCE/dp1. Otherwise cols = k >= 2.
+func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, opts Options) (value float64, grad []float64, err error) {
+	n := len(labels)
+	if cols < 1 || len(logits) != n*cols {
+		return 0, nil, fmt.Errorf("kde: %d logits for %d samples of %d columns", len(logits), n, cols)
+	}
+	for i, z := range logits {
+		if math.IsNaN(z) || math.IsInf(z, 0) {
+			return 0, nil, fmt.Errorf("kde: sample %d, column %d: logit %v is not finite", i/cols, i%cols, z)
+		}
+	}
+	k := cols
+	if notion == Binary {
+		if cols != 1 {
+			return 0, nil, fmt.Errorf("kde: the binary notion takes one logit column, got %d", cols)
+		}
+		k = 2
+	} else if cols < 2 {
+		return 0, nil, fmt.Errorf("kde: %s needs at least 2 logit columns, got %d", notion, cols)
+	}
+	probs := make([]float64, n*k)
+	for j := 0; j < n; j++ {
+		if notion == Binary {
+			q := data.Sigmoid(logits[j])
+			probs[2*j], probs[2*j+1] = 1-q, q
+			continue
+		}
+		data.Softmax(probs[j*k:(j+1)*k], logits[j*k:(j+1)*k])
+	}
+	value, gp, err := Gradient(nil, notion, probs, labels, k, p, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(dst) == n*cols {
+		grad = dst
+	} else {
+		grad = make([]float64, n*cols)
+	}
+	for j := 0; j < n; j++ {
+		if notion == Binary {
+			q := probs[2*j+1]
+			grad[j] = q * (1 - q) * gp[2*j+1]
+			continue
+		}
+		f, g := probs[j*k:(j+1)*k], gp[j*k:(j+1)*k]
+		dot := 0.0
+		for m := range f {
+			dot += f[m] * g[m]
+		}
+		for m := range f {
+			grad[j*k+m] = f[m] * (g[m] - dot)
+		}
+	}
+	return value, grad, nil
+}
+

@@ -1,0 +1,72 @@
+package kde
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Notion is a notion of calibration: which conditional expectation the
+// estimator compares the predictions with.
+type Notion int
+
+const (
+	// Canonical compares the whole probability vector f with E[y | f]
+	// using the Dirichlet kernel on the simplex (eq. 9-10).
+	Canonical Notion = iota
+	// Marginal (class-wise) compares each coordinate f_k with
+	// P(y = k | f_k) using a Beta kernel on that coordinate (eq. 8).
+	Marginal
+	// TopLabel compares the confidence c = max_k f_k with
+	// P(y = argmax f | c) using a Beta kernel on c.
+	TopLabel
+	// Binary is one-column input p1 = P(y = 1): 2 x the Beta estimate on
+	// p1, which equals Canonical on the two columns (1-p1, p1).
+	Binary
+)
+
+var notionNames = [...]string{"canonical", "marginal", "top_label", "binary"}
+
+// Notions lists every notion in order.
+var Notions = []Notion{Canonical, Marginal, TopLabel, Binary}
+
+// String returns the notion's name as used in the JSON output and on the
+// command line: canonical, marginal, top_label or binary.
+func (n Notion) String() string {
+	if n < 0 || int(n) >= len(notionNames) {
+		return fmt.Sprintf("Notion(%d)", int(n))
+	}
+	return notionNames[n]
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (n Notion) MarshalText() ([]byte, error) {
+	if n < 0 || int(n) >= len(notionNames) {
+		return nil, fmt.Errorf("kde: invalid notion %d", int(n))
+	}
+	return []byte(n.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; "toplabel" and
+// "top-label" are accepted for top_label.
+func (n *Notion) UnmarshalText(b []byte) error {
+	v, err := ParseNotion(string(b))
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+// ParseNotion returns the notion named s.
+func ParseNotion(s string) (Notion, error) {
+	t := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
+	if t == "toplabel" {
+		t = "top_label"
+	}
+	for i, name := range notionNames {
+		if t == name {
+			return Notion(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown notion %q (valid: %s)", s, strings.Join(notionNames[:], ", "))
+}

@@ -1,0 +1,395 @@
+package kde
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mathext"
+
+	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// Block sizes of the streamed O(n^2) sweeps: evaluation points are handled
+// blockJ at a time against tiles of tileI kernel centres, so a worker's
+// scratch is blockJ*tileI floats (16 KiB) and memory stays O(n d).
+const (
+	blockJ = 8
+	tileI  = 256
+)
+
+// problem is a Dirichlet kernel regression in normalised form: n points x_j
+// in the (d-1)-simplex (d columns), each with a label in 0..nl-1. Every point
+// is both an evaluation point and a kernel centre; centre i has the Dirichlet
+// kernel with alpha_i = x_i/h + 1 (eq. 10). A Beta kernel on a scalar c (eq.
+// 8) is the case d = 2 with the columns (c, 1-c).
+type problem struct {
+	n, d, nl int
+	x        []float64 // n×d coordinates, input order
+	lx       []float64 // n×d log coordinates, -Inf at exact zeros
+	exact    []bool    // row has a zero coordinate: its log-kernels need the 0*log 0 = 0 convention
+	anyExact bool
+	labels   []int // input order
+
+	// Centres sorted by label, so that each label's kernel sum is a sum
+	// over a contiguous range.
+	order []int     // sorted position -> input index
+	rank  []int     // input index -> sorted position
+	fc    []float64 // n×d centre coordinates in sorted order
+	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
+
+	workers int
+}
+
+func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
+	n := len(labels)
+	p := &problem{n: n, d: d, nl: nl, x: x, labels: labels, workers: workers,
+		lx: make([]float64, n*d), exact: make([]bool, n),
+		order: make([]int, n), rank: make([]int, n), fc: make([]float64, n*d), seg: make([]int, nl+1)}
+	for i, v := range x {
+		p.lx[i] = math.Log(v)
+		if v == 0 {
+			p.exact[i/d] = true
+			p.anyExact = true
+		}
+	}
+	for i := range p.order {
+		p.order[i] = i
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int { return labels[a] - labels[b] })
+	for s, i := range p.order {
+		p.rank[i] = s
+		copy(p.fc[s*d:(s+1)*d], x[i*d:(i+1)*d])
+	}
+	for _, y := range labels {
+		p.seg[y+1]++
+	}
+	for l := 0; l < nl; l++ {
+		p.seg[l+1] += p.seg[l]
+	}
+	return p
+}
+
+// logNorm returns the log normalising constants of the centre kernels in
+// sorted order: log B(alpha_i) = sum_m lgamma(alpha_im) - lgamma(sum_m
+// alpha_im) with alpha_i = x_i/h + 1, using the actual sum of alpha_i (eq. 10).
+func (p *problem) logNorm(h float64) []float64 {
+	c := make([]float64, p.n)
+	for s := range c {
+		sum, lb := 0.0, 0.0
+		for _, v := range p.fc[s*p.d : (s+1)*p.d] {
+			a := v/h + 1
+			g, _ := math.Lgamma(a)
+			lb += g
+			sum += a
+		}
+		g, _ := math.Lgamma(sum)
+		c[s] = lb - g
+	}
+	return c
+}
+
+// tile fills t (rows j0..j0+na-1 against sorted centres i0..i0+len(c)-1)
+// with log k_h(x_j; x_i) = invh * <x_i, log x_j> - c_i.
+func (p *problem) tile(t []float64, j0, na, i0 int, c []float64, invh float64) {
+	d, nb := p.d, len(c)
+	fc := p.fc[i0*d : (i0+nb)*d]
+	kernel.LogKernelTile(t[:na*nb], p.lx[j0*d:(j0+na)*d], fc, c, d, invh)
+	if !p.anyExact {
+		return
+	}
+	for a := 0; a < na; a++ {
+		if j := j0 + a; p.exact[j] {
+			kernel.LogKernelTileExact(t[a*nb:(a+1)*nb], p.lx[j*d:(j+1)*d], fc, c, d, invh)
+		}
+	}
+}
+
+// maxExcept returns the largest element of row other than row[self] (self
+// may be outside the row).
+func maxExcept(row []float64, self int) float64 {
+	if self < 0 || self >= len(row) {
+		return kernel.Max(row)
+	}
+	return max(kernel.Max(row[:self]), kernel.Max(row[self+1:]))
+}
+
+// sumExpExcept returns sum_{b != self} e^(row[b] - shift).
+func sumExpExcept(row []float64, self int, shift float64) float64 {
+	if self < 0 || self >= len(row) {
+		return kernel.SumExp(row, shift)
+	}
+	return kernel.SumExp(row[:self], shift) + kernel.SumExp(row[self+1:], shift)
+}
+
+// segments calls fn(l, lo, hi) for each label l with centres in the sorted
+// range [i0, i1), lo and hi relative to i0.
+func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
+	for l := p.labels[p.order[i0]]; l < p.nl && p.seg[l] < i1; l++ {
+		lo, hi := max(p.seg[l], i0), min(p.seg[l+1], i1)
+		if lo < hi {
+			fn(l, lo-i0, hi-i0)
+		}
+	}
+}
+
+// ratios returns, for every evaluation point j (input order),
+//
+//	lse[j]       = log sum_{i != j} k_h(x_j; x_i)
+//	r[j*nl + l]  = sum_{i != j, y_i = l} k_h(x_j; x_i) / sum_{i != j} k_h(x_j; x_i)
+//
+// the leave-one-out kernel regression of the one-hot labels (eq. 3, 9). Both
+// are computed in log space: per label a log-sum-exp over i != j with the
+// running maximum over all i != j as shift. The term i = j is skipped, not
+// masked with a large negative number. Where every kernel is exactly 0
+// (possible only with zero coordinates) lse[j] = -Inf and r is 0.
+func (p *problem) ratios(h float64) (r, lse []float64) {
+	n, nl := p.n, p.nl
+	c := p.logNorm(h)
+	invh := 1 / h
+	r, lse = make([]float64, n*nl), make([]float64, n)
+	type scratch struct{ t, m, s []float64 }
+	blocks := (n + blockJ - 1) / blockJ
+	parallel.For(blocks, p.workers, func() *scratch {
+		return &scratch{t: make([]float64, blockJ*tileI), m: make([]float64, blockJ), s: make([]float64, blockJ*nl)}
+	}, func(w *scratch, b int) {
+		j0 := b * blockJ
+		na := min(blockJ, n-j0)
+		m, s := w.m[:na], w.s[:na*nl]
+		for a := range m {
+			m[a] = math.Inf(-1)
+		}
+		clear(s)
+		for i0 := 0; i0 < n; i0 += tileI {
+			i1 := min(n, i0+tileI)
+			nb := i1 - i0
+			p.tile(w.t, j0, na, i0, c[i0:i1], invh)
+			for a := 0; a < na; a++ {
+				row := w.t[a*nb : (a+1)*nb]
+				self := p.rank[j0+a] - i0
+				tm := maxExcept(row, self)
+				if tm == math.Inf(-1) {
+					continue
+				}
+				sa := s[a*nl : (a+1)*nl]
+				if tm > m[a] {
+					if m[a] > math.Inf(-1) {
+						scale := math.Exp(m[a] - tm)
+						for l := range sa {
+							sa[l] *= scale
+						}
+					}
+					m[a] = tm
+				}
+				p.segments(i0, i1, func(l, lo, hi int) {
+					sa[l] += sumExpExcept(row[lo:hi], self-lo, m[a])
+				})
+			}
+		}
+		for a := 0; a < na; a++ {
+			j := j0 + a
+			if m[a] == math.Inf(-1) {
+				lse[j] = math.Inf(-1)
+				continue
+			}
+			sa := s[a*nl : (a+1)*nl]
+			tot := 0.0
+			for _, v := range sa {
+				tot += v
+			}
+			lse[j] = m[a] + math.Log(tot)
+			for l, v := range sa {
+				r[j*nl+l] = v / tot
+			}
+		}
+	})
+	return r, lse
+}
+
+// looLSE returns, for every bandwidth hs[g] and evaluation point j,
+// lse[g*n + j] = log sum_{i != j} k_{h_g}(x_j; x_i) (-Inf where every kernel
+// is 0). The dot products <x_i, log x_j> are computed once per pair for all
+// bandwidths: alpha_i - 1 = x_i / h.
+func (p *problem) looLSE(hs []float64) []float64 {
+	n, ng := p.n, len(hs)
+	cs := make([][]float64, ng)
+	for g, h := range hs {
+		cs[g] = p.logNorm(h)
+	}
+	zero := make([]float64, n)
+	lse := make([]float64, ng*n)
+	type scratch struct{ t, row, m, s []float64 }
+	blocks := (n + blockJ - 1) / blockJ
+	parallel.For(blocks, p.workers, func() *scratch {
+		return &scratch{t: make([]float64, blockJ*tileI), row: make([]float64, tileI),
+			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng)}
+	}, func(w *scratch, b int) {
+		j0 := b * blockJ
+		na := min(blockJ, n-j0)
+		m, s := w.m[:na*ng], w.s[:na*ng]
+		for i := range m {
+			m[i] = math.Inf(-1)
+		}
+		clear(s)
+		for i0 := 0; i0 < n; i0 += tileI {
+			i1 := min(n, i0+tileI)
+			nb := i1 - i0
+			p.tile(w.t, j0, na, i0, zero[i0:i1], 1) // dot products only
+			for a := 0; a < na; a++ {
+				dot := w.t[a*nb : (a+1)*nb]
+				self := p.rank[j0+a] - i0
+				row := w.row[:nb]
+				for g, h := range hs {
+					invh, c := 1/h, cs[g][i0:i1]
+					for i, v := range dot {
+						row[i] = v*invh - c[i]
+					}
+					tm := maxExcept(row, self)
+					if tm == math.Inf(-1) {
+						continue
+					}
+					k := a*ng + g
+					if tm > m[k] {
+						if m[k] > math.Inf(-1) {
+							s[k] *= math.Exp(m[k] - tm)
+						}
+						m[k] = tm
+					}
+					s[k] += sumExpExcept(row, self, m[k])
+				}
+			}
+		}
+		for a := 0; a < na; a++ {
+			for g := range hs {
+				k := a*ng + g
+				v := math.Inf(-1)
+				if m[k] > math.Inf(-1) {
+					v = m[k] + math.Log(s[k])
+				}
+				lse[g*n+j0+a] = v
+			}
+		}
+	})
+	return lse
+}
+
+// gradient returns dV/dx (n×d, input order) of a value V that depends on
+// the ratios r of ratios(h) through G[j*nl + l] = dV/dr_jl. lse must be the
+// lse of ratios(h). The direct dependence of V on x (the "- f" in r - f) is
+// not included. It needs every coordinate positive (no exact rows).
+//
+// With w_ij = k_h(x_j; x_i), P_ij = w_ij / sum_{i'} w_i'j and
+// l_ij = log w_ij = <x_i/h, log x_j> - log B(alpha_i):
+//
+//	dr_jl/dl_ij = P_ij ([y_i = l] - r_jl)
+//	beta_ij     = dV/dl_ij = P_ij (G_{j,y_i} - sum_l G_jl r_jl)
+//	dl_ij/dx_jm = x_im / (h x_jm)                        (evaluation point)
+//	dl_ij/dx_im = (log x_jm - psi(alpha_im) + psi(sum_m alpha_im)) / h   (centre)
+//
+// The evaluation-point sums run over i for each j and the centre sums over j
+// for each i, each in a fixed order, so the result does not depend on the
+// number of workers.
+func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
+	n, d, nl := p.n, p.d, p.nl
+	c := p.logNorm(h)
+	invh := 1 / h
+	q := make([]float64, n) // q_j = sum_l G_jl r_jl
+	for j := range q {
+		for l := 0; l < nl; l++ {
+			q[j] += G[j*nl+l] * r[j*nl+l]
+		}
+	}
+	grad := make([]float64, n*d)
+	blocks := (n + blockJ - 1) / blockJ
+
+	// Evaluation-point part: U_jm = sum_{i != j} beta_ij x_im.
+	parallel.For(blocks, p.workers, func() []float64 { return make([]float64, blockJ*tileI) }, func(t []float64, b int) {
+		j0 := b * blockJ
+		na := min(blockJ, n-j0)
+		for i0 := 0; i0 < n; i0 += tileI {
+			i1 := min(n, i0+tileI)
+			nb := i1 - i0
+			p.tile(t, j0, na, i0, c[i0:i1], invh)
+			for a := 0; a < na; a++ {
+				j := j0 + a
+				if lse[j] == math.Inf(-1) {
+					continue
+				}
+				row := t[a*nb : (a+1)*nb]
+				self := p.rank[j] - i0
+				u := grad[j*d : (j+1)*d]
+				p.segments(i0, i1, func(l, lo, hi int) {
+					coef := G[j*nl+l] - q[j]
+					for bi := lo; bi < hi; bi++ {
+						if bi == self {
+							continue
+						}
+						beta := math.Exp(row[bi]-lse[j]) * coef
+						f := p.fc[(i0+bi)*d : (i0+bi+1)*d]
+						for mm, v := range f {
+							u[mm] += beta * v
+						}
+					}
+				})
+			}
+		}
+		for a := 0; a < na; a++ {
+			j := j0 + a
+			for mm := 0; mm < d; mm++ {
+				grad[j*d+mm] *= invh / p.x[j*d+mm]
+			}
+		}
+	})
+
+	// Centre part, per centre block (sorted order) against all evaluation
+	// points: T_im = sum_{j != i} beta_ij log x_jm and b_i = sum_{j != i} beta_ij.
+	centre := make([]float64, n*d) // sorted order
+	parallel.For(blocks, p.workers, func() []float64 { return make([]float64, tileI*blockJ) }, func(t []float64, b int) {
+		s0 := b * blockJ
+		nc := min(blockJ, n-s0)
+		cb := c[s0 : s0+nc]
+		bsum := make([]float64, nc)
+		for j0 := 0; j0 < n; j0 += tileI {
+			na := min(tileI, n-j0)
+			p.tile(t, j0, na, s0, cb, invh) // rows: evaluation points j0.., columns: centres s0..
+			for a := 0; a < na; a++ {
+				j := j0 + a
+				if lse[j] == math.Inf(-1) {
+					continue
+				}
+				row := t[a*nc : (a+1)*nc]
+				lxj := p.lx[j*d : (j+1)*d]
+				for bb := 0; bb < nc; bb++ {
+					i := p.order[s0+bb]
+					if i == j {
+						continue
+					}
+					beta := math.Exp(row[bb]-lse[j]) * (G[j*nl+p.labels[i]] - q[j])
+					ti := centre[(s0+bb)*d : (s0+bb+1)*d]
+					for mm, v := range lxj {
+						ti[mm] += beta * v
+					}
+					bsum[bb] += beta
+				}
+			}
+		}
+		for bb := 0; bb < nc; bb++ {
+			s := s0 + bb
+			f := p.fc[s*d : (s+1)*d]
+			asum := 0.0
+			for _, v := range f {
+				asum += v*invh + 1
+			}
+			psiSum := mathext.Digamma(asum)
+			for mm, v := range f {
+				centre[s*d+mm] = invh * (centre[s*d+mm] - (mathext.Digamma(v*invh+1)-psiSum)*bsum[bb])
+			}
+		}
+	})
+	for s, i := range p.order {
+		for mm := 0; mm < d; mm++ {
+			grad[i*d+mm] += centre[s*d+mm]
+		}
+	}
+	return grad
+}
