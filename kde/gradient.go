@@ -176,4 +176,3 @@ func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int,
 	}
 	return value, grad, nil
 }
-
