@@ -64,8 +64,8 @@ func DefaultGrid() []float64 {
 }
 
 // DefaultTolerance is the width in log h at which the golden-section
-// refinement stops when BandwidthOptions.Tolerance is 0 (h to about 0.1 %).
-const DefaultTolerance = 1e-3
+// refinement stops when BandwidthOptions.Tolerance is 0 (h to about 1 %).
+const DefaultTolerance = 1e-2
 
 // BandwidthOptions configures SelectBandwidth. The zero value selects with
 // the LOO objective on DefaultGrid, refined.
@@ -95,6 +95,11 @@ type Curve struct {
 	// are left out of the LOO objective, which would be -Inf for every h.
 	// The Reference objective keeps them (and is then -Inf).
 	Excluded int
+	// Warnings says when the choice is doubtful: the best grid value is
+	// at an end of the grid (the optimum may lie outside it; with
+	// duplicated predictions the LOO likelihood grows without bound as
+	// h -> 0).
+	Warnings []string
 }
 
 // SelectBandwidth chooses the bandwidth of a notion by leave-one-out maximum
@@ -149,6 +154,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 			return nil, fmt.Errorf("kde: %s: no grid bandwidth has a reference log-likelihood above 0 (the reference code returns -1 here); use the loo objective", notion)
 		}
 		cv.Bandwidth, cv.LogLik = grid[cv.Index], cv.GridLL[cv.Index]
+		cv.edgeWarning()
 		return cv, nil
 	}
 	for i, ll := range cv.GridLL {
@@ -160,6 +166,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 		return nil, fmt.Errorf("kde: %s: the leave-one-out likelihood is 0 at every grid bandwidth", notion)
 	}
 	cv.Bandwidth, cv.LogLik = grid[cv.Index], cv.GridLL[cv.Index]
+	cv.edgeWarning()
 	if opts.NoRefine || len(grid) < 2 {
 		return cv, nil
 	}
@@ -170,6 +177,17 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 		cv.Bandwidth, cv.LogLik, cv.Refined = h, ll, true
 	}
 	return cv, nil
+}
+
+// edgeWarning adds a warning when the best grid value is an end of the grid.
+func (cv *Curve) edgeWarning() {
+	switch {
+	case len(cv.Grid) < 2:
+	case cv.Index == 0:
+		cv.Warnings = append(cv.Warnings, fmt.Sprintf("the objective is largest at the smallest grid bandwidth %.3g; the optimum may be smaller (duplicated predictions make the LOO likelihood grow without bound as h -> 0)", cv.Grid[0]))
+	case cv.Index == len(cv.Grid)-1:
+		cv.Warnings = append(cv.Warnings, fmt.Sprintf("the objective is largest at the largest grid bandwidth %.3g; the optimum may be larger", cv.Grid[cv.Index]))
+	}
 }
 
 // goldenSection maximises f(e^u) over u in [a, b] by golden-section search

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -56,7 +57,29 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 	for i := range p.order {
 		p.order[i] = i
 	}
-	slices.SortStableFunc(p.order, func(a, b int) int { return labels[a] - labels[b] })
+	// Within a label, centres are sorted by (arg max, max) so that centres
+	// near each other in the simplex are near each other in the order: then
+	// runs of kernels that underflow to exactly 0 against an evaluation
+	// point are long, and kernel.SumExp skips them.
+	am, mx := make([]int, n), make([]float64, n)
+	for i := range am {
+		row := x[i*d : (i+1)*d]
+		for m, v := range row {
+			if v > row[am[i]] {
+				am[i] = m
+			}
+		}
+		mx[i] = row[am[i]]
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int {
+		if labels[a] != labels[b] {
+			return labels[a] - labels[b]
+		}
+		if am[a] != am[b] {
+			return am[a] - am[b]
+		}
+		return cmp.Compare(mx[a], mx[b])
+	})
 	for s, i := range p.order {
 		p.rank[i] = s
 		copy(p.fc[s*d:(s+1)*d], x[i*d:(i+1)*d])

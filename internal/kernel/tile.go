@@ -2,13 +2,34 @@ package kernel
 
 import "math"
 
+// sumExpGroup is the number of terms SumExp tests together for underflow.
+const sumExpGroup = 16
+
 // SumExp returns sum_i e^(x_i - shift) computed with Exp, so terms with
 // x_i - shift < ExpMin (and x_i = -Inf) add exactly 0. shift should be at
-// least max_i x_i (the log-sum-exp shift). The terms are added in order.
+// least max_i x_i (the log-sum-exp shift). Groups of 16 terms whose largest
+// is below shift + ExpMin are skipped without computing their exponentials,
+// which gives the same sum: long runs of such terms are common when the
+// kernel centres are sorted by position and the bandwidth is small. The
+// terms are added in order.
 func SumExp(x []float64, shift float64) float64 {
-	// The body of Exp, inlined by hand (the compiler does not inline it),
-	// with the ExpMin cut done by a bit mask instead of a branch.
 	s := 0.0
+	cut := shift + ExpMin
+	for len(x) > 0 {
+		g := x[:min(sumExpGroup, len(x))]
+		x = x[len(g):]
+		if Max(g) < cut {
+			continue
+		}
+		s = sumExp(g, shift, s)
+	}
+	return s
+}
+
+// sumExp returns s + sum_i Exp(x_i - shift), adding in order. The body of
+// Exp is inlined by hand (the compiler does not inline it), with the ExpMin
+// cut done by a bit mask instead of a branch.
+func sumExp(x []float64, shift, s float64) float64 {
 	for _, v := range x {
 		v -= shift
 		kf := v*invLn2N + roundMagic

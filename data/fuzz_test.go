@@ -1,0 +1,107 @@
+package data
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// checkSet asserts the invariants of every Set the loaders return.
+func checkSet(t *testing.T, s *Set, err error) {
+	t.Helper()
+	if err != nil {
+		if s != nil {
+			t.Fatalf("both a set and an error %v", err)
+		}
+		if _, ok := err.(*Error); !ok {
+			t.Fatalf("error %T %v is not a *data.Error", err, err)
+		}
+		return
+	}
+	if s.N <= 0 || s.K < 2 || len(s.Probs) != s.N*s.K || len(s.Labels) != s.N {
+		t.Fatalf("bad shape n=%d K=%d len=%d/%d", s.N, s.K, len(s.Probs), len(s.Labels))
+	}
+	for i := 0; i < s.N; i++ {
+		sum := 0.0
+		for _, v := range s.Row(i) {
+			if !(v >= 0 && v <= 1) {
+				t.Fatalf("row %d: probability %v", i, v)
+			}
+			sum += v
+		}
+		if !(math.Abs(sum-1) <= 1e-6*float64(s.K)+1e-9) {
+			t.Fatalf("row %d sums to %v", i, sum)
+		}
+		if s.Labels[i] < 0 || s.Labels[i] >= s.K {
+			t.Fatalf("row %d: label %d", i, s.Labels[i])
+		}
+	}
+}
+
+func readSeed(f *testing.F, name string) []byte {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
+
+func FuzzCSV(f *testing.F) {
+	f.Add(readSeed(f, "../testdata/golden/ecekde/c13_n24_k3_grad.csv"))
+	f.Add(readSeed(f, "../testdata/golden/ecekde/c07_n100_k4_onehot_row.csv"))
+	f.Add([]byte("p,label\n0.3,1\n0.9,0\n"))
+	f.Add([]byte("0.5,0.5,0\n0.5,0.5\n"))
+	f.Add([]byte("0.5\t0.5\t1\n"))
+	f.Add([]byte("\"0.5\",\"0.5\",1\n\"0.5,0.5,1\n"))
+	f.Add([]byte("1e400,0,0\nNaN,1,0\n-0,1,1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse("f.csv", b, "", nil, Options{})
+		checkSet(t, s, err)
+		s, err = Parse("f.csv", b, "", nil, Options{Logits: true, Renormalize: true})
+		checkSet(t, s, err)
+	})
+}
+
+func FuzzJSONL(f *testing.F) {
+	f.Add([]byte("{\"probs\": [0.1, 0.9], \"label\": 1}\n{\"probs\": [0.5, 0.5], \"label\": 0}\n"))
+	f.Add([]byte("{\"logits\": [1e308, -1e308, 0], \"label\": 2}\n"))
+	f.Add([]byte("{\"probs\": [1], \"label\": 1.5}\n{\"probs\": []}\n"))
+	f.Add([]byte("{\"probs\": [0.5, 0.5], \"label\": \"x\"}\n{"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse("f.jsonl", b, "", nil, Options{})
+		checkSet(t, s, err)
+	})
+}
+
+func FuzzNPY(f *testing.F) {
+	// A real file: the first 20 rows of the embedded CIFAR-10 validation
+	// logits, written back as NPY, and the real label file.
+	s, err := Load(filepath.Join(demoDir, "val_logits.npy"), Options{Logits: true, Labels: filepath.Join(demoDir, "val_labels.npy")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	head := make([]float32, 20*10)
+	for i := range head {
+		head[i] = float32(s.Logits[i])
+	}
+	real := writeNPY("<f4", false, "(20, 10)", head)
+	labels := make([]int64, 20)
+	for i := range labels {
+		labels[i] = int64(s.Labels[i])
+	}
+	lab := writeNPY("<i8", false, "(20,)", labels)
+	f.Add(real, true)
+	f.Add(writeNPY("<f8", true, "(2, 10)", make([]float64, 20)), false)
+	f.Add(real[:100], true)
+	f.Add(append(real[:10:10], []byte("{'descr': '<f4', 'fortran_order': False, 'shape': (-3, 10), }\n")...), true)
+	f.Add([]byte("\x93NUMPY\x02\x00\xff\xff\xff\x7f"), true)
+	f.Fuzz(func(t *testing.T, b []byte, logits bool) {
+		s, err := Parse("f.npy", b, "l.npy", lab, Options{Logits: logits})
+		checkSet(t, s, err)
+		s, err = Parse("f.csv", real, "l.npy", b, Options{Format: "npy", Logits: true})
+		checkSet(t, s, err)
+		s, err = Parse("f.npz", b, "", nil, Options{})
+		checkSet(t, s, err)
+	})
+}

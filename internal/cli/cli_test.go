@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const golden = "../../testdata/golden/ecekde/"
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestEvalJSONGolden runs eval --json on a golden CSV and compares with the
+// reference's log-space canonical value for c02, p = 1 and 2, h = 0.05
+// (0.18078305214963955 and the p = 2 value read from c02_n200_k3.json).
+func TestEvalJSONGolden(t *testing.T) {
+	stdout, stderr, code := run(t, "eval", golden+"c02_n200_k3.csv", "--mode", "canonical,top_label", "--bandwidth", "0.05", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		N, K    int
+		Results []map[string]any
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if strings.Count(strings.TrimSpace(stdout), "\n") != 0 {
+		t.Errorf("JSON output is not one line/object: %q", stdout)
+	}
+	if out.N != 200 || out.K != 3 || len(out.Results) != 4 {
+		t.Fatalf("n=%d k=%d results=%d", out.N, out.K, len(out.Results))
+	}
+	r := out.Results[0]
+	for _, key := range []string{"metric", "notion", "p", "bandwidth", "value", "root"} {
+		if _, ok := r[key]; !ok {
+			t.Errorf("result lacks %q", key)
+		}
+	}
+	if r["metric"] != "ece_kde" || r["notion"] != "canonical" || r["p"] != 1.0 || r["bandwidth"] != 0.05 {
+		t.Errorf("first result %v", r)
+	}
+	if v := r["value"].(float64); math.Abs(v-0.18078305214963955) > 1e-9*v {
+		t.Errorf("canonical p=1: %v, reference 0.18078305214963955", v)
+	}
+	if out.Results[2]["notion"] != "top_label" {
+		t.Errorf("third result %v", out.Results[2])
+	}
+}
+
+func TestEvalTable(t *testing.T) {
+	stdout, stderr, code := run(t, "eval", golden+"c01_n60_k2.csv", "--bandwidth", "0.1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"n = 60, K = 2", "all = canonical, marginal, top_label (K <= 20)", "canonical", "marginal", "top_label", "CE_p^p", "fixed", "wall time"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestEvalBinaryAuto(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "b.csv")
+	var b strings.Builder
+	b.WriteString("p1,label\n")
+	for i := 0; i < 50; i++ {
+		q := (float64(i) + 0.5) / 50
+		y := 0
+		if i%3 == 0 {
+			y = 1
+		}
+		fmt.Fprintf(&b, "%g,%d\n", q, y)
+	}
+	os.WriteFile(p, []byte(b.String()), 0o644)
+	stdout, stderr, code := run(t, "eval", p, "--json", "--p", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, `"notion":"binary"`) || !strings.Contains(stdout, `"bandwidth_method":"loo`) || !strings.Contains(stdout, `"warnings":["the objective is largest at the largest grid bandwidth 1;`) {
+		t.Errorf("output: %s", stdout)
+	}
+	if _, stderr, code := run(t, "eval", golden+"c01_n60_k2.csv", "--mode", "binary"); code != 2 || !strings.Contains(stderr, "one-column") {
+		t.Errorf("binary on K=2: exit %d, %s", code, stderr)
+	}
+}
+
+// TestBadInput checks the exit status 2 and the one-line errors that name the
+// file, line and column.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("p0,p1,label\n0.5,0.5,0\n0.5,NaN,1\n"), 0o644)
+	one := filepath.Join(dir, "one.csv")
+	os.WriteFile(one, []byte("0.5,0.5,0\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", bad}, "bad.csv: line 3, column 2: not a finite number"},
+		{[]string{"eval", one}, "needs at least 2 samples"},
+		{[]string{"eval", filepath.Join(dir, "missing.csv")}, "missing.csv"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--p", "0.5"}, "--p"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--bandwidth", "-1"}, "--bandwidth"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--mode", "nope"}, "unknown notion"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--bandwidth-objective", "x"}, "unknown bandwidth objective"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--format", "xml"}, "--format"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--nope"}, "unknown flag"},
+		{[]string{"eval"}, "takes 1 argument"},
+		{[]string{"nope"}, "unknown command"},
+	}
+	for _, c := range cases {
+		_, stderr, code := run(t, c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", c.args, code, stderr)
+		}
+		if !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "calib: ") {
+			t.Errorf("%v: stderr %q, want one line containing %q", c.args, stderr, c.want)
+		}
+	}
+}
+
+func TestBandwidthJSON(t *testing.T) {
+	stdout, stderr, code := run(t, "bandwidth", golden+"c02_n200_k3.csv", "--bandwidth-objective", "reference", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Bandwidth float64
+		Objective string
+		Grid      []float64
+		LogLik    []float64
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	// c02_n200_k3.json: loo_mle.input.float64.selected_bandwidth (index 9).
+	if out.Bandwidth != 0.003727593692019582 || out.Objective != "reference" || len(out.Grid) != 20 || len(out.LogLik) != 20 {
+		t.Errorf("%+v", out)
+	}
+	stdout, _, code = run(t, "bandwidth", golden+"c02_n200_k3.csv", "--mode", "top_label")
+	if code != 0 || !strings.Contains(stdout, "selected h =") || !strings.Contains(stdout, "<- best grid value") {
+		t.Errorf("table: %s", stdout)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	stdout, stderr, code := run(t, "demo", "--bandwidth", "0.01", "--mode", "canonical", "--p", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"n = 5000, K = 10", "canonical", "What the numbers mean"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+// inputFlags are the flags that say how to read a prediction file.
+type inputFlags struct {
+	labels      string
+	logits      bool
+	format      string
+	renormalize bool
+	tolerance   float64
+}
+
+func (f *inputFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.labels, "labels", "", "read the labels from `FILE` (.npy, or text with one label per line) instead of the last column")
+	fs.BoolVar(&f.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
+	fs.StringVar(&f.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	fs.BoolVar(&f.renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
+	fs.Float64Var(&f.tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
+}
+
+// load reads and validates the prediction file.
+func (f *inputFlags) load(name string) (*data.Set, error) {
+	if f.format != "" && !contains(data.Formats, f.format) {
+		return nil, usageErrorf("--format %q: valid formats are %s", f.format, strings.Join(data.Formats, ", "))
+	}
+	if !(f.tolerance > 0) {
+		return nil, usageErrorf("--tolerance %v: must be positive", f.tolerance)
+	}
+	s, err := data.Load(name, data.Options{Format: f.format, Labels: f.labels, Logits: f.logits, Renormalize: f.renormalize, Tolerance: f.tolerance})
+	if err != nil {
+		var de *data.Error
+		if !errors.As(err, &de) {
+			err = inputError{err} // a file that cannot be opened is bad input too
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseModes turns --mode into notions. "all" means every notion that the
+// input supports: canonical, marginal, top_label when K <= 20 and
+// canonical, top_label above (marginal costs K times canonical); binary and
+// top_label for one-column input. It returns a note saying what "all" meant.
+func parseModes(mode string, s *data.Set) (notions []kde.Notion, note string, err error) {
+	for _, m := range strings.Split(mode, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if m == "all" {
+			switch {
+			case s.Binary:
+				notions = append(notions, kde.Binary, kde.TopLabel)
+				note = "all = binary, top_label (one-column input)"
+			case s.K <= 20:
+				notions = append(notions, kde.Canonical, kde.Marginal, kde.TopLabel)
+				note = "all = canonical, marginal, top_label (K <= 20)"
+			default:
+				notions = append(notions, kde.Canonical, kde.TopLabel)
+				note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for marginal with --mode marginal)", s.K)
+			}
+			continue
+		}
+		n, err := kde.ParseNotion(m)
+		if err != nil {
+			return nil, "", usageErrorf("--mode: %v (or all)", err)
+		}
+		if n == kde.Binary && !s.Binary {
+			return nil, "", usageErrorf("--mode binary needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
+		}
+		notions = append(notions, n)
+	}
+	if len(notions) == 0 {
+		return nil, "", usageErrorf("--mode: no notion given")
+	}
+	// Drop repeats, keeping the first.
+	seen := map[kde.Notion]bool{}
+	out := notions[:0]
+	for _, n := range notions {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out, note, nil
+}
+
+// parsePs parses --p: a comma-separated list of exponents >= 1.
+func parsePs(s string) ([]float64, error) {
+	var ps []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(p >= 1) || math.IsInf(p, 0) {
+			return nil, usageErrorf("--p %q: each p must be a number >= 1", f)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, usageErrorf("--p: no exponent given")
+	}
+	return ps, nil
+}
+
+// bandwidthFlag is the parsed --bandwidth: auto or a fixed value.
+type bandwidthFlag struct {
+	auto  bool
+	value float64
+}
+
+func parseBandwidth(s string) (bandwidthFlag, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return bandwidthFlag{auto: true}, nil
+	}
+	h, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(h > 0) || math.IsInf(h, 0) {
+		return bandwidthFlag{}, usageErrorf("--bandwidth %q: want auto or a positive number", s)
+	}
+	return bandwidthFlag{value: h}, nil
+}
+
+// exactArgs is cobra.ExactArgs with an input error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %d argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// jsonFloat is a float64 that encodes -Inf, +Inf and NaN as null, so that no
+// non-finite number ever reaches the JSON output.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}

@@ -1,0 +1,81 @@
+// Package cli implements the calib command line: one cobra command per file,
+// each a thin layer over the library packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // any other failure
+	ExitInput   = 2 // bad input data or bad usage
+)
+
+// inputError marks errors caused by the user's input or flags (exit 2).
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// usageErrorf returns an input error for bad flags or arguments.
+func usageErrorf(format string, args ...any) error {
+	return inputError{fmt.Errorf(format, args...)}
+}
+
+// NewRoot returns the calib command with its subcommands.
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "calib",
+		Short: "Measure and fix the calibration of probabilistic classifiers",
+		Long: `calib measures how well a classifier's predicted probabilities match the
+observed frequencies (ECE^KDE: consistent, differentiable Lp calibration error
+for canonical, marginal and top-label calibration) from a file of predictions
+(probabilities or logits) and labels.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{err} })
+	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd())
+	return root
+}
+
+// Main runs calib with the arguments args (without the program name) and
+// returns the exit status; errors are printed to stderr on one line.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+	fmt.Fprintf(stderr, "calib: %s\n", msg)
+	if isInputError(err) {
+		return ExitInput
+	}
+	return ExitFailure
+}
+
+// isInputError reports errors caused by the input: bad flags and arguments,
+// bad data files, too few samples, no kernel density anywhere.
+func isInputError(err error) bool {
+	var ie inputError
+	var de *data.Error
+	return errors.As(err, &ie) || errors.As(err, &de) ||
+		errors.Is(err, kde.ErrTooFew) || errors.Is(err, kde.ErrNoDensity) ||
+		strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.Contains(err.Error(), "arg(s)")
+}
