@@ -5,25 +5,43 @@ import "math"
 // sumExpGroup is the number of terms SumExp tests together for underflow.
 const sumExpGroup = 16
 
-// SumExp returns sum_i e^(x_i - shift) computed with Exp, so terms with
-// x_i - shift < ExpMin (and x_i = -Inf) add exactly 0. shift should be at
-// least max_i x_i (the log-sum-exp shift). Groups of 16 terms whose largest
-// is below shift + ExpMin are skipped without computing their exponentials,
-// which gives the same sum: long runs of such terms are common when the
-// kernel centres are sorted by position and the bandwidth is small. The
-// terms are added in order.
+// Negligible is the log of the relative size below which SumExp may drop a
+// group of terms: a group of 16 terms all below e^Negligible = 1.9e-22 times
+// the largest term (e^0 = 1 after the shift) adds less than 3.1e-21 to a sum
+// that is at least 1, far below the float64 resolution of the sum for any
+// n < 10^5 groups (and below 1e-16 relative for n < 10^6 terms).
+const Negligible = -50.0
+
+// SumExp returns sum_i e^(x_i - shift) computed with Exp (terms with
+// x_i - shift < ExpMin, and x_i = -Inf, add exactly 0). shift should be
+// max_i x_i (the log-sum-exp shift), so that the sum is at least 1 when the
+// maximum is among x. Groups of 16 consecutive terms that are all below
+// shift + Negligible are skipped without computing their exponentials: long
+// runs of them are common when the kernel centres are sorted by position.
+// The terms are added in order, so the result depends only on x and shift.
 func SumExp(x []float64, shift float64) float64 {
 	s := 0.0
-	cut := shift + ExpMin
+	cut := shift + Negligible
 	for len(x) > 0 {
 		g := x[:min(sumExpGroup, len(x))]
 		x = x[len(g):]
-		if Max(g) < cut {
+		if allBelow(g, cut) {
 			continue
 		}
 		s = sumExp(g, shift, s)
 	}
 	return s
+}
+
+// allBelow reports whether every element of x is below cut (NaN counts as
+// not below).
+func allBelow(x []float64, cut float64) bool {
+	for _, v := range x {
+		if !(v < cut) {
+			return false
+		}
+	}
+	return true
 }
 
 // sumExp returns s + sum_i Exp(x_i - shift), adding in order. The body of
@@ -89,7 +107,27 @@ func LogKernelTile(dst, lx, fc, c []float64, d int, invh float64) {
 	for a := 0; a < na; a++ {
 		l := lx[a*d : (a+1)*d : (a+1)*d]
 		row := dst[a*nb : (a+1)*nb]
-		for b := range row {
+		b := 0
+		// Four centres at a time: each log coordinate is loaded once for
+		// four independent dot products.
+		for ; b+4 <= nb; b += 4 {
+			f := fc[b*d : (b+4)*d : (b+4)*d]
+			f0, f1, f2, f3 := f[:d:d], f[d:2*d:2*d], f[2*d:3*d:3*d], f[3*d:4*d:4*d]
+			var s0, s1, s2, s3 float64
+			for m, v := range l {
+				s0 += f0[m] * v
+				s1 += f1[m] * v
+				s2 += f2[m] * v
+				s3 += f3[m] * v
+			}
+			r := row[b : b+4 : b+4]
+			cc := c[b : b+4 : b+4]
+			r[0] = s0*invh - cc[0]
+			r[1] = s1*invh - cc[1]
+			r[2] = s2*invh - cc[2]
+			r[3] = s3*invh - cc[3]
+		}
+		for ; b < nb; b++ {
 			f := fc[b*d : (b+1)*d : (b+1)*d]
 			s := 0.0
 			for m, v := range f {

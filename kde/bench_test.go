@@ -1,0 +1,108 @@
+package kde
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/demo"
+)
+
+// benchSet returns n predictions of K classes: the real CIFAR-10 ResNet-110
+// test predictions (softmax of the embedded logits) for K = 10 and n <= 10,000,
+// and otherwise synthetic ones of similar sharpness (softmax of N(0, 3^2)
+// logits with the true class boosted by 6, labels drawn from a tempered
+// version), generated from a fixed seed.
+func benchSet(b *testing.B, n, k int) ([]float64, []int) {
+	b.Helper()
+	if k == 10 && n <= 10000 {
+		s, err := demo.Load("test")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s.Probs[:n*k], s.Labels[:n]
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(k)))
+	probs, labels := make([]float64, n*k), make([]int, n)
+	z := make([]float64, k)
+	for j := 0; j < n; j++ {
+		y := rng.IntN(k)
+		for m := range z {
+			z[m] = 3 * rng.NormFloat64()
+		}
+		z[y] += 6
+		data.Softmax(probs[j*k:(j+1)*k], z)
+		labels[j] = y
+		if rng.Float64() < 0.1 {
+			labels[j] = rng.IntN(k)
+		}
+	}
+	return probs, labels
+}
+
+// BenchmarkEstimate measures Estimate at a fixed bandwidth (h = 0.02) for
+// each notion; ns/pair is the time per ordered pair (i, j), i != j (for
+// marginal, per pair for all K classes together).
+func BenchmarkEstimate(b *testing.B) {
+	type size struct{ n, k int }
+	var sizes []size
+	for _, n := range []int{1000, 10000} {
+		for _, k := range []int{3, 10, 100} {
+			sizes = append(sizes, size{n, k})
+		}
+	}
+	sizes = append(sizes, size{50000, 3}, size{50000, 10})
+	for _, sz := range sizes {
+		probs, labels := benchSet(b, sz.n, sz.k)
+		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+			b.Run(fmt.Sprintf("%s/n=%d/K=%d", notion, sz.n, sz.k), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := Estimate(notion, probs, labels, sz.k, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				pairs := float64(sz.n) * float64(sz.n-1)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pairs, "ns/pair")
+			})
+		}
+	}
+}
+
+// BenchmarkSelectBandwidth measures the LOO bandwidth selection on the
+// 20-point grid (and with the golden-section refinement) on the real
+// CIFAR-10 predictions.
+func BenchmarkSelectBandwidth(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		probs, labels := benchSet(b, n, 10)
+		for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+			for _, refine := range []bool{false, true} {
+				name := "grid"
+				if refine {
+					name = "refined"
+				}
+				b.Run(fmt.Sprintf("%s/%s/n=%d/K=10", notion, name, n), func(b *testing.B) {
+					for b.Loop() {
+						if _, err := SelectBandwidth(notion, probs, labels, 10, BandwidthOptions{NoRefine: !refine}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkGradient measures the exact gradient (three sweeps over the pairs).
+func BenchmarkGradient(b *testing.B) {
+	probs, labels := benchSet(b, 2000, 10)
+	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		b.Run(fmt.Sprintf("%s/n=2000/K=10", notion), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Gradient(nil, notion, probs, labels, 10, 2, Options{Bandwidth: 0.05}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
