@@ -165,6 +165,7 @@ func evaluate(s *data.Set, ef evalFlags) (*evalOutput, error) {
 func writeEval(w io.Writer, out *evalOutput, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
 		return enc.Encode(out)
 	}
 	kind := "probabilities"
