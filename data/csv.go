@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -11,24 +12,26 @@ import (
 )
 
 // parseCSV reads comma-separated rows (tab-separated when the first line has
-// tabs and no commas). The first line is a header when one of its fields is
-// not a number. With labelCol the last column holds the labels and the
-// others the predictions; otherwise every column is a prediction column.
-func parseCSV(name string, b []byte, labelCol bool) (*table, *labelColumn, error) {
-	r := csv.NewReader(bytes.NewReader(b))
-	first, _, _ := bytes.Cut(b, []byte{'\n'})
+// tabs and no commas) from r. The first line is a header when one of its
+// fields is not a number. With labelCol the last column holds the labels and
+// the others the predictions; otherwise every column is a prediction column.
+func parseCSV(name string, r io.Reader, labelCol bool) (*table, *labelColumn, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	first, _ := br.Peek(1 << 16)
+	first, _, _ = bytes.Cut(first, []byte{'\n'})
+	cr := csv.NewReader(br)
 	if bytes.IndexByte(first, '\t') >= 0 && bytes.IndexByte(first, ',') < 0 {
-		r.Comma = '\t'
+		cr.Comma = '\t'
 	}
-	r.FieldsPerRecord = -1
-	r.ReuseRecord = true
-	r.TrimLeadingSpace = true
-	t := &table{file: name}
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+	t := &table{positions: positions{file: name, lines: []int32{}}}
 	var lc *labelColumn
 	width := 0
 	header := true // a header is allowed until the first data row
 	for {
-		rec, err := r.Read()
+		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
@@ -39,7 +42,7 @@ func parseCSV(name string, b []byte, labelCol bool) (*table, *labelColumn, error
 			}
 			return nil, nil, &Error{File: name, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
 		}
-		line, _ := r.FieldPos(0)
+		line, _ := cr.FieldPos(0)
 		if header {
 			header = false
 			if isHeader(rec) {
@@ -54,26 +57,25 @@ func parseCSV(name string, b []byte, labelCol bool) (*table, *labelColumn, error
 					return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: need prediction columns and a label column, got %d column", ErrShape, width)}
 				}
 				t.cols = width - 1
-				lc = &labelColumn{col: width}
+				lc = &labelColumn{positions: positions{file: name, lines: []int32{}}, col: width}
 			}
 		}
-		p := pos{file: name, line: line}
 		if len(rec) != width {
-			return nil, nil, p.err(0, fmt.Errorf("%w: %d fields, the first row has %d", ErrRagged, len(rec), width))
+			return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the first row has %d", ErrRagged, len(rec), width)}
 		}
 		for c, f := range rec {
 			v, err := parseNumber(f)
 			if err != nil {
-				return nil, nil, p.err(c+1, err)
+				return nil, nil, &Error{File: name, Line: line, Column: c + 1, Err: err}
 			}
 			if c < t.cols {
 				t.values = append(t.values, v)
 			} else {
 				lc.values = append(lc.values, v)
-				lc.pos = append(lc.pos, p)
+				lc.lines = append(lc.lines, int32(line))
 			}
 		}
-		t.pos = append(t.pos, p)
+		t.lines = append(t.lines, int32(line))
 	}
 	return t, lc, nil
 }

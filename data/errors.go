@@ -74,13 +74,20 @@ func oneLine(s string) string {
 	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 }
 
-// pos is the position of a row in its file: either a text line or an array row.
-type pos struct {
-	file string
-	line int // text files
-	row  int // array files
+// positions maps the rows of a parsed table or label vector to their place
+// in the file: a text line, or for array formats the row itself.
+type positions struct {
+	file  string
+	lines []int32 // 1-based line of each row in a text file; nil for array files (row = index + 1)
 }
 
-func (p pos) err(col int, err error) *Error {
-	return &Error{File: p.file, Line: p.line, Row: p.row, Column: col, Err: err}
+// err returns the *Error for row i (0-based) and 1-based column col (0: none).
+func (p *positions) err(i, col int, err error) *Error {
+	e := &Error{File: p.file, Column: col, Err: err}
+	if p.lines != nil {
+		e.Line = int(p.lines[i])
+	} else {
+		e.Row = i + 1
+	}
+	return e
 }

@@ -1,9 +1,11 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // jsonRow is one JSON Lines record.
@@ -16,68 +18,75 @@ type jsonRow struct {
 // parseJSONL reads one JSON object per line: {"probs": [...], "label": k}
 // or {"logits": [...], "label": k}. Blank lines are skipped; other keys are
 // ignored. With needLabel every row must carry a label.
-func parseJSONL(name string, b []byte, needLabel bool) (*table, *labelColumn, error) {
-	t := &table{file: name}
+func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn, error) {
+	t := &table{positions: positions{file: name, lines: []int32{}}}
 	var lc *labelColumn
 	if needLabel {
-		lc = &labelColumn{}
+		lc = &labelColumn{positions: positions{file: name, lines: []int32{}}}
 	}
+	br := bufio.NewReaderSize(r, 1<<16)
 	kind := "" // "probs" or "logits", fixed by the first row
 	line := 0
-	for len(b) > 0 {
+	for {
+		l, rerr := br.ReadBytes('\n')
+		if len(l) == 0 && rerr != nil {
+			if rerr != io.EOF {
+				return nil, nil, &Error{File: name, Line: line + 1, Err: fmt.Errorf("%w: %v", ErrSyntax, rerr)}
+			}
+			break
+		}
 		line++
-		var l []byte
-		l, b, _ = bytes.Cut(b, []byte{'\n'})
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {
 			continue
 		}
-		p := pos{file: name, line: line}
+		p := &Error{File: name, Line: line}
+		perr := func(err error) *Error { e := *p; e.Err = err; return &e }
 		var row jsonRow
 		if err := json.Unmarshal(l, &row); err != nil {
-			return nil, nil, p.err(0, fmt.Errorf("%w: %v", ErrSyntax, err))
+			return nil, nil, perr(fmt.Errorf("%w: %v", ErrSyntax, err))
 		}
 		var vals []float64
 		switch {
 		case row.Probs != nil && row.Logits != nil:
-			return nil, nil, p.err(0, fmt.Errorf("%w: both \"probs\" and \"logits\"", ErrSyntax))
+			return nil, nil, perr(fmt.Errorf("%w: both \"probs\" and \"logits\"", ErrSyntax))
 		case row.Probs != nil:
 			vals = *row.Probs
 			if kind == "logits" {
-				return nil, nil, p.err(0, fmt.Errorf("%w: \"probs\" after rows with \"logits\"", ErrSyntax))
+				return nil, nil, perr(fmt.Errorf("%w: \"probs\" after rows with \"logits\"", ErrSyntax))
 			}
 			kind = "probs"
 		case row.Logits != nil:
 			vals = *row.Logits
 			if kind == "probs" {
-				return nil, nil, p.err(0, fmt.Errorf("%w: \"logits\" after rows with \"probs\"", ErrSyntax))
+				return nil, nil, perr(fmt.Errorf("%w: \"logits\" after rows with \"probs\"", ErrSyntax))
 			}
 			kind = "logits"
 		default:
-			return nil, nil, p.err(0, fmt.Errorf("%w: no \"probs\" or \"logits\" array", ErrSyntax))
+			return nil, nil, perr(fmt.Errorf("%w: no \"probs\" or \"logits\" array", ErrSyntax))
 		}
 		if len(vals) == 0 {
-			return nil, nil, p.err(0, fmt.Errorf("%w: empty %q array", ErrShape, kind))
+			return nil, nil, perr(fmt.Errorf("%w: empty %q array", ErrShape, kind))
 		}
 		if t.cols == 0 {
 			t.cols = len(vals)
 		} else if len(vals) != t.cols {
-			return nil, nil, p.err(0, fmt.Errorf("%w: %d values, the first row has %d", ErrRagged, len(vals), t.cols))
+			return nil, nil, perr(fmt.Errorf("%w: %d values, the first row has %d", ErrRagged, len(vals), t.cols))
 		}
 		t.values = append(t.values, vals...)
-		t.pos = append(t.pos, p)
+		t.lines = append(t.lines, int32(line))
 		if !needLabel {
 			continue
 		}
 		if row.Label == nil {
-			return nil, nil, p.err(0, fmt.Errorf("%w: no \"label\" (or give a labels file)", ErrLabel))
+			return nil, nil, perr(fmt.Errorf("%w: no \"label\" (or give a labels file)", ErrLabel))
 		}
 		y, err := row.Label.Float64()
 		if err != nil {
-			return nil, nil, p.err(0, fmt.Errorf("%w: %q is not a number", ErrLabel, truncate(row.Label.String())))
+			return nil, nil, perr(fmt.Errorf("%w: %q is not a number", ErrLabel, truncate(row.Label.String())))
 		}
 		lc.values = append(lc.values, y)
-		lc.pos = append(lc.pos, p)
+		lc.lines = append(lc.lines, int32(line))
 	}
 	t.logits = kind == "logits"
 	return t, lc, nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -32,19 +33,24 @@ func FormatOf(name string) string {
 }
 
 // Load reads and validates the prediction file name (and the labels file
-// opts.Labels, if any).
+// opts.Labels, if any). Text formats are parsed as they are read.
 func Load(name string, opts Options) (*Set, error) {
-	b, err := readFile(name)
+	format, err := formatFor(name, opts)
 	if err != nil {
 		return nil, err
 	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var lb []byte
 	if opts.Labels != "" {
 		if lb, err = readFile(opts.Labels); err != nil {
 			return nil, err
 		}
 	}
-	return Parse(name, b, opts.Labels, lb, opts)
+	return parse(format, name, f, opts.Labels, lb, opts)
 }
 
 // Parse reads a prediction set from in-memory file contents: preds is the
@@ -52,13 +58,29 @@ func Load(name string, opts Options) (*Set, error) {
 // labelsName (nil when the labels are in the predictions file). Names pick
 // formats as in Load and appear in errors.
 func Parse(name string, preds []byte, labelsName string, labels []byte, opts Options) (*Set, error) {
+	format, err := formatFor(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return parse(format, name, bytes.NewReader(preds), labelsName, labels, opts)
+}
+
+// formatFor returns the format of a predictions file.
+func formatFor(name string, opts Options) (string, error) {
 	format := opts.Format
 	if format == "" {
 		format = FormatOf(name)
 		if format == "" {
-			return nil, &Error{File: name, Err: fmt.Errorf("%w: cannot tell the format from the extension %q; use --format (%s)", ErrFormat, filepath.Ext(name), strings.Join(Formats, ", "))}
+			return "", &Error{File: name, Err: fmt.Errorf("%w: cannot tell the format from the extension %q; use --format (%s)", ErrFormat, filepath.Ext(name), strings.Join(Formats, ", "))}
 		}
 	}
+	if !slices.Contains(Formats, format) {
+		return "", &Error{File: name, Err: fmt.Errorf("%w: format %q; valid: %s", ErrFormat, format, strings.Join(Formats, ", "))}
+	}
+	return format, nil
+}
+
+func parse(format, name string, r io.Reader, labelsName string, labels []byte, opts Options) (*Set, error) {
 	sep := labels != nil
 	var (
 		t   *table
@@ -67,15 +89,19 @@ func Parse(name string, preds []byte, labelsName string, labels []byte, opts Opt
 	)
 	switch format {
 	case "csv":
-		t, lc, err = parseCSV(name, preds, !sep)
-	case "npy":
-		t, err = parseNPYTable(name, preds)
-	case "npz":
-		t, lc, err = parseNPZ(name, preds)
+		t, lc, err = parseCSV(name, r, !sep)
 	case "jsonl":
-		t, lc, err = parseJSONL(name, preds, !sep)
-	default:
-		return nil, &Error{File: name, Err: fmt.Errorf("%w: format %q; valid: %s", ErrFormat, format, strings.Join(Formats, ", "))}
+		t, lc, err = parseJSONL(name, r, !sep)
+	default: // npy, npz: read whole
+		var b []byte
+		if b, err = readAll(name, r); err != nil {
+			return nil, err
+		}
+		if format == "npy" {
+			t, err = parseNPYTable(name, b)
+		} else {
+			t, lc, err = parseNPZ(name, b)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +111,7 @@ func Parse(name string, preds []byte, labelsName string, labels []byte, opts Opt
 			return nil, err
 		}
 	}
-	if lc == nil && !sep && format == "npy" {
+	if lc == nil && format == "npy" {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: an NPY file holds no labels: give a labels file (--labels)", ErrLabel)}
 	}
 	return build(t, lc, opts)
@@ -103,20 +129,16 @@ func parseLabels(name string, b []byte) (*labelColumn, error) {
 		if len(a.shape) > 2 || (len(a.shape) == 2 && a.shape[1] != 1) {
 			return nil, &Error{File: name, Err: fmt.Errorf("%w: labels need shape (n,) or (n, 1), got %v", ErrShape, a.shape)}
 		}
-		lc := &labelColumn{values: a.values, pos: make([]pos, len(a.values)), col: 1}
-		for i := range lc.pos {
-			lc.pos[i] = pos{file: name, row: i + 1}
-		}
-		return lc, nil
+		return &labelColumn{positions: positions{file: name}, values: a.values, col: 1}, nil
 	}
-	t, _, err := parseCSV(name, b, false)
+	t, _, err := parseCSV(name, bytes.NewReader(b), false)
 	if err != nil {
 		return nil, err
 	}
 	if t.cols != 1 {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: a labels file has one column, got %d", ErrShape, t.cols)}
 	}
-	return &labelColumn{values: t.values, pos: t.pos, col: 1}, nil
+	return &labelColumn{positions: t.positions, values: t.values, col: 1}, nil
 }
 
 func readFile(name string) ([]byte, error) {
@@ -125,11 +147,18 @@ func readFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readAll(name, f)
+}
+
+// readAll reads r (the file name) into memory, up to maxFileSize bytes.
+func readAll(name string, r io.Reader) ([]byte, error) {
 	var buf bytes.Buffer
-	if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() <= maxFileSize {
-		buf.Grow(int(st.Size()) + 1)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() <= maxFileSize {
+			buf.Grow(int(st.Size()) + 1)
+		}
 	}
-	n, err := io.Copy(&buf, io.LimitReader(f, maxFileSize+1))
+	n, err := io.Copy(&buf, io.LimitReader(r, maxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -163,7 +163,7 @@ func arrayTable(name string, a *array) (*table, error) {
 	if !a.float {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: predictions must be float32 or float64", ErrFormat)}
 	}
-	t := &table{file: name, values: a.values}
+	t := &table{positions: positions{file: name}, values: a.values}
 	switch len(a.shape) {
 	case 1:
 		t.cols = 1
@@ -174,10 +174,6 @@ func arrayTable(name string, a *array) (*table, error) {
 	}
 	if t.cols == 0 {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: shape %v has no columns", ErrShape, a.shape)}
-	}
-	t.pos = make([]pos, len(a.values)/t.cols)
-	for i := range t.pos {
-		t.pos[i] = pos{file: name, row: i + 1}
 	}
 	return t, nil
 }
@@ -250,10 +246,7 @@ func parseNPZ(name string, b []byte) (t *table, lc *labelColumn, err error) {
 		if len(la.shape) > 2 || (len(la.shape) == 2 && la.shape[1] != 1) {
 			return nil, nil, &Error{File: name + ":" + lk, Err: fmt.Errorf("%w: labels need shape (n,) or (n, 1), got %v", ErrShape, la.shape)}
 		}
-		lc = &labelColumn{values: la.values, pos: make([]pos, len(la.values)), col: 1}
-		for i := range lc.pos {
-			lc.pos[i] = pos{file: name + ":" + lk, row: i + 1}
-		}
+		lc = &labelColumn{positions: positions{file: name + ":" + lk}, values: la.values, col: 1}
 	}
 	return t, lc, nil
 }

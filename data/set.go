@@ -87,20 +87,24 @@ type Options struct {
 
 // table is a parsed but not yet validated prediction matrix.
 type table struct {
-	file   string
+	positions
 	cols   int
 	values []float64 // rows × cols
-	pos    []pos     // position of each row
 	logits bool
 }
 
-func (t *table) rows() int { return len(t.pos) }
+func (t *table) rows() int {
+	if t.cols == 0 {
+		return 0
+	}
+	return len(t.values) / t.cols
+}
 
 // labelColumn is a parsed label vector with the position of each label.
 type labelColumn struct {
+	positions
 	values []float64 // as read; checked to be integers in build
-	pos    []pos
-	col    int // column of the labels in their file (1-based)
+	col    int       // column of the labels in their file (1-based; 0 when not a column)
 }
 
 // New builds a Set from in-memory probabilities (or logits when logits is
@@ -113,15 +117,10 @@ func New(values []float64, cols int, labels []int, logits bool, opts Options) (*
 	if len(values)%cols != 0 {
 		return nil, &Error{Err: fmt.Errorf("%w: %d values do not make rows of %d", ErrShape, len(values), cols)}
 	}
-	n := len(values) / cols
-	t := &table{cols: cols, values: values, pos: make([]pos, n), logits: logits}
-	lc := &labelColumn{values: make([]float64, len(labels)), pos: make([]pos, len(labels)), col: 0}
-	for i := range t.pos {
-		t.pos[i] = pos{row: i + 1}
-	}
+	t := &table{cols: cols, values: values, logits: logits}
+	lc := &labelColumn{values: make([]float64, len(labels))}
 	for i, y := range labels {
 		lc.values[i] = float64(y)
-		lc.pos[i] = pos{row: i + 1}
 	}
 	return build(t, lc, opts)
 }
@@ -147,7 +146,7 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 	}
 	for i, v := range t.values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, t.pos[i/t.cols].err(i%t.cols+1, fmt.Errorf("%w: %v", ErrNotFinite, v))
+			return nil, t.err(i/t.cols, i%t.cols+1, fmt.Errorf("%w: %v", ErrNotFinite, v))
 		}
 	}
 	logits := t.logits || opts.Logits
@@ -155,16 +154,17 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 	if s.Binary {
 		s.K = 2
 	}
-	s.Probs = make([]float64, n*s.K)
 	switch {
 	case logits && s.Binary:
 		s.Logits = t.values
+		s.Probs = make([]float64, n*s.K)
 		for i, z := range t.values {
 			p := Sigmoid(z)
 			s.Probs[2*i], s.Probs[2*i+1] = 1-p, p
 		}
 	case logits:
 		s.Logits = t.values
+		s.Probs = make([]float64, n*s.K)
 		for i := 0; i < n; i++ {
 			Softmax(s.Probs[i*s.K:(i+1)*s.K], t.values[i*s.K:(i+1)*s.K])
 		}
@@ -176,51 +176,55 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 	s.Labels = make([]int, n)
 	for i, v := range lc.values {
 		if v != math.Trunc(v) || math.IsInf(v, 0) {
-			return nil, lc.pos[i].err(lc.col, fmt.Errorf("%w: %v is not an integer", ErrLabel, v))
+			return nil, lc.err(i, lc.col, fmt.Errorf("%w: %v is not an integer", ErrLabel, v))
 		}
 		if v < 0 || v >= float64(s.K) {
-			return nil, lc.pos[i].err(lc.col, fmt.Errorf("%w: %v is outside 0..%d", ErrLabel, v, s.K-1))
+			return nil, lc.err(i, lc.col, fmt.Errorf("%w: %v is outside 0..%d", ErrLabel, v, s.K-1))
 		}
 		s.Labels[i] = int(v)
 	}
 	return s, nil
 }
 
-// checkProbs copies the probability table into s, checking the range of every
-// entry and the sum of every row (or renormalising rows when asked).
+// checkProbs checks the range of every entry and the sum of every row (or
+// renormalises rows when asked) and sets s.Probs: the table's own values
+// (renormalised in place), or for one column the pairs (1-p1, p1).
 func checkProbs(s *Set, t *table, tol float64, renormalize bool) error {
+	if s.Binary {
+		s.Probs = make([]float64, 2*s.N)
+	} else {
+		s.Probs = t.values
+	}
 	for i := 0; i < s.N; i++ {
-		src := t.values[i*t.cols : (i+1)*t.cols]
-		for k, v := range src {
+		row := t.values[i*t.cols : (i+1)*t.cols]
+		for k, v := range row {
 			if v < 0 {
-				return t.pos[i].err(k+1, fmt.Errorf("%w: %v", ErrNegative, v))
+				return t.err(i, k+1, fmt.Errorf("%w: %v", ErrNegative, v))
 			}
 			if v > 1 {
 				hint := ""
 				if !t.logits {
 					hint = " (logits? use --logits)"
 				}
-				return t.pos[i].err(k+1, fmt.Errorf("%w: %v%s", ErrAboveOne, v, hint))
+				return t.err(i, k+1, fmt.Errorf("%w: %v%s", ErrAboveOne, v, hint))
 			}
 		}
-		dst := s.Probs[i*s.K : (i+1)*s.K]
 		if s.Binary {
-			dst[0], dst[1] = 1-src[0], src[0]
+			s.Probs[2*i], s.Probs[2*i+1] = 1-row[0], row[0]
 			continue
 		}
 		sum := 0.0
-		for _, v := range src {
+		for _, v := range row {
 			sum += v
 		}
-		copy(dst, src)
 		if math.Abs(sum-1) <= tol {
 			continue
 		}
 		if !renormalize || sum == 0 {
-			return t.pos[i].err(0, fmt.Errorf("%w: columns 1-%d sum to %.17g (tolerance %g; --renormalize rescales rows)", ErrRowSum, t.cols, sum, tol))
+			return t.err(i, 0, fmt.Errorf("%w: columns 1-%d sum to %.17g (tolerance %g; --renormalize rescales rows)", ErrRowSum, t.cols, sum, tol))
 		}
-		for k := range dst {
-			dst[k] /= sum
+		for k := range row {
+			row[k] /= sum
 		}
 		s.Renormalized++
 	}

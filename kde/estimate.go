@@ -64,31 +64,44 @@ type part struct {
 	class     int     // the column of probs this part belongs to (Marginal; TopLabel: -1; Binary: 1)
 }
 
-// errs returns e[j*ne + l] = r_jl - x_jl and the kept mask of the part.
-func (pt *part) errs(h float64) (e []float64, kept []bool, nkept int, r, lse []float64) {
-	p := pt.prob
-	r, lse = p.ratios(h)
-	ne := 1
+// nerr is the number of error terms per point: K for Canonical, else 1.
+func (pt *part) nerr() int {
 	if pt.canonical {
-		ne = p.nl
+		return pt.prob.nl
 	}
-	e = make([]float64, p.n*ne)
-	kept = make([]bool, p.n)
-	for j := range kept {
-		if lse[j] == math.Inf(-1) {
+	return 1
+}
+
+// errAt returns the l-th error term of point j given the ratios r:
+// r_jl - x_jl for Canonical, r_j1 - c_j for the Beta-kernel notions.
+func (pt *part) errAt(r []float64, j, l int) float64 {
+	p := pt.prob
+	if pt.canonical {
+		return r[j*p.nl+l] - p.x[j*p.d+l]
+	}
+	return r[j*p.nl+1] - p.x[j*p.d]
+}
+
+// lpMeans returns, for each exponent, scale x (1/n') sum over the n' kept
+// points (lse > -Inf) of sum_l |e_jl|^p, summed in point order.
+func (pt *part) lpMeans(r, lse, ps []float64) (means []float64, nkept int) {
+	means = make([]float64, len(ps))
+	for j, v := range lse {
+		if v == math.Inf(-1) {
 			continue
 		}
-		kept[j] = true
 		nkept++
-		if pt.canonical {
-			for l := 0; l < ne; l++ {
-				e[j*ne+l] = r[j*p.nl+l] - p.x[j*p.d+l]
+		for l := 0; l < pt.nerr(); l++ {
+			e := pt.errAt(r, j, l)
+			for i, p := range ps {
+				means[i] += powAbs(e, p)
 			}
-		} else {
-			e[j] = r[j*p.nl+1] - p.x[j*p.d]
 		}
 	}
-	return e, kept, nkept, r, lse
+	for i := range means {
+		means[i] = pt.scale * means[i] / float64(max(nkept, 1))
+	}
+	return means, nkept
 }
 
 // check validates the inputs shared by Estimate, Gradient and
@@ -259,13 +272,13 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		}
 	}
 	for pi, pt := range pts {
-		e, kept, nkept, _, _ := pt.errs(h)
+		r, lse := pt.prob.ratios(h)
+		means, nkept := pt.lpMeans(r, lse, ps)
 		res.Excluded += pt.prob.n - nkept
 		if nkept == 0 {
 			return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
 		}
-		for i, p := range ps {
-			v := lpMean(e, kept, nkept, p) * pt.scale
+		for i, v := range means {
 			res.Values[i].Value += v
 			if notion == Marginal {
 				res.PerClass[i][pi] = v
@@ -281,20 +294,4 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		v.Root = math.Pow(v.Value, 1/p)
 	}
 	return res, nil
-}
-
-// lpMean returns (1/nkept) sum over kept points of sum_l |e_jl|^p, summed in
-// point order.
-func lpMean(e []float64, kept []bool, nkept int, p float64) float64 {
-	ne := len(e) / len(kept)
-	sum := 0.0
-	for j, ok := range kept {
-		if !ok {
-			continue
-		}
-		for _, v := range e[j*ne : (j+1)*ne] {
-			sum += powAbs(v, p)
-		}
-	}
-	return sum / float64(nkept)
 }

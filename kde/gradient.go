@@ -60,30 +60,30 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 		if pr.anyExact {
 			return 0, nil, fmt.Errorf("kde: %s gradient: a prediction has an exact 0 or 1, where the gradient is not finite", notion)
 		}
-		e, kept, nkept, r, lse := pt.errs(h)
+		r, lse := pr.ratios(h)
+		means, nkept := pt.lpMeans(r, lse, []float64{p})
 		if nkept == 0 {
 			return 0, nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
 		}
-		s := pt.scale * scale
-		value += s * lpMean(e, kept, nkept, p)
+		value += scale * means[0]
 		// G[j*nl + l] = dV/dr_jl
 		G := make([]float64, pr.n*pr.nl)
-		w := s / float64(nkept)
-		for j, ok := range kept {
-			if !ok {
+		w := scale * pt.scale / float64(nkept)
+		for j, v := range lse {
+			if v == math.Inf(-1) {
 				continue
 			}
 			if pt.canonical {
 				for l := 0; l < pr.nl; l++ {
-					G[j*pr.nl+l] = w * dPowAbs(e[j*pr.nl+l], p)
+					G[j*pr.nl+l] = w * dPowAbs(pt.errAt(r, j, l), p)
 				}
 			} else {
-				G[j*pr.nl+1] = w * dPowAbs(e[j], p)
+				G[j*pr.nl+1] = w * dPowAbs(pt.errAt(r, j, 0), p)
 			}
 		}
 		dx := pr.gradient(h, r, lse, G)
 		// The direct term: e = r - x.
-		for j := range kept {
+		for j := range lse {
 			if pt.canonical {
 				for l := 0; l < pr.nl; l++ {
 					dx[j*pr.d+l] -= G[j*pr.nl+l]

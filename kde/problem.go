@@ -264,10 +264,16 @@ func (p *problem) looLSE(hs []float64) []float64 {
 				row := w.row[:nb]
 				for g, h := range hs {
 					invh, c := 1/h, cs[g][i0:i1]
-					for i, v := range dot {
-						row[i] = v*invh - c[i]
+					var tm float64
+					if self < 0 || self >= nb {
+						tm = kernel.AffineMax(row, dot, c, invh)
+					} else {
+						// The term i = j is masked with -Inf (its
+						// exponential is exactly 0).
+						tm = max(kernel.AffineMax(row[:self], dot[:self], c[:self], invh),
+							kernel.AffineMax(row[self+1:], dot[self+1:], c[self+1:], invh))
+						row[self] = math.Inf(-1)
 					}
-					tm := maxExcept(row, self)
 					if tm == math.Inf(-1) {
 						continue
 					}
@@ -278,7 +284,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 						}
 						m[k] = tm
 					}
-					s[k] += sumExpExcept(row, self, m[k])
+					s[k] += kernel.SumExp(row, m[k])
 				}
 			}
 		}

@@ -161,3 +161,18 @@ func LogKernelTileExact(dst, lx, fc, c []float64, d int, invh float64) {
 		}
 	}
 }
+
+// AffineMax sets dst[i] = x[i]*scale - c[i] and returns the largest dst[i]
+// (-Inf for empty x). x and c must have the length of dst and hold no NaN.
+func AffineMax(dst, x, c []float64, scale float64) float64 {
+	x, c = x[:len(dst)], c[:len(dst)]
+	m := math.Inf(-1)
+	for i := range dst {
+		v := x[i]*scale - c[i]
+		dst[i] = v
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
