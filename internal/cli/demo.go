@@ -2,10 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/demo"
 )
 
@@ -17,16 +17,10 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run eval on embedded real data (CIFAR-10 ResNet-110 logits) and explain the numbers",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			start := time.Now()
-			s, err := demo.Load(split)
+			out, err := loadAndEvaluate(func() (*data.Set, error) { return demo.Load(split) }, ef)
 			if err != nil {
 				return err
 			}
-			out, err := evaluate(s, ef)
-			if err != nil {
-				return err
-			}
-			out.Seconds = time.Since(start).Seconds()
 			w := cmd.OutOrStdout()
 			if ef.json {
 				return writeEval(w, out, true)

@@ -86,22 +86,31 @@ binary problem: p1 = P(label = 1).`,
   calib eval preds.jsonl --bandwidth 0.02 --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			start := time.Now()
-			s, err := in.load(args[0])
+			out, err := loadAndEvaluate(func() (*data.Set, error) { return in.load(args[0]) }, ef)
 			if err != nil {
 				return err
 			}
-			out, err := evaluate(s, ef)
-			if err != nil {
-				return err
-			}
-			out.Seconds = time.Since(start).Seconds()
 			return writeEval(cmd.OutOrStdout(), out, ef.json)
 		},
 	}
 	in.register(cmd.Flags())
 	ef.register(cmd)
 	return cmd
+}
+
+// loadAndEvaluate loads a set and evaluates it; Seconds covers both.
+func loadAndEvaluate(load func() (*data.Set, error), ef evalFlags) (*evalOutput, error) {
+	start := time.Now()
+	s, err := load()
+	if err != nil {
+		return nil, err
+	}
+	out, err := evaluate(s, ef)
+	if err != nil {
+		return nil, err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return out, nil
 }
 
 // evaluate runs ECE^KDE for every requested notion on s.

@@ -76,6 +76,5 @@ func isInputError(err error) bool {
 	var de *data.Error
 	return errors.As(err, &ie) || errors.As(err, &de) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, kde.ErrNoDensity) ||
-		strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
-		strings.Contains(err.Error(), "arg(s)")
+		strings.HasPrefix(err.Error(), "unknown command")
 }
