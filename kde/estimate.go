@@ -292,6 +292,9 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 			v.Value /= float64(k)
 		}
 		v.Root = math.Pow(v.Value, 1/p)
+		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) || math.IsNaN(v.Root) {
+			return nil, fmt.Errorf("kde: %s: the estimate at bandwidth %v is not finite (bandwidth too small for float64?)", notion, h)
+		}
 	}
 	return res, nil
 }

@@ -218,6 +218,8 @@ func TestGoldenEstimates(t *testing.T) {
 // float32) and its selected grid index, for the Dirichlet LOO on the input,
 // the Beta LOO on the top-label confidences and on p1 (K = 2).
 func TestGoldenLOO(t *testing.T) {
+	worst := 0.0 // largest |ours - reference| / n
+	defer func() { t.Logf("largest LOO log-likelihood difference: %.3g per sample", worst) }()
 	for _, g := range loadGolden(t) {
 		grid := DefaultGrid()
 		for i, h := range g.LOO.Input.Grid {
@@ -260,9 +262,11 @@ func TestGoldenLOO(t *testing.T) {
 				if math.IsNaN(float64(w)) {
 					continue
 				}
-				if d := math.Abs(cv.GridLL[i] - float64(w)); !(d <= tol) {
+				d := math.Abs(cv.GridLL[i] - float64(w))
+				if !(d <= tol) {
 					t.Errorf("%s %s: loglik[%d] = %.10g, reference %.10g (abs %.2g > %.2g)", g.Case, run.name, i, cv.GridLL[i], float64(w), d, tol)
 				}
+				worst = math.Max(worst, d/float64(g.set.N))
 			}
 		}
 	}
