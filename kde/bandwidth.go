@@ -78,6 +78,8 @@ type BandwidthOptions struct {
 	// stops; 0 means DefaultTolerance.
 	Tolerance float64
 	Workers   int // goroutines; 0 means GOMAXPROCS
+	// Progress, if not nil, is told how far the computation is.
+	Progress Progress
 }
 
 // Curve is the outcome of SelectBandwidth.
@@ -137,6 +139,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 		return nil, fmt.Errorf("kde: refinement tolerance %v: must be positive", tol)
 	}
 	pts := parts(notion, probs, labels, k, opts.Workers)
+	tr := track(pts, opts.Progress, len(grid))
 	cv := &Curve{Notion: notion, Objective: opts.Objective, Grid: append([]float64(nil), grid...), Index: -1}
 	cv.GridLL, cv.Excluded = objective(pts, grid, opts.Objective)
 	if cv.Excluded == len(pts)*len(labels) {
@@ -171,8 +174,18 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 		return cv, nil
 	}
 	lo, hi := grid[max(cv.Index-1, 0)], grid[min(cv.Index+1, len(grid)-1)]
+	a, b := math.Log(lo), math.Log(hi)
+	if tr != nil {
+		evals := 2 // the golden-section search's bandwidth evaluations
+		for w := b - a; w >= tol; w *= goldenRatio {
+			evals++
+		}
+		for _, pt := range pts {
+			tr.expect(int64(evals * blocks(pt.prob.n)))
+		}
+	}
 	f := func(hs ...float64) []float64 { ll, _ := objective(pts, hs, LOO); return ll }
-	h, ll := goldenSection(f, math.Log(lo), math.Log(hi), tol)
+	h, ll := goldenSection(f, a, b, tol)
 	if ll > cv.LogLik {
 		cv.Bandwidth, cv.LogLik, cv.Refined = h, ll, true
 	}
@@ -193,8 +206,11 @@ func (cv *Curve) edgeWarning() {
 // goldenSection maximises f(e^u) over u in [a, b] by golden-section search
 // until b - a < tol, and returns the best point it evaluated. f takes
 // several bandwidths at once (one sweep over the pairs for all of them).
+// goldenRatio is (sqrt(5) - 1) / 2, the bracket's shrink factor per step.
+const goldenRatio = 0.6180339887498949
+
 func goldenSection(f func(hs ...float64) []float64, a, b, tol float64) (h, ll float64) {
-	const phi = 0.6180339887498949 // (sqrt(5) - 1) / 2
+	const phi = goldenRatio
 	x1, x2 := b-phi*(b-a), a+phi*(b-a)
 	v := f(math.Exp(x1), math.Exp(x2))
 	f1, f2 := v[0], v[1]

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -491,5 +492,43 @@ func TestKnownCalibrationError(t *testing.T) {
 	}
 	if got := res.Values[1].Value; math.Abs(got-2.0/30) > 0.01 {
 		t.Errorf("CE_2^2 = %v at h = %v, want 2/30 +- 0.01", got, cv.Bandwidth)
+	}
+}
+
+// TestProgress checks that the progress callback ends at its total for
+// Estimate, Gradient and SelectBandwidth.
+func TestProgress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	probs, labels := randomSet(rng, 300, 3, 2)
+	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		var last, total atomic.Int64
+		fn := func(done, tot int64) {
+			for {
+				old := last.Load()
+				if done <= old || last.CompareAndSwap(old, done) {
+					break
+				}
+			}
+			total.Store(tot)
+		}
+		check := func(what string) {
+			t.Helper()
+			if last.Load() == 0 || last.Load() != total.Load() {
+				t.Errorf("%s %s: progress ended at %d of %d", notion, what, last.Load(), total.Load())
+			}
+			last.Store(0)
+		}
+		if _, err := Estimate(notion, probs, labels, 3, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
+			t.Fatal(err)
+		}
+		check("Estimate")
+		if _, _, err := Gradient(nil, notion, probs, labels, 3, 1, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
+			t.Fatal(err)
+		}
+		check("Gradient")
+		if _, err := SelectBandwidth(notion, probs, labels, 3, BandwidthOptions{Progress: fn}); err != nil {
+			t.Fatal(err)
+		}
+		check("SelectBandwidth")
 	}
 }

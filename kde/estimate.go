@@ -28,6 +28,8 @@ type Options struct {
 	// Workers is the number of goroutines; 0 means GOMAXPROCS. The
 	// results are bit-identical for every value.
 	Workers int
+	// Progress, if not nil, is told how far the computation is.
+	Progress Progress
 }
 
 // Value is one Lp estimate.
@@ -179,6 +181,17 @@ func parts(notion Notion, probs []float64, labels []int, k, workers int) []part 
 	panic("kde: unreachable")
 }
 
+// track attaches a progress tracker for sweeps sweeps over the points of
+// every part, and returns it (nil when fn is nil).
+func track(pts []part, fn Progress, sweeps int) *tracker {
+	t := newTracker(fn)
+	for i := range pts {
+		pts[i].prob.track = t
+		t.expect(int64(sweeps * blocks(pts[i].prob.n)))
+	}
+	return t
+}
+
 // betaProblem is the Beta-kernel regression of the 0/1 labels ind on the
 // scalars c: a two-column Dirichlet problem on (c, 1-c).
 func betaProblem(c []float64, ind []int, workers int) *problem {
@@ -265,6 +278,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 	}
 	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps))}
 	pts := parts(notion, probs, labels, k, opts.Workers)
+	track(pts, opts.Progress, 1)
 	if notion == Marginal {
 		res.PerClass = make([][]float64, len(ps))
 		for i := range ps {

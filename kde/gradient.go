@@ -39,6 +39,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 		grad = make([]float64, n*k)
 	}
 	pts := parts(notion, probs, labels, k, opts.Workers)
+	track(pts, opts.Progress, 3) // ratios, evaluation-point part, centre part
 	var argmax []int
 	if notion == TopLabel {
 		argmax = make([]int, n)

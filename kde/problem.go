@@ -40,6 +40,7 @@ type problem struct {
 	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
 
 	workers int
+	track   *tracker // progress of the current call, or nil
 }
 
 func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
@@ -172,8 +173,7 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 	invh := 1 / h
 	r, lse = make([]float64, n*nl), make([]float64, n)
 	type scratch struct{ t, m, s []float64 }
-	blocks := (n + blockJ - 1) / blockJ
-	parallel.For(blocks, p.workers, func() *scratch {
+	parallel.For(blocks(n), p.workers, func() *scratch {
 		return &scratch{t: make([]float64, blockJ*tileI), m: make([]float64, blockJ), s: make([]float64, blockJ*nl)}
 	}, func(w *scratch, b int) {
 		j0 := b * blockJ
@@ -225,6 +225,7 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 				r[j*nl+l] = v / tot
 			}
 		}
+		p.track.add(1)
 	})
 	return r, lse
 }
@@ -242,8 +243,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 	zero := make([]float64, n)
 	lse := make([]float64, ng*n)
 	type scratch struct{ t, row, m, s []float64 }
-	blocks := (n + blockJ - 1) / blockJ
-	parallel.For(blocks, p.workers, func() *scratch {
+	parallel.For(blocks(n), p.workers, func() *scratch {
 		return &scratch{t: make([]float64, blockJ*tileI), row: make([]float64, tileI),
 			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng)}
 	}, func(w *scratch, b int) {
@@ -298,6 +298,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 				lse[g*n+j0+a] = v
 			}
 		}
+		p.track.add(int64(ng))
 	})
 	return lse
 }
@@ -329,10 +330,9 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 		}
 	}
 	grad := make([]float64, n*d)
-	blocks := (n + blockJ - 1) / blockJ
 
 	// Evaluation-point part: U_jm = sum_{i != j} beta_ij x_im.
-	parallel.For(blocks, p.workers, func() []float64 { return make([]float64, blockJ*tileI) }, func(t []float64, b int) {
+	parallel.For(blocks(n), p.workers, func() []float64 { return make([]float64, blockJ*tileI) }, func(t []float64, b int) {
 		j0 := b * blockJ
 		na := min(blockJ, n-j0)
 		for i0 := 0; i0 < n; i0 += tileI {
@@ -368,12 +368,13 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 				grad[j*d+mm] *= invh / p.x[j*d+mm]
 			}
 		}
+		p.track.add(1)
 	})
 
 	// Centre part, per centre block (sorted order) against all evaluation
 	// points: T_im = sum_{j != i} beta_ij log x_jm and b_i = sum_{j != i} beta_ij.
 	centre := make([]float64, n*d) // sorted order
-	parallel.For(blocks, p.workers, func() []float64 { return make([]float64, tileI*blockJ) }, func(t []float64, b int) {
+	parallel.For(blocks(n), p.workers, func() []float64 { return make([]float64, tileI*blockJ) }, func(t []float64, b int) {
 		s0 := b * blockJ
 		nc := min(blockJ, n-s0)
 		cb := c[s0 : s0+nc]
@@ -414,6 +415,7 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 				centre[s*d+mm] = invh * (centre[s*d+mm] - (mathext.Digamma(v*invh+1)-psiSum)*bsum[bb])
 			}
 		}
+		p.track.add(1)
 	})
 	for s, i := range p.order {
 		for mm := 0; mm < d; mm++ {

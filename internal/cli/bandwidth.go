@@ -33,7 +33,7 @@ type bandwidthOutput struct {
 func newBandwidthCmd() *cobra.Command {
 	var in inputFlags
 	var mode, objective string
-	var noRefine, asJSON bool
+	var noRefine, asJSON, progress bool
 	var workers int
 	cmd := &cobra.Command{
 		Use:   "bandwidth PRED",
@@ -73,7 +73,11 @@ refined.`,
 			if err := s.Require(2, "bandwidth selection"); err != nil {
 				return err
 			}
-			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers})
+			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
+			fn, done := ui.step(notions[0].String() + " bandwidth")
+			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers, Progress: fn})
+			done()
+			ui.wait()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.File, err)
 			}
@@ -92,6 +96,7 @@ refined.`,
 	fs.BoolVar(&noRefine, "no-refine", false, "loo: return the best grid value without the golden-section refinement")
 	fs.IntVar(&workers, "workers", 0, "goroutines (0: all cores)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.BoolVar(&progress, "progress", true, "show a progress bar on stderr when it is a terminal")
 	return cmd
 }
 

@@ -17,7 +17,7 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run eval on embedded real data (CIFAR-10 ResNet-110 logits) and explain the numbers",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := loadAndEvaluate(func() (*data.Set, error) { return demo.Load(split) }, ef)
+			out, err := loadAndEvaluate(cmd, func() (*data.Set, error) { return demo.Load(split) }, ef)
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ type evalFlags struct {
 	classMean bool
 	workers   int
 	json      bool
+	progress  bool
 }
 
 func (f *evalFlags) register(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.classMean, "class-mean", false, "marginal: report the mean over classes instead of the sum")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
+	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")
 }
 
 // evalEntry is one result of the JSON contract of `calib eval --json`:
@@ -86,7 +88,7 @@ binary problem: p1 = P(label = 1).`,
   calib eval preds.jsonl --bandwidth 0.02 --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := loadAndEvaluate(func() (*data.Set, error) { return in.load(args[0]) }, ef)
+			out, err := loadAndEvaluate(cmd, func() (*data.Set, error) { return in.load(args[0]) }, ef)
 			if err != nil {
 				return err
 			}
@@ -99,13 +101,15 @@ binary problem: p1 = P(label = 1).`,
 }
 
 // loadAndEvaluate loads a set and evaluates it; Seconds covers both.
-func loadAndEvaluate(load func() (*data.Set, error), ef evalFlags) (*evalOutput, error) {
+func loadAndEvaluate(cmd *cobra.Command, load func() (*data.Set, error), ef evalFlags) (*evalOutput, error) {
 	start := time.Now()
 	s, err := load()
 	if err != nil {
 		return nil, err
 	}
-	out, err := evaluate(s, ef)
+	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
+	out, err := evaluate(s, ef, ui)
+	ui.wait()
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +117,9 @@ func loadAndEvaluate(load func() (*data.Set, error), ef evalFlags) (*evalOutput,
 	return out, nil
 }
 
-// evaluate runs ECE^KDE for every requested notion on s.
-func evaluate(s *data.Set, ef evalFlags) (*evalOutput, error) {
+// evaluate runs ECE^KDE for every requested notion on s; ui (may be nil)
+// shows the progress.
+func evaluate(s *data.Set, ef evalFlags, ui *progressUI) (*evalOutput, error) {
 	notions, note, err := parseModes(ef.mode, s)
 	if err != nil {
 		return nil, err
@@ -139,7 +144,9 @@ func evaluate(s *data.Set, ef evalFlags) (*evalOutput, error) {
 		h, method := bw.value, "fixed"
 		var warnings []string
 		if bw.auto {
-			cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, Workers: ef.workers})
+			progress, done := ui.step(notion.String() + " bandwidth")
+			cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, Workers: ef.workers, Progress: progress})
+			done()
 			if err != nil {
 				return nil, fmt.Errorf("%s: bandwidth: %w", s.File, err)
 			}
@@ -148,7 +155,9 @@ func evaluate(s *data.Set, ef evalFlags) (*evalOutput, error) {
 				method += "-refined"
 			}
 		}
-		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: h, P: ps, ClassMean: ef.classMean, Workers: ef.workers})
+		progress, done := ui.step(notion.String() + " estimate")
+		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: h, P: ps, ClassMean: ef.classMean, Workers: ef.workers, Progress: progress})
+		done()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}

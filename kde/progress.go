@@ -1,0 +1,40 @@
+package kde
+
+import "sync/atomic"
+
+// Progress receives the work done so far and the total work of a call, in
+// units of (blocks of 8 evaluation points) x (bandwidths evaluated). The
+// total may grow during SelectBandwidth (when the refinement starts). It may
+// be called from several goroutines at once and must return quickly.
+type Progress func(done, total int64)
+
+// tracker counts the work of one call for a Progress callback. A nil
+// tracker does nothing.
+type tracker struct {
+	fn          Progress
+	done, total atomic.Int64
+}
+
+func newTracker(fn Progress) *tracker {
+	if fn == nil {
+		return nil
+	}
+	return &tracker{fn: fn}
+}
+
+// expect adds units of work to the total.
+func (t *tracker) expect(units int64) {
+	if t != nil {
+		t.total.Add(units)
+	}
+}
+
+// add reports units of work done.
+func (t *tracker) add(units int64) {
+	if t != nil {
+		t.fn(t.done.Add(units), t.total.Load())
+	}
+}
+
+// blocks is the number of evaluation-point blocks of a sweep over n points.
+func blocks(n int) int { return (n + blockJ - 1) / blockJ }
