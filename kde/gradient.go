@@ -121,8 +121,9 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 //
 //	dCE/dz_jm = f_jm (dCE/df_jm - sum_m' f_jm' dCE/df_jm')
 //
-// For Binary, cols = 1 and z is the logit of p1 = sigmoid(z), so
-// dCE/dz_j = p1 (1 - p1) dCE/dp1. Otherwise cols = k >= 2.
+// For Binary, z has one column (the logit of p1 = sigmoid(z), so
+// dCE/dz_j = p1 (1 - p1) dCE/dp1) or two (p1 = softmax(z)_1). Otherwise
+// cols = k >= 2.
 func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, opts Options) (value float64, grad []float64, err error) {
 	n := len(labels)
 	if cols < 1 || len(logits) != n*cols {
@@ -134,17 +135,18 @@ func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int,
 		}
 	}
 	k := cols
-	if notion == Binary {
-		if cols != 1 {
-			return 0, nil, fmt.Errorf("kde: the binary notion takes one logit column, got %d", cols)
-		}
+	sigmoid := notion == Binary && cols == 1
+	switch {
+	case sigmoid:
 		k = 2
-	} else if cols < 2 {
+	case notion == Binary && cols != 2:
+		return 0, nil, fmt.Errorf("kde: the binary notion takes one or two logit columns, got %d", cols)
+	case cols < 2:
 		return 0, nil, fmt.Errorf("kde: %s needs at least 2 logit columns, got %d", notion, cols)
 	}
 	probs := make([]float64, n*k)
 	for j := 0; j < n; j++ {
-		if notion == Binary {
+		if sigmoid {
 			q := data.Sigmoid(logits[j])
 			probs[2*j], probs[2*j+1] = 1-q, q
 			continue
@@ -161,7 +163,7 @@ func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int,
 		grad = make([]float64, n*cols)
 	}
 	for j := 0; j < n; j++ {
-		if notion == Binary {
+		if sigmoid {
 			q := probs[2*j+1]
 			grad[j] = q * (1 - q) * gp[2*j+1]
 			continue
