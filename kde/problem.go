@@ -60,8 +60,8 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 	}
 	// Within a label, centres are sorted by (arg max, max) so that centres
 	// near each other in the simplex are near each other in the order: then
-	// runs of kernels that underflow to exactly 0 against an evaluation
-	// point are long, and kernel.SumExp skips them.
+	// negligible kernels (below e^kernel.Negligible of the largest) against
+	// an evaluation point come in long runs, which kernel.SumExp skips.
 	am, mx := make([]int, n), make([]float64, n)
 	for i := range am {
 		row := x[i*d : (i+1)*d]

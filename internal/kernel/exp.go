@@ -7,7 +7,7 @@ package kernel
 import "math"
 
 // expTableBits is log2 of the size of the 2^(j/N) table used by Exp.
-const expTableBits = 5
+const expTableBits = 8
 
 const (
 	expN = 1 << expTableBits
@@ -17,10 +17,11 @@ const (
 	ExpMin = -707.0
 
 	invLn2N = expN / math.Ln2
-	// ln2/N split into a high part with trailing zero bits (so k*ln2NHi is
-	// exact for |k| < 2^20) and the rest.
-	ln2NHi = 0x1.62e42fefa0000p-6
-	ln2NLo = 0x1.cf79abc9e3b3ap-45
+	// ln2/N split into a high part with 32 significant bits (so k*ln2NHi
+	// is exact for |k| < 2^21) and the rest: fdlibm's split of ln 2
+	// divided by N.
+	ln2NHi = 6.93147180369123816490e-01 / expN
+	ln2NLo = 1.90821492927058770002e-10 / expN
 	// roundMagic rounds a float64 of magnitude < 2^51 to an integer when
 	// added and subtracted.
 	roundMagic = 0x1.8p52
@@ -38,15 +39,15 @@ var exp2Table = func() (t [expN]float64) {
 // against math.Exp in the tests); it returns 0 for x < ExpMin and for
 // x = -Inf. For x > 0 the result is unspecified; NaN gives NaN or 0.
 //
-// The method: x = (k + j/N) ln 2 + r with N = 32 and |r| <= ln2/64, then
+// The method: x = (k + j/N) ln 2 + r with N = 256 and |r| <= ln2/512, then
 // e^x = 2^k * 2^(j/N) * e^r with 2^(j/N) from a table and e^r by its
-// degree-6 Taylor polynomial (truncation error below 4e-18).
+// degree-4 Taylor polynomial (truncation error below 4e-17).
 func Exp(x float64) float64 {
 	kf := x*invLn2N + roundMagic
 	kf -= roundMagic
 	ki := int64(kf)
 	r := (x - kf*ln2NHi) - kf*ln2NLo
-	q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720)))))) // e^r - 1
+	q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24)))) // e^r - 1
 	t := exp2Table[ki&(expN-1)]
 	y := t + t*q
 	y = math.Float64frombits(math.Float64bits(y) + uint64(ki>>expTableBits)<<52)

@@ -54,7 +54,7 @@ func sumExp(x []float64, shift, s float64) float64 {
 		kf -= roundMagic
 		ki := int64(kf)
 		r := (v - kf*ln2NHi) - kf*ln2NLo
-		q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720))))))
+		q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
 		t := exp2Table[ki&(expN-1)]
 		y := t + t*q
 		keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63) // all ones iff v >= ExpMin
