@@ -37,7 +37,12 @@ type problem struct {
 	order []int     // sorted position -> input index
 	rank  []int     // input index -> sorted position
 	fc    []float64 // n×d centre coordinates in sorted order
+	lxs   []float64 // n×d log coordinates in sorted order (evaluation points are swept in this order)
 	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
+	// fmin[t*d + m] is the smallest coordinate m of the centres of tile t
+	// (sorted positions t*tileI ..): for x_j in the simplex,
+	// <x_i, log x_j> <= <fmin_t, log x_j> for every centre i of tile t.
+	fmin []float64
 
 	workers int
 	track   *tracker // progress of the current call, or nil
@@ -81,9 +86,22 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 		}
 		return cmp.Compare(mx[a], mx[b])
 	})
+	p.lxs = make([]float64, n*d)
 	for s, i := range p.order {
 		p.rank[i] = s
 		copy(p.fc[s*d:(s+1)*d], x[i*d:(i+1)*d])
+		copy(p.lxs[s*d:(s+1)*d], p.lx[i*d:(i+1)*d])
+	}
+	ntiles := (n + tileI - 1) / tileI
+	p.fmin = make([]float64, ntiles*d)
+	for t := 0; t < ntiles; t++ {
+		fm := p.fmin[t*d : (t+1)*d]
+		copy(fm, p.fc[t*tileI*d:])
+		for s := t * tileI; s < min(n, (t+1)*tileI); s++ {
+			for m, v := range p.fc[s*d : (s+1)*d] {
+				fm[m] = min(fm[m], v)
+			}
+		}
 	}
 	for _, y := range labels {
 		p.seg[y+1]++
@@ -129,6 +147,48 @@ func (p *problem) tile(t []float64, j0, na, i0 int, c []float64, invh float64) {
 	}
 }
 
+// tileRow fills row with the log-kernels of the evaluation point at sorted
+// position s against the sorted centres i0..i0+len(c)-1 (as tile does).
+func (p *problem) tileRow(row []float64, s, i0 int, c []float64, invh float64) {
+	d, nb := p.d, len(c)
+	fc := p.fc[i0*d : (i0+nb)*d]
+	lx := p.lxs[s*d : (s+1)*d]
+	if p.anyExact && p.exact[p.order[s]] {
+		kernel.LogKernelTileExact(row[:nb], lx, fc, c, d, invh)
+		return
+	}
+	kernel.LogKernelTile(row[:nb], lx, fc, c, d, invh)
+}
+
+// dotBound returns <fmin_t, log x_s> >= <x_i, log x_s> for every centre i of
+// tile t (log x <= 0), with 0 * log 0 = 0.
+func (p *problem) dotBound(s, t int) float64 {
+	b := 0.0
+	lx := p.lxs[s*p.d : (s+1)*p.d]
+	for m, f := range p.fmin[t*p.d : (t+1)*p.d] {
+		if f != 0 {
+			b += f * lx[m]
+		}
+	}
+	return b
+}
+
+// tileMin returns the smallest c_i of each tile of centres.
+func tileMin(c []float64) []float64 {
+	cm := make([]float64, (len(c)+tileI-1)/tileI)
+	for t := range cm {
+		cm[t] = slices.Min(c[t*tileI : min(len(c), (t+1)*tileI)])
+	}
+	return cm
+}
+
+// negligible reports whether a tile whose log-kernels are at most ub can be
+// skipped for a point whose running maximum is m: every term is below
+// e^kernel.Negligible of the largest, like the groups kernel.SumExp skips.
+func negligible(ub, m float64) bool {
+	return m > math.Inf(-1) && ub < m+kernel.Negligible
+}
+
 // maxExcept returns the largest element of row other than row[self] (self
 // may be outside the row).
 func maxExcept(row []float64, self int) float64 {
@@ -170,57 +230,58 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 func (p *problem) ratios(h float64) (r, lse []float64) {
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
+	cmin := tileMin(c)
+	ntiles := len(cmin)
 	invh := 1 / h
 	r, lse = make([]float64, n*nl), make([]float64, n)
-	type scratch struct{ t, m, s []float64 }
+	type scratch struct{ row, s []float64 }
 	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{t: make([]float64, blockJ*tileI), m: make([]float64, blockJ), s: make([]float64, blockJ*nl)}
+		return &scratch{row: make([]float64, tileI), s: make([]float64, nl)}
 	}, func(w *scratch, b int) {
-		j0 := b * blockJ
-		na := min(blockJ, n-j0)
-		m, s := w.m[:na], w.s[:na*nl]
-		for a := range m {
-			m[a] = math.Inf(-1)
-		}
-		clear(s)
-		for i0 := 0; i0 < n; i0 += tileI {
-			i1 := min(n, i0+tileI)
-			nb := i1 - i0
-			p.tile(w.t, j0, na, i0, c[i0:i1], invh)
-			for a := 0; a < na; a++ {
-				row := w.t[a*nb : (a+1)*nb]
-				self := p.rank[j0+a] - i0
+		// Evaluation points in sorted order, a block of similar points;
+		// each starts with its own tile of centres (its nearest
+		// neighbours, most likely), so that its running maximum is close
+		// to final early and far tiles can be skipped on their bound.
+		for s := b * blockJ; s < min(n, (b+1)*blockJ); s++ {
+			home := s / tileI
+			m, sa := math.Inf(-1), w.s
+			clear(sa)
+			for k := 0; k < ntiles; k++ {
+				t := (home + k) % ntiles
+				if negligible(p.dotBound(s, t)*invh-cmin[t], m) {
+					continue
+				}
+				i0, i1 := t*tileI, min(n, (t+1)*tileI)
+				row := w.row[:i1-i0]
+				p.tileRow(row, s, i0, c[i0:i1], invh)
+				self := s - i0
 				tm := maxExcept(row, self)
 				if tm == math.Inf(-1) {
 					continue
 				}
-				sa := s[a*nl : (a+1)*nl]
-				if tm > m[a] {
-					if m[a] > math.Inf(-1) {
-						scale := math.Exp(m[a] - tm)
+				if tm > m {
+					if m > math.Inf(-1) {
+						scale := math.Exp(m - tm)
 						for l := range sa {
 							sa[l] *= scale
 						}
 					}
-					m[a] = tm
+					m = tm
 				}
 				p.segments(i0, i1, func(l, lo, hi int) {
-					sa[l] += sumExpExcept(row[lo:hi], self-lo, m[a])
+					sa[l] += sumExpExcept(row[lo:hi], self-lo, m)
 				})
 			}
-		}
-		for a := 0; a < na; a++ {
-			j := j0 + a
-			if m[a] == math.Inf(-1) {
+			j := p.order[s]
+			if m == math.Inf(-1) {
 				lse[j] = math.Inf(-1)
 				continue
 			}
-			sa := s[a*nl : (a+1)*nl]
 			tot := 0.0
 			for _, v := range sa {
 				tot += v
 			}
-			lse[j] = m[a] + math.Log(tot)
+			lse[j] = m + math.Log(tot)
 			for l, v := range sa {
 				r[j*nl+l] = v / tot
 			}
@@ -236,33 +297,47 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 // bandwidths: alpha_i - 1 = x_i / h.
 func (p *problem) looLSE(hs []float64) []float64 {
 	n, ng := p.n, len(hs)
-	cs := make([][]float64, ng)
+	cs, cmins := make([][]float64, ng), make([][]float64, ng)
 	for g, h := range hs {
 		cs[g] = p.logNorm(h)
+		cmins[g] = tileMin(cs[g])
 	}
+	ntiles := len(cmins[0])
 	zero := make([]float64, n)
 	lse := make([]float64, ng*n)
-	type scratch struct{ t, row, m, s []float64 }
+	type scratch struct {
+		dot, row, m, s []float64
+		need           []bool
+	}
 	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{t: make([]float64, blockJ*tileI), row: make([]float64, tileI),
-			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng)}
+		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
+			m: make([]float64, ng), s: make([]float64, ng), need: make([]bool, ng)}
 	}, func(w *scratch, b int) {
-		j0 := b * blockJ
-		na := min(blockJ, n-j0)
-		m, s := w.m[:na*ng], w.s[:na*ng]
-		for i := range m {
-			m[i] = math.Inf(-1)
-		}
-		clear(s)
-		for i0 := 0; i0 < n; i0 += tileI {
-			i1 := min(n, i0+tileI)
-			nb := i1 - i0
-			p.tile(w.t, j0, na, i0, zero[i0:i1], 1) // dot products only
-			for a := 0; a < na; a++ {
-				dot := w.t[a*nb : (a+1)*nb]
-				self := p.rank[j0+a] - i0
-				row := w.row[:nb]
+		for s := b * blockJ; s < min(n, (b+1)*blockJ); s++ {
+			m, sum := w.m, w.s
+			for g := range m {
+				m[g], sum[g] = math.Inf(-1), 0
+			}
+			home := s / tileI
+			for k := 0; k < ntiles; k++ {
+				t := (home + k) % ntiles
+				bound, any := p.dotBound(s, t), false
 				for g, h := range hs {
+					w.need[g] = !negligible(bound/h-cmins[g][t], m[g])
+					any = any || w.need[g]
+				}
+				if !any {
+					continue
+				}
+				i0, i1 := t*tileI, min(n, (t+1)*tileI)
+				nb := i1 - i0
+				dot, row := w.dot[:nb], w.row[:nb]
+				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
+				self := s - i0
+				for g, h := range hs {
+					if !w.need[g] {
+						continue
+					}
 					invh, c := 1/h, cs[g][i0:i1]
 					var tm float64
 					if self < 0 || self >= nb {
@@ -277,25 +352,22 @@ func (p *problem) looLSE(hs []float64) []float64 {
 					if tm == math.Inf(-1) {
 						continue
 					}
-					k := a*ng + g
-					if tm > m[k] {
-						if m[k] > math.Inf(-1) {
-							s[k] *= math.Exp(m[k] - tm)
+					if tm > m[g] {
+						if m[g] > math.Inf(-1) {
+							sum[g] *= math.Exp(m[g] - tm)
 						}
-						m[k] = tm
+						m[g] = tm
 					}
-					s[k] += kernel.SumExp(row, m[k])
+					sum[g] += kernel.SumExp(row, m[g])
 				}
 			}
-		}
-		for a := 0; a < na; a++ {
+			j := p.order[s]
 			for g := range hs {
-				k := a*ng + g
 				v := math.Inf(-1)
-				if m[k] > math.Inf(-1) {
-					v = m[k] + math.Log(s[k])
+				if m[g] > math.Inf(-1) {
+					v = m[g] + math.Log(sum[g])
 				}
-				lse[g*n+j0+a] = v
+				lse[g*n+j] = v
 			}
 		}
 		p.track.add(int64(ng))
