@@ -533,3 +533,54 @@ func TestProgress(t *testing.T) {
 		check("SelectBandwidth")
 	}
 }
+
+// TestBruteForceManyTiles checks the sweeps over several tiles of centres,
+// where whole tiles are skipped on their bound, against the brute-force
+// oracle: sharp predictions (most cross-class kernels negligible), small and
+// moderate bandwidths, estimates and LOO sums.
+func TestBruteForceManyTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	const n, k = 1100, 4
+	probs, labels := randomSet(rng, n, k, 6)
+	for _, h := range []float64{0.002, 0.05} {
+		for _, notion := range []Notion{Canonical, TopLabel} {
+			res, err := Estimate(notion, probs, labels, k, Options{Bandwidth: h, P: []float64{1, 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range []float64{1, 2} {
+				want, _ := bruteEstimate(notion, probs, labels, k, h, p, false)
+				if d := relDiff(res.Values[i].Value, want); d > 1e-10 {
+					t.Errorf("%s h=%v p=%v: %.17g, brute force %.17g (rel %.2g)", notion, h, p, res.Values[i].Value, want, d)
+				}
+			}
+		}
+	}
+	hs := []float64{0.001, 0.01, 0.3}
+	cv, err := SelectBandwidth(Canonical, probs, labels, k, BandwidthOptions{Grid: hs, NoRefine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, h := range hs {
+		sum := 0.0
+		for j := 0; j < n; j++ {
+			m, s := math.Inf(-1), 0.0
+			lk := make([]float64, n)
+			for i := range lk {
+				if i != j {
+					lk[i] = bruteLogDirichlet(probs[j*k:(j+1)*k], probs[i*k:(i+1)*k], h)
+					m = math.Max(m, lk[i])
+				}
+			}
+			for i := range lk {
+				if i != j {
+					s += math.Exp(lk[i] - m)
+				}
+			}
+			sum += m + math.Log(s/float64(n-1))
+		}
+		if d := relDiff(cv.GridLL[g], sum); d > 1e-12 {
+			t.Errorf("LOO at h=%v: %.17g, brute force %.17g (rel %.2g)", h, cv.GridLL[g], sum, d)
+		}
+	}
+}
