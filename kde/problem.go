@@ -12,11 +12,15 @@ import (
 )
 
 // Block sizes of the streamed O(n^2) sweeps: evaluation points are handled
-// blockJ at a time against tiles of tileI kernel centres, so a worker's
-// scratch is blockJ*tileI floats (16 KiB) and memory stays O(n d).
+// blockJ at a time against tiles of at most tileI kernel centres, so a
+// worker's scratch is at most blockJ*tileI floats (16 KiB) and memory stays
+// O(n d). The estimate and LOO sweeps use tiles of problem.ti centres, whose
+// coordinates take at most tileBytes (they stay in the L1 cache while a
+// point's row is computed).
 const (
-	blockJ = 8
-	tileI  = 256
+	blockJ    = 8
+	tileI     = 256
+	tileBytes = 16 << 10
 )
 
 // problem is a Dirichlet kernel regression in normalised form: n points x_j
@@ -39,9 +43,11 @@ type problem struct {
 	fc    []float64 // n×d centre coordinates in sorted order
 	lxs   []float64 // n×d log coordinates in sorted order (evaluation points are swept in this order)
 	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
-	// fmin[t*d + m] is the smallest coordinate m of the centres of tile t
-	// (sorted positions t*tileI ..): for x_j in the simplex,
+	// ti is the number of centres of a tile; fmin[t*d + m] is the smallest
+	// coordinate m of the centres of tile t (sorted positions t*ti ..): for
+	// x_j in the simplex,
 	// <x_i, log x_j> <= <fmin_t, log x_j> for every centre i of tile t.
+	ti   int
 	fmin []float64
 
 	workers int
@@ -92,12 +98,13 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 		copy(p.fc[s*d:(s+1)*d], x[i*d:(i+1)*d])
 		copy(p.lxs[s*d:(s+1)*d], p.lx[i*d:(i+1)*d])
 	}
-	ntiles := (n + tileI - 1) / tileI
+	p.ti = min(tileI, max(16, tileBytes/(8*d)))
+	ntiles := (n + p.ti - 1) / p.ti
 	p.fmin = make([]float64, ntiles*d)
 	for t := 0; t < ntiles; t++ {
 		fm := p.fmin[t*d : (t+1)*d]
-		copy(fm, p.fc[t*tileI*d:])
-		for s := t * tileI; s < min(n, (t+1)*tileI); s++ {
+		copy(fm, p.fc[t*p.ti*d:])
+		for s := t * p.ti; s < min(n, (t+1)*p.ti); s++ {
 			for m, v := range p.fc[s*d : (s+1)*d] {
 				fm[m] = min(fm[m], v)
 			}
@@ -173,11 +180,11 @@ func (p *problem) dotBound(s, t int) float64 {
 	return b
 }
 
-// tileMin returns the smallest c_i of each tile of centres.
-func tileMin(c []float64) []float64 {
-	cm := make([]float64, (len(c)+tileI-1)/tileI)
+// tileMin returns the smallest c_i of each tile of ti centres.
+func tileMin(c []float64, ti int) []float64 {
+	cm := make([]float64, (len(c)+ti-1)/ti)
 	for t := range cm {
-		cm[t] = slices.Min(c[t*tileI : min(len(c), (t+1)*tileI)])
+		cm[t] = slices.Min(c[t*ti : min(len(c), (t+1)*ti)])
 	}
 	return cm
 }
@@ -230,58 +237,69 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 func (p *problem) ratios(h float64) (r, lse []float64) {
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
-	cmin := tileMin(c)
+	cmin := tileMin(c, p.ti)
 	ntiles := len(cmin)
 	invh := 1 / h
 	r, lse = make([]float64, n*nl), make([]float64, n)
-	type scratch struct{ row, s []float64 }
+	type scratch struct{ row, m, s []float64 }
 	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{row: make([]float64, tileI), s: make([]float64, nl)}
+		return &scratch{row: make([]float64, tileI), m: make([]float64, blockJ), s: make([]float64, blockJ*nl)}
 	}, func(w *scratch, b int) {
-		// Evaluation points in sorted order, a block of similar points;
-		// each starts with its own tile of centres (its nearest
-		// neighbours, most likely), so that its running maximum is close
-		// to final early and far tiles can be skipped on their bound.
-		for s := b * blockJ; s < min(n, (b+1)*blockJ); s++ {
-			home := s / tileI
-			m, sa := math.Inf(-1), w.s
-			clear(sa)
-			for k := 0; k < ntiles; k++ {
-				t := (home + k) % ntiles
-				if negligible(p.dotBound(s, t)*invh-cmin[t], m) {
+		// A block of evaluation points in sorted order (similar points)
+		// starts with its own tile of centres (the nearest neighbours,
+		// most likely), so that the running maxima are close to final
+		// early and far tiles can be skipped on their bound. The points of
+		// the block share each tile while it is in the cache.
+		s0 := b * blockJ
+		na := min(blockJ, n-s0)
+		m, sums := w.m[:na], w.s[:na*nl]
+		for a := range m {
+			m[a] = math.Inf(-1)
+		}
+		clear(sums)
+		home := s0 / p.ti
+		for k := 0; k < ntiles; k++ {
+			t := (home + k) % ntiles
+			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
+			row := w.row[:i1-i0]
+			for a := 0; a < na; a++ {
+				s := s0 + a
+				if negligible(p.dotBound(s, t)*invh-cmin[t], m[a]) {
 					continue
 				}
-				i0, i1 := t*tileI, min(n, (t+1)*tileI)
-				row := w.row[:i1-i0]
 				p.tileRow(row, s, i0, c[i0:i1], invh)
 				self := s - i0
 				tm := maxExcept(row, self)
 				if tm == math.Inf(-1) {
 					continue
 				}
-				if tm > m {
-					if m > math.Inf(-1) {
-						scale := math.Exp(m - tm)
+				sa := sums[a*nl : (a+1)*nl]
+				if tm > m[a] {
+					if m[a] > math.Inf(-1) {
+						scale := math.Exp(m[a] - tm)
 						for l := range sa {
 							sa[l] *= scale
 						}
 					}
-					m = tm
+					m[a] = tm
 				}
 				p.segments(i0, i1, func(l, lo, hi int) {
-					sa[l] += sumExpExcept(row[lo:hi], self-lo, m)
+					sa[l] += sumExpExcept(row[lo:hi], self-lo, m[a])
 				})
 			}
-			j := p.order[s]
-			if m == math.Inf(-1) {
+		}
+		for a := 0; a < na; a++ {
+			j := p.order[s0+a]
+			if m[a] == math.Inf(-1) {
 				lse[j] = math.Inf(-1)
 				continue
 			}
+			sa := sums[a*nl : (a+1)*nl]
 			tot := 0.0
 			for _, v := range sa {
 				tot += v
 			}
-			lse[j] = m + math.Log(tot)
+			lse[j] = m[a] + math.Log(tot)
 			for l, v := range sa {
 				r[j*nl+l] = v / tot
 			}
@@ -300,7 +318,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 	cs, cmins := make([][]float64, ng), make([][]float64, ng)
 	for g, h := range hs {
 		cs[g] = p.logNorm(h)
-		cmins[g] = tileMin(cs[g])
+		cmins[g] = tileMin(cs[g], p.ti)
 	}
 	ntiles := len(cmins[0])
 	zero := make([]float64, n)
@@ -311,27 +329,34 @@ func (p *problem) looLSE(hs []float64) []float64 {
 	}
 	parallel.For(blocks(n), p.workers, func() *scratch {
 		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
-			m: make([]float64, ng), s: make([]float64, ng), need: make([]bool, ng)}
+			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), need: make([]bool, ng)}
 	}, func(w *scratch, b int) {
-		for s := b * blockJ; s < min(n, (b+1)*blockJ); s++ {
-			m, sum := w.m, w.s
-			for g := range m {
-				m[g], sum[g] = math.Inf(-1), 0
-			}
-			home := s / tileI
-			for k := 0; k < ntiles; k++ {
-				t := (home + k) % ntiles
+		// As in ratios: a block of sorted evaluation points, its own tile
+		// first, tiles skipped for a bandwidth when their bound is
+		// negligible (and entirely when negligible for every bandwidth).
+		s0 := b * blockJ
+		na := min(blockJ, n-s0)
+		m, sum := w.m[:na*ng], w.s[:na*ng]
+		for i := range m {
+			m[i], sum[i] = math.Inf(-1), 0
+		}
+		home := s0 / p.ti
+		for k := 0; k < ntiles; k++ {
+			t := (home + k) % ntiles
+			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
+			nb := i1 - i0
+			dot, row := w.dot[:nb], w.row[:nb]
+			for a := 0; a < na; a++ {
+				s := s0 + a
+				ma, sa := m[a*ng:(a+1)*ng], sum[a*ng:(a+1)*ng]
 				bound, any := p.dotBound(s, t), false
 				for g, h := range hs {
-					w.need[g] = !negligible(bound/h-cmins[g][t], m[g])
+					w.need[g] = !negligible(bound/h-cmins[g][t], ma[g])
 					any = any || w.need[g]
 				}
 				if !any {
 					continue
 				}
-				i0, i1 := t*tileI, min(n, (t+1)*tileI)
-				nb := i1 - i0
-				dot, row := w.dot[:nb], w.row[:nb]
 				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
 				self := s - i0
 				for g, h := range hs {
@@ -352,20 +377,22 @@ func (p *problem) looLSE(hs []float64) []float64 {
 					if tm == math.Inf(-1) {
 						continue
 					}
-					if tm > m[g] {
-						if m[g] > math.Inf(-1) {
-							sum[g] *= math.Exp(m[g] - tm)
+					if tm > ma[g] {
+						if ma[g] > math.Inf(-1) {
+							sa[g] *= math.Exp(ma[g] - tm)
 						}
-						m[g] = tm
+						ma[g] = tm
 					}
-					sum[g] += kernel.SumExp(row, m[g])
+					sa[g] += kernel.SumExp(row, ma[g])
 				}
 			}
-			j := p.order[s]
+		}
+		for a := 0; a < na; a++ {
+			j := p.order[s0+a]
 			for g := range hs {
 				v := math.Inf(-1)
-				if m[g] > math.Inf(-1) {
-					v = m[g] + math.Log(sum[g])
+				if m[a*ng+g] > math.Inf(-1) {
+					v = m[a*ng+g] + math.Log(sum[a*ng+g])
 				}
 				lse[g*n+j] = v
 			}
