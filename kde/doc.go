@@ -42,19 +42,25 @@
 // Everything is computed in float64 and in log space: for each evaluation
 // point j the log-kernels l_ij are reduced by log-sum-exp, per label over
 // i != j with y_i = l, with the running maximum over all i != j as the shift,
-// so r_jl = exp(LSE_l - LSE_all). The term i = j is skipped exactly (never
-// masked by adding a large negative number). Exponentials use a table-driven
-// exp (at most 2 ulp from math.Exp); terms below e^-707 of the running
-// maximum are flushed to exactly 0, which changes a sum that contains a term
-// of 1 by less than n e^-707.
+// so r_jl = exp(LSE_l - LSE_all). The term i = j is excluded exactly: skipped,
+// or masked with -Inf (whose exponential is exactly 0), never by adding a
+// large negative number. Exponentials use a table-driven exp (at most 2 ulp
+// from math.Exp).
 //
 // The sums are streamed: evaluation points in blocks of 8 against tiles of
-// 256 kernel centres, so memory is O(nK) and never n×n. Blocks run on all
-// cores (Options.Workers), each point's sums are taken in a fixed order, and
-// the final averages are summed in point order: the results are
-// bit-identical whatever the number of workers. Centres are sorted by label,
+// kernel centres (at most 256, and at most 16 KiB of coordinates), so memory
+// is O(nK) and never n×n. Centres and evaluation points are sorted by label,
 // then by arg max and max, so that each label's sum is one contiguous range
-// and kernels that underflow come in long runs that are skipped.
+// and similar points are near each other. Each block starts with its own
+// tile; a tile is skipped for a point when an upper bound of its
+// log-kernels, <min_i f_i, log f_j>/h - min_i log B(alpha_i) (valid because
+// log f_j <= 0), is below the running maximum plus Negligible = -50, and
+// within a tile groups of 16 terms all below that cut are skipped without
+// exponentials. Such terms are below 1.9e-22 of the largest term, far below
+// the float64 resolution of the sums. Blocks run on all cores
+// (Options.Workers); each point's sums are taken in a fixed order and the
+// final averages in point order, so the results are bit-identical whatever
+// the number of workers.
 //
 // # Exact zeros and ones
 //
