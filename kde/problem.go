@@ -196,23 +196,6 @@ func negligible(ub, m float64) bool {
 	return m > math.Inf(-1) && ub < m+kernel.Negligible
 }
 
-// maxExcept returns the largest element of row other than row[self] (self
-// may be outside the row).
-func maxExcept(row []float64, self int) float64 {
-	if self < 0 || self >= len(row) {
-		return kernel.Max(row)
-	}
-	return max(kernel.Max(row[:self]), kernel.Max(row[self+1:]))
-}
-
-// sumExpExcept returns sum_{b != self} e^(row[b] - shift).
-func sumExpExcept(row []float64, self int, shift float64) float64 {
-	if self < 0 || self >= len(row) {
-		return kernel.SumExp(row, shift)
-	}
-	return kernel.SumExp(row[:self], shift) + kernel.SumExp(row[self+1:], shift)
-}
-
 // segments calls fn(l, lo, hi) for each label l with centres in the sorted
 // range [i0, i1), lo and hi relative to i0.
 func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
@@ -231,9 +214,10 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 //
 // the leave-one-out kernel regression of the one-hot labels (eq. 3, 9). Both
 // are computed in log space: per label a log-sum-exp over i != j with the
-// running maximum over all i != j as shift. The term i = j is skipped, not
-// masked with a large negative number. Where every kernel is exactly 0
-// (possible only with zero coordinates) lse[j] = -Inf and r is 0.
+// running maximum over all i != j as shift. The term i = j is masked with
+// -Inf, whose exponential is exactly 0 (never by adding a large negative
+// number). Where every kernel is exactly 0 (possible only with zero
+// coordinates) lse[j] = -Inf and r is 0.
 func (p *problem) ratios(h float64) (r, lse []float64) {
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
@@ -268,8 +252,10 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 					continue
 				}
 				p.tileRow(row, s, i0, c[i0:i1], invh)
-				self := s - i0
-				tm := maxExcept(row, self)
+				if self := s - i0; self >= 0 && self < len(row) {
+					row[self] = math.Inf(-1) // masks i = j exactly: its exponential is 0
+				}
+				tm := kernel.Max(row)
 				if tm == math.Inf(-1) {
 					continue
 				}
@@ -284,7 +270,7 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 					m[a] = tm
 				}
 				p.segments(i0, i1, func(l, lo, hi int) {
-					sa[l] += sumExpExcept(row[lo:hi], self-lo, m[a])
+					sa[l] += kernel.SumExp(row[lo:hi], m[a])
 				})
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,7 +34,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 
 // load reads and validates the prediction file.
 func (f *inputFlags) load(name string) (*data.Set, error) {
-	if f.format != "" && !contains(data.Formats, f.format) {
+	if f.format != "" && !slices.Contains(data.Formats, f.format) {
 		return nil, usageErrorf("--format %q: valid formats are %s", f.format, strings.Join(data.Formats, ", "))
 	}
 	if !(f.tolerance > 0) {
@@ -48,15 +49,6 @@ func (f *inputFlags) load(name string) (*data.Set, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseModes turns --mode into notions. "all" means every notion that the
