@@ -16,7 +16,7 @@ import (
 // fields is not a number. With labelCol the last column holds the labels and
 // the others the predictions; otherwise every column is a prediction column.
 func parseCSV(name string, r io.Reader, labelCol bool) (*table, *labelColumn, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := newTextReader(r)
 	first, _ := br.Peek(1 << 16)
 	first, _, _ = bytes.Cut(first, []byte{'\n'})
 	cr := csv.NewReader(br)
@@ -78,6 +78,16 @@ func parseCSV(name string, r io.Reader, labelCol bool) (*table, *labelColumn, er
 		t.lines = append(t.lines, int32(line))
 	}
 	return t, lc, nil
+}
+
+// newTextReader buffers a text input and drops a leading UTF-8 byte-order
+// mark (which spreadsheet programs write).
+func newTextReader(r io.Reader) *bufio.Reader {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
+	}
+	return br
 }
 
 // parseNumber parses one field; it accepts surrounding spaces.

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -24,7 +23,7 @@ func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn,
 	if needLabel {
 		lc = &labelColumn{positions: positions{file: name, lines: []int32{}}}
 	}
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := newTextReader(r)
 	kind := "" // "probs" or "logits", fixed by the first row
 	line := 0
 	for {

@@ -239,6 +239,19 @@ func TestRenormalize(t *testing.T) {
 	}
 }
 
+// TestByteOrderMark checks that a leading UTF-8 BOM does not turn the first
+// data row into a header (CSV) or a syntax error (JSON Lines).
+func TestByteOrderMark(t *testing.T) {
+	s, err := Parse("a.csv", []byte("\xef\xbb\xbf0.5,0.5,1\n0.2,0.8,0\n"), "", nil, Options{})
+	if err != nil || s.N != 2 {
+		t.Fatalf("CSV with BOM: %v %+v", err, s)
+	}
+	s, err = Parse("a.jsonl", []byte("\xef\xbb\xbf{\"probs\":[0.5,0.5],\"label\":1}\n"), "", nil, Options{})
+	if err != nil || s.N != 1 {
+		t.Fatalf("JSONL with BOM: %v %+v", err, s)
+	}
+}
+
 func TestBinaryCSV(t *testing.T) {
 	s, err := Parse("b.csv", []byte("p,label\n0.3,1\n0.9,0\n"), "", nil, Options{})
 	if err != nil {
