@@ -1,0 +1,145 @@
+package metric
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// KSCurve holds the cumulative sums behind a KS calibration error (splines
+// paper eq. 9-11), with the samples sorted by score (ascending, stable):
+// Score[i] is the i-th smallest score, Pred[i] = (1/N) sum_{m<=i} score_m
+// and Obs[i] = (1/N) sum_{m<=i} outcome_m.
+type KSCurve struct {
+	Score, Pred, Obs []float64
+}
+
+// KS returns the Kolmogorov-Smirnov calibration error of scores in [0, 1]
+// against outcomes in {0, 1} (splines paper eq. 12):
+//
+//	KS = max_i | (1/N) sum_{m<=i} score_m - (1/N) sum_{m<=i} outcome_m |
+//
+// with the samples sorted by score, ascending, by a stable sort (ties keep
+// the input order), the sums taken in that order in float64 and divided by
+// N at the end, as the reference's cumsum(x)/N. The curve is returned when
+// withCurve is true. KS panics if the lengths differ; it returns 0 for no
+// samples.
+func KS(scores, outcomes []float64, withCurve bool) (float64, *KSCurve) {
+	if len(scores) != len(outcomes) {
+		panic("metric: KS: length mismatch")
+	}
+	n := len(scores)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	var cv *KSCurve
+	if withCurve {
+		cv = &KSCurve{Score: make([]float64, n), Pred: make([]float64, n), Obs: make([]float64, n)}
+	}
+	N := float64(n)
+	ks, cs, co := 0.0, 0.0, 0.0
+	for i, j := range idx {
+		cs += scores[j]
+		co += outcomes[j]
+		ks = math.Max(ks, math.Abs(cs/N-co/N))
+		if cv != nil {
+			cv.Score[i], cv.Pred[i], cv.Obs[i] = scores[j], cs/N, co/N
+		}
+	}
+	return ks, cv
+}
+
+// ranking returns, for each row of probs (n×k), the class indices ordered
+// by decreasing probability; ties go to the lower class index.
+func ranking(row []float64, order []int) []int {
+	order = order[:0]
+	for c := range row {
+		order = append(order, c)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
+	return order
+}
+
+// TopR returns the top-r scores and outcomes of predictions (splines paper
+// eq. 3): score_i = the r-th largest probability of row i, outcome_i = 1 if
+// the class with that probability is the label (ties between equal
+// probabilities go to the lower class index). r counts from 1.
+func TopR(probs []float64, labels []int, k, r int) (scores, outcomes []float64) {
+	checkR(k, r)
+	n := len(labels)
+	scores, outcomes = make([]float64, n), make([]float64, n)
+	order := make([]int, 0, k)
+	for i := range scores {
+		row := probs[i*k : (i+1)*k]
+		order = ranking(row, order)
+		c := order[r-1]
+		scores[i] = row[c]
+		if c == labels[i] {
+			outcomes[i] = 1
+		}
+	}
+	return scores, outcomes
+}
+
+// WithinTopR returns the within-top-r scores and outcomes (splines paper
+// eq. 5): score_i = the sum of the r largest probabilities of row i (added
+// largest first), outcome_i = 1 if the label is among those r classes.
+func WithinTopR(probs []float64, labels []int, k, r int) (scores, outcomes []float64) {
+	checkR(k, r)
+	n := len(labels)
+	scores, outcomes = make([]float64, n), make([]float64, n)
+	order := make([]int, 0, k)
+	for i := range scores {
+		row := probs[i*k : (i+1)*k]
+		order = ranking(row, order)
+		for _, c := range order[:r] {
+			scores[i] += row[c]
+			if c == labels[i] {
+				outcomes[i] = 1
+			}
+		}
+	}
+	return scores, outcomes
+}
+
+// ClassColumn returns the scores f_ik and outcomes [y_i = k] of class c.
+func ClassColumn(probs []float64, labels []int, k, c int) (scores, outcomes []float64) {
+	n := len(labels)
+	scores, outcomes = make([]float64, n), make([]float64, n)
+	for i := range scores {
+		scores[i] = probs[i*k+c]
+		if labels[i] == c {
+			outcomes[i] = 1
+		}
+	}
+	return scores, outcomes
+}
+
+func checkR(k, r int) {
+	if r < 1 || r > k {
+		panic("metric: r outside 1..K")
+	}
+}
+
+// PerClass is a class-wise metric: the mean over classes (Value), the sum
+// and the class terms.
+type PerClass struct {
+	Value    float64   // mean over the K classes
+	Sum      float64   // sum over the K classes
+	PerClass []float64 // the K class terms
+}
+
+// ClassWiseKS returns the KS calibration error of every class column (scores
+// f_k, outcomes [y = k]) and their mean and sum.
+func ClassWiseKS(probs []float64, labels []int, k int) PerClass {
+	pc := PerClass{PerClass: make([]float64, k)}
+	for c := 0; c < k; c++ {
+		s, o := ClassColumn(probs, labels, k, c)
+		pc.PerClass[c], _ = KS(s, o, false)
+		pc.Sum += pc.PerClass[c]
+	}
+	pc.Value = pc.Sum / float64(k)
+	return pc
+}
