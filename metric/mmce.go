@@ -1,0 +1,121 @@
+package metric
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// DefaultMMCEWidth is the width of MMCE's Laplacian kernel (Kumar et al.).
+const DefaultMMCEWidth = 0.4
+
+// MMCE returns the maximum mean calibration error of Kumar, Sarawagi and
+// Jain (ICML 2018) of confidences r_i with correctness c_i in {0, 1}, with the
+// Laplacian kernel k(r, r') = exp(-|r - r'| / width):
+//
+//	squared = (1/n^2) sum_{i,j} (c_i - r_i)(c_j - r_j) exp(-|r_i - r_j| / width)
+//	value   = sqrt(squared)
+//
+// (squared is a quadratic form of a positive-definite kernel, so >= 0 up to
+// rounding; it is clamped at 0 before the root). The O(n^2) double sum is
+// computed exactly in O(n log n): with the samples sorted by r, the kernel
+// sums left and right of each point are running sums multiplied by
+// exp(-(r_{m+1} - r_m)/width) <= 1 at each step, so nothing overflows for
+// any width. If grad is not nil it receives d value / d r_i (len n); the
+// derivative of |r_i - r_j| at a tie is taken as 0.
+func MMCE(r, c []float64, width float64, grad []float64) (value, squared float64) {
+	n := len(r)
+	if n == 0 {
+		return 0, 0
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(r[a], r[b]) })
+	e := make([]float64, n) // e in sorted order
+	rs := make([]float64, n)
+	for s, i := range idx {
+		e[s], rs[s] = c[i]-r[i], r[i]
+	}
+	// Groups of equal r: for each sorted position, the sums over strictly
+	// smaller r (left), strictly larger r (right) and equal r (tie).
+	left, right, tie := make([]float64, n), make([]float64, n), make([]float64, n)
+	for s := 0; s < n; {
+		t := s
+		sum := 0.0
+		for t < n && rs[t] == rs[s] {
+			sum += e[t]
+			t++
+		}
+		for u := s; u < t; u++ {
+			tie[u] = sum
+		}
+		s = t
+	}
+	// left[s] = sum_{r_j < r_s} e_j exp(-(r_s - r_j)/w), by groups.
+	acc, prev := 0.0, rs[0] // acc: sum over groups before the current one, at r = prev
+	for s := 0; s < n; {
+		acc *= math.Exp(-(rs[s] - prev) / width)
+		t := s
+		for t < n && rs[t] == rs[s] {
+			left[t] = acc
+			t++
+		}
+		acc += tie[s]
+		prev = rs[s]
+		s = t
+	}
+	acc, prev = 0, rs[n-1]
+	for s := n - 1; s >= 0; {
+		acc *= math.Exp(-(prev - rs[s]) / width)
+		t := s
+		for t >= 0 && rs[t] == rs[s] {
+			right[t] = acc
+			t--
+		}
+		acc += tie[s]
+		prev = rs[s]
+		s = t
+	}
+	for s := range e {
+		squared += e[s] * (left[s] + right[s] + tie[s])
+	}
+	squared /= float64(n) * float64(n)
+	value = math.Sqrt(math.Max(squared, 0))
+	if grad != nil {
+		// d squared/d r_k = -(2/n^2) [ sum_j e_j K_kj + (e_k / w) sum_j e_j sign(r_k - r_j) K_kj ]
+		for s, i := range idx {
+			kern := left[s] + right[s] + tie[s]
+			sign := left[s] - right[s]
+			ds := -2 / (float64(n) * float64(n)) * (kern + e[s]/width*sign)
+			if value > 0 {
+				grad[i] = ds / (2 * value)
+			} else {
+				grad[i] = 0
+			}
+		}
+	}
+	return value, squared
+}
+
+// TopLabelMMCE returns MMCE of the top-label confidences r_i = max_k f_ik
+// with correctness c_i = [argmax = label]. If grad is not nil (len n×k) it
+// receives dMMCE/df as free variables: each row's derivative goes to its
+// arg max entry (the correctness is piecewise constant).
+func TopLabelMMCE(probs []float64, labels []int, k int, width float64, grad []float64) (value, squared float64) {
+	r, c := TopR(probs, labels, k, 1)
+	var gr []float64
+	if grad != nil {
+		gr = make([]float64, len(r))
+	}
+	value, squared = MMCE(r, c, width, gr)
+	if grad != nil {
+		clear(grad)
+		order := make([]int, 0, k)
+		for i, g := range gr {
+			grad[i*k+ranking(probs[i*k:(i+1)*k], order)[0]] = g
+		}
+	}
+	return value, squared
+}
