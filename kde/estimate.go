@@ -30,6 +30,8 @@ type Options struct {
 	Workers int
 	// Progress, if not nil, is told how far the computation is.
 	Progress Progress
+	// Terms keeps the per-point terms in the Result (for resampling).
+	Terms bool
 }
 
 // Value is one Lp estimate.
@@ -53,6 +55,37 @@ type Result struct {
 	// PerClass holds, for Marginal, the class terms
 	// (1/n') sum_j |r_jk - f_jk|^p: PerClass[i][k] for exponent P[i].
 	PerClass [][]float64
+	// Terms[i][c][j] is point j's term of part c (the class of Marginal,
+	// else 0) for exponent P[i], and Kept[c][j] whether point j is kept:
+	// Value = sum_c mean over kept j of Terms[i][c][j] (divided by K with
+	// ClassMean). Set only with Options.Terms.
+	Terms     [][][]float64
+	Kept      [][]bool
+	classMean bool
+}
+
+// Resampled returns the estimate for exponent P[i] on the points idx
+// (indices into the input, repeats allowed) from the per-point terms, with
+// the leave-one-out kernel sums of the full sample: the bootstrap of the
+// per-point terms, conditional on those sums. It needs Options.Terms.
+func (res *Result) Resampled(i int, idx []int) float64 {
+	v := 0.0
+	for c, terms := range res.Terms[i] {
+		sum, kept := 0.0, 0
+		for _, j := range idx {
+			if res.Kept[c][j] {
+				sum += terms[j]
+				kept++
+			}
+		}
+		if kept > 0 {
+			v += sum / float64(kept)
+		}
+	}
+	if res.classMean {
+		v /= float64(len(res.Terms[i]))
+	}
+	return v
 }
 
 // part is one kernel regression of an estimate and how its ratios are
@@ -84,24 +117,42 @@ func (pt *part) errAt(r []float64, j, l int) float64 {
 	return r[j*p.nl+1] - p.x[j*p.d]
 }
 
-// lpMeans returns, for each exponent, scale x (1/n') sum over the n' kept
-// points (lse > -Inf) of sum_l |e_jl|^p, summed in point order.
-func (pt *part) lpMeans(r, lse, ps []float64) (means []float64, nkept int) {
-	means = make([]float64, len(ps))
+// pointTerms returns terms[i][j] = scale x sum_l |e_jl|^p for each exponent
+// ps[i] and point j, and kept[j] (lse > -Inf); excluded points get 0.
+func (pt *part) pointTerms(r, lse, ps []float64) (terms [][]float64, kept []bool, nkept int) {
+	terms, kept = make([][]float64, len(ps)), make([]bool, len(lse))
+	for i := range terms {
+		terms[i] = make([]float64, len(lse))
+	}
 	for j, v := range lse {
 		if v == math.Inf(-1) {
 			continue
 		}
+		kept[j] = true
 		nkept++
 		for l := 0; l < pt.nerr(); l++ {
 			e := pt.errAt(r, j, l)
 			for i, p := range ps {
-				means[i] += powAbs(e, p)
+				terms[i][j] += powAbs(e, p)
 			}
 		}
+		for i := range ps {
+			terms[i][j] *= pt.scale
+		}
 	}
-	for i := range means {
-		means[i] = pt.scale * means[i] / float64(max(nkept, 1))
+	return terms, kept, nkept
+}
+
+// lpMeans returns, for each exponent, scale x (1/n') sum over the n' kept
+// points (lse > -Inf) of sum_l |e_jl|^p, summed in point order.
+func (pt *part) lpMeans(r, lse, ps []float64) (means []float64, nkept int) {
+	terms, _, nkept := pt.pointTerms(r, lse, ps)
+	means = make([]float64, len(ps))
+	for i, t := range terms {
+		for _, v := range t {
+			means[i] += v
+		}
+		means[i] /= float64(max(nkept, 1))
 	}
 	return means, nkept
 }
@@ -285,8 +336,21 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 			res.PerClass[i] = make([]float64, k)
 		}
 	}
+	if opts.Terms {
+		res.Terms, res.Kept, res.classMean = make([][][]float64, len(ps)), make([][]bool, len(pts)), notion == Marginal && opts.ClassMean
+		for i := range ps {
+			res.Terms[i] = make([][]float64, len(pts))
+		}
+	}
 	for pi, pt := range pts {
 		r, lse := pt.prob.ratios(h)
+		if opts.Terms {
+			terms, kept, _ := pt.pointTerms(r, lse, ps)
+			res.Kept[pi] = kept
+			for i := range ps {
+				res.Terms[i][pi] = terms[i]
+			}
+		}
 		means, nkept := pt.lpMeans(r, lse, ps)
 		res.Excluded += pt.prob.n - nkept
 		if nkept == 0 {

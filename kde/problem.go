@@ -219,15 +219,49 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 // number). Where every kernel is exactly 0 (possible only with zero
 // coordinates) lse[j] = -Inf and r is 0.
 func (p *problem) ratios(h float64) (r, lse []float64) {
+	m, s, _ := p.sums(h, false)
+	n, nl := p.n, p.nl
+	r, lse = make([]float64, n*nl), make([]float64, n)
+	for j := range lse {
+		if m[j] == math.Inf(-1) {
+			lse[j] = math.Inf(-1)
+			continue
+		}
+		sa := s[j*nl : (j+1)*nl]
+		tot := 0.0
+		for _, v := range sa {
+			tot += v
+		}
+		lse[j] = m[j] + math.Log(tot)
+		for l, v := range sa {
+			r[j*nl+l] = v / tot
+		}
+	}
+	return r, lse
+}
+
+// sums returns, for every evaluation point j (input order), the shift m[j]
+// (the largest log-kernel over i != j, -Inf when all kernels are 0) and the
+// kernel sums by label in units of e^m[j]:
+//
+//	s[j*nl + l] = sum_{i != j, y_i = l} k_h(x_j; x_i) e^-m[j]
+//
+// and, when squares is set, the sums of the squared kernels in units of
+// e^(2 m[j]): q[j*nl + l] = sum_{i != j, y_i = l} k_h(x_j; x_i)^2 e^(-2 m[j]).
+func (p *problem) sums(h float64, squares bool) (m, s, q []float64) {
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
 	cmin := tileMin(c, p.ti)
 	ntiles := len(cmin)
 	invh := 1 / h
-	r, lse = make([]float64, n*nl), make([]float64, n)
-	type scratch struct{ row, m, s []float64 }
+	m, s = make([]float64, n), make([]float64, n*nl)
+	if squares {
+		q = make([]float64, n*nl)
+	}
+	type scratch struct{ row, row2, m, s, q []float64 }
 	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{row: make([]float64, tileI), m: make([]float64, blockJ), s: make([]float64, blockJ*nl)}
+		return &scratch{row: make([]float64, tileI), row2: make([]float64, tileI),
+			m: make([]float64, blockJ), s: make([]float64, blockJ*nl), q: make([]float64, blockJ*nl)}
 	}, func(w *scratch, b int) {
 		// A block of evaluation points in sorted order (similar points)
 		// starts with its own tile of centres (the nearest neighbours,
@@ -236,63 +270,65 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 		// the block share each tile while it is in the cache.
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
-		m, sums := w.m[:na], w.s[:na*nl]
-		for a := range m {
-			m[a] = math.Inf(-1)
+		ms, ss, qs := w.m[:na], w.s[:na*nl], w.q[:na*nl]
+		for a := range ms {
+			ms[a] = math.Inf(-1)
 		}
-		clear(sums)
+		clear(ss)
+		clear(qs)
 		home := s0 / p.ti
 		for k := 0; k < ntiles; k++ {
 			t := (home + k) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
-			row := w.row[:i1-i0]
+			row, row2 := w.row[:i1-i0], w.row2[:i1-i0]
 			for a := 0; a < na; a++ {
-				s := s0 + a
-				if negligible(p.dotBound(s, t)*invh-cmin[t], m[a]) {
+				sp := s0 + a
+				if negligible(p.dotBound(sp, t)*invh-cmin[t], ms[a]) {
 					continue
 				}
-				p.tileRow(row, s, i0, c[i0:i1], invh)
-				if self := s - i0; self >= 0 && self < len(row) {
+				p.tileRow(row, sp, i0, c[i0:i1], invh)
+				if self := sp - i0; self >= 0 && self < len(row) {
 					row[self] = math.Inf(-1) // masks i = j exactly: its exponential is 0
 				}
 				tm := kernel.Max(row)
 				if tm == math.Inf(-1) {
 					continue
 				}
-				sa := sums[a*nl : (a+1)*nl]
-				if tm > m[a] {
-					if m[a] > math.Inf(-1) {
-						scale := math.Exp(m[a] - tm)
+				sa, qa := ss[a*nl:(a+1)*nl], qs[a*nl:(a+1)*nl]
+				if tm > ms[a] {
+					if ms[a] > math.Inf(-1) {
+						scale := math.Exp(ms[a] - tm)
 						for l := range sa {
 							sa[l] *= scale
+							qa[l] *= scale * scale
 						}
 					}
-					m[a] = tm
+					ms[a] = tm
+				}
+				if squares {
+					for i, v := range row {
+						row2[i] = 2 * v
+					}
 				}
 				p.segments(i0, i1, func(l, lo, hi int) {
-					sa[l] += kernel.SumExp(row[lo:hi], m[a])
+					sa[l] += kernel.SumExp(row[lo:hi], ms[a])
+					if squares {
+						qa[l] += kernel.SumExp(row2[lo:hi], 2*ms[a])
+					}
 				})
 			}
 		}
 		for a := 0; a < na; a++ {
 			j := p.order[s0+a]
-			if m[a] == math.Inf(-1) {
-				lse[j] = math.Inf(-1)
-				continue
-			}
-			sa := sums[a*nl : (a+1)*nl]
-			tot := 0.0
-			for _, v := range sa {
-				tot += v
-			}
-			lse[j] = m[a] + math.Log(tot)
-			for l, v := range sa {
-				r[j*nl+l] = v / tot
+			m[j] = ms[a]
+			copy(s[j*nl:(j+1)*nl], ss[a*nl:(a+1)*nl])
+			if squares {
+				copy(q[j*nl:(j+1)*nl], qs[a*nl:(a+1)*nl])
 			}
 		}
 		p.track.add(1)
 	})
-	return r, lse
+	return m, s, q
 }
 
 // looLSE returns, for every bandwidth hs[g] and evaluation point j,
