@@ -110,7 +110,11 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"eval", bad}, "bad.csv: line 3, column 2: not a finite number"},
-		{[]string{"eval", one}, "needs at least 2 samples"},
+		{[]string{"eval", one, "--mode", "canonical"}, "needs at least 2 samples"},
+		{[]string{"eval", one, "--metrics", "ece_kde"}, "needs at least 2 samples"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--metrics", "nope"}, "unknown metric"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--binning", "x"}, "--binning"},
+		{[]string{"eval", golden + "c01_n60_k2.csv", "--ks-r", "0"}, "--ks-r"},
 		{[]string{"eval", filepath.Join(dir, "missing.csv")}, "missing.csv"},
 		{[]string{"eval", golden + "c01_n60_k2.csv", "--p", "0.5"}, "--p"},
 		{[]string{"eval", golden + "c01_n60_k2.csv", "--bandwidth", "-1"}, "--bandwidth"},
@@ -165,5 +169,77 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestEvalAllMetrics runs eval with its default (every metric) and --ci on a
+// golden CSV and checks the JSON keys of every metric, the grouping and the
+// intervals; a metric that cannot be computed by default gives an error
+// entry and exit 0.
+func TestEvalAllMetrics(t *testing.T) {
+	stdout, stderr, code := run(t, "eval", golden+"c02_n200_k3.csv", "--bandwidth", "0.05", "--ci", "--ci-resamples", "50", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Results []map[string]any
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range out.Results {
+		m, _ := r["metric"].(string)
+		n, _ := r["notion"].(string)
+		seen[m+"/"+n] = true
+		if _, ok := r["value"]; !ok {
+			t.Errorf("%s %s: no value: %v", m, n, r)
+		}
+		ci, ok := r["ci"].([]any)
+		if !ok || len(ci) != 2 || r["ci_level"] != 0.95 {
+			t.Errorf("%s %s: no interval: %v", m, n, r)
+		} else if v := r["value"].(float64); m != "ece_bin_debiased" && !(ci[0].(float64) <= ci[1].(float64)) {
+			t.Errorf("%s %s: interval %v around %v", m, n, ci, v)
+		}
+		switch m {
+		case "ece_bin", "ece_bin_debiased":
+			if r["binning"] != "equal_width" && n != "canonical" || r["bins"] == nil || r["p"] == nil || r["root"] == nil {
+				t.Errorf("ece_bin keys: %v", r)
+			}
+		case "mce":
+			if _, ok := r["p"]; ok {
+				t.Errorf("mce has p: %v", r)
+			}
+		case "ks":
+			if n != "class_wise" && r["r"] == nil || n == "class_wise" && (r["sum"] == nil || r["per_class"] == nil) {
+				t.Errorf("ks keys: %v", r)
+			}
+		case "sharpness":
+			if r["bandwidth"] != 0.05 || r["variance"] == nil || n != "top_label" {
+				t.Errorf("sharpness keys: %v", r)
+			}
+		}
+	}
+	for _, want := range []string{"ece_kde/canonical", "ece_kde/marginal", "ece_kde/top_label", "ece_bin/top_label", "ece_bin/class_wise",
+		"ece_bin/canonical", "mce/top_label", "ece_bin_debiased/class_wise", "ks/top_r", "ks/within_top_r", "ks/class_wise",
+		"sharpness/top_label", "mmce/top_label", "brier/", "nll/", "accuracy/", "confidence/"} {
+		if !seen[want] {
+			t.Errorf("no %s entry", want)
+		}
+	}
+	// The table groups by notion.
+	stdout, _, code = run(t, "eval", golden+"c02_n200_k3.csv", "--bandwidth", "0.05")
+	for _, want := range []string{"CANONICAL", "CLASS-WISE", "TOP-LABEL", "PROPER SCORES", "ks", "mmce", "brier"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	// A default metric that fails is reported, and eval exits 0.
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.csv")
+	os.WriteFile(one, []byte("0.5,0.5,0\n"), 0o644)
+	stdout, stderr, code = run(t, "eval", one, "--json")
+	if code != 0 || !strings.Contains(stdout, `"error":`) || !strings.Contains(stdout, `"metric":"brier"`) {
+		t.Errorf("one sample: exit %d, %s %s", code, stdout, stderr)
 	}
 }

@@ -1,72 +1,84 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
+	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
 )
 
-// evalFlags are the estimator flags of eval and demo.
+// evalFlags are the metric flags of eval and demo.
 type evalFlags struct {
 	mode      string
+	modeSet   bool // --mode was given
+	metrics   string
 	p         string
 	bandwidth string
 	objective string
 	classMean bool
-	workers   int
-	json      bool
-	progress  bool
+
+	bins     int
+	binning  string
+	binRule  string
+	refBins  bool
+	ksR      string
+	mmceWide float64
+
+	ci          bool
+	ciExact     bool
+	ciResamples int
+	ciLevel     float64
+	seed        uint64
+
+	workers  int
+	json     bool
+	progress bool
 }
 
 func (f *evalFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.mode, "mode", "all", "notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all")
-	fs.StringVar(&f.p, "p", "1,2", "exponents `p` >= 1 of the Lp calibration error, comma-separated")
+	fs.StringVar(&f.mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
+	fs.StringVar(&f.metrics, "metrics", "", "metrics, comma-separated: "+strings.Join(allMetrics, ", ")+", or all (default: all, or ece_kde when --mode is given)")
+	fs.StringVar(&f.p, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&f.bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
 	fs.StringVar(&f.objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
-	fs.BoolVar(&f.classMean, "class-mean", false, "marginal: report the mean over classes instead of the sum")
+	fs.BoolVar(&f.classMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
+	fs.IntVar(&f.bins, "bins", 0, "number of bins of the binned metrics (implies --bin-rule fixed; default 15)")
+	fs.StringVar(&f.binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
+	fs.StringVar(&f.binRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
+	fs.BoolVar(&f.refBins, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
+	fs.StringVar(&f.ksR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
+	fs.Float64Var(&f.mmceWide, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
+	fs.BoolVar(&f.ci, "ci", false, "add bootstrap percentile intervals to every metric")
+	fs.BoolVar(&f.ciExact, "ci-exact", false, "ece_kde and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
+	fs.IntVar(&f.ciResamples, "ci-resamples", 200, "bootstrap resamples")
+	fs.Float64Var(&f.ciLevel, "ci-level", 0.95, "bootstrap interval level")
+	fs.Uint64Var(&f.seed, "seed", 1, "bootstrap seed (same seed, same intervals)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")
 }
 
-// evalEntry is one result of the JSON contract of `calib eval --json`:
-// metric, notion, p, bandwidth, value (CE_p^p) and root (CE_p) are frozen;
-// the other keys were added after.
-type evalEntry struct {
-	Metric    string    `json:"metric"`
-	Notion    string    `json:"notion"`
-	P         float64   `json:"p"`
-	Bandwidth float64   `json:"bandwidth"`
-	Value     jsonFloat `json:"value"`
-	Root      jsonFloat `json:"root"`
-	// BandwidthMethod says how the bandwidth was chosen: "fixed",
-	// "loo" (grid), "loo-refined" (golden section) or "reference".
-	BandwidthMethod string      `json:"bandwidth_method"`
-	Excluded        int         `json:"excluded"`
-	PerClass        []jsonFloat `json:"per_class,omitempty"`
-	Aggregate       string      `json:"aggregate,omitempty"` // marginal: "sum" or "mean" over classes
-	Warnings        []string    `json:"warnings,omitempty"`  // from the bandwidth selection
-}
+// allMetrics lists the metric names of --metrics, in output order.
+var allMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "sharpness", "mmce", "brier", "nll", "accuracy", "confidence"}
 
 // evalOutput is the JSON object printed by `calib eval --json`.
 type evalOutput struct {
-	N            int         `json:"n"`
-	K            int         `json:"k"`
-	Results      []evalEntry `json:"results"`
-	File         string      `json:"file,omitempty"`
-	Binary       bool        `json:"binary,omitempty"`
-	Renormalized int         `json:"renormalized,omitempty"`
-	Modes        string      `json:"modes,omitempty"`
-	Seconds      float64     `json:"seconds"`
+	N            int      `json:"n"`
+	K            int      `json:"k"`
+	Results      []*entry `json:"results"`
+	File         string   `json:"file,omitempty"`
+	Binary       bool     `json:"binary,omitempty"`
+	Renormalized int      `json:"renormalized,omitempty"`
+	Modes        string   `json:"modes,omitempty"`
+	Seconds      float64  `json:"seconds"`
 }
 
 func newEvalCmd() *cobra.Command {
@@ -74,20 +86,28 @@ func newEvalCmd() *cobra.Command {
 	var ef evalFlags
 	cmd := &cobra.Command{
 		Use:   "eval PRED",
-		Short: "Estimate the Lp calibration error (ECE^KDE) of a prediction file",
+		Short: "Measure the calibration of a prediction file (ECE^KDE, binned ECE, KS, MMCE, proper scores)",
 		Long: `eval reads predictions (probabilities or, with --logits, logits) and labels
-and prints the ECE^KDE estimate of CE_p^p and its p-th root CE_p for each
-notion and p, with the bandwidth used and how it was chosen.
+and prints calibration metrics grouped by notion (canonical, class-wise,
+top-label, proper scores): ECE^KDE (CE_p^p and CE_p, with the bandwidth and how
+it was chosen), binned ECE and MCE, the debiased binned L2 error, the KS
+calibration error, sharpness, MMCE, Brier score, NLL, accuracy and confidence.
+--ci adds bootstrap intervals.
 
 Formats: CSV (K columns then the label; optional header), NPY (with --labels),
 NPZ (arrays probs or logits, and labels), JSON Lines ({"probs": [...],
 "label": k} or {"logits": [...], "label": k}). One prediction column is a
 binary problem: p1 = P(label = 1).`,
 		Example: `  calib eval preds.csv
-  calib eval test_logits.npy --labels test_labels.npy --logits --mode canonical --p 1
-  calib eval preds.jsonl --bandwidth 0.02 --json`,
+  calib eval test_logits.npy --labels test_labels.npy --logits --ci
+  calib eval preds.csv --mode canonical --p 1 --bandwidth 0.02 --json
+  calib eval preds.csv --metrics ece_bin,ks --bins 25 --binning equal_mass`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ef.modeSet = cmd.Flags().Changed("mode")
+			if cmd.Flags().Changed("bins") {
+				ef.binRule = "fixed"
+			}
 			out, err := loadAndEvaluate(cmd, func() (*data.Set, error) { return in.load(args[0]) }, ef)
 			if err != nil {
 				return err
@@ -117,109 +137,155 @@ func loadAndEvaluate(cmd *cobra.Command, load func() (*data.Set, error), ef eval
 	return out, nil
 }
 
-// evaluate runs ECE^KDE for every requested notion on s; ui (may be nil)
-// shows the progress.
-func evaluate(s *data.Set, ef evalFlags, ui *progressUI) (*evalOutput, error) {
-	notions, note, err := parseModes(ef.mode, s)
-	if err != nil {
+// evalConfig is the parsed form of evalFlags.
+type evalConfig struct {
+	evalFlags
+	notions  []kde.Notion
+	note     string
+	metrics  map[string]bool
+	explicit bool // --metrics was given: a failing metric fails eval
+	ps       []float64
+	bw       bandwidthFlag
+	obj      kde.Objective
+	bin      metric.BinOptions
+	ksR      []int
+	boot     metric.BootstrapOptions
+}
+
+func parseEvalFlags(ef evalFlags, s *data.Set) (*evalConfig, error) {
+	c := &evalConfig{evalFlags: ef, metrics: map[string]bool{}}
+	var err error
+	if c.notions, c.note, err = parseModes(ef.mode, s); err != nil {
 		return nil, err
 	}
-	ps, err := parsePs(ef.p)
-	if err != nil {
+	if c.ps, err = parsePs(ef.p); err != nil {
 		return nil, err
 	}
-	bw, err := parseBandwidth(ef.bandwidth)
-	if err != nil {
+	if c.bw, err = parseBandwidth(ef.bandwidth); err != nil {
 		return nil, err
 	}
-	obj, err := kde.ParseObjective(ef.objective)
-	if err != nil {
+	if c.obj, err = kde.ParseObjective(ef.objective); err != nil {
 		return nil, usageErrorf("--bandwidth-objective: %v", err)
 	}
-	if err := s.Require(2, "ECE^KDE"); err != nil {
+	switch {
+	case ef.metrics != "":
+		c.explicit = true
+		for _, m := range strings.Split(ef.metrics, ",") {
+			m = strings.TrimSpace(m)
+			switch {
+			case m == "":
+			case m == "all":
+				for _, a := range allMetrics {
+					c.metrics[a] = true
+				}
+			case slices.Contains(allMetrics, m):
+				c.metrics[m] = true
+			default:
+				return nil, usageErrorf("--metrics: unknown metric %q (valid: %s, all)", m, strings.Join(allMetrics, ", "))
+			}
+		}
+		if len(c.metrics) == 0 {
+			return nil, usageErrorf("--metrics: no metric given")
+		}
+	case ef.modeSet:
+		// --mode alone keeps the foundation's behaviour: ece_kde only,
+		// and its failure fails eval.
+		c.metrics["ece_kde"] = true
+		c.explicit = true
+	default:
+		for _, a := range allMetrics {
+			c.metrics[a] = true
+		}
+	}
+	if c.bin.Binning, err = metric.ParseBinning(ef.binning); err != nil {
+		return nil, usageErrorf("--binning: %v", err)
+	}
+	if c.bin.Rule, err = metric.ParseBinRule(ef.binRule); err != nil {
+		return nil, usageErrorf("--bin-rule: %v", err)
+	}
+	if ef.bins < 0 {
+		return nil, usageErrorf("--bins %d: must be positive", ef.bins)
+	}
+	c.bin.Bins, c.bin.OpenLow = ef.bins, ef.refBins
+	for _, f := range strings.Split(ef.ksR, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		r, err := strconv.Atoi(f)
+		if err != nil || r < 1 {
+			return nil, usageErrorf("--ks-r %q: each r must be an integer >= 1", f)
+		}
+		c.ksR = append(c.ksR, r)
+	}
+	if !(ef.mmceWide > 0) {
+		return nil, usageErrorf("--mmce-width %v: must be positive", ef.mmceWide)
+	}
+	c.ci = ef.ci || ef.ciExact
+	if ef.ciResamples < 2 || !(ef.ciLevel > 0 && ef.ciLevel < 1) {
+		return nil, usageErrorf("--ci-resamples %d / --ci-level %v: need at least 2 resamples and a level in (0, 1)", ef.ciResamples, ef.ciLevel)
+	}
+	c.boot = metric.BootstrapOptions{Resamples: ef.ciResamples, Level: ef.ciLevel, Seed: ef.seed, Workers: ef.workers}
+	return c, nil
+}
+
+// evaluate computes every requested metric on s, grouped by notion; ui (may
+// be nil) shows the progress.
+func evaluate(s *data.Set, ef evalFlags, ui *progressUI) (*evalOutput, error) {
+	c, err := parseEvalFlags(ef, s)
+	if err != nil {
 		return nil, err
 	}
-	out := &evalOutput{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Modes: note}
-	for _, notion := range notions {
-		h, method := bw.value, "fixed"
-		var warnings []string
-		if bw.auto {
-			progress, done := ui.step(notion.String() + " bandwidth")
-			cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, Workers: ef.workers, Progress: progress})
-			done()
-			if err != nil {
-				return nil, fmt.Errorf("%s: bandwidth: %w", s.File, err)
-			}
-			h, method, warnings = cv.Bandwidth, obj.String(), cv.Warnings
-			if cv.Refined {
-				method += "-refined"
-			}
-		}
-		progress, done := ui.step(notion.String() + " estimate")
-		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: h, P: ps, ClassMean: ef.classMean, Workers: ef.workers, Progress: progress})
-		done()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.File, err)
-		}
-		for i, v := range res.Values {
-			e := evalEntry{Metric: "ece_kde", Notion: notion.String(), P: v.P, Bandwidth: h,
-				Value: jsonFloat(v.Value), Root: jsonFloat(v.Root), BandwidthMethod: method, Excluded: res.Excluded, Warnings: warnings}
-			if notion == kde.Marginal {
-				e.Aggregate = "sum"
-				if ef.classMean {
-					e.Aggregate = "mean"
-				}
-				for _, c := range res.PerClass[i] {
-					e.PerClass = append(e.PerClass, jsonFloat(c))
-				}
-			}
-			out.Results = append(out.Results, e)
-		}
+	out := &evalOutput{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized}
+	if c.metrics["ece_kde"] {
+		out.Modes = c.note
 	}
+	ev := &evaluator{cfg: c, set: s, ui: ui, bandwidths: map[kde.Notion]*chosenBandwidth{}}
+	for _, m := range allMetrics {
+		if !c.metrics[m] {
+			continue
+		}
+		start := time.Now()
+		entries, err := ev.run(m)
+		if err != nil {
+			if c.explicit {
+				return nil, err
+			}
+			entries = []*entry{{Metric: m, Error: oneLineError(err)}}
+		}
+		if c.ci {
+			for _, e := range entries {
+				if err := ev.interval(e); err != nil {
+					if c.explicit {
+						return nil, err
+					}
+					e.Error = oneLineError(err)
+				}
+			}
+		}
+		secs := time.Since(start).Seconds()
+		for _, e := range entries {
+			e.Seconds = secs
+		}
+		out.Results = append(out.Results, entries...)
+	}
+	sortByGroup(out.Results)
 	return out, nil
 }
 
-// writeEval prints the results as a table or as one JSON object.
-func writeEval(w io.Writer, out *evalOutput, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(out)
+func oneLineError(err error) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+}
+
+// interval adds the bootstrap interval of an entry that has a statistic.
+func (ev *evaluator) interval(e *entry) error {
+	if e.stat == nil || e.Error != "" {
+		return nil
 	}
-	kind := "probabilities"
-	if out.Binary {
-		kind = "binary (one column)"
+	iv, err := metric.Bootstrap(ev.set.N, e.stat, ev.cfg.boot)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", e.Metric, e.Notion, err)
 	}
-	fmt.Fprintf(w, "%s: n = %d, K = %d, %s\n", out.File, out.N, out.K, kind)
-	if out.Renormalized > 0 {
-		fmt.Fprintf(w, "renormalized %d rows whose sum was off by more than the tolerance\n", out.Renormalized)
-	}
-	if out.Modes != "" {
-		fmt.Fprintf(w, "mode: %s\n", out.Modes)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tnotion\tp\tbandwidth\tchosen by\tCE_p^p\tCE_p\texcluded")
-	for _, e := range out.Results {
-		notion := e.Notion
-		if e.Aggregate == "mean" {
-			notion += " (mean)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%.4g\t%s\t%.6f\t%.6f\t%d\n", e.Metric, notion, e.P, e.Bandwidth,
-			strings.ReplaceAll(e.BandwidthMethod, "-", " "), float64(e.Value), float64(e.Root), e.Excluded)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for _, e := range out.Results {
-		for _, m := range e.Warnings {
-			if !seen[e.Notion+m] {
-				seen[e.Notion+m] = true
-				fmt.Fprintf(w, "warning: %s bandwidth: %s\n", e.Notion, m)
-			}
-		}
-	}
-	fmt.Fprintf(w, "\nwall time %.3f s\n", out.Seconds)
+	e.CI = []jsonFloat{jsonFloat(iv.Lo), jsonFloat(iv.Hi)}
+	e.CILevel = &iv.Level
 	return nil
 }

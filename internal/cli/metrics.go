@@ -1,0 +1,434 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+// Output groups, in order.
+const (
+	groupCanonical = iota
+	groupClassWise
+	groupTopLabel
+	groupBinary
+	groupScores
+)
+
+var groupNames = [...]string{"canonical", "class-wise", "top-label", "binary", "proper scores and basics"}
+
+// entry is one result of `calib eval --json`. The keys of the foundation's
+// contract (metric, notion, p, bandwidth, value, root for ece_kde) and of
+// the metrics issue are frozen; a metric that could not be computed has
+// "error" instead of "value".
+type entry struct {
+	Metric          string      `json:"metric"`
+	Notion          string      `json:"notion,omitempty"`
+	R               *int        `json:"r,omitempty"`
+	Binning         string      `json:"binning,omitempty"`
+	Bins            *int        `json:"bins,omitempty"`
+	P               *float64    `json:"p,omitempty"`
+	Bandwidth       *float64    `json:"bandwidth,omitempty"`
+	Value           *jsonFloat  `json:"value,omitempty"`
+	Root            *jsonFloat  `json:"root,omitempty"`
+	Sum             *jsonFloat  `json:"sum,omitempty"`
+	PerClass        []jsonFloat `json:"per_class,omitempty"`
+	PerClassBins    []int       `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
+	Variance        *jsonFloat  `json:"variance,omitempty"`       // sharpness
+	Squared         *jsonFloat  `json:"squared,omitempty"`        // mmce
+	Width           *float64    `json:"width,omitempty"`          // mmce
+	BandwidthMethod string      `json:"bandwidth_method,omitempty"`
+	Excluded        *int        `json:"excluded,omitempty"`
+	Aggregate       string      `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
+	Warnings        []string    `json:"warnings,omitempty"`
+	CI              []jsonFloat `json:"ci,omitempty"`
+	CILevel         *float64    `json:"ci_level,omitempty"`
+	Seconds         float64     `json:"seconds"` // time of the metric (all its entries), intervals included
+	Error           string      `json:"error,omitempty"`
+
+	group int
+	// stat recomputes the entry's value on a bootstrap resample.
+	stat func(idx []int) (float64, error)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func jf(v float64) *jsonFloat { return ptr(jsonFloat(v)) }
+
+// sortByGroup orders the entries by group, keeping the order within groups.
+func sortByGroup(es []*entry) {
+	slices.SortStableFunc(es, func(a, b *entry) int { return cmp.Compare(a.group, b.group) })
+}
+
+// chosenBandwidth is a notion's bandwidth and how it was chosen.
+type chosenBandwidth struct {
+	h        float64
+	method   string
+	warnings []string
+}
+
+// evaluator computes the metrics of one set.
+type evaluator struct {
+	cfg        *evalConfig
+	set        *data.Set
+	ui         *progressUI
+	bandwidths map[kde.Notion]*chosenBandwidth
+}
+
+// bandwidth returns the bandwidth of a kde notion (chosen once, shared by
+// ece_kde and sharpness).
+func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
+	if b, ok := ev.bandwidths[notion]; ok {
+		return b, nil
+	}
+	c, s := ev.cfg, ev.set
+	b := &chosenBandwidth{h: c.bw.value, method: "fixed"}
+	if c.bw.auto {
+		progress, done := ev.ui.step(notion.String() + " bandwidth")
+		cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: c.obj, Workers: c.workers, Progress: progress})
+		done()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)
+		}
+		b.h, b.method, b.warnings = cv.Bandwidth, c.obj.String(), cv.Warnings
+		if cv.Refined {
+			b.method += "-refined"
+		}
+	}
+	ev.bandwidths[notion] = b
+	return b, nil
+}
+
+// run computes one metric's entries.
+func (ev *evaluator) run(m string) ([]*entry, error) {
+	switch m {
+	case "ece_kde":
+		return ev.eceKDE()
+	case "ece_bin", "mce", "ece_bin_debiased":
+		return ev.binned(m)
+	case "ks":
+		return ev.ks()
+	case "sharpness":
+		return ev.sharpness()
+	case "mmce":
+		return ev.mmce()
+	}
+	return ev.score(m)
+}
+
+func kdeGroup(n kde.Notion) int {
+	switch n {
+	case kde.Canonical:
+		return groupCanonical
+	case kde.Marginal:
+		return groupClassWise
+	case kde.Binary:
+		return groupBinary
+	}
+	return groupTopLabel
+}
+
+func (ev *evaluator) eceKDE() ([]*entry, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(2, "ECE^KDE"); err != nil {
+		return nil, err
+	}
+	var out []*entry
+	for _, notion := range c.notions {
+		b, err := ev.bandwidth(notion)
+		if err != nil {
+			return nil, err
+		}
+		progress, done := ev.ui.step(notion.String() + " estimate")
+		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.classMean, Workers: c.workers, Progress: progress, Terms: c.ci})
+		done()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		for i, v := range res.Values {
+			e := &entry{Metric: "ece_kde", Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
+				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
+				Warnings: b.warnings, group: kdeGroup(notion)}
+			if notion == kde.Marginal {
+				e.Aggregate = "sum"
+				if c.classMean {
+					e.Aggregate = "mean"
+				}
+				for _, x := range res.PerClass[i] {
+					e.PerClass = append(e.PerClass, jsonFloat(x))
+				}
+			}
+			if c.ciExact {
+				notion, p, h := notion, v.P, b.h
+				e.stat = func(idx []int) (float64, error) {
+					r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K,
+						kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.classMean, Workers: 1})
+					if err != nil {
+						return 0, err
+					}
+					return r.Values[0].Value, nil
+				}
+			} else if c.ci {
+				i := i
+				e.stat = func(idx []int) (float64, error) { return res.Resampled(i, idx), nil }
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// binnedNotion is one notion of the binned metrics: how to bin a (resampled)
+// set.
+type binnedNotion struct {
+	name  string
+	group int
+}
+
+func (ev *evaluator) binned(m string) ([]*entry, error) {
+	c, s := ev.cfg, ev.set
+	o := c.bin
+	ps := c.ps
+	if m == "ece_bin_debiased" {
+		ps = []float64{2}
+	}
+	binning := o.Binning.String()
+	var out []*entry
+	// value of one bins summary for the metric and exponent p.
+	val := func(b *metric.Bins, p float64) float64 {
+		switch m {
+		case "mce":
+			return b.MCE()
+		case "ece_bin_debiased":
+			return b.DebiasedL2()
+		}
+		return b.ECE(p)
+	}
+	finish := func(e *entry, p float64) {
+		v := float64(*e.Value)
+		switch m {
+		case "ece_bin":
+			e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
+		case "ece_bin_debiased":
+			e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
+		}
+	}
+	if m == "mce" {
+		ps = []float64{math.NaN()} // one entry, no p
+	}
+	for _, p := range ps {
+		// Top-label.
+		tb, err := metric.TopLabelBins(s.Probs, s.Labels, s.K, o)
+		if err != nil {
+			return nil, err
+		}
+		e := &entry{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p)), group: groupTopLabel}
+		finish(e, p)
+		e.stat = func(idx []int) (float64, error) {
+			b, err := metric.TopLabelBins(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, o)
+			if err != nil {
+				return 0, err
+			}
+			return val(b, p), nil
+		}
+		out = append(out, e)
+		// Class-wise: the mean over classes, with the sum and the terms.
+		cb, err := metric.ClassWiseBins(s.Probs, s.Labels, s.K, o)
+		if err != nil {
+			return nil, err
+		}
+		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
+		e = &entry{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+		maxBins := 0
+		for k, b := range cb {
+			e.PerClass = append(e.PerClass, jsonFloat(pc.PerClass[k]))
+			maxBins = max(maxBins, len(b.Count))
+			if o.Rule != metric.Fixed {
+				e.PerClassBins = append(e.PerClassBins, len(b.Count))
+			}
+		}
+		e.Bins = ptr(maxBins)
+		if m == "ece_bin" {
+			e.P, e.Root = ptr(p), jf(math.Pow(pc.Value, 1/p))
+		} else {
+			finish(e, p)
+		}
+		e.stat = func(idx []int) (float64, error) {
+			b, err := metric.ClassWiseBins(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, o)
+			if err != nil {
+				return 0, err
+			}
+			return metric.ClassWise(b, func(b *metric.Bins) float64 { return val(b, p) }).Value, nil
+		}
+		out = append(out, e)
+		// Canonical cells (not for the debiased estimator).
+		if m == "ece_bin_debiased" {
+			continue
+		}
+		pp := p
+		if m == "mce" {
+			pp = 1
+		}
+		cn, err := metric.Canonical(s.Probs, s.Labels, s.K, pp, o)
+		if err != nil {
+			return nil, err
+		}
+		cv := cn.Value
+		if m == "mce" {
+			cv = cn.MCE
+		}
+		e = &entry{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(cv), group: groupCanonical}
+		finish(e, p)
+		e.stat = func(idx []int) (float64, error) {
+			r, err := metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, pp, o)
+			if err != nil {
+				return 0, err
+			}
+			if m == "mce" {
+				return r.MCE, nil
+			}
+			return r.Value, nil
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (ev *evaluator) ks() ([]*entry, error) {
+	s := ev.set
+	var out []*entry
+	add := func(notion string, r int, view func(probs []float64, labels []int) ([]float64, []float64)) {
+		sc, oc := view(s.Probs, s.Labels)
+		v, _ := metric.KS(sc, oc, false)
+		e := &entry{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
+		e.stat = func(idx []int) (float64, error) {
+			v, _ := metric.KS(metric.Resample(sc, 1, idx), metric.Resample(oc, 1, idx), false)
+			return v, nil
+		}
+		out = append(out, e)
+	}
+	for _, r := range ev.cfg.ksR {
+		if r > s.K {
+			continue
+		}
+		add("top_r", r, func(p []float64, l []int) ([]float64, []float64) { return metric.TopR(p, l, s.K, r) })
+	}
+	for _, r := range ev.cfg.ksR {
+		if r < 2 || r > s.K {
+			continue
+		}
+		add("within_top_r", r, func(p []float64, l []int) ([]float64, []float64) { return metric.WithinTopR(p, l, s.K, r) })
+	}
+	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K)
+	e := &entry{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	for _, v := range pc.PerClass {
+		e.PerClass = append(e.PerClass, jsonFloat(v))
+	}
+	e.stat = func(idx []int) (float64, error) {
+		return metric.ClassWiseKS(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K).Value, nil
+	}
+	out = append(out, e)
+	return out, nil
+}
+
+func (ev *evaluator) sharpness() ([]*entry, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(3, "sharpness"); err != nil {
+		return nil, err
+	}
+	notion, group := kde.TopLabel, groupTopLabel
+	if s.Binary {
+		notion, group = kde.Binary, groupBinary
+	}
+	b, err := ev.bandwidth(notion)
+	if err != nil {
+		return nil, err
+	}
+	res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, Workers: c.workers})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	e := &entry{Metric: "sharpness", Notion: notion.String(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
+		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
+	if c.ciExact {
+		e.stat = func(idx []int) (float64, error) {
+			r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, kde.Options{Bandwidth: b.h, Workers: 1})
+			if err != nil {
+				return 0, err
+			}
+			return r.Value, nil
+		}
+	} else {
+		e.stat = func(idx []int) (float64, error) {
+			sum, kept := 0.0, 0
+			for _, j := range idx {
+				if res.Kept[j] {
+					sum += res.Terms[j]
+					kept++
+				}
+			}
+			if kept == 0 {
+				return 0, fmt.Errorf("sharpness: no point kept in the resample")
+			}
+			return sum / float64(kept), nil
+		}
+	}
+	return []*entry{e}, nil
+}
+
+func (ev *evaluator) mmce() ([]*entry, error) {
+	s, w := ev.set, ev.cfg.mmceWide
+	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
+	v, sq := metric.MMCE(r, cor, w, nil)
+	e := &entry{Metric: "mmce", Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
+	e.stat = func(idx []int) (float64, error) {
+		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil)
+		return v, nil
+	}
+	return []*entry{e}, nil
+}
+
+// score computes brier, nll, accuracy or confidence: means of per-point
+// terms.
+func (ev *evaluator) score(m string) ([]*entry, error) {
+	s := ev.set
+	terms := make([]float64, s.N)
+	for i := range terms {
+		row, lab := s.Probs[i*s.K:(i+1)*s.K], s.Labels[i:i+1]
+		switch m {
+		case "brier":
+			terms[i] = metric.Brier(row, lab, s.K)
+		case "nll":
+			var z []float64
+			if s.Logits != nil && !s.Binary {
+				z = s.Logits[i*s.K : (i+1)*s.K]
+			}
+			terms[i] = metric.NLL(row, z, lab, s.K)
+		case "accuracy":
+			terms[i] = metric.Accuracy(row, lab, s.K)
+		case "confidence":
+			terms[i] = metric.Confidence(row, lab, s.K)
+		default:
+			return nil, fmt.Errorf("unknown metric %q", m)
+		}
+	}
+	mean := func(idx []int) float64 {
+		sum := 0.0
+		for _, j := range idx {
+			sum += terms[j]
+		}
+		return sum / float64(len(idx))
+	}
+	all := make([]int, s.N)
+	for i := range all {
+		all[i] = i
+	}
+	e := &entry{Metric: m, Value: jf(mean(all)), group: groupScores}
+	e.stat = func(idx []int) (float64, error) { return mean(idx), nil }
+	return []*entry{e}, nil
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// writeEval prints the results as a table grouped by notion, or as one JSON
+// object.
+func writeEval(w io.Writer, out *evalOutput, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(out)
+	}
+	kind := "probabilities"
+	if out.Binary {
+		kind = "binary (one column)"
+	}
+	fmt.Fprintf(w, "%s: n = %d, K = %d, %s\n", out.File, out.N, out.K, kind)
+	if out.Renormalized > 0 {
+		fmt.Fprintf(w, "renormalized %d rows whose sum was off by more than the tolerance\n", out.Renormalized)
+	}
+	if out.Modes != "" {
+		fmt.Fprintf(w, "ece_kde mode: %s\n", out.Modes)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	group := -1
+	for _, e := range out.Results {
+		if e.group != group {
+			group = e.group
+			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\n", strings.ToUpper(groupNames[group]))
+			fmt.Fprintln(tw, "metric\tnotion\tp\tsettings\tvalue\troot\tinterval\ttime")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2fs\n", e.Metric, notionCell(e), pCell(e), settings(e),
+			valueCell(e), floatCell(e.Root), intervalCell(e), e.Seconds)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, e := range out.Results {
+		for _, m := range e.Warnings {
+			if !seen[e.Notion+m] {
+				seen[e.Notion+m] = true
+				fmt.Fprintf(w, "warning: %s bandwidth: %s\n", e.Notion, m)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nvalue: CE_p^p for Lp metrics (root: CE_p); class-wise binned/KS values are means over classes.\n")
+	fmt.Fprintf(w, "wall time %.3f s\n", out.Seconds)
+	return nil
+}
+
+func notionCell(e *entry) string {
+	n := e.Notion
+	if e.R != nil {
+		n = fmt.Sprintf("%s (r=%d)", strings.TrimSuffix(n, "_r"), *e.R)
+	}
+	if e.Aggregate == "mean" {
+		n += " (mean)"
+	}
+	if n == "" {
+		n = "-"
+	}
+	return n
+}
+
+func pCell(e *entry) string {
+	if e.P == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%g", *e.P)
+}
+
+func settings(e *entry) string {
+	var parts []string
+	if e.Bandwidth != nil {
+		parts = append(parts, fmt.Sprintf("h=%.4g %s", *e.Bandwidth, strings.ReplaceAll(e.BandwidthMethod, "-", " ")))
+	}
+	if e.Bins != nil {
+		parts = append(parts, fmt.Sprintf("%d %s bins", *e.Bins, strings.ReplaceAll(e.Binning, "_", "-")))
+	}
+	if e.Width != nil {
+		parts = append(parts, fmt.Sprintf("width %g", *e.Width))
+	}
+	if e.Variance != nil {
+		parts = append(parts, fmt.Sprintf("variance %.6f", float64(*e.Variance)))
+	}
+	if e.Excluded != nil && *e.Excluded > 0 {
+		parts = append(parts, fmt.Sprintf("%d excluded", *e.Excluded))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func valueCell(e *entry) string {
+	if e.Error != "" {
+		return "error: " + e.Error
+	}
+	return floatCell(e.Value)
+}
+
+func floatCell(v *jsonFloat) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.6f", float64(*v))
+}
+
+func intervalCell(e *entry) string {
+	if len(e.CI) != 2 {
+		return "-"
+	}
+	return fmt.Sprintf("[%.6f, %.6f]", float64(e.CI[0]), float64(e.CI[1]))
+}
