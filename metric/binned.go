@@ -204,9 +204,30 @@ type Bins struct {
 
 // BinScores bins scores with their outcomes.
 func BinScores(scores, outcomes []float64, o BinOptions) (*Bins, error) {
-	if len(scores) != len(outcomes) {
-		panic("metric: BinScores: length mismatch")
+	a, err := AssignBins(scores, o)
+	if err != nil {
+		return nil, err
 	}
+	return a.Summarize(scores, outcomes, nil), nil
+}
+
+// Assignment is the bin of every score of a sample, kept so that bootstrap
+// resamples can be summarised in O(n) without binning again. That is exact
+// for bins that do not depend on the sample (equal-width with the Fixed or
+// Sqrt rule, as resamples have the same n); see Fixed.
+type Assignment struct {
+	Edges []float64
+	Bin   []int // bin of each score; -1 for none (OpenLow and a score of 0)
+}
+
+// DataIndependent reports whether the bins of o depend on the scores
+// only through their number (so an Assignment holds for any resample).
+func (o BinOptions) DataIndependent() bool {
+	return o.Binning == EqualWidth && o.Rule != Doane
+}
+
+// AssignBins computes the bins of the scores.
+func AssignBins(scores []float64, o BinOptions) (*Assignment, error) {
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("metric: %w: no samples", ErrTooFewBins)
 	}
@@ -214,14 +235,34 @@ func BinScores(scores, outcomes []float64, o BinOptions) (*Bins, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs := &Bins{Edges: o.edges(scores, b), Count: make([]int, b), Score: make([]float64, b), Freq: make([]float64, b), N: len(scores)}
-	for i, k := range o.assign(scores, bs.Edges) {
-		if k < 0 {
-			continue
+	e := o.edges(scores, b)
+	return &Assignment{Edges: e, Bin: o.assign(scores, e)}, nil
+}
+
+// Summarize returns the bins of the samples idx (indices into scores,
+// repeats allowed; nil means all).
+func (a *Assignment) Summarize(scores, outcomes []float64, idx []int) *Bins {
+	if len(scores) != len(outcomes) {
+		panic("metric: Summarize: length mismatch")
+	}
+	nb := len(a.Edges) - 1
+	bs := &Bins{Edges: a.Edges, Count: make([]int, nb), Score: make([]float64, nb), Freq: make([]float64, nb), N: len(scores)}
+	add := func(i int) {
+		if k := a.Bin[i]; k >= 0 {
+			bs.Count[k]++
+			bs.Score[k] += scores[i]
+			bs.Freq[k] += outcomes[i]
 		}
-		bs.Count[k]++
-		bs.Score[k] += scores[i]
-		bs.Freq[k] += outcomes[i]
+	}
+	if idx == nil {
+		for i := range scores {
+			add(i)
+		}
+	} else {
+		bs.N = len(idx)
+		for _, i := range idx {
+			add(i)
+		}
 	}
 	for k, c := range bs.Count {
 		if c > 0 {
@@ -229,7 +270,7 @@ func BinScores(scores, outcomes []float64, o BinOptions) (*Bins, error) {
 			bs.Freq[k] /= float64(c)
 		}
 	}
-	return bs, nil
+	return bs
 }
 
 // ECE returns the binned Lp calibration error in the p-th power form,

@@ -3,6 +3,7 @@ package metric
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -133,5 +134,53 @@ func TestECE25Golden(t *testing.T) {
 		} else {
 			t.Logf("%s: ECE25 |diff| %.2g", name, d)
 		}
+	}
+}
+
+// TestResampleShortcuts checks that the O(n) resample summaries equal a
+// recomputation on the resampled data: bins (equal width), simplex cells
+// (fixed B) and KS (no ties in these scores).
+func TestResampleShortcuts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	const n, k = 500, 4
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := 0; i < n; i++ {
+		s := 0.0
+		for m := 0; m < k; m++ {
+			probs[i*k+m] = rng.ExpFloat64()
+			s += probs[i*k+m]
+		}
+		for m := 0; m < k; m++ {
+			probs[i*k+m] /= s
+		}
+		labels[i] = rng.IntN(k)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = rng.IntN(n)
+	}
+	rp, rl := Resample(probs, k, idx), Resample(labels, 1, idx)
+	for _, o := range []BinOptions{{Bins: 10}, {Rule: Sqrt}, {Bins: 7, OpenLow: true}} {
+		sc, oc := TopR(probs, labels, k, 1)
+		a, err := AssignBins(sc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.Summarize(sc, oc, idx)
+		want, _ := TopLabelBins(rp, rl, k, o)
+		near(t, "resampled ECE", got.ECE(1), want.ECE(1), 1e-14)
+		near(t, "resampled debiased", got.DebiasedL2(), want.DebiasedL2(), 1e-14)
+		c, _ := AssignCells(probs, labels, k, o)
+		gc := c.Estimate(2, idx)
+		wc, _ := Canonical(rp, rl, k, 2, o)
+		near(t, "resampled canonical", gc.Value, wc.Value, 1e-14)
+		near(t, "resampled canonical MCE", gc.MCE, wc.MCE, 1e-14)
+		if gc.Cells != wc.Cells {
+			t.Errorf("cells %d, want %d", gc.Cells, wc.Cells)
+		}
+		ks := NewSortedKS(sc, oc).KSResample(Counts(n, idx))
+		rs, ro := TopR(rp, rl, k, 1)
+		wks, _ := KS(rs, ro, false)
+		near(t, "resampled KS", ks, wks, 1e-14)
 	}
 }

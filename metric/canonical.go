@@ -26,6 +26,26 @@ type CanonicalBinned struct {
 // cells are always equal-width; o.Rule chooses B (Doane on the pooled n×K
 // entries, or ceil(sqrt(n)), or o.Bins).
 func Canonical(probs []float64, labels []int, k int, p float64, o BinOptions) (*CanonicalBinned, error) {
+	c, err := AssignCells(probs, labels, k, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.Estimate(p, nil), nil
+}
+
+// Cells is the cell of every prediction of a sample, kept so that bootstrap
+// resamples can be summarised in O(nK) (exact when B does not depend on the
+// sample: the Fixed and Sqrt rules).
+type Cells struct {
+	probs  []float64
+	labels []int
+	k, b   int
+	cell   []int // cell index of each sample
+	ncells int
+}
+
+// AssignCells finds the cell of every prediction.
+func AssignCells(probs []float64, labels []int, k int, o BinOptions) (*Cells, error) {
 	n := len(labels)
 	if n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("metric: canonical binning: %d probabilities for %d samples of %d classes", len(probs), n, k)
@@ -40,44 +60,61 @@ func Canonical(probs []float64, labels []int, k int, p float64, o BinOptions) (*
 	if b > 1<<16 {
 		return nil, fmt.Errorf("metric: canonical binning: %d bins per dimension, at most 65536", b)
 	}
-	type cell struct {
-		count int
-		f, y  []float64 // sums of f and of the one-hot labels
-	}
-	cells := map[string]*cell{}
-	keys := make([]string, n)
+	c := &Cells{probs: probs, labels: labels, k: k, b: b, cell: make([]int, n)}
+	ids := map[string]int{}
 	key := make([]byte, 2*k)
 	for i := 0; i < n; i++ {
-		row := probs[i*k : (i+1)*k]
-		for m, v := range row {
-			c := min(int(math.Floor(float64(b)*v)), b-1)
-			key[2*m], key[2*m+1] = byte(c>>8), byte(c)
-		}
-		ks := string(key)
-		keys[i] = ks
-		cl := cells[ks]
-		if cl == nil {
-			cl = &cell{f: make([]float64, k), y: make([]float64, k)}
-			cells[ks] = cl
-		}
-		cl.count++
-		for m, v := range row {
-			cl.f[m] += v
-		}
-		cl.y[labels[i]]++
-	}
-	res := &CanonicalBinned{B: b, Cells: len(cells)}
-	for _, cl := range cells {
-		for m := range cl.f {
-			res.MCE = math.Max(res.MCE, math.Abs(cl.y[m]-cl.f[m])/float64(cl.count))
-		}
-	}
-	for i := 0; i < n; i++ {
-		cl := cells[keys[i]]
 		for m, v := range probs[i*k : (i+1)*k] {
-			res.Value += math.Pow(math.Abs(cl.y[m]/float64(cl.count)-v), p)
+			x := min(int(math.Floor(float64(b)*v)), b-1)
+			key[2*m], key[2*m+1] = byte(x>>8), byte(x)
+		}
+		id, ok := ids[string(key)]
+		if !ok {
+			id = len(ids)
+			ids[string(key)] = id
+		}
+		c.cell[i] = id
+	}
+	c.ncells = len(ids)
+	return c, nil
+}
+
+// Estimate returns the estimate on the samples idx (repeats allowed; nil
+// means all).
+func (c *Cells) Estimate(p float64, idx []int) *CanonicalBinned {
+	k := c.k
+	if idx == nil {
+		idx = make([]int, len(c.labels))
+		for i := range idx {
+			idx[i] = i
 		}
 	}
-	res.Value /= float64(n)
-	return res, nil
+	count := make([]int, c.ncells)
+	f, y := make([]float64, c.ncells*k), make([]float64, c.ncells*k)
+	for _, i := range idx {
+		id := c.cell[i]
+		count[id]++
+		for m, v := range c.probs[i*k : (i+1)*k] {
+			f[id*k+m] += v
+		}
+		y[id*k+c.labels[i]]++
+	}
+	res := &CanonicalBinned{B: c.b}
+	for id, n := range count {
+		if n == 0 {
+			continue
+		}
+		res.Cells++
+		for m := 0; m < k; m++ {
+			res.MCE = math.Max(res.MCE, math.Abs(y[id*k+m]-f[id*k+m])/float64(n))
+		}
+	}
+	for _, i := range idx {
+		id := c.cell[i]
+		for m, v := range c.probs[i*k : (i+1)*k] {
+			res.Value += math.Pow(math.Abs(y[id*k+m]/float64(count[id])-v), p)
+		}
+	}
+	res.Value /= float64(len(idx))
+	return res
 }

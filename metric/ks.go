@@ -51,6 +51,53 @@ func KS(scores, outcomes []float64, withCurve bool) (float64, *KSCurve) {
 	return ks, cv
 }
 
+// SortedKS is a sample sorted by score once, so that the KS error of a
+// bootstrap resample takes O(n): the resample's sorted order is this order
+// with each sample repeated as often as it is drawn (samples with equal
+// scores keep the input order, as the stable sort of the full sample).
+type SortedKS struct {
+	order            []int
+	scores, outcomes []float64
+}
+
+// NewSortedKS sorts a sample for KSResample.
+func NewSortedKS(scores, outcomes []float64) *SortedKS {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	return &SortedKS{order: idx, scores: scores, outcomes: outcomes}
+}
+
+// KSResample returns the KS error of the resample with counts[i] copies of
+// sample i (the sum of counts is the resample size).
+func (s *SortedKS) KSResample(counts []int) float64 {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	N := float64(n)
+	ks, cs, co := 0.0, 0.0, 0.0
+	for _, j := range s.order {
+		for range counts[j] {
+			cs += s.scores[j]
+			co += s.outcomes[j]
+			ks = math.Max(ks, math.Abs(cs/N-co/N))
+		}
+	}
+	return ks
+}
+
+// Counts returns how often each of n samples appears in idx.
+func Counts(n int, idx []int) []int {
+	c := make([]int, n)
+	for _, i := range idx {
+		c[i]++
+	}
+	return c
+}
+
 // ranking returns, for each row of probs (n×k), the class indices ordered
 // by decreasing probability; ties go to the lower class index.
 func ranking(row []float64, order []int) []int {

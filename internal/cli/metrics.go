@@ -221,16 +221,77 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 	if m == "mce" {
 		ps = []float64{math.NaN()} // one entry, no p
 	}
+	// The scores of each view, and their bins when a resample can reuse
+	// them (bins that do not depend on the data).
+	top, topY := metric.TopR(s.Probs, s.Labels, s.K, 1)
+	cols, colsY := make([][]float64, s.K), make([][]float64, s.K)
+	for k := range cols {
+		cols[k], colsY[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+	}
+	var topA *metric.Assignment
+	var colA []*metric.Assignment
+	var cells *metric.Cells
+	if o.DataIndependent() {
+		var err error
+		if topA, err = metric.AssignBins(top, o); err != nil {
+			return nil, err
+		}
+		colA = make([]*metric.Assignment, s.K)
+		for k := range cols {
+			if colA[k], err = metric.AssignBins(cols[k], o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.Rule != metric.Doane && m != "ece_bin_debiased" {
+		var err error
+		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, o); err != nil {
+			return nil, err
+		}
+	}
+	// bins summarises a view on a resample (nil: all samples).
+	bins := func(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
+		if a != nil {
+			return a.Summarize(sc, y, idx), nil
+		}
+		if idx != nil {
+			sc, y = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx)
+		}
+		return metric.BinScores(sc, y, o)
+	}
+	classWise := func(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
+		cb := make([]*metric.Bins, s.K)
+		for k := range cb {
+			var a *metric.Assignment
+			if colA != nil {
+				a = colA[k]
+			}
+			var err error
+			if cb[k], err = bins(cols[k], colsY[k], a, idx); err != nil {
+				return metric.PerClass{}, nil, fmt.Errorf("class %d: %w", k, err)
+			}
+		}
+		return metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) }), cb, nil
+	}
+	canonical := func(p float64, idx []int) (*metric.CanonicalBinned, error) {
+		if cells != nil {
+			return cells.Estimate(p, idx), nil
+		}
+		if idx == nil {
+			return metric.Canonical(s.Probs, s.Labels, s.K, p, o)
+		}
+		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, o)
+	}
 	for _, p := range ps {
 		// Top-label.
-		tb, err := metric.TopLabelBins(s.Probs, s.Labels, s.K, o)
+		tb, err := bins(top, topY, topA, nil)
 		if err != nil {
 			return nil, err
 		}
 		e := &entry{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p)), group: groupTopLabel}
 		finish(e, p)
 		e.stat = func(idx []int) (float64, error) {
-			b, err := metric.TopLabelBins(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, o)
+			b, err := bins(top, topY, topA, idx)
 			if err != nil {
 				return 0, err
 			}
@@ -238,11 +299,10 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 		}
 		out = append(out, e)
 		// Class-wise: the mean over classes, with the sum and the terms.
-		cb, err := metric.ClassWiseBins(s.Probs, s.Labels, s.K, o)
+		pc, cb, err := classWise(p, nil)
 		if err != nil {
 			return nil, err
 		}
-		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
 		e = &entry{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 		maxBins := 0
 		for k, b := range cb {
@@ -253,17 +313,10 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 			}
 		}
 		e.Bins = ptr(maxBins)
-		if m == "ece_bin" {
-			e.P, e.Root = ptr(p), jf(math.Pow(pc.Value, 1/p))
-		} else {
-			finish(e, p)
-		}
+		finish(e, p)
 		e.stat = func(idx []int) (float64, error) {
-			b, err := metric.ClassWiseBins(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, o)
-			if err != nil {
-				return 0, err
-			}
-			return metric.ClassWise(b, func(b *metric.Bins) float64 { return val(b, p) }).Value, nil
+			pc, _, err := classWise(p, idx)
+			return pc.Value, err
 		}
 		out = append(out, e)
 		// Canonical cells (not for the debiased estimator).
@@ -274,25 +327,24 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 		if m == "mce" {
 			pp = 1
 		}
-		cn, err := metric.Canonical(s.Probs, s.Labels, s.K, pp, o)
+		cn, err := canonical(pp, nil)
 		if err != nil {
 			return nil, err
 		}
-		cv := cn.Value
-		if m == "mce" {
-			cv = cn.MCE
+		pick := func(c *metric.CanonicalBinned) float64 {
+			if m == "mce" {
+				return c.MCE
+			}
+			return c.Value
 		}
-		e = &entry{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(cv), group: groupCanonical}
+		e = &entry{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn)), group: groupCanonical}
 		finish(e, p)
 		e.stat = func(idx []int) (float64, error) {
-			r, err := metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, pp, o)
+			c, err := canonical(pp, idx)
 			if err != nil {
 				return 0, err
 			}
-			if m == "mce" {
-				return r.MCE, nil
-			}
-			return r.Value, nil
+			return pick(c), nil
 		}
 		out = append(out, e)
 	}
@@ -302,35 +354,40 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 func (ev *evaluator) ks() ([]*entry, error) {
 	s := ev.set
 	var out []*entry
-	add := func(notion string, r int, view func(probs []float64, labels []int) ([]float64, []float64)) {
-		sc, oc := view(s.Probs, s.Labels)
+	add := func(notion string, r int, sc, oc []float64) {
 		v, _ := metric.KS(sc, oc, false)
 		e := &entry{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
-		e.stat = func(idx []int) (float64, error) {
-			v, _ := metric.KS(metric.Resample(sc, 1, idx), metric.Resample(oc, 1, idx), false)
-			return v, nil
-		}
+		sorted := metric.NewSortedKS(sc, oc)
+		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
 		out = append(out, e)
 	}
 	for _, r := range ev.cfg.ksR {
-		if r > s.K {
-			continue
+		if r <= s.K {
+			sc, oc := metric.TopR(s.Probs, s.Labels, s.K, r)
+			add("top_r", r, sc, oc)
 		}
-		add("top_r", r, func(p []float64, l []int) ([]float64, []float64) { return metric.TopR(p, l, s.K, r) })
 	}
 	for _, r := range ev.cfg.ksR {
-		if r < 2 || r > s.K {
-			continue
+		if r >= 2 && r <= s.K {
+			sc, oc := metric.WithinTopR(s.Probs, s.Labels, s.K, r)
+			add("within_top_r", r, sc, oc)
 		}
-		add("within_top_r", r, func(p []float64, l []int) ([]float64, []float64) { return metric.WithinTopR(p, l, s.K, r) })
 	}
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K)
 	e := &entry{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, jsonFloat(v))
 	}
+	sorted := make([]*metric.SortedKS, s.K)
+	for k := range sorted {
+		sorted[k] = metric.NewSortedKS(metric.ClassColumn(s.Probs, s.Labels, s.K, k))
+	}
 	e.stat = func(idx []int) (float64, error) {
-		return metric.ClassWiseKS(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K).Value, nil
+		counts, sum := metric.Counts(s.N, idx), 0.0
+		for _, sk := range sorted {
+			sum += sk.KSResample(counts)
+		}
+		return sum / float64(s.K), nil
 	}
 	out = append(out, e)
 	return out, nil
