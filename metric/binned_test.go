@@ -102,9 +102,10 @@ func TestCanonicalHand(t *testing.T) {
 	if c.Cells != 2 || c.B != 2 {
 		t.Fatalf("%+v", c)
 	}
-	// Cell A: H = (0.5, 0.5, 0); errors |0.5-0.7|+|0.5-0.2|+|0-0.1| = 0.6 and
-	// 0.3+0.4+0.1 = 0.8. Cell B: H = (0, 0, 1): 0.2+0.2+0.4 = 0.8 and 0.
-	near(t, "canonical CE_1", c.Value, (0.6+0.8+0.8+0)/4, 1e-15)
+	// Cell A (2 samples): H = (0.5, 0.5, 0), mean f (0.75, 0.15, 0.1):
+	// 0.25+0.35+0.1 = 0.7. Cell B (2): H = (0, 0, 1), mean f (0.1, 0.1, 0.8):
+	// 0.1+0.1+0.2 = 0.4. CE_1 = (2*0.7 + 2*0.4)/4.
+	near(t, "canonical CE_1", c.Value, (2*0.7+2*0.4)/4, 1e-15)
 	// MCE: cell A means (0.75, 0.15, 0.1) vs H: max 0.35; cell B means
 	// (0.1, 0.1, 0.8) vs (0, 0, 1): 0.2.
 	near(t, "canonical MCE", c.MCE, 0.35, 1e-15)

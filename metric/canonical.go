@@ -9,13 +9,17 @@ import (
 // the simplex (ECE^KDE paper, section 4 and Fig. 1, generalised to any K):
 // each coordinate of [0, 1]^K is cut into B equal parts, a prediction f goes
 // to the cell (floor(B f_1), ..., floor(B f_K)) with f_k = 1 mapped to B-1,
-// and only occupied cells are stored (a map keyed by cell). H(f) is the mean
-// one-hot label of f's cell.
+// and only occupied cells are stored (a map keyed by cell). In cell c with
+// n_c samples, H_c is the mean one-hot label and fbar_c the mean prediction.
 type CanonicalBinned struct {
 	B     int // bins per class dimension
 	Cells int // occupied cells
-	// Value is (1/n) sum_i ||H(f_i) - f_i||_p^p (the paper's per-sample
-	// form), for the exponent given to Canonical.
+	// Value is sum_c (n_c/n) ||H_c - fbar_c||_p^p, the bin-mean form of the
+	// top-label and class-wise binned errors. (The paper's section 4 writes
+	// the per-sample form (1/n) sum_i ||H(f_i) - f_i||_p^p, which keeps a
+	// floor of the order of K/(4B) from the spread of f inside the cells
+	// even for perfectly calibrated predictions; the bin-mean form goes to
+	// 0 with n for them.)
 	Value float64
 	// MCE is max over cells of max_k |H_k - mean f_k|, the cell means
 	// taken over the cell's samples.
@@ -106,13 +110,9 @@ func (c *Cells) Estimate(p float64, idx []int) *CanonicalBinned {
 		}
 		res.Cells++
 		for m := 0; m < k; m++ {
-			res.MCE = math.Max(res.MCE, math.Abs(y[id*k+m]-f[id*k+m])/float64(n))
-		}
-	}
-	for _, i := range idx {
-		id := c.cell[i]
-		for m, v := range c.probs[i*k : (i+1)*k] {
-			res.Value += math.Pow(math.Abs(y[id*k+m]/float64(count[id])-v), p)
+			d := math.Abs(y[id*k+m]-f[id*k+m]) / float64(n)
+			res.MCE = math.Max(res.MCE, d)
+			res.Value += float64(n) * math.Pow(d, p)
 		}
 	}
 	res.Value /= float64(len(idx))
