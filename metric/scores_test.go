@@ -70,3 +70,28 @@ func TestMMCE(t *testing.T) {
 		}
 	}
 }
+
+// TestTopLabelMMCEGradient checks the gradient with respect to the
+// probabilities (on the arg max entries) by central finite differences.
+func TestTopLabelMMCEGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 9))
+	const n, k = 60, 3
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := range labels {
+		for m := 0; m < k; m++ {
+			probs[i*k+m] = rng.Float64()
+		}
+		labels[i] = rng.IntN(k)
+	}
+	grad := make([]float64, n*k)
+	TopLabelMMCE(probs, labels, k, 0.4, grad)
+	for i := 0; i < n*k; i += 7 {
+		x := append([]float64(nil), probs...)
+		h := 1e-7
+		x[i] += h
+		up, _ := TopLabelMMCE(x, labels, k, 0.4, nil)
+		x[i] -= 2 * h
+		down, _ := TopLabelMMCE(x, labels, k, 0.4, nil)
+		near(t, "dMMCE/df", grad[i], (up-down)/(2*h), 1e-6)
+	}
+}

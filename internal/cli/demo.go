@@ -46,6 +46,12 @@ What the numbers mean:
 - E[y | f(x)] is estimated by a Dirichlet (Beta for one coordinate) kernel
   regression over the other samples; the bandwidth h is chosen by leave-one-out
   maximum likelihood ("loo"), refined by golden-section search.
+- ece_bin and mce are the usual binned errors (15 equal-width bins; canonical
+  on cells of the simplex); ece_bin_debiased removes the binned L2 error's
+  upward bias; ks is the binning-free Kolmogorov-Smirnov error of the splines
+  paper; sharpness is E[E[y|f]^2] (higher is sharper); mmce is a kernel
+  measure; brier and nll are proper scores (lower is better).
+- Add --ci for bootstrap intervals (200 resamples).
 `)
 			return nil
 		},
