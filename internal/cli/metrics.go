@@ -212,6 +212,8 @@ func (ev *evaluator) binned(m string) ([]*entry, error) {
 	finish := func(e *entry, p float64) {
 		v := float64(*e.Value)
 		switch m {
+		case "mce":
+			e.Root = jf(v) // the max norm has no power form: root = value
 		case "ece_bin":
 			e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
 		case "ece_bin_debiased":
