@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/calib-dev/calib/data"
 )
 
 // TestSharpnessBruteForce compares Sharpness with eq. 7 written out with
@@ -87,7 +89,7 @@ func TestCalibratedShrinks(t *testing.T) {
 			for j := 0; j < n; j++ {
 				z := []float64{2 * rng.NormFloat64(), 2 * rng.NormFloat64(), 2 * rng.NormFloat64()}
 				row := probs[3*j : 3*j+3]
-				softmaxRow(row, z)
+				data.Softmax(row, z)
 				u := rng.Float64()
 				labels[j] = 2
 				if u < row[0] {
@@ -115,17 +117,5 @@ func TestCalibratedShrinks(t *testing.T) {
 		} else {
 			t.Logf("%s: %.4g -> %.4g (ratio %.2f)", notion, small, large, r)
 		}
-	}
-}
-
-func softmaxRow(dst, z []float64) {
-	m := math.Max(z[0], math.Max(z[1], z[2]))
-	s := 0.0
-	for i, v := range z {
-		dst[i] = math.Exp(v - m)
-		s += dst[i]
-	}
-	for i := range dst {
-		dst[i] /= s
 	}
 }

@@ -1,10 +1,8 @@
 package metric
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 )
 
@@ -115,15 +113,7 @@ func TestCanonicalHand(t *testing.T) {
 // reference's (lo, hi] convention with the splines reference, which works on
 // float32 softmax: within 5e-5.
 func TestECE25Golden(t *testing.T) {
-	b, err := os.ReadFile("../testdata/golden/splines/reference_results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g splinesGolden
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	for name, m := range g.Models {
+	for name, m := range loadSplinesGolden(t).Models {
 		s := loadTestSet(t, testLogits[name])
 		bs, err := TopLabelBins(s.Probs, s.Labels, s.K, BinOptions{Bins: 25, OpenLow: true})
 		if err != nil {

@@ -114,26 +114,20 @@ func ranking(row []float64, order []int) []int {
 // the class with that probability is the label (ties between equal
 // probabilities go to the lower class index). r counts from 1.
 func TopR(probs []float64, labels []int, k, r int) (scores, outcomes []float64) {
-	checkR(k, r)
-	n := len(labels)
-	scores, outcomes = make([]float64, n), make([]float64, n)
-	order := make([]int, 0, k)
-	for i := range scores {
-		row := probs[i*k : (i+1)*k]
-		order = ranking(row, order)
-		c := order[r-1]
-		scores[i] = row[c]
-		if c == labels[i] {
-			outcomes[i] = 1
-		}
-	}
-	return scores, outcomes
+	return rankView(probs, labels, k, r, r-1)
 }
 
 // WithinTopR returns the within-top-r scores and outcomes (splines paper
 // eq. 5): score_i = the sum of the r largest probabilities of row i (added
 // largest first), outcome_i = 1 if the label is among those r classes.
 func WithinTopR(probs []float64, labels []int, k, r int) (scores, outcomes []float64) {
+	return rankView(probs, labels, k, r, 0)
+}
+
+// rankView sums, for each row, the probabilities of the classes ranked
+// from..r-1 (0-based, decreasing probability) into the score, with outcome
+// 1 when the label is among them.
+func rankView(probs []float64, labels []int, k, r, from int) (scores, outcomes []float64) {
 	checkR(k, r)
 	n := len(labels)
 	scores, outcomes = make([]float64, n), make([]float64, n)
@@ -141,7 +135,7 @@ func WithinTopR(probs []float64, labels []int, k, r int) (scores, outcomes []flo
 	for i := range scores {
 		row := probs[i*k : (i+1)*k]
 		order = ranking(row, order)
-		for _, c := range order[:r] {
+		for _, c := range order[from:r] {
 			scores[i] += row[c]
 			if c == labels[i] {
 				outcomes[i] = 1

@@ -38,6 +38,23 @@ type splinesGolden struct {
 	} `json:"models"`
 }
 
+// loadSplinesGolden reads testdata/golden/splines/reference_results.json.
+func loadSplinesGolden(t testing.TB) *splinesGolden {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/golden/splines/reference_results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g splinesGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Models) == 0 {
+		t.Fatal("no models in the golden file")
+	}
+	return &g
+}
+
 func loadTestSet(t testing.TB, dir string) *data.Set {
 	t.Helper()
 	s, err := data.Load(filepath.Join(dir, "test_logits.npy"), data.Options{Logits: true, Labels: filepath.Join(dir, "test_labels.npy")})
@@ -52,18 +69,7 @@ func loadTestSet(t testing.TB, dir string) *data.Set {
 // float64 softmax and stable sort and the class-wise mean to 1e-6; top-2 and
 // within-top-2, which the reference computes in float32, to 3e-5.
 func TestKSGolden(t *testing.T) {
-	b, err := os.ReadFile("../testdata/golden/splines/reference_results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g splinesGolden
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Models) == 0 {
-		t.Fatal("no models in the golden file")
-	}
-	for name, m := range g.Models {
+	for name, m := range loadSplinesGolden(t).Models {
 		dir, ok := testLogits[name]
 		if !ok {
 			t.Errorf("%s: no logits in the repository", name)
