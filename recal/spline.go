@@ -1,0 +1,380 @@
+package recal
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/calib-dev/calib/metric"
+)
+
+// DefaultKnots is the number of spline knots (the splines reference's
+// default).
+const DefaultKnots = 6
+
+// SplineCurve is one fitted spline recalibration of a scalar score (Gupta et
+// al., ICLR 2021, section 4 and appendix C, as the authors' code does it).
+//
+// The validation samples are sorted by score (stable); sample i of N sits at
+// the fractile x_i = i/(N-1). A natural cubic spline with Knots knots evenly
+// spaced on [0, 1] is fitted by least squares to
+//
+//	y_i = (1/N) sum_{m<=i} outcome_m - (1/N) sum_{m<=i} score_m,
+//
+// and the recalibrated score of sample i is score_i + y'(x_i). A new score is
+// mapped by linear interpolation over the sorted validation scores (the
+// value of the nearest end outside their range) and clipped to [0, 1].
+type SplineCurve struct {
+	Knots             int       `json:"knots"`
+	KnotValues        []float64 `json:"knot_values"`        // the fitted y at the knots
+	SecondDerivatives []float64 `json:"second_derivatives"` // y'' at the knots (0 at both ends)
+	Scores            []float64 `json:"scores"`             // sorted validation scores
+	Calibrated        []float64 `json:"calibrated"`         // recalibrated score of each (not clipped)
+	// ReferenceInterpolation reproduces the reference code's interpolation,
+	// whose two weights are swapped: (beta y[i] + alpha y[i-1]) / (alpha +
+	// beta) with alpha = x - x[i-1], beta = x[i] - x. Not the default.
+	ReferenceInterpolation bool `json:"reference_interpolation,omitempty"`
+}
+
+// SplineOptions configures FitSplineCurve.
+type SplineOptions struct {
+	Knots int // 0 means DefaultKnots
+	// ReferenceInterpolation: see SplineCurve.
+	ReferenceInterpolation bool
+}
+
+// FitSplineCurve fits the spline of scores and outcomes (see SplineCurve).
+// With fewer distinct scores than knots + 1 it uses that many knots minus 1
+// (at least 2, a straight line: the recalibration is then the score plus a
+// constant slope); fewer than 3 samples is an error.
+func FitSplineCurve(scores, outcomes []float64, o SplineOptions) (*SplineCurve, error) {
+	n := len(scores)
+	if n != len(outcomes) {
+		panic("recal: FitSplineCurve: length mismatch")
+	}
+	if n < 3 {
+		return nil, fmt.Errorf("recal: spline: %d samples, need at least 3", n)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	s, y := make([]float64, n), make([]float64, n)
+	cs, co := 0.0, 0.0
+	for i, j := range idx {
+		s[i] = scores[j]
+		cs += scores[j]
+		co += outcomes[j]
+		y[i] = co/float64(n) - cs/float64(n)
+	}
+	return fitSorted(s, y, o)
+}
+
+// fitSorted fits the spline to the differences y of the sorted scores s.
+func fitSorted(s, y []float64, o SplineOptions) (*SplineCurve, error) {
+	n := len(s)
+	m := o.Knots
+	if m == 0 {
+		m = DefaultKnots
+	}
+	if m < 2 {
+		return nil, fmt.Errorf("recal: spline: %d knots, need at least 2", m)
+	}
+	distinct := 1
+	for i := 1; i < n; i++ {
+		if s[i] != s[i-1] {
+			distinct++
+		}
+	}
+	m = max(2, min(m, distinct-1))
+	sp := newNaturalSpline(m)
+	x := make([]float64, n)
+	d := mat.NewDense(n, m, nil)
+	for i := range x {
+		x[i] = float64(i) / float64(n-1)
+		d.SetRow(i, sp.valueRow(x[i]))
+	}
+	var v mat.VecDense
+	if err := v.SolveVec(d, mat.NewVecDense(n, y)); err != nil {
+		return nil, fmt.Errorf("recal: spline least squares: %w", err)
+	}
+	c := &SplineCurve{Knots: m, KnotValues: make([]float64, m), Scores: s, Calibrated: make([]float64, n),
+		ReferenceInterpolation: o.ReferenceInterpolation}
+	for k := range c.KnotValues {
+		c.KnotValues[k] = v.AtVec(k)
+	}
+	c.SecondDerivatives = sp.secondDerivatives(c.KnotValues)
+	for i := range x {
+		c.Calibrated[i] = s[i] + dot(sp.slopeRow(x[i]), c.KnotValues)
+	}
+	return c, nil
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Map returns the recalibrated value of a score: linear interpolation over
+// the sorted validation scores, the end values outside their range, clipped
+// to [0, 1]. Among equal validation scores the last one is the left end.
+func (c *SplineCurve) Map(score float64) float64 {
+	s, v := c.Scores, c.Calibrated
+	i, _ := slices.BinarySearchFunc(s, score, func(e, t float64) int {
+		if e <= t {
+			return -1
+		}
+		return 1
+	}) // first index with s[i] > score
+	var r float64
+	switch {
+	case i == 0:
+		r = v[0]
+	case i == len(s):
+		r = v[len(s)-1]
+	default:
+		alpha, beta := score-s[i-1], s[i]-score
+		if c.ReferenceInterpolation {
+			r = (beta*v[i] + alpha*v[i-1]) / (alpha + beta)
+		} else {
+			r = v[i-1] + (v[i]-v[i-1])*alpha/(alpha+beta)
+		}
+	}
+	return math.Min(1, math.Max(0, r))
+}
+
+func (c *SplineCurve) valid() error {
+	n := len(c.Scores)
+	if c.Knots < 2 || len(c.KnotValues) != c.Knots || len(c.SecondDerivatives) != c.Knots || n < 1 || len(c.Calibrated) != n {
+		return fmt.Errorf("spline curve: %d knots, %d knot values, %d scores, %d calibrated", c.Knots, len(c.KnotValues), n, len(c.Calibrated))
+	}
+	for i := 1; i < n; i++ {
+		if !(c.Scores[i] >= c.Scores[i-1]) {
+			return fmt.Errorf("spline curve: scores not sorted at %d", i)
+		}
+	}
+	return nil
+}
+
+// naturalSpline is a natural cubic spline with m knots evenly spaced on
+// [0, 1] (splines paper appendix C): its value at x is a(x)^T M v for the
+// knot values v, with M = [0; A^-1 B; 0; I] (the second derivatives at the
+// knots, zero at both ends, then the values).
+type naturalSpline struct {
+	m int
+	h float64
+	s *mat.Dense // m×m: second derivatives at the knots = s v
+}
+
+func newNaturalSpline(m int) *naturalSpline {
+	sp := &naturalSpline{m: m, h: 1 / float64(m-1), s: mat.NewDense(m, m, nil)}
+	if m < 3 {
+		return sp
+	}
+	// A (m-2 square): 4 on the diagonal, 1 beside it; B ((m-2)×m):
+	// 6/h^2 (1, -2, 1) on each row.
+	a := mat.NewDense(m-2, m-2, nil)
+	b := mat.NewDense(m-2, m, nil)
+	for i := 0; i < m-2; i++ {
+		a.Set(i, i, 4)
+		if i > 0 {
+			a.Set(i, i-1, 1)
+		}
+		if i < m-3 {
+			a.Set(i, i+1, 1)
+		}
+		c := 6 / (sp.h * sp.h)
+		b.Set(i, i, c)
+		b.Set(i, i+1, -2*c)
+		b.Set(i, i+2, c)
+	}
+	var ab mat.Dense
+	if err := ab.Solve(a, b); err != nil {
+		panic("recal: singular spline system") // A is strictly diagonally dominant
+	}
+	for i := 0; i < m-2; i++ {
+		sp.s.SetRow(i+1, ab.RawRowView(i))
+	}
+	return sp
+}
+
+// segment returns the knot interval j of x and u = x - x_j.
+func (sp *naturalSpline) segment(x float64) (int, float64) {
+	j := min(int(math.Floor(x/sp.h)), sp.m-2)
+	j = max(j, 0)
+	return j, x - float64(j)*sp.h
+}
+
+// valueRow returns the row r with spline(x) = r . v.
+func (sp *naturalSpline) valueRow(x float64) []float64 {
+	j, u := sp.segment(x)
+	h := sp.h
+	aj := -u*u*u/(6*h) + u*u/2 - h*u/3 // multiplies y''_j
+	aj1 := u*u*u/(6*h) - h*u/6         // multiplies y''_{j+1}
+	row := make([]float64, sp.m)
+	for k := range row {
+		row[k] = aj*sp.s.At(j, k) + aj1*sp.s.At(j+1, k)
+	}
+	row[j] += 1 - u/h
+	row[j+1] += u / h
+	return row
+}
+
+// slopeRow returns the row r with spline'(x) = r . v.
+func (sp *naturalSpline) slopeRow(x float64) []float64 {
+	j, u := sp.segment(x)
+	h := sp.h
+	aj := -u*u/(2*h) + u - h/3
+	aj1 := u*u/(2*h) - h/6
+	row := make([]float64, sp.m)
+	for k := range row {
+		row[k] = aj*sp.s.At(j, k) + aj1*sp.s.At(j+1, k)
+	}
+	row[j] -= 1 / h
+	row[j+1] += 1 / h
+	return row
+}
+
+// secondDerivatives returns y” at the knots for the knot values v.
+func (sp *naturalSpline) secondDerivatives(v []float64) []float64 {
+	out := make([]float64, sp.m)
+	for k := range out {
+		out[k] = dot(sp.s.RawRowView(k), v)
+	}
+	return out
+}
+
+// Spline is the spline recalibration map (method "spline", input
+// "probabilities"): the top-1 curve recalibrates the probability vector; the
+// top-2 and within-top-2 curves are kept for their own scores (see
+// ApplyTop2, ApplyWithinTop2).
+//
+// The probability vector of a prediction f: the top-1 entry becomes
+// s = Top1.Map(max f), clamped to [1/K + 1e-9, 1]; the other entries are
+// f's other probabilities scaled to sum to 1 - s (equal shares if they are
+// all 0), each capped just below s (at s (1 - 1e-12)) with the excess
+// shared by the others in proportion, so the arg max never changes.
+type Spline struct {
+	Header
+	Top1       *SplineCurve `json:"top1"`
+	Top2       *SplineCurve `json:"top2,omitempty"`
+	WithinTop2 *SplineCurve `json:"within_top2,omitempty"`
+}
+
+// FitSpline fits the top-1 curve (and, for K >= 2, the top-2 and
+// within-top-2 curves) on validation probabilities (n×k) and labels.
+func FitSpline(probs []float64, labels []int, k int, o SplineOptions) (*Spline, error) {
+	if k < 2 || len(probs) != len(labels)*k {
+		return nil, fmt.Errorf("recal: spline: %d probabilities for %d samples of %d classes", len(probs), len(labels), k)
+	}
+	sp := &Spline{Header: Header{SchemaVersion: SchemaVersion, Method: "spline", Input: InputProbabilities, K: k}}
+	var err error
+	s, c := metric.TopR(probs, labels, k, 1)
+	if sp.Top1, err = FitSplineCurve(s, c, o); err != nil {
+		return nil, fmt.Errorf("top-1: %w", err)
+	}
+	s, c = metric.TopR(probs, labels, k, 2)
+	if sp.Top2, err = FitSplineCurve(s, c, o); err != nil {
+		return nil, fmt.Errorf("top-2: %w", err)
+	}
+	s, c = metric.WithinTopR(probs, labels, k, 2)
+	if sp.WithinTop2, err = FitSplineCurve(s, c, o); err != nil {
+		return nil, fmt.Errorf("within-top-2: %w", err)
+	}
+	return sp, nil
+}
+
+// Calibrate returns the recalibrated probability vectors.
+func (sp *Spline) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	n := len(probs) / max(k, 1)
+	if logits != nil && probs == nil {
+		probs = softmaxRows(logits, k)
+		n = len(probs) / k
+	}
+	if err := sp.check(k, n, probs); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(probs))
+	for i := 0; i < n; i++ {
+		row, dst := probs[i*k:(i+1)*k], out[i*k:(i+1)*k]
+		top := 0
+		for m, v := range row {
+			if v > row[top] {
+				top = m
+			}
+		}
+		s := math.Min(1, math.Max(1/float64(k)+1e-9, sp.Top1.Map(row[top])))
+		spread(dst, row, top, s)
+	}
+	return out, nil
+}
+
+// spread writes s at index top and shares 1 - s among the other entries in
+// proportion to row, each below s (1 - 1e-12).
+func spread(dst, row []float64, top int, s float64) {
+	k := len(row)
+	cap := s * (1 - 1e-12)
+	rest := 1 - s
+	free := make([]bool, k)
+	for m := range free {
+		free[m] = m != top
+	}
+	dst[top] = s
+	for {
+		w := 0.0
+		nfree := 0
+		for m, f := range free {
+			if f {
+				w += row[m]
+				nfree++
+			}
+		}
+		if nfree == 0 {
+			return
+		}
+		over := false
+		for m, f := range free {
+			if !f {
+				continue
+			}
+			if w > 0 {
+				dst[m] = rest * row[m] / w
+			} else {
+				dst[m] = rest / float64(nfree)
+			}
+			if dst[m] > cap {
+				over = true
+			}
+		}
+		if !over {
+			return
+		}
+		for m, f := range free {
+			if f && dst[m] > cap {
+				dst[m], free[m] = cap, false
+				rest -= cap
+			}
+		}
+	}
+}
+
+func (sp *Spline) valid() error {
+	if sp.Top1 == nil {
+		return fmt.Errorf("no top1 curve")
+	}
+	for _, c := range []*SplineCurve{sp.Top1, sp.Top2, sp.WithinTop2} {
+		if c != nil {
+			if err := c.valid(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
