@@ -89,9 +89,9 @@ func parse(format, name string, r io.Reader, labelsName string, labels []byte, o
 	)
 	switch format {
 	case "csv":
-		t, lc, err = parseCSV(name, r, !sep)
+		t, lc, err = parseCSV(name, r, !sep && !opts.Unlabeled)
 	case "jsonl":
-		t, lc, err = parseJSONL(name, r, !sep)
+		t, lc, err = parseJSONL(name, r, !sep && !opts.Unlabeled)
 	default: // npy, npz: read whole
 		var b []byte
 		if b, err = readAll(name, r); err != nil {
@@ -111,7 +111,7 @@ func parse(format, name string, r io.Reader, labelsName string, labels []byte, o
 			return nil, err
 		}
 	}
-	if lc == nil && format == "npy" {
+	if lc == nil && format == "npy" && !opts.Unlabeled {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: an NPY file holds no labels: give a labels file (--labels)", ErrLabel)}
 	}
 	return build(t, lc, opts)

@@ -83,6 +83,10 @@ type Options struct {
 	// Tolerance is the largest accepted |row sum - 1|; zero means
 	// DefaultTolerance.
 	Tolerance float64
+	// Unlabeled reads predictions without labels (every CSV column is a
+	// prediction; JSON Lines rows need no "label"); Set.Labels is nil.
+	// A labels file, if given, is still read.
+	Unlabeled bool
 }
 
 // table is a parsed but not yet validated prediction matrix.
@@ -131,10 +135,10 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 	if n == 0 {
 		return nil, &Error{File: t.file, Err: ErrEmpty}
 	}
-	if lc == nil {
+	if lc == nil && !opts.Unlabeled {
 		return nil, &Error{File: t.file, Err: fmt.Errorf("%w: no labels: add a label column or give a labels file", ErrLabel)}
 	}
-	if len(lc.values) != n {
+	if lc != nil && len(lc.values) != n {
 		return nil, &Error{File: t.file, Err: fmt.Errorf("%w: %d prediction rows, %d labels", ErrLength, n, len(lc.values))}
 	}
 	tol := opts.Tolerance
@@ -172,6 +176,9 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 		if err := checkProbs(s, t, tol, opts.Renormalize); err != nil {
 			return nil, err
 		}
+	}
+	if lc == nil {
+		return s, nil
 	}
 	s.Labels = make([]int, n)
 	for i, v := range lc.values {

@@ -37,9 +37,10 @@ type evalFlags struct {
 	ciLevel     float64
 	seed        uint64
 
-	workers  int
-	json     bool
-	progress bool
+	workers    int
+	json       bool
+	progress   bool
+	calibrator string
 }
 
 func (f *evalFlags) register(cmd *cobra.Command) {
@@ -64,6 +65,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")
+	fs.StringVar(&f.calibrator, "calibrator", "", "apply the map `MAP.json` (from calib fit) before measuring")
 }
 
 // allMetrics lists the metric names of --metrics, in output order.
@@ -126,6 +128,15 @@ func loadAndEvaluate(cmd *cobra.Command, load func() (*data.Set, error), ef eval
 	s, err := load()
 	if err != nil {
 		return nil, err
+	}
+	if ef.calibrator != "" {
+		c, err := loadMap(ef.calibrator)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = applyMap(c, s); err != nil {
+			return nil, err
+		}
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
 	out, err := evaluate(s, ef, ui)

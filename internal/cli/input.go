@@ -33,14 +33,18 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 }
 
 // load reads and validates the prediction file.
-func (f *inputFlags) load(name string) (*data.Set, error) {
+func (f *inputFlags) load(name string) (*data.Set, error) { return f.loadWith(name, false) }
+
+// loadWith reads the prediction file; unlabeled allows a file without
+// labels.
+func (f *inputFlags) loadWith(name string, unlabeled bool) (*data.Set, error) {
 	if f.format != "" && !slices.Contains(data.Formats, f.format) {
 		return nil, usageErrorf("--format %q: valid formats are %s", f.format, strings.Join(data.Formats, ", "))
 	}
 	if !(f.tolerance > 0) {
 		return nil, usageErrorf("--tolerance %v: must be positive", f.tolerance)
 	}
-	s, err := data.Load(name, data.Options{Format: f.format, Labels: f.labels, Logits: f.logits, Renormalize: f.renormalize, Tolerance: f.tolerance})
+	s, err := data.Load(name, data.Options{Format: f.format, Labels: f.labels, Logits: f.logits, Renormalize: f.renormalize, Tolerance: f.tolerance, Unlabeled: unlabeled})
 	if err != nil {
 		var de *data.Error
 		if !errors.As(err, &de) {
