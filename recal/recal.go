@@ -111,6 +111,14 @@ func Load(r io.Reader) (Calibrator, error) {
 		c = &Temperature{}
 	case "spline":
 		c = &Spline{}
+	case "isotonic":
+		c = &Isotonic{}
+	case "histogram":
+		c = &Histogram{}
+	case "platt":
+		c = &Platt{}
+	case "beta":
+		c = &Beta{}
 	default:
 		return nil, fmt.Errorf("recal: %w: unknown method %q", ErrSchema, h.Method)
 	}

@@ -12,13 +12,14 @@ import (
 )
 
 // fitMethods lists the methods of `calib fit`.
-var fitMethods = []string{"spline", "temperature"}
+var fitMethods = []string{"spline", "temperature", "isotonic", "histogram", "platt", "beta"}
 
 func newFitCmd() *cobra.Command {
 	var in inputFlags
 	var method, out string
-	var knots int
+	var knots, bins int
 	var refInterp bool
+	var scalarMode string
 	cmd := &cobra.Command{
 		Use:   "fit VAL_PRED --method METHOD -o MAP.json",
 		Short: "Fit a recalibration map on validation predictions and save it as JSON",
@@ -27,7 +28,12 @@ and writes it as a JSON map (schema in the README) for calib apply, calib eval
 --calibrator, or any other language.
 
 Methods: spline (Gupta et al. 2021: natural cubic spline in fractile space,
---knots, default 6) and temperature (NLL-optimal temperature; needs logits).`,
+--knots, default 6); temperature (NLL-optimal temperature; needs logits);
+isotonic (pool-adjacent-violators), histogram (--bins equal-mass bins,
+default 15), platt and beta (logistic maps of the score), each on the
+top-label confidence (--scalar-mode top_label, the default), on p1 of a
+binary set (binary), or, for isotonic, on every class column
+(one_vs_rest, rows renormalised).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -42,10 +48,18 @@ Methods: spline (Gupta et al. 2021: natural cubic spline in fractile space,
 			case "spline":
 				c, err = recal.FitSpline(s.Probs, s.Labels, s.K, recal.SplineOptions{Knots: knots, ReferenceInterpolation: refInterp})
 			case "temperature":
-				if s.Logits == nil || s.Binary {
-					return usageErrorf("--method temperature needs K-column logits (--logits)")
+				if s.Logits == nil {
+					return usageErrorf("--method temperature needs logits (--logits)")
 				}
-				c, err = recal.FitTemperature(s.Logits, s.Labels, s.K)
+				c, err = recal.FitTemperature(twoColumnLogits(s), s.Labels, s.K)
+			case "isotonic":
+				c, err = recal.FitIsotonic(s.Probs, s.Labels, s.K, scalarMode)
+			case "histogram":
+				c, err = recal.FitHistogram(s.Probs, s.Labels, s.K, bins, scalarMode)
+			case "platt":
+				c, err = recal.FitPlatt(s.Probs, s.Labels, s.K, scalarMode)
+			case "beta":
+				c, err = recal.FitBeta(s.Probs, s.Labels, s.K, scalarMode)
 			default:
 				return usageErrorf("--method %q: valid methods are %s", method, strings.Join(fitMethods, ", "))
 			}
@@ -73,6 +87,8 @@ Methods: spline (Gupta et al. 2021: natural cubic spline in fractile space,
 	fs.StringVarP(&out, "output", "o", "", "write the map to `FILE` (JSON)")
 	fs.IntVar(&knots, "knots", recal.DefaultKnots, "spline: number of knots")
 	fs.BoolVar(&refInterp, "reference-interpolation", false, "spline: reproduce the reference code's swapped interpolation weights")
+	fs.IntVar(&bins, "bins", recal.DefaultHistogramBins, "histogram: number of equal-mass bins")
+	fs.StringVar(&scalarMode, "scalar-mode", "", "isotonic, histogram, platt, beta: top_label (default), binary (K = 2) or one_vs_rest (isotonic)")
 	return cmd
 }
 
@@ -90,17 +106,27 @@ func loadMap(name string) (recal.Calibrator, error) {
 	return c, nil
 }
 
+// twoColumnLogits returns the logits of s with K columns: a one-column
+// binary logit z becomes (0, z), whose softmax is (1 - sigmoid(z), sigmoid(z)).
+func twoColumnLogits(s *data.Set) []float64 {
+	if !s.Binary || s.Logits == nil {
+		return s.Logits
+	}
+	z := make([]float64, 2*s.N)
+	for i, v := range s.Logits {
+		z[2*i+1] = v
+	}
+	return z
+}
+
 // applyMap returns a copy of s with the map's probabilities (and no logits).
 func applyMap(c recal.Calibrator, s *data.Set) (*data.Set, error) {
-	if s.Binary {
-		return nil, usageErrorf("maps apply to K-column predictions, not to one-column binary input")
-	}
-	p, err := c.Calibrate(s.Probs, s.Logits, s.K)
+	p, err := c.Calibrate(s.Probs, twoColumnLogits(s), s.K)
 	if err != nil {
 		return nil, inputError{fmt.Errorf("%s: %w", s.File, err)}
 	}
 	out := *s
-	out.Probs, out.Logits = p, nil
+	out.Probs, out.Logits, out.Binary = p, nil, false
 	return &out, nil
 }
 

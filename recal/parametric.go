@@ -1,0 +1,385 @@
+package recal
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/metric"
+)
+
+// DefaultHistogramBins is the number of equal-mass bins of histogram
+// binning.
+const DefaultHistogramBins = 15
+
+// Histogram is histogram binning (Zadrozny & Elkan 2001; method "histogram",
+// input "probabilities"): equal-mass bins of the validation scores (the
+// percentile edges of metric.EqualMass), each mapped to its mean outcome; a
+// new score takes the value of its bin (the bins are (e_b, e_{b+1}], the
+// first also holding everything below and the last everything above). An
+// empty bin maps to the middle of its edges.
+type Histogram struct {
+	Header
+	Mode   string    `json:"mode"`
+	Edges  []float64 `json:"edges"`
+	Values []float64 `json:"values"`
+}
+
+// FitHistogram fits histogram binning with bins equal-mass bins (0 means
+// DefaultHistogramBins) in mode top_label ("" too) or binary.
+func FitHistogram(probs []float64, labels []int, k, bins int, mode string) (*Histogram, error) {
+	if mode == "" {
+		mode = ModeTopLabel
+	}
+	if bins == 0 {
+		bins = DefaultHistogramBins
+	}
+	if mode == ModeOneVsRest {
+		return nil, fmt.Errorf("recal: histogram: mode %s is for isotonic", mode)
+	}
+	var hist *Histogram
+	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
+		if len(s) < bins {
+			return nil, fmt.Errorf("%d samples for %d bins", len(s), bins)
+		}
+		a, err := metric.AssignBins(s, metric.BinOptions{Binning: metric.EqualMass, Bins: bins})
+		if err != nil {
+			return nil, err
+		}
+		b := a.Summarize(s, o, nil)
+		hist = &Histogram{Edges: a.Edges, Values: make([]float64, bins)}
+		for i := range hist.Values {
+			hist.Values[i] = b.Freq[i]
+			if b.Count[i] == 0 {
+				hist.Values[i] = (a.Edges[i] + a.Edges[i+1]) / 2
+			}
+		}
+		return hist, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recal: histogram: %w", err)
+	}
+	hist.Header = Header{SchemaVersion: SchemaVersion, Method: "histogram", Input: InputProbabilities, K: k}
+	hist.Mode = mode
+	return hist, nil
+}
+
+func (h *Histogram) apply(s float64) float64 {
+	inner := h.Edges[1 : len(h.Edges)-1]
+	b, _ := slices.BinarySearch(inner, s)
+	return h.Values[b]
+}
+
+// Calibrate maps the probability vectors.
+func (h *Histogram) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	probs = probsOf(probs, logits, k)
+	if err := h.check(k, len(probs)/max(k, 1), probs); err != nil {
+		return nil, err
+	}
+	return applyScalar(h.Mode, []scalarMap{h}, probs, k), nil
+}
+
+func (h *Histogram) valid() error {
+	if h.Mode != ModeTopLabel && h.Mode != ModeBinary {
+		return fmt.Errorf("mode %q", h.Mode)
+	}
+	if len(h.Edges) < 2 || len(h.Values) != len(h.Edges)-1 {
+		return fmt.Errorf("%d edges, %d values", len(h.Edges), len(h.Values))
+	}
+	return nil
+}
+
+// scoreEps keeps the logs of Platt and beta calibration finite.
+const scoreEps = 1e-12
+
+// Platt is Platt scaling (method "platt", input "probabilities"):
+// q = sigmoid(a logit(s) + b) with s clipped to [1e-12, 1 - 1e-12], a and b
+// fitted by maximum likelihood (no target smoothing).
+type Platt struct {
+	Header
+	Mode string  `json:"mode"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+}
+
+// FitPlatt fits Platt scaling in mode top_label ("" too) or binary.
+func FitPlatt(probs []float64, labels []int, k int, mode string) (*Platt, error) {
+	if mode == "" {
+		mode = ModeTopLabel
+	}
+	if mode == ModeOneVsRest {
+		return nil, fmt.Errorf("recal: platt: mode %s is for isotonic", mode)
+	}
+	var c *Platt
+	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
+		x := make([][]float64, len(s))
+		for i, v := range s {
+			v = math.Min(1-scoreEps, math.Max(scoreEps, v))
+			x[i] = []float64{math.Log(v / (1 - v))}
+		}
+		w, err := fitLogistic(x, o)
+		if err != nil {
+			return nil, err
+		}
+		c = &Platt{A: w[0], B: w[1]}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recal: platt: %w", err)
+	}
+	c.Header = Header{SchemaVersion: SchemaVersion, Method: "platt", Input: InputProbabilities, K: k}
+	c.Mode = mode
+	return c, nil
+}
+
+func (c *Platt) apply(s float64) float64 {
+	s = math.Min(1-scoreEps, math.Max(scoreEps, s))
+	return sigmoid(c.A*math.Log(s/(1-s)) + c.B)
+}
+
+// Calibrate maps the probability vectors.
+func (c *Platt) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	probs = probsOf(probs, logits, k)
+	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
+		return nil, err
+	}
+	return applyScalar(c.Mode, []scalarMap{c}, probs, k), nil
+}
+
+func (c *Platt) valid() error {
+	if c.Mode != ModeTopLabel && c.Mode != ModeBinary {
+		return fmt.Errorf("mode %q", c.Mode)
+	}
+	if math.IsNaN(c.A) || math.IsNaN(c.B) || math.IsInf(c.A, 0) || math.IsInf(c.B, 0) {
+		return fmt.Errorf("parameters %v, %v", c.A, c.B)
+	}
+	return nil
+}
+
+// Beta is beta calibration (Kull, Silva Filho & Flach 2017; method "beta",
+// input "probabilities"): q = sigmoid(a ln s - b ln(1 - s) + c) with a, b >= 0,
+// s clipped to [1e-12, 1 - 1e-12]. As the betacal package, the logistic
+// regression on (ln s, -ln(1 - s)) is refitted without the feature whose
+// coefficient came out negative.
+type Beta struct {
+	Header
+	Mode string  `json:"mode"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+	C    float64 `json:"c"`
+}
+
+// FitBeta fits beta calibration in mode top_label ("" too) or binary.
+func FitBeta(probs []float64, labels []int, k int, mode string) (*Beta, error) {
+	if mode == "" {
+		mode = ModeTopLabel
+	}
+	if mode == ModeOneVsRest {
+		return nil, fmt.Errorf("recal: beta: mode %s is for isotonic", mode)
+	}
+	var c *Beta
+	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
+		f1, f2 := make([]float64, len(s)), make([]float64, len(s))
+		for i, v := range s {
+			v = math.Min(1-scoreEps, math.Max(scoreEps, v))
+			f1[i], f2[i] = math.Log(v), -math.Log(1-v)
+		}
+		cols := func(fs ...[]float64) [][]float64 {
+			x := make([][]float64, len(s))
+			for i := range x {
+				for _, f := range fs {
+					x[i] = append(x[i], f[i])
+				}
+			}
+			return x
+		}
+		w, err := fitLogistic(cols(f1, f2), o)
+		if err != nil {
+			return nil, err
+		}
+		c = &Beta{A: w[0], B: w[1], C: w[2]}
+		switch {
+		case c.A < 0:
+			if w, err = fitLogistic(cols(f2), o); err != nil {
+				return nil, err
+			}
+			c = &Beta{A: 0, B: w[0], C: w[1]}
+		case c.B < 0:
+			if w, err = fitLogistic(cols(f1), o); err != nil {
+				return nil, err
+			}
+			c = &Beta{A: w[0], B: 0, C: w[1]}
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recal: beta: %w", err)
+	}
+	c.Header = Header{SchemaVersion: SchemaVersion, Method: "beta", Input: InputProbabilities, K: k}
+	c.Mode = mode
+	return c, nil
+}
+
+func (c *Beta) apply(s float64) float64 {
+	s = math.Min(1-scoreEps, math.Max(scoreEps, s))
+	return sigmoid(c.A*math.Log(s) - c.B*math.Log(1-s) + c.C)
+}
+
+// Calibrate maps the probability vectors.
+func (c *Beta) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	probs = probsOf(probs, logits, k)
+	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
+		return nil, err
+	}
+	return applyScalar(c.Mode, []scalarMap{c}, probs, k), nil
+}
+
+func (c *Beta) valid() error {
+	if c.Mode != ModeTopLabel && c.Mode != ModeBinary {
+		return fmt.Errorf("mode %q", c.Mode)
+	}
+	for _, v := range []float64{c.A, c.B, c.C} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("parameter %v", v)
+		}
+	}
+	if c.A < 0 || c.B < 0 {
+		return fmt.Errorf("negative a or b")
+	}
+	return nil
+}
+
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// fitLogistic fits P(y = 1 | x) = sigmoid(w . x + w_d) by Newton's method
+// with a backtracking line search on the mean log-loss (a ridge of 1e-8 on
+// the weights keeps separable data finite). It returns (w, w_d) or an error
+// when it does not converge in 200 steps.
+func fitLogistic(x [][]float64, y []float64) ([]float64, error) {
+	n := len(x)
+	if n == 0 {
+		return nil, fmt.Errorf("no samples")
+	}
+	d := len(x[0]) + 1
+	const ridge = 1e-8
+	feat := func(i, j int) float64 {
+		if j == d-1 {
+			return 1
+		}
+		return x[i][j]
+	}
+	loss := func(w []float64) float64 {
+		l := 0.0
+		for i := 0; i < n; i++ {
+			z := 0.0
+			for j := 0; j < d; j++ {
+				z += w[j] * feat(i, j)
+			}
+			// log(1 + e^z) - y z, stably
+			l += math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z))) - y[i]*z
+		}
+		r := 0.0
+		for j := 0; j < d-1; j++ {
+			r += w[j] * w[j]
+		}
+		return l/float64(n) + ridge*r
+	}
+	w := make([]float64, d)
+	cur := loss(w)
+	for iter := 0; iter < 200; iter++ {
+		g := make([]float64, d)
+		h := make([]float64, d*d)
+		for i := 0; i < n; i++ {
+			z := 0.0
+			for j := 0; j < d; j++ {
+				z += w[j] * feat(i, j)
+			}
+			p := sigmoid(z)
+			for a := 0; a < d; a++ {
+				g[a] += (p - y[i]) * feat(i, a)
+				for b := 0; b < d; b++ {
+					h[a*d+b] += p * (1 - p) * feat(i, a) * feat(i, b)
+				}
+			}
+		}
+		for a := 0; a < d; a++ {
+			g[a] /= float64(n)
+			for b := 0; b < d; b++ {
+				h[a*d+b] /= float64(n)
+			}
+			if a < d-1 {
+				g[a] += 2 * ridge * w[a]
+				h[a*d+a] += 2 * ridge
+			}
+			h[a*d+a] += 1e-12
+		}
+		step, err := solveSmall(h, g, d)
+		if err != nil {
+			return nil, err
+		}
+		t := 1.0
+		next := make([]float64, d)
+		for ; t > 1e-10; t /= 2 {
+			for j := range next {
+				next[j] = w[j] - t*step[j]
+			}
+			if l := loss(next); l <= cur {
+				cur = l
+				break
+			}
+		}
+		size := 0.0
+		for j := range w {
+			size = math.Max(size, math.Abs(w[j]-next[j]))
+			w[j] = next[j]
+		}
+		if size < 1e-10 || t <= 1e-10 {
+			return w, nil
+		}
+	}
+	return nil, fmt.Errorf("logistic fit did not converge in 200 Newton steps")
+}
+
+// solveSmall solves the d×d system h x = g by Gaussian elimination with
+// partial pivoting.
+func solveSmall(h, g []float64, d int) ([]float64, error) {
+	a := slices.Clone(h)
+	b := slices.Clone(g)
+	for c := 0; c < d; c++ {
+		p := c
+		for r := c + 1; r < d; r++ {
+			if math.Abs(a[r*d+c]) > math.Abs(a[p*d+c]) {
+				p = r
+			}
+		}
+		if a[p*d+c] == 0 {
+			return nil, fmt.Errorf("singular Newton system")
+		}
+		for j := 0; j < d; j++ {
+			a[c*d+j], a[p*d+j] = a[p*d+j], a[c*d+j]
+		}
+		b[c], b[p] = b[p], b[c]
+		for r := c + 1; r < d; r++ {
+			f := a[r*d+c] / a[c*d+c]
+			for j := c; j < d; j++ {
+				a[r*d+j] -= f * a[c*d+j]
+			}
+			b[r] -= f * b[c]
+		}
+	}
+	x := make([]float64, d)
+	for r := d - 1; r >= 0; r-- {
+		s := b[r]
+		for j := r + 1; j < d; j++ {
+			s -= a[r*d+j] * x[j]
+		}
+		x[r] = s / a[r*d+r]
+	}
+	return x, nil
+}

@@ -1,0 +1,265 @@
+package recal
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/metric"
+)
+
+// Modes of the scalar-score maps (isotonic, histogram, platt, beta).
+const (
+	// ModeTopLabel recalibrates the top-label confidence against the
+	// correctness; the vector keeps the arg max (as Spline).
+	ModeTopLabel = "top_label"
+	// ModeBinary recalibrates p1 = f_1 of a K = 2 set against [y = 1];
+	// the vector is (1 - q, q).
+	ModeBinary = "binary"
+	// ModeOneVsRest (isotonic only) recalibrates every class column
+	// against [y = k] and renormalises the row (a row whose maps are all 0
+	// keeps its input).
+	ModeOneVsRest = "one_vs_rest"
+)
+
+// scalarFit fits one scalar map to scores and outcomes.
+type scalarFit func(scores, outcomes []float64) (scalarMap, error)
+
+// scalarMap is a fitted scalar recalibration.
+type scalarMap interface {
+	apply(s float64) float64
+	valid() error
+}
+
+// views returns the (scores, outcomes) to fit for a mode: one view for
+// top_label and binary, K views for one_vs_rest.
+func views(mode string, probs []float64, labels []int, k int) ([][2][]float64, error) {
+	switch mode {
+	case ModeTopLabel:
+		s, c := metric.TopR(probs, labels, k, 1)
+		return [][2][]float64{{s, c}}, nil
+	case ModeBinary:
+		if k != 2 {
+			return nil, fmt.Errorf("mode binary needs K = 2, got %d", k)
+		}
+		s, c := metric.ClassColumn(probs, labels, k, 1)
+		return [][2][]float64{{s, c}}, nil
+	case ModeOneVsRest:
+		v := make([][2][]float64, k)
+		for c := range v {
+			s, o := metric.ClassColumn(probs, labels, k, c)
+			v[c] = [2][]float64{s, o}
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("unknown mode %q (valid: %s, %s, %s)", mode, ModeTopLabel, ModeBinary, ModeOneVsRest)
+}
+
+// applyScalar maps probability vectors with the fitted maps of a mode.
+func applyScalar(mode string, maps []scalarMap, probs []float64, k int) []float64 {
+	n := len(probs) / k
+	out := make([]float64, len(probs))
+	for i := 0; i < n; i++ {
+		row, dst := probs[i*k:(i+1)*k], out[i*k:(i+1)*k]
+		switch mode {
+		case ModeBinary:
+			q := clamp01(maps[0].apply(row[1]))
+			dst[0], dst[1] = 1-q, q
+		case ModeOneVsRest:
+			sum := 0.0
+			for c, v := range row {
+				dst[c] = clamp01(maps[c].apply(v))
+				sum += dst[c]
+			}
+			if sum > 0 {
+				for c := range dst {
+					dst[c] /= sum
+				}
+			} else {
+				copy(dst, row)
+			}
+		default:
+			top := 0
+			for c, v := range row {
+				if v > row[top] {
+					top = c
+				}
+			}
+			s := math.Min(1, math.Max(1/float64(k)+1e-9, maps[0].apply(row[top])))
+			spread(dst, row, top, s)
+		}
+	}
+	return out
+}
+
+func clamp01(x float64) float64 { return math.Min(1, math.Max(0, x)) }
+
+// Isotonic is isotonic regression by pool-adjacent-violators (method
+// "isotonic", input "probabilities"). Each map is a non-decreasing function
+// given by points (X, Y), evaluated by linear interpolation and constant
+// outside [X_0, X_last], as scikit-learn's IsotonicRegression(out_of_bounds=
+// "clip"): every pooled block contributes its lowest and highest score with
+// the block's mean outcome.
+type Isotonic struct {
+	Header
+	Mode string      `json:"mode"`
+	Maps []*PointMap `json:"maps"`
+}
+
+// PointMap is a piecewise-linear map through points (X, Y), X increasing
+// (equal X allowed: the later point wins from the right).
+type PointMap struct {
+	X []float64 `json:"x"`
+	Y []float64 `json:"y"`
+}
+
+func (m *PointMap) apply(s float64) float64 {
+	x, y := m.X, m.Y
+	i, _ := slices.BinarySearchFunc(x, s, func(e, t float64) int {
+		if e <= t {
+			return -1
+		}
+		return 1
+	})
+	switch {
+	case i == 0:
+		return y[0]
+	case i == len(x):
+		return y[len(y)-1]
+	}
+	return y[i-1] + (y[i]-y[i-1])*(s-x[i-1])/(x[i]-x[i-1])
+}
+
+func (m *PointMap) valid() error {
+	if len(m.X) == 0 || len(m.X) != len(m.Y) {
+		return fmt.Errorf("point map with %d x and %d y", len(m.X), len(m.Y))
+	}
+	for i := 1; i < len(m.X); i++ {
+		if !(m.X[i] >= m.X[i-1]) {
+			return fmt.Errorf("point map x not sorted at %d", i)
+		}
+	}
+	return nil
+}
+
+// fitIsotonic is pool-adjacent-violators on the samples sorted by score;
+// equal scores are pooled first (they must get one value).
+func fitIsotonic(scores, outcomes []float64) (scalarMap, error) {
+	n := len(scores)
+	if n < 2 {
+		return nil, fmt.Errorf("isotonic: %d samples, need at least 2", n)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	type block struct {
+		sum, w, lo, hi float64
+	}
+	var bs []block
+	for _, j := range idx {
+		s := scores[j]
+		if len(bs) > 0 && bs[len(bs)-1].hi == s {
+			b := &bs[len(bs)-1]
+			b.sum += outcomes[j]
+			b.w++
+		} else {
+			bs = append(bs, block{sum: outcomes[j], w: 1, lo: s, hi: s})
+		}
+		for len(bs) > 1 {
+			a, b := bs[len(bs)-2], bs[len(bs)-1]
+			if a.sum/a.w < b.sum/b.w {
+				break
+			}
+			bs = bs[:len(bs)-2]
+			bs = append(bs, block{sum: a.sum + b.sum, w: a.w + b.w, lo: a.lo, hi: b.hi})
+		}
+	}
+	m := &PointMap{}
+	for _, b := range bs {
+		v := b.sum / b.w
+		m.X, m.Y = append(m.X, b.lo), append(m.Y, v)
+		if b.hi != b.lo {
+			m.X, m.Y = append(m.X, b.hi), append(m.Y, v)
+		}
+	}
+	return m, nil
+}
+
+// FitIsotonic fits isotonic maps in the given mode ("" means top_label).
+func FitIsotonic(probs []float64, labels []int, k int, mode string) (*Isotonic, error) {
+	if mode == "" {
+		mode = ModeTopLabel
+	}
+	maps, err := fitViews(mode, probs, labels, k, fitIsotonic)
+	if err != nil {
+		return nil, fmt.Errorf("recal: isotonic: %w", err)
+	}
+	c := &Isotonic{Header: Header{SchemaVersion: SchemaVersion, Method: "isotonic", Input: InputProbabilities, K: k}, Mode: mode}
+	for _, m := range maps {
+		c.Maps = append(c.Maps, m.(*PointMap))
+	}
+	return c, nil
+}
+
+// fitViews fits one scalar map per view of the mode.
+func fitViews(mode string, probs []float64, labels []int, k int, fit scalarFit) ([]scalarMap, error) {
+	if k < 2 || len(probs) != len(labels)*k {
+		return nil, fmt.Errorf("%d probabilities for %d samples of %d classes", len(probs), len(labels), k)
+	}
+	vs, err := views(mode, probs, labels, k)
+	if err != nil {
+		return nil, err
+	}
+	maps := make([]scalarMap, len(vs))
+	for i, v := range vs {
+		if maps[i], err = fit(v[0], v[1]); err != nil {
+			if len(vs) > 1 {
+				return nil, fmt.Errorf("class %d: %w", i, err)
+			}
+			return nil, err
+		}
+	}
+	return maps, nil
+}
+
+// Calibrate maps the probability vectors.
+func (c *Isotonic) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	probs = probsOf(probs, logits, k)
+	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
+		return nil, err
+	}
+	maps := make([]scalarMap, len(c.Maps))
+	for i, m := range c.Maps {
+		maps[i] = m
+	}
+	return applyScalar(c.Mode, maps, probs, k), nil
+}
+
+func (c *Isotonic) valid() error {
+	want := 1
+	if c.Mode == ModeOneVsRest {
+		want = c.K
+	} else if c.Mode != ModeTopLabel && c.Mode != ModeBinary {
+		return fmt.Errorf("mode %q", c.Mode)
+	}
+	if len(c.Maps) != want {
+		return fmt.Errorf("%d maps for mode %s", len(c.Maps), c.Mode)
+	}
+	for _, m := range c.Maps {
+		if err := m.valid(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probsOf returns probabilities for a probabilities-input map.
+func probsOf(probs, logits []float64, k int) []float64 {
+	if probs == nil && logits != nil {
+		return softmaxRows(logits, k)
+	}
+	return probs
+}
