@@ -119,6 +119,8 @@ func Load(r io.Reader) (Calibrator, error) {
 		c = &Platt{}
 	case "beta":
 		c = &Beta{}
+	case MethodVector, MethodMatrix, MethodDirichlet:
+		c = &Linear{}
 	default:
 		return nil, fmt.Errorf("recal: %w: unknown method %q", ErrSchema, h.Method)
 	}

@@ -12,14 +12,17 @@ import (
 )
 
 // fitMethods lists the methods of `calib fit`.
-var fitMethods = []string{"spline", "temperature", "isotonic", "histogram", "platt", "beta"}
+var fitMethods = []string{"spline", "temperature", "vector", "matrix-odir", "dirichlet-odir", "isotonic", "histogram", "platt", "beta"}
 
 func newFitCmd() *cobra.Command {
 	var in inputFlags
 	var method, out string
 	var knots, bins int
 	var refInterp bool
-	var scalarMode string
+	var scalarMode, gridName string
+	var lambda, mu float64
+	var normalize bool
+	var seed uint64
 	cmd := &cobra.Command{
 		Use:   "fit VAL_PRED --method METHOD -o MAP.json",
 		Short: "Fit a recalibration map on validation predictions and save it as JSON",
@@ -29,7 +32,9 @@ and writes it as a JSON map (schema in the README) for calib apply, calib eval
 
 Methods: spline (Gupta et al. 2021: natural cubic spline in fractile space,
 --knots, default 6); temperature (NLL-optimal temperature; needs logits);
-isotonic (pool-adjacent-violators), histogram (--bins equal-mass bins,
+vector, matrix-odir and dirichlet-odir (L-BFGS on NLL + lambda sum of squared
+off-diagonal weights + mu sum of squared intercepts; lambda and mu by 3-fold
+cross-validation unless given); isotonic (pool-adjacent-violators), histogram (--bins equal-mass bins,
 default 15), platt and beta (logistic maps of the score), each on the
 top-label confidence (--scalar-mode top_label, the default), on p1 of a
 binary set (binary), or, for isotonic, on every class column
@@ -52,6 +57,13 @@ binary set (binary), or, for isotonic, on every class column
 					return usageErrorf("--method temperature needs logits (--logits)")
 				}
 				c, err = recal.FitTemperature(twoColumnLogits(s), s.Labels, s.K)
+			case recal.MethodVector, recal.MethodMatrix, recal.MethodDirichlet:
+				if method != recal.MethodDirichlet && s.Logits == nil {
+					return usageErrorf("--method %s needs logits (--logits)", method)
+				}
+				o := recal.LinearOptions{Lambda: lambda, Mu: mu, Grid: gridName, Normalize: normalize, Seed: seed,
+					CV: !cmd.Flags().Changed("lambda") && !cmd.Flags().Changed("mu")}
+				c, err = recal.FitLinear(method, s.Probs, twoColumnLogits(s), s.Labels, s.K, o)
 			case "isotonic":
 				c, err = recal.FitIsotonic(s.Probs, s.Labels, s.K, scalarMode)
 			case "histogram":
@@ -88,6 +100,11 @@ binary set (binary), or, for isotonic, on every class column
 	fs.IntVar(&knots, "knots", recal.DefaultKnots, "spline: number of knots")
 	fs.BoolVar(&refInterp, "reference-interpolation", false, "spline: reproduce the reference code's swapped interpolation weights")
 	fs.IntVar(&bins, "bins", recal.DefaultHistogramBins, "histogram: number of equal-mass bins")
+	fs.Float64Var(&lambda, "lambda", 0, "matrix-odir, dirichlet-odir: ODIR weight of the squared off-diagonal weights (default: cross-validated)")
+	fs.Float64Var(&mu, "mu", 0, "matrix-odir, dirichlet-odir, vector: weight of the squared intercepts (default: cross-validated)")
+	fs.StringVar(&gridName, "grid", "default", "cross-validation grid of lambda and mu: default or full (Kull et al.)")
+	fs.BoolVar(&normalize, "odir-normalize", false, "divide lambda by K(K-1) and mu by K (the ODIR paper's formula)")
+	fs.Uint64Var(&seed, "seed", 1, "seed of the cross-validation folds")
 	fs.StringVar(&scalarMode, "scalar-mode", "", "isotonic, histogram, platt, beta: top_label (default), binary (K = 2) or one_vs_rest (isotonic)")
 	return cmd
 }

@@ -1,0 +1,386 @@
+package recal
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// Linear-family methods.
+const (
+	MethodVector    = "vector"         // z' = w ⊙ z + b on logits
+	MethodMatrix    = "matrix-odir"    // z' = W z + b on logits, ODIR
+	MethodDirichlet = "dirichlet-odir" // z' = W ln p + b, ODIR (Kull et al. 2019)
+)
+
+// DirichletClip is the clip of the probabilities before the log of
+// Dirichlet calibration.
+const DirichletClip = 2.2e-16
+
+// Linear is vector scaling (method "vector", input "logits", W diagonal),
+// matrix scaling with ODIR (method "matrix-odir", input "logits") or
+// Dirichlet calibration with ODIR (method "dirichlet-odir", input
+// "probabilities", x = ln max(p, 2.2e-16)): probabilities =
+// softmax(W x + b). JSON: "w" (K entries for vector scaling, K×K row-major
+// otherwise), "b" (K), and the regularisation used, "lambda" and "mu".
+type Linear struct {
+	Header
+	W      []float64 `json:"w"`
+	B      []float64 `json:"b"`
+	Lambda float64   `json:"lambda"`
+	Mu     float64   `json:"mu"`
+}
+
+// LinearOptions configures FitLinear.
+type LinearOptions struct {
+	// Lambda and Mu are the ODIR weights of the squared off-diagonal
+	// weights and the squared intercepts. When CV is true they are chosen
+	// by stratified k-fold cross-validation (mean held-out NLL) instead.
+	Lambda, Mu float64
+	CV         bool
+	// Grid is "default" (lambda, mu in 10^{-4..2} for K <= 10, 10^{-2..2}
+	// above; 3 folds) or "full" (Kull et al.: lambda in {1, 0.25, 0.5} x
+	// 10^i, mu in 10^i, i from -5 (K <= 10) or -2 (K > 10) to 6; 5 folds).
+	Grid string
+	// Normalize divides lambda by K(K-1) and mu by K (the formula of Kull
+	// et al.'s paper; dirichletcal's default does not).
+	Normalize bool
+	Seed      uint64 // fold assignment
+	Workers   int
+}
+
+// linearInput returns the features x (n×k) of a method.
+func linearInput(method string, probs, logits []float64, k int) []float64 {
+	if method == MethodDirichlet {
+		if probs == nil {
+			probs = softmaxRows(logits, k)
+		}
+		x := make([]float64, len(probs))
+		for i, p := range probs {
+			x[i] = math.Log(math.Max(p, DirichletClip))
+		}
+		return x
+	}
+	return logitsOf(probs, logits)
+}
+
+// FitLinear fits a linear-family map on validation predictions (probs n×k,
+// logits n×k or nil) and labels.
+func FitLinear(method string, probs, logits []float64, labels []int, k int, o LinearOptions) (*Linear, error) {
+	n := len(labels)
+	if k < 2 || n < 2 || (probs != nil && len(probs) != n*k) || (logits != nil && len(logits) != n*k) || (probs == nil && logits == nil) {
+		return nil, fmt.Errorf("recal: %s: bad input shape (n = %d, K = %d)", method, n, k)
+	}
+	input := InputLogits
+	switch method {
+	case MethodVector, MethodMatrix:
+	case MethodDirichlet:
+		input = InputProbabilities
+	default:
+		return nil, fmt.Errorf("recal: unknown linear method %q", method)
+	}
+	x := linearInput(method, probs, logits, k)
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("recal: %s: input %d is %v", method, i, v)
+		}
+	}
+	lam, mu := o.Lambda, o.Mu
+	if method == MethodVector {
+		lam = 0 // no off-diagonal weights
+	}
+	if o.CV && method != MethodVector {
+		var err error
+		if lam, mu, err = crossValidate(method, x, labels, k, o); err != nil {
+			return nil, err
+		}
+	}
+	w, b, err := fitLinear(method, x, labels, k, lam, mu, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Linear{Header: Header{SchemaVersion: SchemaVersion, Method: method, Input: input, K: k}, W: w, B: b, Lambda: lam, Mu: mu}, nil
+}
+
+// nparams returns the number of weights of W.
+func nweights(method string, k int) int {
+	if method == MethodVector {
+		return k
+	}
+	return k * k
+}
+
+// fitLinear minimises mean NLL + lambda sum_{i!=j} w_ij^2 + mu sum_j b_j^2 by
+// L-BFGS from init (nil: the identity map).
+func fitLinear(method string, x []float64, labels []int, k int, lam, mu float64, o LinearOptions, init []float64) (w, b []float64, err error) {
+	nw := nweights(method, k)
+	if o.Normalize {
+		lam /= float64(k * (k - 1))
+		mu /= float64(k)
+	}
+	theta := init
+	if theta == nil {
+		theta = make([]float64, nw+k)
+		for i := 0; i < k; i++ {
+			if method == MethodVector {
+				theta[i] = 1
+			} else {
+				theta[i*k+i] = 1
+			}
+		}
+	}
+	obj := func(grad, th []float64) float64 {
+		return linearObjective(method, x, labels, k, lam, mu, th, grad, o.Workers)
+	}
+	p := optimize.Problem{
+		Func: func(th []float64) float64 { return obj(nil, th) },
+		Grad: func(grad, th []float64) { obj(grad, th) },
+	}
+	// Stop when the gradient's largest entry is below 1e-5 or the
+	// objective moved less than 1e-9 over 10 iterations (the NLL is a mean,
+	// so these are relative to its per-sample scale).
+	settings := &optimize.Settings{GradientThreshold: 1e-5, MajorIterations: 1000,
+		Converger: &optimize.FunctionConverge{Absolute: 1e-9, Iterations: 10}}
+	res, err := optimize.Minimize(p, slices.Clone(theta), settings, &optimize.LBFGS{})
+	if err != nil && res == nil {
+		return nil, nil, fmt.Errorf("recal: %s: L-BFGS: %w", method, err)
+	}
+	if res.Status != optimize.GradientThreshold && res.Status != optimize.FunctionConvergence && res.Status != optimize.IterationLimit {
+		return nil, nil, fmt.Errorf("recal: %s: L-BFGS stopped with status %v", method, res.Status)
+	}
+	for _, v := range res.X {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, nil, fmt.Errorf("recal: %s: the fit diverged", method)
+		}
+	}
+	return res.X[:nw], res.X[nw:], nil
+}
+
+// linearObjective returns the objective at th and, if grad is not nil, its
+// gradient. Samples are summed in fixed chunks in order (deterministic).
+func linearObjective(method string, x []float64, labels []int, k int, lam, mu float64, th, grad []float64, workers int) float64 {
+	n := len(labels)
+	nw := nweights(method, k)
+	w, b := th[:nw], th[nw:]
+	const chunk = 256
+	nch := (n + chunk - 1) / chunk
+	losses := make([]float64, nch)
+	var grads [][]float64
+	if grad != nil {
+		grads = make([][]float64, nch)
+	}
+	parallel.For(nch, workers, func() []float64 { return make([]float64, 2*k) }, func(buf []float64, c int) {
+		z, p := buf[:k], buf[k:]
+		var g []float64
+		if grad != nil {
+			g = make([]float64, len(th))
+			grads[c] = g
+		}
+		for i := c * chunk; i < min(n, (c+1)*chunk); i++ {
+			xi := x[i*k : (i+1)*k]
+			for r := 0; r < k; r++ {
+				v := b[r]
+				if method == MethodVector {
+					v += w[r] * xi[r]
+				} else {
+					wr := w[r*k : (r+1)*k]
+					for m, xv := range xi {
+						v += wr[m] * xv
+					}
+				}
+				z[r] = v
+			}
+			data.Softmax(p, z)
+			mx := slices.Max(z)
+			s := 0.0
+			for _, v := range z {
+				s += math.Exp(v - mx)
+			}
+			losses[c] += mx + math.Log(s) - z[labels[i]]
+			if g == nil {
+				continue
+			}
+			p[labels[i]]--
+			for r := 0; r < k; r++ {
+				if method == MethodVector {
+					g[r] += p[r] * xi[r]
+				} else {
+					gr := g[r*k : (r+1)*k]
+					for m, xv := range xi {
+						gr[m] += p[r] * xv
+					}
+				}
+				g[nw+r] += p[r]
+			}
+		}
+	})
+	loss := 0.0
+	for c := range losses {
+		loss += losses[c]
+	}
+	loss /= float64(n)
+	if grad != nil {
+		clear(grad)
+		for _, g := range grads {
+			for i, v := range g {
+				grad[i] += v
+			}
+		}
+		for i := range grad {
+			grad[i] /= float64(n)
+		}
+	}
+	// ODIR penalty.
+	if method != MethodVector {
+		for r := 0; r < k; r++ {
+			for m := 0; m < k; m++ {
+				if r != m {
+					v := w[r*k+m]
+					loss += lam * v * v
+					if grad != nil {
+						grad[r*k+m] += 2 * lam * v
+					}
+				}
+			}
+		}
+	}
+	for r, v := range b {
+		loss += mu * v * v
+		if grad != nil {
+			grad[nw+r] += 2 * mu * v
+		}
+	}
+	return loss
+}
+
+// grid returns the (lambda, mu) candidates and the number of folds.
+func grid(o LinearOptions, k int) (lams, mus []float64, folds int) {
+	lo := -4
+	if k > 10 {
+		lo = -2
+	}
+	if o.Grid == "full" {
+		lo = -5
+		if k > 10 {
+			lo = -2
+		}
+		for i := lo; i <= 6; i++ {
+			p := math.Pow(10, float64(i))
+			lams = append(lams, 0.25*p, 0.5*p, p)
+			mus = append(mus, p)
+		}
+		return lams, mus, 5
+	}
+	for i := lo; i <= 2; i++ {
+		lams = append(lams, math.Pow(10, float64(i)))
+	}
+	return lams, slices.Clone(lams), 3
+}
+
+// crossValidate picks (lambda, mu) by stratified k-fold cross-validation on
+// the mean held-out NLL; fits along increasing lambda are warm-started from
+// the previous one. Folds are assigned per class from PCG(Seed, 1).
+func crossValidate(method string, x []float64, labels []int, k int, o LinearOptions) (lam, mu float64, err error) {
+	lams, mus, folds := grid(o, k)
+	if o.Grid != "" && o.Grid != "default" && o.Grid != "full" {
+		return 0, 0, fmt.Errorf("recal: grid %q (valid: default, full)", o.Grid)
+	}
+	n := len(labels)
+	fold := make([]int, n)
+	rng := rand.New(rand.NewPCG(o.Seed, 1))
+	for c := 0; c < k; c++ {
+		var idx []int
+		for i, y := range labels {
+			if y == c {
+				idx = append(idx, i)
+			}
+		}
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for j, i := range idx {
+			fold[i] = j % folds
+		}
+	}
+	split := func(f int, held bool) ([]float64, []int) {
+		var xs []float64
+		var ys []int
+		for i, y := range labels {
+			if (fold[i] == f) == held {
+				xs = append(xs, x[i*k:(i+1)*k]...)
+				ys = append(ys, y)
+			}
+		}
+		return xs, ys
+	}
+	best := math.Inf(1)
+	for _, m := range mus {
+		score := make([]float64, len(lams))
+		for f := 0; f < folds; f++ {
+			xt, yt := split(f, false)
+			xh, yh := split(f, true)
+			var init []float64
+			for li, l := range lams {
+				w, b, err := fitLinear(method, xt, yt, k, l, m, o, init)
+				if err != nil {
+					return 0, 0, err
+				}
+				init = append(slices.Clone(w), b...)
+				th := slices.Concat(w, b)
+				score[li] += linearObjective(method, xh, yh, k, 0, 0, th, nil, o.Workers) / float64(folds)
+			}
+		}
+		for li, s := range score {
+			if s < best {
+				best, lam, mu = s, lams[li], m
+			}
+		}
+	}
+	return lam, mu, nil
+}
+
+// Calibrate returns softmax(W x + b).
+func (l *Linear) Calibrate(probs, logits []float64, k int) ([]float64, error) {
+	n := len(probs) / max(k, 1)
+	if probs == nil {
+		n = len(logits) / max(k, 1)
+	}
+	if k != l.K {
+		return nil, fmt.Errorf("recal: %s map for K = %d applied to K = %d", l.Method, l.K, k)
+	}
+	x := linearInput(l.Method, probs, logits, k)
+	out := make([]float64, n*k)
+	z := make([]float64, k)
+	for i := 0; i < n; i++ {
+		xi := x[i*k : (i+1)*k]
+		for r := 0; r < k; r++ {
+			v := l.B[r]
+			if l.Method == MethodVector {
+				v += l.W[r] * xi[r]
+			} else {
+				for m, xv := range xi {
+					v += l.W[r*k+m] * xv
+				}
+			}
+			z[r] = v
+		}
+		data.Softmax(out[i*k:(i+1)*k], z)
+	}
+	return out, nil
+}
+
+func (l *Linear) valid() error {
+	if len(l.W) != nweights(l.Method, l.K) || len(l.B) != l.K {
+		return fmt.Errorf("%d weights and %d intercepts for K = %d", len(l.W), len(l.B), l.K)
+	}
+	for _, v := range slices.Concat(l.W, l.B) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("parameter %v", v)
+		}
+	}
+	return nil
+}
