@@ -293,3 +293,31 @@ func TestFitApply(t *testing.T) {
 		t.Errorf("bad map: exit %d, %s", code, stderr)
 	}
 }
+
+// TestCompare runs compare on the embedded val/test logits with three quick
+// methods: the spline's KS top-1 is the reference's correct-interpolation
+// figure and temperature lowers the NLL.
+func TestCompare(t *testing.T) {
+	const d = "../demo/cifar10_resnet110-brier/"
+	args := []string{"compare", "--val", d + "val_logits.npy", "--val-labels", d + "val_labels.npy",
+		"--test", d + "test_logits.npy", "--test-labels", d + "test_labels.npy", "--methods", "spline,temperature,isotonic", "--json"}
+	stdout, stderr, code := run(t, append(args, "--logits")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Rows []map[string]any
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Rows) != 4 || out.Rows[0]["method"] != "uncalibrated" {
+		t.Fatalf("rows %v", out.Rows)
+	}
+	if v := out.Rows[1]["ks_top1"].(float64); math.Abs(v-0.002634122808532563) > 5e-5 {
+		t.Errorf("spline KS top-1 %v", v)
+	}
+	if out.Rows[2]["nll"].(float64) >= out.Rows[0]["nll"].(float64) {
+		t.Errorf("temperature NLL %v vs %v", out.Rows[2]["nll"], out.Rows[0]["nll"])
+	}
+}

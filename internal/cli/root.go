@@ -46,7 +46,7 @@ for canonical, marginal and top-label calibration) from a file of predictions
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{err} })
-	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd())
+	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd())
 	return root
 }
 
