@@ -240,13 +240,23 @@ func linearObjective(method string, x []float64, labels []int, k int, lam, mu fl
 			grad[i] /= float64(n)
 		}
 	}
-	// ODIR penalty.
-	if method != MethodVector {
+	if method == MethodVector {
+		lam = 0 // no off-diagonal weights
+	}
+	return loss + odirPenalty(th, k, nw, lam, mu, grad)
+}
+
+// odirPenalty returns lambda sum_{i != j} w_ij^2 + mu sum_j b_j^2 of the
+// parameters th = (W, b) with nw weights (K×K when lambda > 0) and adds its
+// gradient to grad (if not nil).
+func odirPenalty(th []float64, k, nw int, lam, mu float64, grad []float64) float64 {
+	pen := 0.0
+	if lam != 0 {
 		for r := 0; r < k; r++ {
 			for m := 0; m < k; m++ {
 				if r != m {
-					v := w[r*k+m]
-					loss += lam * v * v
+					v := th[r*k+m]
+					pen += lam * v * v
 					if grad != nil {
 						grad[r*k+m] += 2 * lam * v
 					}
@@ -254,13 +264,13 @@ func linearObjective(method string, x []float64, labels []int, k int, lam, mu fl
 			}
 		}
 	}
-	for r, v := range b {
-		loss += mu * v * v
+	for r, v := range th[nw:] {
+		pen += mu * v * v
 		if grad != nil {
 			grad[nw+r] += 2 * mu * v
 		}
 	}
-	return loss
+	return pen
 }
 
 // matrixObjective is linearObjective for a full W with K > 20, with the
@@ -311,24 +321,7 @@ func matrixObjective(x []float64, labels []int, k int, lam, mu float64, th, grad
 			gb[r] /= float64(n)
 		}
 	}
-	for r := 0; r < k; r++ {
-		for m := 0; m < k; m++ {
-			if r != m {
-				v := w[r*k+m]
-				loss += lam * v * v
-				if grad != nil {
-					grad[r*k+m] += 2 * lam * v
-				}
-			}
-		}
-	}
-	for r, v := range b {
-		loss += mu * v * v
-		if grad != nil {
-			grad[k*k+r] += 2 * mu * v
-		}
-	}
-	return loss
+	return loss + odirPenalty(th, k, k*k, lam, mu, grad)
 }
 
 // grid returns the (lambda, mu) candidates and the number of folds.

@@ -1,7 +1,6 @@
 package recal
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -150,11 +149,7 @@ func fitIsotonic(scores, outcomes []float64) (scalarMap, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("isotonic: %d samples, need at least 2", n)
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	idx := sortedOrder(scores)
 	type block struct {
 		sum, w, lo, hi float64
 	}

@@ -58,11 +58,7 @@ func FitSplineCurve(scores, outcomes []float64, o SplineOptions) (*SplineCurve, 
 	if n < 3 {
 		return nil, fmt.Errorf("recal: spline: %d samples, need at least 3", n)
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	idx := sortedOrder(scores)
 	s, y := make([]float64, n), make([]float64, n)
 	cs, co := 0.0, 0.0
 	for i, j := range idx {
@@ -112,6 +108,17 @@ func fitSorted(s, y []float64, o SplineOptions) (*SplineCurve, error) {
 		c.Calibrated[i] = s[i] + dot(sp.slopeRow(x[i]), c.KnotValues)
 	}
 	return c, nil
+}
+
+// sortedOrder returns the indices of scores in increasing order of score
+// (stable: equal scores keep their input order).
+func sortedOrder(scores []float64) []int {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	return idx
 }
 
 func dot(a, b []float64) float64 {
