@@ -54,6 +54,10 @@ type LinearOptions struct {
 	Normalize bool
 	Seed      uint64 // fold assignment
 	Workers   int
+
+	// loose marks the fits inside cross-validation, which only rank the
+	// grid points: they stop at a gradient of 1e-4 or after 100 iterations.
+	loose bool
 }
 
 // linearInput returns the features x (n×k) of a method.
@@ -148,6 +152,10 @@ func fitLinear(method string, x []float64, labels []int, k int, lam, mu float64,
 	// so these are relative to its per-sample scale).
 	settings := &optimize.Settings{GradientThreshold: 1e-5, MajorIterations: 1000,
 		Converger: &optimize.FunctionConverge{Absolute: 1e-9, Iterations: 10}}
+	if o.loose {
+		settings = &optimize.Settings{GradientThreshold: 1e-4, MajorIterations: 100,
+			Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 5}}
+	}
 	res, err := optimize.Minimize(p, slices.Clone(theta), settings, &optimize.LBFGS{})
 	if err != nil && res == nil {
 		return nil, nil, fmt.Errorf("recal: %s: L-BFGS: %w", method, err)
@@ -349,8 +357,9 @@ func grid(o LinearOptions, k int) (lams, mus []float64, folds int) {
 }
 
 // crossValidate picks (lambda, mu) by stratified k-fold cross-validation on
-// the mean held-out NLL; fits along increasing lambda are warm-started from
-// the previous one. Folds are assigned per class from PCG(Seed, 1).
+// the mean held-out NLL; each fit is warm-started from the same lambda at the
+// previous mu (else the previous lambda). Folds are assigned per class from
+// PCG(Seed, 1).
 func crossValidate(method string, x []float64, labels []int, k int, o LinearOptions) (lam, mu float64, err error) {
 	lams, mus, folds := grid(o, k)
 	if o.Grid != "" && o.Grid != "default" && o.Grid != "full" {
@@ -382,26 +391,40 @@ func crossValidate(method string, x []float64, labels []int, k int, o LinearOpti
 		}
 		return xs, ys
 	}
-	best := math.Inf(1)
-	for _, m := range mus {
-		score := make([]float64, len(lams))
-		for f := 0; f < folds; f++ {
-			xt, yt := split(f, false)
-			xh, yh := split(f, true)
-			var init []float64
+	o.loose = true
+	// score[mi][li]: mean held-out NLL of (lams[li], mus[mi]) over folds.
+	score := make([][]float64, len(mus))
+	for mi := range score {
+		score[mi] = make([]float64, len(lams))
+	}
+	for f := 0; f < folds; f++ {
+		xt, yt := split(f, false)
+		xh, yh := split(f, true)
+		// Warm starts: from the same lambda at the previous mu, else from
+		// the previous lambda.
+		prev := make([][]float64, len(lams))
+		for mi, m := range mus {
+			var last []float64
 			for li, l := range lams {
+				init := prev[li]
+				if init == nil {
+					init = last
+				}
 				w, b, err := fitLinear(method, xt, yt, k, l, m, o, init)
 				if err != nil {
 					return 0, 0, err
 				}
-				init = append(slices.Clone(w), b...)
 				th := slices.Concat(w, b)
-				score[li] += linearObjective(method, xh, yh, k, 0, 0, th, nil, o.Workers) / float64(folds)
+				prev[li], last = th, th
+				score[mi][li] += linearObjective(method, xh, yh, k, 0, 0, th, nil, o.Workers) / float64(folds)
 			}
 		}
-		for li, s := range score {
+	}
+	best := math.Inf(1)
+	for mi, row := range score {
+		for li, s := range row {
 			if s < best {
-				best, lam, mu = s, lams[li], m
+				best, lam, mu = s, lams[li], mus[mi]
 			}
 		}
 	}
