@@ -147,14 +147,20 @@ func (pt *part) pointTerms(r, lse, ps []float64) (terms [][]float64, kept []bool
 // points (lse > -Inf) of sum_l |e_jl|^p, summed in point order.
 func (pt *part) lpMeans(r, lse, ps []float64) (means []float64, nkept int) {
 	terms, _, nkept := pt.pointTerms(r, lse, ps)
-	means = make([]float64, len(ps))
+	return meanTerms(terms, nkept), nkept
+}
+
+// meanTerms returns, for each exponent, the sum of its point terms (in
+// point order) divided by nkept.
+func meanTerms(terms [][]float64, nkept int) []float64 {
+	means := make([]float64, len(terms))
 	for i, t := range terms {
 		for _, v := range t {
 			means[i] += v
 		}
 		means[i] /= float64(max(nkept, 1))
 	}
-	return means, nkept
+	return means
 }
 
 // check validates the inputs shared by Estimate, Gradient and
@@ -344,14 +350,14 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 	}
 	for pi, pt := range pts {
 		r, lse := pt.prob.ratios(h)
+		terms, kept, nkept := pt.pointTerms(r, lse, ps)
+		means := meanTerms(terms, nkept)
 		if opts.Terms {
-			terms, kept, _ := pt.pointTerms(r, lse, ps)
 			res.Kept[pi] = kept
 			for i := range ps {
 				res.Terms[i][pi] = terms[i]
 			}
 		}
-		means, nkept := pt.lpMeans(r, lse, ps)
 		res.Excluded += pt.prob.n - nkept
 		if nkept == 0 {
 			return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
