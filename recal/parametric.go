@@ -72,11 +72,7 @@ func (h *Histogram) apply(s float64) float64 {
 
 // Calibrate maps the probability vectors.
 func (h *Histogram) Calibrate(probs, logits []float64, k int) ([]float64, error) {
-	probs = probsOf(probs, logits, k)
-	if err := h.check(k, len(probs)/max(k, 1), probs); err != nil {
-		return nil, err
-	}
-	return applyScalar(h.Mode, []scalarMap{h}, probs, k), nil
+	return calibrateScalar(h.Header, h.Mode, []scalarMap{h}, probs, logits, k)
 }
 
 func (h *Histogram) valid() error {
@@ -139,11 +135,7 @@ func (c *Platt) apply(s float64) float64 {
 
 // Calibrate maps the probability vectors.
 func (c *Platt) Calibrate(probs, logits []float64, k int) ([]float64, error) {
-	probs = probsOf(probs, logits, k)
-	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
-		return nil, err
-	}
-	return applyScalar(c.Mode, []scalarMap{c}, probs, k), nil
+	return calibrateScalar(c.Header, c.Mode, []scalarMap{c}, probs, logits, k)
 }
 
 func (c *Platt) valid() error {
@@ -227,11 +219,7 @@ func (c *Beta) apply(s float64) float64 {
 
 // Calibrate maps the probability vectors.
 func (c *Beta) Calibrate(probs, logits []float64, k int) ([]float64, error) {
-	probs = probsOf(probs, logits, k)
-	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
-		return nil, err
-	}
-	return applyScalar(c.Mode, []scalarMap{c}, probs, k), nil
+	return calibrateScalar(c.Header, c.Mode, []scalarMap{c}, probs, logits, k)
 }
 
 func (c *Beta) valid() error {

@@ -55,6 +55,17 @@ func views(mode string, probs []float64, labels []int, k int) ([][2][]float64, e
 	return nil, fmt.Errorf("unknown mode %q (valid: %s, %s, %s)", mode, ModeTopLabel, ModeBinary, ModeOneVsRest)
 }
 
+// calibrateScalar is the Calibrate of the scalar-score maps: probabilities
+// (softmax of the logits if only they are given), checked against the map's
+// header, mapped in the map's mode.
+func calibrateScalar(h Header, mode string, maps []scalarMap, probs, logits []float64, k int) ([]float64, error) {
+	probs = probsOf(probs, logits, k)
+	if err := h.check(k, len(probs)/max(k, 1), probs); err != nil {
+		return nil, err
+	}
+	return applyScalar(mode, maps, probs, k), nil
+}
+
 // applyScalar maps probability vectors with the fitted maps of a mode.
 func applyScalar(mode string, maps []scalarMap, probs []float64, k int) []float64 {
 	n := len(probs) / k
@@ -115,12 +126,7 @@ type PointMap struct {
 
 func (m *PointMap) apply(s float64) float64 {
 	x, y := m.X, m.Y
-	i, _ := slices.BinarySearchFunc(x, s, func(e, t float64) int {
-		if e <= t {
-			return -1
-		}
-		return 1
-	})
+	i := upperBound(x, s)
 	switch {
 	case i == 0:
 		return y[0]
@@ -222,15 +228,11 @@ func fitViews(mode string, probs []float64, labels []int, k int, fit scalarFit) 
 
 // Calibrate maps the probability vectors.
 func (c *Isotonic) Calibrate(probs, logits []float64, k int) ([]float64, error) {
-	probs = probsOf(probs, logits, k)
-	if err := c.check(k, len(probs)/max(k, 1), probs); err != nil {
-		return nil, err
-	}
 	maps := make([]scalarMap, len(c.Maps))
 	for i, m := range c.Maps {
 		maps[i] = m
 	}
-	return applyScalar(c.Mode, maps, probs, k), nil
+	return calibrateScalar(c.Header, c.Mode, maps, probs, logits, k)
 }
 
 func (c *Isotonic) valid() error {
@@ -249,6 +251,18 @@ func (c *Isotonic) valid() error {
 		}
 	}
 	return nil
+}
+
+// upperBound returns the first index i with x[i] > v in the sorted x
+// (len(x) when there is none), so among equal values the last is at i-1.
+func upperBound(x []float64, v float64) int {
+	i, _ := slices.BinarySearchFunc(x, v, func(e, t float64) int {
+		if e <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
 
 // probsOf returns probabilities for a probabilities-input map.

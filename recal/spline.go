@@ -134,12 +134,7 @@ func dot(a, b []float64) float64 {
 // to [0, 1]. Among equal validation scores the last one is the left end.
 func (c *SplineCurve) Map(score float64) float64 {
 	s, v := c.Scores, c.Calibrated
-	i, _ := slices.BinarySearchFunc(s, score, func(e, t float64) int {
-		if e <= t {
-			return -1
-		}
-		return 1
-	}) // first index with s[i] > score
+	i := upperBound(s, score)
 	var r float64
 	switch {
 	case i == 0:
