@@ -293,7 +293,14 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Calibrator{ts, sp} {
+	spc, err := FitSpline(s.Probs, s.Labels, s.K, SplineOptions{Constrained: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spc.Top1.Constrained || slices.Equal(spc.Top1.KnotValues, sp.Top1.KnotValues) {
+		t.Errorf("constrained top-1 spline: %+v", spc.Top1.KnotValues)
+	}
+	for _, c := range []Calibrator{ts, sp, spc} {
 		var buf bytes.Buffer
 		if err := Save(&buf, c); err != nil {
 			t.Fatal(err)

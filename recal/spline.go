@@ -37,6 +37,9 @@ type SplineCurve struct {
 	// whose two weights are swapped: (beta y[i] + alpha y[i-1]) / (alpha +
 	// beta) with alpha = x - x[i-1], beta = x[i] - x. Not the default.
 	ReferenceInterpolation bool `json:"reference_interpolation,omitempty"`
+	// Constrained records that the fit kept 0 <= score_i + y'(x_i) <= 1 at
+	// every validation point (SplineOptions.Constrained).
+	Constrained bool `json:"constrained,omitempty"`
 }
 
 // SplineOptions configures FitSplineCurve.
@@ -44,6 +47,13 @@ type SplineOptions struct {
 	Knots int // 0 means DefaultKnots
 	// ReferenceInterpolation: see SplineCurve.
 	ReferenceInterpolation bool
+	// Constrained fits the knot values under the constraint of the paper's
+	// section 4.1, 0 <= score_i + y'(x_i) <= 1 at every validation point
+	// (y' is linear in the knot values, so this is a small quadratic
+	// program, solved by an active-set method). When the least-squares fit
+	// already meets it the two fits are identical. The scores must lie in
+	// [0, 1].
+	Constrained bool
 }
 
 // FitSplineCurve fits the spline of scores and outcomes (see SplineCurve).
@@ -99,15 +109,52 @@ func fitSorted(s, y []float64, o SplineOptions) (*SplineCurve, error) {
 		return nil, fmt.Errorf("recal: spline least squares: %w", err)
 	}
 	c := &SplineCurve{Knots: m, KnotValues: make([]float64, m), Scores: s, Calibrated: make([]float64, n),
-		ReferenceInterpolation: o.ReferenceInterpolation}
+		ReferenceInterpolation: o.ReferenceInterpolation, Constrained: o.Constrained}
 	for k := range c.KnotValues {
 		c.KnotValues[k] = v.AtVec(k)
+	}
+	if o.Constrained {
+		kv, err := constrainSlopes(sp, d, x, s, y, c.KnotValues)
+		if err != nil {
+			return nil, err
+		}
+		c.KnotValues = kv
 	}
 	c.SecondDerivatives = sp.secondDerivatives(c.KnotValues)
 	for i := range x {
 		c.Calibrated[i] = s[i] + dot(sp.slopeRow(x[i]), c.KnotValues)
 	}
 	return c, nil
+}
+
+// constrainSlopes returns the least-squares knot values v (design d, targets
+// y) under 0 <= s_i + spline'(x_i) <= 1: v itself when it already meets the
+// constraint, else the solution of the quadratic program started from the
+// knot values 0 (feasible: the slope is then 0 and s_i is in [0, 1]).
+func constrainSlopes(sp *naturalSpline, d *mat.Dense, x, s, y, v []float64) ([]float64, error) {
+	n, m := len(x), sp.m
+	g := mat.NewDense(n, m, nil)
+	lo, hi := make([]float64, n), make([]float64, n)
+	feasible := true
+	for i := range x {
+		if !(s[i] >= 0 && s[i] <= 1) {
+			return nil, fmt.Errorf("recal: constrained spline: score %v outside [0, 1]", s[i])
+		}
+		row := sp.slopeRow(x[i])
+		g.SetRow(i, row)
+		lo[i], hi[i] = -s[i], 1-s[i]
+		if sl := dot(row, v); sl < lo[i] || sl > hi[i] {
+			feasible = false
+		}
+	}
+	if feasible {
+		return v, nil
+	}
+	kv, _, err := boundedLeastSquares(d, y, g, lo, hi, make([]float64, m))
+	if err != nil {
+		return nil, fmt.Errorf("recal: constrained spline: %w", err)
+	}
+	return kv, nil
 }
 
 // sortedOrder returns the indices of scores in increasing order of score

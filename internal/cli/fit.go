@@ -18,7 +18,7 @@ func newFitCmd() *cobra.Command {
 	var in inputFlags
 	var method, out string
 	var knots, bins int
-	var refInterp bool
+	var refInterp, constrained bool
 	var scalarMode, gridName string
 	var lambda, mu float64
 	var normalize bool
@@ -31,7 +31,8 @@ and writes it as a JSON map (schema in the README) for calib apply, calib eval
 --calibrator, or any other language.
 
 Methods: spline (Gupta et al. 2021: natural cubic spline in fractile space,
---knots, default 6); temperature (NLL-optimal temperature; needs logits);
+--knots, default 6; --constrained keeps the fitted probabilities in [0, 1]);
+temperature (NLL-optimal temperature; needs logits);
 vector, matrix-odir and dirichlet-odir (L-BFGS on NLL + lambda sum of squared
 off-diagonal weights + mu sum of squared intercepts; lambda and mu by 3-fold
 cross-validation unless given); isotonic (pool-adjacent-violators), histogram (--bins equal-mass bins,
@@ -51,7 +52,7 @@ binary set (binary), or, for isotonic, on every class column
 			var c recal.Calibrator
 			switch method {
 			case "spline":
-				c, err = recal.FitSpline(s.Probs, s.Labels, s.K, recal.SplineOptions{Knots: knots, ReferenceInterpolation: refInterp})
+				c, err = recal.FitSpline(s.Probs, s.Labels, s.K, recal.SplineOptions{Knots: knots, ReferenceInterpolation: refInterp, Constrained: constrained})
 			case "temperature":
 				if s.Logits == nil {
 					return usageErrorf("--method temperature needs logits (--logits)")
@@ -99,6 +100,7 @@ binary set (binary), or, for isotonic, on every class column
 	fs.StringVarP(&out, "output", "o", "", "write the map to `FILE` (JSON)")
 	fs.IntVar(&knots, "knots", recal.DefaultKnots, "spline: number of knots")
 	fs.BoolVar(&refInterp, "reference-interpolation", false, "spline: reproduce the reference code's swapped interpolation weights")
+	fs.BoolVar(&constrained, "constrained", false, "spline: keep 0 <= score + slope <= 1 at every validation point (the QP of the paper's section 4.1)")
 	fs.IntVar(&bins, "bins", recal.DefaultHistogramBins, "histogram: number of equal-mass bins")
 	fs.Float64Var(&lambda, "lambda", 0, "matrix-odir, dirichlet-odir: ODIR weight of the squared off-diagonal weights (default: cross-validated)")
 	fs.Float64Var(&mu, "mu", 0, "matrix-odir, dirichlet-odir, vector: weight of the squared intercepts (default: cross-validated)")
