@@ -244,11 +244,15 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 				}
 				z[r] = v
 			}
-			data.Softmax(p, z)
+			// Softmax and log-sum-exp from one pass of exponentials.
 			mx := slices.Max(z)
 			s := 0.0
-			for _, v := range z {
-				s += math.Exp(v - mx)
+			for r, v := range z {
+				p[r] = math.Exp(v - mx)
+				s += p[r]
+			}
+			for r := range p {
+				p[r] /= s
 			}
 			losses[c] += mx + math.Log(s) - z[labels[i]]
 			if g == nil {
