@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -161,15 +163,20 @@ func TestBandwidthJSON(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	stdout, stderr, code := run(t, "demo", "--bandwidth", "0.01", "--mode", "canonical", "--p", "1")
+	t.Chdir(t.TempDir())
+	stdout, stderr, code := run(t, "demo")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"n = 5000, K = 10", "canonical", "What the numbers mean"} {
+	for _, want := range []string{"n = 10000, K = 10", "ECE^KDE canonical", "dirichlet-odir", "What the numbers mean", "report: calib-demo-report.html"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
 	}
+	if strings.Contains(stderr, "not drawn") {
+		t.Errorf("figures missing: %s", stderr)
+	}
+	checkReport(t, "calib-demo-report.html", []string{"reliability", "per-class", "ks", "simplex", "bandwidth", "recalibration"})
 }
 
 // TestEvalAllMetrics runs eval with its default (every metric) and --ci on a
@@ -319,5 +326,145 @@ func TestCompare(t *testing.T) {
 	}
 	if out.Rows[2]["nll"].(float64) >= out.Rows[0]["nll"].(float64) {
 		t.Errorf("temperature NLL %v vs %v", out.Rows[2]["nll"], out.Rows[0]["nll"])
+	}
+}
+
+// checkReport parses an HTML report and checks that it holds the data
+// summary, the metrics table and the figure sections (by id) with at least
+// one inline <svg> each, and no network URL in any src or href.
+func checkReport(t *testing.T, name string, sections []string) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The standard library's XML decoder in its HTML mode (not strict,
+	// HTML void elements closed, HTML entities) checks that the page is
+	// well formed as the browser will read it.
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	dec.Strict = false
+	dec.AutoClose = xml.HTMLAutoClose
+	dec.Entity = xml.HTMLEntity
+	ids := map[string]bool{}
+	svgs := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if el.Name.Local == "svg" {
+			svgs++
+		}
+		for _, a := range el.Attr {
+			switch a.Name.Local {
+			case "id":
+				ids[a.Value] = true
+			case "src", "href":
+				if strings.Contains(a.Value, "://") || strings.HasPrefix(a.Value, "//") {
+					t.Errorf("%s: <%s %s=%q> refers to the network", name, el.Name.Local, a.Name.Local, a.Value)
+				}
+			}
+		}
+	}
+	for _, s := range append([]string{"summary", "metrics"}, sections...) {
+		if !ids[s] {
+			t.Errorf("%s: no section %q", name, s)
+		}
+	}
+	if svgs < len(sections) {
+		t.Errorf("%s: %d inline <svg> for %d sections", name, svgs, len(sections))
+	}
+	for _, bad := range []string{`src="http`, `href="http`, `src="//`, `href="//`} {
+		if bytes.Contains(b, []byte(bad)) {
+			t.Errorf("%s contains %s", name, bad)
+		}
+	}
+}
+
+// TestReportCommand writes reports for a K = 3 set (with a validation
+// set: every section) and for degenerate sets (exact zeros and one-hot
+// rows, all correct, all wrong), and checks each parses and is
+// self-contained.
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.html")
+	stdout, stderr, code := run(t, "report", golden+"c04_n1000_k10.csv", "--val", golden+"c11_n400_k5_near_faces.csv", "-o", out)
+	if code != 2 || !strings.Contains(stderr, "K = 5") {
+		t.Errorf("mismatched K: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code = run(t, "report", golden+"c02_n200_k3.csv", "--val", golden+"c06_n150_k3_exact_zeros.csv", "--methods", "spline,temperature,isotonic", "--per-class", "2", "-o", out)
+	if code != 0 || !strings.Contains(stdout, "report written to") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	checkReport(t, out, []string{"reliability", "per-class", "ks", "simplex", "bandwidth", "recalibration"})
+	b, _ := os.ReadFile(out)
+	// temperature needs logits: the comparison says so instead of failing.
+	for _, want := range []string{"needs logits", "isotonic", "interval", "class 1"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for i, f := range []string{"c06_n150_k3_exact_zeros.csv", "c07_n100_k4_onehot_row.csv", "c09_n40_k4_toplabel_one_correct.csv", "c10_n30_k3_toplabel_zero_correct.csv", "c01_n60_k2.csv"} {
+		o := filepath.Join(dir, fmt.Sprintf("d%d.html", i))
+		_, stderr, code := run(t, "report", golden+f, "-o", o)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, stderr)
+			continue
+		}
+		checkReport(t, o, []string{"reliability", "ks"})
+	}
+	if _, stderr, code := run(t, "report", golden+"c02_n200_k3.csv"); code != 2 || !strings.Contains(stderr, "-o") {
+		t.Errorf("missing -o: exit %d, %s", code, stderr)
+	}
+}
+
+// TestPlotCommand draws every figure kind in every format from the CLI and
+// checks the errors for bad kinds, extensions and missing --val.
+func TestPlotCommand(t *testing.T) {
+	dir := t.TempDir()
+	set := golden + "c02_n200_k3.csv"
+	for i, kind := range plotKinds {
+		ext := []string{"png", "svg", "pdf"}[i%3]
+		o := filepath.Join(dir, kind+"."+ext)
+		args := []string{"plot", kind, set, "-o", o}
+		if kind == "compare" || kind == "ks" {
+			args = append(args, "--val", golden+"c06_n150_k3_exact_zeros.csv", "--methods", "isotonic,histogram")
+		}
+		if kind == "reliability" {
+			args = append(args, "--class", "2", "--binning", "equal_mass")
+		}
+		stdout, stderr, code := run(t, args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", kind, code, stderr)
+			continue
+		}
+		b, err := os.ReadFile(o)
+		magic := map[string]string{"svg": "<?xml", "png": "\x89PNG", "pdf": "%PDF"}[ext]
+		if err != nil || !bytes.HasPrefix(b, []byte(magic)) || !strings.Contains(stdout, "written to") {
+			t.Errorf("%s: %v, %d bytes", kind, err, len(b))
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", "histogram", set, "-o", filepath.Join(dir, "x.png")}, "unknown figure"},
+		{[]string{"plot", "ks", set, "-o", filepath.Join(dir, "x.gif")}, "extension"},
+		{[]string{"plot", "compare", set, "-o", filepath.Join(dir, "x.png")}, "needs --val"},
+		{[]string{"plot", "reliability", set, "--class", "7", "-o", filepath.Join(dir, "x.png")}, "--class 7"},
+		{[]string{"plot", "simplex", golden + "c01_n60_k2.csv", "-o", filepath.Join(dir, "x.png")}, "K >= 3"},
+		{[]string{"plot", "simplex", set, "--classes", "1,1", "-o", filepath.Join(dir, "x.png")}, "two different classes"},
+	} {
+		_, stderr, code := run(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q (want %q)", tc.args, code, stderr, tc.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,20 +74,11 @@ within-top-2 figures use its own top-2 and within-top-2 curves.`,
 			if vs.K != ts.K {
 				return usageErrorf("val has K = %d, test K = %d", vs.K, ts.K)
 			}
-			ms := fitMethods
-			if methods != "" {
-				ms = nil
-				for _, m := range strings.Split(methods, ",") {
-					if m = strings.TrimSpace(m); m == "" {
-						continue
-					}
-					if !slices.Contains(fitMethods, m) {
-						return usageErrorf("--methods: unknown method %q (valid: %s)", m, strings.Join(fitMethods, ", "))
-					}
-					ms = append(ms, m)
-				}
+			ms, err := parseMethods(methods)
+			if err != nil {
+				return err
 			}
-			out, err := compare(vs, ts, ms, gridName, workers)
+			out, err := compare(vs, ts, ms, gridName, workers, nil)
 			if err != nil {
 				return err
 			}
@@ -140,12 +130,13 @@ func fitMethod(m string, s *data.Set, gridName string, workers int) (recal.Calib
 	return nil, fmt.Errorf("unknown method %q", m)
 }
 
-// compare fits the methods and computes the test figures.
-func compare(vs, ts *data.Set, methods []string, gridName string, workers int) (*compareOutput, error) {
+// compare fits the methods and computes the test figures; curves (may be
+// nil) shares the canonical bandwidth selection on the test set.
+func compare(vs, ts *data.Set, methods []string, gridName string, workers int, curves curveCache) (*compareOutput, error) {
 	if err := ts.Require(2, "compare"); err != nil {
 		return nil, err
 	}
-	cv, err := kde.SelectBandwidth(kde.Canonical, ts.Probs, ts.Labels, ts.K, kde.BandwidthOptions{Workers: workers})
+	cv, err := curves.selectBandwidth(kde.Canonical, ts, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}

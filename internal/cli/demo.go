@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,57 +11,114 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	ef := evalFlags{}
-	var split string
+	var ef evalFlags
+	var ff figureFlags
+	var out, methods, gridName string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run eval on embedded real data (CIFAR-10 ResNet-110 logits) and explain the numbers",
-		Args:  exactArgs(0),
+		Short: "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report",
+		Long: `demo runs calib's main job on the embedded logits of a ResNet-110 trained on
+CIFAR-10 with the Brier score: every metric on the test split (10,000 rows)
+with bootstrap intervals, every recalibration method fitted on the validation
+split (5,000 rows) and compared on test, and the HTML report with every
+figure (calib-demo-report.html in the current directory; -o changes it).
+It needs no arguments and no network. It accepts the flags of report.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := loadAndEvaluate(cmd, func() (*data.Set, error) { return demo.Load(split) }, ef)
+			start := time.Now()
+			test, err := demo.Load("test")
 			if err != nil {
+				return err
+			}
+			val, err := demo.Load("val")
+			if err != nil {
+				return err
+			}
+			ms, err := parseMethods(methods)
+			if err != nil {
+				return err
+			}
+			ff.seed, ff.workers, ff.bins, ff.binning = ef.seed, ef.workers, ef.bins, ef.binning
+			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
+			res, err := buildReport(reportJob{test: test, val: val, names: demo.Classes, ef: ef, ff: ff, methods: ms, grid: gridName, ui: ui})
+			ui.wait()
+			if err != nil {
+				return err
+			}
+			if err := writeReport(out, res.doc); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if ef.json {
-				return writeEval(w, out, true)
+				return writeEval(w, res.eval, true)
 			}
-			fmt.Fprintf(w, "calib demo: the %s split of %s, a ResNet-110 trained on CIFAR-10 with the\n", split, demo.Name)
-			fmt.Fprintf(w, "Brier score (real logits, embedded in the binary; softmax in float64).\n")
-			fmt.Fprintf(w, "Try --mode all (adds marginal, K times the work) and --split test (10,000 rows).\n\n")
-			if err := writeEval(w, out, false); err != nil {
+			fmt.Fprintf(w, "calib demo: %s, a ResNet-110 trained on CIFAR-10 with the Brier score\n", demo.Name)
+			fmt.Fprintf(w, "(real logits embedded in the binary; softmax in float64).\n\n")
+			printHeadline(w, test, res)
+			fmt.Fprintln(w)
+			if err := writeCompare(w, res.compare); err != nil {
 				return err
 			}
 			fmt.Fprint(w, `
 What the numbers mean:
-- CE_p is the Lp distance between what the model predicts, f(x), and what
-  happens, E[y | f(x)], averaged over the data: 0 means perfectly calibrated.
-  CE_p^p is the same before the p-th root (the form of the paper's eq. 2).
-- canonical compares the whole probability vector with the label frequencies
-  among inputs that got (nearly) the same vector; it is the strictest notion.
-  Its L1 value is a sum over the K classes, so it can exceed a per-class figure.
-- marginal checks each class probability on its own (one-vs-rest) and sums
-  the K class terms; top_label checks only the confidence of the predicted
-  class against the accuracy at that confidence (like the usual ECE, without
-  bins).
-- E[y | f(x)] is estimated by a Dirichlet (Beta for one coordinate) kernel
-  regression over the other samples; the bandwidth h is chosen by leave-one-out
-  maximum likelihood ("loo"), refined by golden-section search.
-- ece_bin and mce are the usual binned errors (15 equal-width bins; canonical
-  on cells of the simplex); ece_bin_debiased removes the binned L2 error's
-  upward bias; ks is the binning-free Kolmogorov-Smirnov error of the splines
-  paper; sharpness is E[E[y|f]^2] (higher is sharper); mmce is a kernel
-  measure; brier and nll are proper scores (lower is better).
-- Add --ci for bootstrap intervals (200 resamples).
+- CE_p (ECE^KDE) is the Lp distance between what the model predicts, f(x),
+  and what happens, E[y | f(x)], averaged over the data: 0 is perfect.
+  canonical compares the whole probability vector, top_label only the
+  confidence of the predicted class against the accuracy at that confidence.
+  E[y | f(x)] is a Dirichlet (Beta) kernel regression over the other samples,
+  its bandwidth chosen by leave-one-out likelihood.
+- ECE top-1 is the usual binned error (15 equal-width bins); KS is the
+  binning-free Kolmogorov-Smirnov error of the splines paper (largest gap
+  between the cumulative confidence and the cumulative accuracy).
+- Each recalibration method was fitted on the validation split and measured
+  on the test split; NLL and Brier are proper scores (lower is better).
+- The report holds every metric with its bootstrap interval and the figures;
+  run "calib eval" for the full metric table in the terminal.
 `)
+			fmt.Fprintf(w, "\nreport: %s (%.1f s in all)\n", out, time.Since(start).Seconds())
+			for _, f := range res.failed {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not drawn: %s\n", f)
+			}
 			return nil
 		},
 	}
 	ef.register(cmd)
-	// The demo's defaults keep it to a few seconds on two cores: marginal
-	// costs K times canonical and the test split four times the val split.
-	cmd.Flags().Lookup("mode").DefValue = "canonical,top_label"
-	ef.mode = "canonical,top_label"
-	cmd.Flags().StringVar(&split, "split", "val", "embedded split: val (5,000 rows) or test (10,000 rows)")
+	ff.register(cmd, false)
+	reportDefaults(cmd, &ef)
+	fs := cmd.Flags()
+	fs.StringVarP(&out, "output", "o", "calib-demo-report.html", "the HTML report `FILE` to write")
+	fs.StringVar(&methods, "methods", "", "recalibration methods, comma-separated (default: all)")
+	fs.StringVar(&gridName, "grid", "default", "cross-validation grid of the ODIR methods: default or full")
 	return cmd
+}
+
+// printHeadline prints the main figures of the evaluation.
+func printHeadline(w interface{ Write([]byte) (int, error) }, s *data.Set, res *reportResult) {
+	fmt.Fprintf(w, "test split: n = %d, K = %d\n", s.N, s.K)
+	for _, e := range res.eval.Results {
+		if e.Error != "" || e.Value == nil {
+			continue
+		}
+		name := ""
+		switch {
+		case e.Metric == "accuracy":
+			name = "accuracy"
+		case e.Metric == "ece_kde" && e.P != nil && *e.P == 1:
+			name = "ECE^KDE " + e.Notion + " (CE_1)"
+		case e.Metric == "ece_bin" && e.Notion == "top_label" && e.P != nil && *e.P == 1:
+			name = "binned ECE, top-label"
+		case e.Metric == "ks" && e.R != nil && *e.R == 1 && e.Notion == "top_r":
+			name = "KS top-1"
+		case e.Metric == "nll":
+			name = "NLL"
+		}
+		if name == "" {
+			continue
+		}
+		iv := ""
+		if len(e.CI) == 2 {
+			iv = fmt.Sprintf("  [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
+		}
+		fmt.Fprintf(w, "  %-32s %.4f%s\n", name, float64(*e.Value), iv)
+	}
 }

@@ -242,6 +242,12 @@ func parseEvalFlags(ef evalFlags, s *data.Set) (*evalConfig, error) {
 // evaluate computes every requested metric on s, grouped by notion; ui (may
 // be nil) shows the progress.
 func evaluate(s *data.Set, ef evalFlags, ui *progressUI) (*evalOutput, error) {
+	return evaluateWith(s, ef, ui, nil)
+}
+
+// evaluateWith is evaluate sharing the bandwidth selections in curves (may
+// be nil).
+func evaluateWith(s *data.Set, ef evalFlags, ui *progressUI, curves curveCache) (*evalOutput, error) {
 	c, err := parseEvalFlags(ef, s)
 	if err != nil {
 		return nil, err
@@ -250,7 +256,7 @@ func evaluate(s *data.Set, ef evalFlags, ui *progressUI) (*evalOutput, error) {
 	if c.metrics["ece_kde"] {
 		out.Modes = c.note
 	}
-	ev := &evaluator{cfg: c, set: s, ui: ui, bandwidths: map[kde.Notion]*chosenBandwidth{}}
+	ev := &evaluator{cfg: c, set: s, ui: ui, bandwidths: map[kde.Notion]*chosenBandwidth{}, curves: curves}
 	for _, m := range allMetrics {
 		if !c.metrics[m] {
 			continue

@@ -78,6 +78,28 @@ type evaluator struct {
 	set        *data.Set
 	ui         *progressUI
 	bandwidths map[kde.Notion]*chosenBandwidth
+	// curves, if not nil, shares LOO bandwidth selections with other
+	// users of the same set (report: the comparison and the bandwidth view).
+	curves curveCache
+}
+
+// curveCache holds the LOO bandwidth selection of each notion of one set.
+type curveCache map[kde.Notion]*kde.Curve
+
+// selectBandwidth returns the cached LOO selection of notion on s, or
+// computes (and caches) it.
+func (cc curveCache) selectBandwidth(notion kde.Notion, s *data.Set, o kde.BandwidthOptions) (*kde.Curve, error) {
+	cacheable := cc != nil && o.Objective == kde.LOO && o.Grid == nil && !o.NoRefine && o.Tolerance == 0
+	if cacheable {
+		if cv, ok := cc[notion]; ok {
+			return cv, nil
+		}
+	}
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, o)
+	if err == nil && cacheable {
+		cc[notion] = cv
+	}
+	return cv, err
 }
 
 // bandwidth returns the bandwidth of a kde notion (chosen once, shared by
@@ -90,7 +112,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 	b := &chosenBandwidth{h: c.bw.value, method: "fixed"}
 	if c.bw.auto {
 		progress, done := ev.ui.step(notion.String() + " bandwidth")
-		cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: c.obj, Workers: c.workers, Progress: progress})
+		cv, err := ev.curves.selectBandwidth(notion, s, kde.BandwidthOptions{Objective: c.obj, Workers: c.workers, Progress: progress})
 		done()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)

@@ -58,6 +58,18 @@ func (u *progressUI) step(name string) (kde.Progress, func()) {
 	return fn, func() { bar.SetTotal(-1, true) }
 }
 
+// status shows name while a step without a measure of progress runs and
+// returns the function that removes it.
+func (u *progressUI) status(name string) func() {
+	if u == nil {
+		return func() {}
+	}
+	bar := u.p.New(0, mpb.SpinnerStyle(), mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace)))
+	return func() { bar.SetTotal(-1, true) }
+}
+
 // wait waits for the bars to be drawn for the last time.
 func (u *progressUI) wait() {
 	if u != nil {

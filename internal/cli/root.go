@@ -40,13 +40,15 @@ func NewRoot() *cobra.Command {
 		Short: "Measure and fix the calibration of probabilistic classifiers",
 		Long: `calib measures how well a classifier's predicted probabilities match the
 observed frequencies (ECE^KDE: consistent, differentiable Lp calibration error
-for canonical, marginal and top-label calibration) from a file of predictions
-(probabilities or logits) and labels.`,
+for canonical, marginal and top-label calibration; binned ECE, KS, MMCE,
+proper scores) from a file of predictions (probabilities or logits) and
+labels, fits recalibration maps (fit, apply, compare), and draws the figures
+and the HTML report (plot, report). Start with: calib demo.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{err} })
-	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd())
+	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd())
 	return root
 }
 

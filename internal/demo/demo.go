@@ -15,6 +15,9 @@ import (
 // Name is the name of the embedded set.
 const Name = "cifar10_resnet110-brier"
 
+// Classes are the CIFAR-10 class names, by label.
+var Classes = []string{"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}
+
 //go:embed cifar10_resnet110-brier/*.npy
 var files embed.FS
 

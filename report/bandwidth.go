@@ -1,0 +1,145 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/calib-dev/calib/kde"
+)
+
+// BandwidthViewOptions configures NewBandwidthView. The zero value draws
+// CE_1 at 12 bandwidths.
+type BandwidthViewOptions struct {
+	P       float64 // exponent of the estimate; 0 means 1
+	Points  int     // bandwidths of the estimate curve; 0 means 12
+	Workers int
+	// Selection, if not nil, is the bandwidth selection of the same
+	// notion and data, already made (kde.SelectBandwidth).
+	Selection *kde.Curve
+}
+
+// BandwidthView shows how the bandwidth h shapes ECE^KDE (ECE^KDE paper,
+// section 4 and Fig. 3): the leave-one-out log-likelihood over the grid
+// with the chosen h, and the estimate CE_p^p as a function of h (small h
+// undersmooths: E[y|f] follows single labels and the estimate grows; large h
+// oversmooths towards the global label frequencies).
+type BandwidthView struct {
+	Notion    kde.Notion
+	P         float64
+	Selection *kde.Curve
+	H         []float64 // bandwidths of the estimate curve, increasing
+	Estimate  []float64 // CE_p^p at each H (NaN where it failed)
+	Chosen    float64   // CE_p^p at the selected bandwidth
+}
+
+// NewBandwidthView selects the bandwidth of notion (LOO, kde.SelectBandwidth)
+// and computes the estimate on a log-spaced set of bandwidths spanning the
+// selection grid.
+func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o BandwidthViewOptions) (*BandwidthView, error) {
+	p := o.P
+	if p == 0 {
+		p = 1
+	}
+	m := o.Points
+	if m == 0 {
+		m = 12
+	}
+	if m < 2 {
+		return nil, fmt.Errorf("report: bandwidth view: %d points, need at least 2", m)
+	}
+	cv := o.Selection
+	if cv == nil {
+		var err error
+		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
+			return nil, fmt.Errorf("report: bandwidth view: %w", err)
+		}
+	}
+	v := &BandwidthView{Notion: notion, P: p, Selection: cv}
+	lo, hi := cv.Grid[0], cv.Grid[len(cv.Grid)-1]
+	for i := 0; i < m; i++ {
+		v.H = append(v.H, lo*math.Pow(hi/lo, float64(i)/float64(m-1)))
+	}
+	est := func(h float64) float64 {
+		res, err := kde.Estimate(notion, probs, labels, k, kde.Options{Bandwidth: h, P: []float64{p}, Workers: o.Workers})
+		if err != nil {
+			return math.NaN()
+		}
+		return res.Values[0].Value
+	}
+	for _, h := range v.H {
+		v.Estimate = append(v.Estimate, est(h))
+	}
+	v.Chosen = est(cv.Bandwidth)
+	return v, nil
+}
+
+// Size is 10 × 3.8 inches.
+func (v *BandwidthView) Size() (vg.Length, vg.Length) { return 10 * vg.Inch, 3.8 * vg.Inch }
+
+// Draw draws the two panels side by side, h on a log axis.
+func (v *BandwidthView) Draw(c draw.Canvas) {
+	cv := v.Selection
+	left := newPlot(fmt.Sprintf("LOO log-likelihood, %s (chosen h = %.3g)", v.Notion, cv.Bandwidth), "bandwidth h", "log-likelihood")
+	var ll plotter.XYs
+	for i, h := range cv.Grid {
+		if finite(cv.GridLL[i]) {
+			ll = append(ll, plotter.XY{X: h, Y: cv.GridLL[i]})
+		}
+	}
+	// Very small h give log-likelihoods orders of magnitude below the
+	// optimum; the axis shows four times the drop from the optimum to the
+	// largest h.
+	yMin := math.Inf(-1)
+	if n := len(ll); n > 1 {
+		drop := cv.LogLik - ll[n-1].Y
+		if lo := cv.LogLik - 4*math.Abs(drop); drop != 0 && ll[0].Y < lo {
+			yMin = lo
+			left.Title.Text += "; lower values off scale"
+		}
+	}
+	left.Legend.Top = false
+	form := fmt.Sprintf("CE_%g^%g", v.P, v.P)
+	if v.P == 1 {
+		form = "CE_1"
+	}
+	right := newPlot(fmt.Sprintf("ECE^KDE (%s) against h", form), "bandwidth h", "estimate")
+	var es plotter.XYs
+	for i, h := range v.H {
+		if finite(v.Estimate[i]) {
+			es = append(es, plotter.XY{X: h, Y: v.Estimate[i]})
+		}
+	}
+	for _, pc := range []struct {
+		p   *plot.Plot
+		xy  plotter.XYs
+		at  float64
+		lab string
+	}{{left, ll, cv.LogLik, "grid"}, {right, es, v.Chosen, "estimate"}} {
+		pc.p.X.Scale = plot.LogScale{}
+		pc.p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		pc.p.Title.TextStyle.Font.Size = vg.Points(11)
+		pc.p.Legend.Left = false
+		if len(pc.xy) > 0 {
+			l, s, _ := plotter.NewLinePoints(pc.xy)
+			l.LineStyle.Color, s.GlyphStyle.Color = colBlue, colBlue
+			pc.p.Add(l, s)
+			pc.p.Legend.Add(pc.lab, l, s)
+		}
+		if finite(pc.at) {
+			ch, _ := plotter.NewScatter(plotter.XYs{{X: cv.Bandwidth, Y: pc.at}})
+			ch.GlyphStyle.Color = colRed
+			ch.GlyphStyle.Radius = vg.Points(4)
+			pc.p.Add(ch)
+			pc.p.Legend.Add("chosen h", ch)
+		}
+	}
+	if !math.IsInf(yMin, -1) {
+		left.Y.Min = yMin // after Add, which widens the range to the data
+	}
+	grid(c, [][]*plot.Plot{{left, right}})
+}

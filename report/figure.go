@@ -1,0 +1,148 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure is a drawing of a fixed size: each figure type of this package
+// (Reliability, KSGraphs, Simplex, BandwidthView, Comparison) holds its data
+// and draws itself with gonum.org/v1/plot.
+type Figure interface {
+	// Size is the natural size of the figure.
+	Size() (width, height vg.Length)
+	// Draw draws the figure on c.
+	Draw(c draw.Canvas)
+}
+
+// Formats lists the formats of Write.
+var Formats = []string{"svg", "png", "pdf"}
+
+// Write renders f in format "svg", "png" (150 dpi) or "pdf" (fonts
+// embedded) to w.
+func Write(w io.Writer, f Figure, format string) error {
+	wd, ht := f.Size()
+	var c interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch format {
+	case "svg":
+		c = vgsvg.New(wd, ht)
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(wd, ht), vgimg.UseDPI(150))}
+	case "pdf":
+		p := vgpdf.New(wd, ht)
+		p.EmbedFonts(true)
+		c = p
+	default:
+		return fmt.Errorf("report: format %q (valid: %s)", format, strings.Join(Formats, ", "))
+	}
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	f.Draw(dc)
+	_, err := c.WriteTo(w)
+	return err
+}
+
+// Save writes f to the file name in the format of its extension (.svg,
+// .png or .pdf).
+func Save(name string, f Figure) error {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
+	var buf bytes.Buffer
+	if err := Write(&buf, f, format); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return os.WriteFile(name, buf.Bytes(), 0o644)
+}
+
+var (
+	svgProlog  = regexp.MustCompile(`(?s)^.*?(<svg\b)`)
+	svgComment = regexp.MustCompile(`(?s)<!--.*?-->`)
+	svgSize    = regexp.MustCompile(`^<svg width="[^"]*" height="[^"]*"`)
+)
+
+// InlineSVG returns f as an <svg> element for an HTML page: no XML
+// prolog or comments, width 100% of the page up to the figure's natural
+// width (the viewBox keeps the aspect ratio).
+func InlineSVG(f Figure) (string, error) {
+	var buf bytes.Buffer
+	if err := Write(&buf, f, "svg"); err != nil {
+		return "", err
+	}
+	w, _ := f.Size()
+	s := svgProlog.ReplaceAllString(buf.String(), "$1")
+	s = svgComment.ReplaceAllString(s, "")
+	s = svgSize.ReplaceAllString(s, fmt.Sprintf(`<svg width="100%%" style="max-width:%.0fpt" role="img"`, w.Points()))
+	return s, nil
+}
+
+// Colours shared by the figures (colour-blind safe, Okabe-Ito).
+var (
+	colBlue   = color.NRGBA{0, 114, 178, 255}
+	colOrange = color.NRGBA{230, 159, 0, 255}
+	colRed    = color.NRGBA{213, 94, 0, 255}
+	colGreen  = color.NRGBA{0, 158, 115, 255}
+	colGrey   = color.NRGBA{120, 120, 120, 255}
+	colBand   = color.NRGBA{0, 114, 178, 50}
+	colGap    = color.NRGBA{213, 94, 0, 110}
+)
+
+// newPlot returns a plot with the title and axis labels set.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p
+}
+
+// grid draws a rows × cols grid of plots on c with aligned axes; nil
+// entries are left blank.
+func grid(c draw.Canvas, plots [][]*plot.Plot) {
+	rows := len(plots)
+	cols := len(plots[0])
+	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, t, c)
+	for i := range plots {
+		for j, p := range plots[i] {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+}
+
+// finite reports whether every value is finite.
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// colorAlpha returns c with alpha a.
+func colorAlpha(c color.NRGBA, a uint8) color.NRGBA {
+	c.A = a
+	return c
+}

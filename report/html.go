@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// Document is a self-contained HTML report: every figure is an inline
+// <svg>, the style sheet is inline, and nothing refers to a network host.
+// The zero value is an empty report; fields hold preformatted text.
+type Document struct {
+	Title    string
+	Subtitle string
+	Summary  []Fact      // the data summary
+	Metrics  *Table      // every metric with its interval
+	Sections []Section   // figures with captions
+	Notes    []string    // closing notes (how numbers were computed, citations)
+	Footer   string      // e.g. the command line that made the report
+	figures  []inlineFig // filled by WriteHTML
+}
+
+// Fact is one line of the data summary.
+type Fact struct{ Name, Value string }
+
+// Table is a plain table; Caption says how to read it.
+type Table struct {
+	Caption string
+	Header  []string
+	Rows    [][]string
+}
+
+// Section is a titled part of the report: text, then figures with
+// captions, then an optional table.
+type Section struct {
+	ID, Title, Text string
+	Figures         []Captioned
+	Table           *Table
+	// Grid lays the figures out side by side (small multiples).
+	Grid bool
+}
+
+// Captioned is a figure with a plain-language caption.
+type Captioned struct {
+	Figure  Figure
+	Title   string
+	Caption string
+}
+
+type inlineFig struct {
+	SVG            template.HTML
+	Title, Caption string
+}
+
+type htmlSection struct {
+	ID, Title, Text string
+	Figures         []inlineFig
+	Table           *Table
+	Grid            bool
+}
+
+// WriteHTML renders the document.
+func (d *Document) WriteHTML(w io.Writer) error {
+	var secs []htmlSection
+	for _, s := range d.Sections {
+		hs := htmlSection{ID: s.ID, Title: s.Title, Text: s.Text, Table: s.Table, Grid: s.Grid}
+		for _, f := range s.Figures {
+			svg, err := InlineSVG(f.Figure)
+			if err != nil {
+				return fmt.Errorf("report: figure %q: %w", f.Title, err)
+			}
+			// The SVG is produced here by gonum/plot from our own data;
+			// text in it is escaped by the SVG writer.
+			hs.Figures = append(hs.Figures, inlineFig{SVG: template.HTML(svg), Title: f.Title, Caption: f.Caption})
+		}
+		secs = append(secs, hs)
+	}
+	return page.Execute(w, struct {
+		*Document
+		HTMLSections []htmlSection
+	}{d, secs})
+}
+
+var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+:root { --fg: #1b1b1b; --muted: #5a5a5a; --line: #d8d8d8; --accent: #0072b2; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: var(--fg); background: #fff; }
+main { max-width: 1180px; margin: 0 auto; padding: 1rem 1.25rem 3rem; }
+h1 { font-size: 1.7rem; margin: 0.5rem 0 0.2rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 0.6rem; padding-top: 0.6rem; border-top: 1px solid var(--line); }
+h3 { font-size: 1.05rem; margin: 1.2rem 0 0.3rem; }
+p.sub { color: var(--muted); margin: 0 0 1rem; }
+nav { margin: 0.8rem 0 1rem; font-size: 0.95rem; }
+nav a { color: var(--accent); margin-right: 1rem; text-decoration: none; white-space: nowrap; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; margin: 0.5rem 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; word-break: break-word; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; font-size: 0.9rem; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 0.3rem 0.6rem; text-align: left; white-space: nowrap; }
+th { background: #f4f4f4; position: sticky; top: 0; }
+td.num { text-align: right; }
+caption { caption-side: top; text-align: left; color: var(--muted); padding-bottom: 0.4rem; white-space: normal; }
+figure { margin: 1rem 0 1.6rem; }
+figure svg { display: block; width: 100%; height: auto; max-width: 100%; }
+figcaption { color: var(--muted); font-size: 0.92rem; margin-top: 0.3rem; max-width: 60rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 0.5rem 1.2rem; }
+.grid figure { margin: 0.5rem 0; }
+footer { margin-top: 3rem; color: var(--muted); font-size: 0.85rem; word-break: break-word; }
+@media (max-width: 600px) { body { font-size: 15px; } main { padding: 0.6rem; } h1 { font-size: 1.4rem; } }
+</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+{{with .Subtitle}}<p class="sub">{{.}}</p>{{end}}
+<nav>{{if .Summary}}<a href="#summary">Data</a> {{end}}{{if .Metrics}}<a href="#metrics">Metrics</a> {{end}}{{range .HTMLSections}}<a href="#{{.ID}}">{{.Title}}</a> {{end}}</nav>
+{{if .Summary}}<section id="summary"><h2>Data</h2><dl class="facts">{{range .Summary}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></section>{{end}}
+{{with .Metrics}}<section id="metrics"><h2>Metrics</h2>{{template "table" .}}</section>{{end}}
+{{range .HTMLSections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
+{{with .Text}}<p>{{.}}</p>{{end}}
+<div{{if .Grid}} class="grid"{{end}}>
+{{range .Figures}}<figure>{{with .Title}}<h3>{{.}}</h3>{{end}}{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}</div>
+{{with .Table}}{{template "table" .}}{{end}}
+</section>
+{{end}}
+{{if .Notes}}<section id="notes"><h2>Notes</h2><ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
+{{with .Footer}}<footer>{{.}}</footer>{{end}}
+</main>
+</body>
+</html>
+{{define "table"}}<div class="scroll"><table>{{with .Caption}}<caption>{{.}}</caption>{{end}}
+<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>{{end}}
+`))
