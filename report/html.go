@@ -106,7 +106,7 @@ table { border-collapse: collapse; font-size: 0.9rem; font-variant-numeric: tabu
 th, td { border-bottom: 1px solid var(--line); padding: 0.3rem 0.6rem; text-align: left; white-space: nowrap; }
 th { background: #f4f4f4; position: sticky; top: 0; }
 td.num { text-align: right; }
-caption { caption-side: top; text-align: left; color: var(--muted); padding-bottom: 0.4rem; white-space: normal; }
+p.cap { color: var(--muted); font-size: 0.92rem; margin: 0.3rem 0; }
 figure { margin: 1rem 0 1.6rem; }
 figure svg { display: block; width: 100%; height: auto; max-width: 100%; }
 figcaption { color: var(--muted); font-size: 0.92rem; margin-top: 0.3rem; max-width: 60rem; }
@@ -136,7 +136,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 0.85rem; word-break: 
 </main>
 </body>
 </html>
-{{define "table"}}<div class="scroll"><table>{{with .Caption}}<caption>{{.}}</caption>{{end}}
+{{define "table"}}{{with .Caption}}<p class="cap">{{.}}</p>{{end}}<div class="scroll"><table>
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
