@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"github.com/calib-dev/calib/internal/parallel"
 )
@@ -16,6 +17,10 @@ type BootstrapOptions struct {
 	Level     float64 // confidence level in (0, 1); 0 means 0.95
 	Seed      uint64  // resample b draws from PCG(Seed, b)
 	Workers   int     // goroutines; 0 means GOMAXPROCS
+	// Progress, if not nil, is called after each resample with the number
+	// done and the total (from several goroutines; done may arrive out of
+	// order).
+	Progress func(done, total int64)
 }
 
 // Interval is a bootstrap percentile interval.
@@ -46,12 +51,16 @@ func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions)
 	}
 	vals := make([]float64, b)
 	errs := make([]error, b)
+	var done atomic.Int64
 	parallel.For(b, o.Workers, func() []int { return make([]int, n) }, func(idx []int, r int) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
 		for i := range idx {
 			idx[i] = rng.IntN(n)
 		}
 		vals[r], errs[r] = stat(idx)
+		if o.Progress != nil {
+			o.Progress(done.Add(1), int64(b))
+		}
 	})
 	for r, err := range errs {
 		if err != nil {

@@ -54,6 +54,9 @@ type LinearOptions struct {
 	Normalize bool
 	Seed      uint64 // fold assignment
 	Workers   int
+	// Progress, if not nil, is called after each cross-validation fit
+	// with the number done and the total.
+	Progress func(done, total int64)
 
 	// loose marks the fits inside cross-validation, which only rank the
 	// grid points: they stop at a gradient of 1e-4 or after 100 iterations.
@@ -455,6 +458,7 @@ func crossValidate(method string, x []float64, labels []int, k int, o LinearOpti
 	for mi := range score {
 		score[mi] = make([]float64, len(lams))
 	}
+	total, done := int64(folds*len(mus)*len(lams)), int64(0)
 	for f := 0; f < folds; f++ {
 		xt, yt := split(f, false)
 		xh, yh := split(f, true)
@@ -477,6 +481,9 @@ func crossValidate(method string, x []float64, labels []int, k int, o LinearOpti
 				th := slices.Concat(w, b)
 				prev[li], last = th, th
 				score[mi][li] += held.objective(0, 0, th, nil) / float64(folds)
+				if done++; o.Progress != nil {
+					o.Progress(done, total)
+				}
 			}
 		}
 	}

@@ -78,7 +78,9 @@ within-top-2 figures use its own top-2 and within-top-2 curves.`,
 			if err != nil {
 				return err
 			}
-			out, err := compare(vs, ts, ms, gridName, workers, nil)
+			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), true)
+			out, err := compare(vs, ts, ms, gridName, workers, nil, ui)
+			ui.wait()
 			if err != nil {
 				return err
 			}
@@ -103,8 +105,9 @@ within-top-2 figures use its own top-2 and within-top-2 curves.`,
 	return cmd
 }
 
-// fitMethod fits one method on the validation set with default options.
-func fitMethod(m string, s *data.Set, gridName string, workers int) (recal.Calibrator, error) {
+// fitMethod fits one method on the validation set with default options;
+// progress (may be nil) follows the cross-validation of the ODIR methods.
+func fitMethod(m string, s *data.Set, gridName string, workers int, progress kde.Progress) (recal.Calibrator, error) {
 	switch m {
 	case "spline":
 		return recal.FitSpline(s.Probs, s.Labels, s.K, recal.SplineOptions{})
@@ -117,7 +120,7 @@ func fitMethod(m string, s *data.Set, gridName string, workers int) (recal.Calib
 		if m != recal.MethodDirichlet && s.Logits == nil {
 			return nil, fmt.Errorf("needs logits")
 		}
-		return recal.FitLinear(m, s.Probs, twoColumnLogits(s), s.Labels, s.K, recal.LinearOptions{CV: true, Grid: gridName, Seed: 1, Workers: workers})
+		return recal.FitLinear(m, s.Probs, twoColumnLogits(s), s.Labels, s.K, recal.LinearOptions{CV: true, Grid: gridName, Seed: 1, Workers: workers, Progress: progress})
 	case "isotonic":
 		return recal.FitIsotonic(s.Probs, s.Labels, s.K, "")
 	case "histogram":
@@ -131,12 +134,15 @@ func fitMethod(m string, s *data.Set, gridName string, workers int) (recal.Calib
 }
 
 // compare fits the methods and computes the test figures; curves (may be
-// nil) shares the canonical bandwidth selection on the test set.
-func compare(vs, ts *data.Set, methods []string, gridName string, workers int, curves curveCache) (*compareOutput, error) {
+// nil) shares the canonical bandwidth selection on the test set, ui (may
+// be nil) shows the progress.
+func compare(vs, ts *data.Set, methods []string, gridName string, workers int, curves curveCache, ui *progressUI) (*compareOutput, error) {
 	if err := ts.Require(2, "compare"); err != nil {
 		return nil, err
 	}
-	cv, err := curves.selectBandwidth(kde.Canonical, ts, kde.BandwidthOptions{Workers: workers})
+	progress, done := ui.step("canonical bandwidth")
+	cv, err := curves.selectBandwidth(kde.Canonical, ts, kde.BandwidthOptions{Workers: workers, Progress: progress})
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}
@@ -145,7 +151,9 @@ func compare(vs, ts *data.Set, methods []string, gridName string, workers int, c
 	for _, m := range methods {
 		row := &compareRow{Method: m}
 		start := time.Now()
-		c, err := fitMethod(m, vs, gridName, workers)
+		progress, done := ui.step("fit " + m)
+		c, err := fitMethod(m, vs, gridName, workers, progress)
+		done()
 		row.FitSeconds = time.Since(start).Seconds()
 		if err == nil {
 			row.calibrated, err = applyMap(c, ts)

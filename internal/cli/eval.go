@@ -298,7 +298,11 @@ func (ev *evaluator) interval(e *entry) error {
 	if e.stat == nil || e.Error != "" {
 		return nil
 	}
-	iv, err := metric.Bootstrap(ev.set.N, e.stat, ev.cfg.boot)
+	o := ev.cfg.boot
+	progress, done := ev.ui.step(strings.TrimSpace("bootstrap " + e.Metric + " " + e.Notion))
+	o.Progress = progress
+	iv, err := metric.Bootstrap(ev.set.N, e.stat, o)
+	done()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", e.Metric, e.Notion, err)
 	}

@@ -64,7 +64,12 @@ binary set (binary), or, for isotonic, on every class column
 				}
 				o := recal.LinearOptions{Lambda: lambda, Mu: mu, Grid: gridName, Normalize: normalize, Seed: seed,
 					CV: !cmd.Flags().Changed("lambda") && !cmd.Flags().Changed("mu")}
+				ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), true)
+				var done func()
+				o.Progress, done = ui.step(method + " cross-validation")
 				c, err = recal.FitLinear(method, s.Probs, twoColumnLogits(s), s.Labels, s.K, o)
+				done()
+				ui.wait()
 			case "isotonic":
 				c, err = recal.FitIsotonic(s.Probs, s.Labels, s.K, scalarMode)
 			case "histogram":

@@ -88,7 +88,7 @@ func newPlotCmd() *cobra.Command {
 				if merr != nil {
 					return merr
 				}
-				c, cerr := compare(vs, s, ms, gridName, ff.workers, nil)
+				c, cerr := compare(vs, s, ms, gridName, ff.workers, nil, nil)
 				if cerr != nil {
 					return cerr
 				}

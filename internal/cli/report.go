@@ -137,9 +137,7 @@ func buildReport(job reportJob) (*reportResult, error) {
 		if job.val.K != s.K {
 			return nil, usageErrorf("%s has K = %d, %s has K = %d", job.val.File, job.val.K, s.File, s.K)
 		}
-		done := job.ui.status("fitting and comparing recalibration methods")
-		res.compare, err = compare(job.val, s, job.methods, job.grid, job.ff.workers, curves)
-		done()
+		res.compare, err = compare(job.val, s, job.methods, job.grid, job.ff.workers, curves, job.ui)
 		if err != nil {
 			return nil, err
 		}
