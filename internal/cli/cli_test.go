@@ -468,3 +468,18 @@ func TestPlotCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentConvergenceQuick runs the quick convergence experiment from
+// the command line into a temporary directory.
+func TestExperimentConvergenceQuick(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "experiment", "convergence", "--quick", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"convergence.json", "convergence.txt", "convergence-n.svg", "convergence-h.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil || !strings.Contains(stdout, f) {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

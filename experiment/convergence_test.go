@@ -1,0 +1,66 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConvergenceQuick runs the quick experiment and checks its structure,
+// the ground truth (K = 4: 0.2335, the paper's integration), determinism for
+// a seed, and the files Save writes.
+func TestConvergenceQuick(t *testing.T) {
+	r, err := Convergence(ConvergenceOptions{Quick: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Settings) != 3 || len(r.Convergence) != 3*10 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*3 || len(r.Crossings) != 3 {
+		t.Fatalf("sizes: %d settings, %d convergence, %d sweep, %d rules, %d crossings",
+			len(r.Settings), len(r.Convergence), len(r.Sweep), len(r.Rules), len(r.Crossings))
+	}
+	if g := r.Settings[0].Truth; math.Abs(g.Value-0.2335) > 4*g.SE+5e-5 {
+		t.Errorf("K = 4 truth %v", g)
+	}
+	for _, row := range r.Convergence {
+		if row.Stat.Reps != 3 || !finite(row.Stat.Mean) || row.Stat.Mean <= 0 {
+			t.Errorf("%+v", row)
+		}
+	}
+	r2, _ := Convergence(ConvergenceOptions{Quick: true, Seed: 3, Workers: 1})
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(r2)
+	if !bytes.Equal(a, b) {
+		t.Error("results differ between worker counts")
+	}
+	dir := t.TempDir()
+	files, err := Save(dir, "convergence", r, r.WriteTable, r.Figures())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 6 {
+		t.Errorf("wrote %v", files)
+	}
+	txt, _ := os.ReadFile(filepath.Join(dir, "convergence.txt"))
+	for _, want := range []string{"Ground truth", "kde loo", "binned doane", "crosses the truth", "reference"} {
+		if !strings.Contains(string(txt), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+// TestCrossings checks the interpolation of the truth crossings.
+func TestCrossings(t *testing.T) {
+	hs := []float64{0.01, 0.1, 1, 10}
+	d, u := crossings(hs, []float64{3, 1, 1, 3}, 2)
+	if math.Abs(d-math.Sqrt(0.01*0.1)) > 1e-12 || math.Abs(u-math.Sqrt(10)) > 1e-12 {
+		t.Errorf("down %v up %v", d, u)
+	}
+	d, u = crossings(hs, []float64{1, 1, 1, 1}, 2)
+	if !math.IsNaN(d) || !math.IsNaN(u) {
+		t.Errorf("no crossing: %v %v", d, u)
+	}
+}

@@ -1,0 +1,310 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/calib-dev/calib/report"
+)
+
+// Written lists the files an experiment wrote.
+type Written []string
+
+// Save writes name.json (v as JSON), name.txt (the table) and every figure
+// as name-FIG.svg and name-FIG.png under dir (created if needed).
+func Save(dir, name string, v any, table func(io.Writer) error, figs map[string]report.Figure) (Written, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out Written
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return nil, fmt.Errorf("experiment: %s JSON: %w", name, err)
+	}
+	write := func(file string, data []byte) error {
+		p := filepath.Join(dir, file)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	}
+	if err := write(name+".json", append(b, '\n')); err != nil {
+		return nil, err
+	}
+	var tb bytes.Buffer
+	if err := table(&tb); err != nil {
+		return nil, err
+	}
+	if err := write(name+".txt", tb.Bytes()); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(figs))
+	for k := range figs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, format := range []string{"svg", "png"} {
+			var buf bytes.Buffer
+			if err := report.Write(&buf, figs[k], format); err != nil {
+				return nil, fmt.Errorf("experiment: figure %s: %w", k, err)
+			}
+			if err := write(name+"-"+k+"."+format, buf.Bytes()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// WriteTable prints the three parts of the convergence experiment.
+func (r *ConvergenceResult) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, "Ground truth CE_1 = E||p - f||_1 (Monte Carlo):")
+	for _, s := range r.Settings {
+		fmt.Fprintf(w, "  %-22s %s\n", s.Name(), s.Truth)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\n1. Convergence (t1 = t2 = 0.6): mean estimate of CE_1 over repetitions (SD), truth in the header")
+	k := -1
+	for _, row := range r.Convergence {
+		if row.K != k {
+			k = row.K
+			fmt.Fprintf(tw, "\nK = %d, truth %.4f\t\t\t\t\t\n", k, row.Truth)
+			fmt.Fprintln(tw, "estimator\tn\treps\tmean\tsd\tmean h\t")
+		}
+		h := ""
+		if row.Stat.H > 0 {
+			h = fmt.Sprintf("%.4g", row.Stat.H)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%s\t\n", row.Estimator, row.N, row.Stat.Reps, row.Stat.Mean, row.Stat.SD, h)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n2. Where the mean estimate against h crosses the truth (down: falls below it; up: rises above it again)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "setting\tn\tdown\tup\t")
+	for _, c := range r.Crossings {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", c.Setting, c.N, fmtH(c.Down), fmtH(c.Up))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n3. Bandwidth rules: mean estimate (mean h)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "setting\tn\ttruth\tloo\treference\th=0.05\t")
+	for i := 0; i+2 < len(r.Rules); i += 3 {
+		a, b, c := r.Rules[i], r.Rules[i+1], r.Rules[i+2]
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f (h %.3g)\t%.4f (h %.3g)\t%.4f\t\n", a.Setting, a.N, a.Truth, a.Stat.Mean, a.Stat.H, b.Stat.Mean, b.Stat.H, c.Stat.Mean)
+	}
+	return tw.Flush()
+}
+
+func fmtH(h float64) string {
+	if math.IsNaN(h) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g", h)
+}
+
+// Figures returns the convergence figure (estimate against n, one panel per
+// K) and the sweep figure (estimate against h, one panel per setting, one
+// line per n).
+func (r *ConvergenceResult) Figures() map[string]report.Figure {
+	return map[string]report.Figure{"n": &convFigure{r}, "h": &sweepFigure{r}}
+}
+
+var palette = []color.Color{
+	color.NRGBA{0, 114, 178, 255}, color.NRGBA{230, 159, 0, 255}, color.NRGBA{0, 158, 115, 255},
+	color.NRGBA{213, 94, 0, 255}, color.NRGBA{204, 121, 167, 255}, color.NRGBA{86, 180, 233, 255},
+	color.NRGBA{120, 120, 120, 255}, color.NRGBA{0, 0, 0, 255}, color.NRGBA{240, 228, 66, 255},
+	color.NRGBA{150, 75, 0, 255},
+}
+
+// alignGrid draws plots in a grid with aligned axes.
+func alignGrid(c draw.Canvas, plots [][]*plot.Plot) {
+	t := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadX: vg.Millimeter * 5, PadY: vg.Millimeter * 5,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	cs := plot.Align(plots, t, c)
+	for i := range plots {
+		for j, p := range plots[i] {
+			if p != nil {
+				p.Draw(cs[i][j])
+			}
+		}
+	}
+}
+
+// addSeries adds a line with points and error bars (±SE) to p.
+func addSeries(p *plot.Plot, name string, col color.Color, xs, ys, se []float64, dashed bool) {
+	var xy plotter.XYs
+	var errs plotter.YErrors
+	for i := range xs {
+		if finite(ys[i]) {
+			xy = append(xy, plotter.XY{X: xs[i], Y: ys[i]})
+			e := se[i]
+			if !finite(e) {
+				e = 0
+			}
+			errs = append(errs, struct{ Low, High float64 }{e, e})
+		}
+	}
+	if len(xy) == 0 {
+		return
+	}
+	l, s, _ := plotter.NewLinePoints(xy)
+	l.LineStyle.Color, s.GlyphStyle.Color = col, col
+	s.GlyphStyle.Radius = vg.Points(2)
+	if dashed {
+		l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	}
+	eb, err := plotter.NewYErrorBars(xyErrors{xy, errs})
+	if err == nil {
+		eb.LineStyle.Color = col
+		p.Add(eb)
+	}
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+}
+
+// xyErrors is points with vertical error bars.
+type xyErrors struct {
+	plotter.XYs
+	errs plotter.YErrors
+}
+
+// YError implements plotter.YErrorer.
+func (x xyErrors) YError(i int) (float64, float64) { return x.errs.YError(i) }
+
+// truthLine adds the ground truth as a horizontal line over [x0, x1].
+func truthLine(p *plot.Plot, x0, x1, v float64) {
+	l, _ := plotter.NewLine(plotter.XYs{{X: x0, Y: v}, {X: x1, Y: v}})
+	l.LineStyle.Color = color.Black
+	l.LineStyle.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(fmt.Sprintf("ground truth %.4f", v), l)
+}
+
+type convFigure struct{ r *ConvergenceResult }
+
+func (f *convFigure) Size() (vg.Length, vg.Length) {
+	return vg.Length(len(f.ks())) * 6 * vg.Inch, 5 * vg.Inch
+}
+
+func (f *convFigure) ks() []int {
+	var ks []int
+	for _, row := range f.r.Convergence {
+		if !slices.Contains(ks, row.K) {
+			ks = append(ks, row.K)
+		}
+	}
+	return ks
+}
+
+func (f *convFigure) Draw(c draw.Canvas) {
+	var row []*plot.Plot
+	for _, k := range f.ks() {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("Canonical CE_1, K = %d (t1 = t2 = 0.6)", k)
+		p.X.Label.Text = "n (log scale)"
+		p.Y.Label.Text = "mean estimate (±SE)"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Top = true
+		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		var names []string
+		truth := math.NaN()
+		for _, r := range f.r.Convergence {
+			if r.K == k && !slices.Contains(names, r.Estimator) {
+				names = append(names, r.Estimator)
+			}
+			if r.K == k {
+				truth = r.Truth
+			}
+		}
+		x0, x1 := math.Inf(1), math.Inf(-1)
+		for i, nm := range names {
+			var xs, ys, se []float64
+			for _, r := range f.r.Convergence {
+				if r.K == k && r.Estimator == nm {
+					xs, ys, se = append(xs, float64(r.N)), append(ys, r.Stat.Mean), append(se, r.Stat.SE)
+					x0, x1 = math.Min(x0, float64(r.N)), math.Max(x1, float64(r.N))
+				}
+			}
+			addSeries(p, nm, palette[i%len(palette)], xs, ys, se, i >= 5)
+		}
+		truthLine(p, x0, x1, truth)
+		row = append(row, p)
+	}
+	alignGrid(c, [][]*plot.Plot{row})
+}
+
+type sweepFigure struct{ r *ConvergenceResult }
+
+func (f *sweepFigure) settings() []string {
+	var s []string
+	for _, row := range f.r.Sweep {
+		if !slices.Contains(s, row.Setting) {
+			s = append(s, row.Setting)
+		}
+	}
+	return s
+}
+
+func (f *sweepFigure) Size() (vg.Length, vg.Length) {
+	rows := (len(f.settings()) + 2) / 3
+	return 15 * vg.Inch, vg.Length(rows)*4.2*vg.Inch + 0.2*vg.Inch
+}
+
+func (f *sweepFigure) Draw(c draw.Canvas) {
+	settings := f.settings()
+	rows := (len(settings) + 2) / 3
+	plots := make([][]*plot.Plot, rows)
+	for i := range plots {
+		plots[i] = make([]*plot.Plot, 3)
+	}
+	for si, name := range settings {
+		p := plot.New()
+		p.Title.Text = name
+		p.X.Label.Text = "bandwidth h (log scale)"
+		p.Y.Label.Text = "mean CE_1 estimate"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Top = true
+		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		var ns []int
+		truth := math.NaN()
+		for _, r := range f.r.Sweep {
+			if r.Setting == name && !slices.Contains(ns, r.N) {
+				ns = append(ns, r.N)
+			}
+			if r.Setting == name {
+				truth = r.Truth
+			}
+		}
+		x0, x1 := math.Inf(1), math.Inf(-1)
+		for i, n := range ns {
+			var xs, ys, se []float64
+			for _, r := range f.r.Sweep {
+				if r.Setting == name && r.N == n {
+					xs, ys, se = append(xs, r.H), append(ys, r.Stat.Mean), append(se, r.Stat.SE)
+					x0, x1 = math.Min(x0, r.H), math.Max(x1, r.H)
+				}
+			}
+			addSeries(p, fmt.Sprintf("n = %d", n), palette[i%len(palette)], xs, ys, se, false)
+		}
+		truthLine(p, x0, x1, truth)
+		plots[si/3][si%3] = p
+	}
+	alignGrid(c, plots)
+}
