@@ -32,6 +32,12 @@ type Options struct {
 	Progress Progress
 	// Terms keeps the per-point terms in the Result (for resampling).
 	Terms bool
+	// Debias replaces every ratio r_jl by its appendix C debiased value
+	// (see debias.go: the O(1/n) bias of the ratio at a fixed point and
+	// bandwidth is removed to O(n^-3); the smoothing bias and the bias of
+	// the p-th power are not). Estimate only; Gradient and Sharpness
+	// reject it.
+	Debias bool
 }
 
 // Value is one Lp estimate.
@@ -349,7 +355,11 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		}
 	}
 	for pi, pt := range pts {
-		r, lse := pt.prob.ratios(h)
+		ratios := pt.prob.ratios
+		if opts.Debias {
+			ratios = pt.prob.debiasedRatios
+		}
+		r, lse := ratios(h)
 		terms, kept, nkept := pt.pointTerms(r, lse, ps)
 		means := meanTerms(terms, nkept)
 		if opts.Terms {

@@ -28,6 +28,9 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 	if err := checkBandwidth(h); err != nil {
 		return 0, nil, err
 	}
+	if opts.Debias {
+		return 0, nil, fmt.Errorf("kde: Gradient does not support Options.Debias")
+	}
 	if err := checkP(p); err != nil {
 		return 0, nil, err
 	}

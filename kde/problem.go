@@ -219,7 +219,8 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 // number). Where every kernel is exactly 0 (possible only with zero
 // coordinates) lse[j] = -Inf and r is 0.
 func (p *problem) ratios(h float64) (r, lse []float64) {
-	m, s, _ := p.sums(h, false)
+	m, ss := p.sums(h, 1)
+	s := ss[0]
 	n, nl := p.n, p.nl
 	r, lse = make([]float64, n*nl), make([]float64, n)
 	for j := range lse {
@@ -242,26 +243,36 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 
 // sums returns, for every evaluation point j (input order), the shift m[j]
 // (the largest log-kernel over i != j, -Inf when all kernels are 0) and the
-// kernel sums by label in units of e^m[j]:
+// power sums of the kernels by label, s[q] for the power q+1 (q < powers,
+// powers 1 to 3), in units of e^((q+1) m[j]):
 //
-//	s[j*nl + l] = sum_{i != j, y_i = l} k_h(x_j; x_i) e^-m[j]
+//	s[q][j*nl + l] = sum_{i != j, y_i = l} (k_h(x_j; x_i) e^-m[j])^(q+1).
 //
-// and, when squares is set, the sums of the squared kernels in units of
-// e^(2 m[j]): q[j*nl + l] = sum_{i != j, y_i = l} k_h(x_j; x_i)^2 e^(-2 m[j]).
-func (p *problem) sums(h float64, squares bool) (m, s, q []float64) {
+// Higher powers of negligible kernels are more negligible still, so the
+// tile and group skipping of the first power is valid for all.
+func (p *problem) sums(h float64, powers int) (m []float64, s [][]float64) {
+	if powers < 1 || powers > 3 {
+		panic("kde: sums: powers must be 1 to 3")
+	}
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
 	cmin := tileMin(c, p.ti)
 	ntiles := len(cmin)
 	invh := 1 / h
-	m, s = make([]float64, n), make([]float64, n*nl)
-	if squares {
-		q = make([]float64, n*nl)
+	m, s = make([]float64, n), make([][]float64, powers)
+	for q := range s {
+		s[q] = make([]float64, n*nl)
 	}
-	type scratch struct{ row, row2, m, s, q []float64 }
+	type scratch struct {
+		row, rowq, m []float64
+		s            [][]float64
+	}
 	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{row: make([]float64, tileI), row2: make([]float64, tileI),
-			m: make([]float64, blockJ), s: make([]float64, blockJ*nl), q: make([]float64, blockJ*nl)}
+		w := &scratch{row: make([]float64, tileI), rowq: make([]float64, tileI), m: make([]float64, blockJ), s: make([][]float64, powers)}
+		for q := range w.s {
+			w.s[q] = make([]float64, blockJ*nl)
+		}
+		return w
 	}, func(w *scratch, b int) {
 		// A block of evaluation points in sorted order (similar points)
 		// starts with its own tile of centres (the nearest neighbours,
@@ -270,17 +281,18 @@ func (p *problem) sums(h float64, squares bool) (m, s, q []float64) {
 		// the block share each tile while it is in the cache.
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
-		ms, ss, qs := w.m[:na], w.s[:na*nl], w.q[:na*nl]
+		ms := w.m[:na]
 		for a := range ms {
 			ms[a] = math.Inf(-1)
 		}
-		clear(ss)
-		clear(qs)
+		for q := range w.s {
+			clear(w.s[q][:na*nl])
+		}
 		home := s0 / p.ti
 		for k := 0; k < ntiles; k++ {
 			t := (home + k) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
-			row, row2 := w.row[:i1-i0], w.row2[:i1-i0]
+			row, rowq := w.row[:i1-i0], w.rowq[:i1-i0]
 			for a := 0; a < na; a++ {
 				sp := s0 + a
 				if negligible(p.dotBound(sp, t)*invh-cmin[t], ms[a]) {
@@ -294,41 +306,44 @@ func (p *problem) sums(h float64, squares bool) (m, s, q []float64) {
 				if tm == math.Inf(-1) {
 					continue
 				}
-				sa, qa := ss[a*nl:(a+1)*nl], qs[a*nl:(a+1)*nl]
 				if tm > ms[a] {
 					if ms[a] > math.Inf(-1) {
 						scale := math.Exp(ms[a] - tm)
-						for l := range sa {
-							sa[l] *= scale
-							qa[l] *= scale * scale
+						f := scale
+						for q := range w.s {
+							for l := range nl {
+								w.s[q][a*nl+l] *= f
+							}
+							f *= scale
 						}
 					}
 					ms[a] = tm
 				}
-				if squares {
-					for i, v := range row {
-						row2[i] = 2 * v
+				for q := range w.s {
+					sa := w.s[q][a*nl : (a+1)*nl]
+					src := row
+					if q > 0 {
+						for i, v := range row {
+							rowq[i] = float64(q+1) * v
+						}
+						src = rowq
 					}
+					p.segments(i0, i1, func(l, lo, hi int) {
+						sa[l] += kernel.SumExp(src[lo:hi], float64(q+1)*ms[a])
+					})
 				}
-				p.segments(i0, i1, func(l, lo, hi int) {
-					sa[l] += kernel.SumExp(row[lo:hi], ms[a])
-					if squares {
-						qa[l] += kernel.SumExp(row2[lo:hi], 2*ms[a])
-					}
-				})
 			}
 		}
 		for a := 0; a < na; a++ {
 			j := p.order[s0+a]
 			m[j] = ms[a]
-			copy(s[j*nl:(j+1)*nl], ss[a*nl:(a+1)*nl])
-			if squares {
-				copy(q[j*nl:(j+1)*nl], qs[a*nl:(a+1)*nl])
+			for q := range s {
+				copy(s[q][j*nl:(j+1)*nl], w.s[q][a*nl:(a+1)*nl])
 			}
 		}
 		p.track.add(1)
 	})
-	return m, s, q
+	return m, s
 }
 
 // looLSE returns, for every bandwidth hs[g] and evaluation point j,

@@ -43,10 +43,14 @@ func Sharpness(notion Notion, probs []float64, labels []int, k int, opts Options
 	if err := checkBandwidth(h); err != nil {
 		return nil, err
 	}
+	if opts.Debias {
+		return nil, fmt.Errorf("kde: Sharpness does not support Options.Debias yet (appendix D)")
+	}
 	pts := parts(notion, probs, labels, k, opts.Workers)
 	track(pts, opts.Progress, 1)
 	pr := pts[0].prob
-	_, s, q := pr.sums(h, true)
+	_, sq := pr.sums(h, 2)
+	s, q := sq[0], sq[1]
 	n := pr.n
 	res := &SharpnessResult{Notion: notion, Bandwidth: h, N: n, Terms: make([]float64, n), Kept: make([]bool, n)}
 	sum, ybar := 0.0, 0.0
