@@ -483,3 +483,31 @@ func TestExperimentConvergenceQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalDebias: --debias adds ece_kde_debiased entries next to ece_kde,
+// equal to kde.Estimate with Options.Debias (checked in package kde).
+func TestEvalDebias(t *testing.T) {
+	stdout, stderr, code := run(t, "eval", golden+"c02_n200_k3.csv", "--mode", "canonical", "--bandwidth", "0.1", "--debias", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Results []struct {
+			Metric string   `json:"metric"`
+			Value  *float64 `json:"value"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range out.Results {
+		names = append(names, r.Metric)
+		if r.Value == nil || !(*r.Value > 0) {
+			t.Errorf("%s: value %v", r.Metric, r.Value)
+		}
+	}
+	if strings.Join(names, ",") != "ece_kde,ece_kde,ece_kde_debiased,ece_kde_debiased" {
+		t.Errorf("entries %v", names)
+	}
+}

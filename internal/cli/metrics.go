@@ -166,40 +166,50 @@ func (ev *evaluator) eceKDE() ([]*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		progress, done := ev.ui.step(notion.String() + " estimate")
-		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.classMean, Workers: c.workers, Progress: progress, Terms: c.ci})
-		done()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.File, err)
+		variants := []bool{false}
+		if c.debias {
+			variants = append(variants, true)
 		}
-		for i, v := range res.Values {
-			e := &entry{Metric: "ece_kde", Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
-				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
-				Warnings: b.warnings, group: kdeGroup(notion)}
-			if notion == kde.Marginal {
-				e.Aggregate = "sum"
-				if c.classMean {
-					e.Aggregate = "mean"
-				}
-				for _, x := range res.PerClass[i] {
-					e.PerClass = append(e.PerClass, jsonFloat(x))
-				}
+		for _, debias := range variants {
+			name, step := "ece_kde", notion.String()+" estimate"
+			if debias {
+				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
 			}
-			if c.ciExact {
-				notion, p, h := notion, v.P, b.h
-				e.stat = func(idx []int) (float64, error) {
-					r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K,
-						kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.classMean, Workers: 1})
-					if err != nil {
-						return 0, err
+			progress, done := ev.ui.step(step)
+			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.classMean, Workers: c.workers, Progress: progress, Terms: c.ci, Debias: debias})
+			done()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.File, err)
+			}
+			for i, v := range res.Values {
+				e := &entry{Metric: name, Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
+					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
+					Warnings: b.warnings, group: kdeGroup(notion)}
+				if notion == kde.Marginal {
+					e.Aggregate = "sum"
+					if c.classMean {
+						e.Aggregate = "mean"
 					}
-					return r.Values[0].Value, nil
+					for _, x := range res.PerClass[i] {
+						e.PerClass = append(e.PerClass, jsonFloat(x))
+					}
 				}
-			} else if c.ci {
-				i := i
-				e.stat = func(idx []int) (float64, error) { return res.Resampled(i, idx), nil }
+				if c.ciExact {
+					notion, p, h := notion, v.P, b.h
+					e.stat = func(idx []int) (float64, error) {
+						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K,
+							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.classMean, Workers: 1, Debias: debias})
+						if err != nil {
+							return 0, err
+						}
+						return r.Values[0].Value, nil
+					}
+				} else if c.ci {
+					i := i
+					e.stat = func(idx []int) (float64, error) { return res.Resampled(i, idx), nil }
+				}
+				out = append(out, e)
 			}
-			out = append(out, e)
 		}
 	}
 	return out, nil
