@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/calib-dev/calib/synth"
 )
 
 // TestConvergenceQuick runs the quick experiment and checks its structure,
@@ -62,5 +65,36 @@ func TestCrossings(t *testing.T) {
 	d, u = crossings(hs, []float64{1, 1, 1, 1}, 2)
 	if !math.IsNaN(d) || !math.IsNaN(u) {
 		t.Errorf("no crossing: %v %v", d, u)
+	}
+}
+
+// TestBinnedVsKDEQuick runs the quick binned-vs-kde experiment on a
+// synthetic 4-class set (the three-class filter and renormalisation, the
+// rows, the slopes) and checks its errors.
+func TestBinnedVsKDEQuick(t *testing.T) {
+	f, y, _ := synth.Paper(4).Draw(2000, rand.New(rand.NewPCG(1, 1)))
+	r, err := BinnedVsKDE("synthetic", f, y, 4, BinnedVsKDEOptions{Quick: true, Classes: []int{3, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, l := range y {
+		if l != 2 {
+			want++
+		}
+	}
+	if r.N != want || len(r.Rows) != 3*2*3 || len(r.Slopes) != 6 {
+		t.Fatalf("n %d (want %d), %d rows, %d slopes", r.N, want, len(r.Rows), len(r.Slopes))
+	}
+	for _, s := range r.Slopes {
+		if !(s.Slope < 0) {
+			t.Errorf("%+v: the difference does not shrink with n", s)
+		}
+	}
+	if _, err := BinnedVsKDE("x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 0, 1}}); err == nil {
+		t.Error("repeated class accepted")
+	}
+	if _, err := BinnedVsKDE("x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 1}}); err == nil {
+		t.Error("two classes accepted")
 	}
 }

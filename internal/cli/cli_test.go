@@ -511,3 +511,23 @@ func TestEvalDebias(t *testing.T) {
 		t.Errorf("entries %v", names)
 	}
 }
+
+// TestExperimentBinnedVsKDEQuick runs the quick binned-vs-kde experiment on
+// the embedded set and on a logit folder, and checks a bad --classes.
+func TestExperimentBinnedVsKDEQuick(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "experiment", "binned-vs-kde", "--quick", "-o", dir)
+	if code != 0 || !strings.Contains(stdout, "slope") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "binned-vs-kde-diff.svg")); err != nil {
+		t.Error(err)
+	}
+	_, stderr, code = run(t, "experiment", "binned-vs-kde", "../demo/cifar10_resnet110-brier", "--split", "val", "--quick", "--classes", "3,5,7", "-o", dir)
+	if code != 0 {
+		t.Errorf("folder: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code = run(t, "experiment", "binned-vs-kde", "--classes", "1,1,2", "--quick", "-o", dir); code != 2 {
+		t.Errorf("bad classes: exit %d: %s", code, stderr)
+	}
+}
