@@ -202,7 +202,8 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 //
 //  1. Convergence: the paper's setup (t1 = t2 = 0.6), K = 4 and 8, n from
 //     100 to 20,000; canonical ECE^KDE (CE_1) with the LOO bandwidth (the
-//     correct objective and the reference code's), at fixed bandwidths, and
+//     correct objective and the reference code's; the former also with the
+//     appendix C debiasing), at fixed bandwidths, and
 //     the binned canonical estimate with 2, 3, 5, 10 bins per class and
 //     Doane's rule, each averaged over repetitions, against the ground truth.
 //  2. Sweep: for (t1, t2) in (0.6, 0.6), (0.9, 0.6), (1.0, 2.0), K = 4 and
@@ -228,13 +229,14 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			progress("ground truth " + s.Name())
 		}
 	}
-	kdeAt := func(f []float64, y []int, k int, h float64) (float64, error) {
-		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: h, Workers: o.Workers})
+	kdeEst := func(f []float64, y []int, k int, h float64, debias bool) (float64, error) {
+		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: h, Workers: o.Workers, Debias: debias})
 		if err != nil {
 			return 0, err
 		}
 		return r.Values[0].Value, nil
 	}
+	kdeAt := func(f []float64, y []int, k int, h float64) (float64, error) { return kdeEst(f, y, k, h, false) }
 	loo := func(f []float64, y []int, k int, obj kde.Objective) (float64, float64, error) {
 		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, kde.BandwidthOptions{Objective: obj, Workers: o.Workers})
 		if err != nil {
@@ -253,7 +255,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				vals, hs []float64
 				failed   int
 			}
-			names := []string{"kde loo", "kde reference"}
+			names := []string{"kde loo", "kde loo debiased", "kde reference"}
 			for _, h := range p.fixed {
 				names = append(names, fmt.Sprintf("kde h=%g", h))
 			}
@@ -280,6 +282,10 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				f, y, _ := setup.Draw(n, seedOf(o.Seed, 1, k, n, r))
 				v, h, err := loo(f, y, k, kde.LOO)
 				add("kde loo", v, h, err)
+				if err == nil {
+					v, err = kdeEst(f, y, k, h, true)
+				}
+				add("kde loo debiased", v, h, err)
 				v, h, err = loo(f, y, k, kde.Reference)
 				add("kde reference", v, h, err)
 				for _, h := range p.fixed {

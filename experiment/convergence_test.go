@@ -21,7 +21,7 @@ func TestConvergenceQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Settings) != 3 || len(r.Convergence) != 3*10 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*3 || len(r.Crossings) != 3 {
+	if len(r.Settings) != 3 || len(r.Convergence) != 3*11 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*3 || len(r.Crossings) != 3 {
 		t.Fatalf("sizes: %d settings, %d convergence, %d sweep, %d rules, %d crossings",
 			len(r.Settings), len(r.Convergence), len(r.Sweep), len(r.Rules), len(r.Crossings))
 	}
