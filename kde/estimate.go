@@ -35,8 +35,8 @@ type Options struct {
 	// Debias replaces every ratio r_jl by its appendix C debiased value
 	// (see debias.go: the O(1/n) bias of the ratio at a fixed point and
 	// bandwidth is removed to O(n^-3); the smoothing bias and the bias of
-	// the p-th power are not). Estimate only; Gradient and Sharpness
-	// reject it.
+	// the p-th power are not). Sharpness applies appendix D to its ratio
+	// of squared means instead; Gradient rejects it.
 	Debias bool
 }
 

@@ -31,7 +31,8 @@ type SharpnessResult struct {
 // with k_ij = k_h(f_j; f_i). The sums are taken in log space with the shift
 // of each point (the ratio does not depend on it); a point whose denominator
 // is not positive (fewer than two centres with positive kernel) is left out
-// and counted in Excluded. opts.P is not used.
+// and counted in Excluded. opts.P is not used. With opts.Debias each ratio
+// is debiased as in appendix D (see squaredDebiased in debias.go).
 func Sharpness(notion Notion, probs []float64, labels []int, k int, opts Options) (*SharpnessResult, error) {
 	if notion != TopLabel && notion != Binary {
 		return nil, fmt.Errorf("kde: sharpness is defined for top_label and binary, not %s", notion)
@@ -42,9 +43,6 @@ func Sharpness(notion Notion, probs []float64, labels []int, k int, opts Options
 	h := opts.Bandwidth
 	if err := checkBandwidth(h); err != nil {
 		return nil, err
-	}
-	if opts.Debias {
-		return nil, fmt.Errorf("kde: Sharpness does not support Options.Debias yet (appendix D)")
 	}
 	pts := parts(notion, probs, labels, k, opts.Workers)
 	track(pts, opts.Progress, 1)
@@ -57,14 +55,18 @@ func Sharpness(notion Notion, probs []float64, labels []int, k int, opts Options
 	for j := 0; j < n; j++ {
 		ybar += float64(pr.labels[j])
 		s0, s1, q0, q1 := s[2*j], s[2*j+1], q[2*j], q[2*j+1]
-		num := s1*s1 - q1
-		den := (s0+s1)*(s0+s1) - (q0 + q1)
-		if !(den > 0) {
+		rs := ratioSums{M: n - 1, X: s0 + s1, XX: q0 + q1, Y: s1, XY: q1}
+		partial, full := rs.squaredDebiased(q1)
+		if math.IsNaN(partial) {
 			res.Excluded++
 			continue
 		}
-		res.Terms[j], res.Kept[j] = num/den, true
-		sum += num / den
+		v := partial
+		if opts.Debias {
+			v = full
+		}
+		res.Terms[j], res.Kept[j] = v, true
+		sum += v
 	}
 	if res.Excluded == n {
 		return nil, fmt.Errorf("kde: sharpness: %w", ErrNoDensity)
