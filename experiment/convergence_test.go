@@ -98,3 +98,30 @@ func TestBinnedVsKDEQuick(t *testing.T) {
 		t.Error("two classes accepted")
 	}
 }
+
+// TestSharpnessQuick runs the quick sharpness experiment: sizes 32 to
+// 1,024, finite rows, a ground truth with a small standard error, and
+// determinism across worker counts; bad options are errors.
+func TestSharpnessQuick(t *testing.T) {
+	r, err := Sharpness(SharpnessOptions{Quick: true, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 6 || r.Rows[0].N != 32 || r.Rows[5].N != 1024 || !(r.Truth.SE < 1e-3) {
+		t.Fatalf("%d rows, truth %v", len(r.Rows), r.Truth)
+	}
+	for _, row := range r.Rows {
+		if row.Partial.Reps != 300 || !finite(row.Partial.Mean, row.Debiased.Mean) {
+			t.Errorf("%+v", row)
+		}
+	}
+	r2, _ := Sharpness(SharpnessOptions{Quick: true, Seed: 2, Workers: 1})
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(r2)
+	if !bytes.Equal(a, b) {
+		t.Error("results differ between worker counts")
+	}
+	if _, err := Sharpness(SharpnessOptions{Location: 1.5}); err == nil {
+		t.Error("location 1.5 accepted")
+	}
+}

@@ -140,3 +140,25 @@ func (s ratioSums) squaredDebiased(yy float64) (partial, full float64) {
 	mu3 := mu * mu * mu
 	return partial, partial - 4/m*(nu*nu*sxx/(mu3*mu)-nu*sxy/mu3)
 }
+
+// SquaredRatio returns, for kernel values k_i >= 0 at one evaluation point
+// and the 0/1 outcomes y_i of their centres, eq. 7's estimate of
+// (E[k y] / E[k])^2,
+//
+//	((sum k y)^2 - sum (k y)^2) / ((sum k)^2 - sum k^2),
+//
+// and its appendix D debiased value (see squaredDebiased); NaN when the
+// denominator is not positive.
+func SquaredRatio(k, y []float64) (partial, debiased float64) {
+	s := ratioSums{M: len(k)}
+	yy := 0.0
+	for i, x := range k {
+		v := x * y[i]
+		s.X += x
+		s.XX += x * x
+		s.Y += v
+		s.XY += x * v
+		yy += v * v
+	}
+	return s.squaredDebiased(yy)
+}
