@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"gonum.org/v1/plot"
@@ -241,7 +242,7 @@ func (f *convFigure) Draw(c draw.Canvas) {
 					x0, x1 = math.Min(x0, float64(r.N)), math.Max(x1, float64(r.N))
 				}
 			}
-			addSeries(p, nm, palette[i%len(palette)], xs, ys, se, i >= 5)
+			addSeries(p, nm, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(nm, "binned"))
 		}
 		truthLine(p, x0, x1, truth)
 		row = append(row, p)
