@@ -510,6 +510,10 @@ func TestEvalDebias(t *testing.T) {
 	if strings.Join(names, ",") != "ece_kde,ece_kde,ece_kde_debiased,ece_kde_debiased" {
 		t.Errorf("entries %v", names)
 	}
+	stdout, stderr, code = run(t, "eval", golden+"c02_n200_k3.csv", "--metrics", "sharpness", "--bandwidth", "0.1", "--debias")
+	if code != 0 || !strings.Contains(stdout, "sharpness_debiased") {
+		t.Errorf("sharpness --debias: exit %d: %s %s", code, stdout, stderr)
+	}
 }
 
 // TestExperimentBinnedVsKDEQuick runs the quick binned-vs-kde experiment on

@@ -52,7 +52,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
 	fs.StringVar(&f.objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
 	fs.BoolVar(&f.classMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
-	fs.BoolVar(&f.debias, "debias", false, "also report ece_kde_debiased: every kernel ratio debiased to O(n^-3) (ECE^KDE paper appendix C; removes the ratio's O(1/n) bias, not the smoothing bias)")
+	fs.BoolVar(&f.debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.IntVar(&f.bins, "bins", 0, "number of bins of the binned metrics (implies --bin-rule fixed; default 15)")
 	fs.StringVar(&f.binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
 	fs.StringVar(&f.binRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")

@@ -440,36 +440,49 @@ func (ev *evaluator) sharpness() ([]*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, Workers: c.workers})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.File, err)
+	variants := []bool{false}
+	if c.debias {
+		variants = append(variants, true)
 	}
-	e := &entry{Metric: "sharpness", Notion: notion.String(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
-		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
-	if c.ciExact {
-		e.stat = func(idx []int) (float64, error) {
-			r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, kde.Options{Bandwidth: b.h, Workers: 1})
-			if err != nil {
-				return 0, err
-			}
-			return r.Value, nil
+	var out []*entry
+	for _, debias := range variants {
+		name := "sharpness"
+		if debias {
+			name = "sharpness_debiased"
 		}
-	} else {
-		e.stat = func(idx []int) (float64, error) {
-			sum, kept := 0.0, 0
-			for _, j := range idx {
-				if res.Kept[j] {
-					sum += res.Terms[j]
-					kept++
+		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, Workers: c.workers, Debias: debias})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		e := &entry{Metric: name, Notion: notion.String(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
+			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
+		if c.ciExact {
+			e.stat = func(idx []int) (float64, error) {
+				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
+				if err != nil {
+					return 0, err
 				}
+				return r.Value, nil
 			}
-			if kept == 0 {
-				return 0, fmt.Errorf("sharpness: no point kept in the resample")
+		} else {
+			e.stat = func(idx []int) (float64, error) {
+				sum, kept := 0.0, 0
+				for _, j := range idx {
+					if res.Kept[j] {
+						sum += res.Terms[j]
+						kept++
+					}
+				}
+				if kept == 0 {
+					return 0, fmt.Errorf("sharpness: no point kept in the resample")
+				}
+				return sum / float64(kept), nil
 			}
-			return sum / float64(kept), nil
 		}
+
+		out = append(out, e)
 	}
-	return []*entry{e}, nil
+	return out, nil
 }
 
 func (ev *evaluator) mmce() ([]*entry, error) {
