@@ -1,6 +1,9 @@
 // Package train trains classifiers whose calibration calib measures:
-// tabular data sets, reproducible splits and standardisation (this file),
-// and the training losses of the ECE^KDE paper (section 5) to come.
+// tabular data sets, reproducible splits and standardisation (table.go),
+// and the training losses of the ECE^KDE paper (section 5) as GoMLX graphs
+// on the pure-Go backend (backends/simplego): KDECanonical, the
+// differentiable ECE^KDE term of KDE-XE, with a composite Lgamma
+// (kdeloss.go). The training loop is still to come.
 package train
 
 import (

@@ -1,0 +1,131 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends/simplego"
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/calib-dev/calib/kde"
+)
+
+// TestLgamma compares the graph's Lgamma with math.Lgamma on [0.5, 1e4]
+// (relative 1e-13).
+func TestLgamma(t *testing.T) {
+	backend, err := simplego.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := []float64{0.5, 0.9, 1, 1.5, 2, 3.7, 10, 55.5, 101, 1234.5, 1e4}
+	out, err := G.MustNewExec(backend, func(x *G.Node) *G.Node { return Lgamma(x) }).Exec(xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out[0].Value().([]float64)
+	for i, x := range xs {
+		want, _ := math.Lgamma(x)
+		if math.Abs(got[i]-want) > 1e-13*math.Max(1, math.Abs(want)) {
+			t.Errorf("Lgamma(%v) = %v, math.Lgamma %v", x, got[i], want)
+		}
+	}
+}
+
+// batch draws B logits of K classes (scale 2) and labels; classes listed
+// in missing never occur as labels.
+func batch(rng *rand.Rand, b, k int, missing ...int) ([][]float64, []int, [][]float64) {
+	logits, onehot := make([][]float64, b), make([][]float64, b)
+	labels := make([]int, b)
+	for j := range logits {
+		logits[j], onehot[j] = make([]float64, k), make([]float64, k)
+		for c := range logits[j] {
+			logits[j][c] = 2 * rng.NormFloat64()
+		}
+		for {
+			labels[j] = rng.IntN(k)
+			ok := true
+			for _, m := range missing {
+				ok = ok && labels[j] != m
+			}
+			if ok {
+				break
+			}
+		}
+		onehot[j][labels[j]] = 1
+	}
+	return logits, labels, onehot
+}
+
+// TestKDECanonicalGraph: the graph's value equals kde.Estimate (relative
+// 1e-10) and its automatic gradient equals kde.LogitGradient (the
+// foundation's exact gradient, relative 1e-8 of the largest entry) and
+// central finite differences of the graph value (1e-6), for p = 1 and 2,
+// including a batch in which two classes have no sample.
+func TestKDECanonicalGraph(t *testing.T) {
+	backend, err := simplego.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, tc := range []struct {
+		b, k    int
+		h, p    float64
+		missing []int
+	}{{32, 3, 0.1, 1, nil}, {48, 5, 0.05, 2, nil}, {40, 6, 0.2, 1, []int{1, 4}}} {
+		logits, labels, onehot := batch(rng, tc.b, tc.k, tc.missing...)
+		exec := G.MustNewExec(backend, func(lg, oh *G.Node) (*G.Node, *G.Node) {
+			v := KDECanonical(lg, oh, tc.h, tc.p)
+			return v, G.Gradient(v, lg)[0]
+		})
+		value := func(lg [][]float64) (float64, [][]float64) {
+			out, err := exec.Exec(tensors.FromValue(lg), tensors.FromValue(onehot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0].Value().(float64), out[1].Value().([][]float64)
+		}
+		v, g := value(logits)
+		flat := make([]float64, 0, tc.b*tc.k)
+		for _, row := range logits {
+			flat = append(flat, row...)
+		}
+		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, kde.Options{Bandwidth: tc.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(v-wv) > 1e-10*wv || math.IsNaN(v) {
+			t.Errorf("%+v: graph value %v, kde %v", tc, v, wv)
+		}
+		scale := 0.0
+		for _, x := range wg {
+			scale = math.Max(scale, math.Abs(x))
+		}
+		worst := 0.0
+		for j := range g {
+			for c := range g[j] {
+				worst = math.Max(worst, math.Abs(g[j][c]-wg[j*tc.k+c]))
+			}
+		}
+		if worst > 1e-8*scale {
+			t.Errorf("%+v: graph gradient differs from kde.LogitGradient by %v (largest entry %v)", tc, worst, scale)
+		}
+		// Central differences of the graph value at a few entries.
+		const eps = 1e-6
+		for trial := 0; trial < 6; trial++ {
+			j, c := rng.IntN(tc.b), rng.IntN(tc.k)
+			old := logits[j][c]
+			logits[j][c] = old + eps
+			vp, _ := value(logits)
+			logits[j][c] = old - eps
+			vm, _ := value(logits)
+			logits[j][c] = old
+			fd := (vp - vm) / (2 * eps)
+			if math.Abs(fd-g[j][c]) > 1e-6*math.Max(scale, 1e-3) {
+				t.Errorf("%+v: d/dlogit[%d][%d]: graph %v, finite difference %v", tc, j, c, g[j][c], fd)
+			}
+		}
+		t.Logf("%+v: value %.6g (kde %.6g), max |grad - kde| %.2g of %.2g", tc, v, wv, worst, scale)
+	}
+}
