@@ -1,0 +1,213 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/layers/fnn"
+	gtrain "github.com/gomlx/gomlx/pkg/ml/train"
+	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+)
+
+// Losses of Config.Loss.
+const (
+	LossXE    = "xe"     // cross-entropy
+	LossKDEXE = "kde-xe" // cross-entropy + lambda * canonical ECE^KDE (CE_p^p) of each mini-batch
+)
+
+// Config configures Fit. Zero fields take the defaults in brackets.
+type Config struct {
+	Loss      string  // LossXE or LossKDEXE [xe]
+	Lambda    float64 // weight of the KDE term [0.1]
+	Bandwidth float64 // kernel bandwidth of the KDE term, fixed per run [0.1]
+	P         float64 // exponent of the KDE term [1]
+	Layers    int     // hidden layers of the MLP [2]
+	Hidden    int     // units per hidden layer [64]
+	Dropout   float64 // dropout rate in training [0]
+	Epochs    int     // at most [30]
+	Batch     int     // mini-batch size; the last incomplete batch of an epoch is dropped [128]
+	LR        float64 // Adam learning rate [1e-3]
+	// Patience stops training when the validation NLL has not improved for
+	// this many epochs [5]; the returned logits are those of the best epoch.
+	Patience int
+	Seed     uint64
+}
+
+func (c *Config) defaults() error {
+	if c.Loss == "" {
+		c.Loss = LossXE
+	}
+	if c.Loss != LossXE && c.Loss != LossKDEXE {
+		return fmt.Errorf("train: loss %q (valid: %s, %s)", c.Loss, LossXE, LossKDEXE)
+	}
+	set := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	seti := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&c.Lambda, 0.1)
+	set(&c.Bandwidth, 0.1)
+	set(&c.P, 1)
+	set(&c.LR, 1e-3)
+	seti(&c.Layers, 2)
+	seti(&c.Hidden, 64)
+	seti(&c.Epochs, 30)
+	seti(&c.Batch, 128)
+	seti(&c.Patience, 5)
+	if c.Batch < 2 || c.Epochs < 1 || !(c.Bandwidth > 0) || !(c.P >= 1) || c.Lambda < 0 {
+		return fmt.Errorf("train: invalid configuration %+v", *c)
+	}
+	return nil
+}
+
+// Result is a trained model's output on the validation and test rows.
+type Result struct {
+	Config     Config
+	K          int
+	ValLogits  []float64 // len(Split.Val) × K, at the best epoch
+	TestLogits []float64 // len(Split.Test) × K
+	BestEpoch  int       // 1-based
+	Epochs     int       // epochs run
+	TrainLoss  []float64 // mean mini-batch loss per epoch
+	ValNLL     []float64 // per epoch
+	EpochTime  []float64 // seconds of training per epoch (without the evaluation)
+}
+
+// Fit trains an MLP (Config.Layers hidden layers of Config.Hidden units,
+// ReLU, optional dropout; GoMLX's fnn on the pure-Go simplego backend) with
+// Adam on the train rows of the table, standardised with the train rows'
+// mean and deviation, and returns the validation and test logits of the
+// epoch with the lowest validation NLL. Mini-batches are drawn from
+// PCG(Seed, epoch) and the weights initialised from Seed, so a run is
+// reproducible.
+func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if len(sp.Train) < cfg.Batch {
+		return nil, fmt.Errorf("train: %d training rows for batches of %d", len(sp.Train), cfg.Batch)
+	}
+	backend, err := simplego.New("")
+	if err != nil {
+		return nil, fmt.Errorf("train: backend: %w", err)
+	}
+	d, k := tb.D, tb.K
+	std := FitStandardizer(tb.X, d, sp.Train)
+	xval, xtest := std.Apply(tb.X, d, sp.Val), std.Apply(tb.X, d, sp.Test)
+
+	ctx := context.New()
+	if err := ctx.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
+		return nil, err
+	}
+	ctx.SetParam(optimizers.ParamLearningRate, cfg.LR)
+	model := func(ctx *context.Context, _ any, inputs []*G.Node) []*G.Node {
+		c := fnn.New(ctx.In("mlp"), inputs[0], k).NumHiddenLayers(cfg.Layers, cfg.Hidden)
+		if cfg.Dropout > 0 {
+			c = c.Dropout(cfg.Dropout)
+		}
+		return []*G.Node{c.Done()}
+	}
+	loss := func(labels, predictions []*G.Node) *G.Node {
+		logits := predictions[0]
+		onehot := G.OneHot(labels[0], k, dtypes.Float64)
+		xe := G.Neg(G.ReduceAllMean(G.ReduceSum(G.Mul(onehot, G.LogSoftmax(logits, -1)), -1)))
+		if cfg.Loss == LossKDEXE {
+			xe = G.Add(xe, G.MulScalar(KDECanonical(logits, onehot, cfg.Bandwidth, cfg.P), cfg.Lambda))
+		}
+		return xe
+	}
+	trainer := gtrain.NewTrainer(backend, ctx, model, loss, optimizers.Adam().Done(), nil, nil)
+	infer := func(x []float64, n int) ([]float64, error) {
+		exec, err := context.NewExec(backend, ctx.Reuse(), func(ctx *context.Context, in *G.Node) *G.Node {
+			return model(ctx, nil, []*G.Node{in})[0]
+		})
+		if err != nil {
+			return nil, err
+		}
+		out, err := exec.Exec(tensors.FromFlatDataAndDimensions(x, n, d))
+		if err != nil {
+			return nil, err
+		}
+		return tensors.MustCopyFlatData[float64](out[0]), nil
+	}
+
+	res := &Result{Config: cfg, K: k}
+	best := math.Inf(1)
+	since := 0
+	xb, yb := make([]float64, cfg.Batch*d), make([]int32, cfg.Batch)
+	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+		rows := append([]int(nil), sp.Train...)
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(epoch)))
+		rng.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+		start := time.Now()
+		sum, nb := 0.0, 0
+		for b := 0; b+cfg.Batch <= len(rows); b += cfg.Batch {
+			for a, i := range rows[b : b+cfg.Batch] {
+				for c := 0; c < d; c++ {
+					xb[a*d+c] = (tb.X[i*d+c] - std.Mean[c]) / std.Scale[c]
+				}
+				yb[a] = int32(tb.Labels[i])
+			}
+			m, err := trainer.TrainStep(nil, []*tensors.Tensor{tensors.FromFlatDataAndDimensions(xb, cfg.Batch, d)},
+				[]*tensors.Tensor{tensors.FromFlatDataAndDimensions(yb, cfg.Batch)})
+			if err != nil {
+				return nil, fmt.Errorf("train: epoch %d: %w", epoch, err)
+			}
+			v := tensors.ToScalar[float64](m[0])
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("train: epoch %d, batch %d: the loss is %v", epoch, nb, v)
+			}
+			sum += v
+			nb++
+		}
+		res.EpochTime = append(res.EpochTime, time.Since(start).Seconds())
+		res.TrainLoss = append(res.TrainLoss, sum/float64(nb))
+		res.Epochs = epoch
+		vl, err := infer(xval, len(sp.Val))
+		if err != nil {
+			return nil, err
+		}
+		nll := meanNLL(vl, sp.Val, tb.Labels, k)
+		res.ValNLL = append(res.ValNLL, nll)
+		if nll < best {
+			best, since, res.BestEpoch, res.ValLogits = nll, 0, epoch, vl
+			if res.TestLogits, err = infer(xtest, len(sp.Test)); err != nil {
+				return nil, err
+			}
+		} else if since++; since >= cfg.Patience {
+			break
+		}
+	}
+	return res, nil
+}
+
+// meanNLL is the mean negative log-likelihood of the labels of rows under
+// the logits (one row of K per entry of rows).
+func meanNLL(logits []float64, rows []int, labels []int, k int) float64 {
+	s := 0.0
+	for j, i := range rows {
+		z := logits[j*k : (j+1)*k]
+		m := math.Inf(-1)
+		for _, v := range z {
+			m = math.Max(m, v)
+		}
+		t := 0.0
+		for _, v := range z {
+			t += math.Exp(v - m)
+		}
+		s += m + math.Log(t) - z[labels[i]]
+	}
+	return s / float64(len(rows))
+}

@@ -1,0 +1,55 @@
+package train
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/metric"
+)
+
+// TestFitVehicle trains XE and KDE-XE MLPs on the real vehicle table
+// (60/20/20 stratified split, seed 1, 15 epochs of batch 64): both learn
+// (test accuracy above 0.6; chance is 0.26), the losses stay finite, and a
+// rerun with the same seed gives identical logits.
+func TestFitVehicle(t *testing.T) {
+	tb, err := ReadTable("../testdata/tabular/vehicle.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := StratifiedSplit(tb.Labels, tb.K, 0.2, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, loss := range []string{LossXE, LossKDEXE} {
+		cfg := Config{Loss: loss, Epochs: 15, Batch: 64, LR: 3e-3, Seed: 1}
+		res, err := Fit(tb, sp, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", loss, err)
+		}
+		test := make([]int, len(sp.Test))
+		for j, i := range sp.Test {
+			test[j] = tb.Labels[i]
+		}
+		probs := make([]float64, len(res.TestLogits))
+		for j := range test {
+			data.Softmax(probs[j*tb.K:(j+1)*tb.K], res.TestLogits[j*tb.K:(j+1)*tb.K])
+		}
+		acc := metric.Accuracy(probs, test, tb.K)
+		t.Logf("%s: best epoch %d of %d, val NLL %.4f, test accuracy %.3f, %.3f s/epoch", loss, res.BestEpoch, res.Epochs,
+			res.ValNLL[res.BestEpoch-1], acc, res.EpochTime[0])
+		if !(acc > 0.6) {
+			t.Errorf("%s: test accuracy %v", loss, acc)
+		}
+		for _, v := range slices.Concat(res.TrainLoss, res.ValNLL, res.TestLogits) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%s: non-finite value", loss)
+			}
+		}
+		again, err := Fit(tb, sp, cfg)
+		if err != nil || !slices.Equal(again.TestLogits, res.TestLogits) {
+			t.Errorf("%s: a rerun with the same seed differs (%v)", loss, err)
+		}
+	}
+}
