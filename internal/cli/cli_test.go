@@ -535,3 +535,29 @@ func TestExperimentBinnedVsKDEQuick(t *testing.T) {
 		t.Errorf("bad classes: exit %d: %s", code, stderr)
 	}
 }
+
+// TestTrainCommand trains a small KDE-XE model on vehicle and evaluates its
+// test logits with calib eval; bad inputs are usage errors.
+func TestTrainCommand(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "kde-xe", "--epochs", "3", "--batch", "64", "-o", dir)
+	if code != 0 || !strings.Contains(stdout, "best epoch") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = run(t, "eval", filepath.Join(dir, "test_logits.npy"), "--labels", filepath.Join(dir, "test_labels.npy"), "--logits", "--metrics", "accuracy", "--json")
+	if code != 0 || !strings.Contains(stdout, `"n":170`) {
+		t.Errorf("eval of the trained logits: exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.json")); err != nil {
+		t.Error(err)
+	}
+	for _, args := range [][]string{
+		{"train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "focal", "-o", dir},
+		{"train", "--data", "../../testdata/tabular/vehicle.csv"},
+		{"train", "--data", "../../testdata/tabular/nope.csv", "-o", dir},
+	} {
+		if _, stderr, code := run(t, args...); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}

@@ -48,7 +48,7 @@ and the HTML report (plot, report). Start with: calib demo.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{err} })
-	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd())
+	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd())
 	return root
 }
 
