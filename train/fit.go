@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -20,12 +22,19 @@ import (
 const (
 	LossXE    = "xe"     // cross-entropy
 	LossKDEXE = "kde-xe" // cross-entropy + lambda * canonical ECE^KDE (CE_p^p) of each mini-batch
+	LossMMCE  = "mmce"   // cross-entropy + lambda * MMCE (Kumar et al. 2018, width 0.4) of each mini-batch
+	LossFocal = "focal"  // focal loss FL-53 (Mukhoti et al. 2020)
+	LossLS    = "ls"     // cross-entropy with labels smoothed by Config.Smoothing
 )
+
+// Losses lists the valid Config.Loss values.
+var Losses = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}
 
 // Config configures Fit. Zero fields take the defaults in brackets.
 type Config struct {
-	Loss      string  // LossXE or LossKDEXE [xe]
-	Lambda    float64 // weight of the KDE term [0.1]
+	Loss      string  // one of Losses [xe]
+	Lambda    float64 // weight of the KDE or MMCE term [0.1]
+	Smoothing float64 // label smoothing of LossLS [0.1]
 	Bandwidth float64 // kernel bandwidth of the KDE term, fixed per run [0.1]
 	P         float64 // exponent of the KDE term [1]
 	Layers    int     // hidden layers of the MLP [2]
@@ -44,8 +53,8 @@ func (c *Config) defaults() error {
 	if c.Loss == "" {
 		c.Loss = LossXE
 	}
-	if c.Loss != LossXE && c.Loss != LossKDEXE {
-		return fmt.Errorf("train: loss %q (valid: %s, %s)", c.Loss, LossXE, LossKDEXE)
+	if !slices.Contains(Losses, c.Loss) {
+		return fmt.Errorf("train: loss %q (valid: %s)", c.Loss, strings.Join(Losses, ", "))
 	}
 	set := func(v *float64, d float64) {
 		if *v == 0 {
@@ -58,6 +67,7 @@ func (c *Config) defaults() error {
 		}
 	}
 	set(&c.Lambda, 0.1)
+	set(&c.Smoothing, 0.1)
 	set(&c.Bandwidth, 0.1)
 	set(&c.P, 1)
 	set(&c.LR, 1e-3)
@@ -122,9 +132,18 @@ func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
 	loss := func(labels, predictions []*G.Node) *G.Node {
 		logits := predictions[0]
 		onehot := G.OneHot(labels[0], k, dtypes.Float64)
+		switch cfg.Loss {
+		case LossFocal:
+			return Focal(logits, onehot)
+		case LossLS:
+			return SmoothedXE(logits, onehot, cfg.Smoothing)
+		}
 		xe := G.Neg(G.ReduceAllMean(G.ReduceSum(G.Mul(onehot, G.LogSoftmax(logits, -1)), -1)))
-		if cfg.Loss == LossKDEXE {
+		switch cfg.Loss {
+		case LossKDEXE:
 			xe = G.Add(xe, G.MulScalar(KDECanonical(logits, onehot, cfg.Bandwidth, cfg.P), cfg.Lambda))
+		case LossMMCE:
+			xe = G.Add(xe, G.MulScalar(MMCE(logits, onehot, 0.4), cfg.Lambda))
 		}
 		return xe
 	}

@@ -62,3 +62,42 @@ func KDECanonical(logits, onehot *G.Node, h, p float64) *G.Node {
 	}
 	return G.DivScalar(G.ReduceAllSum(e), float64(b))
 }
+
+// MMCE returns the maximum mean calibration error of Kumar, Sarawagi and
+// Jain (ICML 2018) of a mini-batch as a graph node: with r_i the top-label
+// confidence max softmax(logits_i) and c_i = [arg max = label] (no
+// gradient),
+//
+//	MMCE = sqrt((1/B^2) sum_{i,j} (c_i - r_i)(c_j - r_j) exp(-|r_i - r_j| / width)),
+//
+// the value of metric.TopLabelMMCE. A small constant (1e-12) under the root
+// keeps its gradient finite at 0.
+func MMCE(logits, onehot *G.Node, width float64) *G.Node {
+	b := logits.Shape().Dimensions[0]
+	f := G.Softmax(logits, -1)
+	r := G.ReduceMax(f, -1)
+	// Correct when the label's probability is the largest.
+	c := G.StopGradient(G.ConvertDType(G.GreaterOrEqual(G.ReduceSum(G.Mul(f, onehot), -1), r), f.DType()))
+	d := G.Sub(c, r)
+	k := G.Exp(G.DivScalar(G.Neg(G.Abs(G.Sub(G.InsertAxes(r, 0), G.InsertAxes(r, 1)))), width))
+	sq := G.DivScalar(G.ReduceAllSum(G.Mul(G.Mul(G.InsertAxes(d, 0), G.InsertAxes(d, 1)), k)), float64(b*b))
+	return G.Sqrt(G.AddScalar(G.Max(sq, G.ZerosLike(sq)), 1e-12))
+}
+
+// Focal returns the mean focal loss of the batch with the FL-53 schedule of
+// Mukhoti et al. (2020): gamma = 5 where the label's probability is below
+// 0.2, else 3: -(1 - p_y)^gamma log p_y.
+func Focal(logits, onehot *G.Node) *G.Node {
+	logp := G.ReduceSum(G.Mul(G.LogSoftmax(logits, -1), onehot), -1)
+	p := G.Exp(logp)
+	gamma := G.Where(G.LessThan(p, G.ConstAs(p, 0.2)), G.ConstAs(p, 5.0), G.ConstAs(p, 3.0))
+	return G.Neg(G.ReduceAllMean(G.Mul(G.Pow(G.Sub(G.OnesLike(p), p), gamma), logp)))
+}
+
+// SmoothedXE returns the mean cross-entropy against labels smoothed by
+// alpha: the target is (1 - alpha) y + alpha/K.
+func SmoothedXE(logits, onehot *G.Node, alpha float64) *G.Node {
+	k := float64(logits.Shape().Dimensions[1])
+	target := G.AddScalar(G.MulScalar(onehot, 1-alpha), alpha/k)
+	return G.Neg(G.ReduceAllMean(G.ReduceSum(G.Mul(target, G.LogSoftmax(logits, -1)), -1)))
+}

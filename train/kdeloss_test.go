@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
 )
 
 // TestLgamma compares the graph's Lgamma with math.Lgamma on [0.5, 1e4]
@@ -127,5 +128,91 @@ func TestKDECanonicalGraph(t *testing.T) {
 			}
 		}
 		t.Logf("%+v: value %.6g (kde %.6g), max |grad - kde| %.2g of %.2g", tc, v, wv, worst, scale)
+	}
+}
+
+// TestBaselineLosses checks the graph baselines against direct
+// computations (MMCE against metric.TopLabelMMCE, focal FL-53 and label
+// smoothing written out; relative 1e-9) and their gradients against
+// central finite differences (1e-6).
+func TestBaselineLosses(t *testing.T) {
+	backend, err := simplego.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	const b, k = 40, 4
+	logits, labels, onehot := batch(rng, b, k)
+	probs := make([]float64, 0, b*k)
+	for _, row := range logits {
+		p := make([]float64, k)
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = math.Max(m, v)
+		}
+		s := 0.0
+		for c, v := range row {
+			p[c] = math.Exp(v - m)
+			s += p[c]
+		}
+		for c := range p {
+			p[c] /= s
+		}
+		probs = append(probs, p...)
+	}
+	mmce, _ := metric.TopLabelMMCE(probs, labels, k, 0.4, nil)
+	focal, smooth := 0.0, 0.0
+	for j, y := range labels {
+		py := probs[j*k+y]
+		gamma := 3.0
+		if py < 0.2 {
+			gamma = 5
+		}
+		focal -= math.Pow(1-py, gamma) * math.Log(py) / b
+		for c := 0; c < k; c++ {
+			tgt := 0.1 / k
+			if c == y {
+				tgt += 0.9
+			}
+			smooth -= tgt * math.Log(probs[j*k+c]) / b
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(lg, oh *G.Node) *G.Node
+		want float64
+	}{
+		{"mmce", func(lg, oh *G.Node) *G.Node { return MMCE(lg, oh, 0.4) }, mmce},
+		{"focal", Focal, focal},
+		{"label smoothing", func(lg, oh *G.Node) *G.Node { return SmoothedXE(lg, oh, 0.1) }, smooth},
+	} {
+		exec := G.MustNewExec(backend, func(lg, oh *G.Node) (*G.Node, *G.Node) {
+			v := tc.fn(lg, oh)
+			return v, G.Gradient(v, lg)[0]
+		})
+		value := func() (float64, [][]float64) {
+			out, err := exec.Exec(tensors.FromValue(logits), tensors.FromValue(onehot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0].Value().(float64), out[1].Value().([][]float64)
+		}
+		v, g := value()
+		if math.Abs(v-tc.want) > 1e-9*math.Abs(tc.want) {
+			t.Errorf("%s: graph %v, direct %v", tc.name, v, tc.want)
+		}
+		const eps = 1e-6
+		for trial := 0; trial < 5; trial++ {
+			j, c := rng.IntN(b), rng.IntN(k)
+			old := logits[j][c]
+			logits[j][c] = old + eps
+			vp, _ := value()
+			logits[j][c] = old - eps
+			vm, _ := value()
+			logits[j][c] = old
+			if fd := (vp - vm) / (2 * eps); math.Abs(fd-g[j][c]) > 1e-6 {
+				t.Errorf("%s: d/dlogit[%d][%d]: graph %v, finite difference %v", tc.name, j, c, g[j][c], fd)
+			}
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/sbinet/npyio/npy"
 	"github.com/spf13/cobra"
@@ -37,14 +39,15 @@ func newTrainCmd() *cobra.Command {
 	var valFrac, testFrac float64
 	var splitSeed uint64
 	cmd := &cobra.Command{
-		Use:   "train --data FILE.csv --loss xe|kde-xe -o DIR",
+		Use:   "train --data FILE.csv --loss xe|kde-xe|mmce|focal|ls -o DIR",
 		Short: "Train an MLP with cross-entropy or KDE-XE on a tabular data set and write its val/test logits",
 		Long: `train reads a CSV (feature columns, then "label" 0..K-1, as shared/data/tabular),
 splits it stratified into train/validation/test (--val, --test fractions,
 --split-seed), standardises the features with the train rows, trains an MLP
-with Adam on the pure-Go GoMLX backend with cross-entropy (xe) or
+with Adam on the pure-Go GoMLX backend with cross-entropy (xe),
 cross-entropy + lambda * canonical ECE^KDE of each mini-batch (kde-xe, fixed
---bandwidth, exponent --p), stops early on the validation NLL, and writes
+--bandwidth, exponent --p), cross-entropy + lambda * MMCE (mmce), focal loss
+FL-53 (focal) or label smoothing (ls, --smoothing), stops early on the validation NLL, and writes
 DIR/{val,test}_{logits,labels}.npy (for calib eval, compare and report) and
 DIR/model.json (configuration, split, learning curves, epoch times).`,
 		Args: exactArgs(0),
@@ -52,8 +55,8 @@ DIR/model.json (configuration, split, learning curves, epoch times).`,
 			if file == "" || out == "" {
 				return usageErrorf("--data FILE.csv and -o DIR are required")
 			}
-			if cfg.Loss != train.LossXE && cfg.Loss != train.LossKDEXE {
-				return usageErrorf("--loss %q: valid losses are %s, %s", cfg.Loss, train.LossXE, train.LossKDEXE)
+			if !slices.Contains(train.Losses, cfg.Loss) {
+				return usageErrorf("--loss %q: valid losses are %s", cfg.Loss, strings.Join(train.Losses, ", "))
 			}
 			tb, err := train.ReadTable(file)
 			if err != nil {
@@ -111,8 +114,9 @@ DIR/model.json (configuration, split, learning curves, epoch times).`,
 	fs := cmd.Flags()
 	fs.StringVar(&file, "data", "", "the tabular `FILE.csv`")
 	fs.StringVarP(&out, "output", "o", "", "output `DIR`")
-	fs.StringVar(&cfg.Loss, "loss", "xe", "loss: xe or kde-xe")
-	fs.Float64Var(&cfg.Lambda, "lambda", 0.1, "kde-xe: weight of the ECE^KDE term")
+	fs.StringVar(&cfg.Loss, "loss", "xe", "loss: "+strings.Join(train.Losses, ", "))
+	fs.Float64Var(&cfg.Lambda, "lambda", 0.1, "kde-xe, mmce: weight of the ECE^KDE or MMCE term")
+	fs.Float64Var(&cfg.Smoothing, "smoothing", 0.1, "ls: label smoothing alpha")
 	fs.Float64Var(&cfg.Bandwidth, "bandwidth", 0.1, "kde-xe: kernel bandwidth")
 	fs.Float64Var(&cfg.P, "p", 1, "kde-xe: exponent p of CE_p^p")
 	fs.IntVar(&cfg.Layers, "layers", 2, "hidden layers")
