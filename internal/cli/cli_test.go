@@ -552,7 +552,7 @@ func TestTrainCommand(t *testing.T) {
 		t.Error(err)
 	}
 	for _, args := range [][]string{
-		{"train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "focal", "-o", dir},
+		{"train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "hinge", "-o", dir},
 		{"train", "--data", "../../testdata/tabular/vehicle.csv"},
 		{"train", "--data", "../../testdata/tabular/nope.csv", "-o", dir},
 	} {
