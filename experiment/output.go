@@ -178,6 +178,18 @@ func addSeries(p *plot.Plot, name string, col color.Color, xs, ys, se []float64,
 	p.Legend.Add(name, l, s)
 }
 
+// logXPlot returns a plot with a logarithmic horizontal axis and a small
+// legend at the top right.
+func logXPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	return p
+}
+
 // xyErrors is points with vertical error bars.
 type xyErrors struct {
 	plotter.XYs
@@ -215,14 +227,7 @@ func (f *convFigure) ks() []int {
 func (f *convFigure) Draw(c draw.Canvas) {
 	var row []*plot.Plot
 	for _, k := range f.ks() {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("Canonical CE_1, K = %d (t1 = t2 = 0.6)", k)
-		p.X.Label.Text = "n (log scale)"
-		p.Y.Label.Text = "mean estimate (±SE)"
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Legend.Top = true
-		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		p := logXPlot(fmt.Sprintf("Canonical CE_1, K = %d (t1 = t2 = 0.6)", k), "n (log scale)", "mean estimate (±SE)")
 		var names []string
 		truth := math.NaN()
 		for _, r := range f.r.Convergence {
@@ -275,14 +280,7 @@ func (f *sweepFigure) Draw(c draw.Canvas) {
 		plots[i] = make([]*plot.Plot, 3)
 	}
 	for si, name := range settings {
-		p := plot.New()
-		p.Title.Text = name
-		p.X.Label.Text = "bandwidth h (log scale)"
-		p.Y.Label.Text = "mean CE_1 estimate"
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Legend.Top = true
-		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		p := logXPlot(name, "bandwidth h (log scale)", "mean CE_1 estimate")
 		var ns []int
 		truth := math.NaN()
 		for _, r := range f.r.Sweep {

@@ -161,3 +161,22 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 	}
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }
+
+// loadVal loads a validation set named by --val with the same input flags
+// and its own labels file (nil when name is ""); it must have want classes
+// (want 0: any).
+func (f *inputFlags) loadVal(name, labels string, want int) (*data.Set, error) {
+	if name == "" {
+		return nil, nil
+	}
+	vf := *f
+	vf.labels = labels
+	vs, err := vf.load(name)
+	if err != nil {
+		return nil, err
+	}
+	if want > 0 && vs.K != want {
+		return nil, usageErrorf("%s has K = %d, the predictions K = %d", vs.File, vs.K, want)
+	}
+	return vs, nil
+}

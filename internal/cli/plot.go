@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/report"
 )
@@ -55,16 +54,9 @@ func newPlotCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var vs *data.Set
-			if val != "" {
-				vf := in
-				vf.labels = valLabels
-				if vs, err = vf.load(val); err != nil {
-					return err
-				}
-				if vs.K != s.K {
-					return usageErrorf("%s has K = %d, %s has K = %d", vs.File, vs.K, s.File, s.K)
-				}
+			vs, err := in.loadVal(val, valLabels, s.K)
+			if err != nil {
+				return err
 			}
 			var fig report.Figure
 			switch kind {

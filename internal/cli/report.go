@@ -381,13 +381,9 @@ SVG; the file refers to no network host.`,
 			if err != nil {
 				return err
 			}
-			var vs *data.Set
-			if val != "" {
-				vf := in
-				vf.labels = valLabels
-				if vs, err = vf.load(val); err != nil {
-					return err
-				}
+			vs, err := in.loadVal(val, valLabels, 0)
+			if err != nil {
+				return err
 			}
 			ms, err := parseMethods(methods)
 			if err != nil {
