@@ -51,6 +51,17 @@ type ratioSums struct {
 	X, XX, XXX, Y, XY, XXY float64
 }
 
+// add adds the sample pair (x, y) to the sums.
+func (s *ratioSums) add(x, y float64) {
+	s.M++
+	s.X += x
+	s.XX += x * x
+	s.XXX += x * x * x
+	s.Y += y
+	s.XY += x * y
+	s.XXY += x * x * y
+}
+
 // debiased returns the plain ratio Y/X and the debiased r_c (see above).
 // With M < 3 or X = 0 it returns the plain ratio for both.
 func (s ratioSums) debiased() (r, rc float64) {
@@ -150,14 +161,11 @@ func (s ratioSums) squaredDebiased(yy float64) (partial, full float64) {
 // and its appendix D debiased value (see squaredDebiased); NaN when the
 // denominator is not positive.
 func SquaredRatio(k, y []float64) (partial, debiased float64) {
-	s := ratioSums{M: len(k)}
+	var s ratioSums
 	yy := 0.0
 	for i, x := range k {
 		v := x * y[i]
-		s.X += x
-		s.XX += x * x
-		s.Y += v
-		s.XY += x * v
+		s.add(x, v)
 		yy += v * v
 	}
 	return s.squaredDebiased(yy)

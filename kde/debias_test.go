@@ -44,15 +44,9 @@ func TestDebiasedRatio(t *testing.T) {
 		reps := 4_000_000 / m
 		var mr, mc, vr, vc float64
 		for rep := 0; rep < reps; rep++ {
-			s := ratioSums{M: m}
+			var s ratioSums
 			for i := 0; i < m; i++ {
-				x, y := drawPair(rng)
-				s.X += x
-				s.XX += x * x
-				s.XXX += x * x * x
-				s.Y += y
-				s.XY += x * y
-				s.XXY += x * x * y
+				s.add(drawPair(rng))
 			}
 			r, rc := s.debiased()
 			mr += r
@@ -188,14 +182,9 @@ func TestDebiasedKernelRatio(t *testing.T) {
 		var mr, mc, vr, vc float64
 		for rep := 0; rep < reps; rep++ {
 			x, y := draw(m)
-			s := ratioSums{M: m}
+			var s ratioSums
 			for i := range x {
-				s.X += x[i]
-				s.XX += x[i] * x[i]
-				s.XXX += x[i] * x[i] * x[i]
-				s.Y += y[i]
-				s.XY += x[i] * y[i]
-				s.XXY += x[i] * x[i] * y[i]
+				s.add(x[i], y[i])
 			}
 			r, rc := s.debiased()
 			if math.IsNaN(r) {
@@ -238,14 +227,11 @@ func TestSquaredDebiased(t *testing.T) {
 		reps := 4_000_000 / m
 		var mp, mf, vp, vf float64
 		for rep := 0; rep < reps; rep++ {
-			s := ratioSums{M: m}
+			var s ratioSums
 			yy := 0.0
 			for i := 0; i < m; i++ {
 				x, y := drawPair(rng)
-				s.X += x
-				s.XX += x * x
-				s.Y += y
-				s.XY += x * y
+				s.add(x, y)
 				yy += y * y
 			}
 			p, f := s.squaredDebiased(yy)

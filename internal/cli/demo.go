@@ -38,14 +38,8 @@ It needs no arguments and no network. It accepts the flags of report.`,
 			if err != nil {
 				return err
 			}
-			ff.seed, ff.workers, ff.bins, ff.binning = ef.seed, ef.workers, ef.bins, ef.binning
-			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
-			res, err := buildReport(reportJob{test: test, val: val, names: demo.Classes, ef: ef, ff: ff, methods: ms, grid: gridName, ui: ui})
-			ui.wait()
+			res, err := runReport(cmd, reportJob{test: test, val: val, names: demo.Classes, ef: ef, ff: ff, methods: ms, grid: gridName}, out)
 			if err != nil {
-				return err
-			}
-			if err := writeReport(out, res.doc); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()

@@ -389,14 +389,8 @@ SVG; the file refers to no network host.`,
 			if err != nil {
 				return err
 			}
-			ff.seed, ff.workers, ff.bins, ff.binning = ef.seed, ef.workers, ef.bins, ef.binning
-			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
-			res, err := buildReport(reportJob{test: s, val: vs, ef: ef, ff: ff, methods: ms, grid: gridName, ui: ui})
-			ui.wait()
+			res, err := runReport(cmd, reportJob{test: s, val: vs, ef: ef, ff: ff, methods: ms, grid: gridName}, out)
 			if err != nil {
-				return err
-			}
-			if err := writeReport(out, res.doc); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report written to %s\n", out)
@@ -445,6 +439,23 @@ func parseMethods(list string) ([]string, error) {
 		ms = append(ms, m)
 	}
 	return ms, nil
+}
+
+// runReport builds the report of job (its figure options taken from the
+// eval flags, progress on stderr) and writes it to out.
+func runReport(cmd *cobra.Command, job reportJob, out string) (*reportResult, error) {
+	ef := job.ef
+	job.ff.seed, job.ff.workers, job.ff.bins, job.ff.binning = ef.seed, ef.workers, ef.bins, ef.binning
+	job.ui = newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
+	res, err := buildReport(job)
+	job.ui.wait()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeReport(out, res.doc); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // writeReport writes the document to name.
