@@ -16,6 +16,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/layers/fnn"
 	gtrain "github.com/gomlx/gomlx/pkg/ml/train"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+
+	"github.com/calib-dev/calib/kde"
 )
 
 // Losses of Config.Loss.
@@ -35,7 +37,10 @@ type Config struct {
 	Loss      string  // one of Losses [xe]
 	Lambda    float64 // weight of the KDE or MMCE term [0.1]
 	Smoothing float64 // label smoothing of LossLS [0.1]
-	Bandwidth float64 // kernel bandwidth of the KDE term, fixed per run [0.1]
+	// Bandwidth is the kernel bandwidth of the KDE term, fixed for the run;
+	// 0 selects it for each mini-batch by LOO MLE over kde.DefaultGrid (the
+	// paper's rule, LOOBandwidth) [0].
+	Bandwidth float64
 	P         float64 // exponent of the KDE term [1]
 	Layers    int     // hidden layers of the MLP [2]
 	Hidden    int     // units per hidden layer [64]
@@ -68,7 +73,6 @@ func (c *Config) defaults() error {
 	}
 	set(&c.Lambda, 0.1)
 	set(&c.Smoothing, 0.1)
-	set(&c.Bandwidth, 0.1)
 	set(&c.P, 1)
 	set(&c.LR, 1e-3)
 	seti(&c.Layers, 2)
@@ -76,7 +80,7 @@ func (c *Config) defaults() error {
 	seti(&c.Epochs, 30)
 	seti(&c.Batch, 128)
 	seti(&c.Patience, 5)
-	if c.Batch < 2 || c.Epochs < 1 || !(c.Bandwidth > 0) || !(c.P >= 1) || c.Lambda < 0 {
+	if c.Batch < 2 || c.Epochs < 1 || c.Bandwidth < 0 || math.IsNaN(c.Bandwidth) || !(c.P >= 1) || c.Lambda < 0 {
 		return fmt.Errorf("train: invalid configuration %+v", *c)
 	}
 	return nil
@@ -93,6 +97,7 @@ type Result struct {
 	TrainLoss  []float64 // mean mini-batch loss per epoch
 	ValNLL     []float64 // per epoch
 	EpochTime  []float64 // seconds of training per epoch (without the evaluation)
+	Model      *Model    // the weights of the best epoch and the standardisation
 }
 
 // Fit trains an MLP (Config.Layers hidden layers of Config.Hidden units,
@@ -141,7 +146,13 @@ func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
 		xe := G.Neg(G.ReduceAllMean(G.ReduceSum(G.Mul(onehot, G.LogSoftmax(logits, -1)), -1)))
 		switch cfg.Loss {
 		case LossKDEXE:
-			xe = G.Add(xe, G.MulScalar(KDECanonical(logits, onehot, cfg.Bandwidth, cfg.P), cfg.Lambda))
+			var h *G.Node
+			if cfg.Bandwidth > 0 {
+				h = G.Scalar(logits.Graph(), dtypes.Float64, cfg.Bandwidth)
+			} else {
+				h = LOOBandwidth(logits, kde.DefaultGrid())
+			}
+			xe = G.Add(xe, G.MulScalar(KDECanonical(logits, onehot, h, cfg.P), cfg.Lambda))
 		case LossMMCE:
 			xe = G.Add(xe, G.MulScalar(MMCE(logits, onehot, 0.4), cfg.Lambda))
 		}
@@ -205,11 +216,47 @@ func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
 			if res.TestLogits, err = infer(xtest, len(sp.Test)); err != nil {
 				return nil, err
 			}
+			if res.Model, err = snapshot(ctx, cfg.Layers, d, k, std); err != nil {
+				return nil, err
+			}
 		} else if since++; since >= cfg.Patience {
 			break
 		}
 	}
 	return res, nil
+}
+
+// snapshot copies the MLP's variables (scope /mlp, fnn's layout
+// fnn_hidden_layer_<i>/{weights,biases} then fnn_output_layer) into a Model.
+func snapshot(ctx *context.Context, layers, d, k int, std *Standardizer) (*Model, error) {
+	vars := map[string][]float64{}
+	var err error
+	ctx.In("mlp").EnumerateVariablesInScope(func(v *context.Variable) {
+		t, e := v.Value()
+		if e != nil {
+			err = e
+			return
+		}
+		vars[v.ScopeAndName()] = tensors.MustCopyFlatData[float64](t)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("train: reading the weights: %w", err)
+	}
+	m := &Model{D: d, K: k, Mean: slices.Clone(std.Mean), Scale: slices.Clone(std.Scale)}
+	in := d
+	for l := 0; l <= layers; l++ {
+		scope := fmt.Sprintf("/mlp/fnn_hidden_layer_%d/", l)
+		if l == layers {
+			scope = "/mlp/fnn_output_layer/"
+		}
+		w, b := vars[scope+"weights"], vars[scope+"biases"]
+		if len(b) == 0 || len(w) != in*len(b) {
+			return nil, fmt.Errorf("train: unexpected weights in %s (%d weights, %d biases)", scope, len(w), len(b))
+		}
+		m.Dense = append(m.Dense, Dense{In: in, Out: len(b), W: w, B: b})
+		in = len(b)
+	}
+	return m, m.check()
 }
 
 // meanNLL is the mean negative log-likelihood of the labels of rows under

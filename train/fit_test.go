@@ -12,9 +12,10 @@ import (
 // TestFitVehicle trains an MLP with every loss on the real vehicle table
 // (60/20/20 stratified split, seed 1, 15 epochs of batch 64): both learn
 // (test accuracy above 0.6; chance is 0.26), the losses stay finite, and a
-// rerun with the same seed gives identical logits.
+// rerun with the same seed gives identical logits, and the saved Model
+// reproduces the test logits in plain Go (1e-10).
 func TestFitVehicle(t *testing.T) {
-	tb, err := ReadTable("../testdata/tabular/vehicle.csv")
+	tb, err := ReadTable("tabular/vehicle.csv.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +46,20 @@ func TestFitVehicle(t *testing.T) {
 		for _, v := range slices.Concat(res.TrainLoss, res.ValNLL, res.TestLogits) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				t.Fatalf("%s: non-finite value", loss)
+			}
+		}
+		// The saved model reproduces the test logits in plain Go.
+		xt := make([]float64, 0, len(sp.Test)*tb.D)
+		for _, i := range sp.Test {
+			xt = append(xt, tb.X[i*tb.D:(i+1)*tb.D]...)
+		}
+		lg, err := res.Model.Logits(xt, len(sp.Test))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range lg {
+			if math.Abs(v-res.TestLogits[j]) > 1e-10*math.Max(1, math.Abs(v)) {
+				t.Fatalf("%s: Model.Logits[%d] = %v, GoMLX %v", loss, j, v, res.TestLogits[j])
 			}
 		}
 		again, err := Fit(tb, sp, cfg)

@@ -36,7 +36,8 @@ func Lgamma(x *G.Node) *G.Node {
 
 // KDECanonical returns the canonical ECE^KDE estimate of CE_p^p (eq. 2, 3,
 // 9, 10) of a mini-batch as a graph node, differentiable in the logits:
-// f = softmax(logits) (B×K), y the one-hot labels (B×K), h the bandwidth.
+// f = softmax(logits) (B×K), y the one-hot labels (B×K), h the bandwidth
+// (a scalar node: a constant, or LOOBandwidth's per-batch choice).
 //
 //	log k_ji = (1/h) <f_i, log f_j> - log B(f_i/h + 1),
 //	r_j = sum_{i != j} softmax_i(log k_ji) y_i,   value = (1/B) sum_j ||r_j - f_j||_p^p.
@@ -44,23 +45,62 @@ func Lgamma(x *G.Node) *G.Node {
 // log f comes from LogSoftmax (finite even where f underflows), the term
 // i = j is excluded by a mask (MaskedSoftmax), never by a large negative
 // number, and the normaliser uses the actual sum of alpha_i. The value
-// equals kde.Estimate(kde.Canonical, ...) on the same probabilities.
-func KDECanonical(logits, onehot *G.Node, h, p float64) *G.Node {
-	g := logits.Graph()
+// equals kde.Estimate(kde.Canonical, ...) on the same probabilities. A
+// class absent from the batch only makes its column of r zero: nothing
+// divides by a class count, so the value and gradient stay finite (the
+// reference's training NaNs there).
+func KDECanonical(logits, onehot, h *G.Node, p float64) *G.Node {
 	b := logits.Shape().Dimensions[0]
 	f := G.Softmax(logits, -1)
-	logf := G.LogSoftmax(logits, -1)
-	alpha := G.AddScalar(G.DivScalar(f, h), 1)
-	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(G.ReduceSum(alpha, -1))) // (B)
-	// lk[j, i] = <f_i, log f_j> / h - log B_i.
-	lk := G.Sub(G.DivScalar(G.MatMul(logf, G.Transpose(f, 0, 1)), h), G.InsertAxes(logB, 0))
-	notSelf := G.LogicalNot(G.Diagonal(g, b))
+	lk := logKernel(f, G.LogSoftmax(logits, -1), h)
+	notSelf := G.LogicalNot(G.Diagonal(logits.Graph(), b))
 	r := G.MatMul(G.MaskedSoftmax(lk, notSelf, -1), onehot)
 	e := G.Abs(G.Sub(r, f))
 	if p != 1 {
 		e = G.Pow(e, G.ConstAs(e, p))
 	}
 	return G.DivScalar(G.ReduceAllSum(e), float64(b))
+}
+
+// logKernel returns log k_ji = (1/h) <f_i, log f_j> - log B(f_i/h + 1), the
+// log Dirichlet kernel of centre f_i evaluated at f_j, as a B×B node (j
+// rows, i columns); h is a scalar node, or of shape (G, 1, 1) for a grid
+// of bandwidths (then the result is G×B×B).
+func logKernel(f, logf, h *G.Node) *G.Node {
+	dot := G.MatMul(logf, G.Transpose(f, 0, 1)) // (B, B): <f_i, log f_j> at [j, i]
+	if h.Rank() > 0 {
+		f, dot = G.InsertAxes(f, 0), G.InsertAxes(dot, 0)
+	}
+	alpha := G.AddScalar(G.Div(f, h), 1)
+	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(G.ReduceSum(alpha, -1))) // (B) or (G, B)
+	return G.Sub(G.Div(dot, h), G.InsertAxes(logB, logB.Rank()-1))
+}
+
+// LOOBandwidth returns the bandwidth of grid (increasing) that maximises
+// the leave-one-out log-likelihood of the Dirichlet kernel density of the
+// batch's probabilities f = softmax(logits),
+//
+//	l(h) = sum_j log( (1/(B-1)) sum_{i != j} k_h(f_j; f_i) ),
+//
+// the paper's LOO MLE rule (section 5) applied to each mini-batch, as
+// kde.SelectBandwidth(kde.Canonical, ..., NoRefine) does on the same
+// probabilities. The result is a scalar node without gradient (the choice
+// is a constant for the step). The grid is evaluated at once: the inner
+// products <f_i, log f_j> are shared, only the normalisers and the
+// log-sum-exp repeat per bandwidth (G×B×B work).
+func LOOBandwidth(logits *G.Node, grid []float64) *G.Node {
+	g := logits.Graph()
+	b := logits.Shape().Dimensions[0]
+	lg := G.StopGradient(logits)
+	hs := G.Const(g, grid)
+	lk := logKernel(G.Softmax(lg, -1), G.LogSoftmax(lg, -1), G.Reshape(hs, len(grid), 1, 1)) // (G, B, B)
+	notSelf := G.BroadcastToDims(G.InsertAxes(G.LogicalNot(G.Diagonal(g, b)), 0), len(grid), b, b)
+	// Masked log-sum-exp over i: the i = j terms are left out by Where,
+	// never shifted by a large negative number.
+	m := G.StopGradient(G.MaskedReduceMax(lk, notSelf, -1)) // (G, B)
+	ex := G.Where(notSelf, G.Exp(G.Sub(lk, G.InsertAxes(m, -1))), G.ZerosLike(lk))
+	ll := G.ReduceSum(G.Add(m, G.Log(G.ReduceSum(ex, -1))), -1) // (G); the -B log(B-1) is common
+	return G.StopGradient(G.Gather(hs, G.ArgMax(ll, 0)))
 }
 
 // MMCE returns the maximum mean calibration error of Kumar, Sarawagi and

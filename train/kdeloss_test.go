@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -63,7 +65,9 @@ func batch(rng *rand.Rand, b, k int, missing ...int) ([][]float64, []int, [][]fl
 // 1e-10) and its automatic gradient equals kde.LogitGradient (the
 // foundation's exact gradient, relative 1e-8 of the largest entry) and
 // central finite differences of the graph value (1e-6), for p = 1 and 2,
-// including a batch in which two classes have no sample.
+// fixed bandwidths and the training path's per-batch LOO bandwidth (h = 0
+// in the table; the reference then uses kde.SelectBandwidth's choice),
+// including batches in which classes have no sample.
 func TestKDECanonicalGraph(t *testing.T) {
 	backend, err := simplego.New("")
 	if err != nil {
@@ -74,10 +78,14 @@ func TestKDECanonicalGraph(t *testing.T) {
 		b, k    int
 		h, p    float64
 		missing []int
-	}{{32, 3, 0.1, 1, nil}, {48, 5, 0.05, 2, nil}, {40, 6, 0.2, 1, []int{1, 4}}} {
+	}{{32, 3, 0.1, 1, nil}, {48, 5, 0.05, 2, nil}, {40, 6, 0.2, 1, []int{1, 4}}, {64, 5, 0, 1, []int{2}}, {64, 26, 0, 1, nil}} {
 		logits, labels, onehot := batch(rng, tc.b, tc.k, tc.missing...)
 		exec := G.MustNewExec(backend, func(lg, oh *G.Node) (*G.Node, *G.Node) {
-			v := KDECanonical(lg, oh, tc.h, tc.p)
+			h := G.Scalar(lg.Graph(), dtypes.Float64, tc.h)
+			if tc.h == 0 {
+				h = LOOBandwidth(lg, kde.DefaultGrid()) // the training path's per-batch choice
+			}
+			v := KDECanonical(lg, oh, h, tc.p)
 			return v, G.Gradient(v, lg)[0]
 		})
 		value := func(lg [][]float64) (float64, [][]float64) {
@@ -92,7 +100,19 @@ func TestKDECanonicalGraph(t *testing.T) {
 		for _, row := range logits {
 			flat = append(flat, row...)
 		}
-		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, kde.Options{Bandwidth: tc.h})
+		h := tc.h
+		if h == 0 {
+			probs := make([]float64, len(flat))
+			for j := 0; j < tc.b; j++ {
+				data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
+			}
+			cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, kde.BandwidthOptions{NoRefine: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h = cv.Bandwidth
+		}
+		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, kde.Options{Bandwidth: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +148,55 @@ func TestKDECanonicalGraph(t *testing.T) {
 			}
 		}
 		t.Logf("%+v: value %.6g (kde %.6g), max |grad - kde| %.2g of %.2g", tc, v, wv, worst, scale)
+	}
+}
+
+// TestLOOBandwidth: the graph's per-batch LOO choice equals
+// kde.SelectBandwidth (canonical, unrefined, kde.DefaultGrid) on the same
+// probabilities, for batches of several sharpnesses (logit scale 0.3 to 8,
+// so that the choice moves across the grid). TestKDECanonicalGraph checks
+// the gradient of the KDE term built on it.
+func TestLOOBandwidth(t *testing.T) {
+	backend, err := simplego.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(10, 10))
+	exec := G.MustNewExec(backend, func(lg *G.Node) *G.Node { return LOOBandwidth(lg, kde.DefaultGrid()) })
+	seen := map[float64]bool{}
+	for _, tc := range []struct {
+		b, k  int
+		scale float64
+	}{{64, 3, 0.3}, {64, 4, 1}, {128, 10, 2}, {96, 26, 4}, {64, 7, 8}} {
+		logits, labels, _ := batch(rng, tc.b, tc.k)
+		flat := make([]float64, 0, tc.b*tc.k)
+		for _, row := range logits {
+			for c := range row {
+				row[c] *= tc.scale / 2
+			}
+			flat = append(flat, row...)
+		}
+		out, err := exec.Exec(tensors.FromValue(logits))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out[0].Value().(float64)
+		probs := make([]float64, len(flat))
+		for j := 0; j < tc.b; j++ {
+			data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
+		}
+		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, kde.BandwidthOptions{NoRefine: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != cv.Bandwidth {
+			t.Errorf("%+v: graph LOO bandwidth %v, kde.SelectBandwidth %v (grid log-likelihoods %v)", tc, got, cv.Bandwidth, cv.GridLL)
+		}
+		seen[got] = true
+		t.Logf("%+v: h = %.4g", tc, got)
+	}
+	if len(seen) < 3 {
+		t.Errorf("the test batches select only %d distinct bandwidths; they should spread over the grid", len(seen))
 	}
 }
 

@@ -1,13 +1,15 @@
 // Package train trains classifiers whose calibration calib measures:
 // tabular data sets, reproducible splits and standardisation (table.go),
-// and the training losses of the ECE^KDE paper (section 5) as GoMLX graphs
+// the training losses of the ECE^KDE paper (section 5) as GoMLX graphs
 // on the pure-Go backend (backends/simplego): KDECanonical, the
-// differentiable ECE^KDE term of KDE-XE, with a composite Lgamma
-// (kdeloss.go). The training loop is still to come.
+// differentiable ECE^KDE term of KDE-XE, with a composite Lgamma and the
+// per-batch LOO bandwidth (kdeloss.go); MMCE, focal loss and label
+// smoothing; the training loop Fit (fit.go) and the saved Model (model.go).
 package train
 
 import (
 	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -34,16 +36,26 @@ type Table struct {
 
 // ReadTable reads a CSV with a header line: the feature columns, then a
 // column named "label" holding integers 0..K-1 (the layout of
-// shared/data/tabular). Errors name the file, the 1-based line and the
-// column, with the data package's sentinels (data.ErrNotFinite,
-// data.ErrRagged, data.ErrLabel, data.ErrSyntax, data.ErrTooFew).
+// shared/data/tabular); a name ending in .gz is decompressed. Errors name
+// the file, the 1-based line and the column, with the data package's
+// sentinels (data.ErrNotFinite, data.ErrRagged, data.ErrLabel,
+// data.ErrSyntax, data.ErrTooFew).
 func ReadTable(name string) (*Table, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseTable(name, f)
+	var r io.Reader = f
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	return ParseTable(name, r)
 }
 
 // ParseTable is ReadTable on a reader; name is used in errors.

@@ -3,6 +3,8 @@ package train
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,10 +12,11 @@ import (
 	"github.com/calib-dev/calib/data"
 )
 
-// TestReadVehicle reads the real vehicle table (846 x 18, K = 4; class
-// counts from the UCI description: bus 218, opel 212, saab 217, van 199).
+// TestReadVehicle reads the real vehicle table, gzipped (846 x 18, K = 4;
+// class counts from the UCI description: bus 218, opel 212, saab 217, van
+// 199).
 func TestReadVehicle(t *testing.T) {
-	tb, err := ReadTable("../testdata/tabular/vehicle.csv")
+	tb, err := ReadTable("tabular/vehicle.csv.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,13 +29,21 @@ func TestReadVehicle(t *testing.T) {
 	if tb.X[0] != 95 || tb.Labels[0] != 3 {
 		t.Errorf("first row %v label %d", tb.X[:3], tb.Labels[0])
 	}
+	// A .gz name that is not gzip data is an error naming the file.
+	bad := filepath.Join(t.TempDir(), "plain.csv.gz")
+	if err := os.WriteFile(bad, []byte("a,label\n1,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTable(bad); err == nil || !strings.Contains(err.Error(), "plain.csv.gz") {
+		t.Errorf("ReadTable of a plain file named .gz: %v", err)
+	}
 }
 
 // TestStratifiedSplit: the parts cover the rows once, keep each class's
 // share (within one row per class), are identical for a seed and differ for
 // another.
 func TestStratifiedSplit(t *testing.T) {
-	tb, err := ReadTable("../testdata/tabular/vehicle.csv")
+	tb, err := ReadTable("tabular/vehicle.csv.gz")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/train"
 )
 
 const golden = "../../testdata/golden/ecekde/"
@@ -536,11 +539,30 @@ func TestExperimentBinnedVsKDEQuick(t *testing.T) {
 	}
 }
 
+// TestExperimentTraining runs the quick training study with one seed and
+// checks its outputs; an unknown data set is a usage error.
+func TestExperimentTraining(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "experiment", "training", "--quick", "--seeds", "1", "-o", dir)
+	if code != 0 || !strings.Contains(stdout, "| kde-xe 0.2 |") || !strings.Contains(stdout, "Training time per epoch") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	for _, f := range []string{"training.json", "training.txt", "training-tradeoff.svg", "training-tradeoff.png", "runs/vehicle/kde-xe_0.2-seed1.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, stderr, code = run(t, "experiment", "training", "--quick", "--sets", "iris", "-o", dir); code != 2 {
+		t.Errorf("unknown set: exit %d: %s", code, stderr)
+	}
+}
+
 // TestTrainCommand trains a small KDE-XE model on vehicle and evaluates its
-// test logits with calib eval; bad inputs are usage errors.
+// test logits with calib eval; the weights in model.json reproduce them;
+// bad inputs are usage errors.
 func TestTrainCommand(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := run(t, "train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "kde-xe", "--epochs", "3", "--batch", "64", "-o", dir)
+	stdout, stderr, code := run(t, "train", "--data", "../../train/tabular/vehicle.csv.gz", "--loss", "kde-xe", "--epochs", "3", "--batch", "64", "-o", dir)
 	if code != 0 || !strings.Contains(stdout, "best epoch") {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -548,13 +570,44 @@ func TestTrainCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, `"n":170`) {
 		t.Errorf("eval of the trained logits: exit %d: %s %s", code, stdout, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "model.json")); err != nil {
-		t.Error(err)
+	// model.json holds weights that reproduce the test logits.
+	b, err := os.ReadFile(filepath.Join(dir, "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved trainOutput
+	if err := json.Unmarshal(b, &saved); err != nil || saved.Model == nil || len(saved.Model.Dense) != 3 {
+		t.Fatalf("model.json: %v, %+v", err, saved.Model)
+	}
+	tb, err := train.ReadTable("../../train/tabular/vehicle.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := train.StratifiedSplit(tb.Labels, tb.K, 0.2, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x []float64
+	for _, i := range sp.Test {
+		x = append(x, tb.X[i*tb.D:(i+1)*tb.D]...)
+	}
+	logits, err := saved.Model.Logits(x, len(sp.Test))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := data.Load(filepath.Join(dir, "test_logits.npy"), data.Options{Labels: filepath.Join(dir, "test_labels.npy"), Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, v := range logits {
+		if math.Abs(v-ts.Logits[j]) > 1e-10*math.Max(1, math.Abs(v)) {
+			t.Fatalf("model.json logit %d: %v, test_logits.npy %v", j, v, ts.Logits[j])
+		}
 	}
 	for _, args := range [][]string{
-		{"train", "--data", "../../testdata/tabular/vehicle.csv", "--loss", "hinge", "-o", dir},
-		{"train", "--data", "../../testdata/tabular/vehicle.csv"},
-		{"train", "--data", "../../testdata/tabular/nope.csv", "-o", dir},
+		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--loss", "hinge", "-o", dir},
+		{"train", "--data", "../../train/tabular/vehicle.csv.gz"},
+		{"train", "--data", "../../train/tabular/nope.csv", "-o", dir},
 	} {
 		if _, stderr, code := run(t, args...); code != 2 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)

@@ -31,6 +31,9 @@ type trainOutput struct {
 	TrainLoss []float64    `json:"train_loss"`
 	ValNLL    []float64    `json:"val_nll"`
 	EpochTime []float64    `json:"epoch_seconds"`
+	// Model holds the best epoch's weights and the standardisation
+	// (train.Model: logits = MLP((x - mean) / scale)).
+	Model *train.Model `json:"model"`
 }
 
 func newTrainCmd() *cobra.Command {
@@ -45,11 +48,12 @@ func newTrainCmd() *cobra.Command {
 splits it stratified into train/validation/test (--val, --test fractions,
 --split-seed), standardises the features with the train rows, trains an MLP
 with Adam on the pure-Go GoMLX backend with cross-entropy (xe),
-cross-entropy + lambda * canonical ECE^KDE of each mini-batch (kde-xe, fixed
---bandwidth, exponent --p), cross-entropy + lambda * MMCE (mmce), focal loss
+cross-entropy + lambda * canonical ECE^KDE of each mini-batch (kde-xe,
+bandwidth chosen per batch by LOO MLE, or fixed with --bandwidth; exponent --p), cross-entropy + lambda * MMCE (mmce), focal loss
 FL-53 (focal) or label smoothing (ls, --smoothing), stops early on the validation NLL, and writes
 DIR/{val,test}_{logits,labels}.npy (for calib eval, compare and report) and
-DIR/model.json (configuration, split, learning curves, epoch times).`,
+DIR/model.json (configuration, split, learning curves, epoch times, and the
+best epoch's weights with the feature standardisation).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" {
@@ -98,7 +102,7 @@ DIR/model.json (configuration, split, learning curves, epoch times).`,
 			}
 			b, _ := json.MarshalIndent(trainOutput{Data: file, N: tb.N, K: tb.K, SplitSeed: splitSeed, Train: len(sp.Train), Val: len(sp.Val),
 				Test: len(sp.Test), Config: res.Config, BestEpoch: res.BestEpoch, Epochs: res.Epochs, TrainLoss: res.TrainLoss,
-				ValNLL: res.ValNLL, EpochTime: res.EpochTime}, "", " ")
+				ValNLL: res.ValNLL, EpochTime: res.EpochTime, Model: res.Model}, "", " ")
 			if err := os.WriteFile(filepath.Join(out, "model.json"), append(b, '\n'), 0o644); err != nil {
 				return err
 			}
@@ -117,7 +121,7 @@ DIR/model.json (configuration, split, learning curves, epoch times).`,
 	fs.StringVar(&cfg.Loss, "loss", "xe", "loss: "+strings.Join(train.Losses, ", "))
 	fs.Float64Var(&cfg.Lambda, "lambda", 0.1, "kde-xe, mmce: weight of the ECE^KDE or MMCE term")
 	fs.Float64Var(&cfg.Smoothing, "smoothing", 0.1, "ls: label smoothing alpha")
-	fs.Float64Var(&cfg.Bandwidth, "bandwidth", 0.1, "kde-xe: kernel bandwidth")
+	fs.Float64Var(&cfg.Bandwidth, "bandwidth", 0, "kde-xe: fixed kernel bandwidth (0: LOO MLE per mini-batch)")
 	fs.Float64Var(&cfg.P, "p", 1, "kde-xe: exponent p of CE_p^p")
 	fs.IntVar(&cfg.Layers, "layers", 2, "hidden layers")
 	fs.IntVar(&cfg.Hidden, "hidden", 64, "units per hidden layer")

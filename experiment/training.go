@@ -1,0 +1,531 @@
+package experiment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/train"
+	"github.com/calib-dev/calib/train/tabular"
+)
+
+// TrainingOptions configures Training.
+type TrainingOptions struct {
+	// Sets are the embedded data sets (tabular.Names); nil means all five
+	// (only vehicle with Quick).
+	Sets []string
+	// Seeds is the number of training seeds (1, 2, ...) per configuration
+	// [3; 2 with Quick].
+	Seeds int
+	// Quick trains 8 epochs per run (1 in the timing runs).
+	Quick bool
+	// Dir, if not empty, caches every finished run as
+	// Dir/runs/SET/CONFIG-seedS.json; a later call with the same settings
+	// reads it instead of training again (resume after an interruption).
+	Dir string
+	// Workers is the number of runs trained at once (GoMLX's pure-Go
+	// backend uses about one core per run at these sizes); 0 means
+	// GOMAXPROCS. The timing runs are always sequential.
+	Workers int
+	// Progress, if not nil, is called after each run with the runs done,
+	// the total and a description.
+	Progress func(done, total int, what string)
+}
+
+// TrainingSetup are the fixed settings of the study, recorded in its JSON.
+type TrainingSetup struct {
+	Layers, Hidden, Patience int
+	LR                       float64
+	Epochs                   map[string]int // maximum epochs per data set
+	Batch                    map[string]int // mini-batch size per data set
+	ValFrac, TestFrac        float64
+	SplitSeed                uint64
+	BinsTopECE               int
+	TimingEpochs             int
+}
+
+// TrainConfig is one loss configuration: Loss with Param (lambda of
+// kde-xe and mmce, the smoothing alpha of ls, 0 otherwise).
+type TrainConfig struct {
+	Loss  string  `json:"loss"`
+	Param float64 `json:"param"`
+}
+
+// Name is "xe", "kde-xe 0.05", "ls 0.1", ...
+func (c TrainConfig) Name() string {
+	if c.Param == 0 {
+		return c.Loss
+	}
+	return fmt.Sprintf("%s %g", c.Loss, c.Param)
+}
+
+// TrainingConfigs are the configurations of the study: XE; KDE-XE with
+// lambda in {0.001, 0.01, 0.05, 0.1, 0.2} (canonical, p = 1, per-batch
+// LOO bandwidth); MMCE with lambda in {0.5, 1, 2, 4}; focal loss FL-53;
+// label smoothing with alpha in {0.05, 0.1}.
+func TrainingConfigs() []TrainConfig {
+	cs := []TrainConfig{{Loss: train.LossXE}}
+	for _, l := range []float64{0.001, 0.01, 0.05, 0.1, 0.2} {
+		cs = append(cs, TrainConfig{train.LossKDEXE, l})
+	}
+	for _, l := range []float64{0.5, 1, 2, 4} {
+		cs = append(cs, TrainConfig{train.LossMMCE, l})
+	}
+	cs = append(cs, TrainConfig{Loss: train.LossFocal})
+	for _, a := range []float64{0.05, 0.1} {
+		cs = append(cs, TrainConfig{train.LossLS, a})
+	}
+	return cs
+}
+
+// TrainMetrics are the calibration and accuracy figures of one set of
+// predictions.
+type TrainMetrics struct {
+	Accuracy float64 `json:"accuracy"`
+	// ECEKDE is the canonical L1 ECE^KDE (CE_1 estimate) with the LOO
+	// bandwidth of these predictions (kde.SelectBandwidth), Bandwidth.
+	ECEKDE    float64 `json:"ece_kde"`
+	Bandwidth float64 `json:"bandwidth"`
+	// TopECE is the top-label binned ECE (L1, 15 equal-width bins).
+	TopECE float64 `json:"top_ece"`
+	NLL    float64 `json:"nll"`
+}
+
+// TrainingRun is one trained model: its configuration, training record
+// and the metrics on the validation split (before temperature scaling) and
+// on the test split before (Pre) and after (Post) temperature scaling
+// fitted on the validation logits.
+type TrainingRun struct {
+	Set          string       `json:"set"`
+	Config       TrainConfig  `json:"config"`
+	Seed         uint64       `json:"seed"`
+	Fingerprint  string       `json:"fingerprint"`
+	Epochs       int          `json:"epochs"`
+	BestEpoch    int          `json:"best_epoch"`
+	EpochSeconds float64      `json:"epoch_seconds"` // mean; runs train concurrently, see TimingRow
+	Temperature  float64      `json:"temperature"`
+	Val          TrainMetrics `json:"val"`
+	Pre          TrainMetrics `json:"test_pre_t"`
+	Post         TrainMetrics `json:"test_post_t"`
+}
+
+// MeanSD is a mean and sample standard deviation over seeds.
+type MeanSD struct {
+	Mean float64 `json:"mean"`
+	SD   float64 `json:"sd"`
+}
+
+// MetricStats are TrainMetrics aggregated over seeds.
+type MetricStats struct {
+	Accuracy, ECEKDE, TopECE, NLL MeanSD
+}
+
+// TrainingSummary aggregates the seeds of one data set and configuration.
+type TrainingSummary struct {
+	Set         string
+	Config      TrainConfig
+	Seeds       int
+	Epochs      float64 // mean epochs run
+	BestEpoch   float64 // mean best epoch
+	Temperature MeanSD
+	Val         MetricStats
+	Pre, Post   MetricStats
+}
+
+// TimingRow is the training time per epoch of one data set, measured in
+// sequential runs (nothing else training), at the study's batch size: XE, KDE-XE with the
+// per-batch LOO bandwidth (the study's setting), KDE-XE at a fixed
+// bandwidth 0.1 (the kernel term alone) and MMCE.
+type TimingRow struct {
+	Set                         string
+	Train, K, Batch, Batches    int
+	XE, KDEXE, KDEXEFixed, MMCE float64 // seconds per epoch
+	OverheadLOO, OverheadFixed  float64 // KDE-XE / XE - 1
+	OverheadMMCE                float64
+	KernelPerBatch, LOOPerBatch float64 // ms of the kernel term and of the LOO choice per batch
+}
+
+// DataSummary describes one data set of the study.
+type DataSummary struct {
+	Set                  string
+	N, D, K              int
+	Train, Val, Test     int
+	SmallestClass, Major int
+}
+
+// TrainingResult is the outcome of Training.
+type TrainingResult struct {
+	Quick     bool
+	Setup     TrainingSetup
+	Data      []DataSummary
+	Configs   []TrainConfig
+	Runs      []TrainingRun
+	Summaries []TrainingSummary
+	Timing    []TimingRow
+}
+
+// trainingVersion changes when the meaning of a cached run changes.
+const trainingVersion = 1
+
+// Training runs the analogue of the ECE^KDE paper's Tables 2 to 4 and
+// Figure 4 on the embedded UCI tabular sets: for every data set,
+// configuration (TrainingConfigs) and seed it trains the MLP (2 hidden
+// layers of 64 ReLU units, Adam 1e-3, batch 128 (64 on vehicle), early
+// stopping on the validation NLL with patience 10) on the fixed stratified 60/20/20 split
+// (seed 1), fits a temperature on the validation logits, and measures
+// accuracy, canonical L1 ECE^KDE, top-label ECE and NLL on the test split
+// before and after temperature scaling. Runs are independent and
+// reproducible (seeded), trained Workers at a time and cached in Dir.
+// Then it times an epoch of XE, KDE-XE and MMCE per data set sequentially.
+func Training(o TrainingOptions) (*TrainingResult, error) {
+	sets := o.Sets
+	if sets == nil {
+		sets = tabular.Names
+		if o.Quick {
+			sets = []string{"vehicle"}
+		}
+	}
+	seeds := o.Seeds
+	if seeds == 0 {
+		seeds = 3
+		if o.Quick {
+			seeds = 2
+		}
+	}
+	setup := TrainingSetup{Layers: 2, Hidden: 64, Patience: 10, LR: 1e-3, ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1,
+		BinsTopECE: 15, TimingEpochs: 2, Epochs: map[string]int{}, Batch: map[string]int{}}
+	for _, s := range sets {
+		setup.Epochs[s], setup.Batch[s] = 30, 128
+		switch s {
+		case "vehicle":
+			// 507 training rows: batches of 64 (as the paper for its
+			// small medical sets) and more epochs for enough steps.
+			setup.Epochs[s], setup.Batch[s] = 100, 64
+		case "shuttle":
+			setup.Epochs[s] = 10 // 34,800 training rows: converges in a few epochs
+		}
+		if o.Quick {
+			setup.Epochs[s] = 8
+		}
+	}
+	if o.Quick {
+		setup.TimingEpochs = 1
+	}
+	res := &TrainingResult{Quick: o.Quick, Setup: setup, Configs: TrainingConfigs()}
+	type job struct {
+		set string
+		tb  *train.Table
+		sp  *train.Split
+		cfg TrainConfig
+		rep uint64
+	}
+	var jobs []job
+	tables := map[string]*train.Table{}
+	splits := map[string]*train.Split{}
+	for _, s := range sets {
+		tb, err := tabular.Load(s)
+		if err != nil {
+			return nil, err
+		}
+		sp, err := train.StratifiedSplit(tb.Labels, tb.K, setup.ValFrac, setup.TestFrac, setup.SplitSeed)
+		if err != nil {
+			return nil, fmt.Errorf("experiment: %s: %w", s, err)
+		}
+		tables[s], splits[s] = tb, sp
+		res.Data = append(res.Data, DataSummary{Set: s, N: tb.N, D: tb.D, K: tb.K, Train: len(sp.Train), Val: len(sp.Val), Test: len(sp.Test),
+			SmallestClass: slices.Min(tb.Counts), Major: slices.Max(tb.Counts)})
+		for _, c := range res.Configs {
+			for r := 1; r <= seeds; r++ {
+				jobs = append(jobs, job{s, tb, sp, c, uint64(r)})
+			}
+		}
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	kdeWorkers := 0
+	if workers > 1 {
+		kdeWorkers = 1 // the runs already use the cores
+	}
+	res.Runs = make([]TrainingRun, len(jobs))
+	errs := make([]error, len(jobs))
+	var mu sync.Mutex
+	done := 0
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, len(jobs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				cfg := trainConfig(setup, j.set, j.cfg, j.rep)
+				run, err := cachedRun(o.Dir, j.set, j.cfg, j.rep, fingerprint(setup, j.set, cfg), func() (*TrainingRun, error) {
+					run, err := trainRun(j.tb, j.sp, cfg, kdeWorkers, setup.BinsTopECE)
+					if run != nil {
+						run.Set, run.Config, run.Seed = j.set, j.cfg, j.rep
+					}
+					return run, err
+				})
+				if err != nil {
+					errs[i] = fmt.Errorf("experiment: %s, %s, seed %d: %w", j.set, j.cfg.Name(), j.rep, err)
+				} else {
+					run.Set, run.Config, run.Seed = j.set, j.cfg, j.rep
+					res.Runs[i] = *run
+				}
+				mu.Lock()
+				done++
+				if o.Progress != nil {
+					o.Progress(done, len(jobs), fmt.Sprintf("%s %s seed %d", j.set, j.cfg.Name(), j.rep))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res.Summaries = summarize(res.Runs)
+	for _, s := range sets {
+		row, err := timeEpochs(tables[s], splits[s], setup, s)
+		if err != nil {
+			return nil, err
+		}
+		res.Timing = append(res.Timing, *row)
+		if o.Progress != nil {
+			o.Progress(done, len(jobs), "timing "+s)
+		}
+	}
+	return res, nil
+}
+
+// trainConfig is the train.Config of one run.
+func trainConfig(setup TrainingSetup, set string, c TrainConfig, seed uint64) train.Config {
+	cfg := train.Config{Loss: c.Loss, Layers: setup.Layers, Hidden: setup.Hidden, Epochs: setup.Epochs[set], Batch: setup.Batch[set],
+		LR: setup.LR, Patience: setup.Patience, Seed: seed}
+	switch c.Loss {
+	case train.LossKDEXE, train.LossMMCE:
+		cfg.Lambda = c.Param
+	case train.LossLS:
+		cfg.Smoothing = c.Param
+	}
+	return cfg
+}
+
+// fingerprint identifies what a cached run was computed from.
+func fingerprint(setup TrainingSetup, set string, cfg train.Config) string {
+	return fmt.Sprintf("v%d %s split %g/%g/%d topbins %d %+v", trainingVersion, set, setup.ValFrac, setup.TestFrac, setup.SplitSeed,
+		setup.BinsTopECE, cfg)
+}
+
+// cachedRun returns the run cached under dir with the fingerprint, or
+// computes it with fn and caches it.
+func cachedRun(dir, set string, c TrainConfig, seed uint64, fp string, fn func() (*TrainingRun, error)) (*TrainingRun, error) {
+	var path string
+	if dir != "" {
+		path = filepath.Join(dir, "runs", set, fmt.Sprintf("%s_%g-seed%d.json", c.Loss, c.Param, seed))
+		if b, err := os.ReadFile(path); err == nil {
+			var run TrainingRun
+			if json.Unmarshal(b, &run) == nil && run.Fingerprint == fp {
+				return &run, nil
+			}
+		}
+	}
+	run, err := fn()
+	if err != nil {
+		return nil, err
+	}
+	run.Fingerprint = fp
+	if path != "" {
+		b, err := json.MarshalIndent(run, "", " ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		// Write then rename, so that an interrupted run leaves no partial file.
+		if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// trainRun trains one model and measures it.
+func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins int) (*TrainingRun, error) {
+	fit, err := train.Fit(tb, sp, cfg)
+	if err != nil {
+		return nil, err
+	}
+	labelsOf := func(rows []int) []int {
+		y := make([]int, len(rows))
+		for j, i := range rows {
+			y[j] = tb.Labels[i]
+		}
+		return y
+	}
+	yv, yt := labelsOf(sp.Val), labelsOf(sp.Test)
+	k := tb.K
+	run := &TrainingRun{Epochs: fit.Epochs, BestEpoch: fit.BestEpoch}
+	for _, s := range fit.EpochTime {
+		run.EpochSeconds += s / float64(len(fit.EpochTime))
+	}
+	if run.Val, err = trainMetrics(fit.ValLogits, yv, k, workers, bins); err != nil {
+		return nil, fmt.Errorf("validation metrics: %w", err)
+	}
+	if run.Pre, err = trainMetrics(fit.TestLogits, yt, k, workers, bins); err != nil {
+		return nil, fmt.Errorf("test metrics: %w", err)
+	}
+	temp, err := recal.FitTemperature(fit.ValLogits, yv, k)
+	if err != nil {
+		return nil, err
+	}
+	run.Temperature = temp.Temperature
+	scaled := make([]float64, len(fit.TestLogits))
+	for i, z := range fit.TestLogits {
+		scaled[i] = z / temp.Temperature
+	}
+	if run.Post, err = trainMetrics(scaled, yt, k, workers, bins); err != nil {
+		return nil, fmt.Errorf("test metrics after temperature scaling: %w", err)
+	}
+	return run, nil
+}
+
+// trainMetrics measures logits (n×k) against labels.
+func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMetrics, error) {
+	n := len(labels)
+	probs := make([]float64, len(logits))
+	for i := 0; i < n; i++ {
+		data.Softmax(probs[i*k:(i+1)*k], logits[i*k:(i+1)*k])
+	}
+	m := TrainMetrics{Accuracy: metric.Accuracy(probs, labels, k), NLL: metric.NLL(probs, logits, labels, k)}
+	cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, kde.BandwidthOptions{Workers: workers})
+	if err != nil {
+		return m, err
+	}
+	est, err := kde.Estimate(kde.Canonical, probs, labels, k, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
+	if err != nil {
+		return m, err
+	}
+	m.ECEKDE, m.Bandwidth = est.Values[0].Value, cv.Bandwidth
+	tb, err := metric.TopLabelBins(probs, labels, k, metric.BinOptions{Bins: bins})
+	if err != nil {
+		return m, err
+	}
+	m.TopECE = tb.ECE(1)
+	for _, v := range []float64{m.Accuracy, m.NLL, m.ECEKDE, m.TopECE} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return m, fmt.Errorf("a metric is %v", v)
+		}
+	}
+	return m, nil
+}
+
+// summarize aggregates runs over seeds, in the order of first appearance.
+func summarize(runs []TrainingRun) []TrainingSummary {
+	type key struct {
+		set string
+		c   TrainConfig
+	}
+	var order []key
+	groups := map[key][]TrainingRun{}
+	for _, r := range runs {
+		k := key{r.Set, r.Config}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var out []TrainingSummary
+	for _, k := range order {
+		g := groups[k]
+		s := TrainingSummary{Set: k.set, Config: k.c, Seeds: len(g)}
+		pick := func(f func(TrainingRun) float64) MeanSD {
+			xs := make([]float64, len(g))
+			for i, r := range g {
+				xs[i] = f(r)
+			}
+			return meanSD(xs)
+		}
+		stats := func(m func(TrainingRun) TrainMetrics) MetricStats {
+			return MetricStats{
+				Accuracy: pick(func(r TrainingRun) float64 { return m(r).Accuracy }),
+				ECEKDE:   pick(func(r TrainingRun) float64 { return m(r).ECEKDE }),
+				TopECE:   pick(func(r TrainingRun) float64 { return m(r).TopECE }),
+				NLL:      pick(func(r TrainingRun) float64 { return m(r).NLL }),
+			}
+		}
+		s.Val = stats(func(r TrainingRun) TrainMetrics { return r.Val })
+		s.Pre = stats(func(r TrainingRun) TrainMetrics { return r.Pre })
+		s.Post = stats(func(r TrainingRun) TrainMetrics { return r.Post })
+		s.Epochs = pick(func(r TrainingRun) float64 { return float64(r.Epochs) }).Mean
+		s.BestEpoch = pick(func(r TrainingRun) float64 { return float64(r.BestEpoch) }).Mean
+		s.Temperature = pick(func(r TrainingRun) float64 { return r.Temperature })
+		out = append(out, s)
+	}
+	return out
+}
+
+// meanSD returns the mean and the sample standard deviation (0 for one
+// value).
+func meanSD(xs []float64) MeanSD {
+	m := 0.0
+	for _, x := range xs {
+		m += x / float64(len(xs))
+	}
+	if len(xs) < 2 {
+		return MeanSD{Mean: m}
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return MeanSD{Mean: m, SD: math.Sqrt(ss / float64(len(xs)-1))}
+}
+
+// timeEpochs trains XE, KDE-XE (LOO and fixed bandwidth) and MMCE for
+// setup.TimingEpochs epochs each, one after the other, and reports the
+// mean seconds per epoch.
+func timeEpochs(tb *train.Table, sp *train.Split, setup TrainingSetup, set string) (*TimingRow, error) {
+	row := &TimingRow{Set: set, Train: len(sp.Train), K: tb.K, Batch: setup.Batch[set], Batches: len(sp.Train) / setup.Batch[set]}
+	for _, v := range []struct {
+		loss string
+		h    float64
+		out  *float64
+	}{{train.LossXE, 0, &row.XE}, {train.LossKDEXE, 0, &row.KDEXE}, {train.LossKDEXE, 0.1, &row.KDEXEFixed}, {train.LossMMCE, 0, &row.MMCE}} {
+		cfg := train.Config{Loss: v.loss, Lambda: 0.1, Bandwidth: v.h, Layers: setup.Layers, Hidden: setup.Hidden, Epochs: setup.TimingEpochs,
+			Batch: setup.Batch[set], LR: setup.LR, Patience: setup.TimingEpochs + 1, Seed: 1}
+		fit, err := train.Fit(tb, sp, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("experiment: timing %s %s: %w", set, v.loss, err)
+		}
+		for _, s := range fit.EpochTime {
+			*v.out += s / float64(len(fit.EpochTime))
+		}
+	}
+	row.OverheadLOO, row.OverheadFixed, row.OverheadMMCE = row.KDEXE/row.XE-1, row.KDEXEFixed/row.XE-1, row.MMCE/row.XE-1
+	b := float64(max(row.Batches, 1))
+	row.KernelPerBatch = 1e3 * (row.KDEXEFixed - row.XE) / b
+	row.LOOPerBatch = 1e3 * (row.KDEXE - row.KDEXEFixed) / b
+	return row, nil
+}

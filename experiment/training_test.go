@@ -1,0 +1,109 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/calib-dev/calib/report"
+	"github.com/calib-dev/calib/train"
+)
+
+// TestTrainingQuick runs the quick study on vehicle with one seed: every
+// configuration is trained and measured with finite figures, XE learns
+// (test accuracy above 0.5, chance 0.26), the selection picks each
+// family's lowest validation ECE^KDE, the table and the figure render, and
+// a second call reads the cache: a tampered cached figure comes back, and
+// a cached run whose fingerprint does not match is trained again.
+func TestTrainingQuick(t *testing.T) {
+	dir := t.TempDir()
+	o := TrainingOptions{Quick: true, Seeds: 1, Dir: dir}
+	res, err := Training(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != len(TrainingConfigs()) || len(res.Summaries) != len(TrainingConfigs()) || len(res.Timing) != 1 {
+		t.Fatalf("%d runs, %d summaries, %d timing rows", len(res.Runs), len(res.Summaries), len(res.Timing))
+	}
+	for _, r := range res.Runs {
+		for _, m := range []TrainMetrics{r.Val, r.Pre, r.Post} {
+			for _, v := range []float64{m.Accuracy, m.ECEKDE, m.Bandwidth, m.TopECE, m.NLL} {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					t.Fatalf("%s: metric %v in %+v", r.Config.Name(), v, m)
+				}
+			}
+		}
+		if !(r.Temperature > 0) || r.BestEpoch < 1 || r.BestEpoch > r.Epochs {
+			t.Errorf("%s: temperature %v, best epoch %d of %d", r.Config.Name(), r.Temperature, r.BestEpoch, r.Epochs)
+		}
+		if r.Config.Loss == train.LossXE && !(r.Pre.Accuracy > 0.5) {
+			t.Errorf("xe: test accuracy %v", r.Pre.Accuracy)
+		}
+	}
+	for _, sel := range res.Selected("vehicle") {
+		for _, s := range res.Summaries {
+			if s.Config.Loss == sel.Config.Loss && s.Val.ECEKDE.Mean < sel.Val.ECEKDE.Mean {
+				t.Errorf("%s selected, but %s has a lower validation ECE^KDE", sel.Config.Name(), s.Config.Name())
+			}
+		}
+	}
+	if n := len(res.Selected("vehicle")); n != len(methods) {
+		t.Errorf("%d selected configurations, want %d", n, len(methods))
+	}
+	var tb bytes.Buffer
+	if err := res.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "| kde-xe 0.05 |") || !strings.Contains(tb.String(), "KDE-XE overhead") {
+		t.Errorf("table (%v):\n%s", err, tb.String())
+	}
+	if err := report.Write(&bytes.Buffer{}, res.Figures()["tradeoff"], "svg"); err != nil {
+		t.Error(err)
+	}
+
+	// The cache: tamper with one run's accuracy and another's fingerprint.
+	tampered := filepath.Join(dir, "runs", "vehicle", "mmce_1-seed1.json")
+	stale := filepath.Join(dir, "runs", "vehicle", "xe_0-seed1.json")
+	edit := func(path string, fn func(*TrainingRun)) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run TrainingRun
+		if err := json.Unmarshal(b, &run); err != nil {
+			t.Fatal(err)
+		}
+		if run.Config.Name() == "" || run.Set != "vehicle" {
+			t.Errorf("%s does not describe its run: %+v", path, run)
+		}
+		fn(&run)
+		if b, err = json.Marshal(run); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(tampered, func(r *TrainingRun) { r.Pre.Accuracy = 0.123 })
+	edit(stale, func(r *TrainingRun) { r.Fingerprint = "old"; r.Pre.Accuracy = 0.456 })
+	again, err := Training(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again.Runs {
+		switch r.Config.Name() {
+		case "mmce 1":
+			if r.Pre.Accuracy != 0.123 {
+				t.Errorf("mmce 1 was not read from the cache (accuracy %v)", r.Pre.Accuracy)
+			}
+		case "xe":
+			if r.Pre.Accuracy == 0.456 {
+				t.Error("a run with a stale fingerprint was read from the cache")
+			}
+			if r.Pre != res.Runs[i].Pre || r.Val != res.Runs[i].Val || r.Post != res.Runs[i].Post {
+				t.Errorf("xe retrained differs (training is seeded): %+v vs %+v", r.Pre, res.Runs[i].Pre)
+			}
+		}
+	}
+}
