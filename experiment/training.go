@@ -328,10 +328,28 @@ func trainConfig(setup TrainingSetup, set string, c TrainConfig, seed uint64) tr
 	return cfg
 }
 
-// fingerprint identifies what a cached run was computed from.
+// fingerprint identifies what a cached run was computed from: the
+// settings of the study and of train.Config that change a run (a field
+// added to train.Config later joins the list only when it is set, so that
+// existing caches stay valid).
 func fingerprint(setup TrainingSetup, set string, cfg train.Config) string {
-	return fmt.Sprintf("v%d %s split %g/%g/%d topbins %d %+v", trainingVersion, set, setup.ValFrac, setup.TestFrac, setup.SplitSeed,
-		setup.BinsTopECE, cfg)
+	type fields struct {
+		Loss                            string
+		Lambda, Smoothing, Bandwidth, P float64
+		Layers, Hidden                  int
+		Dropout                         float64
+		Epochs, Batch                   int
+		LR                              float64
+		Patience                        int
+		Seed                            uint64
+	}
+	s := fmt.Sprintf("v%d %s split %g/%g/%d topbins %d %+v", trainingVersion, set, setup.ValFrac, setup.TestFrac, setup.SplitSeed,
+		setup.BinsTopECE, fields{cfg.Loss, cfg.Lambda, cfg.Smoothing, cfg.Bandwidth, cfg.P, cfg.Layers, cfg.Hidden, cfg.Dropout,
+			cfg.Epochs, cfg.Batch, cfg.LR, cfg.Patience, cfg.Seed})
+	if cfg.Optimizer != "" && cfg.Optimizer != train.OptimizerAdam {
+		s += fmt.Sprintf(" optimizer %s momentum %g", cfg.Optimizer, cfg.Momentum)
+	}
+	return s
 }
 
 // cachedRun returns the run cached under dir with the fingerprint, or

@@ -164,7 +164,7 @@ func (f *tradeoffFigure) Draw(c draw.Canvas) {
 }
 
 // panel plots test accuracy against test ECE^KDE (both before temperature
-// scaling, mean ± sd over seeds) for every configuration of one data set;
+// scaling, mean ± standard error over seeds) for every configuration of one data set;
 // the lambda (alpha) values label the points of a family, joined in order.
 func (f *tradeoffFigure) panel(set string) *plot.Plot {
 	p := plot.New()
@@ -183,9 +183,11 @@ func (f *tradeoffFigure) panel(set string) *plot.Plot {
 			if s.Set != set || s.Config.Loss != m {
 				continue
 			}
+			// Error bars: the standard error of the mean over seeds.
+			se := 100 / math.Sqrt(float64(s.Seeds))
 			xy = append(xy, plotter.XY{X: 100 * s.Pre.ECEKDE.Mean, Y: 100 * s.Pre.Accuracy.Mean})
-			xe = append(xe, struct{ Low, High float64 }{100 * s.Pre.ECEKDE.SD, 100 * s.Pre.ECEKDE.SD})
-			ye = append(ye, struct{ Low, High float64 }{100 * s.Pre.Accuracy.SD, 100 * s.Pre.Accuracy.SD})
+			xe = append(xe, struct{ Low, High float64 }{se * s.Pre.ECEKDE.SD, se * s.Pre.ECEKDE.SD})
+			ye = append(ye, struct{ Low, High float64 }{se * s.Pre.Accuracy.SD, se * s.Pre.Accuracy.SD})
 			params = append(params, s.Config.Param)
 			if s.Config.Param != 0 {
 				labels = append(labels, fmt.Sprintf("%g", s.Config.Param))

@@ -107,3 +107,19 @@ func TestTrainingQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestFingerprintStable: the cache key of a run keeps the form of the
+// first cached study (docs/training/runs), so that adding options to
+// train.Config does not invalidate it.
+func TestFingerprintStable(t *testing.T) {
+	setup := TrainingSetup{ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1, BinsTopECE: 15}
+	cfg := train.Config{Loss: "xe", Layers: 2, Hidden: 64, Epochs: 30, Batch: 128, LR: 0.001, Patience: 10, Seed: 1}
+	want := "v1 dna split 0.2/0.2/1 topbins 15 {Loss:xe Lambda:0 Smoothing:0 Bandwidth:0 P:0 Layers:2 Hidden:64 Dropout:0 Epochs:30 Batch:128 LR:0.001 Patience:10 Seed:1}"
+	if got := fingerprint(setup, "dna", cfg); got != want {
+		t.Errorf("fingerprint\n%s\nwant\n%s", got, want)
+	}
+	cfg.Optimizer = train.OptimizerSGD
+	if fingerprint(setup, "dna", cfg) == want {
+		t.Error("the optimizer does not change the fingerprint")
+	}
+}

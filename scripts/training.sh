@@ -23,7 +23,7 @@ echo "## Accuracy against canonical calibration (the paper's Fig. 4)"
 echo
 echo "![accuracy against ECE^KDE](docs/training/training-tradeoff.png)"
 echo
-echo "Test accuracy against test canonical L1 ECE^KDE before temperature scaling, mean ± sd over seeds;"
+echo "Test accuracy against test canonical L1 ECE^KDE before temperature scaling, mean ± standard error over seeds;"
 echo "numbers next to the points are lambda (KDE-XE, MMCE) or alpha (label smoothing)."
 echo
 echo "## Tables"

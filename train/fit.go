@@ -29,6 +29,12 @@ const (
 	LossLS    = "ls"     // cross-entropy with labels smoothed by Config.Smoothing
 )
 
+// Optimizers of Config.Optimizer.
+const (
+	OptimizerAdam = "adam"
+	OptimizerSGD  = "sgd" // stochastic gradient descent with momentum
+)
+
 // Losses lists the valid Config.Loss values.
 var Losses = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}
 
@@ -47,7 +53,10 @@ type Config struct {
 	Dropout   float64 // dropout rate in training [0]
 	Epochs    int     // at most [30]
 	Batch     int     // mini-batch size; the last incomplete batch of an epoch is dropped [128]
-	LR        float64 // Adam learning rate [1e-3]
+	// Optimizer is "adam" or "sgd" (with momentum Momentum) ["adam"].
+	Optimizer string
+	Momentum  float64 // momentum of "sgd" [0.9]
+	LR        float64 // learning rate [1e-3 for adam, 0.01 for sgd]
 	// Patience stops training when the validation NLL has not improved for
 	// this many epochs [5]; the returned logits are those of the best epoch.
 	Patience int
@@ -74,13 +83,25 @@ func (c *Config) defaults() error {
 	set(&c.Lambda, 0.1)
 	set(&c.Smoothing, 0.1)
 	set(&c.P, 1)
-	set(&c.LR, 1e-3)
+	if c.Optimizer == "" {
+		c.Optimizer = OptimizerAdam
+	}
+	switch c.Optimizer {
+	case OptimizerAdam:
+		set(&c.LR, 1e-3)
+	case OptimizerSGD:
+		set(&c.LR, 0.01)
+		set(&c.Momentum, 0.9)
+	default:
+		return fmt.Errorf("train: optimizer %q (valid: %s, %s)", c.Optimizer, OptimizerAdam, OptimizerSGD)
+	}
 	seti(&c.Layers, 2)
 	seti(&c.Hidden, 64)
 	seti(&c.Epochs, 30)
 	seti(&c.Batch, 128)
 	seti(&c.Patience, 5)
-	if c.Batch < 2 || c.Epochs < 1 || c.Bandwidth < 0 || math.IsNaN(c.Bandwidth) || !(c.P >= 1) || c.Lambda < 0 {
+	if c.Batch < 2 || c.Epochs < 1 || c.Bandwidth < 0 || math.IsNaN(c.Bandwidth) || !(c.P >= 1) || c.Lambda < 0 ||
+		!(c.LR > 0) || c.Momentum < 0 || c.Momentum >= 1 || c.Dropout < 0 || c.Dropout >= 1 {
 		return fmt.Errorf("train: invalid configuration %+v", *c)
 	}
 	return nil
@@ -102,7 +123,7 @@ type Result struct {
 
 // Fit trains an MLP (Config.Layers hidden layers of Config.Hidden units,
 // ReLU, optional dropout; GoMLX's fnn on the pure-Go simplego backend) with
-// Adam on the train rows of the table, standardised with the train rows'
+// Adam (or SGD with momentum, Config.Optimizer) on the train rows of the table, standardised with the train rows'
 // mean and deviation, and returns the validation and test logits of the
 // epoch with the lowest validation NLL. Mini-batches are drawn from
 // PCG(Seed, epoch) and the weights initialised from Seed, so a run is
@@ -158,7 +179,11 @@ func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
 		}
 		return xe
 	}
-	trainer := gtrain.NewTrainer(backend, ctx, model, loss, optimizers.Adam().Done(), nil, nil)
+	var opt optimizers.Interface = optimizers.Adam().Done()
+	if cfg.Optimizer == OptimizerSGD {
+		opt = momentumSGD{lr: cfg.LR, mu: cfg.Momentum}
+	}
+	trainer := gtrain.NewTrainer(backend, ctx, model, loss, opt, nil, nil)
 	infer := func(x []float64, n int) ([]float64, error) {
 		exec, err := context.NewExec(backend, ctx.Reuse(), func(ctx *context.Context, in *G.Node) *G.Node {
 			return model(ctx, nil, []*G.Node{in})[0]

@@ -47,7 +47,7 @@ func newTrainCmd() *cobra.Command {
 		Long: `train reads a CSV (feature columns, then "label" 0..K-1, as shared/data/tabular),
 splits it stratified into train/validation/test (--val, --test fractions,
 --split-seed), standardises the features with the train rows, trains an MLP
-with Adam on the pure-Go GoMLX backend with cross-entropy (xe),
+with Adam (or SGD with momentum) on the pure-Go GoMLX backend with cross-entropy (xe),
 cross-entropy + lambda * canonical ECE^KDE of each mini-batch (kde-xe,
 bandwidth chosen per batch by LOO MLE, or fixed with --bandwidth; exponent --p), cross-entropy + lambda * MMCE (mmce), focal loss
 FL-53 (focal) or label smoothing (ls, --smoothing), stops early on the validation NLL, and writes
@@ -69,6 +69,9 @@ best epoch's weights with the feature standardisation).`,
 			sp, err := train.StratifiedSplit(tb.Labels, tb.K, valFrac, testFrac, splitSeed)
 			if err != nil {
 				return usageErrorf("%v", err)
+			}
+			if cfg.Optimizer != train.OptimizerAdam && cfg.Optimizer != train.OptimizerSGD {
+				return usageErrorf("--optimizer %q: adam or sgd", cfg.Optimizer)
 			}
 			res, err := train.Fit(tb, sp, cfg)
 			if err != nil {
@@ -128,7 +131,9 @@ best epoch's weights with the feature standardisation).`,
 	fs.Float64Var(&cfg.Dropout, "dropout", 0, "dropout rate")
 	fs.IntVar(&cfg.Epochs, "epochs", 30, "at most this many epochs")
 	fs.IntVar(&cfg.Batch, "batch", 128, "mini-batch size")
-	fs.Float64Var(&cfg.LR, "lr", 1e-3, "Adam learning rate")
+	fs.StringVar(&cfg.Optimizer, "optimizer", "adam", "adam, or sgd (with momentum)")
+	fs.Float64Var(&cfg.Momentum, "momentum", 0.9, "sgd: momentum")
+	fs.Float64Var(&cfg.LR, "lr", 0, "learning rate (default 1e-3 for adam, 0.01 for sgd)")
 	fs.IntVar(&cfg.Patience, "patience", 5, "stop after this many epochs without a better validation NLL")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the weights and the mini-batches")
 	fs.Float64Var(&valFrac, "val", 0.2, "validation fraction")
