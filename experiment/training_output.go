@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -107,6 +108,7 @@ func (r *TrainingResult) WriteTable(w io.Writer) error {
 			row(name, x, i == best)
 		}
 	}
+	r.writeHeadToHead(w)
 	fmt.Fprintln(w, "\n### Every configuration (test split)")
 	fmt.Fprintln(w, "\nT: the fitted temperature; epochs: mean best epoch / mean epochs run.")
 	for _, d := range r.Data {
@@ -249,3 +251,91 @@ type errPoints struct {
 
 func (e *errPoints) XError(i int) (float64, float64) { return e.xe.XError(i) }
 func (e *errPoints) YError(i int) (float64, float64) { return e.ye.YError(i) }
+
+// writeHeadToHead compares the selected KDE-XE with each other selected
+// method per data set: the differences of the test means (KDE-XE minus the
+// other) of ECE^KDE before and after temperature scaling, accuracy and
+// NLL, each marked better, worse or tie by whether it exceeds twice the
+// standard error of the difference (seeds independent); and how many
+// KDE-XE lambdas Pareto-dominate XE (higher accuracy and lower ECE^KDE,
+// means), the paper's Fig. 4 claim.
+func (r *TrainingResult) writeHeadToHead(w io.Writer) {
+	fmt.Fprintln(w, "\n### KDE-XE against each method (selected configurations, test split)")
+	fmt.Fprintln(w, "\nDifference of means, KDE-XE minus the other (ECE^KDE and accuracy in points, NLL per sample); better / worse: beyond twice the standard error of the difference, else tie.")
+	fmt.Fprintln(w, "\n| data set | KDE-XE vs | ECE^KDE Pre T | ECE^KDE Post T | accuracy | NLL Pre T | NLL Post T | KDE-XE lambdas dominating XE |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, d := range r.Data {
+		sel := r.Selected(d.Set)
+		var kx *TrainingSummary
+		for i := range sel {
+			if sel[i].Config.Loss == train.LossKDEXE {
+				kx = &sel[i]
+			}
+		}
+		if kx == nil {
+			continue
+		}
+		dominating := r.dominating(d.Set)
+		for _, o := range sel {
+			if o.Config.Loss == train.LossKDEXE {
+				continue
+			}
+			cmp := func(a, b MeanSD, scale float64, lowerBetter bool) string {
+				diff := a.Mean - b.Mean
+				se := math.Sqrt(a.SD*a.SD/float64(kx.Seeds) + b.SD*b.SD/float64(o.Seeds))
+				verdict := "tie"
+				if math.Abs(diff) > 2*se {
+					verdict = "worse"
+					if (diff < 0) == lowerBetter {
+						verdict = "better"
+					}
+				}
+				prec := 3
+				if scale == 100 {
+					prec = 2
+				}
+				return fmt.Sprintf("%+.*f (%s)", prec, scale*diff, verdict)
+			}
+			name := methodLabel(o.Config.Loss)
+			if o.Config.Param != 0 {
+				name += fmt.Sprintf(" (%g)", o.Config.Param)
+			}
+			dom := ""
+			if o.Config.Loss == train.LossXE {
+				dom = dominating
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Set, name, cmp(kx.Pre.ECEKDE, o.Pre.ECEKDE, 100, true),
+				cmp(kx.Post.ECEKDE, o.Post.ECEKDE, 100, true), cmp(kx.Pre.Accuracy, o.Pre.Accuracy, 100, false),
+				cmp(kx.Pre.NLL, o.Pre.NLL, 1, true), cmp(kx.Post.NLL, o.Post.NLL, 1, true), dom)
+		}
+	}
+}
+
+// dominating lists the KDE-XE lambdas whose mean test accuracy is higher
+// and mean test ECE^KDE (Pre T) lower than XE's on set.
+func (r *TrainingResult) dominating(set string) string {
+	var xe *TrainingSummary
+	for i, s := range r.Summaries {
+		if s.Set == set && s.Config.Loss == train.LossXE {
+			xe = &r.Summaries[i]
+		}
+	}
+	if xe == nil {
+		return ""
+	}
+	var ls []string
+	total := 0
+	for _, s := range r.Summaries {
+		if s.Set != set || s.Config.Loss != train.LossKDEXE {
+			continue
+		}
+		total++
+		if s.Pre.Accuracy.Mean > xe.Pre.Accuracy.Mean && s.Pre.ECEKDE.Mean < xe.Pre.ECEKDE.Mean {
+			ls = append(ls, fmt.Sprintf("%g", s.Config.Param))
+		}
+	}
+	if len(ls) == 0 {
+		return fmt.Sprintf("none of %d", total)
+	}
+	return fmt.Sprintf("%d of %d (%s)", len(ls), total, strings.Join(ls, ", "))
+}

@@ -55,7 +55,8 @@ func TestTrainingQuick(t *testing.T) {
 		t.Errorf("%d selected configurations, want %d", n, len(methods))
 	}
 	var tb bytes.Buffer
-	if err := res.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "| kde-xe 0.05 |") || !strings.Contains(tb.String(), "KDE-XE overhead") {
+	if err := res.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "| kde-xe 0.05 |") || !strings.Contains(tb.String(), "KDE-XE overhead") ||
+		!strings.Contains(tb.String(), "| vehicle | XE | ") {
 		t.Errorf("table (%v):\n%s", err, tb.String())
 	}
 	if err := report.Write(&bytes.Buffer{}, res.Figures()["tradeoff"], "svg"); err != nil {
