@@ -349,6 +349,11 @@ func fingerprint(setup TrainingSetup, set string, cfg train.Config) string {
 	if cfg.Optimizer != "" && cfg.Optimizer != train.OptimizerAdam {
 		s += fmt.Sprintf(" optimizer %s momentum %g", cfg.Optimizer, cfg.Momentum)
 	}
+	if cfg.Loss == train.LossKDEXE {
+		// Version 2 of the KDE term's gradient (written out, not automatic
+		// differentiation): the same derivative, other rounding.
+		s += " kde-gradient 2"
+	}
 	return s
 }
 

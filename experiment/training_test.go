@@ -123,4 +123,8 @@ func TestFingerprintStable(t *testing.T) {
 	if fingerprint(setup, "dna", cfg) == want {
 		t.Error("the optimizer does not change the fingerprint")
 	}
+	cfg.Optimizer, cfg.Loss = "", train.LossKDEXE
+	if got := fingerprint(setup, "dna", cfg); !strings.HasSuffix(got, "Seed:1} kde-gradient 2") {
+		t.Errorf("kde-xe fingerprint %s", got)
+	}
 }

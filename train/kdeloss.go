@@ -49,31 +49,89 @@ func Lgamma(x *G.Node) *G.Node {
 // class absent from the batch only makes its column of r zero: nothing
 // divides by a class count, so the value and gradient stay finite (the
 // reference's training NaNs there).
+//
+// The gradient is not left to automatic differentiation, whose rule for a
+// matrix product broadcasts a B×B×K tensor (slow on the pure-Go backend);
+// it is written out with three more B×B by B×K products (kdeGradient) and
+// attached by the surrogate value + sum((z - stop(z)) * stop(grad)), whose
+// value is exactly the estimate and whose gradient in z is exactly grad.
 func KDECanonical(logits, onehot, h *G.Node, p float64) *G.Node {
 	b := logits.Shape().Dimensions[0]
-	f := G.Softmax(logits, -1)
-	lk := logKernel(f, G.LogSoftmax(logits, -1), h)
+	z := G.StopGradient(logits)
+	h = G.StopGradient(h)
+	f := G.Softmax(z, -1)
+	logf := G.LogSoftmax(z, -1)
+	alpha := G.AddScalar(G.Div(f, h), 1)
+	sumAlpha := G.ReduceSum(alpha, -1)
+	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(sumAlpha)) // (B)
+	// lk[j, i] = <f_i, log f_j> / h - log B_i.
+	lk := G.Sub(G.Div(G.MatMul(logf, G.Transpose(f, 0, 1)), h), G.InsertAxes(logB, 0))
 	notSelf := G.LogicalNot(G.Diagonal(logits.Graph(), b))
-	r := G.MatMul(G.MaskedSoftmax(lk, notSelf, -1), onehot)
-	e := G.Abs(G.Sub(r, f))
-	if p != 1 {
-		e = G.Pow(e, G.ConstAs(e, p))
+	pm := G.MaskedSoftmax(lk, notSelf, -1) // P[j, i], 0 on the diagonal
+	r := G.MatMul(pm, onehot)
+	e := G.Sub(r, f)
+	ae := G.Abs(e)
+	// dE[j, c] = d value / d r_jc = (p/B) |e|^(p-1) sign(e) (0 at e = 0).
+	var de *G.Node
+	if p == 1 {
+		de = G.Sign(e)
+	} else {
+		ae = G.Pow(ae, G.ConstAs(ae, p))
+		de = G.MulScalar(G.Mul(G.Pow(G.Abs(e), G.ConstAs(e, p-1)), G.Sign(e)), p)
 	}
-	return G.DivScalar(G.ReduceAllSum(e), float64(b))
+	value := G.DivScalar(G.ReduceAllSum(ae), float64(b))
+	grad := kdeGradient(f, logf, alpha, sumAlpha, pm, r, onehot, G.DivScalar(de, float64(b)), h)
+	return G.Add(value, G.ReduceAllSum(G.Mul(G.Sub(logits, z), G.StopGradient(grad))))
 }
 
-// logKernel returns log k_ji = (1/h) <f_i, log f_j> - log B(f_i/h + 1), the
-// log Dirichlet kernel of centre f_i evaluated at f_j, as a B×B node (j
-// rows, i columns); h is a scalar node, or of shape (G, 1, 1) for a grid
-// of bandwidths (then the result is G×B×B).
-func logKernel(f, logf, h *G.Node) *G.Node {
-	dot := G.MatMul(logf, G.Transpose(f, 0, 1)) // (B, B): <f_i, log f_j> at [j, i]
-	if h.Rank() > 0 {
-		f, dot = G.InsertAxes(f, 0), G.InsertAxes(dot, 0)
+// kdeGradient returns d value / d logits (B×K) of KDECanonical from its
+// forward quantities and dE = d value / d r (B×K). With S[j, i] =
+// P_ji <dE_j, y_i - r_j> = d value / d log k_ji,
+//
+//	d/df_ic   = -dE_ic + (1/h) sum_j S_ji log f_jc
+//	            - (sum_j S_ji) (1/h) (psi(alpha_ic) - psi(sum_c alpha_ic)),
+//	d/dlogf_jc = (1/h) sum_i S_ji f_ic,
+//
+// then through f = softmax(z) and log f = logsoftmax(z). kde.LogitGradient
+// computes the same derivative in plain Go (problem.go); the tests compare
+// the two and central finite differences.
+func kdeGradient(f, logf, alpha, sumAlpha, pm, r, onehot, de, h *G.Node) *G.Node {
+	er := G.ReduceSum(G.Mul(de, r), -1) // <dE_j, r_j>
+	s := G.Mul(pm, G.Sub(G.MatMul(de, G.Transpose(onehot, 0, 1)), G.InsertAxes(er, -1)))
+	colS := G.ReduceSum(s, 0) // sum_j S_ji, (B)
+	dlogB := G.Div(G.Sub(Digamma(alpha), G.InsertAxes(Digamma(sumAlpha), -1)), h)
+	gf := G.Sub(G.Div(G.MatMul(G.Transpose(s, 0, 1), logf), h), G.Add(de, G.Mul(G.InsertAxes(colS, -1), dlogB)))
+	glogf := G.Div(G.MatMul(s, f), h)
+	// Softmax: d/dz = f (g - <f, g>); log-softmax: d/dz = g - f sum(g).
+	dz := G.Mul(f, G.Sub(gf, G.InsertAxes(G.ReduceSum(G.Mul(f, gf), -1), -1)))
+	return G.Add(dz, G.Sub(glogf, G.Mul(f, G.InsertAxes(G.ReduceSum(glogf, -1), -1))))
+}
+
+// Digamma returns psi(x) = d log Gamma(x) / dx elementwise for x >= 1, as
+// a composite of graph operations: the recurrence psi(x) = psi(x + 6) -
+// sum_{k=0..5} 1/(x + k), then the asymptotic series at y = x + 6 >= 7,
+//
+//	psi(y) = log y - 1/(2y) - 1/(12y^2) + 1/(120y^4) - 1/(252y^6) + 1/(240y^8)
+//	         - 1/(132y^10) + 691/(32760y^12),
+//
+// whose first omitted term, 1/(12y^14), is below 2e-13 there.
+func Digamma(x *G.Node) *G.Node {
+	shift := G.ZerosLike(x)
+	for k := 0; k < 6; k++ {
+		shift = G.Add(shift, G.Reciprocal(G.AddScalar(x, float64(k))))
 	}
-	alpha := G.AddScalar(G.Div(f, h), 1)
-	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(G.ReduceSum(alpha, -1))) // (B) or (G, B)
-	return G.Sub(G.Div(dot, h), G.InsertAxes(logB, logB.Rank()-1))
+	y := G.AddScalar(x, 6)
+	inv := G.Reciprocal(y)
+	inv2 := G.Mul(inv, inv)
+	// Horner in 1/y^2 for the even terms.
+	poly := G.AddScalar(G.MulScalar(inv2, 691.0/32760), -1.0/132)
+	poly = G.AddScalar(G.Mul(poly, inv2), 1.0/240)
+	poly = G.AddScalar(G.Mul(poly, inv2), -1.0/252)
+	poly = G.AddScalar(G.Mul(poly, inv2), 1.0/120)
+	poly = G.AddScalar(G.Mul(poly, inv2), -1.0/12)
+	poly = G.Mul(poly, inv2)
+	psi := G.Sub(G.Add(G.Log(y), poly), G.MulScalar(inv, 0.5))
+	return G.Sub(psi, shift)
 }
 
 // LOOBandwidth returns the bandwidth of grid (increasing) that maximises
@@ -85,21 +143,26 @@ func logKernel(f, logf, h *G.Node) *G.Node {
 // the paper's LOO MLE rule (section 5) applied to each mini-batch, as
 // kde.SelectBandwidth(kde.Canonical, ..., NoRefine) does on the same
 // probabilities. The result is a scalar node without gradient (the choice
-// is a constant for the step). The grid is evaluated at once: the inner
-// products <f_i, log f_j> are shared, only the normalisers and the
-// log-sum-exp repeat per bandwidth (G×B×B work).
+// is a constant for the step). The grid is evaluated at once: one product
+// of (log f / h) (G×B×K) with f gives every (1/h) <f_i, log f_j>, then the
+// normalisers and the log-sum-exp over i != j (G×B×B work).
 func LOOBandwidth(logits *G.Node, grid []float64) *G.Node {
 	g := logits.Graph()
 	b := logits.Shape().Dimensions[0]
-	lg := G.StopGradient(logits)
+	z := G.StopGradient(logits)
+	f, logf := G.Softmax(z, -1), G.LogSoftmax(z, -1)
 	hs := G.Const(g, grid)
-	lk := logKernel(G.Softmax(lg, -1), G.LogSoftmax(lg, -1), G.Reshape(hs, len(grid), 1, 1)) // (G, B, B)
+	h3 := G.Reshape(hs, len(grid), 1, 1)
+	alpha := G.AddScalar(G.Div(G.InsertAxes(f, 0), h3), 1)                                 // (G, B, K)
+	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(G.ReduceSum(alpha, -1)))          // (G, B)
+	dot := G.DotGeneral(G.Div(G.InsertAxes(logf, 0), h3), []int{2}, nil, f, []int{1}, nil) // (G, B_j, B_i)
+	lk := G.Sub(dot, G.InsertAxes(logB, 1))
+	// The i = j terms are masked to -Inf (exp gives exactly 0), never
+	// shifted by a large finite number.
 	notSelf := G.BroadcastToDims(G.InsertAxes(G.LogicalNot(G.Diagonal(g, b)), 0), len(grid), b, b)
-	// Masked log-sum-exp over i: the i = j terms are left out by Where,
-	// never shifted by a large negative number.
-	m := G.StopGradient(G.MaskedReduceMax(lk, notSelf, -1)) // (G, B)
-	ex := G.Where(notSelf, G.Exp(G.Sub(lk, G.InsertAxes(m, -1))), G.ZerosLike(lk))
-	ll := G.ReduceSum(G.Add(m, G.Log(G.ReduceSum(ex, -1))), -1) // (G); the -B log(B-1) is common
+	lk = G.Where(notSelf, lk, G.Infinity(g, lk.DType(), -1))
+	m := G.ReduceMax(lk, -1)                                                                       // (G, B): finite, B >= 2
+	ll := G.ReduceSum(G.Add(m, G.Log(G.ReduceSum(G.Exp(G.Sub(lk, G.InsertAxes(m, -1))), -1))), -1) // (G); the -B log(B-1) is common
 	return G.StopGradient(G.Gather(hs, G.ArgMax(ll, 0)))
 }
 

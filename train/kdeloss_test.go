@@ -10,6 +10,8 @@ import (
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"gonum.org/v1/gonum/mathext"
+
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -32,6 +34,58 @@ func TestLgamma(t *testing.T) {
 		want, _ := math.Lgamma(x)
 		if math.Abs(got[i]-want) > 1e-13*math.Max(1, math.Abs(want)) {
 			t.Errorf("Lgamma(%v) = %v, math.Lgamma %v", x, got[i], want)
+		}
+	}
+}
+
+// TestDigamma checks the graph's Digamma against exact values, psi(n) =
+// H_(n-1) - gamma and psi(n + 1/2) = 2 H_(2n) - H_n - gamma - 2 log 2, and
+// the recurrence psi(x + 1) - psi(x) = 1/x at non-integers (absolute
+// 1e-12; gonum's mathext.Digamma is off by 5e-11 at 7), and against
+// mathext.Digamma within its own accuracy (1e-9) on [1, 1e5].
+func TestDigamma(t *testing.T) {
+	backend, err := simplego.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := G.MustNewExec(backend, func(x *G.Node) *G.Node { return Digamma(x) })
+	psi := func(xs []float64) []float64 {
+		out, err := exec.Exec(xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Value().([]float64)
+	}
+	harmonic := func(n int) float64 {
+		s := 0.0
+		for k := 1; k <= n; k++ {
+			s += 1 / float64(k)
+		}
+		return s
+	}
+	const gamma = 0.57721566490153286061
+	var xs, want []float64
+	for _, n := range []int{1, 2, 3, 6, 7, 10, 40} {
+		xs, want = append(xs, float64(n)), append(want, harmonic(n-1)-gamma)
+		xs, want = append(xs, float64(n)+0.5), append(want, 2*harmonic(2*n)-harmonic(n)-gamma-2*math.Ln2)
+	}
+	for i, v := range psi(xs) {
+		if math.Abs(v-want[i]) > 1e-12 {
+			t.Errorf("Digamma(%v) = %.16g, exact %.16g", xs[i], v, want[i])
+		}
+	}
+	xs = []float64{1.001, 3.3, 6.9, 55.5, 1234.5}
+	next := make([]float64, len(xs))
+	for i, x := range xs {
+		next[i] = x + 1
+	}
+	a, b := psi(xs), psi(next)
+	for i, x := range xs {
+		if math.Abs(b[i]-a[i]-1/x) > 1e-12 {
+			t.Errorf("psi(%v + 1) - psi(%v) = %v, want %v", x, x, b[i]-a[i], 1/x)
+		}
+		if math.Abs(a[i]-mathext.Digamma(x)) > 1e-9 {
+			t.Errorf("Digamma(%v) = %v, mathext %v", x, a[i], mathext.Digamma(x))
 		}
 	}
 }
