@@ -16,7 +16,9 @@ import (
 // BenchmarkLoss times the value and the gradient (in the logits) of each
 // training loss on one mini-batch of B = 128 (the study's batch) for K = 4,
 // 7 and 26 (vehicle, shuttle, letter): the cost a training step adds on
-// top of the MLP. kde-loo includes the per-batch LOO choice over the 20
+// top of the MLP. kde-fixed is KDECanonical at h = 0.1 (written-out
+// gradient), kde-autodiff the same term left to automatic differentiation,
+// kde-loo KDECanonical with the per-batch LOO choice over the 20
 // bandwidths of kde.DefaultGrid.
 func BenchmarkLoss(b *testing.B) {
 	backend, err := simplego.New("")
@@ -31,6 +33,9 @@ func BenchmarkLoss(b *testing.B) {
 		fn   func(lg, oh *G.Node) *G.Node
 	}{
 		{"xe", xe},
+		{"kde-autodiff", func(lg, oh *G.Node) *G.Node {
+			return G.Add(xe(lg, oh), kdeAutodiff(lg, oh, G.Scalar(lg.Graph(), dtypes.Float64, 0.1), 1))
+		}},
 		{"kde-fixed", func(lg, oh *G.Node) *G.Node {
 			return G.Add(xe(lg, oh), KDECanonical(lg, oh, G.Scalar(lg.Graph(), dtypes.Float64, 0.1), 1))
 		}},

@@ -90,6 +90,23 @@ func TestDigamma(t *testing.T) {
 	}
 }
 
+// kdeAutodiff is the KDE term written as a plain graph and left to
+// automatic differentiation (the first implementation of KDECanonical): an
+// independent check of kdeGradient, and the baseline of BenchmarkLoss.
+func kdeAutodiff(logits, onehot, h *G.Node, p float64) *G.Node {
+	b := logits.Shape().Dimensions[0]
+	f := G.Softmax(logits, -1)
+	alpha := G.AddScalar(G.Div(f, h), 1)
+	logB := G.Sub(G.ReduceSum(Lgamma(alpha), -1), Lgamma(G.ReduceSum(alpha, -1)))
+	lk := G.Sub(G.Div(G.MatMul(G.LogSoftmax(logits, -1), G.Transpose(f, 0, 1)), h), G.InsertAxes(logB, 0))
+	r := G.MatMul(G.MaskedSoftmax(lk, G.LogicalNot(G.Diagonal(logits.Graph(), b)), -1), onehot)
+	e := G.Abs(G.Sub(r, f))
+	if p != 1 {
+		e = G.Pow(e, G.ConstAs(e, p))
+	}
+	return G.DivScalar(G.ReduceAllSum(e), float64(b))
+}
+
 // batch draws B logits of K classes (scale 2) and labels; classes listed
 // in missing never occur as labels.
 func batch(rng *rand.Rand, b, k int, missing ...int) ([][]float64, []int, [][]float64) {
@@ -116,8 +133,9 @@ func batch(rng *rand.Rand, b, k int, missing ...int) ([][]float64, []int, [][]fl
 }
 
 // TestKDECanonicalGraph: the graph's value equals kde.Estimate (relative
-// 1e-10) and its automatic gradient equals kde.LogitGradient (the
-// foundation's exact gradient, relative 1e-8 of the largest entry) and
+// 1e-10) and its written-out gradient equals kde.LogitGradient (the
+// foundation's exact gradient, relative 1e-8 of the largest entry), the
+// automatic differentiation of the plain graph (kdeAutodiff, 1e-8) and
 // central finite differences of the graph value (1e-6), for p = 1 and 2,
 // fixed bandwidths and the training path's per-batch LOO bandwidth (h = 0
 // in the table; the reference then uses kde.SelectBandwidth's choice),
@@ -134,22 +152,30 @@ func TestKDECanonicalGraph(t *testing.T) {
 		missing []int
 	}{{32, 3, 0.1, 1, nil}, {48, 5, 0.05, 2, nil}, {40, 6, 0.2, 1, []int{1, 4}}, {64, 5, 0, 1, []int{2}}, {64, 26, 0, 1, nil}} {
 		logits, labels, onehot := batch(rng, tc.b, tc.k, tc.missing...)
-		exec := G.MustNewExec(backend, func(lg, oh *G.Node) (*G.Node, *G.Node) {
+		exec := G.MustNewExec(backend, func(lg, oh *G.Node) (*G.Node, *G.Node, *G.Node) {
 			h := G.Scalar(lg.Graph(), dtypes.Float64, tc.h)
 			if tc.h == 0 {
 				h = LOOBandwidth(lg, kde.DefaultGrid()) // the training path's per-batch choice
 			}
 			v := KDECanonical(lg, oh, h, tc.p)
-			return v, G.Gradient(v, lg)[0]
+			return v, G.Gradient(v, lg)[0], G.Gradient(kdeAutodiff(lg, oh, h, tc.p), lg)[0]
 		})
+		var auto [][]float64
 		value := func(lg [][]float64) (float64, [][]float64) {
 			out, err := exec.Exec(tensors.FromValue(lg), tensors.FromValue(onehot))
 			if err != nil {
 				t.Fatal(err)
 			}
+			auto = out[2].Value().([][]float64)
 			return out[0].Value().(float64), out[1].Value().([][]float64)
 		}
 		v, g := value(logits)
+		worstAuto := 0.0
+		for j := range g {
+			for c := range g[j] {
+				worstAuto = math.Max(worstAuto, math.Abs(g[j][c]-auto[j][c]))
+			}
+		}
 		flat := make([]float64, 0, tc.b*tc.k)
 		for _, row := range logits {
 			flat = append(flat, row...)
@@ -186,6 +212,9 @@ func TestKDECanonicalGraph(t *testing.T) {
 		if worst > 1e-8*scale {
 			t.Errorf("%+v: graph gradient differs from kde.LogitGradient by %v (largest entry %v)", tc, worst, scale)
 		}
+		if worstAuto > 1e-8*scale {
+			t.Errorf("%+v: written-out gradient differs from automatic differentiation by %v (largest entry %v)", tc, worstAuto, scale)
+		}
 		// Central differences of the graph value at a few entries.
 		const eps = 1e-6
 		for trial := 0; trial < 6; trial++ {
@@ -201,7 +230,7 @@ func TestKDECanonicalGraph(t *testing.T) {
 				t.Errorf("%+v: d/dlogit[%d][%d]: graph %v, finite difference %v", tc, j, c, g[j][c], fd)
 			}
 		}
-		t.Logf("%+v: value %.6g (kde %.6g), max |grad - kde| %.2g of %.2g", tc, v, wv, worst, scale)
+		t.Logf("%+v: value %.6g (kde %.6g), max |grad - kde| %.2g, |grad - autodiff| %.2g of %.2g", tc, v, wv, worst, worstAuto, scale)
 	}
 }
 
