@@ -117,7 +117,7 @@ type Result struct {
 	Epochs     int       // epochs run
 	TrainLoss  []float64 // mean mini-batch loss per epoch
 	ValNLL     []float64 // per epoch
-	EpochTime  []float64 // seconds of training per epoch (without the evaluation)
+	EpochTime  []float64 // seconds of training per epoch (without the evaluation; the first also compiles the graph)
 	Model      *Model    // the weights of the best epoch and the standardisation
 }
 
