@@ -63,7 +63,9 @@ type Config struct {
 	Seed     uint64
 }
 
-func (c *Config) defaults() error {
+// SetDefaults fills the zero fields with their defaults and checks the
+// configuration (Fit does the same on its copy).
+func (c *Config) SetDefaults() error {
 	if c.Loss == "" {
 		c.Loss = LossXE
 	}
@@ -100,9 +102,25 @@ func (c *Config) defaults() error {
 	seti(&c.Epochs, 30)
 	seti(&c.Batch, 128)
 	seti(&c.Patience, 5)
-	if c.Batch < 2 || c.Epochs < 1 || c.Bandwidth < 0 || math.IsNaN(c.Bandwidth) || !(c.P >= 1) || c.Lambda < 0 ||
-		!(c.LR > 0) || c.Momentum < 0 || c.Momentum >= 1 || c.Dropout < 0 || c.Dropout >= 1 {
-		return fmt.Errorf("train: invalid configuration %+v", *c)
+	for _, bad := range []struct {
+		fail bool
+		msg  string
+	}{
+		{c.Batch < 2, fmt.Sprintf("batch size %d (at least 2)", c.Batch)},
+		{c.Epochs < 1, fmt.Sprintf("%d epochs", c.Epochs)},
+		{c.Layers < 0 || c.Hidden < 1, fmt.Sprintf("%d hidden layers of %d units", c.Layers, c.Hidden)},
+		{!(c.Bandwidth >= 0), fmt.Sprintf("bandwidth %v (0 for LOO, else positive)", c.Bandwidth)},
+		{!(c.P >= 1), fmt.Sprintf("exponent p = %v (at least 1)", c.P)},
+		{!(c.Lambda >= 0), fmt.Sprintf("lambda %v (not negative)", c.Lambda)},
+		{!(c.Smoothing >= 0 && c.Smoothing < 1), fmt.Sprintf("smoothing %v (in [0, 1))", c.Smoothing)},
+		{!(c.LR > 0), fmt.Sprintf("learning rate %v (positive)", c.LR)},
+		{!(c.Momentum >= 0 && c.Momentum < 1), fmt.Sprintf("momentum %v (in [0, 1))", c.Momentum)},
+		{!(c.Dropout >= 0 && c.Dropout < 1), fmt.Sprintf("dropout %v (in [0, 1))", c.Dropout)},
+		{c.Patience < 1, fmt.Sprintf("patience %d", c.Patience)},
+	} {
+		if bad.fail {
+			return fmt.Errorf("train: invalid configuration: %s", bad.msg)
+		}
 	}
 	return nil
 }
@@ -129,7 +147,7 @@ type Result struct {
 // PCG(Seed, epoch) and the weights initialised from Seed, so a run is
 // reproducible.
 func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
-	if err := cfg.defaults(); err != nil {
+	if err := cfg.SetDefaults(); err != nil {
 		return nil, err
 	}
 	if len(sp.Train) < cfg.Batch {

@@ -606,6 +606,9 @@ func TestTrainCommand(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--loss", "hinge", "-o", dir},
+		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--optimizer", "rmsprop", "-o", dir},
+		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--lr", "-1", "-o", dir},
+		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--dropout", "1", "-o", dir},
 		{"train", "--data", "../../train/tabular/vehicle.csv.gz"},
 		{"train", "--data", "../../train/tabular/nope.csv", "-o", dir},
 	} {

@@ -70,8 +70,8 @@ best epoch's weights with the feature standardisation).`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			if cfg.Optimizer != train.OptimizerAdam && cfg.Optimizer != train.OptimizerSGD {
-				return usageErrorf("--optimizer %q: adam or sgd", cfg.Optimizer)
+			if err := cfg.SetDefaults(); err != nil {
+				return usageErrorf("%v", err)
 			}
 			res, err := train.Fit(tb, sp, cfg)
 			if err != nil {
