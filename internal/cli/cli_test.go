@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/train"
 )
 
@@ -230,7 +231,7 @@ func TestEvalAllMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"ece_kde/canonical", "ece_kde/marginal", "ece_kde/top_label", "ece_bin/top_label", "ece_bin/class_wise",
+	for _, want := range []string{"ece_kde/canonical", "ece_witness/canonical", "ece_kde/marginal", "ece_kde/top_label", "ece_bin/top_label", "ece_bin/class_wise",
 		"ece_bin/canonical", "mce/top_label", "ece_bin_debiased/class_wise", "ks/top_r", "ks/within_top_r", "ks/class_wise",
 		"sharpness/top_label", "mmce/top_label", "brier/", "nll/", "accuracy/", "confidence/"} {
 		if !seen[want] {
@@ -516,6 +517,54 @@ func TestEvalDebias(t *testing.T) {
 	stdout, stderr, code = run(t, "eval", golden+"c02_n200_k3.csv", "--metrics", "sharpness", "--bandwidth", "0.1", "--debias")
 	if code != 0 || !strings.Contains(stdout, "sharpness_debiased") {
 		t.Errorf("sharpness --debias: exit %d: %s %s", code, stdout, stderr)
+	}
+}
+
+// TestEvalWitness checks `--metrics ece_witness`: the frozen keys, both
+// exponents, the values of kde.Witness on the same input with the --seed,
+// and the notes under the table.
+func TestEvalWitness(t *testing.T) {
+	file := golden + "c02_n200_k3.csv"
+	stdout, stderr, code := run(t, "eval", file, "--metrics", "ece_witness", "--seed", "4", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Results []struct {
+			Metric, Notion, BandwidthMethod string
+			P, Bandwidth, Value, Root       *float64
+			CVBandwidth                     *float64 `json:"cv_bandwidth"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	set, err := data.Load(file, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := kde.Witness(set.Probs, set.Labels, set.K, kde.WitnessOptions{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 2 {
+		t.Fatalf("%d entries, want 2: %s", len(out.Results), stdout)
+	}
+	for i, r := range out.Results {
+		w := want.Values[i]
+		if r.Metric != "ece_witness" || r.Notion != "canonical" || r.P == nil || *r.P != w.P || r.Value == nil || *r.Value != w.Value ||
+			r.Root == nil || *r.Root != w.Root || r.Bandwidth == nil || *r.Bandwidth != w.Bandwidth {
+			t.Errorf("entry %d: %+v, want p %v value %v root %v h %v", i, r, w.P, w.Value, w.Root, w.Bandwidth)
+		}
+		if (w.P == 2) != (r.CVBandwidth != nil) || w.P == 2 && *r.CVBandwidth != 2**r.Bandwidth {
+			t.Errorf("p = %v: cv_bandwidth %v, bandwidth %v", w.P, r.CVBandwidth, *r.Bandwidth)
+		}
+	}
+	stdout, _, code = run(t, "eval", file, "--metrics", "ece_kde,ece_witness", "--mode", "canonical", "--bandwidth", "0.05")
+	for _, note := range []string{noteECEKDE, noteWitness} {
+		if code != 0 || !strings.Contains(stdout, note) {
+			t.Errorf("table lacks the note %q:\n%s", note, stdout)
+		}
 	}
 }
 

@@ -60,10 +60,10 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.ksR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.Float64Var(&f.mmceWide, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.BoolVar(&f.ci, "ci", false, "add bootstrap percentile intervals to every metric")
-	fs.BoolVar(&f.ciExact, "ci-exact", false, "ece_kde and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
+	fs.BoolVar(&f.ciExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.ciResamples, "ci-resamples", 200, "bootstrap resamples")
 	fs.Float64Var(&f.ciLevel, "ci-level", 0.95, "bootstrap interval level")
-	fs.Uint64Var(&f.seed, "seed", 1, "bootstrap seed (same seed, same intervals)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the bootstrap and of ece_witness's cross-fitting splits (same seed, same output)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")
@@ -71,7 +71,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 }
 
 // allMetrics lists the metric names of --metrics, in output order.
-var allMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "sharpness", "mmce", "brier", "nll", "accuracy", "confidence"}
+var allMetrics = []string{"ece_kde", "ece_witness", "ece_bin", "mce", "ece_bin_debiased", "ks", "sharpness", "mmce", "brier", "nll", "accuracy", "confidence"}
 
 // evalOutput is the JSON object printed by `calib eval --json`.
 type evalOutput struct {
@@ -94,7 +94,8 @@ func newEvalCmd() *cobra.Command {
 		Long: `eval reads predictions (probabilities or, with --logits, logits) and labels
 and prints calibration metrics grouped by notion (canonical, class-wise,
 top-label, proper scores): ECE^KDE (CE_p^p and CE_p, with the bandwidth and how
-it was chosen), binned ECE and MCE, the debiased binned L2 error, the KS
+it was chosen), the converging canonical estimates ece_witness (p = 1: the
+cross-fitted residual witness; p = 2: the debiased kernel U-statistic), binned ECE and MCE, the debiased binned L2 error, the KS
 calibration error, sharpness, MMCE, Brier score, NLL, accuracy and confidence.
 --ci adds bootstrap intervals.
 

@@ -43,6 +43,7 @@ type entry struct {
 	Squared         *jsonFloat  `json:"squared,omitempty"`        // mmce
 	Width           *float64    `json:"width,omitempty"`          // mmce
 	BandwidthMethod string      `json:"bandwidth_method,omitempty"`
+	CVBandwidth     *float64    `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
 	Excluded        *int        `json:"excluded,omitempty"`
 	Aggregate       string      `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
 	Warnings        []string    `json:"warnings,omitempty"`
@@ -131,6 +132,8 @@ func (ev *evaluator) run(m string) ([]*entry, error) {
 	switch m {
 	case "ece_kde":
 		return ev.eceKDE()
+	case "ece_witness":
+		return ev.eceWitness()
 	case "ece_bin", "mce", "ece_bin_debiased":
 		return ev.binned(m)
 	case "ks":
@@ -211,6 +214,55 @@ func (ev *evaluator) eceKDE() ([]*entry, error) {
 				out = append(out, e)
 			}
 		}
+	}
+	return out, nil
+}
+
+// eceWitness reports the converging canonical estimators (kde.Witness):
+// the cross-fitted residual witness (p = 1) and the debiased kernel
+// U-statistic (p = 2), both always (they share one grid sweep).
+func (ev *evaluator) eceWitness() ([]*entry, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(4, "the witness estimators"); err != nil {
+		return nil, err
+	}
+	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.workers}
+	progress, done := ev.ui.step("canonical witness")
+	o.Progress = progress
+	res, err := kde.Witness(s.Probs, s.Labels, s.K, o)
+	done()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	var out []*entry
+	for i, v := range res.Values {
+		e := &entry{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
+			Warnings: v.Warnings, group: groupCanonical}
+		if v.P == 2 {
+			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
+		}
+		if c.ciExact {
+			p := v.P
+			e.stat = func(idx []int) (float64, error) {
+				oo := o
+				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
+				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, oo)
+				if err != nil {
+					return 0, err
+				}
+				return r.Values[0].Value, nil
+			}
+		} else if c.ci {
+			i := i
+			e.stat = func(idx []int) (float64, error) {
+				if v := res.Resampled(i, idx); !math.IsNaN(v) {
+					return v, nil
+				}
+				return 0, fmt.Errorf("ece_witness: no point kept in the resample")
+			}
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

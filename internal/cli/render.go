@@ -51,6 +51,9 @@ func writeEval(w io.Writer, out *evalOutput, asJSON bool) error {
 		}
 	}
 	fmt.Fprintf(w, "\nvalue: CE_p^p for Lp metrics (root: CE_p); class-wise binned/KS values are means over classes.\n")
+	for _, line := range estimatorNotes(out) {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintf(w, "wall time %.3f s\n", out.Seconds)
 	return nil
 }
@@ -80,6 +83,9 @@ func settings(e *entry) string {
 	var parts []string
 	if e.Bandwidth != nil {
 		parts = append(parts, fmt.Sprintf("h=%.4g %s", *e.Bandwidth, strings.ReplaceAll(e.BandwidthMethod, "-", " ")))
+		if e.CVBandwidth != nil {
+			parts = append(parts, fmt.Sprintf("h_cv=%.4g", *e.CVBandwidth))
+		}
 	}
 	if e.Bins != nil {
 		parts = append(parts, fmt.Sprintf("%d %s bins", *e.Bins, strings.ReplaceAll(e.Binning, "_", "-")))
@@ -118,4 +124,28 @@ func intervalCell(e *entry) string {
 		return "-"
 	}
 	return fmt.Sprintf("[%.6f, %.6f]", float64(e.CI[0]), float64(e.CI[1]))
+}
+
+// Notes on what the canonical kernel estimates mean, shown under the table
+// and the report's metrics table when the metric is present.
+const (
+	noteECEKDE  = "ece_kde: the plug-in ECE^KDE (1/n) sum_j ||r_j - f_j||_p^p: smooth and differentiable, good for ranking models on the same data, but biased upward on small samples (a calibrated model reads about 0.5 at n = 1,000): not the size of the error."
+	noteWitness = "ece_witness: a converging estimate of the canonical CE_p^p (p = 1: cross-fitted residual witness, below the truth on average; p = 2: debiased kernel U-statistic, may be slightly negative): trust it for how miscalibrated the model is."
+)
+
+// estimatorNotes returns the notes of the kernel estimates in out.
+func estimatorNotes(out *evalOutput) []string {
+	var kdeSeen, witness bool
+	for _, e := range out.Results {
+		kdeSeen = kdeSeen || (e.Metric == "ece_kde" && e.Notion == "canonical")
+		witness = witness || e.Metric == "ece_witness"
+	}
+	var notes []string
+	if kdeSeen {
+		notes = append(notes, noteECEKDE)
+	}
+	if witness {
+		notes = append(notes, noteWitness)
+	}
+	return notes
 }

@@ -304,6 +304,9 @@ func metricsTable(out *evalOutput) *report.Table {
 		t.Rows = append(t.Rows, []string{groupNames[e.group], e.Metric, notionCell(e), pCell(e), settings(e), valueCell(e), floatCell(e.Root), intervalCell(e)})
 	}
 	t.Caption = "value: CE_p^p for Lp metrics (root: CE_p); class-wise binned and KS values are means over classes; lower is better except for accuracy and sharpness."
+	for _, line := range estimatorNotes(out) {
+		t.Caption += " " + line
+	}
 	if level > 0 {
 		t.Caption += fmt.Sprintf(" Intervals: %.0f%% bootstrap percentile intervals.", 100*level)
 	}

@@ -176,3 +176,27 @@ func AffineMax(dst, x, c []float64, scale float64) float64 {
 	}
 	return m
 }
+
+// WeightedSumExp returns sum_i w_i with w_i = e^(x_i - shift) and adds
+// w_i * v[i*k : (i+1)*k] to acc (k = len(acc)), in order of i. Terms below
+// shift + Negligible are skipped (their weights add less than e^-50 of the
+// largest to either sum); shift should be max_i x_i. It is the kernel
+// regression of vectors v (the residuals of the witness estimators).
+func WeightedSumExp(acc, x, v []float64, shift float64) float64 {
+	k := len(acc)
+	v = v[:len(x)*k]
+	cut := shift + Negligible
+	s := 0.0
+	for i, xi := range x {
+		if !(xi >= cut) {
+			continue
+		}
+		w := Exp(xi - shift)
+		s += w
+		vi := v[i*k : (i+1)*k]
+		for l := range acc {
+			acc[l] += w * vi[l]
+		}
+	}
+	return s
+}

@@ -1,0 +1,625 @@
+package kde
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// Converging estimators of the canonical calibration error (beyond both
+// papers). The plug-in ECE^KDE (1/n) sum_j ||r_j - f_j||_p^p carries two
+// biases that no data-independent bandwidth removes: noise (few effective
+// neighbours at small h make ||r_j - f_j|| large even for a calibrated
+// model) and kernel drift (the kernel-weighted mean of the neighbours' own
+// predictions differs from f_j by O(h)). Smoothing the residuals
+// e_i = y_i - f_i instead of the labels removes the drift:
+//
+//	g_j(h) = sum_{i != j} w_ji e_i / sum_{i != j} w_ji,   w_ji = k_h(f_j; f_i)
+//
+// (the leave-one-out kernel regression of the residuals, Dirichlet kernel
+// eq. 10, in log space like r_j), and two estimators built on it remove the
+// noise:
+//
+//   - p = 1, the witness: V1(h) = (1/n) sum_j sum_k sign(g_jk(h)) e_jk. The
+//     sign vector s_j = sign(g_j) does not use y_j, so E V1(h) <= CE_1 for
+//     every h (CE_1 = sup over |s| <= 1 of E[s(f) . (y - f)]). The bandwidth
+//     maximises V1 over a grid, cross-fitted against selection optimism:
+//     Splits random half-splits of the evaluation points, h chosen on one
+//     half and the terms of the other half taken at it, and the other way
+//     round; each point's term is the mean over splits of its value at the
+//     bandwidth the other half chose, and the estimate the mean of the
+//     terms (for even n exactly the average over splits of the two halves'
+//     means).
+//   - p = 2, the debiased U-statistic: CV(h) = (1/n) sum_j [2 <g_j, e_j> -
+//     ||g_j||^2] (an unbiased estimate, up to smoothing, of
+//     E||E[y|f] - f||^2 - E||g - (E[y|f] - f)||^2), h_cv = argmax CV(h), and
+//     at h = h_cv/2 (the halving is a heuristic, WitnessOptions.P2Scale)
+//
+//     U_j = (||sum_i w_ji e_i||^2 - sum_i w_ji^2 ||e_i||^2) / ((sum_i w_ji)^2 - sum_i w_ji^2)
+//     CE_2^2 estimate = (1/n) sum_j [2 <g_j, e_j> - U_j].
+//
+//     U_j is the kernel-weighted mean of <e_i, e_i'> over pairs i != i' of
+//     neighbours, which estimates ||E[y|f_j] - f_j||^2 without the noise
+//     term; 2 <g_j, e_j> - U_j is then unbiased up to smoothing. The pair
+//     sums are accumulated pair by pair (sum_{i' < i} w_i w_i' ...), never as
+//     the difference of two squares, which would cancel when one neighbour
+//     dominates.
+//
+// Cost: the dot products <f_i, log f_j> are computed once per pair for the
+// whole grid; per bandwidth only the exponentials and the K-vector sums
+// repeat. Streamed in blocks like Estimate: O(n K G) memory for G grid
+// points (the per-point terms at every bandwidth), never an n x n matrix.
+
+// WitnessGrid returns the default bandwidths of Witness: 25 values evenly
+// spaced in log h from 0.003 to 1.
+func WitnessGrid() []float64 {
+	g := make([]float64, 25)
+	for i := range g {
+		g[i] = 0.003 * math.Pow(1/0.003, float64(i)/24)
+	}
+	return g
+}
+
+// WitnessOptions configures Witness. The zero value estimates p = 1 and 2
+// on WitnessGrid with 20 cross-fitting splits (seed 0).
+type WitnessOptions struct {
+	// P lists the exponents, each 1 (the witness) or 2 (the debiased
+	// U-statistic); nil means {1, 2}. Both share the grid sweep.
+	P []float64
+	// Grid is the increasing list of candidate bandwidths; nil means
+	// WitnessGrid().
+	Grid []float64
+	// Splits is the number of random half-splits of the cross-fitting of
+	// p = 1; 0 means 20.
+	Splits int
+	// Seed seeds the half-splits.
+	Seed uint64
+	// P2Scale is the factor of the p = 2 evaluation bandwidth: the
+	// U-statistic is taken at P2Scale * h_cv; 0 means 0.5.
+	P2Scale float64
+	// Workers is the number of goroutines; 0 means GOMAXPROCS. The results
+	// are bit-identical for every value.
+	Workers int
+	// Progress, if not nil, is told how far the computation is.
+	Progress Progress
+}
+
+// WitnessValue is one exponent's estimate.
+type WitnessValue struct {
+	P float64
+	// Value estimates CE_p^p. It is not clamped: the p = 1 witness of a
+	// calibrated model is slightly negative on average, and so may be the
+	// p = 2 U-statistic.
+	Value float64
+	// Root is max(0, Value)^(1/p), the estimate of CE_p.
+	Root float64
+	// Bandwidth is the bandwidth of the value: for p = 1 the maximiser of
+	// V1 over the whole sample (the cross-fitted value uses the halves'
+	// choices, see HalfBandwidths), for p = 2 the evaluation bandwidth
+	// P2Scale * CVBandwidth.
+	Bandwidth float64
+	// CVBandwidth is, for p = 2, h_cv = argmax CV(h); 0 for p = 1.
+	CVBandwidth float64
+	// HalfBandwidths is, for p = 1, the geometric mean of the bandwidths
+	// the halves chose over all splits; 0 for p = 2.
+	HalfBandwidths float64
+	// Curve is the criterion at each grid bandwidth, mean over the kept
+	// points: V1(h) for p = 1, CV(h) for p = 2.
+	Curve []float64
+	// Terms holds each point's term (0 where not kept): Value is the mean
+	// of the kept points' terms.
+	Terms []float64
+	// Kept reports the points in the mean. A point is left out when every
+	// kernel to it is exactly 0 at some grid bandwidth (possible only with
+	// exact zeros), and for p = 2 also when fewer than two neighbours have
+	// a kernel above e^-50 of the largest at the evaluation bandwidth (U_j
+	// is then 0/0).
+	Kept     []bool
+	Excluded int
+	// Warnings says when the choice is doubtful (the best bandwidth at an
+	// end of the grid).
+	Warnings []string
+}
+
+// WitnessResult is the outcome of Witness.
+type WitnessResult struct {
+	N      int
+	Grid   []float64
+	Values []WitnessValue // one per WitnessOptions.P, in order
+}
+
+// Resampled returns exponent i's estimate on the points idx (indices into
+// the input, repeats allowed) from the per-point terms, conditional on the
+// kernel sums and bandwidths of the full sample (the cheap bootstrap).
+func (res *WitnessResult) Resampled(i int, idx []int) float64 {
+	v := &res.Values[i]
+	sum, kept := 0.0, 0
+	for _, j := range idx {
+		if v.Kept[j] {
+			sum += v.Terms[j]
+			kept++
+		}
+	}
+	if kept == 0 {
+		return math.NaN()
+	}
+	return sum / float64(kept)
+}
+
+// Witness estimates the canonical CE_1 by the cross-fitted residual witness
+// and CE_2^2 by the debiased kernel U-statistic (see the comment at the top
+// of witness.go). probs is n×k (rows in the simplex), labels in 0..k-1.
+func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*WitnessResult, error) {
+	if err := check(Canonical, probs, labels, k); err != nil {
+		return nil, err
+	}
+	ps := opts.P
+	if ps == nil {
+		ps = []float64{1, 2}
+	}
+	for _, p := range ps {
+		if p != 1 && p != 2 {
+			return nil, fmt.Errorf("kde: witness: p = %v: must be 1 or 2", p)
+		}
+	}
+	grid := opts.Grid
+	if grid == nil {
+		grid = WitnessGrid()
+	}
+	if len(grid) == 0 {
+		return nil, fmt.Errorf("kde: witness: empty bandwidth grid")
+	}
+	for i, h := range grid {
+		if err := checkBandwidth(h); err != nil {
+			return nil, fmt.Errorf("kde: witness grid: %w", err)
+		}
+		if i > 0 && !(h > grid[i-1]) {
+			return nil, fmt.Errorf("kde: witness grid: bandwidths must increase (%v after %v)", h, grid[i-1])
+		}
+	}
+	splits := opts.Splits
+	if splits == 0 {
+		splits = 20
+	}
+	if splits < 0 {
+		return nil, fmt.Errorf("kde: witness: %d splits", splits)
+	}
+	scale := opts.P2Scale
+	if scale == 0 {
+		scale = 0.5
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("kde: witness: P2Scale %v: must be positive", scale)
+	}
+	n, ng := len(labels), len(grid)
+	pr := newProblem(probs, k, labels, k, opts.Workers)
+	t := newTracker(opts.Progress)
+	pr.track = t
+	t.expect(int64(ng * blocks(n)))
+	if slices.Contains(ps, 2) {
+		t.expect(int64(blocks(n)))
+	}
+	e := residuals(probs, labels, k)
+	sw := pr.residualSweep(grid, e)
+	defined := make([]bool, n)
+	nk := 0
+	for j := range defined {
+		defined[j] = sw.defined[j]
+		if defined[j] {
+			nk++
+		}
+	}
+	if nk < 2 {
+		return nil, fmt.Errorf("kde: witness: %w: %d of %d points have a positive kernel density at every bandwidth", ErrTooFew, nk, n)
+	}
+	res := &WitnessResult{N: n, Grid: slices.Clone(grid)}
+	for _, p := range ps {
+		v := WitnessValue{P: p, Kept: slices.Clone(defined)}
+		switch p {
+		case 1:
+			v.Curve = curveMeans(sw.v1, defined, n, ng)
+			best := argmax(v.Curve)
+			v.Bandwidth = grid[best]
+			var hg float64
+			v.Terms, hg = crossFit(sw.v1, defined, n, ng, splits, opts.Seed)
+			v.HalfBandwidths = geometricMean(grid, hg)
+			v.Warnings = edgeWarning(grid, best, "witness V1")
+		case 2:
+			v.Curve = curveMeans(sw.cv, defined, n, ng)
+			best := argmax(v.Curve)
+			v.CVBandwidth = grid[best]
+			v.Bandwidth = scale * grid[best]
+			v.Warnings = edgeWarning(grid, best, "cross-validation CV")
+			u, ok := pr.uStatistic(v.Bandwidth, e)
+			v.Terms = u
+			for j := range v.Kept {
+				v.Kept[j] = v.Kept[j] && ok[j]
+				if !v.Kept[j] {
+					v.Terms[j] = 0
+				}
+			}
+		}
+		kept := 0
+		for j, ok := range v.Kept {
+			if ok {
+				v.Value += v.Terms[j]
+				kept++
+			} else {
+				v.Excluded++
+			}
+		}
+		if kept == 0 {
+			return nil, fmt.Errorf("kde: witness p = 2: %w: no point has two neighbours at h = %g", ErrTooFew, v.Bandwidth)
+		}
+		v.Value /= float64(kept)
+		if !finiteAll(v.Value) {
+			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", p, v.Value)
+		}
+		v.Root = math.Pow(math.Max(0, v.Value), 1/p)
+		res.Values = append(res.Values, v)
+	}
+	return res, nil
+}
+
+// residuals returns e (n×k, input order): e_jl = [y_j = l] - f_jl.
+func residuals(probs []float64, labels []int, k int) []float64 {
+	e := make([]float64, len(probs))
+	for j, y := range labels {
+		for l := 0; l < k; l++ {
+			e[j*k+l] = -probs[j*k+l]
+		}
+		e[j*k+y]++
+	}
+	return e
+}
+
+// sweep is the outcome of residualSweep: for grid point g and point j
+// (input order), v1[g*n+j] = sum_k sign(g_jk) e_jk and
+// cv[g*n+j] = 2 <g_j, e_j> - ||g_j||^2; defined[j] is false when every
+// kernel to j is exactly 0 at some grid bandwidth (its terms are 0 there).
+type sweep struct {
+	v1, cv  []float64
+	defined []bool
+}
+
+// residualSweep computes the leave-one-out kernel regression of the
+// residuals g_j(h) at every grid bandwidth and the per-point terms of the
+// witness and of the cross-validation criterion. As looLSE: the dot
+// products once per pair, tiles skipped for a bandwidth when negligible.
+// Per bandwidth the kernel sums S = sum w and E = sum w e_i (in units of
+// e^-m, m the running maximum log-kernel) are accumulated in a fixed order.
+func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
+	n, k, ng := p.n, p.d, len(hs)
+	cs, cmins := make([][]float64, ng), make([][]float64, ng)
+	for g, h := range hs {
+		cs[g] = p.logNorm(h)
+		cmins[g] = tileMin(cs[g], p.ti)
+	}
+	ntiles := len(cmins[0])
+	es := make([]float64, n*k) // residuals in sorted order
+	for s, i := range p.order {
+		copy(es[s*k:(s+1)*k], e[i*k:(i+1)*k])
+	}
+	zero := make([]float64, n)
+	out := &sweep{v1: make([]float64, ng*n), cv: make([]float64, ng*n), defined: make([]bool, n)}
+	type scratch struct {
+		dot, row, m, s, sumE []float64
+		need                 []bool
+	}
+	parallel.For(blocks(n), p.workers, func() *scratch {
+		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
+			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), sumE: make([]float64, blockJ*ng*k), need: make([]bool, ng)}
+	}, func(w *scratch, b int) {
+		s0 := b * blockJ
+		na := min(blockJ, n-s0)
+		m, sum, sumE := w.m[:na*ng], w.s[:na*ng], w.sumE[:na*ng*k]
+		for i := range m {
+			m[i], sum[i] = math.Inf(-1), 0
+		}
+		clear(sumE)
+		home := s0 / p.ti
+		for tt := 0; tt < ntiles; tt++ {
+			t := (home + tt) % ntiles
+			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
+			nb := i1 - i0
+			dot, row := w.dot[:nb], w.row[:nb]
+			for a := 0; a < na; a++ {
+				s := s0 + a
+				ma, sa := m[a*ng:(a+1)*ng], sum[a*ng:(a+1)*ng]
+				bound, any := p.dotBound(s, t), false
+				for g, h := range hs {
+					w.need[g] = !negligible(bound/h-cmins[g][t], ma[g])
+					any = any || w.need[g]
+				}
+				if !any {
+					continue
+				}
+				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
+				self := s - i0
+				for g, h := range hs {
+					if !w.need[g] {
+						continue
+					}
+					tm := kernel.AffineMax(row, dot, cs[g][i0:i1], 1/h)
+					if self >= 0 && self < nb {
+						row[self] = math.Inf(-1) // masks i = j exactly
+						tm = kernel.Max(row)
+					}
+					if tm == math.Inf(-1) {
+						continue
+					}
+					ea := sumE[(a*ng+g)*k : (a*ng+g+1)*k]
+					if tm > ma[g] {
+						if ma[g] > math.Inf(-1) {
+							f := math.Exp(ma[g] - tm)
+							sa[g] *= f
+							for l := range ea {
+								ea[l] *= f
+							}
+						}
+						ma[g] = tm
+					}
+					sa[g] += kernel.WeightedSumExp(ea, row, es[i0*k:i1*k], ma[g])
+				}
+			}
+		}
+		for a := 0; a < na; a++ {
+			j := p.order[s0+a]
+			ej := e[j*k : (j+1)*k]
+			ok := true
+			for g := 0; g < ng; g++ {
+				if m[a*ng+g] == math.Inf(-1) {
+					ok = false
+					continue
+				}
+				ea := sumE[(a*ng+g)*k : (a*ng+g+1)*k]
+				inv := 1 / sum[a*ng+g]
+				v1, dotGE, gg := 0.0, 0.0, 0.0
+				for l, x := range ea {
+					switch {
+					case x > 0:
+						v1 += ej[l]
+					case x < 0:
+						v1 -= ej[l]
+					}
+					gl := x * inv
+					dotGE += gl * ej[l]
+					gg += gl * gl
+				}
+				out.v1[g*n+j] = v1
+				out.cv[g*n+j] = 2*dotGE - gg
+			}
+			out.defined[j] = ok
+		}
+		p.track.add(int64(ng))
+	})
+	for j, ok := range out.defined {
+		if !ok {
+			for g := 0; g < ng; g++ {
+				out.v1[g*n+j], out.cv[g*n+j] = 0, 0
+			}
+		}
+	}
+	return out
+}
+
+// uStatistic returns, for every point j (input order), the p = 2 term
+// 2 <g_j, e_j> - U_j at bandwidth h and whether it is defined (at least two
+// neighbours with a kernel above e^-50 of the largest). The pair sums
+// P = sum_{i != i'} w_i w_i' and N = sum_{i != i'} w_i w_i' <e_i, e_i'> are
+// accumulated as each neighbour i arrives (P += 2 w_i S, N += 2 w_i <e_i, E>
+// with S and E the sums over the earlier neighbours), so no difference of
+// two large squares is ever formed.
+func (p *problem) uStatistic(h float64, e []float64) (terms []float64, ok []bool) {
+	n, k := p.n, p.d
+	c := p.logNorm(h)
+	cmin := tileMin(c, p.ti)
+	ntiles := len(cmin)
+	invh := 1 / h
+	es := make([]float64, n*k)
+	for s, i := range p.order {
+		copy(es[s*k:(s+1)*k], e[i*k:(i+1)*k])
+	}
+	terms, ok = make([]float64, n), make([]bool, n)
+	type scratch struct {
+		row, m, s, pp, np, sumE []float64
+	}
+	parallel.For(blocks(n), p.workers, func() *scratch {
+		return &scratch{row: make([]float64, tileI), m: make([]float64, blockJ), s: make([]float64, blockJ),
+			pp: make([]float64, blockJ), np: make([]float64, blockJ), sumE: make([]float64, blockJ*k)}
+	}, func(w *scratch, b int) {
+		s0 := b * blockJ
+		na := min(blockJ, n-s0)
+		for a := 0; a < na; a++ {
+			w.m[a], w.s[a], w.pp[a], w.np[a] = math.Inf(-1), 0, 0, 0
+		}
+		clear(w.sumE[:na*k])
+		home := s0 / p.ti
+		for tt := 0; tt < ntiles; tt++ {
+			t := (home + tt) % ntiles
+			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
+			row := w.row[:i1-i0]
+			for a := 0; a < na; a++ {
+				sp := s0 + a
+				if negligible(p.dotBound(sp, t)*invh-cmin[t], w.m[a]) {
+					continue
+				}
+				p.tileRow(row, sp, i0, c[i0:i1], invh)
+				if self := sp - i0; self >= 0 && self < len(row) {
+					row[self] = math.Inf(-1) // masks i = j exactly
+				}
+				tm := kernel.Max(row)
+				if tm == math.Inf(-1) {
+					continue
+				}
+				ea := w.sumE[a*k : (a+1)*k]
+				if tm > w.m[a] {
+					if w.m[a] > math.Inf(-1) {
+						f := math.Exp(w.m[a] - tm)
+						w.s[a] *= f
+						w.pp[a] *= f * f
+						w.np[a] *= f * f
+						for l := range ea {
+							ea[l] *= f
+						}
+					}
+					w.m[a] = tm
+				}
+				cut := w.m[a] + kernel.Negligible
+				for bi, x := range row {
+					if !(x >= cut) {
+						continue
+					}
+					wt := math.Exp(x - w.m[a])
+					ei := es[(i0+bi)*k : (i0+bi+1)*k]
+					d := 0.0
+					for l, v := range ei {
+						d += v * ea[l]
+					}
+					w.np[a] += 2 * wt * d
+					w.pp[a] += 2 * wt * w.s[a]
+					w.s[a] += wt
+					for l, v := range ei {
+						ea[l] += wt * v
+					}
+				}
+			}
+		}
+		for a := 0; a < na; a++ {
+			j := p.order[s0+a]
+			if w.m[a] == math.Inf(-1) || !(w.pp[a] > 0) {
+				continue
+			}
+			ej := e[j*k : (j+1)*k]
+			dotGE := 0.0
+			for l, x := range w.sumE[a*k : (a+1)*k] {
+				dotGE += x * ej[l]
+			}
+			terms[j] = 2*dotGE/w.s[a] - w.np[a]/w.pp[a]
+			ok[j] = true
+		}
+		p.track.add(1)
+	})
+	return terms, ok
+}
+
+// curveMeans returns the mean over the defined points of x[g*n + j] for
+// each grid point g, summed in point order.
+func curveMeans(x []float64, defined []bool, n, ng int) []float64 {
+	c := make([]float64, ng)
+	kept := 0
+	for _, ok := range defined {
+		if ok {
+			kept++
+		}
+	}
+	for g := range c {
+		for j, ok := range defined {
+			if ok {
+				c[g] += x[g*n+j]
+			}
+		}
+		c[g] /= float64(kept)
+	}
+	return c
+}
+
+// argmax returns the index of the largest value (the first on ties).
+func argmax(x []float64) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// crossFit returns each defined point's cross-fitted witness term: the mean
+// over splits of v[g*n + j] at the grid index g chosen (argmax of the half
+// mean) by the half that does not contain j. Split s permutes the defined
+// points with PCG(seed, s) and cuts the permutation in the middle (the
+// first half has the floor of half the points). meanIdx is the mean of the
+// chosen grid indices over halves and splits (see geometricMean).
+func crossFit(v []float64, defined []bool, n, ng, splits int, seed uint64) (terms []float64, meanIdx float64) {
+	var pts []int
+	for j, ok := range defined {
+		if ok {
+			pts = append(pts, j)
+		}
+	}
+	terms = make([]float64, n)
+	if splits == 0 {
+		return terms, 0
+	}
+	half := len(pts) / 2
+	perm := make([]int, len(pts))
+	sumA, sumB := make([]float64, ng), make([]float64, ng)
+	for s := 0; s < splits; s++ {
+		rng := rand.New(rand.NewPCG(seed, uint64(s)))
+		for i, x := range rng.Perm(len(pts)) {
+			perm[i] = pts[x]
+		}
+		a, b := perm[:half], perm[half:]
+		halfMeans(sumA, v, a, n)
+		halfMeans(sumB, v, b, n)
+		ga, gb := argmax(sumA), argmax(sumB)
+		for _, j := range a {
+			terms[j] += v[gb*n+j]
+		}
+		for _, j := range b {
+			terms[j] += v[ga*n+j]
+		}
+		meanIdx += float64(ga+gb) / 2
+	}
+	for _, j := range pts {
+		terms[j] /= float64(splits)
+	}
+	return terms, meanIdx / float64(splits)
+}
+
+// halfMeans sets sum[g] to the sum over the points idx of v[g*n + j] (in the
+// order of idx; the argmax is the same as of the mean).
+func halfMeans(sum, v []float64, idx []int, n int) {
+	for g := range sum {
+		s := 0.0
+		row := v[g*n : (g+1)*n]
+		for _, j := range idx {
+			s += row[j]
+		}
+		sum[g] = s
+	}
+}
+
+// geometricMean returns the bandwidth at the fractional grid index x,
+// interpolating log h linearly between grid points: the geometric mean of
+// the chosen bandwidths when the grid is evenly spaced in log h.
+func geometricMean(grid []float64, x float64) float64 {
+	i := min(int(x), len(grid)-1)
+	if i == len(grid)-1 {
+		return grid[i]
+	}
+	f := x - float64(i)
+	return math.Exp((1-f)*math.Log(grid[i]) + f*math.Log(grid[i+1]))
+}
+
+// edgeWarning warns when the best grid index is at an end of the grid.
+func edgeWarning(grid []float64, best int, what string) []string {
+	if len(grid) < 2 || (best > 0 && best < len(grid)-1) {
+		return nil
+	}
+	return []string{fmt.Sprintf("the %s maximum is at the end of the bandwidth grid (h = %g): the optimum may lie outside [%g, %g]", what, grid[best], grid[0], grid[len(grid)-1])}
+}
+
+func finiteAll(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
