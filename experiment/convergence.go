@@ -11,18 +11,20 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/synth"
 )
 
-// Setting is one synthetic setup with its ground truth CE_1.
+// Setting is one synthetic setup with its ground truths CE_1 and CE_2^2.
 type Setting struct {
-	K     int               `json:"k"`
-	T1    float64           `json:"t1"`
-	T2    float64           `json:"t2"`
-	Truth synth.GroundTruth `json:"truth"`
+	K      int               `json:"k"`
+	T1     float64           `json:"t1"`
+	T2     float64           `json:"t2"`
+	Truth  synth.GroundTruth `json:"truth"`
+	Truth2 synth.GroundTruth `json:"truth2"`
 }
 
 // Name is a short label of the setting.
@@ -84,11 +86,13 @@ type ConvergenceOptions struct {
 	Progress func(step string)
 }
 
-// ConvRow is one estimator at one (K, n) of the convergence study.
+// ConvRow is one estimator at one (K, n) of the convergence study. P is
+// the exponent it estimates (CE_P^P; Truth is of the same power).
 type ConvRow struct {
 	K         int     `json:"k"`
 	N         int     `json:"n"`
 	Estimator string  `json:"estimator"`
+	P         float64 `json:"p"`
 	Stat      Stat    `json:"stat"`
 	Truth     float64 `json:"truth"`
 }
@@ -102,13 +106,25 @@ type SweepRow struct {
 	Truth   float64 `json:"truth"`
 }
 
-// RuleRow is one bandwidth rule at one setting and n.
+// RuleRow is one bandwidth rule (or converging estimator) at one setting
+// and n; P is the exponent it estimates (CE_P^P; Truth of the same power).
 type RuleRow struct {
 	Setting string  `json:"setting"`
 	N       int     `json:"n"`
 	Rule    string  `json:"rule"`
+	P       float64 `json:"p"`
 	Stat    Stat    `json:"stat"`
 	Truth   float64 `json:"truth"`
+}
+
+// CalibratedRow is one estimator on perfectly calibrated predictions
+// (t2 = 1, truth 0) at one (K, n).
+type CalibratedRow struct {
+	K         int     `json:"k"`
+	N         int     `json:"n"`
+	Estimator string  `json:"estimator"`
+	P         float64 `json:"p"`
+	Stat      Stat    `json:"stat"`
 }
 
 // Crossing is where the mean estimate of the h-sweep crosses the truth:
@@ -122,15 +138,16 @@ type Crossing struct {
 	Up      float64 `json:"up"`
 }
 
-// ConvergenceResult holds the three parts of the experiment.
+// ConvergenceResult holds the four parts of the experiment.
 type ConvergenceResult struct {
-	Settings    []Setting  `json:"settings"`
-	Convergence []ConvRow  `json:"convergence"`
-	Sweep       []SweepRow `json:"sweep"`
-	Rules       []RuleRow  `json:"rules"`
-	Crossings   []Crossing `json:"crossings"`
-	Quick       bool       `json:"quick"`
-	Seed        uint64     `json:"seed"`
+	Settings    []Setting       `json:"settings"`
+	Convergence []ConvRow       `json:"convergence"`
+	Sweep       []SweepRow      `json:"sweep"`
+	Rules       []RuleRow       `json:"rules"`
+	Crossings   []Crossing      `json:"crossings"`
+	Calibrated  []CalibratedRow `json:"calibrated"`
+	Quick       bool            `json:"quick"`
+	Seed        uint64          `json:"seed"`
 }
 
 // plan is the size of the experiment.
@@ -145,6 +162,8 @@ type plan struct {
 	hs        []float64
 	settings  [][2]float64
 	ground    int
+	calNs     []int
+	calReps   int
 }
 
 func convergencePlan(o ConvergenceOptions) plan {
@@ -164,6 +183,7 @@ func convergencePlan(o ConvergenceOptions) plan {
 		sweepNs: []int{500, 2000, 5000}, sweepReps: 3,
 		settings: [][2]float64{{0.6, 0.6}, {0.9, 0.6}, {1.0, 2.0}},
 		ground:   10_000_000,
+		calNs:    []int{500, 1000, 2000, 5000}, calReps: 4,
 	}
 	p.hs = logSpace(0.003, 1, 14)
 	if o.Quick {
@@ -172,6 +192,7 @@ func convergencePlan(o ConvergenceOptions) plan {
 		p.sweepNs, p.sweepReps = []int{300}, 2
 		p.hs = logSpace(0.003, 1, 6)
 		p.ground = 100_000
+		p.calNs, p.calReps = []int{300}, 2
 	}
 	if o.GroundSamples > 0 {
 		p.ground = o.GroundSamples
@@ -205,12 +226,19 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 //     correct objective and the reference code's; the former also with the
 //     appendix C debiasing), at fixed bandwidths, and
 //     the binned canonical estimate with 2, 3, 5, 10 bins per class and
-//     Doane's rule, each averaged over repetitions, against the ground truth.
+//     Doane's rule, and the converging estimators of kde.Witness (the
+//     witness for CE_1; for CE_2^2 the U-statistic beside the plug-in at
+//     the LOO bandwidth), each averaged over repetitions, against the
+//     ground truth.
 //  2. Sweep: for (t1, t2) in (0.6, 0.6), (0.9, 0.6), (1.0, 2.0), K = 4 and
 //     8 and n = 500, 2,000, 5,000: the estimate against h, and where it
 //     crosses the truth.
 //  3. Rules: at the same points, the estimate under the correct LOO rule,
-//     the reference rule and h = 0.05.
+//     the reference rule and h = 0.05, and the witness (CE_1); the plug-in
+//     at the LOO bandwidth and the U-statistic (CE_2^2).
+//  4. Calibrated: t1 = 0.6, t2 = 1 (f = p, truth 0), K = 4 and 8, n = 500
+//     to 5,000: the plug-in at the LOO bandwidth, the witness and the
+//     U-statistic.
 func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	p := convergencePlan(o)
 	res := &ConvergenceResult{Quick: o.Quick, Seed: o.Seed}
@@ -223,7 +251,9 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	for _, k := range p.ks {
 		for _, tt := range p.settings {
 			s := Setting{K: k, T1: tt[0], T2: tt[1]}
-			s.Truth = synth.Setup{K: k, T1: tt[0], T2: tt[1]}.GroundTruth(1, p.ground, o.Seed+1000, o.Workers)
+			su := synth.Setup{K: k, T1: tt[0], T2: tt[1]}
+			s.Truth = su.GroundTruth(1, p.ground, o.Seed+1000, o.Workers)
+			s.Truth2 = su.GroundTruth(2, p.ground, o.Seed+1000, o.Workers)
 			truth[s.Name()] = s
 			res.Settings = append(res.Settings, s)
 			progress("ground truth " + s.Name())
@@ -237,6 +267,16 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 		return r.Values[0].Value, nil
 	}
 	kdeAt := func(f []float64, y []int, k int, h float64) (float64, error) { return kdeEst(f, y, k, h, false) }
+	witness := func(f []float64, y []int, k int, seed uint64) (*kde.WitnessResult, error) {
+		return kde.Witness(f, y, k, kde.WitnessOptions{Seed: seed, Workers: o.Workers})
+	}
+	kdeP2 := func(f []float64, y []int, k int, h float64) (float64, error) {
+		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: h, P: []float64{2}, Workers: o.Workers})
+		if err != nil {
+			return 0, err
+		}
+		return r.Values[0].Value, nil
+	}
 	loo := func(f []float64, y []int, k int, obj kde.Objective) (float64, float64, error) {
 		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, kde.BandwidthOptions{Objective: obj, Workers: o.Workers})
 		if err != nil {
@@ -262,7 +302,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			for _, b := range p.bins {
 				names = append(names, fmt.Sprintf("binned %d", b))
 			}
-			names = append(names, "binned doane")
+			names = append(names, "binned doane", "witness p=1", "kde loo p=2", "u-statistic p=2")
 			accs := make(map[string]*acc, len(names))
 			for _, nm := range names {
 				accs[nm] = &acc{}
@@ -282,10 +322,23 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				f, y, _ := setup.Draw(n, seedOf(o.Seed, 1, k, n, r))
 				v, h, err := loo(f, y, k, kde.LOO)
 				add("kde loo", v, h, err)
+				hLOO, errLOO := h, err
 				if err == nil {
 					v, err = kdeEst(f, y, k, h, true)
 				}
 				add("kde loo debiased", v, h, err)
+				if errLOO == nil {
+					v, err = kdeP2(f, y, k, hLOO)
+				}
+				add("kde loo p=2", v, hLOO, err)
+				wr, err := witness(f, y, k, uint64(r))
+				if err != nil {
+					add("witness p=1", 0, 0, err)
+					add("u-statistic p=2", 0, 0, err)
+				} else {
+					add("witness p=1", wr.Values[0].Value, wr.Values[0].Bandwidth, nil)
+					add("u-statistic p=2", wr.Values[1].Value, wr.Values[1].Bandwidth, nil)
+				}
 				v, h, err = loo(f, y, k, kde.Reference)
 				add("kde reference", v, h, err)
 				for _, h := range p.fixed {
@@ -309,7 +362,11 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			}
 			for _, nm := range names {
 				a := accs[nm]
-				res.Convergence = append(res.Convergence, ConvRow{K: k, N: n, Estimator: nm, Stat: stat(a.vals, a.hs, a.failed), Truth: s.Truth.Value})
+				row := ConvRow{K: k, N: n, Estimator: nm, P: 1, Stat: stat(a.vals, a.hs, a.failed), Truth: s.Truth.Value}
+				if strings.HasSuffix(nm, "p=2") {
+					row.P, row.Truth = 2, s.Truth2.Value
+				}
+				res.Convergence = append(res.Convergence, row)
 			}
 			progress(fmt.Sprintf("convergence K=%d n=%d", k, n))
 		}
@@ -332,6 +389,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 							vals[i] = append(vals[i], v)
 						}
 					}
+					hLOO := 0.0
 					for _, rule := range []struct {
 						name string
 						obj  kde.Objective
@@ -341,6 +399,9 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 							failed[rule.name]++
 							continue
 						}
+						if rule.obj == kde.LOO {
+							hLOO = h
+						}
 						rules[rule.name] = append(rules[rule.name], v)
 						ruleH[rule.name] = append(ruleH[rule.name], h)
 					}
@@ -349,6 +410,21 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 					} else {
 						failed["h=0.05"]++
 					}
+					if v, err := kdeP2(f, y, k, hLOO); hLOO > 0 && err == nil {
+						rules["loo p=2"] = append(rules["loo p=2"], v)
+						ruleH["loo p=2"] = append(ruleH["loo p=2"], hLOO)
+					} else {
+						failed["loo p=2"]++
+					}
+					if wr, err := witness(f, y, k, uint64(r)); err == nil {
+						for i, name := range []string{"witness", "u-statistic p=2"} {
+							rules[name] = append(rules[name], wr.Values[i].Value)
+							ruleH[name] = append(ruleH[name], wr.Values[i].Bandwidth)
+						}
+					} else {
+						failed["witness"]++
+						failed["u-statistic p=2"]++
+					}
 				}
 				means := make([]float64, len(p.hs))
 				for i, h := range p.hs {
@@ -356,8 +432,12 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 					means[i] = st.Mean
 					res.Sweep = append(res.Sweep, SweepRow{Setting: s.Name(), N: n, H: h, Stat: st, Truth: s.Truth.Value})
 				}
-				for _, name := range []string{"loo", "reference", "h=0.05"} {
-					res.Rules = append(res.Rules, RuleRow{Setting: s.Name(), N: n, Rule: name, Stat: stat(rules[name], ruleH[name], failed[name]), Truth: s.Truth.Value})
+				for _, name := range ruleNames {
+					row := RuleRow{Setting: s.Name(), N: n, Rule: name, P: 1, Stat: stat(rules[name], ruleH[name], failed[name]), Truth: s.Truth.Value}
+					if strings.HasSuffix(name, "p=2") {
+						row.P, row.Truth = 2, s.Truth2.Value
+					}
+					res.Rules = append(res.Rules, row)
 				}
 				down, up := crossings(p.hs, means, s.Truth.Value)
 				res.Crossings = append(res.Crossings, Crossing{Setting: s.Name(), N: n, Down: down, Up: up})
@@ -365,8 +445,44 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			}
 		}
 	}
+
+	// 4. Calibrated predictions.
+	for _, k := range p.ks {
+		setup := synth.Setup{K: k, T1: 0.6, T2: 1}
+		for _, n := range p.calNs {
+			names := []string{"kde loo", "witness p=1", "u-statistic p=2"}
+			vals, hs, failed := map[string][]float64{}, map[string][]float64{}, map[string]int{}
+			for r := 0; r < p.calReps; r++ {
+				f, y, _ := setup.Draw(n, seedOf(o.Seed, 4, k, n, r))
+				if v, h, err := loo(f, y, k, kde.LOO); err == nil {
+					vals["kde loo"], hs["kde loo"] = append(vals["kde loo"], v), append(hs["kde loo"], h)
+				} else {
+					failed["kde loo"]++
+				}
+				wr, err := witness(f, y, k, uint64(r))
+				for i, nm := range names[1:] {
+					if err != nil {
+						failed[nm]++
+						continue
+					}
+					vals[nm], hs[nm] = append(vals[nm], wr.Values[i].Value), append(hs[nm], wr.Values[i].Bandwidth)
+				}
+			}
+			for i, nm := range names {
+				row := CalibratedRow{K: k, N: n, Estimator: nm, P: 1, Stat: stat(vals[nm], hs[nm], failed[nm])}
+				if i == 2 {
+					row.P = 2
+				}
+				res.Calibrated = append(res.Calibrated, row)
+			}
+			progress(fmt.Sprintf("calibrated K=%d n=%d", k, n))
+		}
+	}
 	return res, nil
 }
+
+// ruleNames are the rules of part 3, in table order.
+var ruleNames = []string{"loo", "reference", "h=0.05", "witness", "loo p=2", "u-statistic p=2"}
 
 // crossings finds the first h where the means fall from above the truth to
 // below it, and the first h after that where they rise above it again

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/synth"
 )
 
@@ -21,15 +22,27 @@ func TestConvergenceQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Settings) != 3 || len(r.Convergence) != 3*11 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*3 || len(r.Crossings) != 3 {
-		t.Fatalf("sizes: %d settings, %d convergence, %d sweep, %d rules, %d crossings",
-			len(r.Settings), len(r.Convergence), len(r.Sweep), len(r.Rules), len(r.Crossings))
+	if len(r.Settings) != 3 || len(r.Convergence) != 3*14 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*6 || len(r.Crossings) != 3 || len(r.Calibrated) != 3 {
+		t.Fatalf("sizes: %d settings, %d convergence, %d sweep, %d rules, %d crossings, %d calibrated",
+			len(r.Settings), len(r.Convergence), len(r.Sweep), len(r.Rules), len(r.Crossings), len(r.Calibrated))
 	}
 	if g := r.Settings[0].Truth; math.Abs(g.Value-0.2335) > 4*g.SE+5e-5 {
 		t.Errorf("K = 4 truth %v", g)
 	}
+	if g := r.Settings[0].Truth2; math.Abs(g.Value-0.02238) > 4*g.SE+5e-5 {
+		t.Errorf("K = 4 truth CE_2^2 %v", g)
+	}
 	for _, row := range r.Convergence {
 		if row.Stat.Reps != 3 || !finite(row.Stat.Mean) || row.Stat.Mean <= 0 {
+			t.Errorf("%+v", row)
+		}
+		if want := map[bool]float64{true: 2, false: 1}[strings.HasSuffix(row.Estimator, "p=2")]; row.P != want ||
+			want == 2 && row.Truth != r.Settings[0].Truth2.Value {
+			t.Errorf("%s: p %v, truth %v", row.Estimator, row.P, row.Truth)
+		}
+	}
+	for _, row := range r.Calibrated {
+		if row.Stat.Reps != 2 || !finite(row.Stat.Mean) {
 			t.Errorf("%+v", row)
 		}
 	}
@@ -44,11 +57,11 @@ func TestConvergenceQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 6 {
+	if len(files) != 8 {
 		t.Errorf("wrote %v", files)
 	}
 	txt, _ := os.ReadFile(filepath.Join(dir, "convergence.txt"))
-	for _, want := range []string{"Ground truth", "kde loo", "binned doane", "crosses the truth", "reference"} {
+	for _, want := range []string{"Ground truth", "kde loo", "binned doane", "crosses the truth", "reference", "witness", "u-statistic p=2", "4. Calibrated"} {
 		if !strings.Contains(string(txt), want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -123,5 +136,45 @@ func TestSharpnessQuick(t *testing.T) {
 	}
 	if _, err := Sharpness(SharpnessOptions{Location: 1.5}); err == nil {
 		t.Error("location 1.5 accepted")
+	}
+}
+
+// TestRealWitnessQuick runs the real-data comparison on the first 1,000
+// embedded test predictions: the witness is clearly positive with the
+// observed labels (the network is over-confident: ECE^KDE and binned agree
+// on that) and near 0 with labels drawn from the predictions, where the
+// plug-in still reads several hundredths; the table and determinism.
+func TestRealWitnessQuick(t *testing.T) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := []RealSet{{Name: "demo", Probs: s.Probs, Labels: s.Labels, K: s.K}}
+	r, err := RealWitness(sets, RealWitnessOptions{Quick: true, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 2 || r.Rows[0].Labels != "observed" || r.Rows[1].Labels != "resampled" || r.Rows[0].N != 1000 {
+		t.Fatalf("rows %+v", r.Rows)
+	}
+	obs, rs := r.Rows[0], r.Rows[1]
+	if !(obs.Witness1.Mean > 0.02) || !(obs.Witness1.Mean < obs.PlugIn1.Mean) {
+		t.Errorf("observed labels: witness %v, plug-in %v", obs.Witness1.Mean, obs.PlugIn1.Mean)
+	}
+	if math.Abs(rs.Witness1.Mean) > 0.02 || !(rs.PlugIn1.Mean > 0.03) {
+		t.Errorf("resampled labels: witness %v (want |.| <= 0.02), plug-in %v", rs.Witness1.Mean, rs.PlugIn1.Mean)
+	}
+	r2, err := RealWitness(sets, RealWitnessOptions{Quick: true, Seed: 2, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(r2)
+	if !bytes.Equal(a, b) {
+		t.Error("results differ between worker counts")
+	}
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "witness CE_1") {
+		t.Errorf("table: %v\n%s", err, buf.String())
 	}
 }

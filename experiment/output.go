@@ -74,24 +74,24 @@ func Save(dir, name string, v any, table func(io.Writer) error, figs map[string]
 
 // WriteTable prints the three parts of the convergence experiment.
 func (r *ConvergenceResult) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "Ground truth CE_1 = E||p - f||_1 (Monte Carlo):")
+	fmt.Fprintln(w, "Ground truth CE_1 = E||p - f||_1 and CE_2^2 = E||p - f||_2^2 (Monte Carlo):")
 	for _, s := range r.Settings {
-		fmt.Fprintf(w, "  %-22s %s\n", s.Name(), s.Truth)
+		fmt.Fprintf(w, "  %-22s CE_1 %s, CE_2^2 %s\n", s.Name(), s.Truth, s.Truth2)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\n1. Convergence (t1 = t2 = 0.6): mean estimate of CE_1 over repetitions (SD), truth in the header")
+	fmt.Fprintln(w, "\n1. Convergence (t1 = t2 = 0.6): mean estimate over repetitions (SD) and mean / truth; p = 2 rows estimate CE_2^2")
 	k := -1
 	for _, row := range r.Convergence {
 		if row.K != k {
 			k = row.K
-			fmt.Fprintf(tw, "\nK = %d, truth %.4f\t\t\t\t\t\n", k, row.Truth)
-			fmt.Fprintln(tw, "estimator\tn\treps\tmean\tsd\tmean h\t")
+			fmt.Fprintf(tw, "\nK = %d\t\t\t\t\t\t\t\t\n", k)
+			fmt.Fprintln(tw, "estimator\tn\treps\tmean\tsd\ttruth\tmean / truth\tmean h\t")
 		}
 		h := ""
 		if row.Stat.H > 0 {
 			h = fmt.Sprintf("%.4g", row.Stat.H)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%s\t\n", row.Estimator, row.N, row.Stat.Reps, row.Stat.Mean, row.Stat.SD, h)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.3f\t%s\t\n", row.Estimator, row.N, row.Stat.Reps, row.Stat.Mean, row.Stat.SD, row.Truth, row.Stat.Mean/row.Truth, h)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n2. Where the mean estimate against h crosses the truth (down: falls below it; up: rises above it again)")
@@ -101,12 +101,37 @@ func (r *ConvergenceResult) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", c.Setting, c.N, fmtH(c.Down), fmtH(c.Up))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n3. Bandwidth rules: mean estimate (mean h)")
+	fmt.Fprintln(w, "\n3. Bandwidth rules and the converging estimators: mean estimate / truth (mean h)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "setting\tn\ttruth\tloo\treference\th=0.05\t")
-	for i := 0; i+2 < len(r.Rules); i += 3 {
-		a, b, c := r.Rules[i], r.Rules[i+1], r.Rules[i+2]
-		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f (h %.3g)\t%.4f (h %.3g)\t%.4f\t\n", a.Setting, a.N, a.Truth, a.Stat.Mean, a.Stat.H, b.Stat.Mean, b.Stat.H, c.Stat.Mean)
+	fmt.Fprint(tw, "setting\tn\tCE_1\tCE_2^2")
+	for _, name := range ruleNames {
+		fmt.Fprintf(tw, "\t%s", name)
+	}
+	fmt.Fprintln(tw, "\t")
+	for i := 0; i+len(ruleNames) <= len(r.Rules); i += len(ruleNames) {
+		rows := r.Rules[i : i+len(ruleNames)]
+		truth2 := math.NaN()
+		for _, row := range rows {
+			if row.P == 2 {
+				truth2 = row.Truth
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f", rows[0].Setting, rows[0].N, rows[0].Truth, truth2)
+		for _, row := range rows {
+			if row.Stat.H > 0 {
+				fmt.Fprintf(tw, "\t%.3f (h %.3g)", row.Stat.Mean/row.Truth, row.Stat.H)
+			} else {
+				fmt.Fprintf(tw, "\t%.3f", row.Stat.Mean/row.Truth)
+			}
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n4. Calibrated predictions (t1 = 0.6, t2 = 1: f = E[y | f], truth 0): mean estimate ± SE (mean h)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "K\tn\testimator\tp\treps\tmean\tSE\tmean h\t")
+	for _, row := range r.Calibrated {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%g\t%d\t%.5f\t%.5f\t%.3g\t\n", row.K, row.N, row.Estimator, row.P, row.Stat.Reps, row.Stat.Mean, row.Stat.SE, row.Stat.H)
 	}
 	return tw.Flush()
 }
@@ -118,11 +143,13 @@ func fmtH(h float64) string {
 	return fmt.Sprintf("%.3g", h)
 }
 
-// Figures returns the convergence figure (estimate against n, one panel per
-// K) and the sweep figure (estimate against h, one panel per setting, one
-// line per n).
+// Figures returns the convergence figure (CE_1 estimate against n, one
+// panel per K), the sweep figure (estimate against h, one panel per
+// setting, one line per n) and the witness figure (estimate / truth against
+// n for the plug-in and the converging estimators, p = 1 and 2, one panel
+// per K, and the calibrated case).
 func (r *ConvergenceResult) Figures() map[string]report.Figure {
-	return map[string]report.Figure{"n": &convFigure{r}, "h": &sweepFigure{r}}
+	return map[string]report.Figure{"n": &convFigure{r}, "h": &sweepFigure{r}, "witness": &witnessFigure{r}}
 }
 
 var palette = []color.Color{
@@ -231,10 +258,10 @@ func (f *convFigure) Draw(c draw.Canvas) {
 		var names []string
 		truth := math.NaN()
 		for _, r := range f.r.Convergence {
-			if r.K == k && !slices.Contains(names, r.Estimator) {
+			if r.K == k && r.P == 1 && !slices.Contains(names, r.Estimator) {
 				names = append(names, r.Estimator)
 			}
-			if r.K == k {
+			if r.K == k && r.P == 1 {
 				truth = r.Truth
 			}
 		}
@@ -306,4 +333,61 @@ func (f *sweepFigure) Draw(c draw.Canvas) {
 		plots[si/3][si%3] = p
 	}
 	alignGrid(c, plots)
+}
+
+// witnessFigure compares the plug-in ECE^KDE with the converging
+// estimators: mean estimate / truth against n per K, and the absolute
+// estimates on calibrated predictions.
+type witnessFigure struct{ r *ConvergenceResult }
+
+// witnessSeries are the estimators of the witness figure (the plug-in
+// p = 2 at 6 to 10 x its truth is left to the table: it would squash the
+// others).
+var witnessSeries = []string{"kde loo", "witness p=1", "u-statistic p=2"}
+
+func (f *witnessFigure) Size() (vg.Length, vg.Length) {
+	return vg.Length(len((&convFigure{f.r}).ks())+1) * 5 * vg.Inch, 4.5 * vg.Inch
+}
+
+func (f *witnessFigure) Draw(c draw.Canvas) {
+	var row []*plot.Plot
+	x0, x1 := math.Inf(1), math.Inf(-1)
+	for _, k := range (&convFigure{f.r}).ks() {
+		p := logXPlot(fmt.Sprintf("K = %d (t1 = t2 = 0.6)", k), "n (log scale)", "mean estimate / truth (±SE)")
+		for i, nm := range witnessSeries {
+			var xs, ys, se []float64
+			for _, r := range f.r.Convergence {
+				if r.K == k && r.Estimator == nm {
+					xs, ys, se = append(xs, float64(r.N)), append(ys, r.Stat.Mean/r.Truth), append(se, r.Stat.SE/r.Truth)
+					x0, x1 = math.Min(x0, float64(r.N)), math.Max(x1, float64(r.N))
+				}
+			}
+			label := map[string]string{"kde loo": "plug-in ECE^KDE p=1 (LOO h)", "witness p=1": "witness p=1 (CE_1)",
+				"u-statistic p=2": "U-statistic p=2 (CE_2^2)"}[nm]
+			addSeries(p, label, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(nm, "kde"))
+		}
+		truthLine(p, x0, x1, 1)
+		row = append(row, p)
+	}
+	p := logXPlot("Calibrated (t2 = 1): truth 0", "n (log scale)", "mean estimate (±SE)")
+	var keys []string
+	for _, r := range f.r.Calibrated {
+		if key := fmt.Sprintf("%s K=%d", r.Estimator, r.K); !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	c0, c1 := math.Inf(1), math.Inf(-1)
+	for i, key := range keys {
+		var xs, ys, se []float64
+		for _, r := range f.r.Calibrated {
+			if fmt.Sprintf("%s K=%d", r.Estimator, r.K) == key {
+				xs, ys, se = append(xs, float64(r.N)), append(ys, r.Stat.Mean), append(se, r.Stat.SE)
+				c0, c1 = math.Min(c0, float64(r.N)), math.Max(c1, float64(r.N))
+			}
+		}
+		addSeries(p, key, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(key, "kde"))
+	}
+	truthLine(p, c0, c1, 0)
+	row = append(row, p)
+	alignGrid(c, [][]*plot.Plot{row})
 }

@@ -106,3 +106,22 @@ func BenchmarkGradient(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWitness measures Witness (both exponents: the 25-point grid
+// sweep, the cross-fitting and the p = 2 sweep at h_cv / 2) on the real
+// CIFAR-10 predictions (K = 10) and on synthetic ones with K = 100;
+// ns/pair/h is the time per ordered pair and grid bandwidth.
+func BenchmarkWitness(b *testing.B) {
+	for _, sz := range []struct{ n, k int }{{1000, 10}, {5000, 10}, {10000, 10}, {5000, 100}} {
+		probs, labels := benchSet(b, sz.n, sz.k)
+		b.Run(fmt.Sprintf("n=%d/K=%d", sz.n, sz.k), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Witness(probs, labels, sz.k, WitnessOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pairs := float64(sz.n) * float64(sz.n-1) * float64(len(WitnessGrid()))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pairs, "ns/pair/h")
+		})
+	}
+}

@@ -204,7 +204,7 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 		t.expect(int64(blocks(n)))
 	}
 	e := residuals(probs, labels, k)
-	sw := pr.residualSweep(grid, e)
+	sw := pr.residualSweep(grid, e, false)
 	defined := make([]bool, n)
 	nk := 0
 	for j := range defined {
@@ -279,20 +279,26 @@ func residuals(probs []float64, labels []int, k int) []float64 {
 
 // sweep is the outcome of residualSweep: for grid point g and point j
 // (input order), v1[g*n+j] = sum_k sign(g_jk) e_jk and
-// cv[g*n+j] = 2 <g_j, e_j> - ||g_j||^2; defined[j] is false when every
-// kernel to j is exactly 0 at some grid bandwidth (its terms are 0 there).
+// cv[g*n+j] = 2 <g_j, e_j> - ||g_j||^2; with pairs, also the U-statistic
+// term u[g*n+j] = 2 <g_j, e_j> - U_j, and uok[g*n+j] whether U_j is defined
+// (at least two neighbours with a kernel above e^-50 of the largest).
+// defined[j] is false when every kernel to j is exactly 0 at some grid
+// bandwidth (its terms are 0 there).
 type sweep struct {
-	v1, cv  []float64
-	defined []bool
+	v1, cv, u []float64
+	uok       []bool
+	defined   []bool
 }
 
 // residualSweep computes the leave-one-out kernel regression of the
 // residuals g_j(h) at every grid bandwidth and the per-point terms of the
-// witness and of the cross-validation criterion. As looLSE: the dot
-// products once per pair, tiles skipped for a bandwidth when negligible.
-// Per bandwidth the kernel sums S = sum w and E = sum w e_i (in units of
-// e^-m, m the running maximum log-kernel) are accumulated in a fixed order.
-func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
+// witness and of the cross-validation criterion, and with pairs those of
+// the U-statistic. As looLSE: the dot products once per pair, tiles
+// skipped for a bandwidth when negligible. Per bandwidth the kernel sums
+// S = sum w, E = sum w e_i and, with pairs, P = sum_{i != i'} w_i w_i' and
+// N = sum_{i != i'} w_i w_i' <e_i, e_i'> (in units of e^-m, m the running
+// maximum log-kernel; P and N in e^-2m) are accumulated in a fixed order.
+func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 	n, k, ng := p.n, p.d, len(hs)
 	cs, cmins := make([][]float64, ng), make([][]float64, ng)
 	for g, h := range hs {
@@ -306,19 +312,23 @@ func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
 	}
 	zero := make([]float64, n)
 	out := &sweep{v1: make([]float64, ng*n), cv: make([]float64, ng*n), defined: make([]bool, n)}
+	if pairs {
+		out.u, out.uok = make([]float64, ng*n), make([]bool, ng*n)
+	}
 	type scratch struct {
-		dot, row, m, s, sumE []float64
-		need                 []bool
+		dot, row, m, s, pp, np, sumE []float64
+		need                         []bool
 	}
 	parallel.For(blocks(n), p.workers, func() *scratch {
 		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
-			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), sumE: make([]float64, blockJ*ng*k), need: make([]bool, ng)}
+			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), pp: make([]float64, blockJ*ng), np: make([]float64, blockJ*ng),
+			sumE: make([]float64, blockJ*ng*k), need: make([]bool, ng)}
 	}, func(w *scratch, b int) {
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
-		m, sum, sumE := w.m[:na*ng], w.s[:na*ng], w.sumE[:na*ng*k]
+		m, sum, pp, np, sumE := w.m[:na*ng], w.s[:na*ng], w.pp[:na*ng], w.np[:na*ng], w.sumE[:na*ng*k]
 		for i := range m {
-			m[i], sum[i] = math.Inf(-1), 0
+			m[i], sum[i], pp[i], np[i] = math.Inf(-1), 0, 0, 0
 		}
 		clear(sumE)
 		home := s0 / p.ti
@@ -329,7 +339,7 @@ func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
 			dot, row := w.dot[:nb], w.row[:nb]
 			for a := 0; a < na; a++ {
 				s := s0 + a
-				ma, sa := m[a*ng:(a+1)*ng], sum[a*ng:(a+1)*ng]
+				ma := m[a*ng : (a+1)*ng]
 				bound, any := p.dotBound(s, t), false
 				for g, h := range hs {
 					w.need[g] = !negligible(bound/h-cmins[g][t], ma[g])
@@ -352,18 +362,25 @@ func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
 					if tm == math.Inf(-1) {
 						continue
 					}
-					ea := sumE[(a*ng+g)*k : (a*ng+g+1)*k]
+					x := a*ng + g
+					ea := sumE[x*k : (x+1)*k]
 					if tm > ma[g] {
 						if ma[g] > math.Inf(-1) {
 							f := math.Exp(ma[g] - tm)
-							sa[g] *= f
+							sum[x] *= f
+							pp[x] *= f * f
+							np[x] *= f * f
 							for l := range ea {
 								ea[l] *= f
 							}
 						}
 						ma[g] = tm
 					}
-					sa[g] += kernel.WeightedSumExp(ea, row, es[i0*k:i1*k], ma[g])
+					if pairs {
+						sum[x], pp[x], np[x] = kernel.PairWeightedSumExp(ea, row, es[i0*k:i1*k], ma[g], sum[x], pp[x], np[x])
+					} else {
+						sum[x] += kernel.WeightedSumExp(ea, row, es[i0*k:i1*k], ma[g])
+					}
 				}
 			}
 		}
@@ -372,26 +389,31 @@ func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
 			ej := e[j*k : (j+1)*k]
 			ok := true
 			for g := 0; g < ng; g++ {
-				if m[a*ng+g] == math.Inf(-1) {
+				x := a*ng + g
+				if m[x] == math.Inf(-1) {
 					ok = false
 					continue
 				}
-				ea := sumE[(a*ng+g)*k : (a*ng+g+1)*k]
-				inv := 1 / sum[a*ng+g]
+				ea := sumE[x*k : (x+1)*k]
+				inv := 1 / sum[x]
 				v1, dotGE, gg := 0.0, 0.0, 0.0
-				for l, x := range ea {
+				for l, v := range ea {
 					switch {
-					case x > 0:
+					case v > 0:
 						v1 += ej[l]
-					case x < 0:
+					case v < 0:
 						v1 -= ej[l]
 					}
-					gl := x * inv
+					gl := v * inv
 					dotGE += gl * ej[l]
 					gg += gl * gl
 				}
 				out.v1[g*n+j] = v1
 				out.cv[g*n+j] = 2*dotGE - gg
+				if pairs && pp[x] > 0 {
+					out.u[g*n+j] = 2*dotGE - np[x]/pp[x]
+					out.uok[g*n+j] = true
+				}
 			}
 			out.defined[j] = ok
 		}
@@ -409,102 +431,11 @@ func (p *problem) residualSweep(hs []float64, e []float64) *sweep {
 
 // uStatistic returns, for every point j (input order), the p = 2 term
 // 2 <g_j, e_j> - U_j at bandwidth h and whether it is defined (at least two
-// neighbours with a kernel above e^-50 of the largest). The pair sums
-// P = sum_{i != i'} w_i w_i' and N = sum_{i != i'} w_i w_i' <e_i, e_i'> are
-// accumulated as each neighbour i arrives (P += 2 w_i S, N += 2 w_i <e_i, E>
-// with S and E the sums over the earlier neighbours), so no difference of
-// two large squares is ever formed.
+// neighbours with a kernel above e^-50 of the largest): residualSweep at
+// the one bandwidth with the pair sums.
 func (p *problem) uStatistic(h float64, e []float64) (terms []float64, ok []bool) {
-	n, k := p.n, p.d
-	c := p.logNorm(h)
-	cmin := tileMin(c, p.ti)
-	ntiles := len(cmin)
-	invh := 1 / h
-	es := make([]float64, n*k)
-	for s, i := range p.order {
-		copy(es[s*k:(s+1)*k], e[i*k:(i+1)*k])
-	}
-	terms, ok = make([]float64, n), make([]bool, n)
-	type scratch struct {
-		row, m, s, pp, np, sumE []float64
-	}
-	parallel.For(blocks(n), p.workers, func() *scratch {
-		return &scratch{row: make([]float64, tileI), m: make([]float64, blockJ), s: make([]float64, blockJ),
-			pp: make([]float64, blockJ), np: make([]float64, blockJ), sumE: make([]float64, blockJ*k)}
-	}, func(w *scratch, b int) {
-		s0 := b * blockJ
-		na := min(blockJ, n-s0)
-		for a := 0; a < na; a++ {
-			w.m[a], w.s[a], w.pp[a], w.np[a] = math.Inf(-1), 0, 0, 0
-		}
-		clear(w.sumE[:na*k])
-		home := s0 / p.ti
-		for tt := 0; tt < ntiles; tt++ {
-			t := (home + tt) % ntiles
-			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
-			row := w.row[:i1-i0]
-			for a := 0; a < na; a++ {
-				sp := s0 + a
-				if negligible(p.dotBound(sp, t)*invh-cmin[t], w.m[a]) {
-					continue
-				}
-				p.tileRow(row, sp, i0, c[i0:i1], invh)
-				if self := sp - i0; self >= 0 && self < len(row) {
-					row[self] = math.Inf(-1) // masks i = j exactly
-				}
-				tm := kernel.Max(row)
-				if tm == math.Inf(-1) {
-					continue
-				}
-				ea := w.sumE[a*k : (a+1)*k]
-				if tm > w.m[a] {
-					if w.m[a] > math.Inf(-1) {
-						f := math.Exp(w.m[a] - tm)
-						w.s[a] *= f
-						w.pp[a] *= f * f
-						w.np[a] *= f * f
-						for l := range ea {
-							ea[l] *= f
-						}
-					}
-					w.m[a] = tm
-				}
-				cut := w.m[a] + kernel.Negligible
-				for bi, x := range row {
-					if !(x >= cut) {
-						continue
-					}
-					wt := math.Exp(x - w.m[a])
-					ei := es[(i0+bi)*k : (i0+bi+1)*k]
-					d := 0.0
-					for l, v := range ei {
-						d += v * ea[l]
-					}
-					w.np[a] += 2 * wt * d
-					w.pp[a] += 2 * wt * w.s[a]
-					w.s[a] += wt
-					for l, v := range ei {
-						ea[l] += wt * v
-					}
-				}
-			}
-		}
-		for a := 0; a < na; a++ {
-			j := p.order[s0+a]
-			if w.m[a] == math.Inf(-1) || !(w.pp[a] > 0) {
-				continue
-			}
-			ej := e[j*k : (j+1)*k]
-			dotGE := 0.0
-			for l, x := range w.sumE[a*k : (a+1)*k] {
-				dotGE += x * ej[l]
-			}
-			terms[j] = 2*dotGE/w.s[a] - w.np[a]/w.pp[a]
-			ok[j] = true
-		}
-		p.track.add(1)
-	})
-	return terms, ok
+	sw := p.residualSweep([]float64{h}, e, true)
+	return sw.u, sw.uok
 }
 
 // curveMeans returns the mean over the defined points of x[g*n + j] for

@@ -81,7 +81,7 @@ func TestWitnessBruteForce(t *testing.T) {
 	grid := []float64{0.01, 0.03, 0.1, 0.3, 1}
 	pr := newProblem(probs, k, labels, k, 2)
 	e := residuals(probs, labels, k)
-	sw := pr.residualSweep(grid, e)
+	sw := pr.residualSweep(grid, e, true)
 	for g, h := range grid {
 		v1, cv, u := bruteWitnessTerms(probs, labels, k, h)
 		for j := 0; j < n; j++ {
@@ -97,11 +97,14 @@ func TestWitnessBruteForce(t *testing.T) {
 		}
 		us, ok := pr.uStatistic(h, e)
 		for j := 0; j < n; j++ {
-			if !ok[j] {
+			if !ok[j] || !sw.uok[g*n+j] {
 				t.Fatalf("h = %g: U-statistic of point %d undefined", h, j)
 			}
 			if d := math.Abs(us[j] - u[j]); d > 1e-9*(1+math.Abs(u[j])) {
 				t.Errorf("h = %g, point %d: U-statistic term %v, brute force %v", h, j, us[j], u[j])
+			}
+			if sw.u[g*n+j] != us[j] {
+				t.Errorf("h = %g, point %d: U-statistic term of the grid sweep %v, of the single sweep %v", h, j, sw.u[g*n+j], us[j])
 			}
 		}
 	}

@@ -666,3 +666,23 @@ func TestTrainCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentWitnessQuick runs `calib experiment witness --quick` on the
+// embedded set and on a logit folder, and checks a bad --resamples.
+func TestExperimentWitnessQuick(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "experiment", "witness", "--quick", "-o", dir)
+	if code != 0 || !strings.Contains(stdout, "cifar10_resnet110-brier") || !strings.Contains(stdout, "resampled") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "witness.json")); err != nil {
+		t.Error(err)
+	}
+	stdout, stderr, code = run(t, "experiment", "witness", "--quick", "-o", dir, "../../testdata/logits/cifar100_resnet110-brier")
+	if code != 0 || !strings.Contains(stdout, "cifar100_resnet110-brier") || !strings.Contains(stdout, " 100 ") {
+		t.Errorf("logit folder: exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, _, code = run(t, "experiment", "witness", "--resamples", "0", "-o", dir); code != 2 {
+		t.Errorf("--resamples 0: exit %d, want 2", code)
+	}
+}

@@ -71,6 +71,73 @@ func TestSumExp(t *testing.T) {
 	}
 }
 
+// TestWeightedSums checks WeightedSumExp and PairWeightedSumExp against
+// direct sums (the pair sums over i != i' by a double loop), across two
+// calls so that the pair sums also cover terms of an earlier call.
+func TestWeightedSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, k = 300, 4
+	x, v := make([]float64, n), make([]float64, n*k)
+	for i := range x {
+		x[i] = -rng.ExpFloat64() * 10
+		if i%23 == 7 {
+			x[i] = math.Inf(-1)
+		}
+		if i%31 == 3 {
+			x[i] = -60 // below Negligible after the shift: skipped
+		}
+		for l := 0; l < k; l++ {
+			v[i*k+l] = rng.NormFloat64()
+		}
+	}
+	const shift = 0.5
+	w := make([]float64, n)
+	wantS, wantP, wantN := 0.0, 0.0, 0.0
+	wantAcc := make([]float64, k)
+	for i := range x {
+		if x[i]-shift >= Negligible {
+			w[i] = math.Exp(x[i] - shift)
+		}
+		wantS += w[i]
+		for l := 0; l < k; l++ {
+			wantAcc[l] += w[i] * v[i*k+l]
+		}
+	}
+	for i := range x {
+		for j := range x {
+			if i != j {
+				d := 0.0
+				for l := 0; l < k; l++ {
+					d += v[i*k+l] * v[j*k+l]
+				}
+				wantP += w[i] * w[j]
+				wantN += w[i] * w[j] * d
+			}
+		}
+	}
+	near := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	acc := make([]float64, k)
+	s := WeightedSumExp(acc, x[:100], v[:100*k], shift)
+	s += WeightedSumExp(acc, x[100:], v[100*k:], shift)
+	near("WeightedSumExp sum", s, wantS)
+	for l := range acc {
+		near("WeightedSumExp acc", acc[l], wantAcc[l])
+	}
+	acc = make([]float64, k)
+	s, pp, np := PairWeightedSumExp(acc, x[:100], v[:100*k], shift, 0, 0, 0)
+	s, pp, np = PairWeightedSumExp(acc, x[100:], v[100*k:], shift, s, pp, np)
+	near("PairWeightedSumExp sum", s, wantS)
+	near("PairWeightedSumExp pairs", pp, wantP)
+	near("PairWeightedSumExp cross", np, wantN)
+	for l := range acc {
+		near("PairWeightedSumExp acc", acc[l], wantAcc[l])
+	}
+}
+
 func BenchmarkSumExp(b *testing.B) {
 	x := make([]float64, 4096)
 	for i := range x {

@@ -200,3 +200,36 @@ func WeightedSumExp(acc, x, v []float64, shift float64) float64 {
 	}
 	return s
 }
+
+// PairWeightedSumExp is WeightedSumExp that also accumulates the sums over
+// pairs of different terms, each term i against every earlier one (those
+// of this call before it, and the earlier sums s and acc passed in):
+//
+//	pp += 2 w_i s_<i,   np += 2 w_i <v_i, acc_<i>
+//
+// so that pp = sum_{i != i'} w_i w_i' and np = sum_{i != i'} w_i w_i'
+// <v_i, v_i'> over all terms so far, without forming a difference of two
+// large squares. It returns the new s, pp and np.
+func PairWeightedSumExp(acc, x, v []float64, shift, s, pp, np float64) (float64, float64, float64) {
+	k := len(acc)
+	v = v[:len(x)*k]
+	cut := shift + Negligible
+	for i, xi := range x {
+		if !(xi >= cut) {
+			continue
+		}
+		w := Exp(xi - shift)
+		vi := v[i*k : (i+1)*k]
+		d := 0.0
+		for l, a := range acc {
+			d += vi[l] * a
+		}
+		np += 2 * w * d
+		pp += 2 * w * s
+		s += w
+		for l := range acc {
+			acc[l] += w * vi[l]
+		}
+	}
+	return s, pp, np
+}
