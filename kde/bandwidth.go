@@ -1,7 +1,6 @@
 package kde
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -117,16 +116,8 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 	if grid == nil {
 		grid = DefaultGrid()
 	}
-	if len(grid) == 0 {
-		return nil, errors.New("kde: empty bandwidth grid")
-	}
-	for i, h := range grid {
-		if err := checkBandwidth(h); err != nil {
-			return nil, err
-		}
-		if i > 0 && h <= grid[i-1] {
-			return nil, fmt.Errorf("kde: bandwidth grid must be increasing (%v after %v)", h, grid[i-1])
-		}
+	if err := checkGrid(grid); err != nil {
+		return nil, err
 	}
 	if opts.Objective != LOO && opts.Objective != Reference {
 		return nil, fmt.Errorf("kde: invalid objective %d", int(opts.Objective))

@@ -205,6 +205,23 @@ func checkBandwidth(h float64) error {
 	return nil
 }
 
+// checkGrid checks a bandwidth grid: not empty, every bandwidth positive and
+// finite, increasing.
+func checkGrid(grid []float64) error {
+	if len(grid) == 0 {
+		return errors.New("kde: empty bandwidth grid")
+	}
+	for i, h := range grid {
+		if err := checkBandwidth(h); err != nil {
+			return err
+		}
+		if i > 0 && !(h > grid[i-1]) {
+			return fmt.Errorf("kde: bandwidth grid must be increasing (%v after %v)", h, grid[i-1])
+		}
+	}
+	return nil
+}
+
 func checkP(p float64) error {
 	if !(p >= 1) || math.IsInf(p, 0) {
 		return fmt.Errorf("kde: p = %v: must be a finite number >= 1", p)

@@ -180,6 +180,21 @@ func (p *problem) dotBound(s, t int) float64 {
 	return b
 }
 
+// tileNeeded sets need[g] to whether tile t of centres can add more than a
+// negligible amount to the kernel sums of the evaluation point at sorted
+// position s at bandwidth hs[g], whose running maximum log-kernel is ma[g]
+// (cmins[g] from tileMin of the bandwidth's normalisers), and reports
+// whether it can for any bandwidth. The sweeps over a bandwidth grid share
+// one dot product per pair and skip a tile where no bandwidth needs it.
+func (p *problem) tileNeeded(need []bool, s, t int, hs []float64, cmins [][]float64, ma []float64) bool {
+	bound, any := p.dotBound(s, t), false
+	for g, h := range hs {
+		need[g] = !negligible(bound/h-cmins[g][t], ma[g])
+		any = any || need[g]
+	}
+	return any
+}
+
 // tileMin returns the smallest c_i of each tile of ti centres.
 func tileMin(c []float64, ti int) []float64 {
 	cm := make([]float64, (len(c)+ti-1)/ti)
@@ -386,12 +401,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 			for a := 0; a < na; a++ {
 				s := s0 + a
 				ma, sa := m[a*ng:(a+1)*ng], sum[a*ng:(a+1)*ng]
-				bound, any := p.dotBound(s, t), false
-				for g, h := range hs {
-					w.need[g] = !negligible(bound/h-cmins[g][t], ma[g])
-					any = any || w.need[g]
-				}
-				if !any {
+				if !p.tileNeeded(w.need, s, t, hs, cmins, ma) {
 					continue
 				}
 				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only

@@ -170,16 +170,8 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 	if grid == nil {
 		grid = WitnessGrid()
 	}
-	if len(grid) == 0 {
-		return nil, fmt.Errorf("kde: witness: empty bandwidth grid")
-	}
-	for i, h := range grid {
-		if err := checkBandwidth(h); err != nil {
-			return nil, fmt.Errorf("kde: witness grid: %w", err)
-		}
-		if i > 0 && !(h > grid[i-1]) {
-			return nil, fmt.Errorf("kde: witness grid: bandwidths must increase (%v after %v)", h, grid[i-1])
-		}
+	if err := checkGrid(grid); err != nil {
+		return nil, fmt.Errorf("witness: %w", err)
 	}
 	splits := opts.Splits
 	if splits == 0 {
@@ -340,12 +332,7 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 			for a := 0; a < na; a++ {
 				s := s0 + a
 				ma := m[a*ng : (a+1)*ng]
-				bound, any := p.dotBound(s, t), false
-				for g, h := range hs {
-					w.need[g] = !negligible(bound/h-cmins[g][t], ma[g])
-					any = any || w.need[g]
-				}
-				if !any {
+				if !p.tileNeeded(w.need, s, t, hs, cmins, ma) {
 					continue
 				}
 				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
