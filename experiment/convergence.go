@@ -138,7 +138,19 @@ type Crossing struct {
 	Up      float64 `json:"up"`
 }
 
-// ConvergenceResult holds the four parts of the experiment.
+// LargeKRow is the plug-in (LOO bandwidth), the witness and the
+// U-statistic at one setting with many classes and one n.
+type LargeKRow struct {
+	Setting string  `json:"setting"`
+	N       int     `json:"n"`
+	Truth   float64 `json:"truth"`  // CE_1
+	Truth2  float64 `json:"truth2"` // CE_2^2
+	PlugIn  Stat    `json:"plugin_p1"`
+	Witness Stat    `json:"witness_p1"`
+	U       Stat    `json:"ustat_p2"`
+}
+
+// ConvergenceResult holds the five parts of the experiment.
 type ConvergenceResult struct {
 	Settings    []Setting       `json:"settings"`
 	Convergence []ConvRow       `json:"convergence"`
@@ -146,6 +158,7 @@ type ConvergenceResult struct {
 	Rules       []RuleRow       `json:"rules"`
 	Crossings   []Crossing      `json:"crossings"`
 	Calibrated  []CalibratedRow `json:"calibrated"`
+	LargeK      []LargeKRow     `json:"large_k"`
 	Quick       bool            `json:"quick"`
 	Seed        uint64          `json:"seed"`
 }
@@ -164,6 +177,9 @@ type plan struct {
 	ground    int
 	calNs     []int
 	calReps   int
+	large     []synth.Setup
+	largeNs   []int
+	largeReps int
 }
 
 func convergencePlan(o ConvergenceOptions) plan {
@@ -184,6 +200,8 @@ func convergencePlan(o ConvergenceOptions) plan {
 		settings: [][2]float64{{0.6, 0.6}, {0.9, 0.6}, {1.0, 2.0}},
 		ground:   10_000_000,
 		calNs:    []int{500, 1000, 2000, 5000}, calReps: 4,
+		large:   []synth.Setup{{K: 20, T1: 0.6, T2: 0.6}, {K: 100, T1: 0.6, T2: 0.6}, {K: 100, T1: 1, T2: 2}, {K: 100, T1: 0.6, T2: 1}},
+		largeNs: []int{2000, 5000}, largeReps: 3,
 	}
 	p.hs = logSpace(0.003, 1, 14)
 	if o.Quick {
@@ -193,6 +211,7 @@ func convergencePlan(o ConvergenceOptions) plan {
 		p.hs = logSpace(0.003, 1, 6)
 		p.ground = 100_000
 		p.calNs, p.calReps = []int{300}, 2
+		p.large, p.largeNs, p.largeReps = []synth.Setup{{K: 20, T1: 0.6, T2: 0.6}}, []int{300}, 2
 	}
 	if o.GroundSamples > 0 {
 		p.ground = o.GroundSamples
@@ -239,6 +258,8 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 //  4. Calibrated: t1 = 0.6, t2 = 1 (f = p, truth 0), K = 4 and 8, n = 500
 //     to 5,000: the plug-in at the LOO bandwidth, the witness and the
 //     U-statistic.
+//  5. Many classes: K = 20 and 100 (t1, t2 = (0.6, 0.6), (1.0, 2.0) and the
+//     calibrated (0.6, 1)), n = 2,000 and 5,000: the same three estimators.
 func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	p := convergencePlan(o)
 	res := &ConvergenceResult{Quick: o.Quick, Seed: o.Seed}
@@ -476,6 +497,36 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				res.Calibrated = append(res.Calibrated, row)
 			}
 			progress(fmt.Sprintf("calibrated K=%d n=%d", k, n))
+		}
+	}
+
+	// 5. Many classes.
+	for si, su := range p.large {
+		s := Setting{K: su.K, T1: su.T1, T2: su.T2}
+		t1 := su.GroundTruth(1, p.ground/10, o.Seed+1000, o.Workers).Value
+		t2 := su.GroundTruth(2, p.ground/10, o.Seed+1000, o.Workers).Value
+		for _, n := range p.largeNs {
+			var plug, wit, u, hs, hw, hu []float64
+			failed := 0
+			for r := 0; r < p.largeReps; r++ {
+				f, y, _ := su.Draw(n, seedOf(o.Seed, 5, si, n, r))
+				v, h, err := loo(f, y, su.K, kde.LOO)
+				if err != nil {
+					failed++
+					continue
+				}
+				wr, err := witness(f, y, su.K, uint64(r))
+				if err != nil {
+					failed++
+					continue
+				}
+				plug, hs = append(plug, v), append(hs, h)
+				wit, hw = append(wit, wr.Values[0].Value), append(hw, wr.Values[0].Bandwidth)
+				u, hu = append(u, wr.Values[1].Value), append(hu, wr.Values[1].Bandwidth)
+			}
+			res.LargeK = append(res.LargeK, LargeKRow{Setting: s.Name(), N: n, Truth: t1, Truth2: t2,
+				PlugIn: stat(plug, hs, failed), Witness: stat(wit, hw, failed), U: stat(u, hu, failed)})
+			progress(fmt.Sprintf("large K %s n=%d", s.Name(), n))
 		}
 	}
 	return res, nil

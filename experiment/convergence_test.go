@@ -22,7 +22,7 @@ func TestConvergenceQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Settings) != 3 || len(r.Convergence) != 3*14 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*6 || len(r.Crossings) != 3 || len(r.Calibrated) != 3 {
+	if len(r.Settings) != 3 || len(r.Convergence) != 3*14 || len(r.Sweep) != 3*6 || len(r.Rules) != 3*6 || len(r.Crossings) != 3 || len(r.Calibrated) != 3 || len(r.LargeK) != 1 {
 		t.Fatalf("sizes: %d settings, %d convergence, %d sweep, %d rules, %d crossings, %d calibrated",
 			len(r.Settings), len(r.Convergence), len(r.Sweep), len(r.Rules), len(r.Crossings), len(r.Calibrated))
 	}
@@ -40,6 +40,9 @@ func TestConvergenceQuick(t *testing.T) {
 			want == 2 && row.Truth != r.Settings[0].Truth2.Value {
 			t.Errorf("%s: p %v, truth %v", row.Estimator, row.P, row.Truth)
 		}
+	}
+	if row := r.LargeK[0]; row.Witness.Reps != 2 || !finite(row.Witness.Mean, row.U.Mean, row.PlugIn.Mean) || !(row.Truth > 0) {
+		t.Errorf("large K: %+v", row)
 	}
 	for _, row := range r.Calibrated {
 		if row.Stat.Reps != 2 || !finite(row.Stat.Mean) {
@@ -61,7 +64,7 @@ func TestConvergenceQuick(t *testing.T) {
 		t.Errorf("wrote %v", files)
 	}
 	txt, _ := os.ReadFile(filepath.Join(dir, "convergence.txt"))
-	for _, want := range []string{"Ground truth", "kde loo", "binned doane", "crosses the truth", "reference", "witness", "u-statistic p=2", "4. Calibrated"} {
+	for _, want := range []string{"Ground truth", "kde loo", "binned doane", "crosses the truth", "reference", "witness", "u-statistic p=2", "4. Calibrated", "5. Many classes"} {
 		if !strings.Contains(string(txt), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -79,10 +79,11 @@ so E[y | f] = p and CE_1 = E||p - f||_1 is known by Monte Carlo) and reports:
     witness for CE_1; the debiased U-statistic for CE_2^2, beside the
     plug-in at the LOO bandwidth);
  4. on calibrated predictions (t2 = 1, truth 0): the plug-in, the witness
-    and the U-statistic against n.
+    and the U-statistic against n;
+ 5. the same three with many classes (K = 20 and 100), n = 2,000 and 5,000.
 
 The ground truths are CE_1 and CE_2^2 of each setting. Defaults take about
-10 to 15 minutes on 2 cores.`,
+15 minutes on 2 cores.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := ef.outDir("convergence")
