@@ -130,7 +130,7 @@ func intervalCell(e *entry) string {
 // and the report's metrics table when the metric is present.
 const (
 	noteECEKDE  = "ece_kde: the plug-in ECE^KDE (1/n) sum_j ||r_j - f_j||_p^p: smooth and differentiable, good for ranking models on the same data, but biased upward on small samples (a calibrated model reads about 0.5 at n = 1,000): not the size of the error."
-	noteWitness = "ece_witness: a converging estimate of the canonical CE_p^p (p = 1: cross-fitted residual witness, below the truth on average; p = 2: debiased kernel U-statistic, may be slightly negative): trust it for how miscalibrated the model is."
+	noteWitness = "ece_witness: a converging estimate of the canonical CE_p^p (p = 1: cross-fitted residual witness, below the truth on average, loosely so with many classes and few samples; p = 2: debiased kernel U-statistic, may be slightly negative): trust it for how miscalibrated the model is."
 )
 
 // estimatorNotes returns the notes of the kernel estimates in out.
