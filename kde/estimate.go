@@ -77,21 +77,32 @@ type Result struct {
 func (res *Result) Resampled(i int, idx []int) float64 {
 	v := 0.0
 	for c, terms := range res.Terms[i] {
-		sum, kept := 0.0, 0
-		for _, j := range idx {
-			if res.Kept[c][j] {
-				sum += terms[j]
-				kept++
-			}
-		}
-		if kept > 0 {
-			v += sum / float64(kept)
+		if m, kept := keptMean(terms, res.Kept[c], idx); kept > 0 {
+			v += m
 		}
 	}
 	if res.classMean {
 		v /= float64(len(res.Terms[i]))
 	}
 	return v
+}
+
+// keptMean returns the mean of terms[j] over the kept points j of idx
+// (repeats counted), summed in the order of idx, and how many there are
+// (the mean is NaN when none is kept): the resample of per-point terms
+// behind every cheap bootstrap of the kernel estimates.
+func keptMean(terms []float64, kept []bool, idx []int) (mean float64, n int) {
+	sum := 0.0
+	for _, j := range idx {
+		if kept[j] {
+			sum += terms[j]
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return sum / float64(n), n
 }
 
 // part is one kernel regression of an estimate and how its ratios are

@@ -20,6 +20,15 @@ type SharpnessResult struct {
 	Kept  []bool
 }
 
+// Resampled returns the estimate on the points idx (indices into the input,
+// repeats allowed) from the per-point terms, conditional on the kernel sums
+// of the full sample (the cheap bootstrap); NaN when no point of idx is
+// kept.
+func (res *SharpnessResult) Resampled(idx []int) float64 {
+	m, _ := keptMean(res.Terms, res.Kept, idx)
+	return m
+}
+
 // Sharpness estimates E[E[y | f(x)]^2] for a binary score (Binary: p1 and the
 // labels) or the top-label score (TopLabel: the confidence and the
 // correctness) with the Beta kernel of bandwidth opts.Bandwidth, by the

@@ -134,20 +134,11 @@ type WitnessResult struct {
 
 // Resampled returns exponent i's estimate on the points idx (indices into
 // the input, repeats allowed) from the per-point terms, conditional on the
-// kernel sums and bandwidths of the full sample (the cheap bootstrap).
+// kernel sums and bandwidths of the full sample (the cheap bootstrap); NaN
+// when no point of idx is kept.
 func (res *WitnessResult) Resampled(i int, idx []int) float64 {
-	v := &res.Values[i]
-	sum, kept := 0.0, 0
-	for _, j := range idx {
-		if v.Kept[j] {
-			sum += v.Terms[j]
-			kept++
-		}
-	}
-	if kept == 0 {
-		return math.NaN()
-	}
-	return sum / float64(kept)
+	m, _ := keptMean(res.Values[i].Terms, res.Values[i].Kept, idx)
+	return m
 }
 
 // Witness estimates the canonical CE_1 by the cross-fitted residual witness

@@ -518,17 +518,10 @@ func (ev *evaluator) sharpness() ([]*entry, error) {
 			}
 		} else {
 			e.stat = func(idx []int) (float64, error) {
-				sum, kept := 0.0, 0
-				for _, j := range idx {
-					if res.Kept[j] {
-						sum += res.Terms[j]
-						kept++
-					}
+				if v := res.Resampled(idx); !math.IsNaN(v) {
+					return v, nil
 				}
-				if kept == 0 {
-					return 0, fmt.Errorf("sharpness: no point kept in the resample")
-				}
-				return sum / float64(kept), nil
+				return 0, fmt.Errorf("sharpness: no point kept in the resample")
 			}
 		}
 
