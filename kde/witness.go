@@ -188,11 +188,10 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 	}
 	e := residuals(probs, labels, k)
 	sw := pr.residualSweep(grid, e, false)
-	defined := make([]bool, n)
+	defined := sw.defined
 	nk := 0
-	for j := range defined {
-		defined[j] = sw.defined[j]
-		if defined[j] {
+	for _, ok := range defined {
+		if ok {
 			nk++
 		}
 	}
