@@ -291,20 +291,18 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	witness := func(f []float64, y []int, k int, seed uint64) (*kde.WitnessResult, error) {
 		return kde.Witness(f, y, k, kde.WitnessOptions{Seed: seed, Workers: o.Workers})
 	}
-	kdeP2 := func(f []float64, y []int, k int, h float64) (float64, error) {
-		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: h, P: []float64{2}, Workers: o.Workers})
-		if err != nil {
-			return 0, err
-		}
-		return r.Values[0].Value, nil
-	}
-	loo := func(f []float64, y []int, k int, obj kde.Objective) (float64, float64, error) {
+	// loo returns the plug-in CE_1 and CE_2^2 (one sweep: the ratios do
+	// not depend on p) at the bandwidth chosen by obj, and that bandwidth.
+	loo := func(f []float64, y []int, k int, obj kde.Objective) (v1, v2, h float64, err error) {
 		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, kde.BandwidthOptions{Objective: obj, Workers: o.Workers})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		v, err := kdeAt(f, y, k, cv.Bandwidth)
-		return v, cv.Bandwidth, err
+		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return r.Values[0].Value, r.Values[1].Value, cv.Bandwidth, nil
 	}
 
 	// 1. Convergence.
@@ -341,17 +339,13 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			}
 			for r := 0; r < p.reps(n); r++ {
 				f, y, _ := setup.Draw(n, seedOf(o.Seed, 1, k, n, r))
-				v, h, err := loo(f, y, k, kde.LOO)
+				v, v2, h, err := loo(f, y, k, kde.LOO)
 				add("kde loo", v, h, err)
-				hLOO, errLOO := h, err
+				add("kde loo p=2", v2, h, err)
 				if err == nil {
 					v, err = kdeEst(f, y, k, h, true)
 				}
 				add("kde loo debiased", v, h, err)
-				if errLOO == nil {
-					v, err = kdeP2(f, y, k, hLOO)
-				}
-				add("kde loo p=2", v, hLOO, err)
 				wr, err := witness(f, y, k, uint64(r))
 				if err != nil {
 					add("witness p=1", 0, 0, err)
@@ -360,7 +354,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 					add("witness p=1", wr.Values[0].Value, wr.Values[0].Bandwidth, nil)
 					add("u-statistic p=2", wr.Values[1].Value, wr.Values[1].Bandwidth, nil)
 				}
-				v, h, err = loo(f, y, k, kde.Reference)
+				v, _, h, err = loo(f, y, k, kde.Reference)
 				add("kde reference", v, h, err)
 				for _, h := range p.fixed {
 					v, err := kdeAt(f, y, k, h)
@@ -410,32 +404,29 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 							vals[i] = append(vals[i], v)
 						}
 					}
-					hLOO := 0.0
 					for _, rule := range []struct {
 						name string
 						obj  kde.Objective
 					}{{"loo", kde.LOO}, {"reference", kde.Reference}} {
-						v, h, err := loo(f, y, k, rule.obj)
+						v, v2, h, err := loo(f, y, k, rule.obj)
 						if err != nil {
 							failed[rule.name]++
+							if rule.obj == kde.LOO {
+								failed["loo p=2"]++
+							}
 							continue
-						}
-						if rule.obj == kde.LOO {
-							hLOO = h
 						}
 						rules[rule.name] = append(rules[rule.name], v)
 						ruleH[rule.name] = append(ruleH[rule.name], h)
+						if rule.obj == kde.LOO {
+							rules["loo p=2"] = append(rules["loo p=2"], v2)
+							ruleH["loo p=2"] = append(ruleH["loo p=2"], h)
+						}
 					}
 					if v, err := kdeAt(f, y, k, 0.05); err == nil {
 						rules["h=0.05"] = append(rules["h=0.05"], v)
 					} else {
 						failed["h=0.05"]++
-					}
-					if v, err := kdeP2(f, y, k, hLOO); hLOO > 0 && err == nil {
-						rules["loo p=2"] = append(rules["loo p=2"], v)
-						ruleH["loo p=2"] = append(ruleH["loo p=2"], hLOO)
-					} else {
-						failed["loo p=2"]++
 					}
 					if wr, err := witness(f, y, k, uint64(r)); err == nil {
 						for i, name := range []string{"witness", "u-statistic p=2"} {
@@ -475,7 +466,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			vals, hs, failed := map[string][]float64{}, map[string][]float64{}, map[string]int{}
 			for r := 0; r < p.calReps; r++ {
 				f, y, _ := setup.Draw(n, seedOf(o.Seed, 4, k, n, r))
-				if v, h, err := loo(f, y, k, kde.LOO); err == nil {
+				if v, _, h, err := loo(f, y, k, kde.LOO); err == nil {
 					vals["kde loo"], hs["kde loo"] = append(vals["kde loo"], v), append(hs["kde loo"], h)
 				} else {
 					failed["kde loo"]++
@@ -510,7 +501,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			failed := 0
 			for r := 0; r < p.largeReps; r++ {
 				f, y, _ := su.Draw(n, seedOf(o.Seed, 5, si, n, r))
-				v, h, err := loo(f, y, su.K, kde.LOO)
+				v, _, h, err := loo(f, y, su.K, kde.LOO)
 				if err != nil {
 					failed++
 					continue
