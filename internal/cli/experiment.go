@@ -127,8 +127,7 @@ reports about -0.5).`,
 			var s *data.Set
 			var err error
 			if len(args) == 1 {
-				in := inputFlags{labels: filepath.Join(args[0], split+"_labels.npy"), logits: true, tolerance: data.DefaultTolerance}
-				s, err = in.load(filepath.Join(args[0], split+"_logits.npy"))
+				s, err = loadLogitDir(args[0], split)
 			} else {
 				s, err = demo.Load(split)
 			}
@@ -194,8 +193,7 @@ with known truth 0, with labels drawn from the model's own probabilities
 				add(demo.Name, s)
 			}
 			for _, d := range args {
-				in := inputFlags{labels: filepath.Join(d, split+"_labels.npy"), logits: true, tolerance: data.DefaultTolerance}
-				s, err := in.load(filepath.Join(d, split+"_logits.npy"))
+				s, err := loadLogitDir(d, split)
 				if err != nil {
 					return err
 				}
@@ -223,6 +221,13 @@ with known truth 0, with labels drawn from the model's own probabilities
 	cmd.Flags().StringVar(&split, "split", "test", "the split read: test or val")
 	cmd.Flags().IntVar(&resamples, "resamples", 2, "label sets drawn from the predictions")
 	return cmd
+}
+
+// loadLogitDir reads DIR/SPLIT_logits.npy with DIR/SPLIT_labels.npy (the
+// layout of the logit sets).
+func loadLogitDir(dir, split string) (*data.Set, error) {
+	in := inputFlags{labels: filepath.Join(dir, split+"_labels.npy"), logits: true, tolerance: data.DefaultTolerance}
+	return in.load(filepath.Join(dir, split+"_logits.npy"))
 }
 
 // finishExperiment saves an experiment's outputs and prints its table and
