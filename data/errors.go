@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // Sentinel errors. Every error returned by the loaders wraps one of them in an
@@ -30,6 +32,11 @@ var (
 	// the operating system's error too (errors.Is(err, fs.ErrNotExist)
 	// holds for a missing file).
 	ErrRead = errors.New("cannot read the file")
+	// ErrWeights is a sample weight that is negative, NaN or infinite,
+	// weights that are all zero, or a number of weights that differs from
+	// the number of samples (the same value as the library's weight check
+	// returns everywhere).
+	ErrWeights = mathx.ErrWeights
 	// ErrIsDir is a directory given where a file is wanted.
 	ErrIsDir = errors.New("is a directory")
 )

@@ -32,6 +32,11 @@ type Set struct {
 	// Logits holds the raw logits (N×K, or N×1 for binary input) when the
 	// input held logits, else nil.
 	Logits []float64
+	// Weights holds one sample weight per row (finite, >= 0, not all
+	// zero), or nil, meaning every weight is 1. Every weighted function in
+	// calib takes these last and follows the same rule. Set them with
+	// SetWeights, which checks them.
+	Weights []float64
 	// Binary reports one-column input: Probs holds (1-p1, p1) and only then
 	// is the binary notion defined.
 	Binary bool
@@ -59,6 +64,16 @@ func (s *Set) Column(k int) []float64 {
 		c[i] = s.Probs[i*s.K+k]
 	}
 	return c
+}
+
+// SetWeights checks w (nil, or s.N finite weights >= 0, not all zero) and
+// stores it in s.Weights; the error is an *Error wrapping ErrWeights.
+func (s *Set) SetWeights(w []float64) error {
+	if err := mathx.CheckWeights(w, s.N); err != nil {
+		return &Error{File: s.File, Err: err}
+	}
+	s.Weights = w
+	return nil
 }
 
 // Require returns an *Error wrapping ErrTooFew when the set has fewer than

@@ -1,7 +1,9 @@
 package mathx
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,35 @@ func TestQuantileLogSpaceArgmax(t *testing.T) {
 	}
 	if Argmax([]float64{1, 3, 3, 2}) != 1 || Argmax(nil) != -1 {
 		t.Error("Argmax")
+	}
+}
+
+func TestCheckWeights(t *testing.T) {
+	for _, c := range []struct {
+		w    []float64
+		n    int
+		want string
+	}{
+		{nil, 3, ""},
+		{[]float64{0, 2, 0.5}, 3, ""},
+		{[]float64{1, 1}, 3, "2 weights for 3 samples"},
+		{[]float64{1, -1, 1}, 3, "weight 1 is -1"},
+		{[]float64{1, math.NaN(), 1}, 3, "weight 1 is NaN"},
+		{[]float64{math.Inf(1), 1, 1}, 3, "weight 0 is +Inf"},
+		{[]float64{0, 0, 0}, 3, "all 3 weights are zero"},
+	} {
+		err := CheckWeights(c.w, c.n)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("CheckWeights(%v) = %v, want nil", c.w, err)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrWeights) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckWeights(%v) = %v, want ErrWeights with %q", c.w, err, c.want)
+		}
+	}
+	if WeightSum(nil, 4) != 4 || WeightSum([]float64{1, 2.5}, 2) != 3.5 || Weight(nil, 7) != 1 {
+		t.Error("WeightSum/Weight: nil must mean all 1")
 	}
 }

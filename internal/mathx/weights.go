@@ -1,0 +1,70 @@
+package mathx
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrWeights is wrapped by every error about sample weights: a length that
+// differs from the number of samples, a negative, NaN or infinite weight, or
+// weights that are all zero. data.ErrWeights is the same value.
+var ErrWeights = errors.New("invalid sample weights")
+
+// CheckWeights returns nil when w is nil (all weights 1) or holds n finite
+// weights >= 0 of which at least one is positive, and otherwise an error
+// wrapping ErrWeights that names the first offending weight (0-based index).
+func CheckWeights(w []float64, n int) error {
+	if w == nil {
+		return nil
+	}
+	if len(w) != n {
+		return fmt.Errorf("%w: %d weights for %d samples", ErrWeights, len(w), n)
+	}
+	positive := false
+	for i, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("%w: weight %d is %v; weights must be finite and >= 0", ErrWeights, i, v)
+		}
+		positive = positive || v > 0
+	}
+	if !positive {
+		return fmt.Errorf("%w: all %d weights are zero", ErrWeights, n)
+	}
+	return nil
+}
+
+// Weight returns w[i], or 1 when w is nil: the "nil means all 1" rule of
+// every weighted function in calib.
+func Weight(w []float64, i int) float64 {
+	if w == nil {
+		return 1
+	}
+	return w[i]
+}
+
+// WeightSum returns sum_i w_i over the n samples (n when w is nil).
+func WeightSum(w []float64, n int) float64 {
+	if w == nil {
+		return float64(n)
+	}
+	s := 0.0
+	for _, v := range w {
+		s += v
+	}
+	return s
+}
+
+// ResampleWeights returns the weights of the bootstrap sample idx (w[idx[0]],
+// w[idx[1]], ...), or nil when w is nil. A weighted bootstrap draws rows
+// uniformly and carries each row's weight with it.
+func ResampleWeights(w []float64, idx []int) []float64 {
+	if w == nil {
+		return nil
+	}
+	r := make([]float64, len(idx))
+	for j, i := range idx {
+		r[j] = w[i]
+	}
+	return r
+}
