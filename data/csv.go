@@ -70,6 +70,7 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 		width    int
 		labelCol bool
 		started  bool // a header is allowed until the first row
+		wc       = -1 // 0-based column of the weights in the file, or -1
 	)
 	for {
 		rec, err := cr.Read()
@@ -87,9 +88,34 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 		if !started {
 			started = true
 			if isHeader(rec) {
+				if wc = weightColumnOf(rec); wc >= 0 && !lay.only {
+					t.weights = &weightColumn{positions: positions{file: name, lines: []int32{}}, col: wc + 1}
+					rec = slices.Delete(slices.Clone(rec), wc, wc+1)
+				} else {
+					wc = -1
+				}
 				header = slices.Clone(rec)
 				continue
 			}
+		}
+		if t.weights != nil {
+			if wc >= len(rec) {
+				return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the header has %d", ErrRagged, len(rec), len(header)+1)}
+			}
+			v, err := parseNumber(rec[wc])
+			if err != nil {
+				return nil, nil, &Error{File: name, Line: line, Column: wc + 1, Err: fmt.Errorf("weight: %w", err)}
+			}
+			t.weights.values = append(t.weights.values, v)
+			t.weights.lines = append(t.weights.lines, int32(line))
+			rec = slices.Delete(rec, wc, wc+1)
+		}
+		// fileCol is the 1-based column in the file of field c of rec.
+		fileCol := func(c int) int {
+			if t.weights != nil && c >= wc {
+				return c + 2
+			}
+			return c + 1
 		}
 		if width == 0 {
 			width = len(rec)
@@ -102,7 +128,7 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 				return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: need prediction columns and a label column, got %d column", ErrShape, width)}
 			case labelCol:
 				t.cols = width - 1
-				lc = &labelColumn{positions: positions{file: name, lines: []int32{}}, col: width}
+				lc = &labelColumn{positions: positions{file: name, lines: []int32{}}, col: fileCol(width - 1)}
 			case lay.byContent(header, width):
 				heads = []int8{}
 			}
@@ -116,7 +142,7 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 			if labelCol && c == width-1 {
 				y, err := parseLabel(f)
 				if err != nil {
-					return nil, nil, &Error{File: name, Line: line, Column: c + 1, Err: err}
+					return nil, nil, &Error{File: name, Line: line, Column: fileCol(c), Err: err}
 				}
 				lc.values = append(lc.values, y)
 				lc.lines = append(lc.lines, int32(line))
@@ -124,7 +150,7 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 			}
 			v, err := parseNumber(f)
 			if err != nil {
-				return nil, nil, &Error{File: name, Line: line, Column: c + 1, Err: err}
+				return nil, nil, &Error{File: name, Line: line, Column: fileCol(c), Err: err}
 			}
 			t.values = append(t.values, v)
 			d := decimals(f)

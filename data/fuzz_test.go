@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // checkSet asserts the invariants of every Set the loaders return.
@@ -45,6 +47,11 @@ func checkSetLabels(t *testing.T, s *Set, err error, needLabels bool) {
 			t.Fatalf("row %d: label %d", i, s.Labels[i])
 		}
 	}
+	if s.Weights != nil {
+		if err := mathx.CheckWeights(s.Weights, s.N); err != nil {
+			t.Fatalf("weights passed the loader: %v", err)
+		}
+	}
 }
 
 func readSeed(f *testing.F, name string) []byte {
@@ -65,6 +72,8 @@ func FuzzCSV(f *testing.F) {
 	f.Add([]byte("1e400,0,0\nNaN,1,0\n-0,1,1\n"))
 	f.Add([]byte("0.333333,0.333333,0.333333,2\n0.5,0.5,0,1\n"))
 	f.Add([]byte("p0,p1,Label\n0.25,0.75,1\n"))
+	f.Add([]byte("weight,p0,p1,label\n2,0.25,0.75,1\n0,0.5,0.5,0\n"))
+	f.Add([]byte("p0,p1,sample_weight\n0.25,0.75,-1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse("f.csv", b, "", nil, Options{})
 		checkSet(t, s, err)
@@ -82,6 +91,8 @@ func FuzzJSONL(f *testing.F) {
 	f.Add([]byte("{\"logits\": [1e308, -1e308, 0], \"label\": 2}\n"))
 	f.Add([]byte("{\"probs\": [1], \"label\": 1.5}\n{\"probs\": []}\n"))
 	f.Add([]byte("{\"probs\": [0.5, 0.5], \"label\": \"x\"}\n{"))
+	f.Add([]byte("{\"probs\": [0.1, 0.9], \"label\": 1, \"weight\": 2.5}\n{\"probs\": [0.5, 0.5], \"label\": 0, \"weight\": 0}\n"))
+	f.Add([]byte("{\"probs\": [0.1, 0.9], \"label\": 1}\n{\"probs\": [0.5, 0.5], \"label\": 0, \"weight\": \"1\"}\n"))
 	f.Add([]byte("{\"probs\": [0.333333, 0.333333, 0.333333], \"label\": \"2\"}\n[{\"logits\": null}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse("f.jsonl", b, "", nil, Options{})

@@ -15,6 +15,7 @@ type jsonRow struct {
 	Probs  json.RawMessage `json:"probs"`
 	Logits json.RawMessage `json:"logits"`
 	Label  json.RawMessage `json:"label"`
+	Weight json.RawMessage `json:"weight"`
 }
 
 // parseJSONL reads one JSON object per line: {"probs": [...], "label": k}
@@ -88,6 +89,9 @@ func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn,
 		}
 		t.lines = append(t.lines, int32(line))
 		t.digits = append(t.digits, d)
+		if err := jsonWeight(t, row.Weight, line); err != nil {
+			return nil, nil, perr(err)
+		}
 		if !present(row.Label) {
 			if needLabel {
 				return nil, nil, perr(fmt.Errorf("%w: the line has no \"label\"; add one or give a labels file", ErrNoLabels))
@@ -107,6 +111,29 @@ func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn,
 		lc = nil
 	}
 	return t, lc, nil
+}
+
+// jsonWeight appends the "weight" of the row at line (the table's newest
+// row) to t.weights: every row has one, or none has.
+func jsonWeight(t *table, raw json.RawMessage, line int) error {
+	has := present(raw)
+	switch {
+	case has && t.weights == nil && t.rows() > 1:
+		return fmt.Errorf("%w: \"weight\" here but not on line %d; give every row a weight or none", ErrWeights, t.lines[0])
+	case !has && t.weights != nil:
+		return fmt.Errorf("%w: no \"weight\" here but on line %d; give every row a weight or none", ErrWeights, t.weights.lines[0])
+	case !has:
+		return nil
+	case t.weights == nil:
+		t.weights = &weightColumn{positions: positions{file: t.file, lines: []int32{}}}
+	}
+	v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	if err != nil {
+		return fmt.Errorf("%w: \"weight\" must be a number, got %s", ErrWeights, jsonKind(raw))
+	}
+	t.weights.values = append(t.weights.values, v)
+	t.weights.lines = append(t.weights.lines, int32(line))
+	return nil
 }
 
 // present reports whether a key was given a value other than null.

@@ -62,7 +62,22 @@ func Load(name string, opts Options) (*Set, error) {
 			lb = []byte{} // an empty labels file is still a labels file
 		}
 	}
-	return parse(format, name, f, opts.Labels, lb, opts)
+	var w *weightColumn
+	if opts.Weights != "" {
+		wf, err := openFile(opts.Weights, "a weights file")
+		if err != nil {
+			return nil, err
+		}
+		defer wf.Close()
+		b, err := readAll(opts.Weights, wf)
+		if err != nil {
+			return nil, err
+		}
+		if w, err = parseWeights(opts.Weights, b); err != nil {
+			return nil, err
+		}
+	}
+	return parse(format, name, f, opts.Labels, lb, w, opts)
 }
 
 // openFile opens a file to read; what says what it should be ("a
@@ -86,13 +101,15 @@ func openFile(name, what string) (*os.File, error) {
 // Parse reads a prediction set from in-memory file contents: preds is the
 // content of the file named name, labels that of the labels file named
 // labelsName (nil when the labels are in the predictions file). Names pick
-// formats as in Load and appear in errors.
+// formats as in Load and appear in errors. Weights in the predictions file
+// are read; opts.Weights is not (read a weights file's contents with
+// ParseWeights and give them to Set.SetWeights).
 func Parse(name string, preds []byte, labelsName string, labels []byte, opts Options) (*Set, error) {
 	format, err := formatFor(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return parse(format, name, bytes.NewReader(preds), labelsName, labels, opts)
+	return parse(format, name, bytes.NewReader(preds), labelsName, labels, nil, opts)
 }
 
 // formatFor returns the format of a predictions file.
@@ -110,7 +127,9 @@ func formatFor(name string, opts Options) (string, error) {
 	return format, nil
 }
 
-func parse(format, name string, r io.Reader, labelsName string, labels []byte, opts Options) (*Set, error) {
+// parse reads a predictions file and its labels; w holds the weights of a
+// weights file (nil when none).
+func parse(format, name string, r io.Reader, labelsName string, labels []byte, w *weightColumn, opts Options) (*Set, error) {
 	sep := labels != nil
 	inFile := !sep && !opts.Unlabeled // the labels must be in the predictions file
 	var (
@@ -147,6 +166,11 @@ func parse(format, name string, r io.Reader, labelsName string, labels []byte, o
 		}
 		if lc == nil {
 			lc = fl
+		}
+	}
+	if w != nil {
+		if err := attachWeights(t, w); err != nil {
+			return nil, err
 		}
 	}
 	if lc == nil && format == "npy" && !opts.Unlabeled {

@@ -426,6 +426,16 @@ func parseNPZ(name string, b []byte) (*table, *labelColumn, error) {
 		return nil, nil, err
 	}
 	t.logits = pk == "logits"
+	if wk := find(npzWeightNames); wk != "" {
+		wa, err := read(wk)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(wa.shape) > 2 || (len(wa.shape) == 2 && wa.shape[1] != 1) {
+			return nil, nil, &Error{File: name + ":" + wk, Err: fmt.Errorf("%w: weights need shape (n,) or (n, 1), got %v", ErrShape, wa.shape)}
+		}
+		t.weights = &weightColumn{positions: positions{file: name + ":" + wk}, values: wa.values, col: 1}
+	}
 	lk := find(npzLabelNames)
 	if lk == "" {
 		return t, nil, nil

@@ -94,6 +94,13 @@ type Options struct {
 	// per line and an optional header); "" means the labels are in the
 	// predictions file.
 	Labels string
+	// Weights names a sample-weights file for Load (.npy, or text with one
+	// number per line and an optional header); "" means the weights, if
+	// any, are in the predictions file: a CSV column headed weight,
+	// weights or sample_weight, a "weight" key on every JSON Lines row, or
+	// an NPZ array named weights. Without either, Set.Weights is nil (all
+	// 1). Giving both is an error.
+	Weights string
 	// Logits says the prediction columns are logits, not probabilities.
 	// JSON Lines rows with a "logits" key and NPZ arrays named "logits" are
 	// logits whatever this says.
@@ -143,6 +150,10 @@ type table struct {
 	// labelHint says the last column may be a label column read as a
 	// prediction (CSV without a detected label column).
 	labelHint bool
+	// weights holds the sample weights the file carries (a CSV weight
+	// column, JSON Lines "weight" keys, an NPZ "weights" array); nil when
+	// it carries none.
+	weights *weightColumn
 }
 
 func (t *table) rows() int {
@@ -204,6 +215,13 @@ func build(t *table, lc *labelColumn, opts Options) (*Set, error) {
 	}
 	logits := t.logits || opts.Logits
 	s := &Set{N: n, K: t.cols, File: t.file, Binary: t.cols == 1}
+	if t.weights != nil {
+		w, err := t.weights.check(n)
+		if err != nil {
+			return nil, err
+		}
+		s.Weights = w
+	}
 	if s.Binary {
 		s.K = 2
 	}
