@@ -25,6 +25,7 @@ type csvLayout struct {
 	k      int     // Options.K: the expected number of prediction columns (0: unknown)
 	tol    float64 // row-sum tolerance, to find a label column by content
 	logits bool    // the predictions are logits: no finding by content
+	plain  bool    // a weights file: no weight column either
 }
 
 // labelColumn reports whether the last of width columns holds labels, as
@@ -88,7 +89,10 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 		if !started {
 			started = true
 			if isHeader(rec) {
-				if wc = weightColumnOf(rec); wc >= 0 && !lay.only {
+				if wc = weightColumnOf(rec); wc >= 0 && !lay.only && !lay.plain {
+					if len(rec) == 1 {
+						return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: a weight column and no prediction columns", ErrShape)}
+					}
 					t.weights = &weightColumn{positions: positions{file: name, lines: []int32{}}, col: wc + 1}
 					rec = slices.Delete(slices.Clone(rec), wc, wc+1)
 				} else {

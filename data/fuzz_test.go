@@ -154,3 +154,24 @@ func FuzzNPZ(f *testing.F) {
 		checkSetLabels(t, s, err, false)
 	})
 }
+
+func FuzzWeights(f *testing.F) {
+	f.Add("w.txt", []byte("weight\n1\n2.5\n0\n"))
+	f.Add("w.txt", []byte("1e400\n-0\nNaN\n"))
+	f.Add("w.txt", []byte("1,2\n"))
+	f.Add("w.npy", []byte("\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }                                                          \n\x00\x00\x00\x00\x00\x00\xf0?"))
+	f.Fuzz(func(t *testing.T, name string, b []byte) {
+		w, err := ParseWeights(name, b)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T %v is not a *data.Error", err, err)
+			}
+			return
+		}
+		for i, v := range w {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				t.Fatalf("weight %d = %v passed", i, v)
+			}
+		}
+	})
+}

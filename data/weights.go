@@ -96,15 +96,12 @@ func parseWeights(name string, b []byte) (*weightColumn, error) {
 		}
 		return &weightColumn{positions: positions{file: name}, values: a.values, col: 1}, nil
 	}
-	t, _, err := parseCSV(name, bytes.NewReader(b), csvLayout{})
+	t, _, err := parseCSV(name, bytes.NewReader(b), csvLayout{plain: true})
 	if err != nil {
 		return nil, err
 	}
 	if t.cols > 1 {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: a weights file has one column, got %d", ErrShape, t.cols)}
-	}
-	if t.weights != nil { // a header named "weight": the one column
-		return t.weights, nil
 	}
 	return &weightColumn{positions: t.positions, values: t.values, col: 1}, nil
 }
