@@ -182,7 +182,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}
 	progress, done = ui.Step("witness bandwidth (validation set)")
-	wv, err := kde.Witness(vs.Probs, vs.Labels, vs.K, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress, Context: ctx})
+	wv, err := kde.Witness(vs.Probs, vs.Labels, vs.K, nil, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress, Context: ctx})
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: witness bandwidth: %w", vs.File, err)
@@ -242,26 +242,26 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 // and proper scores.
 func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, workers int) error {
 	s := r.calibrated
-	nll := metric.NLL(s.Probs, recal.TwoColumnLogits(s), s.Labels, s.K) // a one-column logit z is (0, z)
-	r.Accuracy, r.NLL, r.Brier = evaluate.Float(metric.Accuracy(s.Probs, s.Labels, s.K)), evaluate.Float(nll), evaluate.Float(metric.Brier(s.Probs, s.Labels, s.K))
-	res, err := kde.Estimate(kde.Canonical, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: h, Workers: workers, Context: ctx})
+	nll := metric.NLL(s.Probs, recal.TwoColumnLogits(s), s.Labels, s.K, nil) // a one-column logit z is (0, z)
+	r.Accuracy, r.NLL, r.Brier = evaluate.Float(metric.Accuracy(s.Probs, s.Labels, s.K, nil)), evaluate.Float(nll), evaluate.Float(metric.Brier(s.Probs, s.Labels, s.K, nil))
+	res, err := kde.Estimate(kde.Canonical, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: h, Workers: workers, Context: ctx})
 	if err != nil {
 		return err
 	}
 	r.ECEKDE = evaluate.Float(res.Values[0].Value)
 	// One grid point: the witness at the validation set's bandwidth,
 	// without selection on the test rows.
-	w, err := kde.Witness(s.Probs, s.Labels, s.K, kde.WitnessOptions{P: []float64{1}, Grid: []float64{hw}, Seed: 1, Workers: workers, Context: ctx})
+	w, err := kde.Witness(s.Probs, s.Labels, s.K, nil, kde.WitnessOptions{P: []float64{1}, Grid: []float64{hw}, Seed: 1, Workers: workers, Context: ctx})
 	if err != nil {
 		return err
 	}
 	r.Witness = evaluate.Float(w.Values[0].Value)
-	tb, err := metric.TopLabelBins(s.Probs, s.Labels, s.K, metric.BinOptions{})
+	tb, err := metric.TopLabelBins(s.Probs, s.Labels, s.K, nil, metric.BinOptions{})
 	if err != nil {
 		return err
 	}
 	r.ECETopLabel = evaluate.Float(tb.ECE(1))
-	ks := func(sc, oc []float64) evaluate.Float { v, _ := metric.KS(sc, oc, false); return evaluate.Float(v) }
+	ks := func(sc, oc []float64) evaluate.Float { v, _ := metric.KS(sc, oc, false, nil); return evaluate.Float(v) }
 	r.KSTop1 = ks(metric.TopR(s.Probs, s.Labels, s.K, 1))
 	sc2, oc2 := metric.TopR(s.Probs, s.Labels, s.K, 2)
 	sw, ow := metric.WithinTopR(s.Probs, s.Labels, s.K, 2)
@@ -274,7 +274,7 @@ func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, worker
 		}
 	}
 	r.KSTop2, r.KSWithinTop2 = ks(sc2, oc2), ks(sw, ow)
-	r.KSClassWise = evaluate.Float(metric.ClassWiseKS(s.Probs, s.Labels, s.K).Value)
+	r.KSClassWise = evaluate.Float(metric.ClassWiseKS(s.Probs, s.Labels, s.K, nil).Value)
 	return nil
 }
 

@@ -345,6 +345,9 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 				}
 			}
 		}
+		for _, e := range entries {
+			c.define(e, s)
+		}
 		out.Results = append(out.Results, entries...)
 	}
 	sortByGroup(out.Results)

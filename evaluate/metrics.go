@@ -56,6 +56,19 @@ type Result struct {
 	Seconds         *float64 `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
 	Error           string   `json:"error,omitempty"`
 
+	// The definition keys (see definition.go and the README's "What
+	// exactly each number is"): with the keys above they say everything
+	// needed to recompute the value.
+	Estimator   string  `json:"estimator,omitempty"`    // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
+	Kernel      string  `json:"kernel,omitempty"`       // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
+	BinRule     string  `json:"bin_rule,omitempty"`     // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
+	BinEdges    string  `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
+	CIResamples *int    `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
+	CISeed      *uint64 `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
+	CIExact     bool    `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
+	Seed        *uint64 `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
+	Weighted    bool    `json:"weighted"`               // sample weights were used (Set.Weights not nil)
+
 	group int
 	// stat recomputes the Result's value on a bootstrap resample.
 	stat func(idx []int) (float64, error)
@@ -120,7 +133,7 @@ func (cc Bandwidths) Select(notion kde.Notion, s *data.Set, o kde.BandwidthOptio
 			return cv, nil
 		}
 	}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, o)
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, nil, o)
 	if err == nil && cacheable {
 		cc[notion] = cv
 	}
@@ -237,7 +250,7 @@ const fixedSupportGap = 0.1
 func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, error) {
 	s := ev.set
 	grid := []float64{h / 10, h, h * 10}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, kde.BandwidthOptions{Grid: grid, NoRefine: true, Workers: ev.cfg.Workers, Context: ev.ctx})
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Grid: grid, NoRefine: true, Workers: ev.cfg.Workers, Context: ev.ctx})
 	if err != nil {
 		// The check is advice: a set whose likelihood cannot be
 		// computed gets no warning here (the estimate says what fails).
@@ -312,7 +325,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
-			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
+			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
 				Neighbours: notion != kde.Marginal && !debias})
 			done()
 			if err != nil {
@@ -337,7 +350,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				if c.CIExact {
 					notion, p, h := notion, v.P, b.h
 					e.stat = func(idx []int) (float64, error) {
-						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K,
+						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil,
 							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Workers: 1, Debias: debias})
 						if err != nil {
 							return 0, err
@@ -370,7 +383,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers, Context: ev.ctx}
 	progress, done := ev.step("canonical witness")
 	o.Progress = progress
-	res, err := kde.Witness(s.Probs, s.Labels, s.K, o)
+	res, err := kde.Witness(s.Probs, s.Labels, s.K, nil, o)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
@@ -388,7 +401,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 			e.stat = func(idx []int) (float64, error) {
 				oo := o
 				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
-				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, oo)
+				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil, oo)
 				if err != nil {
 					return 0, err
 				}
@@ -460,31 +473,31 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 	var cells *metric.Cells
 	if o.DataIndependent() {
 		var err error
-		if topA, err = metric.AssignBins(top, o); err != nil {
+		if topA, err = metric.AssignBins(top, nil, o); err != nil {
 			return nil, err
 		}
 		colA = make([]*metric.Assignment, s.K)
 		for k := range cols {
-			if colA[k], err = metric.AssignBins(cols[k], o); err != nil {
+			if colA[k], err = metric.AssignBins(cols[k], nil, o); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if o.Rule != metric.Doane && m != "ece_bin_debiased" {
 		var err error
-		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, o); err != nil {
+		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, nil, o); err != nil {
 			return nil, err
 		}
 	}
 	// bins summarises a view on a resample (nil: all samples).
 	bins := func(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
 		if a != nil {
-			return a.Summarize(sc, y, idx), nil
+			return a.Summarize(sc, y, idx, nil), nil
 		}
 		if idx != nil {
 			sc, y = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx)
 		}
-		return metric.BinScores(sc, y, o)
+		return metric.BinScores(sc, y, nil, o)
 	}
 	classWise := func(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
 		cb := make([]*metric.Bins, s.K)
@@ -505,9 +518,9 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 			return cells.Estimate(p, idx), nil
 		}
 		if idx == nil {
-			return metric.Canonical(s.Probs, s.Labels, s.K, p, o)
+			return metric.Canonical(s.Probs, s.Labels, s.K, p, nil, o)
 		}
-		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, o)
+		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, nil, o)
 	}
 	for _, p := range ps {
 		// Top-label.
@@ -604,9 +617,9 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	s := ev.set
 	var out []*Result
 	add := func(notion string, r int, sc, oc []float64) {
-		v, _ := metric.KS(sc, oc, false)
+		v, _ := metric.KS(sc, oc, false, nil)
 		e := &Result{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
-		sorted := metric.NewSortedKS(sc, oc)
+		sorted := metric.NewSortedKS(sc, oc, nil)
 		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
 		out = append(out, e)
 	}
@@ -622,14 +635,15 @@ func (ev *evaluator) ks() ([]*Result, error) {
 			add("within_top_r", r, sc, oc)
 		}
 	}
-	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K)
+	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, nil)
 	e := &Result{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, Float(v))
 	}
 	sorted := make([]*metric.SortedKS, s.K)
 	for k := range sorted {
-		sorted[k] = metric.NewSortedKS(metric.ClassColumn(s.Probs, s.Labels, s.K, k))
+		sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+		sorted[k] = metric.NewSortedKS(sc, oc, nil)
 	}
 	e.stat = func(idx []int) (float64, error) {
 		counts, sum := metric.Counts(s.N, idx), 0.0
@@ -662,7 +676,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 		if debias {
 			name = "sharpness_debiased"
 		}
-		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, kde.Options{Bandwidth: b.h, Workers: c.Workers, Debias: debias, Context: ev.ctx})
+		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: b.h, Workers: c.Workers, Debias: debias, Context: ev.ctx})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
@@ -670,7 +684,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
 		if c.CIExact {
 			e.stat = func(idx []int) (float64, error) {
-				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
+				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil, kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
 				if err != nil {
 					return 0, err
 				}
@@ -693,10 +707,10 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 func (ev *evaluator) mmce() ([]*Result, error) {
 	s, w := ev.set, ev.cfg.mmce
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
-	v, sq := metric.MMCE(r, cor, w, nil)
+	v, sq := metric.MMCE(r, cor, w, nil, nil)
 	e := &Result{Metric: "mmce", Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
 	e.stat = func(idx []int) (float64, error) {
-		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil)
+		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, nil)
 		return v, nil
 	}
 	return []*Result{e}, nil
@@ -711,17 +725,17 @@ func (ev *evaluator) score(m string) ([]*Result, error) {
 		row, lab := s.Probs[i*s.K:(i+1)*s.K], s.Labels[i:i+1]
 		switch m {
 		case "brier":
-			terms[i] = metric.Brier(row, lab, s.K)
+			terms[i] = metric.Brier(row, lab, s.K, nil)
 		case "nll":
 			var z []float64
 			if s.Logits != nil && !s.Binary {
 				z = s.Logits[i*s.K : (i+1)*s.K]
 			}
-			terms[i] = metric.NLL(row, z, lab, s.K)
+			terms[i] = metric.NLL(row, z, lab, s.K, nil)
 		case "accuracy":
-			terms[i] = metric.Accuracy(row, lab, s.K)
+			terms[i] = metric.Accuracy(row, lab, s.K, nil)
 		case "confidence":
-			terms[i] = metric.Confidence(row, lab, s.K)
+			terms[i] = metric.Confidence(row, lab, s.K, nil)
 		default:
 			return nil, fmt.Errorf("unknown metric %q", m)
 		}

@@ -209,3 +209,15 @@ func EstimatorNotes(out *Evaluation) []string {
 	}
 	return notes
 }
+
+// ZeroTimes sets every time of the evaluation to 0 (the total and each
+// metric's), the only values of an Evaluation that differ from run to run:
+// the JSON then is the same bytes for the same input, options and seed.
+func (out *Evaluation) ZeroTimes() {
+	out.Seconds = 0
+	for _, e := range out.Results {
+		if e.Seconds != nil {
+			e.Seconds = ptr(0.0)
+		}
+	}
+}

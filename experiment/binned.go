@@ -108,19 +108,19 @@ func estimate(notion, estimator string, probs []float64, labels []int, k, worker
 		o := metric.BinOptions{Rule: metric.Doane}
 		switch notion {
 		case "canonical":
-			c, err := metric.Canonical(probs, labels, k, 1, o)
+			c, err := metric.Canonical(probs, labels, k, 1, nil, o)
 			if err != nil {
 				return 0, err
 			}
 			return c.Value, nil
 		case "class-wise":
-			bs, err := metric.ClassWiseBins(probs, labels, k, o)
+			bs, err := metric.ClassWiseBins(probs, labels, k, nil, o)
 			if err != nil {
 				return 0, err
 			}
 			return metric.ClassWise(bs, func(b *metric.Bins) float64 { return b.ECE(1) }).Value, nil
 		default:
-			b, err := metric.TopLabelBins(probs, labels, k, o)
+			b, err := metric.TopLabelBins(probs, labels, k, nil, o)
 			if err != nil {
 				return 0, err
 			}
@@ -128,11 +128,11 @@ func estimate(notion, estimator string, probs []float64, labels []int, k, worker
 		}
 	}
 	n := map[string]kde.Notion{"canonical": kde.Canonical, "class-wise": kde.Marginal, "top-label": kde.TopLabel}[notion]
-	cv, err := kde.SelectBandwidth(n, probs, labels, k, kde.BandwidthOptions{Workers: workers})
+	cv, err := kde.SelectBandwidth(n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return 0, err
 	}
-	r, err := kde.Estimate(n, probs, labels, k, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
+	r, err := kde.Estimate(n, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
 	if err != nil {
 		return 0, err
 	}
@@ -257,12 +257,10 @@ type binnedFigure struct{ r *BinnedVsKDEResult }
 func (f *binnedFigure) Size() (vg.Length, vg.Length) { return 7 * vg.Inch, 5 * vg.Inch }
 
 func (f *binnedFigure) Draw(c draw.Canvas) {
-	p := plot.New()
+	p := report.NewPlot("n (log scale)", "mean |difference| (log scale)")
 	p.Title.Text = fmt.Sprintf("|estimate - full-data value|, classes %v (n = %d)", f.r.Classes, f.r.N)
-	p.X.Label.Text = "n (log scale)"
-	p.Y.Label.Text = "mean |difference| (log scale)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	report.LogAxis(&p.X)
+	report.LogAxis(&p.Y)
 	p.Legend.Top = true
 	p.Legend.Left = false
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
@@ -274,8 +272,8 @@ func (f *binnedFigure) Draw(c draw.Canvas) {
 				xs, ys, se = append(xs, float64(row.N)), append(ys, row.AbsDiff.Mean), append(se, 0)
 			}
 		}
-		addSeries(p, fmt.Sprintf("%s %s (slope %.2f)", s.Notion, s.Estimator, s.Slope), palette[i%len(palette)], xs, ys, se, s.Estimator == "binned")
+		addSeries(p, fmt.Sprintf("%s %s (slope %.2f)", s.Notion, s.Estimator, s.Slope), report.Palette[i%len(report.Palette)], xs, ys, se, s.Estimator == "binned")
 		i++
 	}
-	alignGrid(c, [][]*plot.Plot{{p}})
+	report.DrawGrid(c, [][]*plot.Plot{{p}})
 }

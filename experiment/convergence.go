@@ -12,7 +12,6 @@ import (
 	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"github.com/calib-dev/calib/kde"
@@ -295,7 +294,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 		}
 	}
 	kdeEst := func(f []float64, y []int, k int, h float64, debias bool) (float64, error) {
-		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: h, Workers: o.Workers, Debias: debias, Context: o.Context})
+		r, err := kde.Estimate(kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: h, Workers: o.Workers, Debias: debias, Context: o.Context})
 		if err != nil {
 			return 0, err
 		}
@@ -303,16 +302,16 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	}
 	kdeAt := func(f []float64, y []int, k int, h float64) (float64, error) { return kdeEst(f, y, k, h, false) }
 	witness := func(f []float64, y []int, k int, seed uint64) (*kde.WitnessResult, error) {
-		return kde.Witness(f, y, k, kde.WitnessOptions{Seed: seed, Workers: o.Workers, Context: o.Context})
+		return kde.Witness(f, y, k, nil, kde.WitnessOptions{Seed: seed, Workers: o.Workers, Context: o.Context})
 	}
 	// loo returns the plug-in CE_1 and CE_2^2 (one sweep: the ratios do
 	// not depend on p) at the bandwidth chosen by obj, and that bandwidth.
 	loo := func(f []float64, y []int, k int, obj kde.Objective) (v1, v2, h float64, err error) {
-		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, kde.BandwidthOptions{Objective: obj, Workers: o.Workers, Context: o.Context})
+		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Objective: obj, Workers: o.Workers, Context: o.Context})
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		r, err := kde.Estimate(kde.Canonical, f, y, k, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
+		r, err := kde.Estimate(kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -342,7 +341,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			}
 			add := func(name string, v, h float64, err error) {
 				a := accs[name]
-				if err != nil || !finite(v) {
+				if err != nil || !mathx.Finite(v) {
 					a.failed++
 					return
 				}
@@ -375,14 +374,14 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 					add(fmt.Sprintf("kde h=%g", h), v, 0, err)
 				}
 				for _, b := range p.bins {
-					c, err := metric.Canonical(f, y, k, 1, metric.BinOptions{Bins: b})
+					c, err := metric.Canonical(f, y, k, 1, nil, metric.BinOptions{Bins: b})
 					v := math.NaN()
 					if err == nil {
 						v = c.Value
 					}
 					add(fmt.Sprintf("binned %d", b), v, 0, err)
 				}
-				c, err := metric.Canonical(f, y, k, 1, metric.BinOptions{Rule: metric.Doane})
+				c, err := metric.Canonical(f, y, k, 1, nil, metric.BinOptions{Rule: metric.Doane})
 				v = math.NaN()
 				if err == nil {
 					v = c.Value
@@ -571,13 +570,13 @@ func crossings(hs, means []float64, truth float64) (down, up float64) {
 	}
 	i := 0
 	for ; i+1 < len(hs); i++ {
-		if finite(means[i], means[i+1]) && means[i] > truth && means[i+1] <= truth {
+		if mathx.Finite(means[i], means[i+1]) && means[i] > truth && means[i+1] <= truth {
 			down = at(i)
 			break
 		}
 	}
 	for i++; i+1 < len(hs); i++ {
-		if !math.IsNaN(down) && finite(means[i], means[i+1]) && means[i] <= truth && means[i+1] > truth {
+		if !math.IsNaN(down) && mathx.Finite(means[i], means[i+1]) && means[i] <= truth && means[i+1] > truth {
 			up = at(i)
 			break
 		}
@@ -585,13 +584,9 @@ func crossings(hs, means []float64, truth float64) (down, up float64) {
 	return down, up
 }
 
-func finite(xs ...float64) bool {
-	return !slices.ContainsFunc(xs, func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) })
-}
-
 // nullable returns v, or nil for NaN and ±Inf (JSON null).
 func nullable(v float64) *float64 {
-	if !finite(v) {
+	if !mathx.Finite(v) {
 		return nil
 	}
 	return &v

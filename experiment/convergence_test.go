@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/internal/demo"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/synth"
 )
 
@@ -36,7 +37,7 @@ func TestConvergenceQuick(t *testing.T) {
 		t.Errorf("K = 4 truth CE_2^2 %v", g)
 	}
 	for _, row := range r.Convergence {
-		if row.Stat.Reps != 3 || !finite(row.Stat.Mean) || row.Stat.Mean <= 0 {
+		if row.Stat.Reps != 3 || !mathx.Finite(row.Stat.Mean) || row.Stat.Mean <= 0 {
 			t.Errorf("%+v", row)
 		}
 		if want := map[bool]float64{true: 2, false: 1}[strings.HasSuffix(row.Estimator, "p=2")]; row.P != want ||
@@ -44,11 +45,11 @@ func TestConvergenceQuick(t *testing.T) {
 			t.Errorf("%s: p %v, truth %v", row.Estimator, row.P, row.Truth)
 		}
 	}
-	if row := r.LargeK[0]; row.Witness.Reps != 2 || !finite(row.Witness.Mean, row.U.Mean, row.PlugIn.Mean) || !(row.Truth > 0) {
+	if row := r.LargeK[0]; row.Witness.Reps != 2 || !mathx.Finite(row.Witness.Mean, row.U.Mean, row.PlugIn.Mean) || !(row.Truth > 0) {
 		t.Errorf("large K: %+v", row)
 	}
 	for _, row := range r.Calibrated {
-		if row.Stat.Reps != 2 || !finite(row.Stat.Mean) {
+		if row.Stat.Reps != 2 || !mathx.Finite(row.Stat.Mean) {
 			t.Errorf("%+v", row)
 		}
 	}
@@ -130,7 +131,7 @@ func TestSharpnessQuick(t *testing.T) {
 		t.Fatalf("%d rows, truth %v", len(r.Rows), r.Truth)
 	}
 	for _, row := range r.Rows {
-		if row.Partial.Reps != 300 || !finite(row.Partial.Mean, row.Debiased.Mean) {
+		if row.Partial.Reps != 300 || !mathx.Finite(row.Partial.Mean, row.Debiased.Mean) {
 			t.Errorf("%+v", row)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/report"
 )
 
@@ -160,36 +161,15 @@ func (r *ConvergenceResult) Figures() map[string]report.Figure {
 	return map[string]report.Figure{"n": &convFigure{r}, "h": &sweepFigure{r}, "witness": &witnessFigure{r}}
 }
 
-var palette = []color.Color{
-	color.NRGBA{0, 114, 178, 255}, color.NRGBA{230, 159, 0, 255}, color.NRGBA{0, 158, 115, 255},
-	color.NRGBA{213, 94, 0, 255}, color.NRGBA{204, 121, 167, 255}, color.NRGBA{86, 180, 233, 255},
-	color.NRGBA{120, 120, 120, 255}, color.NRGBA{0, 0, 0, 255}, color.NRGBA{240, 228, 66, 255},
-	color.NRGBA{150, 75, 0, 255},
-}
-
-// alignGrid draws plots in a grid with aligned axes.
-func alignGrid(c draw.Canvas, plots [][]*plot.Plot) {
-	t := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadX: vg.Millimeter * 5, PadY: vg.Millimeter * 5,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	cs := plot.Align(plots, t, c)
-	for i := range plots {
-		for j, p := range plots[i] {
-			if p != nil {
-				p.Draw(cs[i][j])
-			}
-		}
-	}
-}
-
 // addSeries adds a line with points and error bars (±SE) to p.
 func addSeries(p *plot.Plot, name string, col color.Color, xs, ys, se []float64, dashed bool) {
 	var xy plotter.XYs
 	var errs plotter.YErrors
 	for i := range xs {
-		if finite(ys[i]) {
+		if mathx.Finite(ys[i]) {
 			xy = append(xy, plotter.XY{X: xs[i], Y: ys[i]})
 			e := se[i]
-			if !finite(e) {
+			if !mathx.Finite(e) {
 				e = 0
 			}
 			errs = append(errs, struct{ Low, High float64 }{e, e})
@@ -213,13 +193,12 @@ func addSeries(p *plot.Plot, name string, col color.Color, xs, ys, se []float64,
 	p.Legend.Add(name, l, s)
 }
 
-// logXPlot returns a plot with a logarithmic horizontal axis and a small
-// legend at the top right.
+// logXPlot returns a plot in the report's style with a logarithmic
+// horizontal axis and a small legend at the top right.
 func logXPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p := report.NewPlot(x, y)
+	p.Title.Text = title
+	report.LogAxis(&p.X)
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p
@@ -282,12 +261,12 @@ func (f *convFigure) Draw(c draw.Canvas) {
 					x0, x1 = math.Min(x0, float64(r.N)), math.Max(x1, float64(r.N))
 				}
 			}
-			addSeries(p, nm, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(nm, "binned"))
+			addSeries(p, nm, report.Palette[i%len(report.Palette)], xs, ys, se, strings.HasPrefix(nm, "binned"))
 		}
 		truthLine(p, x0, x1, truth)
 		row = append(row, p)
 	}
-	alignGrid(c, [][]*plot.Plot{row})
+	report.DrawGrid(c, [][]*plot.Plot{row})
 }
 
 type sweepFigure struct{ r *ConvergenceResult }
@@ -335,12 +314,12 @@ func (f *sweepFigure) Draw(c draw.Canvas) {
 					x0, x1 = math.Min(x0, r.H), math.Max(x1, r.H)
 				}
 			}
-			addSeries(p, fmt.Sprintf("n = %d", n), palette[i%len(palette)], xs, ys, se, false)
+			addSeries(p, fmt.Sprintf("n = %d", n), report.Palette[i%len(report.Palette)], xs, ys, se, false)
 		}
 		truthLine(p, x0, x1, truth)
 		plots[si/3][si%3] = p
 	}
-	alignGrid(c, plots)
+	report.DrawGrid(c, plots)
 }
 
 // witnessFigure compares the plug-in ECE^KDE with the converging
@@ -372,7 +351,7 @@ func (f *witnessFigure) Draw(c draw.Canvas) {
 			}
 			label := map[string]string{"kde loo": "plug-in ECE^KDE p=1 (LOO h)", "witness p=1": "witness p=1 (CE_1)",
 				"u-statistic p=2": "U-statistic p=2 (CE_2^2)"}[nm]
-			addSeries(p, label, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(nm, "kde"))
+			addSeries(p, label, report.Palette[i%len(report.Palette)], xs, ys, se, strings.HasPrefix(nm, "kde"))
 		}
 		truthLine(p, x0, x1, 1)
 		row = append(row, p)
@@ -393,9 +372,9 @@ func (f *witnessFigure) Draw(c draw.Canvas) {
 				c0, c1 = math.Min(c0, float64(r.N)), math.Max(c1, float64(r.N))
 			}
 		}
-		addSeries(p, key, palette[i%len(palette)], xs, ys, se, strings.HasPrefix(key, "kde"))
+		addSeries(p, key, report.Palette[i%len(report.Palette)], xs, ys, se, strings.HasPrefix(key, "kde"))
 	}
 	truthLine(p, c0, c1, 0)
 	row = append(row, p)
-	alignGrid(c, [][]*plot.Plot{row})
+	report.DrawGrid(c, [][]*plot.Plot{row})
 }

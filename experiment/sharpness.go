@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/report"
@@ -163,7 +164,7 @@ func Sharpness(o SharpnessOptions) (*SharpnessResult, error) {
 			for i := range x {
 				_, y[i], x[i] = sharpSample(rng, a, h, loc)
 			}
-			partial[r], full[r] = kde.SquaredRatio(x, y)
+			partial[r], full[r] = kde.SquaredRatio(x, y, nil)
 		})
 		if stopped != nil {
 			return nil, fmt.Errorf("experiment: %w", stopped)
@@ -171,7 +172,7 @@ func Sharpness(o SharpnessOptions) (*SharpnessResult, error) {
 		var ps, fs []float64
 		failed := 0
 		for r := range partial {
-			if finite(partial[r], full[r]) {
+			if mathx.Finite(partial[r], full[r]) {
 				ps, fs = append(ps, partial[r]), append(fs, full[r])
 			} else {
 				failed++
@@ -207,15 +208,13 @@ func (f *sharpFigure) Size() (vg.Length, vg.Length) { return 12 * vg.Inch, 4.8 *
 
 func (f *sharpFigure) Draw(c draw.Canvas) {
 	r := f.r
-	est := plot.New()
+	est := report.NewPlot("n (log scale)", "mean estimate (±SE)")
 	est.Title.Text = fmt.Sprintf("sharpness ratio at x0 = %g (h = %g)", r.Location, r.Bandwidth)
-	est.X.Label.Text, est.Y.Label.Text = "n (log scale)", "mean estimate (±SE)"
-	est.X.Scale, est.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	bias := plot.New()
+	report.LogAxis(&est.X)
+	bias := report.NewPlot("n (log scale)", "|mean - truth| (log scale)")
 	bias.Title.Text = "|bias| against n"
-	bias.X.Label.Text, bias.Y.Label.Text = "n (log scale)", "|mean - truth| (log scale)"
-	bias.X.Scale, bias.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	bias.Y.Scale, bias.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	report.LogAxis(&bias.X)
+	report.LogAxis(&bias.Y)
 	for _, p := range []*plot.Plot{est, bias} {
 		p.Legend.Top, p.Legend.Left = true, false
 		p.Legend.TextStyle.Font.Size = vg.Points(9)
@@ -228,14 +227,14 @@ func (f *sharpFigure) Draw(c draw.Canvas) {
 		pb, fb = append(pb, positive(math.Abs(row.Partial.Mean-row.Truth))), append(fb, positive(math.Abs(row.Debiased.Mean-row.Truth)))
 		zero = append(zero, 0)
 	}
-	addSeries(est, "partially debiased (eq. 7)", palette[0], xs, pm, ps, false)
-	addSeries(est, "fully debiased (appendix D)", palette[1], xs, fm, fse, false)
+	addSeries(est, "partially debiased (eq. 7)", report.Palette[0], xs, pm, ps, false)
+	addSeries(est, "fully debiased (appendix D)", report.Palette[1], xs, fm, fse, false)
 	if len(xs) > 0 {
 		truthLine(est, xs[0], xs[len(xs)-1], r.Truth.Value)
 	}
-	addSeries(bias, "eq. 7", palette[0], xs, pb, zero, false)
-	addSeries(bias, "appendix D", palette[1], xs, fb, zero, false)
-	alignGrid(c, [][]*plot.Plot{{est, bias}})
+	addSeries(bias, "eq. 7", report.Palette[0], xs, pb, zero, false)
+	addSeries(bias, "appendix D", report.Palette[1], xs, fb, zero, false)
+	report.DrawGrid(c, [][]*plot.Plot{{est, bias}})
 }
 
 // positive maps 0 to NaN (left out of a log axis).

@@ -431,7 +431,7 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 	if run.Pre, err = trainMetrics(fit.TestLogits, yt, k, workers, bins); err != nil {
 		return nil, fmt.Errorf("test metrics: %w", err)
 	}
-	temp, err := recal.FitTemperature(fit.ValLogits, yv, k)
+	temp, err := recal.FitTemperature(fit.ValLogits, yv, k, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -453,17 +453,17 @@ func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMe
 	for i := 0; i < n; i++ {
 		data.Softmax(probs[i*k:(i+1)*k], logits[i*k:(i+1)*k])
 	}
-	m := TrainMetrics{Accuracy: metric.Accuracy(probs, labels, k), NLL: metric.NLL(probs, logits, labels, k)}
-	cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, kde.BandwidthOptions{Workers: workers})
+	m := TrainMetrics{Accuracy: metric.Accuracy(probs, labels, k, nil), NLL: metric.NLL(probs, logits, labels, k, nil)}
+	cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return m, err
 	}
-	est, err := kde.Estimate(kde.Canonical, probs, labels, k, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
+	est, err := kde.Estimate(kde.Canonical, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
 	if err != nil {
 		return m, err
 	}
 	m.ECEKDE, m.Bandwidth = est.Values[0].Value, cv.Bandwidth
-	tb, err := metric.TopLabelBins(probs, labels, k, metric.BinOptions{Bins: bins})
+	tb, err := metric.TopLabelBins(probs, labels, k, nil, metric.BinOptions{Bins: bins})
 	if err != nil {
 		return m, err
 	}

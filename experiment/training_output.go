@@ -162,17 +162,15 @@ func (f *tradeoffFigure) Draw(c draw.Canvas) {
 		}
 		grid[i/cols][i%cols] = f.panel(d.Set)
 	}
-	alignGrid(c, grid)
+	report.DrawGrid(c, grid)
 }
 
 // panel plots test accuracy against test ECE^KDE (both before temperature
 // scaling, mean ± standard error over seeds) for every configuration of one data set;
 // the lambda (alpha) values label the points of a family, joined in order.
 func (f *tradeoffFigure) panel(set string) *plot.Plot {
-	p := plot.New()
+	p := report.NewPlot("canonical L1 ECE^KDE % (test, Pre T)", "accuracy % (test)")
 	p.Title.Text = set
-	p.X.Label.Text = "canonical L1 ECE^KDE % (test, Pre T)"
-	p.Y.Label.Text = "accuracy % (test)"
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	for mi, m := range methods {
@@ -203,7 +201,7 @@ func (f *tradeoffFigure) panel(set string) *plot.Plot {
 		if !slices.IsSorted(params) {
 			continue // cannot happen: TrainingConfigs lists each family's values increasing
 		}
-		col := palette[mi%len(palette)]
+		col := report.Palette[mi%len(report.Palette)]
 		pts := &errPoints{xy, xe, ye}
 		if eb, err := plotter.NewXErrorBars(pts); err == nil {
 			eb.LineStyle.Color = col

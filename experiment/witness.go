@@ -89,26 +89,26 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 			probs, labels = probs[:1000*s.K], labels[:1000]
 		}
 		n, k := len(labels), s.K
-		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, kde.BandwidthOptions{Workers: o.Workers, Context: o.Context})
+		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, nil, kde.BandwidthOptions{Workers: o.Workers, Context: o.Context})
 		if err != nil {
 			return nil, fmt.Errorf("experiment: %s: %w", s.Name, err)
 		}
 		type acc struct{ plug1, plug2, bin, top, w1, u2, hw []float64 }
 		measure := func(y []int, a *acc) error {
-			pe, err := kde.Estimate(kde.Canonical, probs, y, k, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
+			pe, err := kde.Estimate(kde.Canonical, probs, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
 			if err != nil {
 				return err
 			}
-			b, err := metric.Canonical(probs, y, k, 1, metric.BinOptions{Bins: 2})
+			b, err := metric.Canonical(probs, y, k, 1, nil, metric.BinOptions{Bins: 2})
 			if err != nil {
 				return err
 			}
 			top, topY := metric.TopR(probs, y, k, 1)
-			tb, err := metric.BinScores(top, topY, metric.BinOptions{Bins: 15})
+			tb, err := metric.BinScores(top, topY, nil, metric.BinOptions{Bins: 15})
 			if err != nil {
 				return err
 			}
-			w, err := kde.Witness(probs, y, k, kde.WitnessOptions{Seed: o.Seed, Workers: o.Workers, Context: o.Context})
+			w, err := kde.Witness(probs, y, k, nil, kde.WitnessOptions{Seed: o.Seed, Workers: o.Workers, Context: o.Context})
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,15 @@ const (
 	//
 	//	l(h) = sum_j log( (1/(n-1)) sum_{i != j} k_h(f_j; f_i) )
 	//
-	// The best grid point is refined by a golden-section search in log h.
+	// and with sample weights w (W = sum_j w_j, W_-j = W - w_j, n+ the
+	// number of positive weights) the weighted mean log-likelihood of the
+	// weighted leave-one-out density, times n+:
+	//
+	//	l_w(h) = (n+/W) sum_j w_j log( sum_{i != j} w_i k_h(f_j; f_i) / W_-j )
+	//
+	// which for unit weights is l(h) bit for bit (n+/W = 1), and which a
+	// sample of weight 0 leaves unchanged (as if removed). The best grid
+	// point is refined by a golden-section search in log h.
 	LOO Objective = iota
 	// Reference is the objective of the reference code (ece_kde.py), kept
 	// to reproduce its choices: l(h) - n log h, that is
@@ -24,7 +32,9 @@ const (
 	// log((n-1) h) term in float32, scanned in grid order keeping strict
 	// improvements over a running best that starts at 0. The grid value is
 	// returned unrefined. Where the reference returns -1 (no log-likelihood
-	// above 0) SelectBandwidth returns an error.
+	// above 0) SelectBandwidth returns an error. With sample weights it is
+	// (n+/W) sum_j w_j [log sum_{i != j} w_i k_h(f_j; f_i) - log(W_-j h)],
+	// log(W_-j h) in float32 as above (the same for unit weights).
 	Reference
 )
 
@@ -122,9 +132,20 @@ type Curve struct {
 // likelihood: the Dirichlet kernel on the full vectors for Canonical, the
 // Beta kernel on the confidences for TopLabel and on p1 for Binary, and for
 // Marginal one bandwidth maximising the sum over classes of the Beta LOO on
-// each column. labels are not used, but are checked like Estimate's.
-func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts BandwidthOptions) (*Curve, error) {
+// each column. labels are not used, but are checked like Estimate's (the
+// TopLabel and Marginal points do not depend on them).
+//
+// weights are the sample weights (nil means all 1; see the objectives):
+// sample j's log-likelihood term is weighted by w_j and its leave-one-out
+// density is the w-weighted kernel density of the other samples. A sample
+// of weight 0 changes nothing. Invalid weights give an error wrapping
+// mathx.ErrWeights, fewer than two positive weights one wrapping
+// ErrTooFew.
+func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weights []float64, opts BandwidthOptions) (*Curve, error) {
 	if err := check(notion, probs, labels, k); err != nil {
+		return nil, err
+	}
+	if err := checkWeights(weights, len(labels), true); err != nil {
 		return nil, err
 	}
 	grid := opts.Grid
@@ -144,7 +165,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 	if !(tol > 0) {
 		return nil, fmt.Errorf("kde: refinement tolerance %v: must be positive", tol)
 	}
-	pts := parts(notion, probs, labels, k, opts.Workers)
+	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	tr := track(opts.Context, pts, opts.Progress, len(grid))
 	// The refinement's work is announced with the grid's, at its largest
 	// (the widest bracket), so that the reported fraction never goes back;
@@ -169,12 +190,16 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 		}
 	}
 	cv := &Curve{Notion: notion, Objective: opts.Objective, Grid: append([]float64(nil), grid...), Index: -1}
-	cv.GridLL, cv.Excluded = objective(pts, grid, opts.Objective)
+	var wkept float64
+	cv.GridLL, cv.Excluded, wkept = objective(pts, grid, opts.Objective, weights)
 	if err := canceled(opts.Context); err != nil {
 		return nil, err
 	}
 	if cv.Excluded == len(pts)*len(labels) {
 		return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
+	}
+	if !(wkept > 0) {
+		return nil, fmt.Errorf("kde: %s: %w: no sample of positive weight has a positive leave-one-out density", notion, ErrNoDensity)
 	}
 
 	if opts.Objective == Reference {
@@ -207,7 +232,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, opts B
 	lo, hi := grid[max(cv.Index-1, 0)], grid[min(cv.Index+1, len(grid)-1)]
 	a, b := math.Log(lo), math.Log(hi)
 	unused(goldenEvals(b-a, tol))
-	f := func(hs ...float64) []float64 { ll, _ := objective(pts, hs, LOO); return ll }
+	f := func(hs ...float64) []float64 { ll, _, _ := objective(pts, hs, LOO, weights); return ll }
 	h, ll := goldenSection(f, a, b, tol)
 	if err := canceled(opts.Context); err != nil {
 		return nil, err
@@ -275,8 +300,14 @@ func goldenSection(f func(hs ...float64) []float64, a, b, tol float64) (h, ll fl
 }
 
 // objective returns the objective at each bandwidth, summed over the parts
-// (the classes of Marginal), and the number of excluded points (LOO).
-func objective(pts []part, hs []float64, obj Objective) (ll []float64, excluded int) {
+// (the classes of Marginal), the number of excluded points (LOO) and the
+// total weight of the points kept (of the first bandwidth, summed over the
+// parts; the number kept without weights). w are the sample weights (nil:
+// all 1).
+func objective(pts []part, hs []float64, obj Objective, w []float64) (ll []float64, excluded int, wkept float64) {
+	if w != nil {
+		return weightedObjective(pts, hs, obj, w)
+	}
 	ll = make([]float64, len(hs))
 	for _, pt := range pts {
 		n := pt.prob.n
@@ -305,5 +336,67 @@ func objective(pts []part, hs []float64, obj Objective) (ll []float64, excluded 
 			ll[g] += sum
 		}
 	}
-	return ll, excluded
+	return ll, excluded, float64(len(pts)*len(pts[0].prob.labels) - excluded)
+}
+
+// weightedObjective is objective with sample weights w: each point's term
+// times w_j, log(n-1) replaced by log W_-j (the total weight of the other
+// points), the sum scaled by n+/W (n+ the number of positive weights).
+// W_-j is taken as the sum of the weights before j plus the sum of those
+// after it (sums of non-negative numbers, accurate to n ulp; W - w_j could
+// cancel), which is exactly n - 1 for unit weights; a point of weight 0 is
+// skipped (its log-density may be -Inf).
+// For unit weights every operation matches objective's: 1 x t = t and
+// n+/W = 1.
+func weightedObjective(pts []part, hs []float64, obj Objective, w []float64) (ll []float64, excluded int, wkept float64) {
+	ll = make([]float64, len(hs))
+	n := len(w)
+	logOthers := make([]float64, n)
+	before, total, npos := 0.0, 0.0, 0
+	for _, v := range w {
+		total += v
+		if v > 0 {
+			npos++
+		}
+	}
+	after := make([]float64, n) // sum of w_i for i > j
+	for j := n - 2; j >= 0; j-- {
+		after[j] = after[j+1] + w[j+1]
+	}
+	others := make([]float64, n)
+	for j, v := range w {
+		others[j] = before + after[j]
+		logOthers[j] = math.Log(others[j])
+		before += v
+	}
+	scale := float64(npos) / total
+	for _, pt := range pts {
+		lse := pt.prob.looLSE(hs)
+		for g, h := range hs {
+			sum := 0.0
+			for j, v := range lse[g*n : (g+1)*n] {
+				if obj == LOO && v == math.Inf(-1) {
+					if g == 0 {
+						excluded++
+					}
+					continue
+				}
+				if g == 0 {
+					wkept += w[j]
+				}
+				if w[j] == 0 {
+					continue
+				}
+				sub := logOthers[j]
+				if obj == Reference {
+					// log(W_-j h) in float32, as the reference does.
+					t := float32(others[j] * float64(float32(h)))
+					sub = float64(float32(math.Log(float64(t))))
+				}
+				sum += w[j] * (v - sub)
+			}
+			ll[g] += sum * scale
+		}
+	}
+	return ll, excluded, wkept
 }

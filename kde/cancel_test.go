@@ -18,27 +18,27 @@ func TestContextCancelsSweeps(t *testing.T) {
 	const h = 0.05
 	calls := map[string]func(ctx context.Context) error{
 		"Estimate": func(ctx context.Context) error {
-			_, err := Estimate(Marginal, probs, labels, 10, Options{Bandwidth: h, Context: ctx})
+			_, err := Estimate(Marginal, probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx})
 			return err
 		},
 		"SelectBandwidth": func(ctx context.Context) error {
-			_, err := SelectBandwidth(Canonical, probs, labels, 10, BandwidthOptions{Context: ctx})
+			_, err := SelectBandwidth(Canonical, probs, labels, 10, nil, BandwidthOptions{Context: ctx})
 			return err
 		},
 		"Witness": func(ctx context.Context) error {
-			_, err := Witness(probs, labels, 10, WitnessOptions{Context: ctx})
+			_, err := Witness(probs, labels, 10, nil, WitnessOptions{Context: ctx})
 			return err
 		},
 		"Gradient": func(ctx context.Context) error {
-			_, _, err := Gradient(nil, Marginal, probs, labels, 10, 1, Options{Bandwidth: h, Context: ctx})
+			_, _, err := Gradient(nil, Marginal, probs, labels, 10, 1, nil, Options{Bandwidth: h, Context: ctx})
 			return err
 		},
 		"Sharpness": func(ctx context.Context) error {
-			_, err := Sharpness(TopLabel, probs, labels, 10, Options{Bandwidth: h, Context: ctx})
+			_, err := Sharpness(TopLabel, probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx})
 			return err
 		},
 		"Regression": func(ctx context.Context) error {
-			_, _, _, err := Regression(probs[:2000*10], probs, labels, 10, Options{Bandwidth: h, Context: ctx})
+			_, _, _, err := Regression(probs[:2000*10], probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx})
 			return err
 		},
 	}
@@ -63,11 +63,11 @@ func TestContextCancelsSweeps(t *testing.T) {
 	}
 	// A live context gives the same value as none.
 	small, sl := randomSet(rng, 300, 4, 1)
-	a, err := Estimate(Canonical, small, sl, 4, Options{Bandwidth: h})
+	a, err := Estimate(Canonical, small, sl, 4, nil, Options{Bandwidth: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Estimate(Canonical, small, sl, 4, Options{Bandwidth: h, Context: context.Background()})
+	b, err := Estimate(Canonical, small, sl, 4, nil, Options{Bandwidth: h, Context: context.Background()})
 	if err != nil || a.Values[0] != b.Values[0] {
 		t.Fatalf("with a context: %v, %v; without: %v", b, err, a.Values[0])
 	}
@@ -78,10 +78,10 @@ func TestContextCancelsSweeps(t *testing.T) {
 func TestMaxP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 1))
 	probs, labels := randomSet(rng, 200, 3, 1)
-	if _, err := Estimate(Canonical, probs, labels, 3, Options{Bandwidth: 0.05, P: []float64{MaxP + 1}}); err == nil {
+	if _, err := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP + 1}}); err == nil {
 		t.Error("p above MaxP accepted")
 	}
-	res, err := Estimate(Canonical, probs, labels, 3, Options{Bandwidth: 0.05, P: []float64{MaxP}})
+	res, err := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP}})
 	if err != nil || !(res.Values[0].Root > 0) {
 		t.Errorf("p = MaxP: %v, %v", res, err)
 	}

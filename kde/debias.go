@@ -1,6 +1,11 @@
 package kde
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/internal/mathx"
+)
 
 // Debiasing of the kernel ratio (ECE^KDE paper, appendix C).
 //
@@ -42,6 +47,23 @@ import "math"
 // the smoothing bias (O(h)) and not the bias of the nonlinear ||r - f||_p^p.
 // Where the effective number of neighbours is small (one kernel dominates)
 // the expansion does not hold and r_c can leave [0, 1].
+//
+// With sample weights w_i the ratio is sum w_i k_i [y_i = l] / sum w_i k_i,
+// the ratio of the averages of X_i = w_i k_i and Y_i = w_i k_i [y_i = l]
+// over the m other samples of positive weight. When the triples
+// (w_i, f_i, y_i) are independent draws of one distribution (the weight a
+// random attribute of the sample, as for importance weights), the pairs
+// (X_i, Y_i) over the samples of positive weight are i.i.d. given how many
+// there are, and R = E[w k y] / E[w k] (the ratio under the weighted
+// distribution) is the same with or without the condition w > 0. The
+// expansion above then holds verbatim with these X_i and Y_i and m the
+// number of other samples of positive weight, and r_c removes the O(1/m)
+// bias of the weighted ratio: so computed, and unbiased to O(m^-3) in this
+// model. A zero weight is then exactly a removed sample. With weights fixed
+// by design instead (not random), the X_i are independent but not
+// identically distributed, the plug-in variances also measure the spread of
+// the E[X_i], and the correction is a heuristic with no such guarantee.
+// Unit weights give the unweighted r_c bit for bit.
 
 // ratioSums are the power sums of a ratio of averages over m samples:
 // X = sum X_i, XX = sum X_i^2, XXX = sum X_i^3, Y = sum Y_i, XY = sum X_i Y_i,
@@ -88,7 +110,8 @@ func (s ratioSums) debiased() (r, rc float64) {
 }
 
 // debiasedRatios is ratios with every r_jl replaced by its debiased value
-// r_c (appendix C) over the m = n - 1 other samples.
+// r_c (appendix C) over the m = n - 1 other samples (with sample weights:
+// the other samples of positive weight, X_i = w_i k_i).
 func (p *problem) debiasedRatios(h float64) (r, lse []float64) {
 	m, s := p.sums(h, 3)
 	n, nl := p.n, p.nl
@@ -99,7 +122,7 @@ func (p *problem) debiasedRatios(h float64) (r, lse []float64) {
 			continue
 		}
 		var t ratioSums
-		t.M = n - 1
+		t.M = p.others(j)
 		for l := 0; l < nl; l++ {
 			t.X += s[0][j*nl+l]
 			t.XX += s[1][j*nl+l]
@@ -131,6 +154,14 @@ func (p *problem) debiasedRatios(h float64) (r, lse []float64) {
 // the order Proposition 3.4 claims. (The rendering of eq. 86-126 available
 // is damaged beyond use: its term coefficients do not follow from eq. 86;
 // we derived the correction instead and check it by Monte Carlo.)
+//
+// With sample weights, A and B are the weighted U-statistics
+// sum_{i != i'} X_i X_i' y_i y_i' and sum_{i != i'} X_i X_i' (over the m
+// other samples of positive weight, divided by m(m-1)) with X_i = w_i k_i:
+// unbiased for E[w k y]^2 and E[w k]^2 when the triples (w_i, f_i, y_i) are
+// i.i.d., so r estimates (E[w k y] / E[w k])^2, the square of the weighted
+// regression, and the correction above applies with these X_i, under the
+// same model and with the same caveat for fixed weights as the ratio's.
 
 // squaredDebiased returns eq. 7's ratio (S_Y^2 - S_YY)/(S_X^2 - S_XX) and
 // its appendix D debiased value; NaN for both when the denominator is not
@@ -160,13 +191,46 @@ func (s ratioSums) squaredDebiased(yy float64) (partial, full float64) {
 //
 // and its appendix D debiased value (see squaredDebiased); NaN when the
 // denominator is not positive.
-func SquaredRatio(k, y []float64) (partial, debiased float64) {
+//
+// weights holds one weight w_i >= 0 per centre (nil means all 1). The
+// estimate is then that of (E[w k y] / E[w k])^2 with every k_i replaced by
+// w_i k_i,
+//
+//	((sum w k y)^2 - sum (w k y)^2) / ((sum w k)^2 - sum (w k)^2),
+//
+// and the debiasing counts the m centres of positive weight (see the
+// comment above squaredDebiased: so debiased when the weights are i.i.d.
+// attributes of the samples). A zero weight removes its centre; unit
+// weights give the unweighted values bit for bit, all-zero weights NaN.
+// Weights of the wrong length, negative, NaN or infinite are a caller bug:
+// SquaredRatio panics with an error wrapping mathx.ErrWeights.
+func SquaredRatio(k, y, weights []float64) (partial, debiased float64) {
+	// All-zero weights are allowed here (NaN, like all-zero kernels).
+	if err := mathx.CheckWeights(weights, len(k)); err != nil && !(len(weights) == len(k) && allZero(weights)) {
+		panic(fmt.Errorf("kde: SquaredRatio: %w", err))
+	}
 	var s ratioSums
 	yy := 0.0
 	for i, x := range k {
+		if weights != nil {
+			if weights[i] == 0 {
+				continue
+			}
+			x *= weights[i]
+		}
 		v := x * y[i]
 		s.add(x, v)
 		yy += v * v
 	}
 	return s.squaredDebiased(yy)
+}
+
+// allZero reports whether every element of w is 0.
+func allZero(w []float64) bool {
+	for _, v := range w {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }

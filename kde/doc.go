@@ -37,6 +37,63 @@
 //     Beta kernel on p1, which equals Canonical (and Marginal) on the two
 //     columns (1-p1, p1).
 //
+// # Sample weights
+//
+// Every estimator takes sample weights w_j >= 0, one per sample, as the
+// parameter just before its options (nil means all 1, gonum's convention).
+// A weight scales both roles of a sample: its term in the outer mean, and
+// its kernel in every other point's leave-one-out sums. With W = sum_j w_j,
+// W_-j = W - w_j and n+ the number of positive weights:
+//
+//	CE_p^p ≈ sum_j w_j || r_j - f_j ||_p^p / sum_j w_j                (eq. 2, 9)
+//	r_j    = sum_{i != j} w_i k_h(f_j; f_i) y_i / sum_{i != j} w_i k_h(f_j; f_i)   (eq. 3)
+//
+// with both outer sums over the kept points (Marginal, TopLabel and Binary
+// use the same weights on their Beta kernels); the term i = j stays
+// excluded exactly. The leave-one-out bandwidth objective (section 5) is
+// the weighted mean log-likelihood of the weighted leave-one-out density,
+// times n+ so that unit weights give today's sum:
+//
+//	l_w(h) = (n+/W) sum_j w_j log( sum_{i != j} w_i k_h(f_j; f_i) / W_-j )
+//
+// The sharpness ratio (eq. 7) becomes the ratio of weighted U-statistics
+//
+//	sum_j w_j [ (sum_{i!=j} w_i k_ij y_i)^2 - sum_{i!=j} (w_i k_ij y_i)^2 ]
+//	        / [ (sum_{i!=j} w_i k_ij)^2   - sum_{i!=j} (w_i k_ij)^2 ] / sum_j w_j
+//
+// the regression (eq. 3 over all samples) and its density
+//
+//	r(x) = sum_i w_i k_h(x; f_i) e_{y_i} / sum_i w_i k_h(x; f_i),
+//	density(x) = (1/W) sum_i w_i k_h(x; f_i),
+//
+// the effective number of neighbours Kish's (sum_{i != j} w_i k_ij)^2 /
+// sum_{i != j} (w_i k_ij)^2, its median over points weighted by w_j, and
+// the witness estimators (witness.go) take w_i k_ji as the kernel and weight
+// every mean over points by w_j. The debiasing (appendix C, D) uses
+// X_i = w_i k_i over the m other samples of positive weight; it keeps its
+// order of bias when the triples (w_i, f_i, y_i) are independent draws (see
+// debias.go), not for weights fixed by design. Each bootstrap Resampled
+// draws points uniformly and carries their weights. The weights are read,
+// never changed; a result that resamples keeps its own copy.
+//
+// Consequences, all tested: unit weights give the unweighted results bit
+// for bit; a sample of weight 0 changes nothing, as if its row were removed
+// (to rounding: the sums group their terms differently; the witness's p = 1
+// half-splits, drawn over all points, excepted); scaling all weights
+// changes nothing. Weights are not frequency counts: a row of weight 2 is
+// not two copies of it, which would be each other's leave-one-out
+// neighbours. Gradient differentiates the weighted estimate with the
+// weights held constant (a sample of weight 0 gets a zero gradient).
+// Invalid weights (wrong length, negative, NaN, infinite, all zero) give an
+// error wrapping mathx.ErrWeights, and fewer than two positive weights one
+// wrapping ErrTooFew (except Regression, which is not leave-one-out).
+//
+// The weights cost nothing in the O(n^2) sweeps: log w_i is subtracted from
+// the normaliser log B(alpha_i) of centre i once per bandwidth, so the
+// unchanged loops sum log-kernels log(w_i k_h) (a zero weight gives -Inf,
+// whose exponential is exactly 0, and the tile bounds stay valid); the
+// outer weighted means are O(n). Without weights nothing is subtracted.
+//
 // # Numerics
 //
 // Everything is computed in float64 and in log space: for each evaluation
@@ -97,7 +154,7 @@
 //
 //	l(h) = sum_j log( (1/(n-1)) sum_{i != j} k_h(f_j; f_i) )
 //
-// over DefaultGrid (the reference's 20 values) and refines the best grid
+// (l_w above with sample weights) over DefaultGrid (the reference's 20 values) and refines the best grid
 // point by a golden-section search in log h. The dot products
 // <f_i, log f_j> are computed once per pair for all grid points, since
 // (alpha_i - 1) . log f_j = <f_i, log f_j> / h. The Reference objective

@@ -1,11 +1,14 @@
 package kde
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // ErrTooFew is wrapped by the errors for inputs with fewer than 2 samples
@@ -64,38 +67,50 @@ type Result struct {
 	N         int // samples
 	// Excluded counts evaluation points left out because their
 	// leave-one-out kernel density is exactly 0 (only possible with exact
-	// zeros or ones in the predictions); the averages run over the others.
-	// For Marginal it is the sum over classes.
+	// zeros or ones in the predictions, or when every other sample of
+	// positive weight is 0); the averages run over the others. For Marginal
+	// it is the sum over classes.
 	Excluded int
 	Values   []Value // one per Options.P, in order
 	// PerClass holds, for Marginal, the class terms
-	// (1/n') sum_j |r_jk - f_jk|^p: PerClass[i][k] for exponent P[i].
+	// (1/n') sum_j |r_jk - f_jk|^p (weighted: sum_j w_j |r_jk - f_jk|^p /
+	// sum_j w_j over the kept j): PerClass[i][k] for exponent P[i].
 	PerClass [][]float64
 	// Terms[i][c][j] is point j's term of part c (the class of Marginal,
 	// else 0) for exponent P[i], and Kept[c][j] whether point j is kept:
-	// Value = sum_c mean over kept j of Terms[i][c][j] (divided by K with
-	// ClassMean). Set only with Options.Terms.
+	// Value = sum_c mean over kept j of Terms[i][c][j] (the mean weighted
+	// by the sample weights; divided by K with ClassMean). Set only with
+	// Options.Terms.
 	Terms     [][][]float64
 	Kept      [][]bool
 	classMean bool
+	weights   []float64 // the sample weights (nil: all 1), for Resampled
 	// Neighbours is the median over the evaluation points (of every part)
 	// of the effective number of neighbours of the leave-one-out
 	// regression, (sum_{i != j} k_ij)^2 / sum_{i != j} k_ij^2, in [1, n-1]:
 	// how many samples r_j really averages. Near n - 1 the regression is
 	// the overall label frequency whatever f_j (the kernel is wider than
 	// the data), and the estimate measures the spread of the predictions,
-	// not their calibration. Set only with Options.Neighbours.
+	// not their calibration. With sample weights k_ij is w_i k_h(f_j; f_i)
+	// (Kish's effective sample size, in [1, n+ - 1] for n+ positive
+	// weights) and the median is weighted by w_j: the smallest value whose
+	// points (in increasing order) carry more than half of the total
+	// weight, which for unit weights is the unweighted median above. Set
+	// only with Options.Neighbours.
 	Neighbours float64
 }
 
 // Resampled returns the estimate for exponent P[i] on the points idx
 // (indices into the input, repeats allowed) from the per-point terms, with
 // the leave-one-out kernel sums of the full sample: the bootstrap of the
-// per-point terms, conditional on those sums. It needs Options.Terms.
+// per-point terms, conditional on those sums. It needs Options.Terms. With
+// sample weights each drawn point carries its weight (the weighted
+// bootstrap draws rows uniformly): the mean of each part is
+// sum_{j in idx} w_j t_j / sum_{j in idx} w_j over the kept points.
 func (res *Result) Resampled(i int, idx []int) float64 {
 	v := 0.0
 	for c, terms := range res.Terms[i] {
-		if m, kept := keptMean(terms, res.Kept[c], idx); kept > 0 {
+		if m, kept := keptMean(terms, res.Kept[c], idx, res.weights); kept > 0 {
 			v += m
 		}
 	}
@@ -108,19 +123,35 @@ func (res *Result) Resampled(i int, idx []int) float64 {
 // keptMean returns the mean of terms[j] over the kept points j of idx
 // (repeats counted), summed in the order of idx, and how many there are
 // (the mean is NaN when none is kept): the resample of per-point terms
-// behind every cheap bootstrap of the kernel estimates.
-func keptMean(terms []float64, kept []bool, idx []int) (mean float64, n int) {
+// behind every cheap bootstrap of the kernel estimates. With weights w (nil:
+// all 1) it is the weighted mean sum w_j terms[j] / sum w_j, and n counts
+// the kept points of positive weight (NaN when there is none).
+func keptMean(terms []float64, kept []bool, idx []int, w []float64) (mean float64, n int) {
 	sum := 0.0
+	if w == nil {
+		for _, j := range idx {
+			if kept[j] {
+				sum += terms[j]
+				n++
+			}
+		}
+		if n == 0 {
+			return math.NaN(), 0
+		}
+		return sum / float64(n), n
+	}
+	den := 0.0
 	for _, j := range idx {
-		if kept[j] {
-			sum += terms[j]
+		if kept[j] && w[j] > 0 {
+			sum += w[j] * terms[j]
+			den += w[j]
 			n++
 		}
 	}
 	if n == 0 {
 		return math.NaN(), 0
 	}
-	return sum / float64(n), n
+	return sum / den, n
 }
 
 // part is one kernel regression of an estimate and how its ratios are
@@ -179,23 +210,45 @@ func (pt *part) pointTerms(r, lse, ps []float64) (terms [][]float64, kept []bool
 }
 
 // lpMeans returns, for each exponent, scale x (1/n') sum over the n' kept
-// points (lse > -Inf) of sum_l |e_jl|^p, summed in point order.
-func (pt *part) lpMeans(r, lse, ps []float64) (means []float64, nkept int) {
-	terms, _, nkept := pt.pointTerms(r, lse, ps)
-	return meanTerms(terms, nkept), nkept
+// points (lse > -Inf) of sum_l |e_jl|^p, summed in point order (weighted by
+// w, see meanTerms), the number n' of kept points and their total weight.
+func (pt *part) lpMeans(r, lse, ps, w []float64) (means []float64, nkept int, wkept float64) {
+	terms, kept, nkept := pt.pointTerms(r, lse, ps)
+	means, wkept = meanTerms(terms, kept, nkept, w)
+	return means, nkept, wkept
 }
 
 // meanTerms returns, for each exponent, the sum of its point terms (in
-// point order) divided by nkept.
-func meanTerms(terms [][]float64, nkept int) []float64 {
-	means := make([]float64, len(terms))
-	for i, t := range terms {
-		for _, v := range t {
-			means[i] += v
+// point order) divided by nkept, and wkept = nkept. With weights w it
+// returns the weighted means sum_j w_j t_j / wkept, wkept = sum over the
+// kept j of w_j (the terms of points not kept are 0); for unit weights
+// both are bit-identical to the unweighted ones (1 x t is exact, and the
+// sum of nkept ones is nkept). The means are 0 when wkept is 0.
+func meanTerms(terms [][]float64, kept []bool, nkept int, w []float64) (means []float64, wkept float64) {
+	means = make([]float64, len(terms))
+	if w == nil {
+		for i, t := range terms {
+			for _, v := range t {
+				means[i] += v
+			}
+			means[i] /= float64(max(nkept, 1))
 		}
-		means[i] /= float64(max(nkept, 1))
+		return means, float64(nkept)
 	}
-	return means
+	for j, ok := range kept {
+		if ok {
+			wkept += w[j]
+		}
+	}
+	for i, t := range terms {
+		for j, v := range t {
+			means[i] += w[j] * v
+		}
+		if wkept > 0 {
+			means[i] /= wkept
+		}
+	}
+	return means, wkept
 }
 
 // check validates the inputs shared by Estimate, Gradient and
@@ -223,6 +276,30 @@ func check(notion Notion, probs []float64, labels []int, k int) error {
 		if y < 0 || y >= k {
 			return fmt.Errorf("kde: sample %d: label %d outside 0..%d", i, y, k-1)
 		}
+	}
+	return nil
+}
+
+// checkWeights validates sample weights for n samples (nil: all 1): an
+// error wrapping mathx.ErrWeights for a wrong length, a negative, NaN or
+// infinite weight, or all weights 0. With loo (the leave-one-out
+// estimators) at least two weights must be positive (ErrTooFew): a sample
+// of positive weight needs another one in its leave-one-out sums.
+func checkWeights(w []float64, n int, loo bool) error {
+	if err := mathx.CheckWeights(w, n); err != nil {
+		return fmt.Errorf("kde: %w", err)
+	}
+	if w == nil || !loo {
+		return nil
+	}
+	pos := 0
+	for _, v := range w {
+		if v > 0 {
+			pos++
+		}
+	}
+	if pos < 2 {
+		return fmt.Errorf("kde: %w: the leave-one-out estimators need at least 2 samples of positive weight, got %d", ErrTooFew, pos)
 	}
 	return nil
 }
@@ -264,12 +341,13 @@ func checkP(p float64) error {
 	return nil
 }
 
-// parts builds the kernel regressions of a notion.
-func parts(notion Notion, probs []float64, labels []int, k, workers int) []part {
+// parts builds the kernel regressions of a notion, with the sample weights
+// w (nil: all 1).
+func parts(notion Notion, probs []float64, labels []int, k int, w []float64, workers int) []part {
 	n := len(labels)
 	switch notion {
 	case Canonical:
-		return []part{{prob: newProblem(probs, k, labels, k, workers), canonical: true, scale: 1, class: -1}}
+		return []part{{prob: newProblem(probs, k, labels, k, w, workers), canonical: true, scale: 1, class: -1}}
 	case Marginal:
 		ps := make([]part, k)
 		for c := 0; c < k; c++ {
@@ -280,18 +358,18 @@ func parts(notion Notion, probs []float64, labels []int, k, workers int) []part 
 					ind[j] = 1
 				}
 			}
-			ps[c] = part{prob: betaProblem(x, ind, workers), scale: 1, class: c}
+			ps[c] = part{prob: betaProblem(x, ind, w, workers), scale: 1, class: c}
 		}
 		return ps
 	case TopLabel:
 		x, ind := confidences(probs, labels, k)
-		return []part{{prob: betaProblem(x, ind, workers), scale: 1, class: -1}}
+		return []part{{prob: betaProblem(x, ind, w, workers), scale: 1, class: -1}}
 	case Binary:
 		x := make([]float64, n)
 		for j := range x {
 			x[j] = probs[j*2+1]
 		}
-		return []part{{prob: betaProblem(x, labels, workers), scale: 2, class: 1}}
+		return []part{{prob: betaProblem(x, labels, w, workers), scale: 2, class: 1}}
 	}
 	panic("kde: unreachable")
 }
@@ -310,13 +388,14 @@ func track(ctx context.Context, pts []part, fn Progress, sweeps int) *tracker {
 }
 
 // betaProblem is the Beta-kernel regression of the 0/1 labels ind on the
-// scalars c: a two-column Dirichlet problem on (c, 1-c).
-func betaProblem(c []float64, ind []int, workers int) *problem {
+// scalars c: a two-column Dirichlet problem on (c, 1-c), with sample
+// weights w (nil: all 1).
+func betaProblem(c []float64, ind []int, w []float64, workers int) *problem {
 	x := make([]float64, 2*len(c))
 	for j, v := range c {
 		x[2*j], x[2*j+1] = v, 1-v
 	}
-	return newProblem(x, 2, ind, 2, workers)
+	return newProblem(x, 2, ind, 2, w, workers)
 }
 
 // confidences returns c_j = max_k f_jk and a_j = [argmax_k f_jk = y_j] (the
@@ -374,10 +453,31 @@ func dPowAbs(e, p float64) float64 {
 // k must be 2 and column 1 is p1. The sum runs over the n' points whose
 // leave-one-out density is positive (Result.Excluded counts the others).
 //
+// weights holds one weight w_j >= 0 per sample (nil means all 1). The
+// estimate is then
+//
+//	CE_p^p ≈ sum_j w_j || r_j - f_j ||_p^p / sum_j w_j,
+//	r_j = sum_{i != j} w_i k_h(f_j; f_i) y_i / sum_{i != j} w_i k_h(f_j; f_i)
+//
+// with both outer sums over the kept points: a sample's weight scales both
+// its term in the outer mean and its kernel in every other point's ratio,
+// and the term i = j stays excluded exactly. A sample of weight 0 changes
+// nothing (as if its row were removed), unit weights give the unweighted
+// values bit for bit, and scaling all weights leaves the estimate
+// unchanged. The weights are not frequency counts: a row of weight 2 is not
+// two copies of the row, whose copies would be each other's neighbours.
+// With opts.Debias the debiasing averages over the samples of positive
+// weight (see debias.go). Invalid weights give an error wrapping
+// mathx.ErrWeights, fewer than two positive weights one wrapping
+// ErrTooFew.
+//
 // Memory is O(nk); the O(n^2) sums are streamed in blocks on opts.Workers
 // goroutines with bit-identical results for any number of them.
-func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options) (*Result, error) {
+func Estimate(notion Notion, probs []float64, labels []int, k int, weights []float64, opts Options) (*Result, error) {
 	if err := check(notion, probs, labels, k); err != nil {
+		return nil, err
+	}
+	if err := checkWeights(weights, len(labels), true); err != nil {
 		return nil, err
 	}
 	h := opts.Bandwidth
@@ -393,8 +493,8 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 			return nil, err
 		}
 	}
-	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps))}
-	pts := parts(notion, probs, labels, k, opts.Workers)
+	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps)), weights: slices.Clone(weights)}
+	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	track(opts.Context, pts, opts.Progress, 1)
 	if notion == Marginal {
 		res.PerClass = make([][]float64, len(ps))
@@ -426,7 +526,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 			return nil, err
 		}
 		terms, kept, nkept := pt.pointTerms(r, lse, ps)
-		means := meanTerms(terms, nkept)
+		means, wkept := meanTerms(terms, kept, nkept, weights)
 		if opts.Terms {
 			res.Kept[pi] = kept
 			for i := range ps {
@@ -437,6 +537,9 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		if nkept == 0 {
 			return nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
 		}
+		if !(wkept > 0) {
+			return nil, fmt.Errorf("kde: %s: %w: no sample of positive weight has a positive leave-one-out density", notion, ErrNoDensity)
+		}
 		for i, v := range means {
 			res.Values[i].Value += v
 			if notion == Marginal {
@@ -445,8 +548,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		}
 	}
 	if len(ess) > 0 {
-		slices.Sort(ess)
-		res.Neighbours = ess[len(ess)/2]
+		res.Neighbours = medianNeighbours(ess, weights)
 	}
 	for i, p := range ps {
 		v := &res.Values[i]
@@ -460,4 +562,35 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, opts Options)
 		}
 	}
 	return res, nil
+}
+
+// medianNeighbours returns the median of ess, the effective numbers of
+// neighbours of every point of every part (parts of n points each, in
+// order), weighted by the sample weights w of the points (nil: all 1): with
+// the values in increasing order, the first whose cumulative weight exceeds
+// half the total. For unit weights that is ess[len(ess)/2] of the sorted
+// values, the unweighted median; points of weight 0 never are it.
+func medianNeighbours(ess, w []float64) float64 {
+	if w == nil {
+		slices.Sort(ess)
+		return ess[len(ess)/2]
+	}
+	n := len(w)
+	type pt struct{ ess, w float64 }
+	ps := make([]pt, len(ess))
+	total := 0.0
+	for i, v := range ess {
+		ps[i] = pt{v, w[i%n]}
+		total += w[i%n]
+	}
+	// Ties in ess may be ordered either way: the value returned is the
+	// same.
+	slices.SortFunc(ps, func(a, b pt) int { return cmp.Compare(a.ess, b.ess) })
+	cum := 0.0
+	for _, p := range ps {
+		if cum += p.w; cum > total/2 {
+			return p.ess
+		}
+	}
+	return ps[len(ps)-1].ess
 }

@@ -169,7 +169,7 @@ func TestGoldenEstimates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", g.Case, err)
 			}
-			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}})
+			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}})
 			if err != nil {
 				t.Errorf("%s %s p=%v h=%v: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)
 				continue
@@ -242,7 +242,7 @@ func TestGoldenLOO(t *testing.T) {
 				continue
 			}
 			want := run.want.Float64
-			cv, err := SelectBandwidth(run.notion, g.set.Probs, g.set.Labels, g.set.K, BandwidthOptions{Objective: Reference})
+			cv, err := SelectBandwidth(run.notion, g.set.Probs, g.set.Labels, g.set.K, nil, BandwidthOptions{Objective: Reference})
 			if want.SelectedIndex < 0 {
 				// The reference failed (NaN from exact zeros or no
 				// positive value): we must not return -1.
@@ -293,7 +293,7 @@ func TestGoldenGradients(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := Options{Bandwidth: gr.Bandwidth}
-			v, grad, err := Gradient(nil, notion, g.set.Probs, g.set.Labels, g.set.K, gr.P, opts)
+			v, grad, err := Gradient(nil, notion, g.set.Probs, g.set.Labels, g.set.K, gr.P, nil, opts)
 			if err != nil {
 				t.Fatalf("%s %s: %v", g.Case, gr.Mode, err)
 			}
@@ -316,7 +316,7 @@ func TestGoldenGradients(t *testing.T) {
 			if len(logits) != g.set.N*cols {
 				t.Fatalf("%s: %d logits for %d x %d gradients", name, len(logits), g.set.N, cols)
 			}
-			v, grad, err = LogitGradient(nil, notion, logits, g.set.Labels, cols, gr.P, opts)
+			v, grad, err = LogitGradient(nil, notion, logits, g.set.Labels, cols, gr.P, nil, opts)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}

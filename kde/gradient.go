@@ -20,8 +20,17 @@ import (
 // defined only inside the simplex: every entry that the notion reads must be
 // in (0, 1) (an error otherwise). If dst has length n*k it is used for the
 // result, else a new slice is allocated.
-func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int, p float64, opts Options) (value float64, grad []float64, err error) {
+//
+// weights are the sample weights of Estimate (nil means all 1), constants
+// of the differentiation: the value is Estimate's weighted estimate, and
+// its gradient carries w_j / sum_j w_j on the outer term of sample j and
+// w_i inside every kernel of centre i. A sample of weight 0 gets a zero
+// gradient (it is neither a term nor a neighbour).
+func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
 	if err := check(notion, probs, labels, k); err != nil {
+		return 0, nil, err
+	}
+	if err := checkWeights(weights, len(labels), true); err != nil {
 		return 0, nil, err
 	}
 	h := opts.Bandwidth
@@ -41,7 +50,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 	} else {
 		grad = make([]float64, n*k)
 	}
-	pts := parts(notion, probs, labels, k, opts.Workers)
+	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	track(opts.Context, pts, opts.Progress, 3) // ratios, evaluation-point part, centre part
 	var argmax []int
 	if notion == TopLabel {
@@ -68,17 +77,24 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 		if err := canceled(opts.Context); err != nil {
 			return 0, nil, err
 		}
-		means, nkept := pt.lpMeans(r, lse, []float64{p})
+		means, nkept, wkept := pt.lpMeans(r, lse, []float64{p}, weights)
 		if nkept == 0 {
 			return 0, nil, fmt.Errorf("kde: %s: %w", notion, ErrNoDensity)
+		}
+		if !(wkept > 0) {
+			return 0, nil, fmt.Errorf("kde: %s: %w: no sample of positive weight has a positive leave-one-out density", notion, ErrNoDensity)
 		}
 		value += scale * means[0]
 		// G[j*nl + l] = dV/dr_jl
 		G := make([]float64, pr.n*pr.nl)
-		w := scale * pt.scale / float64(nkept)
+		w := scale * pt.scale / wkept
+		base := w
 		for j, v := range lse {
 			if v == math.Inf(-1) {
 				continue
+			}
+			if weights != nil {
+				w = weights[j] * base // 1 x base is exact: unit weights change nothing
 			}
 			if pt.canonical {
 				for l := 0; l < pr.nl; l++ {
@@ -132,8 +148,8 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 //
 // For Binary, z has one column (the logit of p1 = sigmoid(z), so
 // dCE/dz_j = p1 (1 - p1) dCE/dp1) or two (p1 = softmax(z)_1). Otherwise
-// cols = k >= 2.
-func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, opts Options) (value float64, grad []float64, err error) {
+// cols = k >= 2. weights are the sample weights of Gradient (nil: all 1).
+func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
 	n := len(labels)
 	if cols < 1 || len(logits) != n*cols {
 		return 0, nil, fmt.Errorf("kde: %d logits for %d samples of %d columns", len(logits), n, cols)
@@ -162,7 +178,7 @@ func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int,
 		}
 		mathx.Softmax(probs[j*k:(j+1)*k], logits[j*k:(j+1)*k])
 	}
-	value, gp, err := Gradient(nil, notion, probs, labels, k, p, opts)
+	value, gp, err := Gradient(nil, notion, probs, labels, k, p, weights, opts)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -51,16 +51,28 @@ type problem struct {
 	ti   int
 	fmin []float64
 
+	// Sample weights (nil: all 1). w is in input order, lw holds log w_i
+	// in sorted order: logNorm subtracts it from the normalisers, so that
+	// every sweep sums w_i k_h(x_j; x_i) with the unweighted loops (a zero
+	// weight gives the log-kernel -Inf, whose exponential is exactly 0).
+	// npos is the number of positive weights (n when w is nil).
+	w    []float64
+	lw   []float64
+	npos int
+
 	workers int
 	track   *tracker        // progress of the current call, or nil
 	ctx     context.Context // cancels the current call's sweeps; nil: never
 }
 
-func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
+// newProblem builds the regression of labels on the n points x (n×d) with
+// sample weights w (nil: all 1; checked by the caller).
+func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers int) *problem {
 	n := len(labels)
 	p := &problem{n: n, d: d, nl: nl, x: x, labels: labels, workers: workers,
 		lx: make([]float64, n*d), exact: make([]bool, n),
-		order: make([]int, n), rank: make([]int, n), fc: make([]float64, n*d), seg: make([]int, nl+1)}
+		order: make([]int, n), rank: make([]int, n), fc: make([]float64, n*d), seg: make([]int, nl+1),
+		w: w, npos: n}
 	for i, v := range x {
 		p.lx[i] = math.Log(v)
 		if v == 0 {
@@ -112,6 +124,15 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 			}
 		}
 	}
+	if w != nil {
+		p.lw, p.npos = make([]float64, n), 0
+		for s, i := range p.order {
+			p.lw[s] = math.Log(w[i]) // -Inf for a zero weight
+			if w[i] > 0 {
+				p.npos++
+			}
+		}
+	}
 	for _, y := range labels {
 		p.seg[y+1]++
 	}
@@ -124,6 +145,11 @@ func newProblem(x []float64, d int, labels []int, nl, workers int) *problem {
 // logNorm returns the log normalising constants of the centre kernels in
 // sorted order: log B(alpha_i) = sum_m lgamma(alpha_im) - lgamma(sum_m
 // alpha_im) with alpha_i = x_i/h + 1, using the actual sum of alpha_i (eq. 10).
+// With sample weights it returns log B(alpha_i) - log w_i instead (+Inf for
+// a zero weight), so that the log-kernels of every sweep are
+// log(w_i k_h(x_j; x_i)) and all its kernel sums are weighted: the tile
+// bounds (the smallest constant of a tile) stay valid, and unit weights
+// subtract exactly 0.
 func (p *problem) logNorm(h float64) []float64 {
 	c := make([]float64, p.n)
 	for s := range c {
@@ -137,7 +163,25 @@ func (p *problem) logNorm(h float64) []float64 {
 		g, _ := math.Lgamma(sum)
 		c[s] = lb - g
 	}
+	if p.lw != nil {
+		for s, v := range p.lw {
+			c[s] -= v
+		}
+	}
 	return c
+}
+
+// others returns the number of samples other than j (input order) that
+// have a positive weight: n - 1 without weights. It is the m of the
+// debiasing (appendix C, D), over which the ratios average.
+func (p *problem) others(j int) int {
+	if p.w == nil {
+		return p.n - 1
+	}
+	if p.w[j] > 0 {
+		return p.npos - 1
+	}
+	return p.npos
 }
 
 // tile fills t (rows j0..j0+na-1 against sorted centres i0..i0+len(c)-1)
@@ -229,8 +273,9 @@ func (p *problem) segments(i0, i1 int, fn func(l, lo, hi int)) {
 //	lse[j]       = log sum_{i != j} k_h(x_j; x_i)
 //	r[j*nl + l]  = sum_{i != j, y_i = l} k_h(x_j; x_i) / sum_{i != j} k_h(x_j; x_i)
 //
-// the leave-one-out kernel regression of the one-hot labels (eq. 3, 9). Both
-// are computed in log space: per label a log-sum-exp over i != j with the
+// the leave-one-out kernel regression of the one-hot labels (eq. 3, 9); with
+// sample weights every k_h(x_j; x_i) here is w_i k_h(x_j; x_i) (see logNorm).
+// Both are computed in log space: per label a log-sum-exp over i != j with the
 // running maximum over all i != j as shift. The term i = j is masked with
 // -Inf, whose exponential is exactly 0 (never by adding a large negative
 // number). Where every kernel is exactly 0 (possible only with zero
@@ -260,7 +305,9 @@ func (p *problem) ratios(h float64) (r, lse []float64) {
 
 // ratiosNeighbours is ratios with, for every evaluation point j, the
 // effective number of neighbours (sum_i k_ij)^2 / sum_i k_ij^2 over i != j
-// (0 where every kernel is 0), from the same sweep.
+// (0 where every kernel is 0), from the same sweep. With sample weights
+// k_ij is w_i k_h(x_j; x_i): Kish's effective sample size of the weighted
+// kernel average.
 func (p *problem) ratiosNeighbours(h float64) (r, lse, ess []float64) {
 	m, ss := p.sweepSums(h, 2, true)
 	s, q := ss[0], ss[1]
@@ -295,7 +342,9 @@ func (p *problem) ratiosNeighbours(h float64) (r, lse, ess []float64) {
 //	s[q][j*nl + l] = sum_{i != j, y_i = l} (k_h(x_j; x_i) e^-m[j])^(q+1).
 //
 // Higher powers of negligible kernels are more negligible still, so the
-// tile and group skipping of the first power is valid for all.
+// tile and group skipping of the first power is valid for all. With sample
+// weights each kernel is w_i k_h(x_j; x_i) (see logNorm), so s[q] holds the
+// power sums of X_i = w_i k_ij.
 func (p *problem) sums(h float64, powers int) (m []float64, s [][]float64) {
 	return p.sweepSums(h, powers, false)
 }
@@ -411,7 +460,8 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 
 // looLSE returns, for every bandwidth hs[g] and evaluation point j,
 // lse[g*n + j] = log sum_{i != j} k_{h_g}(x_j; x_i) (-Inf where every kernel
-// is 0). The dot products <x_i, log x_j> are computed once per pair for all
+// is 0), with w_i k_h in place of k_h under sample weights (see logNorm).
+// The dot products <x_i, log x_j> are computed once per pair for all
 // bandwidths: alpha_i - 1 = x_i / h.
 func (p *problem) looLSE(hs []float64) []float64 {
 	n, ng := p.n, len(hs)
@@ -502,8 +552,9 @@ func (p *problem) looLSE(hs []float64) []float64 {
 // lse of ratios(h). The direct dependence of V on x (the "- f" in r - f) is
 // not included. It needs every coordinate positive (no exact rows).
 //
-// With w_ij = k_h(x_j; x_i), P_ij = w_ij / sum_{i'} w_i'j and
-// l_ij = log w_ij = <x_i/h, log x_j> - log B(alpha_i):
+// With w_ij = k_h(x_j; x_i) (times the sample weight of i, a constant, under
+// weights: see logNorm), P_ij = w_ij / sum_{i'} w_i'j and
+// l_ij = log w_ij = <x_i/h, log x_j> - log B(alpha_i) (+ log of the weight):
 //
 //	dr_jl/dl_ij = P_ij ([y_i = l] - r_jl)
 //	beta_ij     = dV/dl_ij = P_ij (G_{j,y_i} - sum_l G_jl r_jl)

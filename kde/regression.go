@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
 )
 
@@ -21,8 +22,21 @@ import (
 // at which every kernel is exactly zero (on a face of the simplex that no
 // kernel gives mass to) has density -Inf and a row of NaN; undefined counts
 // them. opts.Bandwidth must be set; opts.Workers as in Estimate.
-func Regression(queries, probs []float64, labels []int, k int, opts Options) (r, logDensity []float64, undefined int, err error) {
+//
+// weights holds one weight w_i >= 0 per sample (nil means all 1), W their
+// sum. The estimate is then the weighted kernel regression and density
+//
+//	r(x) = sum_i w_i k_h(x; f_i) e_{y_i} / sum_i w_i k_h(x; f_i),
+//	log density = log((1/W) sum_i w_i k_h(x; f_i)),
+//
+// in which a sample of weight 0 changes nothing and unit weights give the
+// unweighted values bit for bit. Invalid weights give an error wrapping
+// mathx.ErrWeights.
+func Regression(queries, probs []float64, labels []int, k int, weights []float64, opts Options) (r, logDensity []float64, undefined int, err error) {
 	if err := check(Canonical, probs, labels, k); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := checkWeights(weights, len(labels), false); err != nil {
 		return nil, nil, 0, err
 	}
 	h := opts.Bandwidth
@@ -38,8 +52,9 @@ func Regression(queries, probs []float64, labels []int, k int, opts Options) (r,
 			return nil, nil, 0, fmt.Errorf("kde: query %d coordinate %d is %v, not in [0, 1]", i/k, i%k, v)
 		}
 	}
-	p := newProblem(probs, k, labels, k, opts.Workers)
-	norm := p.logNorm(h)
+	p := newProblem(probs, k, labels, k, weights, opts.Workers)
+	norm := p.logNorm(h) // log B(alpha_i) - log w_i with weights: the kernels below are w_i k_h
+	total := mathx.WeightSum(weights, p.n)
 	invh := 1 / h
 	r = make([]float64, m*k)
 	logDensity = make([]float64, m)
@@ -73,19 +88,19 @@ func Regression(queries, probs []float64, labels []int, k int, opts Options) (r,
 				logDensity[j] = math.Inf(-1)
 				continue
 			}
-			total := 0.0
+			sum := 0.0
 			for l := 0; l < k; l++ {
 				s := 0.0
 				for _, v := range lk[p.seg[l]:p.seg[l+1]] {
 					s += kernel.Exp(v - mx)
 				}
 				lse[l] = s
-				total += s
+				sum += s
 			}
 			for l := range row {
-				row[l] = lse[l] / total
+				row[l] = lse[l] / sum
 			}
-			logDensity[j] = mx + math.Log(total/float64(p.n))
+			logDensity[j] = mx + math.Log(sum/total)
 		}
 	})
 	if stopped != nil {
@@ -103,8 +118,9 @@ func Regression(queries, probs []float64, labels []int, k int, opts Options) (r,
 // score = c] at each query score c from the samples' scores and 0/1
 // outcomes (the smooth reliability curve): Regression on the two-column
 // points (1 - c, c) with label outcome. Queries where it is undefined are NaN
-// (counted by undefined).
-func ScoreRegression(queries, scores []float64, outcomes []int, opts Options) (r []float64, undefined int, err error) {
+// (counted by undefined). weights are the samples' weights (nil means all
+// 1), as in Regression: r(c) = sum_i w_i k_h(c; c_i) o_i / sum_i w_i k_h(c; c_i).
+func ScoreRegression(queries, scores []float64, outcomes []int, weights []float64, opts Options) (r []float64, undefined int, err error) {
 	if len(scores) != len(outcomes) {
 		return nil, 0, fmt.Errorf("kde: %d scores and %d outcomes", len(scores), len(outcomes))
 	}
@@ -120,7 +136,7 @@ func ScoreRegression(queries, scores []float64, outcomes []int, opts Options) (r
 			return nil, 0, fmt.Errorf("kde: outcome %d is %d, not 0 or 1", i, o)
 		}
 	}
-	rr, _, undefined, err := Regression(two(queries), two(scores), outcomes, 2, opts)
+	rr, _, undefined, err := Regression(two(queries), two(scores), outcomes, 2, weights, opts)
 	if err != nil {
 		return nil, 0, err
 	}

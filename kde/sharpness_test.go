@@ -16,7 +16,7 @@ func TestSharpnessBruteForce(t *testing.T) {
 	for _, n := range []int{3, 40, 400} {
 		probs, labels := randomSet(rng, n, 3, 1.5)
 		for _, h := range []float64{0.02, 0.3} {
-			res, err := Sharpness(TopLabel, probs, labels, 3, Options{Bandwidth: h})
+			res, err := Sharpness(TopLabel, probs, labels, 3, nil, Options{Bandwidth: h})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestSharpnessGroundTruth(t *testing.T) {
 			labels[j] = 1
 		}
 	}
-	res, err := Sharpness(Binary, probs, labels, 2, Options{Bandwidth: 0.05})
+	res, err := Sharpness(Binary, probs, labels, 2, nil, Options{Bandwidth: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,11 @@ func TestCalibratedShrinks(t *testing.T) {
 					labels[j] = 1
 				}
 			}
-			cv, err := SelectBandwidth(notion, probs, labels, 3, BandwidthOptions{})
+			cv, err := SelectBandwidth(notion, probs, labels, 3, nil, BandwidthOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Estimate(notion, probs, labels, 3, Options{Bandwidth: cv.Bandwidth})
+			res, err := Estimate(notion, probs, labels, 3, nil, Options{Bandwidth: cv.Bandwidth})
 			if err != nil {
 				t.Fatal(err)
 			}

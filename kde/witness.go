@@ -51,6 +51,24 @@ import (
 //     the difference of two squares, which would cancel when one neighbour
 //     dominates.
 //
+// Sample weights w_i (nil: all 1) enter as everywhere in this package: every
+// kernel w_ji becomes w_i k_h(f_j; f_i), so g_j is the weighted regression of
+// the residuals and U_j the pair average with pair weights
+// w_i w_i' k_ji k_ji' (a weighted U-statistic); every mean over points
+// (V1(h), CV(h), the half sums of the cross-fitting, the estimates) is
+// weighted by w_j:
+//
+//	g_j    = sum_{i != j} w_i k_ji e_i / sum_{i != j} w_i k_ji
+//	U_j    = sum_{i != i'} w_i w_i' k_ji k_ji' <e_i, e_i'> / sum_{i != i'} w_i w_i' k_ji k_ji'
+//	V1(h)  = sum_j w_j sum_k sign(g_jk) e_jk / sum_j w_j
+//	CE_2^2 = sum_j w_j [2 <g_j, e_j> - U_j] / sum_j w_j
+//
+// so that they estimate the same quantities under the weighted
+// distribution. A sample of weight 0 is nobody's neighbour and has no
+// weight in any mean, though it still takes part in the random half-splits
+// (which are drawn over the points, as without weights, so that unit weights
+// give the unweighted results bit for bit).
+//
 // Cost: the dot products <f_i, log f_j> are computed once per pair for the
 // whole grid; per bandwidth only the exponentials and the K-vector sums
 // repeat. Streamed in blocks like Estimate: O(n K G) memory for G grid
@@ -115,7 +133,7 @@ type WitnessValue struct {
 	// points: V1(h) for p = 1, CV(h) for p = 2.
 	Curve []float64
 	// Terms holds each point's term (0 where not kept): Value is the mean
-	// of the kept points' terms.
+	// of the kept points' terms (weighted by the sample weights).
 	Terms []float64
 	// Kept reports the points in the mean. A point is left out when every
 	// kernel to it is exactly 0 at some grid bandwidth (possible only with
@@ -131,25 +149,35 @@ type WitnessValue struct {
 
 // WitnessResult is the outcome of Witness.
 type WitnessResult struct {
-	N      int
-	Grid   []float64
-	Values []WitnessValue // one per WitnessOptions.P, in order
+	N       int
+	Grid    []float64
+	Values  []WitnessValue // one per WitnessOptions.P, in order
+	weights []float64      // the sample weights (nil: all 1), for Resampled
 }
 
 // Resampled returns exponent i's estimate on the points idx (indices into
 // the input, repeats allowed) from the per-point terms, conditional on the
 // kernel sums and bandwidths of the full sample (the cheap bootstrap); NaN
-// when no point of idx is kept.
+// when no point of idx is kept. With sample weights it is the weighted mean
+// of the kept terms of idx, each drawn point carrying its weight (NaN when
+// none of positive weight is kept).
 func (res *WitnessResult) Resampled(i int, idx []int) float64 {
-	m, _ := keptMean(res.Values[i].Terms, res.Values[i].Kept, idx)
+	m, _ := keptMean(res.Values[i].Terms, res.Values[i].Kept, idx, res.weights)
 	return m
 }
 
 // Witness estimates the canonical CE_1 by the cross-fitted residual witness
 // and CE_2^2 by the debiased kernel U-statistic (see the comment at the top
 // of witness.go). probs is n×k (rows in the simplex), labels in 0..k-1.
-func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*WitnessResult, error) {
+// weights holds one weight w_j >= 0 per sample (nil means all 1; the
+// weighted forms are at the top of witness.go). Invalid weights give an
+// error wrapping mathx.ErrWeights, fewer than two positive weights one
+// wrapping ErrTooFew.
+func Witness(probs []float64, labels []int, k int, weights []float64, opts WitnessOptions) (*WitnessResult, error) {
 	if err := check(Canonical, probs, labels, k); err != nil {
+		return nil, err
+	}
+	if err := checkWeights(weights, len(labels), true); err != nil {
 		return nil, err
 	}
 	ps := opts.P
@@ -183,7 +211,7 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 		return nil, fmt.Errorf("kde: witness: P2Scale %v: must be positive", scale)
 	}
 	n, ng := len(labels), len(grid)
-	pr := newProblem(probs, k, labels, k, opts.Workers)
+	pr := newProblem(probs, k, labels, k, weights, opts.Workers)
 	t := newTracker(opts.Progress)
 	pr.track, pr.ctx = t, opts.Context
 	t.expect(int64(ng * blocks(n)))
@@ -205,20 +233,31 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 	if nk < 2 {
 		return nil, fmt.Errorf("kde: witness: %w: %d of %d points have a positive kernel density at every bandwidth", ErrTooFew, nk, n)
 	}
-	res := &WitnessResult{N: n, Grid: slices.Clone(grid)}
+	if weights != nil {
+		wdef := 0.0
+		for j, ok := range defined {
+			if ok {
+				wdef += weights[j]
+			}
+		}
+		if !(wdef > 0) {
+			return nil, fmt.Errorf("kde: witness: %w: no point of positive weight has a positive kernel density at every bandwidth", ErrTooFew)
+		}
+	}
+	res := &WitnessResult{N: n, Grid: slices.Clone(grid), weights: slices.Clone(weights)}
 	for _, p := range ps {
 		v := WitnessValue{P: p, Kept: slices.Clone(defined)}
 		switch p {
 		case 1:
-			v.Curve = curveMeans(sw.v1, defined, n, ng)
+			v.Curve = curveMeans(sw.v1, defined, weights, n, ng)
 			best := mathx.Argmax(v.Curve)
 			v.Bandwidth = grid[best]
 			var hg float64
-			v.Terms, hg = crossFit(sw.v1, defined, n, ng, splits, opts.Seed)
+			v.Terms, hg = crossFit(sw.v1, defined, weights, n, ng, splits, opts.Seed)
 			v.HalfBandwidths = geometricMean(grid, hg)
 			v.Warnings = edgeWarning(grid, best, "witness V1")
 		case 2:
-			v.Curve = curveMeans(sw.cv, defined, n, ng)
+			v.Curve = curveMeans(sw.cv, defined, weights, n, ng)
 			best := mathx.Argmax(v.Curve)
 			v.CVBandwidth = grid[best]
 			v.Bandwidth = scale * grid[best]
@@ -235,19 +274,30 @@ func Witness(probs []float64, labels []int, k int, opts WitnessOptions) (*Witnes
 				}
 			}
 		}
-		kept := 0
+		kept, wkept := 0, 0.0
 		for j, ok := range v.Kept {
-			if ok {
+			switch {
+			case !ok:
+				v.Excluded++
+			case weights != nil:
+				v.Value += weights[j] * v.Terms[j]
+				wkept += weights[j]
+				kept++
+			default:
 				v.Value += v.Terms[j]
 				kept++
-			} else {
-				v.Excluded++
 			}
+		}
+		if weights == nil {
+			wkept = float64(kept)
 		}
 		if kept == 0 {
 			return nil, fmt.Errorf("kde: witness p = 2: %w: no point has two neighbours at h = %g", ErrTooFew, v.Bandwidth)
 		}
-		v.Value /= float64(kept)
+		if !(wkept > 0) {
+			return nil, fmt.Errorf("kde: witness p = 2: %w: no point of positive weight has two neighbours at h = %g", ErrTooFew, v.Bandwidth)
+		}
+		v.Value /= wkept
 		if !finiteAll(v.Value) {
 			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", p, v.Value)
 		}
@@ -426,22 +476,27 @@ func (p *problem) uStatistic(h float64, e []float64) (terms []float64, ok []bool
 }
 
 // curveMeans returns the mean over the defined points of x[g*n + j] for
-// each grid point g, summed in point order.
-func curveMeans(x []float64, defined []bool, n, ng int) []float64 {
+// each grid point g, summed in point order, weighted by w (nil: all 1).
+func curveMeans(x []float64, defined []bool, w []float64, n, ng int) []float64 {
 	c := make([]float64, ng)
-	kept := 0
-	for _, ok := range defined {
+	kept := 0.0
+	for j, ok := range defined {
 		if ok {
-			kept++
+			kept += mathx.Weight(w, j)
 		}
 	}
 	for g := range c {
 		for j, ok := range defined {
-			if ok {
+			if !ok {
+				continue
+			}
+			if w != nil {
+				c[g] += w[j] * x[g*n+j]
+			} else {
 				c[g] += x[g*n+j]
 			}
 		}
-		c[g] /= float64(kept)
+		c[g] /= kept
 	}
 	return c
 }
@@ -451,8 +506,9 @@ func curveMeans(x []float64, defined []bool, n, ng int) []float64 {
 // mean) by the half that does not contain j. Split s permutes the defined
 // points with PCG(seed, s) and cuts the permutation in the middle (the
 // first half has the floor of half the points). meanIdx is the mean of the
-// chosen grid indices over halves and splits (see geometricMean).
-func crossFit(v []float64, defined []bool, n, ng, splits int, seed uint64) (terms []float64, meanIdx float64) {
+// chosen grid indices over halves and splits (see geometricMean). With
+// weights w (nil: all 1) each half chooses by its weighted sum.
+func crossFit(v []float64, defined []bool, w []float64, n, ng, splits int, seed uint64) (terms []float64, meanIdx float64) {
 	var pts []int
 	for j, ok := range defined {
 		if ok {
@@ -472,8 +528,8 @@ func crossFit(v []float64, defined []bool, n, ng, splits int, seed uint64) (term
 			perm[i] = pts[x]
 		}
 		a, b := perm[:half], perm[half:]
-		halfMeans(sumA, v, a, n)
-		halfMeans(sumB, v, b, n)
+		halfMeans(sumA, v, a, w, n)
+		halfMeans(sumB, v, b, w, n)
 		ga, gb := mathx.Argmax(sumA), mathx.Argmax(sumB)
 		for _, j := range a {
 			terms[j] += v[gb*n+j]
@@ -490,13 +546,20 @@ func crossFit(v []float64, defined []bool, n, ng, splits int, seed uint64) (term
 }
 
 // halfMeans sets sum[g] to the sum over the points idx of v[g*n + j] (in the
-// order of idx; the argmax is the same as of the mean).
-func halfMeans(sum, v []float64, idx []int, n int) {
+// order of idx; the argmax is the same as of the mean), each times w_j with
+// weights w (nil: all 1).
+func halfMeans(sum, v []float64, idx []int, w []float64, n int) {
 	for g := range sum {
 		s := 0.0
 		row := v[g*n : (g+1)*n]
-		for _, j := range idx {
-			s += row[j]
+		if w != nil {
+			for _, j := range idx {
+				s += w[j] * row[j]
+			}
+		} else {
+			for _, j := range idx {
+				s += row[j]
+			}
 		}
 		sum[g] = s
 	}

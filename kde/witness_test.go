@@ -81,7 +81,7 @@ func TestWitnessBruteForce(t *testing.T) {
 	const n, k = 300, 3
 	probs, labels := randomSet(rng, n, k, 1.5)
 	grid := []float64{0.01, 0.03, 0.1, 0.3, 1}
-	pr := newProblem(probs, k, labels, k, 2)
+	pr := newProblem(probs, k, labels, k, nil, 2)
 	e := residuals(probs, labels, k)
 	sw := pr.residualSweep(grid, e, true)
 	for g, h := range grid {
@@ -111,7 +111,7 @@ func TestWitnessBruteForce(t *testing.T) {
 		}
 	}
 
-	res, err := Witness(probs, labels, k, WitnessOptions{Grid: grid, Seed: 3})
+	res, err := Witness(probs, labels, k, nil, WitnessOptions{Grid: grid, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestCrossFit(t *testing.T) {
 	for j := range defined {
 		defined[j] = true
 	}
-	terms, _ := crossFit(v, defined, n, ng, splits, 11)
+	terms, _ := crossFit(v, defined, nil, n, ng, splits, 11)
 	halfMean := func(idx []int, g int) float64 {
 		s := 0.0
 		for _, j := range idx {
@@ -199,7 +199,7 @@ func TestWitnessDeterminism(t *testing.T) {
 	probs, labels := randomSet(rng, 700, 5, 2)
 	var ref *WitnessResult
 	for _, w := range []int{1, 2, 5} {
-		res, err := Witness(probs, labels, 5, WitnessOptions{Workers: w, Seed: 9})
+		res, err := Witness(probs, labels, 5, nil, WitnessOptions{Workers: w, Seed: 9})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestWitnessDeterminism(t *testing.T) {
 			}
 		}
 	}
-	other, err := Witness(probs, labels, 5, WitnessOptions{Seed: 10})
+	other, err := Witness(probs, labels, 5, nil, WitnessOptions{Seed: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +235,14 @@ func TestWitnessErrors(t *testing.T) {
 		"negative splits": {Splits: -1},
 		"bad scale":       {P2Scale: math.Inf(1)},
 	} {
-		if _, err := Witness(probs, labels, 2, o); err == nil {
+		if _, err := Witness(probs, labels, 2, nil, o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Witness(probs[:2], labels[:1], 2, WitnessOptions{}); err == nil {
+	if _, err := Witness(probs[:2], labels[:1], 2, nil, WitnessOptions{}); err == nil {
 		t.Error("one sample: no error")
 	}
-	if _, err := Witness([]float64{0.2, 0.8, math.NaN(), 0.5}, []int{0, 1}, 2, WitnessOptions{}); err == nil {
+	if _, err := Witness([]float64{0.2, 0.8, math.NaN(), 0.5}, []int{0, 1}, 2, nil, WitnessOptions{}); err == nil {
 		t.Error("NaN: no error")
 	}
 }
@@ -253,7 +253,7 @@ func witnessRuns(t *testing.T, su synth.Setup, n, reps int) (v1, v2 []float64) {
 	t.Helper()
 	for r := 0; r < reps; r++ {
 		f, y, _ := su.Draw(n, rand.New(rand.NewPCG(uint64(r), uint64(n))))
-		res, err := Witness(f, y, su.K, WitnessOptions{Seed: uint64(r)})
+		res, err := Witness(f, y, su.K, nil, WitnessOptions{Seed: uint64(r)})
 		if err != nil {
 			t.Fatal(err)
 		}

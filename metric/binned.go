@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"github.com/calib-dev/calib/internal/mathx"
@@ -19,6 +20,19 @@ const (
 	// calibration_curve(strategy="quantile"): the q-th percentiles of the
 	// scores for q = 100 b/B, with NumPy's default linear interpolation
 	// (index q/100 (n-1) into the sorted scores).
+	//
+	// With weights the edges are those percentiles of the weighted
+	// empirical distribution, the weights taken as frequencies: with the
+	// scores sorted and W_m the total weight of the m+1 smallest, the
+	// order statistic at position t in [0, W) is the smallest score whose
+	// W_m > t, and edge b interpolates linearly between the order
+	// statistics at positions floor(h) and floor(h) + 1 (the largest score
+	// past the end), h = (b/B)(W - 1) clamped to [0, max(W - 1, 0)]. For
+	// integer weights these are exactly the edges of the data with each row
+	// repeated w_i times (rows of weight 0 dropped). As the repeated rows,
+	// the edges depend on the scale of the weights: use weights on the
+	// scale of counts (integer frequencies, or weights normalised to mean
+	// 1, W = n); with W <= 1 every edge is the smallest score.
 	EqualMass
 )
 
@@ -65,9 +79,22 @@ const (
 	// sigma_g1 = sqrt(6 (n-2) / ((n+1)(n+3))); 1 bin when n <= 2 or the
 	// scores are all equal. It is applied to the confidences (top-label),
 	// to each column (class-wise), and to the pooled n×K entries
-	// (canonical, bins per class dimension).
+	// (canonical, bins per class dimension, each sample's weight repeated
+	// for its K entries).
+	//
+	// With weights, n is the total weight W and the moments are weighted,
+	//
+	//	mean = sum_i w_i x_i / W,  m_2 = sum_i w_i (x_i - mean)^2 / W,
+	//	g1 = sum_i w_i ((x_i - mean) / sqrt(m_2))^3 / W,
+	//
+	// the moments of the rows repeated w_i times, so integer weights give
+	// the bins of the repeated rows (up to rounding exactly at an integer
+	// of the ceil). Like those, the rule depends on the scale of the
+	// weights (see EqualMass).
 	Doane
-	// Sqrt uses ceil(sqrt(n)) bins.
+	// Sqrt uses ceil(sqrt(n)) bins; with weights ceil(sqrt(W)), W the total
+	// weight (the bins of the rows repeated w_i times for integer weights;
+	// scale as for EqualMass).
 	Sqrt
 )
 
@@ -122,8 +149,9 @@ type BinOptions struct {
 // ErrTooFewBins is returned when the data cannot fill the bins asked for.
 var ErrTooFewBins = errors.New("too few samples for the bins")
 
-// numBins returns the number of bins for the scores x.
-func (o BinOptions) numBins(x []float64) (int, error) {
+// numBins returns the number of bins for the scores x with weights w (nil:
+// all 1).
+func (o BinOptions) numBins(x, w []float64) (int, error) {
 	switch o.Rule {
 	case Fixed:
 		b := o.Bins
@@ -135,46 +163,57 @@ func (o BinOptions) numBins(x []float64) (int, error) {
 		}
 		return b, nil
 	case Doane:
-		return doaneBins(x), nil
+		return doaneBins(x, w), nil
 	case Sqrt:
-		return max(1, int(math.Ceil(math.Sqrt(float64(len(x)))))), nil
+		return sqrtBins(mathx.WeightSum(w, len(x))), nil
 	}
 	return 0, fmt.Errorf("metric: invalid bin rule %d", int(o.Rule))
 }
 
-// doaneBins is NumPy's Doane rule (see Doane).
-func doaneBins(x []float64) int {
-	n := float64(len(x))
-	if len(x) <= 2 {
+// sqrtBins is the Sqrt rule for n samples (or a total weight n).
+func sqrtBins(n float64) int {
+	return max(1, int(math.Ceil(math.Sqrt(n))))
+}
+
+// doaneBins is NumPy's Doane rule (see Doane), weighted. Each weight is
+// the leftmost factor of its product, so that with nil weights (w_i = 1)
+// every operation, fused or not, rounds as the unweighted rule.
+func doaneBins(x, w []float64) int {
+	n := mathx.WeightSum(w, len(x))
+	if n <= 2 {
 		return 1
 	}
 	mean := 0.0
-	for _, v := range x {
-		mean += v
+	for i, v := range x {
+		mean += mathx.Weight(w, i) * v
 	}
 	mean /= n
 	var m2, m3 float64
-	for _, v := range x {
+	for i, v := range x {
 		d := v - mean
-		m2 += d * d
+		m2 += mathx.Weight(w, i) * d * d
 	}
 	sigma := math.Sqrt(m2 / n)
 	if sigma == 0 {
 		return 1
 	}
-	for _, v := range x {
+	for i, v := range x {
 		z := (v - mean) / sigma
-		m3 += z * z * z
+		m3 += mathx.Weight(w, i) * z * z * z
 	}
 	g1 := m3 / n
 	sg1 := math.Sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
 	return max(1, int(math.Ceil(1+math.Log2(n)+math.Log2(1+math.Abs(g1)/sg1))))
 }
 
-// edges returns the B+1 bin edges for the scores x.
-func (o BinOptions) edges(x []float64, b int) []float64 {
+// edges returns the B+1 bin edges for the scores x with weights w.
+func (o BinOptions) edges(x, w []float64, b int) []float64 {
 	e := make([]float64, b+1)
 	if o.Binning == EqualMass && len(x) > 0 {
+		if w != nil {
+			weightedQuantiles(e, x, w)
+			return e
+		}
 		s := slices.Clone(x)
 		slices.Sort(s)
 		for i := range e {
@@ -186,6 +225,51 @@ func (o BinOptions) edges(x []float64, b int) []float64 {
 		e[i] = float64(i) / float64(b)
 	}
 	return e
+}
+
+// weightedQuantiles writes into e the quantiles b/B, b = 0..B = len(e)-1,
+// of the scores x with weights w (not all 0), as mathx.Quantile of the
+// sorted scores with score i repeated w_i times (see EqualMass): position
+// h = q (W - 1), the order statistic at position t the smallest score with
+// cumulative weight > t. For integer weights the cumulative weights and
+// positions are exact integers, so the edges are those of the repeated
+// rows bit for bit.
+func weightedQuantiles(e, x, w []float64) {
+	type pt struct{ s, w float64 }
+	pts := make([]pt, 0, len(x))
+	for i, v := range x {
+		if w[i] > 0 {
+			pts = append(pts, pt{v, w[i]})
+		}
+	}
+	slices.SortFunc(pts, func(a, b pt) int { return cmp.Compare(a.s, b.s) })
+	cum := make([]float64, len(pts))
+	W := 0.0
+	for i, p := range pts {
+		W += p.w
+		cum[i] = W
+	}
+	// at returns the order statistic at position t (the largest score
+	// for t at or past the total weight).
+	at := func(t float64) float64 {
+		m, _ := slices.BinarySearchFunc(cum, t, func(c, t float64) int {
+			if c <= t {
+				return -1
+			}
+			return 1
+		})
+		return pts[min(m, len(pts)-1)].s
+	}
+	b := len(e) - 1
+	for i := range e {
+		pos := float64(i) / float64(b) * max(W-1, 0)
+		lo := math.Floor(pos)
+		frac := pos - lo
+		// at caps the next position at the largest score, as
+		// mathx.Quantile caps its index at the last element.
+		xlo, xhi := at(lo), at(lo+1)
+		e[i] = xlo + (xhi-xlo)*frac
+	}
 }
 
 // assign returns the bin of each score: the number of inner edges
@@ -206,23 +290,51 @@ func (o BinOptions) assign(x, e []float64) []int {
 	return bins
 }
 
-// Bins is the binned summary of scores and outcomes: per bin the count, the
-// mean score (confidence) and the mean outcome (accuracy).
+// Bins is the binned summary of scores and outcomes: per bin the count,
+// the mass (total weight), the weighted mean score (confidence) and the
+// weighted mean outcome (accuracy),
+//
+//	W_b = sum_{i in b} w_i,  score_b = sum_{i in b} w_i s_i / W_b,
+//	freq_b = sum_{i in b} w_i o_i / W_b,
+//
+// the plain counts and means when the weights are nil (all 1). A bin of
+// mass 0 (no sample, or only samples of weight 0) is empty.
 type Bins struct {
 	Edges []float64
-	Count []int
-	Score []float64 // mean score per bin (0 for empty bins)
-	Freq  []float64 // mean outcome per bin (0 for empty bins)
+	Count []int     // samples (rows, whatever their weight) per bin
+	Mass  []float64 // total weight W_b per bin (the count when unweighted); nil means Count
+	Score []float64 // weighted mean score per bin (0 for empty bins)
+	Freq  []float64 // weighted mean outcome per bin (0 for empty bins)
 	N     int       // all samples, binned or not
+	W     float64   // total weight of all samples, binned or not (N when unweighted); not read when Mass is nil
 }
 
-// BinScores bins scores with their outcomes.
-func BinScores(scores, outcomes []float64, o BinOptions) (*Bins, error) {
-	a, err := AssignBins(scores, o)
+// mass returns W_b (Count when Mass is nil).
+func (bs *Bins) mass(b int) float64 {
+	if bs.Mass == nil {
+		return float64(bs.Count[b])
+	}
+	return bs.Mass[b]
+}
+
+// total returns W (N when Mass is nil).
+func (bs *Bins) total() float64 {
+	if bs.Mass == nil {
+		return float64(bs.N)
+	}
+	return bs.W
+}
+
+// BinScores bins scores with their outcomes and weights (nil: all 1). A
+// number of weights other than len(scores), or a weight that is negative,
+// NaN or infinite, or weights that are all 0, are an error wrapping
+// data.ErrWeights.
+func BinScores(scores, outcomes, weights []float64, o BinOptions) (*Bins, error) {
+	a, err := AssignBins(scores, weights, o)
 	if err != nil {
 		return nil, err
 	}
-	return a.Summarize(scores, outcomes, nil), nil
+	return a.Summarize(scores, outcomes, nil, weights), nil
 }
 
 // Assignment is the bin of every score of a sample, kept so that bootstrap
@@ -236,52 +348,97 @@ type Assignment struct {
 
 // DataIndependent reports whether the bins of o depend on the scores
 // only through their number (so an Assignment holds for any resample).
+// With weights the Sqrt rule depends on the total weight, which a
+// resample changes: only the Fixed rule with equal-width bins is then
+// independent of the resample.
 func (o BinOptions) DataIndependent() bool {
 	return o.Binning == EqualWidth && o.Rule != Doane
 }
 
-// AssignBins computes the bins of the scores.
-func AssignBins(scores []float64, o BinOptions) (*Assignment, error) {
+// AssignBins computes the bins of the scores with weights (nil: all 1;
+// see EqualMass, Doane and Sqrt for how the weights place the bins). Bad
+// weights (see BinScores) are an error wrapping data.ErrWeights.
+func AssignBins(scores, weights []float64, o BinOptions) (*Assignment, error) {
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("metric: %w: no samples", ErrTooFewBins)
 	}
-	b, err := o.numBins(scores)
+	if err := mathx.CheckWeights(weights, len(scores)); err != nil {
+		return nil, fmt.Errorf("metric: %w", err)
+	}
+	b, err := o.numBins(scores, weights)
 	if err != nil {
 		return nil, err
 	}
-	e := o.edges(scores, b)
+	e := o.edges(scores, weights, b)
 	return &Assignment{Edges: e, Bin: o.assign(scores, e)}, nil
 }
 
 // Summarize returns the bins of the samples idx (indices into scores,
-// repeats allowed; nil means all).
-func (a *Assignment) Summarize(scores, outcomes []float64, idx []int) *Bins {
-	if len(scores) != len(outcomes) {
-		panic("metric: Summarize: length mismatch")
+// repeats allowed; nil means all) with the weights of the full sample
+// (nil: all 1; a resample carries the weight of each row it draws, so a
+// row drawn twice counts twice its weight). It panics if the lengths of
+// scores, outcomes and weights (when not nil) differ.
+func (a *Assignment) Summarize(scores, outcomes []float64, idx []int, weights []float64) *Bins {
+	if len(scores) != len(outcomes) || (weights != nil && len(weights) != len(scores)) {
+		panic(fmt.Sprintf("metric: Summarize: length mismatch (%d scores, %d outcomes, %d weights)", len(scores), len(outcomes), len(weights)))
 	}
 	nb := len(a.Edges) - 1
-	bs := &Bins{Edges: a.Edges, Count: make([]int, nb), Score: make([]float64, nb), Freq: make([]float64, nb), N: len(scores)}
-	add := func(i int) {
-		if k := a.Bin[i]; k >= 0 {
-			bs.Count[k]++
-			bs.Score[k] += scores[i]
-			bs.Freq[k] += outcomes[i]
+	bs := &Bins{Edges: a.Edges, Count: make([]int, nb), Mass: make([]float64, nb), Score: make([]float64, nb), Freq: make([]float64, nb), N: len(scores)}
+	// The four loops (all samples or idx, without or with weights) are
+	// written out: this is the inner loop of the bootstrap.
+	switch {
+	case weights == nil && idx == nil:
+		for i, k := range a.Bin {
+			if k >= 0 {
+				bs.Count[k]++
+				bs.Score[k] += scores[i]
+				bs.Freq[k] += outcomes[i]
+			}
 		}
-	}
-	if idx == nil {
-		for i := range scores {
-			add(i)
-		}
-	} else {
-		bs.N = len(idx)
+	case weights == nil:
 		for _, i := range idx {
-			add(i)
+			if k := a.Bin[i]; k >= 0 {
+				bs.Count[k]++
+				bs.Score[k] += scores[i]
+				bs.Freq[k] += outcomes[i]
+			}
+		}
+	case idx == nil:
+		for i, k := range a.Bin {
+			bs.W += weights[i]
+			if k >= 0 {
+				w := weights[i]
+				bs.Count[k]++
+				bs.Mass[k] += w
+				bs.Score[k] += w * scores[i]
+				bs.Freq[k] += w * outcomes[i]
+			}
+		}
+	default:
+		for _, i := range idx {
+			bs.W += weights[i]
+			if k := a.Bin[i]; k >= 0 {
+				w := weights[i]
+				bs.Count[k]++
+				bs.Mass[k] += w
+				bs.Score[k] += w * scores[i]
+				bs.Freq[k] += w * outcomes[i]
+			}
 		}
 	}
-	for k, c := range bs.Count {
-		if c > 0 {
-			bs.Score[k] /= float64(c)
-			bs.Freq[k] /= float64(c)
+	if idx != nil {
+		bs.N = len(idx)
+	}
+	if weights == nil {
+		bs.W = float64(bs.N)
+		for k, c := range bs.Count {
+			bs.Mass[k] = float64(c)
+		}
+	}
+	for k, m := range bs.Mass {
+		if m > 0 {
+			bs.Score[k] /= m
+			bs.Freq[k] /= m
 		}
 	}
 	return bs
@@ -289,25 +446,26 @@ func (a *Assignment) Summarize(scores, outcomes []float64, idx []int) *Bins {
 
 // ECE returns the binned Lp calibration error in the p-th power form,
 //
-//	ECE_p^p = sum_b (n_b / N) |freq_b - score_b|^p,
+//	ECE_p^p = sum_b (W_b / W) |freq_b - score_b|^p,
 //
-// with N all samples (binned or not).
+// with W the total weight of all samples (binned or not; W_b = n_b and
+// W = N when unweighted).
 func (bs *Bins) ECE(p float64) float64 {
 	sum := 0.0
-	for k, c := range bs.Count {
-		if c > 0 {
-			sum += float64(c) / float64(bs.N) * math.Pow(math.Abs(bs.Freq[k]-bs.Score[k]), p)
+	for k := range bs.Count {
+		if m := bs.mass(k); m > 0 {
+			sum += m / bs.total() * math.Pow(math.Abs(bs.Freq[k]-bs.Score[k]), p)
 		}
 	}
 	return sum
 }
 
 // MCE returns the maximum calibration error max_b |freq_b - score_b| over
-// the non-empty bins.
+// the non-empty bins (mass > 0).
 func (bs *Bins) MCE() float64 {
 	m := 0.0
-	for k, c := range bs.Count {
-		if c > 0 {
+	for k := range bs.Count {
+		if bs.mass(k) > 0 {
 			m = math.Max(m, math.Abs(bs.Freq[k]-bs.Score[k]))
 		}
 	}
@@ -318,36 +476,43 @@ func (bs *Bins) MCE() float64 {
 // (2019, "Verified uncertainty calibration"; verified_calibration's
 // unbiased_square_ce):
 //
-//	sum_b (n_b / N) [ (freq_b - score_b)^2 - freq_b (1 - freq_b) / (n_b - 1) ],
+//	sum_b (W_b / W) [ (freq_b - score_b)^2 - freq_b (1 - freq_b) / (W_b - 1) ],
 //
-// with bins of fewer than 2 samples contributing 0. It may be negative.
+// with bins of mass W_b < 2 contributing 0; W_b = n_b and W = N when
+// unweighted. The weights are frequencies: the mass W_b stands for the
+// count n_b of the bias term, so integer weights give the estimate of the
+// rows repeated w_i times, and the estimate depends on the scale of the
+// weights (use weights on the scale of counts; see EqualMass). It may be
+// negative.
 func (bs *Bins) DebiasedL2() float64 {
 	sum := 0.0
-	for k, c := range bs.Count {
-		if c < 2 {
+	for k := range bs.Count {
+		m := bs.mass(k)
+		if m < 2 {
 			continue
 		}
 		d := bs.Freq[k] - bs.Score[k]
-		sum += float64(c) / float64(bs.N) * (d*d - bs.Freq[k]*(1-bs.Freq[k])/float64(c-1))
+		sum += m / bs.total() * (d*d - bs.Freq[k]*(1-bs.Freq[k])/(m-1))
 	}
 	return sum
 }
 
 // TopLabelBins bins the top-label confidences max_k f_k with the outcomes
-// [argmax = label].
-func TopLabelBins(probs []float64, labels []int, k int, o BinOptions) (*Bins, error) {
+// [argmax = label] and the sample weights (nil: all 1; see BinScores).
+func TopLabelBins(probs []float64, labels []int, k int, weights []float64, o BinOptions) (*Bins, error) {
 	s, c := TopR(probs, labels, k, 1)
-	return BinScores(s, c, o)
+	return BinScores(s, c, weights, o)
 }
 
-// ClassWiseBins bins each class column f_k with the outcomes [y = k]; with
-// the Doane rule each column gets its own number of bins.
-func ClassWiseBins(probs []float64, labels []int, k int, o BinOptions) ([]*Bins, error) {
+// ClassWiseBins bins each class column f_k with the outcomes [y = k] and
+// the sample weights (nil: all 1; every column carries the same weights);
+// with the Doane rule each column gets its own number of bins.
+func ClassWiseBins(probs []float64, labels []int, k int, weights []float64, o BinOptions) ([]*Bins, error) {
 	bins := make([]*Bins, k)
 	for c := range bins {
 		s, y := ClassColumn(probs, labels, k, c)
 		var err error
-		if bins[c], err = BinScores(s, y, o); err != nil {
+		if bins[c], err = BinScores(s, y, weights, o); err != nil {
 			return nil, fmt.Errorf("class %d: %w", c, err)
 		}
 	}
@@ -356,7 +521,8 @@ func ClassWiseBins(probs []float64, labels []int, k int, o BinOptions) ([]*Bins,
 
 // ClassWise aggregates a per-class quantity: the mean over classes (Kull et
 // al.'s class-wise ECE and verified_calibration's marginal error take the
-// mean), the sum and the class terms.
+// mean), the sum and the class terms. The classes count equally; sample
+// weights enter through the bins (ClassWiseBins).
 func ClassWise(bins []*Bins, f func(*Bins) float64) PerClass {
 	pc := PerClass{PerClass: make([]float64, len(bins))}
 	for c, b := range bins {

@@ -20,7 +20,7 @@ func TestBinnedHand(t *testing.T) {
 	// Bin 1 = (0.5, 1]: scores 0.6, 1, outcomes 1, 1: mean 0.8, freq 1.
 	s := []float64{0, 0.2, 0.5, 0.6, 1}
 	y := []float64{0, 1, 0, 1, 1}
-	bs, err := BinScores(s, y, BinOptions{Bins: 2})
+	bs, err := BinScores(s, y, nil, BinOptions{Bins: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestBinnedHand(t *testing.T) {
 
 	// The splines reference's (lo, hi]: the score 0 is in no bin but
 	// counts in N.
-	bs, _ = BinScores(s, y, BinOptions{Bins: 2, OpenLow: true})
+	bs, _ = BinScores(s, y, nil, BinOptions{Bins: 2, OpenLow: true})
 	if bs.Count[0] != 2 || bs.N != 5 {
 		t.Fatalf("OpenLow counts %v N %d", bs.Count, bs.N)
 	}
@@ -48,7 +48,7 @@ func TestBinnedHand(t *testing.T) {
 func TestEqualMassEdges(t *testing.T) {
 	s := []float64{0.9, 0.1, 0.4, 0.3, 0.2}
 	y := []float64{1, 0, 0, 1, 0}
-	bs, err := BinScores(s, y, BinOptions{Binning: EqualMass, Bins: 2})
+	bs, err := BinScores(s, y, nil, BinOptions{Binning: EqualMass, Bins: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestEqualMassEdges(t *testing.T) {
 	if bs.Count[0] != 3 || bs.Count[1] != 2 {
 		t.Errorf("counts %v, want [3 2] (0.3 closes the first bin)", bs.Count)
 	}
-	bs, _ = BinScores(s, y, BinOptions{Binning: EqualMass, Bins: 4})
+	bs, _ = BinScores(s, y, nil, BinOptions{Binning: EqualMass, Bins: 4})
 	// Positions 0, 1, 2, 3, 4 -> edges 0.1, 0.2, 0.3, 0.4, 0.9.
 	near(t, "edge 3", bs.Edges[3], 0.4, 1e-15)
 }
@@ -68,17 +68,17 @@ func TestEqualMassEdges(t *testing.T) {
 func TestBinRules(t *testing.T) {
 	// Hand-computed Doane for {0, 0, 0, 1}: g1 = 1.1547, sigma_g1 = 0.58554,
 	// 1 + 2 + log2(2.97203) = 4.5715 -> 5 bins.
-	if b := doaneBins([]float64{0, 0, 0, 1}); b != 5 {
+	if b := doaneBins([]float64{0, 0, 0, 1}, nil); b != 5 {
 		t.Errorf("Doane bins %d, want 5", b)
 	}
-	if b := doaneBins([]float64{0.5, 0.5, 0.5}); b != 1 {
+	if b := doaneBins([]float64{0.5, 0.5, 0.5}, nil); b != 1 {
 		t.Errorf("Doane bins of constant data %d, want 1", b)
 	}
-	b, _ := BinOptions{Rule: Sqrt}.numBins(make([]float64, 10))
+	b, _ := BinOptions{Rule: Sqrt}.numBins(make([]float64, 10), nil)
 	if b != 4 {
 		t.Errorf("sqrt bins %d, want 4", b)
 	}
-	b, _ = BinOptions{}.numBins(nil)
+	b, _ = BinOptions{}.numBins(nil, nil)
 	if b != DefaultBins {
 		t.Errorf("default bins %d", b)
 	}
@@ -93,7 +93,7 @@ func TestCanonicalHand(t *testing.T) {
 		0, 0, 1, // cell (0,0,1): f = 1 goes to B-1 = 1
 	}
 	labels := []int{0, 1, 2, 2}
-	c, err := Canonical(probs, labels, 3, 1, BinOptions{Bins: 2})
+	c, err := Canonical(probs, labels, 3, 1, nil, BinOptions{Bins: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestCanonicalHand(t *testing.T) {
 func TestECE25Golden(t *testing.T) {
 	for name, m := range loadSplinesGolden(t).Models {
 		s := loadTestSet(t, testLogits[name])
-		bs, err := TopLabelBins(s.Probs, s.Labels, s.K, BinOptions{Bins: 25, OpenLow: true})
+		bs, err := TopLabelBins(s.Probs, s.Labels, s.K, nil, BinOptions{Bins: 25, OpenLow: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,25 +153,25 @@ func TestResampleShortcuts(t *testing.T) {
 	rp, rl := Resample(probs, k, idx), Resample(labels, 1, idx)
 	for _, o := range []BinOptions{{Bins: 10}, {Rule: Sqrt}, {Bins: 7, OpenLow: true}} {
 		sc, oc := TopR(probs, labels, k, 1)
-		a, err := AssignBins(sc, o)
+		a, err := AssignBins(sc, nil, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := a.Summarize(sc, oc, idx)
-		want, _ := TopLabelBins(rp, rl, k, o)
+		got := a.Summarize(sc, oc, idx, nil)
+		want, _ := TopLabelBins(rp, rl, k, nil, o)
 		near(t, "resampled ECE", got.ECE(1), want.ECE(1), 1e-14)
 		near(t, "resampled debiased", got.DebiasedL2(), want.DebiasedL2(), 1e-14)
-		c, _ := AssignCells(probs, labels, k, o)
+		c, _ := AssignCells(probs, labels, k, nil, o)
 		gc := c.Estimate(2, idx)
-		wc, _ := Canonical(rp, rl, k, 2, o)
+		wc, _ := Canonical(rp, rl, k, 2, nil, o)
 		near(t, "resampled canonical", gc.Value, wc.Value, 1e-14)
 		near(t, "resampled canonical MCE", gc.MCE, wc.MCE, 1e-14)
 		if gc.Cells != wc.Cells {
 			t.Errorf("cells %d, want %d", gc.Cells, wc.Cells)
 		}
-		ks := NewSortedKS(sc, oc).KSResample(Counts(n, idx))
+		ks := NewSortedKS(sc, oc, nil).KSResample(Counts(n, idx))
 		rs, ro := TopR(rp, rl, k, 1)
-		wks, _ := KS(rs, ro, false)
+		wks, _ := KS(rs, ro, false, nil)
 		near(t, "resampled KS", ks, wks, 1e-14)
 	}
 }

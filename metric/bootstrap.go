@@ -109,6 +109,12 @@ type Interval struct {
 // values (NumPy's linear interpolation) as o.Method says. Resamples run in
 // parallel and stat must be safe for concurrent use; the interval is the
 // same for any number of workers.
+//
+// A weighted bootstrap draws the rows uniformly, as here, and each drawn
+// row carries its weight: stat computes the weighted statistic of the rows
+// idx with the weights Resample(weights, 1, idx) (nil stays nil), or hands
+// the full sample's weights with idx to an idx-based shortcut
+// (Assignment.Summarize, Cells.Estimate, SortedKS.KSResample with Counts).
 func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions) (Interval, error) {
 	b := o.Resamples
 	if b == 0 {
@@ -171,8 +177,12 @@ func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions)
 	return iv, nil
 }
 
-// Resample returns the rows idx of an n×k matrix (k = 1 for a vector).
+// Resample returns the rows idx of an n×k matrix (k = 1 for a vector), or
+// nil when x is nil (so that nil weights, all 1, stay nil).
 func Resample[T any](x []T, k int, idx []int) []T {
+	if x == nil {
+		return nil
+	}
 	out := make([]T, 0, len(idx)*k)
 	for _, i := range idx {
 		out = append(out, x[i*k:(i+1)*k]...)

@@ -22,7 +22,7 @@ func TestBootstrapMean(t *testing.T) {
 		}
 		return s / float64(len(idx)), nil
 	}
-	m, sd := mean(x), 0.0
+	m, sd := weightedMean(x, nil), 0.0
 	for _, v := range x {
 		sd += (v - m) * (v - m)
 	}

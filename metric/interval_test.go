@@ -81,7 +81,7 @@ func TestIntervalCoverage(t *testing.T) {
 		if idx != nil {
 			s, o = Resample(s, 1, idx), Resample(o, 1, idx)
 		}
-		b, err := BinScores(s, o, BinOptions{Bins: 10})
+		b, err := BinScores(s, o, nil, BinOptions{Bins: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

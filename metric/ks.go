@@ -4,30 +4,38 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // KSCurve holds the cumulative sums behind a KS calibration error (splines
 // paper eq. 9-11), with the samples sorted by score (ascending, stable):
-// Score[i] is the i-th smallest score, Pred[i] = (1/N) sum_{m<=i} score_m
-// and Obs[i] = (1/N) sum_{m<=i} outcome_m.
+// Score[i] is the i-th smallest score, Pred[i] = (1/W) sum_{m<=i} w_m
+// score_m and Obs[i] = (1/W) sum_{m<=i} w_m outcome_m, W the total weight
+// (N and unit weights when unweighted).
 type KSCurve struct {
 	Score, Pred, Obs []float64
 }
 
 // KS returns the Kolmogorov-Smirnov calibration error of scores in [0, 1]
-// against outcomes in {0, 1} (splines paper eq. 12):
+// against outcomes in {0, 1} (splines paper eq. 12) with sample weights
+// (nil: all 1):
 //
-//	KS = max_i | (1/N) sum_{m<=i} score_m - (1/N) sum_{m<=i} outcome_m |
+//	KS = max_i | (1/W) sum_{m<=i} w_m score_m - (1/W) sum_{m<=i} w_m outcome_m |,
+//	W  = sum_m w_m,
 //
 // with the samples sorted by score, ascending, by a stable sort (ties keep
 // the input order), the sums taken in that order in float64 and divided by
-// N at the end, as the reference's cumsum(x)/N. The curve is returned when
-// withCurve is true. KS panics if the lengths differ; it returns 0 for no
-// samples.
-func KS(scores, outcomes []float64, withCurve bool) (float64, *KSCurve) {
+// W at the end, as the reference's cumsum(x)/N. Integer weights give the
+// KS error of the rows repeated w_i times (the difference moves linearly
+// along the copies of a row, so its maximum is at the end of a row). The
+// curve is returned when withCurve is true. KS panics if the lengths
+// differ; it returns 0 for no samples.
+func KS(scores, outcomes []float64, withCurve bool, weights []float64) (float64, *KSCurve) {
 	if len(scores) != len(outcomes) {
 		panic("metric: KS: length mismatch")
 	}
+	checkWeights("KS", weights, len(scores))
 	n := len(scores)
 	idx := make([]int, n)
 	for i := range idx {
@@ -38,11 +46,16 @@ func KS(scores, outcomes []float64, withCurve bool) (float64, *KSCurve) {
 	if withCurve {
 		cv = &KSCurve{Score: make([]float64, n), Pred: make([]float64, n), Obs: make([]float64, n)}
 	}
-	N := float64(n)
+	N := mathx.WeightSum(weights, n)
 	ks, cs, co := 0.0, 0.0, 0.0
 	for i, j := range idx {
-		cs += scores[j]
-		co += outcomes[j]
+		if weights == nil {
+			cs += scores[j]
+			co += outcomes[j]
+		} else {
+			cs += weights[j] * scores[j]
+			co += weights[j] * outcomes[j]
+		}
 		ks = math.Max(ks, math.Abs(cs/N-co/N))
 		if cv != nil {
 			cv.Score[i], cv.Pred[i], cv.Obs[i] = scores[j], cs/N, co/N
@@ -58,21 +71,31 @@ func KS(scores, outcomes []float64, withCurve bool) (float64, *KSCurve) {
 type SortedKS struct {
 	order            []int
 	scores, outcomes []float64
+	weights          []float64 // nil: all 1
 }
 
-// NewSortedKS sorts a sample for KSResample.
-func NewSortedKS(scores, outcomes []float64) *SortedKS {
+// NewSortedKS sorts a sample with its weights (nil: all 1) for KSResample.
+// It panics if the lengths differ.
+func NewSortedKS(scores, outcomes, weights []float64) *SortedKS {
+	if len(scores) != len(outcomes) {
+		panic("metric: NewSortedKS: length mismatch")
+	}
+	checkWeights("NewSortedKS", weights, len(scores))
 	idx := make([]int, len(scores))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
-	return &SortedKS{order: idx, scores: scores, outcomes: outcomes}
+	return &SortedKS{order: idx, scores: scores, outcomes: outcomes, weights: weights}
 }
 
 // KSResample returns the KS error of the resample with counts[i] copies of
-// sample i (the sum of counts is the resample size).
+// sample i (the sum of counts is the resample size): with weights, sample i
+// has the weight counts[i] w_i, W = sum_i counts[i] w_i.
 func (s *SortedKS) KSResample(counts []int) float64 {
+	if s.weights != nil {
+		return s.weightedResample(counts)
+	}
 	n := 0
 	for _, c := range counts {
 		n += c
@@ -85,6 +108,27 @@ func (s *SortedKS) KSResample(counts []int) float64 {
 			co += s.outcomes[j]
 			ks = math.Max(ks, math.Abs(cs/N-co/N))
 		}
+	}
+	return ks
+}
+
+// weightedResample is KSResample with weights: each drawn sample adds its
+// weight times its count at once (the difference is linear along the
+// copies, so the maximum is at the end of a sample's copies).
+func (s *SortedKS) weightedResample(counts []int) float64 {
+	W := 0.0
+	for i, c := range counts {
+		W += float64(c) * s.weights[i]
+	}
+	ks, cs, co := 0.0, 0.0, 0.0
+	for _, j := range s.order {
+		if counts[j] == 0 {
+			continue
+		}
+		w := float64(counts[j]) * s.weights[j]
+		cs += w * s.scores[j]
+		co += w * s.outcomes[j]
+		ks = math.Max(ks, math.Abs(cs/W-co/W))
 	}
 	return ks
 }
@@ -112,7 +156,9 @@ func ranking(row []float64, order []int) []int {
 // TopR returns the top-r scores and outcomes of predictions (splines paper
 // eq. 3): score_i = the r-th largest probability of row i, outcome_i = 1 if
 // the class with that probability is the label (ties between equal
-// probabilities go to the lower class index). r counts from 1.
+// probabilities go to the lower class index). r counts from 1. Score i is
+// row i's, so the sample weights of the rows are the weights of the scores
+// (TopR, WithinTopR and ClassColumn take none).
 func TopR(probs []float64, labels []int, k, r int) (scores, outcomes []float64) {
 	return rankView(probs, labels, k, r, r-1)
 }
@@ -173,12 +219,15 @@ type PerClass struct {
 }
 
 // ClassWiseKS returns the KS calibration error of every class column (scores
-// f_k, outcomes [y = k]) and their mean and sum.
-func ClassWiseKS(probs []float64, labels []int, k int) PerClass {
+// f_k, outcomes [y = k], the sample weights for every column; nil: all 1)
+// and their mean and sum over the classes.
+func ClassWiseKS(probs []float64, labels []int, k int, weights []float64) PerClass {
+	checkRows("ClassWiseKS", probs, nil, labels, k)
+	checkWeights("ClassWiseKS", weights, len(labels))
 	pc := PerClass{PerClass: make([]float64, k)}
 	for c := 0; c < k; c++ {
 		s, o := ClassColumn(probs, labels, k, c)
-		pc.PerClass[c], _ = KS(s, o, false)
+		pc.PerClass[c], _ = KS(s, o, false, weights)
 		pc.Sum += pc.PerClass[c]
 	}
 	pc.Value = pc.Sum / float64(k)

@@ -88,15 +88,15 @@ func TestKSGolden(t *testing.T) {
 			}
 		}
 		sc, oc := TopR(s.Probs, s.Labels, s.K, 1)
-		v, _ := KS(sc, oc, false)
+		v, _ := KS(sc, oc, false, nil)
 		check("top-1", v, m.Variants.KSTop1Float64, 1e-6)
 		sc, oc = TopR(s.Probs, s.Labels, s.K, 2)
-		v, _ = KS(sc, oc, false)
+		v, _ = KS(sc, oc, false, nil)
 		check("top-2", v, m.Uncalibrated.Test.KSTop2, 3e-5)
 		sc, oc = WithinTopR(s.Probs, s.Labels, s.K, 2)
-		v, _ = KS(sc, oc, false)
+		v, _ = KS(sc, oc, false, nil)
 		check("within-top-2", v, m.Uncalibrated.Test.KSWithinTop2, 3e-5)
-		check("class-wise mean", ClassWiseKS(s.Probs, s.Labels, s.K).Value, m.ClasswiseKSMeanTest.Uncalibrated, 1e-6)
+		check("class-wise mean", ClassWiseKS(s.Probs, s.Labels, s.K, nil).Value, m.ClasswiseKSMeanTest.Uncalibrated, 1e-6)
 	}
 }
 
@@ -105,7 +105,7 @@ func TestKSHand(t *testing.T) {
 	// Sorted by score: (0.2, 0), (0.5, 1), (0.5, 0) [stable], (0.9, 1).
 	scores := []float64{0.9, 0.5, 0.2, 0.5}
 	outcomes := []float64{1, 1, 0, 0}
-	v, cv := KS(scores, outcomes, true)
+	v, cv := KS(scores, outcomes, true, nil)
 	// Pred: 0.05, 0.175, 0.3, 0.525; Obs: 0, 0.25, 0.25, 0.5 -> diffs 0.05, 0.075, 0.05, 0.025.
 	if math.Abs(v-0.075) > 1e-15 {
 		t.Errorf("KS = %v, want 0.075", v)

@@ -4,27 +4,43 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // DefaultMMCEWidth is the width of MMCE's Laplacian kernel (Kumar et al.).
 const DefaultMMCEWidth = 0.4
 
 // MMCE returns the maximum mean calibration error of Kumar, Sarawagi and
-// Jain (ICML 2018) of confidences r_i with correctness c_i in {0, 1}, with the
-// Laplacian kernel k(r, r') = exp(-|r - r'| / width):
+// Jain (ICML 2018) of confidences r_i with correctness c_i in {0, 1} and
+// sample weights w_i (nil: all 1), with the Laplacian kernel k(r, r') =
+// exp(-|r - r'| / width):
 //
-//	squared = (1/n^2) sum_{i,j} (c_i - r_i)(c_j - r_j) exp(-|r_i - r_j| / width)
-//	value   = sqrt(squared)
+//	squared = (1/W^2) sum_{i,j} w_i w_j (c_i - r_i)(c_j - r_j) exp(-|r_i - r_j| / width)
+//	value   = sqrt(squared),  W = sum_i w_i,
 //
-// (squared is a quadratic form of a positive-definite kernel, so >= 0 up to
-// rounding; it is clamped at 0 before the root). The O(n^2) double sum is
-// computed exactly in O(n log n): with the samples sorted by r, the kernel
-// sums left and right of each point are running sums multiplied by
-// exp(-(r_{m+1} - r_m)/width) <= 1 at each step, so nothing overflows for
-// any width. If grad is not nil it receives d value / d r_i (len n); the
-// derivative of |r_i - r_j| at a tie is taken as 0.
-func MMCE(r, c []float64, width float64, grad []float64) (value, squared float64) {
+// the double sum over all pairs, i = j included ((1/n^2) sum_{i,j} ... when
+// unweighted). It is the squared MMD of the weighted empirical measure, so
+// integer weights give the MMCE of the rows repeated w_i times. (squared is
+// a quadratic form of a positive-definite kernel, so >= 0 up to rounding;
+// it is clamped at 0 before the root). The O(n^2) double sum is computed
+// exactly in O(n log n): with the samples sorted by r, the kernel sums left
+// and right of each point are running sums multiplied by exp(-(r_{m+1} -
+// r_m)/width) <= 1 at each step, so nothing overflows for any width. If
+// grad is not nil it receives d value / d r_i (len n),
+//
+//	d squared / d r_k = -(2/W^2) [ w_k sum_j a_j K_kj + (a_k / width) sum_j a_j sign(r_k - r_j) K_kj ],
+//
+// a_j = w_j (c_j - r_j), K_kj = exp(-|r_k - r_j| / width), divided by
+// 2 value (0 when value is 0); the derivative of |r_i - r_j| at a tie is
+// taken as 0. MMCE panics if the lengths of r, c and weights (when not nil)
+// differ.
+func MMCE(r, c []float64, width float64, grad []float64, weights []float64) (value, squared float64) {
 	n := len(r)
+	if len(c) != n || (grad != nil && len(grad) != n) {
+		panic("metric: MMCE: length mismatch")
+	}
+	checkWeights("MMCE", weights, n)
 	if n == 0 {
 		return 0, 0
 	}
@@ -33,10 +49,13 @@ func MMCE(r, c []float64, width float64, grad []float64) (value, squared float64
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(r[a], r[b]) })
-	e := make([]float64, n) // e in sorted order
+	e := make([]float64, n) // a_i = w_i (c_i - r_i) in sorted order
 	rs := make([]float64, n)
 	for s, i := range idx {
 		e[s], rs[s] = c[i]-r[i], r[i]
+		if weights != nil {
+			e[s] *= weights[i]
+		}
 	}
 	// Groups of equal r: for each sorted position, the sums over strictly
 	// smaller r (left), strictly larger r (right) and equal r (tie).
@@ -81,14 +100,18 @@ func MMCE(r, c []float64, width float64, grad []float64) (value, squared float64
 	for s := range e {
 		squared += e[s] * (left[s] + right[s] + tie[s])
 	}
-	squared /= float64(n) * float64(n)
+	W := mathx.WeightSum(weights, n)
+	squared /= W * W
 	value = math.Sqrt(math.Max(squared, 0))
 	if grad != nil {
-		// d squared/d r_k = -(2/n^2) [ sum_j e_j K_kj + (e_k / w) sum_j e_j sign(r_k - r_j) K_kj ]
+		// d squared/d r_k = -(2/W^2) [ w_k sum_j a_j K_kj + (a_k / width) sum_j a_j sign(r_k - r_j) K_kj ]
 		for s, i := range idx {
 			kern := left[s] + right[s] + tie[s]
+			if weights != nil {
+				kern = float64(weights[i] * kern) // rounded alone, as kern is unweighted
+			}
 			sign := left[s] - right[s]
-			ds := -2 / (float64(n) * float64(n)) * (kern + e[s]/width*sign)
+			ds := -2 / (W * W) * (kern + e[s]/width*sign)
 			if value > 0 {
 				grad[i] = ds / (2 * value)
 			} else {
@@ -100,16 +123,22 @@ func MMCE(r, c []float64, width float64, grad []float64) (value, squared float64
 }
 
 // TopLabelMMCE returns MMCE of the top-label confidences r_i = max_k f_ik
-// with correctness c_i = [argmax = label]. If grad is not nil (len n×k) it
-// receives dMMCE/df as free variables: each row's derivative goes to its
-// arg max entry (the correctness is piecewise constant).
-func TopLabelMMCE(probs []float64, labels []int, k int, width float64, grad []float64) (value, squared float64) {
+// with correctness c_i = [argmax = label] and the sample weights (nil: all
+// 1; see MMCE). If grad is not nil (len n×k) it receives dMMCE/df as free
+// variables: each row's derivative goes to its arg max entry (the
+// correctness is piecewise constant).
+func TopLabelMMCE(probs []float64, labels []int, k int, width float64, grad []float64, weights []float64) (value, squared float64) {
+	checkRows("TopLabelMMCE", probs, nil, labels, k)
+	if grad != nil && len(grad) != len(probs) {
+		panic("metric: TopLabelMMCE: length mismatch (gradient)")
+	}
+	checkWeights("TopLabelMMCE", weights, len(labels))
 	r, c := TopR(probs, labels, k, 1)
 	var gr []float64
 	if grad != nil {
 		gr = make([]float64, len(r))
 	}
-	value, squared = MMCE(r, c, width, gr)
+	value, squared = MMCE(r, c, width, gr, weights)
 	if grad != nil {
 		clear(grad)
 		order := make([]int, 0, k)

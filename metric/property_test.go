@@ -41,39 +41,39 @@ func TestCalibratedShrinks(t *testing.T) {
 	const k, reps = 3, 16
 	metrics := map[string]func(p []float64, y []int) float64{
 		"ece_bin top-label L1": func(p []float64, y []int) float64 {
-			b, _ := TopLabelBins(p, y, k, BinOptions{Bins: 10})
+			b, _ := TopLabelBins(p, y, k, nil, BinOptions{Bins: 10})
 			return b.ECE(1)
 		},
 		"ece_bin class-wise L1": func(p []float64, y []int) float64 {
-			cb, _ := ClassWiseBins(p, y, k, BinOptions{Bins: 10})
+			cb, _ := ClassWiseBins(p, y, k, nil, BinOptions{Bins: 10})
 			return ClassWise(cb, func(b *Bins) float64 { return b.ECE(1) }).Value
 		},
 		"ece_bin canonical L1": func(p []float64, y []int) float64 {
-			c, _ := Canonical(p, y, k, 1, BinOptions{Bins: 4})
+			c, _ := Canonical(p, y, k, 1, nil, BinOptions{Bins: 4})
 			return c.Value
 		},
 		"mce top-label": func(p []float64, y []int) float64 {
-			b, _ := TopLabelBins(p, y, k, BinOptions{Bins: 5})
+			b, _ := TopLabelBins(p, y, k, nil, BinOptions{Bins: 5})
 			return b.MCE()
 		},
 		"ks top-1": func(p []float64, y []int) float64 {
 			s, o := TopR(p, y, k, 1)
-			v, _ := KS(s, o, false)
+			v, _ := KS(s, o, false, nil)
 			return v
 		},
 		"ks top-2": func(p []float64, y []int) float64 {
 			s, o := TopR(p, y, k, 2)
-			v, _ := KS(s, o, false)
+			v, _ := KS(s, o, false, nil)
 			return v
 		},
 		"ks within-top-2": func(p []float64, y []int) float64 {
 			s, o := WithinTopR(p, y, k, 2)
-			v, _ := KS(s, o, false)
+			v, _ := KS(s, o, false, nil)
 			return v
 		},
-		"ks class-wise": func(p []float64, y []int) float64 { return ClassWiseKS(p, y, k).Value },
+		"ks class-wise": func(p []float64, y []int) float64 { return ClassWiseKS(p, y, k, nil).Value },
 		"mmce": func(p []float64, y []int) float64 {
-			v, _ := TopLabelMMCE(p, y, k, DefaultMMCEWidth, nil)
+			v, _ := TopLabelMMCE(p, y, k, DefaultMMCEWidth, nil, nil)
 			return v
 		},
 	}
@@ -96,11 +96,11 @@ func TestCalibratedShrinks(t *testing.T) {
 		}
 	}
 	deb := avg(8000, func(p []float64, y []int) float64 {
-		b, _ := TopLabelBins(p, y, k, BinOptions{Bins: 10})
+		b, _ := TopLabelBins(p, y, k, nil, BinOptions{Bins: 10})
 		return b.DebiasedL2()
 	})
 	plain := avg(8000, func(p []float64, y []int) float64 {
-		b, _ := TopLabelBins(p, y, k, BinOptions{Bins: 10})
+		b, _ := TopLabelBins(p, y, k, nil, BinOptions{Bins: 10})
 		return b.ECE(2)
 	})
 	if !(math.Abs(deb) < plain/3) {

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // ErrInput is wrapped by every error caused by the caller's input rather
 // than by the computation: predictions, labels or options that Calibrate or
 // a Fit function cannot use (wrong shape, a value that is not finite or not
-// a probability, a row that does not sum to 1, a label outside 0..K-1, an
-// unknown method or mode), data too small to fit (ErrTooFew) and map files
-// that Load rejects (ErrSchema, ErrMap). A command-line tool can report
+// a probability, a row that does not sum to 1, a label outside 0..K-1,
+// sample weights that data.Set.SetWeights would refuse (such errors wrap
+// data.ErrWeights too), an unknown method or mode), data too small to fit
+// (ErrTooFew) and map files that Load rejects (ErrSchema, ErrMap). A command-line tool can report
 // errors.Is(err, ErrInput) as a usage error.
 var ErrInput = errors.New("bad input")
 
@@ -84,11 +87,12 @@ func checkPredictions(probs, logits []float64, k int, readLogits bool) (int, err
 	return n, nil
 }
 
-// checkFitInput checks the validation predictions and labels of a fit:
-// k >= 2, the probabilities (or, when probs is empty, the logits) and
-// labels hold the same number of rows (see checkPredictions; readLogits as
-// there), and every label is in 0..k-1. Its errors wrap ErrInput.
-func checkFitInput(probs, logits []float64, labels []int, k int, readLogits bool) error {
+// checkFitInput checks the validation predictions, labels and sample
+// weights of a fit: k >= 2, the probabilities (or, when probs is empty, the
+// logits) and labels hold the same number of rows (see checkPredictions;
+// readLogits as there), every label is in 0..k-1, and the weights are nil
+// or one per row (see checkWeights). Its errors wrap ErrInput.
+func checkFitInput(probs, logits []float64, labels []int, k int, readLogits bool, weights []float64) error {
 	if k < 2 {
 		return fmt.Errorf("%w: K = %d, need at least 2 classes", ErrInput, k)
 	}
@@ -107,14 +111,44 @@ func checkFitInput(probs, logits []float64, labels []int, k int, readLogits bool
 			return fmt.Errorf("%w: row %d: label %d, want 0..%d", ErrInput, i+1, y, k-1)
 		}
 	}
+	return checkWeights(weights, n)
+}
+
+// checkWeights checks the sample weights of n rows: nil (all 1), or n
+// finite weights >= 0, not all 0. Its errors wrap ErrInput and
+// data.ErrWeights (mathx.ErrWeights) and name the offending weight
+// (0-based, as mathx.CheckWeights).
+func checkWeights(weights []float64, n int) error {
+	if err := mathx.CheckWeights(weights, n); err != nil {
+		return fmt.Errorf("%w: %w", ErrInput, err)
+	}
 	return nil
 }
 
-// checkScores checks the scores and outcomes of a scalar fit: the same
-// length and finite values. Its errors wrap ErrInput.
-func checkScores(scores, outcomes []float64) error {
+// positiveRows returns the number of rows of weight > 0 (n for nil
+// weights): the rows a weighted fit sees.
+func positiveRows(weights []float64, n int) int {
+	if weights == nil {
+		return n
+	}
+	c := 0
+	for _, w := range weights {
+		if w > 0 {
+			c++
+		}
+	}
+	return c
+}
+
+// checkScores checks the scores, outcomes and sample weights of a scalar
+// fit: the same length, finite values, weights as checkWeights. Its errors
+// wrap ErrInput.
+func checkScores(scores, outcomes, weights []float64) error {
 	if len(scores) != len(outcomes) {
 		return fmt.Errorf("%w: %d scores and %d outcomes", ErrInput, len(scores), len(outcomes))
+	}
+	if err := checkWeights(weights, len(scores)); err != nil {
+		return err
 	}
 	for i := range scores {
 		if math.IsNaN(scores[i]) || math.IsInf(scores[i], 0) {

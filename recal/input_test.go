@@ -51,15 +51,15 @@ func fitAll(t *testing.T, n int) []Calibrator {
 		}
 		cs = append(cs, c)
 	}
-	add(FitTemperature(z, y, k))
-	add(FitSpline(p, y, k, SplineOptions{}))
-	add(FitIsotonic(p, y, k, ""))
-	add(FitIsotonic(p, y, k, ModeOneVsRest))
-	add(FitHistogram(p, y, k, 5, ""))
-	add(FitPlatt(p, y, k, ""))
-	add(FitBeta(p, y, k, ""))
+	add(FitTemperature(z, y, k, nil))
+	add(FitSpline(p, y, k, nil, SplineOptions{}))
+	add(FitIsotonic(p, y, k, "", nil))
+	add(FitIsotonic(p, y, k, ModeOneVsRest, nil))
+	add(FitHistogram(p, y, k, 5, "", nil))
+	add(FitPlatt(p, y, k, "", nil))
+	add(FitBeta(p, y, k, "", nil))
 	for _, m := range []string{MethodVector, MethodMatrix, MethodDirichlet} {
-		add(FitLinear(m, p, z, y, k, LinearOptions{Lambda: 0.01, Mu: 0.01}))
+		add(FitLinear(m, p, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01}))
 	}
 	return cs
 }
@@ -156,14 +156,17 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 		allRight[i] = slices.Index(p[i*k:(i+1)*k], slices.Max(p[i*k:(i+1)*k]))
 	}
 	p2, z2, _ := logitSet(60, 2, 4)
-	spline := func(p []float64, y []int, k int) error { _, err := FitSpline(p, y, k, SplineOptions{}); return err }
-	iso := func(p []float64, y []int, k int) error { _, err := FitIsotonic(p, y, k, ""); return err }
-	hist := func(p []float64, y []int, k int) error { _, err := FitHistogram(p, y, k, 0, ""); return err }
-	platt := func(p []float64, y []int, k int) error { _, err := FitPlatt(p, y, k, ""); return err }
-	beta := func(p []float64, y []int, k int) error { _, err := FitBeta(p, y, k, ""); return err }
-	temp := func(z []float64, y []int, k int) error { _, err := FitTemperature(z, y, k); return err }
+	spline := func(p []float64, y []int, k int) error {
+		_, err := FitSpline(p, y, k, nil, SplineOptions{})
+		return err
+	}
+	iso := func(p []float64, y []int, k int) error { _, err := FitIsotonic(p, y, k, "", nil); return err }
+	hist := func(p []float64, y []int, k int) error { _, err := FitHistogram(p, y, k, 0, "", nil); return err }
+	platt := func(p []float64, y []int, k int) error { _, err := FitPlatt(p, y, k, "", nil); return err }
+	beta := func(p []float64, y []int, k int) error { _, err := FitBeta(p, y, k, "", nil); return err }
+	temp := func(z []float64, y []int, k int) error { _, err := FitTemperature(z, y, k, nil); return err }
 	linear := func(m string, o LinearOptions) func(p []float64, y []int, k int) error {
-		return func(p []float64, y []int, k int) error { _, err := FitLinear(m, p, nil, y, k, o); return err }
+		return func(p []float64, y []int, k int) error { _, err := FitLinear(m, p, nil, y, k, nil, o); return err }
 	}
 	dir := linear(MethodDirichlet, LinearOptions{})
 	cases := []struct {
@@ -178,17 +181,17 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 		{"spline K = 1", spline(p, y, 1), false, "K = 1"},
 		{"spline 2 rows", spline(p[:2*k], y[:2], k), true, "2 samples, need at least 3"},
 		{"isotonic 1 row", iso(p[:k], y[:1], k), true, "1 samples, need at least 2"},
-		{"isotonic mode", func() error { _, err := FitIsotonic(p, y, k, "nope"); return err }(), false, `unknown mode "nope"`},
-		{"isotonic binary K = 3", func() error { _, err := FitIsotonic(p, y, k, ModeBinary); return err }(), false, "mode binary needs K = 2"},
+		{"isotonic mode", func() error { _, err := FitIsotonic(p, y, k, "nope", nil); return err }(), false, `unknown mode "nope"`},
+		{"isotonic binary K = 3", func() error { _, err := FitIsotonic(p, y, k, ModeBinary, nil); return err }(), false, "mode binary needs K = 2"},
 		{"histogram NaN", hist(nanP, y, k), false, "probability NaN"},
 		{"histogram 10 rows", hist(p[:10*k], y[:10], k), true, "10 samples for 15 bins"},
-		{"histogram bins", func() error { _, err := FitHistogram(p, y, k, -1, ""); return err }(), false, "-1 bins"},
-		{"histogram one_vs_rest", func() error { _, err := FitHistogram(p, y, k, 0, ModeOneVsRest); return err }(), false, "is for isotonic"},
+		{"histogram bins", func() error { _, err := FitHistogram(p, y, k, -1, "", nil); return err }(), false, "-1 bins"},
+		{"histogram one_vs_rest", func() error { _, err := FitHistogram(p, y, k, 0, ModeOneVsRest, nil); return err }(), false, "is for isotonic"},
 		{"platt all right", platt(p, allRight, k), true, "every outcome is 1"},
-		{"platt binary one class", func() error { _, err := FitPlatt(p2, make([]int, 60), 2, ModeBinary); return err }(), true, "every outcome is 0"},
+		{"platt binary one class", func() error { _, err := FitPlatt(p2, make([]int, 60), 2, ModeBinary, nil); return err }(), true, "every outcome is 0"},
 		{"platt 0 rows", platt(nil, nil, k), true, "no samples"},
 		{"beta all right", beta(p, allRight, k), true, "every outcome is 1"},
-		{"beta mode", func() error { _, err := FitBeta(p, y, k, ModeOneVsRest); return err }(), false, "is for isotonic"},
+		{"beta mode", func() error { _, err := FitBeta(p, y, k, ModeOneVsRest, nil); return err }(), false, "is for isotonic"},
 		{"temperature NaN", temp(func() []float64 { v := slices.Clone(z); v[5] = math.NaN(); return v }(), y, k), false, "row 2, column 3: logit NaN"},
 		{"temperature label", temp(z, badY, k), false, "label 3"},
 		{"temperature 0 rows", temp(nil, nil, k), true, "no samples"},
@@ -199,28 +202,28 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 		{"dirichlet negative mu", linear(MethodDirichlet, LinearOptions{Mu: -1})(p, y, k), false, "mu = -1"},
 		{"dirichlet grid", linear(MethodDirichlet, LinearOptions{CV: true, Grid: "nope"})(p, y, k), false, `grid "nope"`},
 		{"dirichlet CV 4 rows", linear(MethodDirichlet, LinearOptions{CV: true})(p[:4*k], []int{0, 1, 0, 1}, k), true, "fold 3 of 3 has 0 of the 4 samples"},
-		{"matrix no logits", func() error { _, err := FitLinear(MethodMatrix, nil, nil, y, k, LinearOptions{}); return err }(), false, "no predictions for 60 labels"},
+		{"matrix no logits", func() error { _, err := FitLinear(MethodMatrix, nil, nil, y, k, nil, LinearOptions{}); return err }(), false, "no predictions for 60 labels"},
 		{"matrix infinite logit", func() error {
 			v := slices.Clone(z2)
 			v[3] = math.Inf(-1)
-			_, err := FitLinear(MethodMatrix, p2, v, y, 2, LinearOptions{})
+			_, err := FitLinear(MethodMatrix, p2, v, y, 2, nil, LinearOptions{})
 			return err
 		}(), false, "row 2, column 2: logit -Inf"},
-		{"linear method", func() error { _, err := FitLinear("nope", p, z, y, k, LinearOptions{}); return err }(), false, `unknown linear method "nope"`},
+		{"linear method", func() error { _, err := FitLinear("nope", p, z, y, k, nil, LinearOptions{}); return err }(), false, `unknown linear method "nope"`},
 		{"spline curve lengths", func() error {
-			_, err := FitSplineCurve([]float64{0.1, 0.2, 0.3}, []float64{1, 0}, SplineOptions{})
+			_, err := FitSplineCurve([]float64{0.1, 0.2, 0.3}, []float64{1, 0}, nil, SplineOptions{})
 			return err
 		}(), false, "3 scores and 2 outcomes"},
 		{"spline curve NaN", func() error {
-			_, err := FitSplineCurve([]float64{0.1, math.NaN(), 0.3}, []float64{1, 0, 1}, SplineOptions{})
+			_, err := FitSplineCurve([]float64{0.1, math.NaN(), 0.3}, []float64{1, 0, 1}, nil, SplineOptions{})
 			return err
 		}(), false, "score 2 is NaN"},
 		{"spline curve knots", func() error {
-			_, err := FitSplineCurve([]float64{0.1, 0.2, 0.3}, []float64{1, 0, 1}, SplineOptions{Knots: 1})
+			_, err := FitSplineCurve([]float64{0.1, 0.2, 0.3}, []float64{1, 0, 1}, nil, SplineOptions{Knots: 1})
 			return err
 		}(), false, "1 knots, need at least 2"},
 		{"constrained spline score", func() error {
-			_, err := FitSplineCurve([]float64{0.1, 0.2, 1.3, 0.5}, []float64{1, 0, 1, 1}, SplineOptions{Constrained: true})
+			_, err := FitSplineCurve([]float64{0.1, 0.2, 1.3, 0.5}, []float64{1, 0, 1, 1}, nil, SplineOptions{Constrained: true})
 			return err
 		}(), false, "score 1.3 outside [0, 1]"},
 	}

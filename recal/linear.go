@@ -86,14 +86,24 @@ func linearInput(method string, probs, logits []float64, k int) []float64 {
 }
 
 // FitLinear fits a linear-family map on validation predictions (probs n×k,
-// logits n×k or nil) and labels. Malformed input wraps ErrInput (an unknown
-// method or grid, K < 2, predictions that are not n×k, probabilities not in
-// [0, 1] or whose rows do not sum to 1 within K * SumTolerance, logits that
-// are not finite, labels outside 0..K-1, a negative or non-finite lambda or
-// mu); fewer than 2 samples, a single class, or (CV) a cross-validation
-// fold with no held-out or no training sample wraps ErrTooFew. A cancelled
-// o.Context stops the fit with an error wrapping its Err().
-func FitLinear(method string, probs, logits []float64, labels []int, k int, o LinearOptions) (*Linear, error) {
+// logits n×k or nil), labels and sample weights (nil: all 1) by minimising
+// the weighted mean NLL plus the ODIR penalty,
+//
+//	sum_i w_i [logsumexp(W x_i + b) - (W x_i + b)_{y_i}] / sum_i w_i
+//	  + lambda sum_{r != m} W_rm^2 + mu sum_r b_r^2
+//
+// (lambda = 0 for vector scaling; see LinearOptions.Normalize). Malformed
+// input wraps ErrInput (an unknown method or grid, K < 2, predictions that
+// are not n×k, probabilities not in [0, 1] or whose rows do not sum to 1
+// within K * SumTolerance, logits that are not finite, labels outside
+// 0..K-1, a negative or non-finite lambda or mu, bad weights, which wrap
+// data.ErrWeights too); fewer than 2 samples of weight > 0, a single class
+// among them, or (CV) a cross-validation fold with no held-out or no
+// training sample of weight > 0 wraps ErrTooFew. Cross-validation assigns
+// rows to folds as without weights and scores each fold by its weighted
+// mean held-out NLL. A cancelled o.Context stops the fit with an error
+// wrapping its Err().
+func FitLinear(method string, probs, logits []float64, labels []int, k int, weights []float64, o LinearOptions) (*Linear, error) {
 	input := InputLogits
 	switch method {
 	case MethodVector, MethodMatrix:
@@ -105,10 +115,10 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, o Li
 	// The logits are read when given, except by Dirichlet calibration given
 	// probabilities.
 	readLogits := len(logits) > 0 && (method != MethodDirichlet || len(probs) == 0)
-	if err := checkFitInput(probs, logits, labels, k, readLogits); err != nil {
+	if err := checkFitInput(probs, logits, labels, k, readLogits, weights); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
-	if err := checkLinearData(labels, o); err != nil {
+	if err := checkLinearData(labels, weights, o); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
 	if o.Context == nil {
@@ -121,14 +131,14 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, o Li
 	}
 	if o.CV && method != MethodVector {
 		var err error
-		if lam, mu, err = crossValidate(method, x, labels, k, o); err != nil {
+		if lam, mu, err = crossValidate(method, x, labels, weights, k, o); err != nil {
 			return nil, err
 		}
 	}
 	if err := o.Context.Err(); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
-	w, b, err := fitLinear(newLinearData(method, x, labels, k, o.Workers), lam, mu, o, nil)
+	w, b, err := fitLinear(newLinearData(method, x, labels, weights, k, o.Workers), lam, mu, o, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -136,14 +146,33 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, o Li
 }
 
 // checkLinearData checks what FitLinear needs beyond well-formed input: at
-// least 2 samples of at least 2 classes, finite lambda and mu >= 0 when they
-// are used, a known grid when cross-validating.
-func checkLinearData(labels []int, o LinearOptions) error {
-	if len(labels) < 2 {
-		return fmt.Errorf("%w: %d samples, need at least 2", ErrTooFew, len(labels))
+// least 2 samples of weight > 0 and at least 2 classes among them, finite
+// lambda and mu >= 0 when they are used, a known grid when
+// cross-validating.
+func checkLinearData(labels []int, weights []float64, o LinearOptions) error {
+	if n := positiveRows(weights, len(labels)); n < 2 {
+		if weights != nil {
+			return fmt.Errorf("%w: %d samples of weight > 0, need at least 2", ErrTooFew, n)
+		}
+		return fmt.Errorf("%w: %d samples, need at least 2", ErrTooFew, n)
 	}
-	if slices.Min(labels) == slices.Max(labels) {
-		return fmt.Errorf("%w: every label is %d, need at least 2 classes", ErrTooFew, labels[0])
+	first, twoClasses := -1, false
+	for i, y := range labels {
+		if weights != nil && !(weights[i] > 0) {
+			continue
+		}
+		if first < 0 {
+			first = y
+		} else if y != first {
+			twoClasses = true
+			break
+		}
+	}
+	if !twoClasses {
+		if weights != nil {
+			return fmt.Errorf("%w: every label of weight > 0 is %d, need at least 2 classes", ErrTooFew, first)
+		}
+		return fmt.Errorf("%w: every label is %d, need at least 2 classes", ErrTooFew, first)
 	}
 	if o.CV {
 		if o.Grid != "" && o.Grid != "default" && o.Grid != "full" {
@@ -166,13 +195,15 @@ func nweights(method string, k int) int {
 }
 
 // linearData is the training data of one linear-family fit: the features
-// x (n×k, row-major) and labels, and for the BLAS objective (full W, K >
-// 20) the transposed features and scratch buffers. A linearData is used by
-// one goroutine at a time.
+// x (n×k, row-major), labels and sample weights (nil: all 1), and for the
+// BLAS objective (full W, K > 20) the transposed features and scratch
+// buffers. A linearData is used by one goroutine at a time.
 type linearData struct {
 	method  string
 	x       []float64
 	labels  []int
+	weights []float64
+	wsum    float64 // sum of the weights (n when nil)
 	k       int
 	workers int
 
@@ -181,14 +212,14 @@ type linearData struct {
 	useMat bool
 }
 
-func newLinearData(method string, x []float64, labels []int, k, workers int) *linearData {
-	d := &linearData{method: method, x: x, labels: labels, k: k, workers: workers,
-		useMat: method != MethodVector && k > 20}
+func newLinearData(method string, x []float64, labels []int, weights []float64, k, workers int) *linearData {
+	d := &linearData{method: method, x: x, labels: labels, weights: weights, wsum: mathx.WeightSum(weights, len(labels)),
+		k: k, workers: workers, useMat: method != MethodVector && k > 20}
 	return d
 }
 
-// fitLinear minimises mean NLL + lambda sum_{i!=j} w_ij^2 + mu sum_j b_j^2 by
-// L-BFGS from init (nil: the identity map).
+// fitLinear minimises the weighted mean NLL + lambda sum_{i!=j} w_ij^2 + mu
+// sum_j b_j^2 by L-BFGS from init (nil: the identity map).
 func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) (w, b []float64, err error) {
 	method, k := d.method, d.k
 	nw := nweights(method, k)
@@ -309,11 +340,20 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 			for r := range p {
 				p[r] /= s
 			}
-			losses[c] += mx + math.Log(s) - z[labels[i]]
+			l := mx + math.Log(s) - z[labels[i]]
+			if d.weights != nil {
+				l *= d.weights[i]
+			}
+			losses[c] += l
 			if g == nil {
 				continue
 			}
 			p[labels[i]]--
+			if d.weights != nil {
+				for r := range p {
+					p[r] *= d.weights[i]
+				}
+			}
 			for r := 0; r < k; r++ {
 				if method == MethodVector {
 					g[r] += p[r] * xi[r]
@@ -331,7 +371,7 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 	for c := range losses {
 		loss += losses[c]
 	}
-	loss /= float64(n)
+	loss /= d.wsum
 	if grad != nil {
 		clear(grad)
 		for _, g := range grads {
@@ -340,7 +380,7 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 			}
 		}
 		for i := range grad {
-			grad[i] /= float64(n)
+			grad[i] /= d.wsum
 		}
 	}
 	if method == MethodVector {
@@ -408,13 +448,22 @@ func (d *linearData) matrixObjective(lam, mu float64, th, grad []float64) float6
 			row[r] = e
 			s += e
 		}
-		loss += m + math.Log(s) - zy
+		l := m + math.Log(s) - zy
+		if d.weights != nil {
+			l *= d.weights[i]
+		}
+		loss += l
 		for r := range row {
 			row[r] /= s // softmax
 		}
 		row[y]-- // P - Y
+		if d.weights != nil {
+			for r := range row {
+				row[r] *= d.weights[i] // w_i (P - Y)
+			}
+		}
 	}
-	loss /= float64(n)
+	loss /= d.wsum
 	if grad != nil {
 		if d.pt == nil {
 			d.pt = make([]float64, n*k)
@@ -432,14 +481,14 @@ func (d *linearData) matrixObjective(lam, mu float64, th, grad []float64) float6
 		}
 		G := mat.NewDense(k, k, grad[:k*k])
 		G.Mul(mat.NewDense(k, n, d.pt), mat.NewDense(k, n, d.xt).T())
-		G.Scale(1/float64(n), G)
+		G.Scale(1/d.wsum, G)
 		gb := grad[k*k:]
 		for r := range gb {
 			s := 0.0
 			for _, v := range d.pt[r*n : (r+1)*n] {
 				s += v
 			}
-			gb[r] = s / float64(n)
+			gb[r] = s / d.wsum
 		}
 	}
 	return loss + odirPenalty(th, k, k*k, lam, mu, grad)
@@ -470,10 +519,10 @@ func grid(o LinearOptions, k int) (lams, mus []float64, folds int) {
 }
 
 // crossValidate picks (lambda, mu) by stratified k-fold cross-validation on
-// the mean held-out NLL; each fit is warm-started from the same lambda at the
-// previous mu (else the previous lambda). Folds are assigned per class from
-// PCG(Seed, 1).
-func crossValidate(method string, x []float64, labels []int, k int, o LinearOptions) (lam, mu float64, err error) {
+// the weighted mean held-out NLL; each fit is warm-started from the same
+// lambda at the previous mu (else the previous lambda). Folds are assigned
+// to the rows per class from PCG(Seed, 1), whatever their weights.
+func crossValidate(method string, x []float64, labels []int, weights []float64, k int, o LinearOptions) (lam, mu float64, err error) {
 	lams, mus, folds := grid(o, k)
 	n := len(labels)
 	fold := make([]int, n)
@@ -491,24 +540,35 @@ func crossValidate(method string, x []float64, labels []int, k int, o LinearOpti
 		}
 	}
 	perFold := make([]int, folds)
-	for _, f := range fold {
-		perFold[f]++
-	}
-	for f, h := range perFold {
-		if h == 0 || h == n {
-			return 0, 0, fmt.Errorf("recal: %s: cross-validation: %w: fold %d of %d has %d of the %d samples, need at least 1 held out and 1 to train on", method, ErrTooFew, f+1, folds, h, n)
+	for i, f := range fold {
+		if weights == nil || weights[i] > 0 {
+			perFold[f]++
 		}
 	}
-	split := func(f int, held bool) ([]float64, []int) {
+	npos := positiveRows(weights, n)
+	for f, h := range perFold {
+		if h == 0 || h == npos {
+			of := "samples"
+			if weights != nil {
+				of = "samples of weight > 0"
+			}
+			return 0, 0, fmt.Errorf("recal: %s: cross-validation: %w: fold %d of %d has %d of the %d %s, need at least 1 held out and 1 to train on", method, ErrTooFew, f+1, folds, h, npos, of)
+		}
+	}
+	split := func(f int, held bool) ([]float64, []int, []float64) {
 		var xs []float64
 		var ys []int
+		var ws []float64
 		for i, y := range labels {
 			if (fold[i] == f) == held {
 				xs = append(xs, x[i*k:(i+1)*k]...)
 				ys = append(ys, y)
+				if weights != nil {
+					ws = append(ws, weights[i])
+				}
 			}
 		}
-		return xs, ys
+		return xs, ys, ws
 	}
 	o.loose = true
 	// score[mi][li]: mean held-out NLL of (lams[li], mus[mi]) over folds.
@@ -518,10 +578,10 @@ func crossValidate(method string, x []float64, labels []int, k int, o LinearOpti
 	}
 	total, done := int64(folds*len(mus)*len(lams)), int64(0)
 	for f := 0; f < folds; f++ {
-		xt, yt := split(f, false)
-		xh, yh := split(f, true)
-		train := newLinearData(method, xt, yt, k, o.Workers)
-		held := newLinearData(method, xh, yh, k, o.Workers)
+		xt, yt, wt := split(f, false)
+		xh, yh, wh := split(f, true)
+		train := newLinearData(method, xt, yt, wt, k, o.Workers)
+		held := newLinearData(method, xh, yh, wh, k, o.Workers)
 		// Warm starts: from the same lambda at the previous mu, else from
 		// the previous lambda.
 		prev := make([][]float64, len(lams))

@@ -23,10 +23,10 @@ func TestLinearMethodsReal(t *testing.T) {
 		val, test := loadSplit(t, logitDirs[name], "val"), loadSplit(t, logitDirs[name], "test")
 		const nv = 1500
 		val.N, val.Probs, val.Logits, val.Labels = nv, val.Probs[:nv*val.K], val.Logits[:nv*val.K], val.Labels[:nv]
-		before := metric.NLL(test.Probs, test.Logits, test.Labels, test.K)
+		before := metric.NLL(test.Probs, test.Logits, test.Labels, test.K, nil)
 		for _, m := range []string{MethodVector, MethodMatrix, MethodDirichlet} {
 			start := time.Now()
-			c, err := FitLinear(m, val.Probs, val.Logits, val.Labels, val.K, LinearOptions{CV: true})
+			c, err := FitLinear(m, val.Probs, val.Logits, val.Labels, val.K, nil, LinearOptions{CV: true})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, m, err)
 			}
@@ -34,7 +34,7 @@ func TestLinearMethodsReal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := metric.NLL(p, nil, test.Labels, test.K)
+			after := metric.NLL(p, nil, test.Labels, test.K, nil)
 			t.Logf("%s %s (lambda %g, mu %g, %.1fs): test NLL %.5f -> %.5f", name, m, c.Lambda, c.Mu, time.Since(start).Seconds(), before, after)
 			if !(after < before) {
 				t.Errorf("%s %s: test NLL %v -> %v", name, m, before, after)
@@ -56,14 +56,14 @@ func TestFitLinearContextCancel(t *testing.T) {
 	defer cancel()
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	c, err := FitLinear(MethodMatrix, nil, z, y, k, LinearOptions{CV: true, Context: ctx})
+	c, err := FitLinear(MethodMatrix, nil, z, y, k, nil, LinearOptions{CV: true, Context: ctx})
 	took := time.Since(start)
 	t.Logf("cancelled after 50 ms, returned after %v: %v", took, err)
 	if c != nil || !errors.Is(err, context.Canceled) || took > time.Second {
 		t.Errorf("after %v: map %v, error %v; want context.Canceled within 1 s", took, c != nil, err)
 	}
 	start = time.Now()
-	c, err = FitLinear(MethodDirichlet, nil, z, y, k, LinearOptions{Lambda: 0.01, Mu: 0.01, Context: ctx})
+	c, err = FitLinear(MethodDirichlet, nil, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01, Context: ctx})
 	if c != nil || !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Errorf("cancelled context, no CV: map %v, error %v after %v", c != nil, err, time.Since(start))
 	}

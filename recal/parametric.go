@@ -27,10 +27,18 @@ type Histogram struct {
 }
 
 // FitHistogram fits histogram binning with bins equal-mass bins (0 means
-// DefaultHistogramBins) in mode top_label ("" too) or binary. Malformed
-// input (see FitSpline), a negative number of bins and another mode wrap
-// ErrInput, fewer samples than bins ErrTooFew.
-func FitHistogram(probs []float64, labels []int, k, bins int, mode string) (*Histogram, error) {
+// DefaultHistogramBins) in mode top_label ("" too) or binary, with sample
+// weights (nil: all 1): the edges are the equal-mass edges of the weighted
+// scores (metric.EqualMass: the weights taken as frequencies) and each bin
+// maps to its weighted mean outcome
+//
+//	value_b = sum_{i in b} w_i o_i / sum_{i in b} w_i,
+//
+// a bin of weight 0 counting as empty. Integer weights give the map of the
+// rows repeated w_i times. Malformed input (see FitSpline), a negative
+// number of bins and another mode wrap ErrInput, fewer samples of weight
+// > 0 than bins ErrTooFew.
+func FitHistogram(probs []float64, labels []int, k, bins int, mode string, weights []float64) (*Histogram, error) {
 	if mode == "" {
 		mode = ModeTopLabel
 	}
@@ -44,19 +52,22 @@ func FitHistogram(probs []float64, labels []int, k, bins int, mode string) (*His
 		return nil, fmt.Errorf("recal: histogram: %w: %d bins", ErrInput, bins)
 	}
 	var hist *Histogram
-	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
-		if len(s) < bins {
-			return nil, fmt.Errorf("%w: %d samples for %d bins", ErrTooFew, len(s), bins)
+	_, err := fitViews(mode, probs, labels, k, weights, func(s, o, w []float64) (scalarMap, error) {
+		if n := positiveRows(w, len(s)); n < bins {
+			if w != nil {
+				return nil, fmt.Errorf("%w: %d samples of weight > 0 for %d bins", ErrTooFew, n, bins)
+			}
+			return nil, fmt.Errorf("%w: %d samples for %d bins", ErrTooFew, n, bins)
 		}
-		a, err := metric.AssignBins(s, metric.BinOptions{Binning: metric.EqualMass, Bins: bins})
+		a, err := metric.AssignBins(s, w, metric.BinOptions{Binning: metric.EqualMass, Bins: bins})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInput, err)
 		}
-		b := a.Summarize(s, o, nil)
+		b := a.Summarize(s, o, nil, w)
 		hist = &Histogram{Edges: a.Edges, Values: make([]float64, bins)}
 		for i := range hist.Values {
 			hist.Values[i] = b.Freq[i]
-			if b.Count[i] == 0 {
+			if !(b.Mass[i] > 0) {
 				hist.Values[i] = (a.Edges[i] + a.Edges[i+1]) / 2
 			}
 		}
@@ -108,10 +119,15 @@ type Platt struct {
 	B    float64 `json:"b"`
 }
 
-// FitPlatt fits Platt scaling in mode top_label ("" too) or binary.
-// Malformed input (see FitSpline) and another mode wrap ErrInput; outcomes
-// that are all 0 or all 1 (no finite maximum-likelihood fit) ErrTooFew.
-func FitPlatt(probs []float64, labels []int, k int, mode string) (*Platt, error) {
+// FitPlatt fits Platt scaling in mode top_label ("" too) or binary by
+// weighted maximum likelihood (see fitLogistic): a and b minimise
+//
+//	sum_i w_i [log(1 + e^{z_i}) - o_i z_i] / sum_i w_i,  z_i = a logit(s_i) + b,
+//
+// nil weights meaning all 1. Malformed input (see FitSpline) and another
+// mode wrap ErrInput; outcomes of weight > 0 that are all 0 or all 1 (no
+// finite maximum-likelihood fit) ErrTooFew.
+func FitPlatt(probs []float64, labels []int, k int, mode string, weights []float64) (*Platt, error) {
 	if mode == "" {
 		mode = ModeTopLabel
 	}
@@ -119,13 +135,13 @@ func FitPlatt(probs []float64, labels []int, k int, mode string) (*Platt, error)
 		return nil, fmt.Errorf("recal: platt: %w: mode %s is for isotonic", ErrInput, mode)
 	}
 	var c *Platt
-	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
+	_, err := fitViews(mode, probs, labels, k, weights, func(s, o, sw []float64) (scalarMap, error) {
 		x := make([][]float64, len(s))
 		for i, v := range s {
 			v = math.Min(1-scoreEps, math.Max(scoreEps, v))
 			x[i] = []float64{math.Log(v / (1 - v))}
 		}
-		w, err := fitLogistic(x, o)
+		w, err := fitLogistic(x, o, sw)
 		if err != nil {
 			return nil, err
 		}
@@ -170,10 +186,12 @@ type Beta struct {
 	C    float64 `json:"c"`
 }
 
-// FitBeta fits beta calibration in mode top_label ("" too) or binary.
-// Malformed input (see FitSpline) and another mode wrap ErrInput; outcomes
-// that are all 0 or all 1 ErrTooFew.
-func FitBeta(probs []float64, labels []int, k int, mode string) (*Beta, error) {
+// FitBeta fits beta calibration in mode top_label ("" too) or binary by
+// weighted maximum likelihood as FitPlatt, with z_i = a ln s_i - b ln(1 -
+// s_i) + c (nil weights: all 1). Malformed input (see FitSpline) and
+// another mode wrap ErrInput; outcomes of weight > 0 that are all 0 or all
+// 1 ErrTooFew.
+func FitBeta(probs []float64, labels []int, k int, mode string, weights []float64) (*Beta, error) {
 	if mode == "" {
 		mode = ModeTopLabel
 	}
@@ -181,7 +199,7 @@ func FitBeta(probs []float64, labels []int, k int, mode string) (*Beta, error) {
 		return nil, fmt.Errorf("recal: beta: %w: mode %s is for isotonic", ErrInput, mode)
 	}
 	var c *Beta
-	_, err := fitViews(mode, probs, labels, k, func(s, o []float64) (scalarMap, error) {
+	_, err := fitViews(mode, probs, labels, k, weights, func(s, o, sw []float64) (scalarMap, error) {
 		f1, f2 := make([]float64, len(s)), make([]float64, len(s))
 		for i, v := range s {
 			v = math.Min(1-scoreEps, math.Max(scoreEps, v))
@@ -196,19 +214,19 @@ func FitBeta(probs []float64, labels []int, k int, mode string) (*Beta, error) {
 			}
 			return x
 		}
-		w, err := fitLogistic(cols(f1, f2), o)
+		w, err := fitLogistic(cols(f1, f2), o, sw)
 		if err != nil {
 			return nil, err
 		}
 		c = &Beta{A: w[0], B: w[1], C: w[2]}
 		switch {
 		case c.A < 0:
-			if w, err = fitLogistic(cols(f2), o); err != nil {
+			if w, err = fitLogistic(cols(f2), o, sw); err != nil {
 				return nil, err
 			}
 			c = &Beta{A: 0, B: w[0], C: w[1]}
 		case c.B < 0:
-			if w, err = fitLogistic(cols(f1), o); err != nil {
+			if w, err = fitLogistic(cols(f1), o, sw); err != nil {
 				return nil, err
 			}
 			c = &Beta{A: w[0], B: 0, C: w[1]}
@@ -241,18 +259,26 @@ func (c *Beta) valid() error {
 }
 
 // fitLogistic fits P(y = 1 | x) = mathx.Sigmoid(w . x + w_d) by Newton's method
-// with a backtracking line search on the mean log-loss (a ridge of 1e-8 on
-// the weights keeps separable data finite). It returns (w, w_d) or an error
-// when it does not converge in 200 steps; outcomes that are all equal (the
+// with a backtracking line search on the weighted mean log-loss sum_i
+// sw_i l_i / sum_i sw_i (sw nil: all 1; a ridge of 1e-8 on the weights keeps
+// separable data finite). It returns (w, w_d) or an error when it does not
+// converge in 200 steps; outcomes of weight > 0 that are all equal (the
 // intercept's optimum is infinite) are an error wrapping ErrTooFew.
-func fitLogistic(x [][]float64, y []float64) ([]float64, error) {
+func fitLogistic(x [][]float64, y, sw []float64) ([]float64, error) {
 	n := len(x)
-	if n == 0 {
+	if positiveRows(sw, n) == 0 {
 		return nil, fmt.Errorf("%w: no samples", ErrTooFew)
 	}
-	if slices.Min(y) == slices.Max(y) {
-		return nil, fmt.Errorf("%w: every outcome is %v, a logistic map needs both outcomes", ErrTooFew, y[0])
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, v := range y {
+		if sw == nil || sw[i] > 0 {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
 	}
+	if lo == hi {
+		return nil, fmt.Errorf("%w: every outcome is %v, a logistic map needs both outcomes", ErrTooFew, lo)
+	}
+	wsum := mathx.WeightSum(sw, n)
 	d := len(x[0]) + 1
 	const ridge = 1e-8
 	feat := func(i, j int) float64 {
@@ -269,13 +295,17 @@ func fitLogistic(x [][]float64, y []float64) ([]float64, error) {
 				z += w[j] * feat(i, j)
 			}
 			// log(1 + e^z) - y z, stably
-			l += math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z))) - y[i]*z
+			li := math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z))) - y[i]*z
+			if sw != nil {
+				li *= sw[i]
+			}
+			l += li
 		}
 		r := 0.0
 		for j := 0; j < d-1; j++ {
 			r += w[j] * w[j]
 		}
-		return l/float64(n) + ridge*r
+		return l/wsum + ridge*r
 	}
 	w := make([]float64, d)
 	cur := loss(w)
@@ -288,17 +318,21 @@ func fitLogistic(x [][]float64, y []float64) ([]float64, error) {
 				z += w[j] * feat(i, j)
 			}
 			p := mathx.Sigmoid(z)
+			r, c := p-y[i], p*(1-p)
+			if sw != nil {
+				r, c = sw[i]*r, sw[i]*c
+			}
 			for a := 0; a < d; a++ {
-				g[a] += (p - y[i]) * feat(i, a)
+				g[a] += r * feat(i, a)
 				for b := 0; b < d; b++ {
-					h[a*d+b] += p * (1 - p) * feat(i, a) * feat(i, b)
+					h[a*d+b] += c * feat(i, a) * feat(i, b)
 				}
 			}
 		}
 		for a := 0; a < d; a++ {
-			g[a] /= float64(n)
+			g[a] /= wsum
 			for b := 0; b < d; b++ {
-				h[a*d+b] /= float64(n)
+				h[a*d+b] /= wsum
 			}
 			if a < d-1 {
 				g[a] += 2 * ridge * w[a]

@@ -144,7 +144,7 @@ func TestSplineGoldenFloat32(t *testing.T) {
 			sorted[i] = float64(score[j])
 			y[i] = co/float64(n) - float64(cs/float32(n))
 		}
-		c, err := fitSorted(sorted, y, SplineOptions{})
+		c, err := fitSorted(sorted, y, nil, nil, SplineOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestSplineGoldenFloat32(t *testing.T) {
 func TestSplineGoldenKS(t *testing.T) {
 	for name, g := range loadGolden(t) {
 		val, test := loadSplit(t, logitDirs[name], "val"), loadSplit(t, logitDirs[name], "test")
-		sp, err := FitSpline(val.Probs, val.Labels, val.K, SplineOptions{})
+		sp, err := FitSpline(val.Probs, val.Labels, val.K, nil, SplineOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestSplineGoldenKS(t *testing.T) {
 		for i := range s {
 			s[i] = sp.Top1.Map(s[i])
 		}
-		ks, _ := metric.KS(s, c, false)
+		ks, _ := metric.KS(s, c, false, nil)
 		if d := math.Abs(ks - g.Variants.KSSplineCorrect); d > 5e-5 {
 			t.Errorf("%s: KS after spline %v, reference %v", name, ks, g.Variants.KSSplineCorrect)
 		} else {
@@ -225,7 +225,7 @@ func TestSplineGoldenKS(t *testing.T) {
 		if !slices.Equal(c, c2) {
 			t.Errorf("%s: recalibration changed the arg max", name)
 		}
-		ks2, _ := metric.KS(s2, c2, false)
+		ks2, _ := metric.KS(s2, c2, false, nil)
 		// The vectors clamp the top-1 score at 1/K + 1e-9 (a few CIFAR-100
 		// scores map below 1/K): KS moves by 2e-6 there.
 		if math.Abs(ks2-ks) > 1e-5 {
@@ -251,7 +251,7 @@ func TestSplineGoldenKS(t *testing.T) {
 func TestTemperatureGolden(t *testing.T) {
 	for name, g := range loadGolden(t) {
 		val, test := loadSplit(t, logitDirs[name], "val"), loadSplit(t, logitDirs[name], "test")
-		ts, err := FitTemperature(val.Logits, val.Labels, val.K)
+		ts, err := FitTemperature(val.Logits, val.Labels, val.K, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,10 +266,10 @@ func TestTemperatureGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		pv, _ := ts.Calibrate(val.Probs, val.Logits, val.K)
-		if vb, va := metric.NLL(val.Probs, val.Logits, val.Labels, val.K), metric.NLL(pv, nil, val.Labels, val.K); !(va < vb) {
+		if vb, va := metric.NLL(val.Probs, val.Logits, val.Labels, val.K, nil), metric.NLL(pv, nil, val.Labels, val.K, nil); !(va < vb) {
 			t.Errorf("%s: validation NLL %v -> %v", name, vb, va)
 		}
-		before, after := metric.NLL(test.Probs, test.Logits, test.Labels, test.K), metric.NLL(p, nil, test.Labels, test.K)
+		before, after := metric.NLL(test.Probs, test.Logits, test.Labels, test.K, nil), metric.NLL(p, nil, test.Labels, test.K, nil)
 		t.Logf("%s: T = %.4f, test NLL %.5f -> %.5f", name, ts.Temperature, before, after)
 		if strings.HasSuffix(name, "flsd53") {
 			if !(math.Abs(after-before) < 1e-3) {
@@ -285,15 +285,15 @@ func TestTemperatureGolden(t *testing.T) {
 // and identical outputs.
 func TestRoundTrip(t *testing.T) {
 	s := loadSplit(t, logitDirs["cifar10_resnet110-brier"], "val")
-	ts, err := FitTemperature(s.Logits, s.Labels, s.K)
+	ts, err := FitTemperature(s.Logits, s.Labels, s.K, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := FitSpline(s.Probs, s.Labels, s.K, SplineOptions{})
+	sp, err := FitSpline(s.Probs, s.Labels, s.K, nil, SplineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spc, err := FitSpline(s.Probs, s.Labels, s.K, SplineOptions{Constrained: true})
+	spc, err := FitSpline(s.Probs, s.Labels, s.K, nil, SplineOptions{Constrained: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,10 +81,12 @@ type FitOptions struct {
 }
 
 // Fit fits method on the set s (its probabilities, its logits where the
-// method reads them, its labels; a one-column binary logit z counts as the
-// two logits (0, z)). Rows whose sum the loader accepted within a looser
-// tolerance than the maps' (SumTolerance per class) are divided by their
-// sum first. Errors of the input wrap ErrInput.
+// method reads them, its labels, its sample weights s.Weights (nil: all 1;
+// see each Fit function for how it weights); a one-column binary logit z
+// counts as the two logits (0, z)). Rows whose sum the loader accepted
+// within a looser tolerance than the maps' (SumTolerance per class) are
+// divided by their sum first. Errors of the input wrap ErrInput; bad
+// weights wrap data.ErrWeights too.
 func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 	if _, err := ParseMethod(string(method)); err != nil {
 		return nil, err
@@ -92,26 +94,30 @@ func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 	if method.NeedsLogits() && s.Logits == nil {
 		return nil, fmt.Errorf("%w: %s needs logits", ErrInput, method)
 	}
+	if err := checkWeights(s.Weights, s.N); err != nil {
+		return nil, fmt.Errorf("recal: %s: %w", method, err)
+	}
 	s = ready(s)
+	w := s.Weights
 	switch method {
 	case MethodSpline:
-		return FitSpline(s.Probs, s.Labels, s.K, o.Spline)
+		return FitSpline(s.Probs, s.Labels, s.K, w, o.Spline)
 	case MethodTemperature:
-		return FitTemperature(TwoColumnLogits(s), s.Labels, s.K)
+		return FitTemperature(TwoColumnLogits(s), s.Labels, s.K, w)
 	case MethodVector, MethodMatrix, MethodDirichlet:
 		lo := o.Linear
 		if !o.FixedRegularization {
 			lo.CV = true
 		}
-		return FitLinear(string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, lo)
+		return FitLinear(string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, lo)
 	case MethodIsotonic:
-		return FitIsotonic(s.Probs, s.Labels, s.K, o.ScalarMode)
+		return FitIsotonic(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	case MethodHistogram:
-		return FitHistogram(s.Probs, s.Labels, s.K, o.Bins, o.ScalarMode)
+		return FitHistogram(s.Probs, s.Labels, s.K, o.Bins, o.ScalarMode, w)
 	case MethodPlatt:
-		return FitPlatt(s.Probs, s.Labels, s.K, o.ScalarMode)
+		return FitPlatt(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	case MethodBeta:
-		return FitBeta(s.Probs, s.Labels, s.K, o.ScalarMode)
+		return FitBeta(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	}
 	panic("recal: unreachable")
 }

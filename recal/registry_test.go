@@ -63,19 +63,19 @@ func TestRegistry(t *testing.T) {
 		var direct Calibrator
 		switch m {
 		case MethodSpline:
-			direct, err = FitSpline(s.Probs, s.Labels, s.K, SplineOptions{})
+			direct, err = FitSpline(s.Probs, s.Labels, s.K, nil, SplineOptions{})
 		case MethodTemperature:
-			direct, err = FitTemperature(s.Logits, s.Labels, s.K)
+			direct, err = FitTemperature(s.Logits, s.Labels, s.K, nil)
 		case MethodVector, MethodMatrix, MethodDirichlet:
-			direct, err = FitLinear(string(m), s.Probs, s.Logits, s.Labels, s.K, LinearOptions{CV: true, Seed: 1})
+			direct, err = FitLinear(string(m), s.Probs, s.Logits, s.Labels, s.K, nil, LinearOptions{CV: true, Seed: 1})
 		case MethodIsotonic:
-			direct, err = FitIsotonic(s.Probs, s.Labels, s.K, "")
+			direct, err = FitIsotonic(s.Probs, s.Labels, s.K, "", nil)
 		case MethodHistogram:
-			direct, err = FitHistogram(s.Probs, s.Labels, s.K, 0, "")
+			direct, err = FitHistogram(s.Probs, s.Labels, s.K, 0, "", nil)
 		case MethodPlatt:
-			direct, err = FitPlatt(s.Probs, s.Labels, s.K, "")
+			direct, err = FitPlatt(s.Probs, s.Labels, s.K, "", nil)
 		case MethodBeta:
-			direct, err = FitBeta(s.Probs, s.Labels, s.K, "")
+			direct, err = FitBeta(s.Probs, s.Labels, s.K, "", nil)
 		}
 		if err != nil {
 			t.Fatal(err)

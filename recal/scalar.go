@@ -22,8 +22,9 @@ const (
 	ModeOneVsRest = "one_vs_rest"
 )
 
-// scalarFit fits one scalar map to scores and outcomes.
-type scalarFit func(scores, outcomes []float64) (scalarMap, error)
+// scalarFit fits one scalar map to scores, outcomes and sample weights
+// (nil: all 1; checked).
+type scalarFit func(scores, outcomes, weights []float64) (scalarMap, error)
 
 // scalarMap is a fitted scalar recalibration.
 type scalarMap interface {
@@ -32,7 +33,8 @@ type scalarMap interface {
 }
 
 // views returns the (scores, outcomes) to fit for a mode: one view for
-// top_label and binary, K views for one_vs_rest.
+// top_label and binary, K views for one_vs_rest. Each view has one score
+// per row, so the rows' sample weights are the views' weights.
 func views(mode string, probs []float64, labels []int, k int) ([][2][]float64, error) {
 	switch mode {
 	case ModeTopLabel:
@@ -145,11 +147,15 @@ func (m *PointMap) valid() error {
 	return firstError(checkFinite("x", m.X), checkSorted("x", m.X), checkProbabilities("y", m.Y), checkSorted("y", m.Y))
 }
 
-// fitIsotonic is pool-adjacent-violators on the samples sorted by score;
-// equal scores are pooled first (they must get one value).
-func fitIsotonic(scores, outcomes []float64) (scalarMap, error) {
-	n := len(scores)
-	if n < 2 {
+// fitIsotonic is weighted pool-adjacent-violators on the samples sorted by
+// score; equal scores are pooled first (they must get one value). A block
+// of samples B has the value sum_{i in B} w_i o_i / sum_{i in B} w_i;
+// samples of weight 0 are left out.
+func fitIsotonic(scores, outcomes, weights []float64) (scalarMap, error) {
+	if n := positiveRows(weights, len(scores)); n < 2 {
+		if weights != nil {
+			return nil, fmt.Errorf("%w: %d samples of weight > 0, need at least 2", ErrTooFew, n)
+		}
 		return nil, fmt.Errorf("%w: %d samples, need at least 2", ErrTooFew, n)
 	}
 	idx := sortedOrder(scores)
@@ -159,12 +165,19 @@ func fitIsotonic(scores, outcomes []float64) (scalarMap, error) {
 	var bs []block
 	for _, j := range idx {
 		s := scores[j]
+		o, w := outcomes[j], 1.0
+		if weights != nil {
+			if w = weights[j]; !(w > 0) {
+				continue
+			}
+			o *= w
+		}
 		if len(bs) > 0 && bs[len(bs)-1].hi == s {
 			b := &bs[len(bs)-1]
-			b.sum += outcomes[j]
-			b.w++
+			b.sum += o
+			b.w += w
 		} else {
-			bs = append(bs, block{sum: outcomes[j], w: 1, lo: s, hi: s})
+			bs = append(bs, block{sum: o, w: w, lo: s, hi: s})
 		}
 		for len(bs) > 1 {
 			a, b := bs[len(bs)-2], bs[len(bs)-1]
@@ -186,14 +199,22 @@ func fitIsotonic(scores, outcomes []float64) (scalarMap, error) {
 	return m, nil
 }
 
-// FitIsotonic fits isotonic maps in the given mode ("" means top_label).
+// FitIsotonic fits isotonic maps in the given mode ("" means top_label) by
+// weighted pool-adjacent-violators: each map is the non-decreasing q
+// minimising
+//
+//	sum_i w_i (o_i - q(s_i))^2
+//
+// over the views' scores s_i and outcomes o_i, nil weights meaning all 1;
+// a block's value is its weighted mean outcome, and samples of weight 0 are
+// left out (integer weights give the map of the rows repeated w_i times).
 // Malformed input (see FitSpline) and an unknown mode wrap ErrInput, fewer
-// than 2 samples ErrTooFew.
-func FitIsotonic(probs []float64, labels []int, k int, mode string) (*Isotonic, error) {
+// than 2 samples of weight > 0 ErrTooFew.
+func FitIsotonic(probs []float64, labels []int, k int, mode string, weights []float64) (*Isotonic, error) {
 	if mode == "" {
 		mode = ModeTopLabel
 	}
-	maps, err := fitViews(mode, probs, labels, k, fitIsotonic)
+	maps, err := fitViews(mode, probs, labels, k, weights, fitIsotonic)
 	if err != nil {
 		return nil, fmt.Errorf("recal: isotonic: %w", err)
 	}
@@ -204,9 +225,10 @@ func FitIsotonic(probs []float64, labels []int, k int, mode string) (*Isotonic, 
 	return c, nil
 }
 
-// fitViews checks the input and fits one scalar map per view of the mode.
-func fitViews(mode string, probs []float64, labels []int, k int, fit scalarFit) ([]scalarMap, error) {
-	if err := checkFitInput(probs, nil, labels, k, false); err != nil {
+// fitViews checks the input and fits one scalar map per view of the mode,
+// each with the sample weights.
+func fitViews(mode string, probs []float64, labels []int, k int, weights []float64, fit scalarFit) ([]scalarMap, error) {
+	if err := checkFitInput(probs, nil, labels, k, false, weights); err != nil {
 		return nil, err
 	}
 	vs, err := views(mode, probs, labels, k)
@@ -215,7 +237,7 @@ func fitViews(mode string, probs []float64, labels []int, k int, fit scalarFit) 
 	}
 	maps := make([]scalarMap, len(vs))
 	for i, v := range vs {
-		if maps[i], err = fit(v[0], v[1]); err != nil {
+		if maps[i], err = fit(v[0], v[1], weights); err != nil {
 			if len(vs) > 1 {
 				return nil, fmt.Errorf("class %d: %w", i, err)
 			}

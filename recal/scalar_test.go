@@ -16,7 +16,7 @@ import (
 // 1, 0, 1, 1 at scores 0.1, 0.2, 0.3, 0.3 pool the first two (0.5), then
 // 0.3 holds one value for both samples (1).
 func TestPAVHand(t *testing.T) {
-	m, err := fitIsotonic([]float64{0.3, 0.1, 0.2, 0.3}, []float64{1, 1, 0, 1})
+	m, err := fitIsotonic([]float64{0.3, 0.1, 0.2, 0.3}, []float64{1, 1, 0, 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestLogisticRecovers(t *testing.T) {
 			y[i] = 1
 		}
 	}
-	w, err := fitLogistic(x, y)
+	w, err := fitLogistic(x, y, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,32 +63,32 @@ func TestScalarMethodsReal(t *testing.T) {
 	for name, dir := range logitDirs {
 		val, test := loadSplit(t, dir, "val"), loadSplit(t, dir, "test")
 		k := val.K
-		iso, err := FitIsotonic(val.Probs, val.Labels, k, "")
+		iso, err := FitIsotonic(val.Probs, val.Labels, k, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hist, err := FitHistogram(val.Probs, val.Labels, k, 0, "")
+		hist, err := FitHistogram(val.Probs, val.Labels, k, 0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		platt, err := FitPlatt(val.Probs, val.Labels, k, "")
+		platt, err := FitPlatt(val.Probs, val.Labels, k, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		beta, err := FitBeta(val.Probs, val.Labels, k, "")
+		beta, err := FitBeta(val.Probs, val.Labels, k, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ovr, err := FitIsotonic(val.Probs, val.Labels, k, ModeOneVsRest)
+		ovr, err := FitIsotonic(val.Probs, val.Labels, k, ModeOneVsRest, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ece := func(p []float64) float64 {
-			b, _ := metric.TopLabelBins(p, test.Labels, k, metric.BinOptions{})
+			b, _ := metric.TopLabelBins(p, test.Labels, k, nil, metric.BinOptions{})
 			return b.ECE(1)
 		}
 		cw := func(p []float64) float64 {
-			cb, _ := metric.ClassWiseBins(p, test.Labels, k, metric.BinOptions{})
+			cb, _ := metric.ClassWiseBins(p, test.Labels, k, nil, metric.BinOptions{})
 			return metric.ClassWise(cb, func(b *metric.Bins) float64 { return b.ECE(1) }).Value
 		}
 		before := ece(test.Probs)

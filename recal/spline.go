@@ -34,15 +34,35 @@ const DefaultKnots = 6
 // not the recalibrated ones, which follow from the scores and the knot
 // values.
 //
-// JSON: knots, knot_values, second_derivatives, scores and the two flags;
-// MarshalJSON leaves Calibrated out and UnmarshalJSON computes it (a
-// "calibrated" array, written by earlier versions, is read and kept).
+// With sample weights w_i the samples of weight 0 are left out, the others
+// sorted as above, and with C_i = sum_{m<=i} w_m, W = C_{N-1}:
+//
+//	x_i = (C_i - w_0) / (W - w_0),
+//	y_i = (1/W) sum_{m<=i} w_m outcome_m - (1/W) sum_{m<=i} w_m score_m,
+//
+// the spline fitted by weighted least squares, minimising sum_i w_i
+// (y(x_i) - y_i)^2. x_i is the share of the weight after the first sample
+// up to sample i (i/(N-1) for unit weights), so the fit does not depend on
+// the scale of the weights, and weights of 0 and 1 give the fit of the
+// samples of weight 1. It is not the fit of rows repeated w_i times: the
+// copies of a row would sit at w_i fractiles of their own, the points of
+// a weighted sample at one (the end of its weight). These fractiles are
+// stored in Fractiles when they differ from i/(N-1).
+//
+// JSON: knots, knot_values, second_derivatives, scores, fractiles (weighted
+// fits only) and the two flags; MarshalJSON leaves Calibrated out and
+// UnmarshalJSON computes it (a "calibrated" array, written by earlier
+// versions, is read and kept).
 type SplineCurve struct {
 	Knots             int       `json:"knots"`
 	KnotValues        []float64 `json:"knot_values"`          // the fitted y at the knots
 	SecondDerivatives []float64 `json:"second_derivatives"`   // y'' at the knots (0 at both ends)
 	Scores            []float64 `json:"scores"`               // sorted validation scores
 	Calibrated        []float64 `json:"calibrated,omitempty"` // recalibrated score of each (not clipped)
+	// Fractiles holds the fractile x_i of each score, non-decreasing from
+	// 0 to 1, when a weighted fit placed them other than at i/(N-1); nil
+	// means i/(N-1).
+	Fractiles []float64 `json:"fractiles,omitempty"`
 	// ReferenceInterpolation reproduces the reference code's interpolation,
 	// whose two weights are swapped: (beta y[i] + alpha y[i-1]) / (alpha +
 	// beta) with alpha = x - x[i-1], beta = x[i] - x. Not the default.
@@ -66,15 +86,20 @@ type SplineOptions struct {
 	Constrained bool
 }
 
-// FitSplineCurve fits the spline of scores and outcomes (see SplineCurve).
-// With fewer distinct scores than knots + 1 it uses that many knots minus 1
-// (at least 2, a straight line: the recalibration is then the score plus a
-// constant slope). Fewer than 3 samples is an error wrapping ErrTooFew;
-// scores and outcomes of different lengths or not finite, fewer than 2
-// knots, or (Constrained) a score outside [0, 1] one wrapping ErrInput.
-func FitSplineCurve(scores, outcomes []float64, o SplineOptions) (*SplineCurve, error) {
-	if err := checkScores(scores, outcomes); err != nil {
+// FitSplineCurve fits the spline of scores, outcomes and sample weights (nil:
+// all 1; see SplineCurve for the weighted fit). With fewer distinct scores
+// than knots + 1 it uses that many knots minus 1 (at least 2, a straight
+// line: the recalibration is then the score plus a constant slope). Fewer
+// than 3 samples (of weight > 0) is an error wrapping ErrTooFew; scores and
+// outcomes of different lengths or not finite, bad weights (wrapping
+// data.ErrWeights too), fewer than 2 knots, or (Constrained) a score
+// outside [0, 1] one wrapping ErrInput.
+func FitSplineCurve(scores, outcomes, weights []float64, o SplineOptions) (*SplineCurve, error) {
+	if err := checkScores(scores, outcomes, weights); err != nil {
 		return nil, fmt.Errorf("recal: spline: %w", err)
+	}
+	if weights != nil {
+		return fitWeightedCurve(scores, outcomes, weights, o)
 	}
 	n := len(scores)
 	if n < 3 {
@@ -89,11 +114,44 @@ func FitSplineCurve(scores, outcomes []float64, o SplineOptions) (*SplineCurve, 
 		co += outcomes[j]
 		y[i] = co/float64(n) - cs/float64(n)
 	}
-	return fitSorted(s, y, o)
+	return fitSorted(s, y, nil, nil, o)
 }
 
-// fitSorted fits the spline to the differences y of the sorted scores s.
-func fitSorted(s, y []float64, o SplineOptions) (*SplineCurve, error) {
+// fitWeightedCurve is FitSplineCurve with weights (see SplineCurve).
+func fitWeightedCurve(scores, outcomes, weights []float64, o SplineOptions) (*SplineCurve, error) {
+	var idx []int
+	for _, j := range sortedOrder(scores) {
+		if weights[j] > 0 {
+			idx = append(idx, j)
+		}
+	}
+	n := len(idx)
+	if n < 3 {
+		return nil, fmt.Errorf("recal: spline: %w: %d samples of weight > 0, need at least 3", ErrTooFew, n)
+	}
+	W := 0.0
+	for _, j := range idx {
+		W += weights[j]
+	}
+	w0 := weights[idx[0]]
+	s, y, x, w := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	cw, cs, co := 0.0, 0.0, 0.0
+	for i, j := range idx {
+		s[i], w[i] = scores[j], weights[j]
+		cw += weights[j]
+		cs += weights[j] * scores[j]
+		co += weights[j] * outcomes[j]
+		y[i] = co/W - cs/W
+		x[i] = (cw - w0) / (W - w0)
+	}
+	x[n-1] = 1 // (W - w0) / (W - w0), whatever the rounding of the sum
+	return fitSorted(s, y, x, w, o)
+}
+
+// fitSorted fits the spline to the differences y of the sorted scores s at
+// the fractiles x (nil: i/(n-1)) by least squares weighted by lsw (nil: all
+// 1).
+func fitSorted(s, y, x, lsw []float64, o SplineOptions) (*SplineCurve, error) {
 	n := len(s)
 	m := o.Knots
 	if m == 0 {
@@ -110,48 +168,79 @@ func fitSorted(s, y []float64, o SplineOptions) (*SplineCurve, error) {
 	}
 	m = max(2, min(m, distinct-1))
 	sp := newNaturalSpline(m)
-	x := make([]float64, n)
+	var fractiles []float64 // stored only when they are not i/(n-1)
+	if x != nil {
+		for i, v := range x {
+			if v != float64(i)/float64(n-1) {
+				fractiles = x
+				break
+			}
+		}
+	} else {
+		x = make([]float64, n)
+		for i := range x {
+			x[i] = float64(i) / float64(n-1)
+		}
+	}
 	d := mat.NewDense(n, m, nil)
+	yw := y
+	if lsw != nil {
+		yw = make([]float64, n)
+	}
 	for i := range x {
-		x[i] = float64(i) / float64(n-1)
-		d.SetRow(i, sp.valueRow(x[i]))
+		row := sp.valueRow(x[i])
+		if lsw != nil {
+			// Weighted least squares: the rows of D and y scaled by
+			// sqrt(w_i).
+			r := math.Sqrt(lsw[i])
+			for k := range row {
+				row[k] *= r
+			}
+			yw[i] = r * y[i]
+		}
+		d.SetRow(i, row)
 	}
 	var v mat.VecDense
-	if err := v.SolveVec(d, mat.NewVecDense(n, y)); err != nil {
+	if err := v.SolveVec(d, mat.NewVecDense(n, yw)); err != nil {
 		return nil, fmt.Errorf("recal: spline least squares: %w", err)
 	}
-	c := &SplineCurve{Knots: m, KnotValues: make([]float64, m), Scores: s,
+	c := &SplineCurve{Knots: m, KnotValues: make([]float64, m), Scores: s, Fractiles: fractiles,
 		ReferenceInterpolation: o.ReferenceInterpolation, Constrained: o.Constrained}
 	for k := range c.KnotValues {
 		c.KnotValues[k] = v.AtVec(k)
 	}
 	if o.Constrained {
-		kv, err := constrainSlopes(sp, d, x, s, y, c.KnotValues)
+		kv, err := constrainSlopes(sp, d, x, s, yw, c.KnotValues)
 		if err != nil {
 			return nil, err
 		}
 		c.KnotValues = kv
 	}
 	c.SecondDerivatives = sp.secondDerivatives(c.KnotValues)
-	c.Calibrated = recalibrated(sp, s, c.KnotValues)
+	c.Calibrated = recalibrated(sp, s, c.KnotValues, c.Fractiles)
 	return c, nil
 }
 
-// recalibrated returns the recalibrated validation scores s_i + y'(x_i),
-// x_i = i/(n-1), of the spline sp with knot values v (the one computation
-// of them, for the fit and for a loaded map, so that both hold the same
-// bits).
-func recalibrated(sp *naturalSpline, s, v []float64) []float64 {
+// recalibrated returns the recalibrated validation scores s_i + y'(x_i)
+// at the fractiles x (nil: x_i = i/(n-1)) of the spline sp with knot
+// values v (the one computation of them, for the fit and for a loaded map,
+// so that both hold the same bits).
+func recalibrated(sp *naturalSpline, s, v, x []float64) []float64 {
 	n := len(s)
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = s[i] + dot(sp.slopeRow(float64(i)/float64(n-1)), v)
+		xi := float64(i) / float64(n-1)
+		if x != nil {
+			xi = x[i]
+		}
+		out[i] = s[i] + dot(sp.slopeRow(xi), v)
 	}
 	return out
 }
 
 // constrainSlopes returns the least-squares knot values v (design d, targets
-// y) under 0 <= s_i + spline'(x_i) <= 1: v itself when it already meets the
+// y, both scaled by the square roots of the weights of a weighted fit)
+// under 0 <= s_i + spline'(x_i) <= 1: v itself when it already meets the
 // constraint, else the solution of the quadratic program started from the
 // knot values 0 (feasible: the slope is then 0 and s_i is in [0, 1]).
 func constrainSlopes(sp *naturalSpline, d *mat.Dense, x, s, y, v []float64) ([]float64, error) {
@@ -242,18 +331,18 @@ func (c *SplineCurve) UnmarshalJSON(b []byte) error {
 	}
 	*c = SplineCurve(p)
 	if c.Calibrated == nil && c.shapeError() == nil {
-		c.Calibrated = recalibrated(newNaturalSpline(c.Knots), c.Scores, c.KnotValues)
+		c.Calibrated = recalibrated(newNaturalSpline(c.Knots), c.Scores, c.KnotValues, c.Fractiles)
 	}
 	return nil
 }
 
 // shapeError checks the lengths: Knots knot values and second derivatives,
 // 2 <= Knots < number of scores (as every fit has), as many calibrated
-// values as scores if any.
+// values and fractiles as scores if any.
 func (c *SplineCurve) shapeError() error {
 	n := len(c.Scores)
-	if c.Knots < 2 || c.Knots >= n || len(c.KnotValues) != c.Knots || len(c.SecondDerivatives) != c.Knots || (c.Calibrated != nil && len(c.Calibrated) != n) {
-		return fmt.Errorf("%d knots, %d knot values, %d second derivatives, %d scores, %d calibrated", c.Knots, len(c.KnotValues), len(c.SecondDerivatives), n, len(c.Calibrated))
+	if c.Knots < 2 || c.Knots >= n || len(c.KnotValues) != c.Knots || len(c.SecondDerivatives) != c.Knots || (c.Calibrated != nil && len(c.Calibrated) != n) || (c.Fractiles != nil && len(c.Fractiles) != n) {
+		return fmt.Errorf("%d knots, %d knot values, %d second derivatives, %d scores, %d calibrated, %d fractiles", c.Knots, len(c.KnotValues), len(c.SecondDerivatives), n, len(c.Calibrated), len(c.Fractiles))
 	}
 	return nil
 }
@@ -269,7 +358,7 @@ func (c *SplineCurve) valid() error {
 		return err
 	}
 	if err := firstError(checkFinite("knot_values", c.KnotValues), checkFinite("second_derivatives", c.SecondDerivatives),
-		checkFinite("scores", c.Scores), checkSorted("scores", c.Scores)); err != nil {
+		checkFinite("scores", c.Scores), checkSorted("scores", c.Scores), checkProbabilities("fractiles", c.Fractiles), checkSorted("fractiles", c.Fractiles)); err != nil {
 		return err
 	}
 	sp := newNaturalSpline(c.Knots)
@@ -283,7 +372,7 @@ func (c *SplineCurve) valid() error {
 			return badValue("second_derivatives[%d] = %v, want %v, the second derivative of the natural spline through the knot values", i, c.SecondDerivatives[i], v)
 		}
 	}
-	for i, v := range recalibrated(sp, c.Scores, c.KnotValues) {
+	for i, v := range recalibrated(sp, c.Scores, c.KnotValues, c.Fractiles) {
 		if !(math.Abs(c.Calibrated[i]-v) <= 1e-9) {
 			return badValue("calibrated[%d] = %v, want %v, the score plus the spline's slope at its fractile", i, c.Calibrated[i], v)
 		}
@@ -397,29 +486,34 @@ type Spline struct {
 }
 
 // FitSpline fits the top-1 curve (and, for K >= 2, the top-2 and
-// within-top-2 curves) on validation probabilities (n×k) and labels.
+// within-top-2 curves) on validation probabilities (n×k), labels and
+// sample weights (nil: all 1; each curve is weighted as in SplineCurve).
 // Malformed input wraps ErrInput: K < 2, probabilities that are not n×k,
 // not in [0, 1] or whose rows do not sum to 1 within K * SumTolerance,
-// labels outside 0..K-1; fewer than 3 samples wraps ErrTooFew.
-func FitSpline(probs []float64, labels []int, k int, o SplineOptions) (*Spline, error) {
-	if err := checkFitInput(probs, nil, labels, k, false); err != nil {
+// labels outside 0..K-1, bad weights (wrapping data.ErrWeights too); fewer
+// than 3 samples of weight > 0 wraps ErrTooFew.
+func FitSpline(probs []float64, labels []int, k int, weights []float64, o SplineOptions) (*Spline, error) {
+	if err := checkFitInput(probs, nil, labels, k, false, weights); err != nil {
 		return nil, fmt.Errorf("recal: spline: %w", err)
 	}
-	if len(labels) < 3 {
-		return nil, fmt.Errorf("recal: spline: %w: %d samples, need at least 3", ErrTooFew, len(labels))
+	if n := positiveRows(weights, len(labels)); n < 3 {
+		if weights != nil {
+			return nil, fmt.Errorf("recal: spline: %w: %d samples of weight > 0, need at least 3", ErrTooFew, n)
+		}
+		return nil, fmt.Errorf("recal: spline: %w: %d samples, need at least 3", ErrTooFew, n)
 	}
 	sp := &Spline{Header: Header{SchemaVersion: SchemaVersion, Method: "spline", Input: InputProbabilities, K: k}}
 	var err error
 	s, c := metric.TopR(probs, labels, k, 1)
-	if sp.Top1, err = FitSplineCurve(s, c, o); err != nil {
+	if sp.Top1, err = FitSplineCurve(s, c, weights, o); err != nil {
 		return nil, fmt.Errorf("top-1: %w", err)
 	}
 	s, c = metric.TopR(probs, labels, k, 2)
-	if sp.Top2, err = FitSplineCurve(s, c, o); err != nil {
+	if sp.Top2, err = FitSplineCurve(s, c, weights, o); err != nil {
 		return nil, fmt.Errorf("top-2: %w", err)
 	}
 	s, c = metric.WithinTopR(probs, labels, k, 2)
-	if sp.WithinTop2, err = FitSplineCurve(s, c, o); err != nil {
+	if sp.WithinTop2, err = FitSplineCurve(s, c, weights, o); err != nil {
 		return nil, fmt.Errorf("within-top-2: %w", err)
 	}
 	return sp, nil

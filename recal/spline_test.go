@@ -135,11 +135,11 @@ func TestConstrainedSplineBarrier(t *testing.T) {
 				c[i] = 1
 			}
 		}
-		u, err := FitSplineCurve(s, c, SplineOptions{Knots: knots})
+		u, err := FitSplineCurve(s, c, nil, SplineOptions{Knots: knots})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := FitSplineCurve(s, c, SplineOptions{Knots: knots, Constrained: true})
+		q, err := FitSplineCurve(s, c, nil, SplineOptions{Knots: knots, Constrained: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,11 +210,11 @@ func TestConstrainedSplineReal(t *testing.T) {
 		}
 		for _, cv := range curves {
 			s, c := cv.get(val.Probs, val.Labels, val.K)
-			u, err := FitSplineCurve(s, c, SplineOptions{})
+			u, err := FitSplineCurve(s, c, nil, SplineOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := FitSplineCurve(s, c, SplineOptions{Constrained: true})
+			q, err := FitSplineCurve(s, c, nil, SplineOptions{Constrained: true})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, cv.what, err)
 			}
@@ -236,7 +236,7 @@ func TestConstrainedSplineReal(t *testing.T) {
 				for i, v := range ts {
 					m[i] = sc.Map(v)
 				}
-				ks, _ := metric.KS(m, tc, false)
+				ks, _ := metric.KS(m, tc, false, nil)
 				return ks
 			}
 			ku, kq := ksOf(u), ksOf(q)

@@ -168,7 +168,7 @@ func TestSplineV1FileLoads(t *testing.T) {
 	}
 
 	probs, labels := splineV1Set()
-	fit, err := FitSpline(probs, labels, 3, SplineOptions{})
+	fit, err := FitSpline(probs, labels, 3, nil, SplineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ type legacyCurve struct {
 // they do.
 func TestSplineMapSize(t *testing.T) {
 	val := loadSplit(t, logitDirs["cifar10_resnet110-brier"], "val")
-	sp, err := FitSpline(val.Probs, val.Labels, val.K, SplineOptions{})
+	sp, err := FitSpline(val.Probs, val.Labels, val.K, nil, SplineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,22 +22,26 @@ const (
 	MaxTemperature = 20.0
 )
 
-// FitTemperature returns the T minimising the mean validation NLL of
-// softmax(z / T), found by golden-section search on log T over
+// FitTemperature returns the T minimising the weighted mean validation NLL
+// of softmax(z / T),
+//
+//	NLL(T) = sum_i w_i [logsumexp(z_i / T) - z_{i,y_i} / T] / sum_i w_i,
+//
+// nil weights meaning all 1, found by golden-section search on log T over
 // [MinTemperature, MaxTemperature] to 1e-10 (the NLL is convex in 1/T, so
 // the search is exact up to that tolerance). logits is n×k. It fails when
 // the optimum is at an end of the interval (the logits are degenerate for
 // the labels: the error wraps ErrInput), on no samples (ErrTooFew) and on
 // malformed input (ErrInput: logits that are not n×k finite numbers, a
-// label outside 0..k-1).
-func FitTemperature(logits []float64, labels []int, k int) (*Temperature, error) {
-	if err := checkFitInput(nil, logits, labels, k, true); err != nil {
+// label outside 0..k-1, bad weights, which wrap data.ErrWeights too).
+func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*Temperature, error) {
+	if err := checkFitInput(nil, logits, labels, k, true, weights); err != nil {
 		return nil, fmt.Errorf("recal: temperature: %w", err)
 	}
 	if len(labels) == 0 {
 		return nil, fmt.Errorf("recal: temperature: %w: no samples", ErrTooFew)
 	}
-	f := func(logT float64) float64 { return meanNLL(logits, labels, k, math.Exp(-logT)) }
+	f := func(logT float64) float64 { return meanNLL(logits, labels, k, math.Exp(-logT), weights) }
 	a, b := math.Log(MinTemperature), math.Log(MaxTemperature)
 	const phi = 0.6180339887498949
 	x1, x2 := b-phi*(b-a), a+phi*(b-a)
@@ -60,8 +64,8 @@ func FitTemperature(logits []float64, labels []int, k int) (*Temperature, error)
 	return &Temperature{Header: Header{SchemaVersion: SchemaVersion, Method: "temperature", Input: InputLogits, K: k}, Temperature: math.Exp(logT)}, nil
 }
 
-// meanNLL is the mean NLL of softmax(beta z).
-func meanNLL(z []float64, labels []int, k int, beta float64) float64 {
+// meanNLL is the weighted mean NLL of softmax(beta z) (nil weights: all 1).
+func meanNLL(z []float64, labels []int, k int, beta float64, weights []float64) float64 {
 	sum := 0.0
 	for i, y := range labels {
 		row := z[i*k : (i+1)*k]
@@ -73,9 +77,13 @@ func meanNLL(z []float64, labels []int, k int, beta float64) float64 {
 		for _, v := range row {
 			s += math.Exp(beta*v - m)
 		}
-		sum += m + math.Log(s) - beta*row[y]
+		l := m + math.Log(s) - beta*row[y]
+		if weights != nil {
+			l *= weights[i]
+		}
+		sum += l
 	}
-	return sum / float64(len(labels))
+	return sum / mathx.WeightSum(weights, len(labels))
 }
 
 // Calibrate returns softmax(z / T).

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 )
 
@@ -39,7 +39,7 @@ type BandwidthView struct {
 
 // NewBandwidthView selects the bandwidth of notion (LOO, kde.SelectBandwidth)
 // and computes the estimate on a log-spaced set of bandwidths spanning the
-// selection grid.
+// selection grid (kde.EstimateCurve).
 func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o BandwidthViewOptions) (*BandwidthView, error) {
 	p := o.P
 	if p == 0 {
@@ -55,26 +55,22 @@ func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o
 	cv := o.Selection
 	if cv == nil {
 		var err error
-		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
+		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, nil, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
 			return nil, fmt.Errorf("report: bandwidth view: %w", err)
 		}
 	}
 	v := &BandwidthView{Notion: notion, P: p, Selection: cv}
-	lo, hi := cv.Grid[0], cv.Grid[len(cv.Grid)-1]
-	for i := 0; i < m; i++ {
-		v.H = append(v.H, lo*math.Pow(hi/lo, float64(i)/float64(m-1)))
+	v.H = mathx.LogSpace(cv.Grid[0], cv.Grid[len(cv.Grid)-1], m)
+	ko := kde.Options{P: []float64{p}, Workers: o.Workers}
+	var err error
+	if v.Estimate, err = kde.EstimateCurve(notion, probs, labels, k, v.H, ko); err != nil {
+		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
-	est := func(h float64) float64 {
-		res, err := kde.Estimate(notion, probs, labels, k, kde.Options{Bandwidth: h, P: []float64{p}, Workers: o.Workers})
-		if err != nil {
-			return math.NaN()
-		}
-		return res.Values[0].Value
+	chosen, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, ko)
+	if err != nil {
+		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
-	for _, h := range v.H {
-		v.Estimate = append(v.Estimate, est(h))
-	}
-	v.Chosen = est(cv.Bandwidth)
+	v.Chosen = chosen[0]
 	return v, nil
 }
 
@@ -125,10 +121,10 @@ func (v *BandwidthView) parts() (int, []*part) {
 // panels returns the two panels.
 func (v *BandwidthView) panels() [][]*panel {
 	cv := v.Selection
-	left := &panel{plot: newPlot("bandwidth h", "log-likelihood"), title: fmt.Sprintf("LOO log-likelihood, %s (chosen h = %.3g)", v.Notion, cv.Bandwidth)}
+	left := &panel{plot: NewPlot("bandwidth h", "log-likelihood"), title: fmt.Sprintf("LOO log-likelihood, %s (chosen h = %.3g)", v.Notion, cv.Bandwidth)}
 	var ll plotter.XYs
 	for i, h := range cv.Grid {
-		if finite(cv.GridLL[i]) {
+		if mathx.Finite(cv.GridLL[i]) {
 			ll = append(ll, plotter.XY{X: h, Y: cv.GridLL[i]})
 		}
 	}
@@ -147,10 +143,10 @@ func (v *BandwidthView) panels() [][]*panel {
 	if v.P == 1 {
 		form = "CE_1"
 	}
-	right := &panel{plot: newPlot("bandwidth h", "estimate"), title: fmt.Sprintf("ECE^KDE (%s) against h", form)}
+	right := &panel{plot: NewPlot("bandwidth h", "estimate"), title: fmt.Sprintf("ECE^KDE (%s) against h", form)}
 	var es plotter.XYs
 	for i, h := range v.H {
-		if finite(v.Estimate[i]) {
+		if mathx.Finite(v.Estimate[i]) {
 			es = append(es, plotter.XY{X: h, Y: v.Estimate[i]})
 		}
 	}
@@ -161,15 +157,14 @@ func (v *BandwidthView) panels() [][]*panel {
 		lab string
 	}{{left, ll, cv.LogLik, "grid"}, {right, es, v.Chosen, "estimate"}} {
 		p := pc.pn.plot
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		LogAxis(&p.X)
 		if len(pc.xy) > 0 {
 			l, s, _ := plotter.NewLinePoints(pc.xy)
 			l.LineStyle.Color, s.GlyphStyle.Color = colBlue, colBlue
 			p.Add(l, s)
 			pc.pn.add(pc.lab, l, s)
 		}
-		if finite(pc.at) {
+		if mathx.Finite(pc.at) {
 			ch, _ := plotter.NewScatter(plotter.XYs{{X: cv.Bandwidth, Y: pc.at}})
 			ch.GlyphStyle.Color = colRed
 			ch.GlyphStyle.Radius = vg.Points(4)

@@ -154,7 +154,7 @@ func (cm *Comparison) panels() [][]*panel {
 		if zoomed {
 			xl = "axis starts at " + formatValue(lo) + ", not at 0"
 		}
-		p := newPlot(xl, "")
+		p := NewPlot(xl, "")
 		p.X.Min, p.X.Max = lo, hi
 		b := hbars{base: math.Min(math.Max(0, lo), hi), cols: cm.colors(j)}
 		names := make([]string, nm)

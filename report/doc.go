@@ -1,10 +1,23 @@
-// Package report draws the figures of calibration analysis and assembles
-// them into one self-contained HTML report.
+// Package report is `calib report` as a library: Build evaluates a
+// prediction set (evaluate), compares the recalibration methods fitted on a
+// validation set (compare) and assembles the report as data, a Document;
+// the renderers draw it (Document.WriteHTML: one self-contained HTML page)
+// or one figure (Write, Save: SVG, PNG or PDF).
+//
+//	test, err := data.Load("test.npz", data.Options{})
+//	doc, err := report.Build(ctx, test, nil, report.Options{})
+//	err = doc.WriteHTML(w)
+//
+// The zero Options is `calib report` without flags. The statistics behind
+// the figures live in the estimator packages (the bands in metric and kde,
+// the curves' bandwidths and ECE^KDE against h in kde); this package only
+// draws their results.
 //
 // Each figure type holds its data (computed by a New... function from
-// scores, probabilities and labels) and draws itself with gonum.org/v1/plot
-// (the Figure interface); Write and Save render a figure as SVG, PNG or
-// PDF, and InlineSVG as an <svg> element for HTML. The figures:
+// scores, probabilities and labels, or by a ...Of function from a data.Set
+// as Build does) and draws itself with gonum.org/v1/plot (the Figure
+// interface); Write and Save render a figure as SVG, PNG or PDF, and
+// InlineSVG as an <svg> element for HTML. The figures:
 //
 //   - Reliability: a reliability diagram (top-label or one class) with
 //     equal-width or equal-mass bins, the gap to the mean confidence, a
@@ -30,11 +43,14 @@
 // Every text is in Liberation Sans; titles wrap to their panel, and
 // legends sit between the title and the plot, never over the data.
 //
-// Document is the HTML report: a data summary, a table of metrics with
+// Document is the report: a data summary, a table of metrics with
 // intervals, the figures with captions and the recalibration comparison,
-// in one file with inline SVG, the figures' font embedded, and no
-// reference to any network host. Tables fit the page's width and become
-// one card per row on a phone; figures of several panels are shown as
-// one part per panel, side by side on a wide screen and stacked on a
-// phone.
+// with Warnings for what could not be made. WriteHTML writes it as one file
+// with inline SVG, the figures' font embedded, and no reference to any
+// network host. Tables fit the page's width and become one card per row on
+// a phone; figures of several panels are shown as one part per panel, side
+// by side on a wide screen and stacked on a phone.
+//
+// NewPlot, LogAxis, DrawGrid and Palette draw other figures (the
+// experiments') in the same style.
 package report

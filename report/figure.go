@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -96,28 +94,6 @@ func InlineSVG(f Figure) (string, error) {
 	return s, nil
 }
 
-// Colours shared by the figures (colour-blind safe, Okabe-Ito).
-var (
-	colBlue   = color.NRGBA{0, 114, 178, 255}
-	colOrange = color.NRGBA{230, 159, 0, 255}
-	colRed    = color.NRGBA{213, 94, 0, 255}
-	colGreen  = color.NRGBA{0, 158, 115, 255}
-	colGrey   = color.NRGBA{120, 120, 120, 255}
-	colBand   = color.NRGBA{0, 114, 178, 50}
-	colGap    = color.NRGBA{213, 94, 0, 110}
-)
-
-// newPlot returns a plot in the sans-serif font of the figures with the
-// axis labels set. Its title and legend are left empty: a panel draws them
-// above the plot, outside the data area (panel.heading).
-func newPlot(x, y string) *plot.Plot {
-	p := plot.New()
-	sansPlot(p, false)
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	return p
-}
-
 // grid draws a rows × cols grid of panels on c with aligned axes (nil
 // entries are left blank) and returns where everything went.
 func grid(c draw.Canvas, panels [][]*panel) gridLayout {
@@ -132,16 +108,6 @@ func grid(c draw.Canvas, panels [][]*panel) gridLayout {
 		}
 	}
 	return l
-}
-
-// finite reports whether every value is finite.
-func finite(xs ...float64) bool {
-	for _, x := range xs {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // colorAlpha returns c with alpha a.

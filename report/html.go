@@ -11,20 +11,33 @@ import (
 	"sync"
 
 	"gonum.org/v1/plot/font"
+
+	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/evaluate"
 )
 
-// Document is a self-contained HTML report: every figure is an inline
-// <svg>, the style sheet is inline, and nothing refers to a network host.
-// The zero value is an empty report; fields hold preformatted text.
+// Document is a calibration report as data (Build makes one): the text of
+// every part, preformatted, and the figures as data, drawn only by a
+// renderer (WriteHTML: one self-contained HTML page, where every figure is
+// an inline <svg>, the style sheet is inline, and nothing refers to a
+// network host). The zero value is an empty report.
 type Document struct {
 	Title    string
 	Subtitle string
-	Summary  []Fact      // the data summary
-	Metrics  *Table      // every metric with its interval
-	Sections []Section   // figures with captions
-	Notes    []string    // closing notes (how numbers were computed, citations)
-	Footer   string      // e.g. the command line that made the report
-	figures  []inlineFig // filled by WriteHTML
+	Summary  []Fact    // the data summary
+	Metrics  *Table    // every metric with its interval
+	Sections []Section // figures with captions
+	Notes    []string  // closing notes (how numbers were computed, citations)
+	Footer   string    // e.g. the command line that made the report
+
+	// Evaluation and Comparison are the results the report shows (Build:
+	// Comparison is nil without a validation set); WriteHTML does not
+	// read them.
+	Evaluation *evaluate.Evaluation
+	Comparison *compare.Comparison
+	// Warnings lists what could not be made (a *FigureError per figure
+	// left out); the notes say the same.
+	Warnings []error
 }
 
 // Fact is one line of the data summary.

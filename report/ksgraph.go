@@ -34,8 +34,8 @@ func NewKSGraph(label string, scores, outcomes []float64) (*KSGraph, error) {
 	if n < 3 || n != len(outcomes) {
 		return nil, fmt.Errorf("report: KS graphs: %d scores and %d outcomes, need at least 3", n, len(outcomes))
 	}
-	ks, curve := metric.KS(scores, outcomes, true)
-	sp, err := recal.FitSplineCurve(scores, outcomes, recal.SplineOptions{})
+	ks, curve := metric.KS(scores, outcomes, true, nil)
+	sp, err := recal.FitSplineCurve(scores, outcomes, nil, recal.SplineOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("report: KS graphs: %w", err)
 	}
@@ -114,19 +114,19 @@ func (g *KSGraph) panels(title string) []*panel {
 		}
 	}
 	head := fmt.Sprintf("%s %s, KS %.2f%%", title, g.Label, 100*g.KS)
-	a := &panel{plot: newPlot("fractile", "cumulative"), title: "(a) " + head}
+	a := &panel{plot: NewPlot("fractile", "cumulative"), title: "(a) " + head}
 	line(a, "score", thin(g.Fractile, g.CumScore), colBlue, false)
 	line(a, "outcome", thin(g.Fractile, g.CumOutcome), colOrange, false)
 
-	b := &panel{plot: newPlot("cumulative score", "cumulative"), title: "(b) warped axis"}
+	b := &panel{plot: NewPlot("cumulative score", "cumulative"), title: "(b) warped axis"}
 	line(b, "score", thin(g.CumScore, g.CumScore), colBlue, false)
 	line(b, "outcome", thin(g.CumScore, g.CumOutcome), colOrange, false)
 
-	cp := &panel{plot: newPlot("fractile", "value"), title: "(c) score and probability"}
+	cp := &panel{plot: NewPlot("fractile", "value"), title: "(c) score and probability"}
 	line(cp, "score", thin(g.Fractile, g.Score), colBlue, false)
 	line(cp, "P(outcome | score), spline", thin(g.Fractile, g.Probability), colOrange, false)
 
-	d := &panel{plot: newPlot("score", "P(outcome | score)"), title: "(d) probability against score"}
+	d := &panel{plot: NewPlot("score", "P(outcome | score)"), title: "(d) probability against score"}
 	line(d, "diagonal", plotter.XYs{{X: g.Score[0], Y: g.Score[0]}, {X: g.Score[len(g.Score)-1], Y: g.Score[len(g.Score)-1]}}, colGrey, true)
 	line(d, "spline estimate", thin(g.Score, g.Probability), colOrange, false)
 	return []*panel{a, b, cp, d}

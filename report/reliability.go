@@ -2,10 +2,8 @@ package report
 
 import (
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
 	"image/color"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -13,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -28,7 +27,7 @@ type ReliabilityOptions struct {
 	Level     float64 // of the band; 0 means 0.95
 	Seed      uint64  // resample b draws from PCG(Seed, b)
 	// Bandwidth of the Beta-kernel curve; 0 selects it by cross-validation
-	// (CurveBandwidth).
+	// (kde.ScoreRegressionBandwidth).
 	Bandwidth float64
 	Workers   int
 	// Title and ScoreLabel name the figure and its horizontal axis
@@ -69,7 +68,7 @@ type Reliability struct {
 	BandX, CurveLo, CurveHi []float64
 	Bandwidth               float64
 	// BandwidthEdge is -1 when the bandwidth, chosen by cross-validation,
-	// is the smallest of CurveGrid, +1 when it is the largest, and 0
+	// is the smallest of kde.RegressionGrid, +1 when it is the largest, and 0
 	// otherwise (or when it was given).
 	BandwidthEdge int
 	Compact       bool // drawn at 3.6 × 4.8 inches
@@ -92,7 +91,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 		}
 		ints[i] = int(v)
 	}
-	a, err := metric.AssignBins(scores, o.Bins)
+	a, err := metric.AssignBins(scores, nil, o.Bins)
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability bins: %w", err)
 	}
@@ -100,7 +99,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	for i := range all {
 		all[i] = i
 	}
-	bs := a.Summarize(scores, outcomes, all)
+	bs := a.Summarize(scores, outcomes, all, nil)
 	r := &Reliability{Title: o.Title, ScoreLabel: o.ScoreLabel, N: n, ECE: bs.ECE(1), Compact: o.Compact}
 	if r.ScoreLabel == "" {
 		r.ScoreLabel = "confidence"
@@ -112,99 +111,51 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	// The kernel curve.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = CurveBandwidth(scores, ints, o.Seed, o.Workers); err != nil {
+		if h, err = kde.ScoreRegressionBandwidth(scores, ints, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
-		r.BandwidthEdge = gridEdge(h)
+		r.BandwidthEdge = kde.GridEdge(kde.RegressionGrid(), h)
 	}
 	lo, hi := slices.Min(scores), slices.Max(scores)
 	const points = 101
 	for i := 0; i < points; i++ {
 		r.CurveX = append(r.CurveX, lo+(hi-lo)*float64(i)/(points-1))
 	}
-	r.CurveY, _, err = kde.ScoreRegression(r.CurveX, scores, ints, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r.CurveY, _, err = kde.ScoreRegression(r.CurveX, scores, ints, nil, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve: %w", err)
 	}
 	r.Bandwidth = h
-	if o.Resamples >= 0 {
-		nb := o.Resamples
-		if nb == 0 {
-			nb = 200
-		}
-		r.Level = o.Level
-		if r.Level == 0 {
-			r.Level = 0.95
-		}
-		for i := 0; i < points; i += 2 {
-			r.BandX = append(r.BandX, r.CurveX[i])
-		}
-		m := len(r.BandX)
-		kern := betaKernels(r.BandX, scores, h)
-		freqs := make([][]float64, len(r.Bins))
-		curves := make([][]float64, m)
-		idx := make([]int, n)
-		cnt := make([]float64, n)
-		num, den := make([]float64, m), make([]float64, m)
-		for b := 0; b < nb; b++ {
-			rng := rand.New(rand.NewPCG(o.Seed, uint64(b)))
-			clear(cnt)
-			for i := range idx {
-				idx[i] = rng.IntN(n)
-				cnt[idx[i]]++
-			}
-			rb := a.Summarize(scores, outcomes, idx)
-			for j, c := range rb.Count {
-				if c > 0 {
-					freqs[j] = append(freqs[j], rb.Freq[j])
-				}
-			}
-			kern.regress(cnt, ints, num, den)
-			for q := range num {
-				if den[q] > 0 {
-					curves[q] = append(curves[q], num[q]/den[q])
-				}
-			}
-		}
-		for j, f := range freqs {
-			if r.Bins[j].Count == 0 || len(f) == 0 {
-				continue
-			}
-			slices.Sort(f)
-			r.Bins[j].BandLo = mathx.Quantile(f, (1-r.Level)/2)
-			r.Bins[j].BandHi = mathx.Quantile(f, 1-(1-r.Level)/2)
-		}
-		r.CurveLo, r.CurveHi = make([]float64, m), make([]float64, m)
-		for q, f := range curves {
-			r.CurveLo[q], r.CurveHi[q] = math.NaN(), math.NaN()
-			// A point where most resamples left no kernel mass has no band.
-			if len(f) >= nb/2 && len(f) > 0 {
-				slices.Sort(f)
-				r.CurveLo[q] = mathx.Quantile(f, (1-r.Level)/2)
-				r.CurveHi[q] = mathx.Quantile(f, 1-(1-r.Level)/2)
-			}
-		}
+	if o.Resamples < 0 {
+		return r, nil
+	}
+	// The bands: the bins' and the curve's over the same resamples
+	// (resample b draws from PCG(Seed, b) in both).
+	r.Level = o.Level
+	if r.Level == 0 {
+		r.Level = 0.95
+	}
+	binLo, binHi, err := a.FreqIntervals(scores, outcomes, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("report: reliability band: %w", err)
+	}
+	for j := range r.Bins {
+		r.Bins[j].BandLo, r.Bins[j].BandHi = binLo[j], binHi[j]
+	}
+	for i := 0; i < points; i += 2 {
+		r.BandX = append(r.BandX, r.CurveX[i])
+	}
+	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(r.BandX, scores, ints, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("report: reliability curve band: %w", err)
 	}
 	return r, nil
 }
 
-// gridEdge returns -1 if h is the smallest value of CurveGrid, +1 if it is
-// the largest, and 0 otherwise.
-func gridEdge(h float64) int {
-	g := CurveGrid()
-	switch h {
-	case g[0]:
-		return -1
-	case g[len(g)-1]:
-		return 1
-	}
-	return 0
-}
-
 // edgeWarning is the caption warning of a bandwidth chosen at an end of
-// CurveGrid (edge as gridEdge), or "".
+// kde.RegressionGrid (edge as kde.GridEdge), or "".
 func edgeWarning(what string, h float64, edge int) string {
-	g := CurveGrid()
+	g := kde.RegressionGrid()
 	switch edge {
 	case 1:
 		return fmt.Sprintf("Warning: the bandwidth of %s, h = %.3g, is the largest of its cross-validation range (%.3g to %.3g): the data did not pin it down, and the curve may smooth away real features. Where it disagrees with the bars, trust neither without the band and the counts.", what, h, g[0], g[len(g)-1])
@@ -219,75 +170,6 @@ func edgeWarning(what string, h float64, edge int) string {
 // (BandwidthEdge), and "" otherwise.
 func (r *Reliability) BandwidthWarning() string {
 	return edgeWarning("the kernel curve", r.Bandwidth, r.BandwidthEdge)
-}
-
-// kernelMatrix holds the Beta kernels of n samples at m query scores,
-// each query's kernels divided by its largest: w[i*m + q] for sample i
-// and query q (sample-major, so that a resample adds its samples' rows).
-type kernelMatrix struct {
-	m int
-	w []float64
-}
-
-// betaKernels returns the kernels of kde.ScoreRegression at each query:
-// log k_h(c; s) = (s/h) log c + ((1-s)/h) log(1-c) - log B(s/h + 1, (1-s)/h + 1),
-// with 0 log 0 = 0.
-func betaKernels(queries, scores []float64, h float64) kernelMatrix {
-	n, m := len(scores), len(queries)
-	norm := make([]float64, n)
-	for i, s := range scores {
-		a, b := s/h+1, (1-s)/h+1
-		ga, _ := math.Lgamma(a)
-		gb, _ := math.Lgamma(b)
-		gs, _ := math.Lgamma(a + b)
-		norm[i] = ga + gb - gs
-	}
-	k := kernelMatrix{m: m, w: make([]float64, n*m)}
-	lk := make([]float64, n)
-	for q, c := range queries {
-		lc, l1c := math.Log(c), math.Log(1-c)
-		mx := math.Inf(-1)
-		for i, s := range scores {
-			v := -norm[i]
-			if s != 0 {
-				v += s / h * lc
-			}
-			if s != 1 {
-				v += (1 - s) / h * l1c
-			}
-			lk[i] = v
-			mx = max(mx, v)
-		}
-		if math.IsInf(mx, -1) || math.IsNaN(mx) {
-			continue // no kernel mass: the row stays 0
-		}
-		for i, v := range lk {
-			k.w[i*m+q] = math.Exp(v - mx)
-		}
-	}
-	return k
-}
-
-// regress sets num[q]/den[q] to the kernel regression of the outcomes at
-// query q with sample i counted cnt[i] times (den[q] = 0: no kernel mass).
-func (k kernelMatrix) regress(cnt []float64, outcomes []int, num, den []float64) {
-	clear(num)
-	clear(den)
-	m := k.m
-	for i, c := range cnt {
-		if c == 0 {
-			continue
-		}
-		row := k.w[i*m : (i+1)*m]
-		for q, w := range row {
-			den[q] += c * w
-		}
-		if outcomes[i] == 1 {
-			for q, w := range row {
-				num[q] += c * w
-			}
-		}
-	}
 }
 
 // Size is 5 × 6 inches, or 3.6 × 4.8 when Compact.
@@ -349,7 +231,7 @@ func (r *Reliability) panel() *panel {
 	if title == "" {
 		title = "Reliability diagram"
 	}
-	p := newPlot(r.ScoreLabel, "observed frequency")
+	p := NewPlot(r.ScoreLabel, "observed frequency")
 	sansPlot(p, r.Compact)
 	pn := &panel{plot: p, title: fmt.Sprintf("%s (ECE %.2f%%)", title, 100*r.ECE), compact: r.Compact}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
@@ -374,7 +256,7 @@ func (r *Reliability) panel() *panel {
 		}
 		bars = append(bars, box(b.Lo, b.Hi, 0, b.Freq))
 		gaps = append(gaps, box(b.Lo, b.Hi, min(b.Freq, b.Score), max(b.Freq, b.Score)))
-		if finite(b.BandLo, b.BandHi) {
+		if mathx.Finite(b.BandLo, b.BandHi) {
 			mid := (b.Lo + b.Hi) / 2
 			band = append(band, plotter.XYs{{X: mid, Y: b.BandLo}, {X: mid, Y: b.BandHi}})
 		}
@@ -424,7 +306,7 @@ func (r *Reliability) panel() *panel {
 		run = nil
 	}
 	for i := range r.CurveLo {
-		if finite(r.CurveLo[i], r.CurveHi[i]) {
+		if mathx.Finite(r.CurveLo[i], r.CurveHi[i]) {
 			run = append(run, i)
 		} else {
 			flush()
@@ -440,7 +322,7 @@ func (r *Reliability) panel() *panel {
 	}
 	var curve plotter.XYs
 	for i, x := range r.CurveX {
-		if finite(r.CurveY[i]) {
+		if mathx.Finite(r.CurveY[i]) {
 			curve = append(curve, plotter.XY{X: x, Y: r.CurveY[i]})
 		}
 	}

@@ -140,7 +140,7 @@ func TestReliabilityValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := metric.BinScores(s, o, metric.BinOptions{Bins: 10})
+	bs, err := metric.BinScores(s, o, nil, metric.BinOptions{Bins: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type SimplexOptions struct {
 	Bins  int // triangle bins per side of the binned estimate; 0 means 8
 	Grid  int // triangles per side of the kernel estimate; 0 means 36
 	// Bandwidth of the Dirichlet kernel; 0 selects it by cross-validation
-	// (RegressionBandwidth).
+	// (kde.RegressionBandwidth).
 	Bandwidth float64
 	Points    int    // samples drawn as dots; 0 means 1,500, negative none
 	Seed      uint64 // subsamples
@@ -64,7 +64,7 @@ type Simplex struct {
 	Kernel    []SimplexCell
 	Bandwidth float64
 	// KernelEdge is -1 or +1 when the kernel's bandwidth, chosen by
-	// cross-validation, is the smallest or the largest of CurveGrid.
+	// cross-validation, is the smallest or the largest of kde.RegressionGrid.
 	KernelEdge int
 	// MinCount: binned cells with fewer samples are hatched, not coloured.
 	MinCount int
@@ -167,10 +167,10 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 	// Kernel: the regression at each grid triangle's centroid.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = RegressionBandwidth(x, y, 3, o.Seed, o.Workers); err != nil {
+		if h, err = kde.RegressionBandwidth(x, y, 3, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
-		s.KernelEdge = gridEdge(h)
+		s.KernelEdge = kde.GridEdge(kde.RegressionGrid(), h)
 	}
 	s.Bandwidth = h
 	fine := triangles(g)
@@ -180,7 +180,7 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 			q = append(q, (t[0][m]+t[1][m]+t[2][m])/3)
 		}
 	}
-	r, logDens, _, err := kde.Regression(q, x, y, 3, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r, logDens, _, err := kde.Regression(q, x, y, 3, nil, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: simplex kernel estimate: %w", err)
 	}

@@ -50,7 +50,7 @@ func TestFitVehicle(t *testing.T) {
 		for j := range test {
 			data.Softmax(probs[j*tb.K:(j+1)*tb.K], res.TestLogits[j*tb.K:(j+1)*tb.K])
 		}
-		acc := metric.Accuracy(probs, test, tb.K)
+		acc := metric.Accuracy(probs, test, tb.K, nil)
 		t.Logf("%s: best epoch %d of %d, val NLL %.4f, test accuracy %.3f, %.3f s/epoch", loss, res.BestEpoch, res.Epochs,
 			res.ValNLL[res.BestEpoch-1], acc, res.EpochTime[0])
 		if !(acc > 0.6) {

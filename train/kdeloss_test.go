@@ -186,13 +186,13 @@ func TestKDECanonicalGraph(t *testing.T) {
 			for j := 0; j < tc.b; j++ {
 				data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
 			}
-			cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, kde.BandwidthOptions{NoRefine: true})
+			cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			h = cv.Bandwidth
 		}
-		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, kde.Options{Bandwidth: h})
+		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, nil, kde.Options{Bandwidth: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestLOOBandwidth(t *testing.T) {
 		for j := 0; j < tc.b; j++ {
 			data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
 		}
-		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, kde.BandwidthOptions{NoRefine: true})
+		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +312,7 @@ func TestBaselineLosses(t *testing.T) {
 		}
 		probs = append(probs, p...)
 	}
-	mmce, _ := metric.TopLabelMMCE(probs, labels, k, 0.4, nil)
+	mmce, _ := metric.TopLabelMMCE(probs, labels, k, 0.4, nil, nil)
 	focal, smooth := 0.0, 0.0
 	for j, y := range labels {
 		py := probs[j*k+y]

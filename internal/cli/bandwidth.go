@@ -86,7 +86,7 @@ refined.`,
 			}
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
 			fn, done := ui.Step(notions[0].String() + " bandwidth")
-			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers, Progress: fn, Context: cmd.Context()})
+			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers, Progress: fn, Context: cmd.Context()})
 			done()
 			ui.wait()
 			if err != nil {
@@ -103,6 +103,7 @@ refined.`,
 		},
 	}
 	in.register(cmd.Flags())
+	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
 	fs.StringVar(&mode, "mode", "", "notion: canonical, marginal, top_label or binary (default canonical; binary for one-column input)")
 	fs.StringVar(&objective, "bandwidth-objective", "loo", "objective: loo or reference")

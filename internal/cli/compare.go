@@ -13,7 +13,7 @@ import (
 )
 
 func newCompareCmd() *cobra.Command {
-	var val, valLabels, test, testLabels, methods, gridName string
+	var val, valLabels, valWeights, test, testLabels, testWeights, methods, gridName string
 	var logits, asJSON bool
 	var seed uint64
 	progress := true
@@ -45,11 +45,11 @@ changes, so its values are not comparable across maps.`,
 			if err != nil {
 				return err
 			}
-			vs, err := (&inputFlags{labels: valLabels, labelsFlag: "--val-labels", logits: logits, tolerance: data.DefaultTolerance}).load(val)
+			vs, err := (&inputFlags{labels: valLabels, labelsFlag: "--val-labels", weights: valWeights, logits: logits, tolerance: data.DefaultTolerance}).load(val)
 			if err != nil {
 				return err
 			}
-			ts, err := (&inputFlags{labels: testLabels, labelsFlag: "--test-labels", logits: logits, tolerance: data.DefaultTolerance}).load(test)
+			ts, err := (&inputFlags{labels: testLabels, labelsFlag: "--test-labels", weights: testWeights, logits: logits, tolerance: data.DefaultTolerance}).load(test)
 			if err != nil {
 				return err
 			}
@@ -77,6 +77,8 @@ changes, so its values are not comparable across maps.`,
 	fs.StringVar(&valLabels, "val-labels", "", "validation labels `FILE` (if not in the predictions file)")
 	fs.StringVar(&test, "test", "", "test predictions `FILE`")
 	fs.StringVar(&testLabels, "test-labels", "", "test labels `FILE` (if not in the predictions file)")
+	fs.StringVar(&valWeights, "val-weights", "", "validation sample weights `FILE` (.npy, or one number per line; default: a weight column or key in the file, if any)")
+	fs.StringVar(&testWeights, "test-weights", "", "test sample weights `FILE` (as --val-weights)")
 	fs.BoolVar(&logits, "logits", false, "the prediction files hold logits")
 	fs.StringVar(&methods, "methods", "", "methods, comma-separated (default: all: "+strings.Join(fitMethods, ", ")+")")
 	fs.StringVar(&gridName, "grid", "default", "cross-validation grid of the ODIR methods: default or full")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/calib-dev/calib/compare"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,15 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/internal/demo"
 )
 
 func newDemoCmd() *cobra.Command {
-	var ef evalFlags
-	var ff figureFlags
-	var out, methods, gridName string
+	var rf reportFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report",
@@ -32,47 +30,72 @@ It needs no arguments and no network. It accepts the flags of report.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
-			if out == "" {
+			if rf.out == "" {
 				dir, err := os.MkdirTemp("", "calib-demo-")
 				if err != nil {
 					return err
 				}
-				out = filepath.Join(dir, "calib-demo-report.html")
+				rf.out = filepath.Join(dir, "calib-demo-report.html")
 			}
-			if err := checkReportFlags(cmd, inputFlags{tolerance: data.DefaultTolerance}, ef, ff, out); err != nil {
-				return err
-			}
-			test, err := demo.Load("test")
+			o, err := rf.options()
 			if err != nil {
 				return err
 			}
-			val, err := demo.Load("val")
-			if err != nil {
-				return err
-			}
-			ms, err := parseMethods(methods)
+			test, val, err := loadDemo()
 			if err != nil {
 				return err
 			}
 			prov := newProvenance(cmd, args)
 			prov.input("test", test, "")
 			prov.input("val", val, "")
-			res, err := runReport(cmd, reportJob{test: test, val: val, names: demo.Classes, ef: ef, ff: ff, methods: ms, grid: gridName, prov: prov}, out)
+			o.Figures.Names = demo.Classes
+			doc, err := rf.write(cmd, test, val, o, prov)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if ef.json {
-				return writeEval(w, res.eval, true)
+			if rf.ef.json {
+				return writeEval(w, doc.Evaluation, true)
 			}
-			fmt.Fprintf(w, "calib demo: %s, a ResNet-110 trained on CIFAR-10 with the Brier score\n", demo.Name)
-			fmt.Fprintf(w, "(real logits embedded in the binary; softmax in float64).\n\n")
-			printHeadline(w, test, res)
-			fmt.Fprintln(w)
-			if err := compare.WriteText(w, res.compare); err != nil {
+			if err := printDemo(w, test, doc.Evaluation, doc.Comparison); err != nil {
 				return err
 			}
-			fmt.Fprint(w, `
+			fmt.Fprintf(w, "\nreport: %s (%.1f s in all)\n", rf.out, time.Since(start).Seconds())
+			warnNotDrawn(cmd.ErrOrStderr(), doc)
+			return nil
+		},
+	}
+	rf.register(cmd, "the HTML report `FILE` to write (default: calib-demo-report.html in a new temporary directory)")
+	return cmd
+}
+
+// loadDemo loads the embedded test and validation splits.
+func loadDemo() (test, val *data.Set, err error) {
+	if test, err = demo.Load("test"); err != nil {
+		return nil, nil, err
+	}
+	if val, err = demo.Load("val"); err != nil {
+		return nil, nil, err
+	}
+	return test, val, nil
+}
+
+// printDemo prints the demo's text: the headline figures, the comparison
+// and what the numbers mean.
+func printDemo(w io.Writer, test *data.Set, ev *evaluate.Evaluation, c *compare.Comparison) error {
+	fmt.Fprintf(w, "calib demo: %s, a ResNet-110 trained on CIFAR-10 with the Brier score\n", demo.Name)
+	fmt.Fprintf(w, "(real logits embedded in the binary; softmax in float64).\n\n")
+	printHeadline(w, test, ev)
+	fmt.Fprintln(w)
+	if err := compare.WriteText(w, c); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(w, demoExplanation)
+	return err
+}
+
+// demoExplanation says what the demo's numbers mean.
+const demoExplanation = `
 What the numbers mean:
 - CE_p (ECE^KDE) is the Lp distance between what the model predicts, f(x),
   and what happens, E[y | f(x)], averaged over the data: 0 is perfect.
@@ -95,23 +118,7 @@ What the numbers mean:
   on the test split; NLL and Brier are proper scores (lower is better).
 - The report holds every metric with its bootstrap interval and the figures;
   run "calib eval" for the full metric table in the terminal.
-`)
-			fmt.Fprintf(w, "\nreport: %s (%.1f s in all)\n", out, time.Since(start).Seconds())
-			for _, f := range res.failed {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not drawn: %s\n", f)
-			}
-			return nil
-		},
-	}
-	ef.register(cmd)
-	ff.register(cmd, false)
-	reportDefaults(cmd, &ef)
-	fs := cmd.Flags()
-	fs.StringVarP(&out, "output", "o", "", "the HTML report `FILE` to write (default: calib-demo-report.html in a new temporary directory)")
-	fs.StringVar(&methods, "methods", "", "recalibration methods, comma-separated (default: all)")
-	fs.StringVar(&gridName, "grid", "default", "cross-validation grid of the ODIR methods: default or full")
-	return cmd
-}
+`
 
 // headline lists the demo's main figures, in order: the label printed and
 // which entry it is.
@@ -133,10 +140,10 @@ var headline = []struct {
 func pIs(e *evaluate.Result, p float64) bool { return e.P != nil && *e.P == p }
 
 // printHeadline prints the main figures of the evaluation.
-func printHeadline(w io.Writer, s *data.Set, res *reportResult) {
+func printHeadline(w io.Writer, s *data.Set, ev *evaluate.Evaluation) {
 	fmt.Fprintf(w, "test split: n = %d, K = %d (95 %% bootstrap intervals)\n", s.N, s.K)
 	for _, h := range headline {
-		for _, e := range res.eval.Results {
+		for _, e := range ev.Results {
 			if e.Error != "" || e.Value == nil || !h.match(e) {
 				continue
 			}

@@ -123,6 +123,7 @@ binary problem: p1 = P(label = 1).`,
 		},
 	}
 	in.register(cmd.Flags())
+	in.registerWeights(cmd.Flags(), false)
 	ef.register(cmd)
 	return cmd
 }

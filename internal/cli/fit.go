@@ -109,6 +109,7 @@ binary set (binary), or, for isotonic, on every class column
 		},
 	}
 	in.register(cmd.Flags())
+	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
 	fs.StringVar(&method, "method", "", "method (required): "+strings.Join(fitMethods, ", "))
 	fs.StringVarP(&out, "output", "o", "", "write the map to `FILE` (JSON)")

@@ -24,6 +24,8 @@ type inputFlags struct {
 	format      string
 	renormalize bool
 	tolerance   float64
+	weights     string // --weights: the sample-weights file ("": none, or in the predictions file)
+	valWeights  string // --val-weights: the validation set's
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +34,18 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
 	fs.BoolVar(&f.renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
 	fs.Float64Var(&f.tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
+}
+
+// weightsUsage is the help of --weights.
+const weightsUsage = "read sample weights from `FILE` (.npy, or text with one number per line); without it a CSV column headed weight, a \"weight\" key in JSON Lines or an NPZ weights array is used, if present"
+
+// registerWeights adds --weights (and, with val, --val-weights for the
+// validation set).
+func (f *inputFlags) registerWeights(fs *pflag.FlagSet, val bool) {
+	fs.StringVar(&f.weights, "weights", "", weightsUsage)
+	if val {
+		fs.StringVar(&f.valWeights, "val-weights", "", "sample weights of the --val set: `FILE` as for --weights")
+	}
 }
 
 // check validates the input flags (before any file is read).
@@ -55,7 +69,7 @@ func (f *inputFlags) loadWith(name string, unlabeled bool, k int) (*data.Set, er
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	s, err := data.Load(name, data.Options{Format: f.format, Labels: f.labels, Logits: f.logits, Renormalize: f.renormalize, Tolerance: f.tolerance, Unlabeled: unlabeled, K: k})
+	s, err := data.Load(name, data.Options{Format: f.format, Labels: f.labels, Weights: f.weights, Logits: f.logits, Renormalize: f.renormalize, Tolerance: f.tolerance, Unlabeled: unlabeled, K: k})
 	if err != nil {
 		var de *data.Error
 		if !errors.As(err, &de) {
@@ -137,7 +151,7 @@ func (f *inputFlags) loadVal(name, labels string, want int) (*data.Set, error) {
 		return nil, nil
 	}
 	vf := *f
-	vf.labels, vf.labelsFlag = labels, "--val-labels"
+	vf.labels, vf.labelsFlag, vf.weights = labels, "--val-labels", f.valWeights
 	vs, err := vf.load(name)
 	if err != nil {
 		return nil, err

@@ -215,6 +215,10 @@ func (u *progressUI) status(name string) func() {
 	return func() { bar.SetTotal(-1, true) }
 }
 
+// Status is status: report.Build shows its steps without a measure of
+// progress (drawing the figures) through it.
+func (u *progressUI) Status(name string) func() { return u.status(name) }
+
 // wait waits for the bars to be drawn for the last time, or stops the plain
 // lines.
 func (u *progressUI) wait() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // provenance says how a JSON output was made: the tool, the command and
@@ -34,6 +35,8 @@ type inputInfo struct {
 	// data.Set).
 	Renormalized int `json:"renormalized,omitempty"`
 	Rounded      int `json:"rounded,omitempty"`
+	// WeightSum is the sum of the sample weights, when the set has them.
+	WeightSum float64 `json:"weight_sum,omitempty"`
 }
 
 // mapInfo names the recalibration map applied before measuring.
@@ -64,5 +67,9 @@ func (p *provenance) input(role string, s *data.Set, labels string) {
 	if p == nil || s == nil {
 		return
 	}
-	p.Inputs = append(p.Inputs, inputInfo{Role: role, File: s.File, Labels: labels, Kind: evaluate.InputKind(s), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded})
+	info := inputInfo{Role: role, File: s.File, Labels: labels, Kind: evaluate.InputKind(s), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded}
+	if s.Weights != nil {
+		info.WeightSum = mathx.WeightSum(s.Weights, s.N)
+	}
+	p.Inputs = append(p.Inputs, info)
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/report"
 )
 
 // Exit statuses.
@@ -105,11 +107,13 @@ func flagError(err error) error {
 }
 
 // isInputError reports errors caused by the input: bad flags and arguments,
-// bad data files, too few samples, no kernel density anywhere.
+// bad data files, options the library refuses, too few samples, no kernel
+// density anywhere.
 func isInputError(err error) bool {
 	var ie inputError
 	var de *data.Error
 	return errors.As(err, &ie) || errors.As(err, &de) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
+		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) ||
 		strings.HasPrefix(err.Error(), "unknown command")
 }

@@ -1,0 +1,155 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/metric"
+)
+
+// summaryFacts describes the data and the headline figure of ev.
+func summaryFacts(s, val *data.Set, ev *evaluate.Evaluation) []Fact {
+	kind := "probabilities"
+	if s.Logits != nil {
+		kind = "logits (softmax in float64)"
+	}
+	if s.Binary {
+		kind += ", binary (one column p1)"
+	}
+	acc := metric.Accuracy(s.Probs, s.Labels, s.K, nil)
+	conf := metric.Confidence(s.Probs, s.Labels, s.K, nil)
+	facts := []Fact{
+		{Name: "predictions", Value: s.File},
+		{Name: "samples", Value: strconv.Itoa(s.N)},
+		{Name: "classes", Value: strconv.Itoa(s.K)},
+		{Name: "input", Value: kind},
+		{Name: "accuracy", Value: fmt.Sprintf("%.2f%%", 100*acc)},
+		{Name: "mean confidence", Value: fmt.Sprintf("%.2f%% (%s)", 100*conf, overUnder(conf-acc))},
+	}
+	if s.Renormalized > 0 {
+		facts = append(facts, Fact{Name: "renormalized rows", Value: strconv.Itoa(s.Renormalized)})
+	}
+	if s.Rounded > 0 {
+		facts = append(facts, Fact{Name: "rows rescaled (values rounded to few decimals)", Value: strconv.Itoa(s.Rounded)})
+	}
+	if val != nil {
+		facts = append(facts, Fact{Name: "validation set", Value: fmt.Sprintf("%s (n = %d)", val.File, val.N)})
+	}
+	for _, e := range ev.Results {
+		if e.Metric == "ece_witness" && e.P != nil && *e.P == 1 && e.Value != nil {
+			v := fmt.Sprintf("%.4f", float64(*e.Value))
+			if len(e.CI) == 2 {
+				v += fmt.Sprintf(" [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
+			}
+			facts = append(facts, Fact{Name: "calibration error to report (witness canonical CE_1)", Value: v})
+		}
+	}
+	return append(facts, Fact{Name: EvaluationTime, Value: fmt.Sprintf("%.1f s", ev.Seconds)})
+}
+
+// EvaluationTime is the name of the summary fact that gives the time the
+// evaluation took (the one fact that differs between two builds of the
+// same report).
+const EvaluationTime = "evaluation time"
+
+func overUnder(d float64) string {
+	switch {
+	case d > 0.005:
+		return fmt.Sprintf("over-confident by %.2f points on average", 100*d)
+	case d < -0.005:
+		return fmt.Sprintf("under-confident by %.2f points on average", -100*d)
+	}
+	return "confidence matches accuracy on average"
+}
+
+// metricsTable is the table of every metric with its interval.
+func metricsTable(ev *evaluate.Evaluation) *Table {
+	t := &Table{Header: []string{"group", "metric", "notion", "p", "settings", "value", "root", "interval"}}
+	level := 0.0
+	for _, e := range ev.Results {
+		if e.CILevel != nil {
+			level = *e.CILevel
+		}
+		t.Rows = append(t.Rows, e.Row())
+	}
+	t.Caption = "value: CE_p^p for Lp metrics (root: CE_p); class-wise binned and KS values are means over classes, class-wise ece_kde their sum; lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
+	for _, line := range evaluate.EstimatorNotes(ev) {
+		t.Caption += " " + line
+	}
+	if level > 0 {
+		t.Caption += fmt.Sprintf(" Intervals: %.0f%% bootstrap intervals.", 100*level)
+		for _, line := range evaluate.IntervalNotes(ev) {
+			t.Caption += " " + strings.ToUpper(line[:1]) + line[1:]
+		}
+	}
+	return t
+}
+
+// reportNotes explains how the numbers were computed.
+func reportNotes(ev *evaluate.Evaluation) []string {
+	notes := []string{
+		"ECE^KDE: Popordanoska, Sayer and Blaschko, \"A Consistent and Differentiable Lp Canonical Calibration Error Estimator\", NeurIPS 2022 (Dirichlet kernel regression of the labels on the predictions, leave-one-out bandwidth).",
+		"KS calibration error and spline recalibration: Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu and Hartley, \"Calibration of Neural Networks using Splines\", ICLR 2021.",
+		"Binned ECE uses 15 equal-width bins unless stated; intervals are bootstrap intervals over resampled predictions (the bandwidth and bin edges held fixed).",
+	}
+	notes = append(notes, evaluate.IntervalNotes(ev)...)
+	seen := map[string]bool{}
+	for _, e := range ev.Results {
+		for _, w := range e.Warnings {
+			what := e.Notion + " bandwidth"
+			if e.Bandwidth == nil {
+				what = e.Metric + " " + e.Notion
+			}
+			if !seen[what+w] {
+				seen[what+w] = true
+				notes = append(notes, fmt.Sprintf("Warning (%s): %s", what, w))
+			}
+		}
+	}
+	return notes
+}
+
+// ComparisonTableOf is the table of a recalibration comparison: every
+// method's test figures (accuracy, ECE and KS in %, NLL and Brier per
+// sample), fit time and parameters.
+func ComparisonTableOf(c *compare.Comparison) *Table {
+	t := &Table{Caption: fmt.Sprintf("Test figures; accuracy, ECE and KS in %%, NLL and Brier per sample; witness: canonical CE_1 at h = %.4g (chosen on the uncalibrated validation set); plug-in ECE^KDE: canonical CE_1 at h = %.4g. %s",
+		c.WitnessBandwidth, c.Bandwidth, compare.RankingNote),
+		Header: []string{"method", "accuracy", "NLL", "Brier", "witness CE_1", "ECE top-1", "KS top-1", "KS top-2", "KS within-2", "KS class-wise", "plug-in ECE^KDE", "fit", "params"}}
+	pct := func(v evaluate.Float) string { return fmt.Sprintf("%.3f", 100*float64(v)) }
+	for _, r := range c.Rows {
+		if r.Error != "" {
+			t.Rows = append(t.Rows, []string{r.Method, "error: " + r.Error, "", "", "", "", "", "", "", "", "", fmt.Sprintf("%.1f s", r.FitSeconds), ""})
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Method, pct(r.Accuracy), fmt.Sprintf("%.4f", float64(r.NLL)), fmt.Sprintf("%.4f", float64(r.Brier)),
+			fmt.Sprintf("%.4f", float64(r.Witness)), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise),
+			fmt.Sprintf("%.4f", float64(r.ECEKDE)), fmt.Sprintf("%.1f s", r.FitSeconds), r.Params})
+	}
+	return t
+}
+
+// ComparisonOf is the chart of a recalibration comparison: each ranked
+// metric before and after each method (NaN where a method failed).
+func ComparisonOf(c *compare.Comparison) *Comparison {
+	cm := &Comparison{Metrics: []ComparisonMetric{
+		{Name: "accuracy", Scale: 100, Unit: "%", Higher: true}, {Name: "NLL"}, {Name: "Brier"}, {Name: "witness CE_1 (canonical)"},
+		{Name: "ECE top-1", Scale: 100, Unit: "%"}, {Name: "KS top-1", Scale: 100, Unit: "%"}, {Name: "KS top-2", Scale: 100, Unit: "%"},
+		{Name: "KS within-top-2", Scale: 100, Unit: "%"}, {Name: "KS class-wise", Scale: 100, Unit: "%"}}}
+	for _, r := range c.Rows {
+		cm.Methods = append(cm.Methods, r.Method)
+		if r.Error != "" {
+			nan := math.NaN()
+			cm.Values = append(cm.Values, []float64{nan, nan, nan, nan, nan, nan, nan, nan, nan})
+			continue
+		}
+		cm.Values = append(cm.Values, []float64{float64(r.Accuracy), float64(r.NLL), float64(r.Brier), float64(r.Witness), float64(r.ECETopLabel),
+			float64(r.KSTop1), float64(r.KSTop2), float64(r.KSWithinTop2), float64(r.KSClassWise)})
+	}
+	return cm
+}
