@@ -182,7 +182,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}
 	progress, done = ui.Step("witness bandwidth (validation set)")
-	wv, err := kde.Witness(vs.Probs, vs.Labels, vs.K, nil, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress, Context: ctx})
+	wv, err := kde.Witness(vs.Probs, vs.Labels, vs.K, vs.Weights, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress, Context: ctx})
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: witness bandwidth: %w", vs.File, err)
@@ -237,44 +237,63 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	return out, nil
 }
 
-// measureRow computes the test figures of one compare row: the plug-in
-// canonical ECE^KDE at bandwidth h, the witness at hw, and the binned, KS
-// and proper scores.
+// rowOptions are the evaluate options of every row: the canonical plug-in
+// at the one bandwidth h (chosen on the uncalibrated test set), the
+// witness at hw (chosen on the validation set), top-label binned ECE_1
+// (15 equal-width bins), KS top-1, top-2, within-top-2 and class-wise, and
+// the proper scores: one definition of every number, evaluate's.
+func rowOptions(h, hw float64, workers int) evaluate.Options {
+	return evaluate.Options{
+		Metrics: []string{"ece_kde", "ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy"},
+		Strict:  true, Mode: "canonical", P: []float64{1}, KSR: []int{1, 2},
+		Bandwidth: h, NoBandwidthCheck: true, WitnessBandwidth: hw,
+		Seed: 1, Workers: workers,
+	}
+}
+
+// measureRow computes the test figures of one compare row with evaluate
+// (rowOptions); the spline's top-2 and within-top-2 KS use its own curves.
 func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, workers int) error {
 	s := r.calibrated
-	nll := metric.NLL(s.Probs, recal.TwoColumnLogits(s), s.Labels, s.K, nil) // a one-column logit z is (0, z)
-	r.Accuracy, r.NLL, r.Brier = evaluate.Float(metric.Accuracy(s.Probs, s.Labels, s.K, nil)), evaluate.Float(nll), evaluate.Float(metric.Brier(s.Probs, s.Labels, s.K, nil))
-	res, err := kde.Estimate(kde.Canonical, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: h, Workers: workers, Context: ctx})
+	ev, err := evaluate.Evaluate(ctx, s, rowOptions(h, hw, workers))
 	if err != nil {
 		return err
 	}
-	r.ECEKDE = evaluate.Float(res.Values[0].Value)
-	// One grid point: the witness at the validation set's bandwidth,
-	// without selection on the test rows.
-	w, err := kde.Witness(s.Probs, s.Labels, s.K, nil, kde.WitnessOptions{P: []float64{1}, Grid: []float64{hw}, Seed: 1, Workers: workers, Context: ctx})
-	if err != nil {
-		return err
+	for _, e := range ev.Results {
+		v := *e.Value
+		switch key := e.Metric + " " + e.Notion; {
+		case key == "ece_kde canonical":
+			r.ECEKDE = v
+		case key == "ece_witness canonical":
+			r.Witness = v
+		case key == "ece_bin top_label" && *e.P == 1:
+			r.ECETopLabel = v
+		case key == "ks top_r" && *e.R == 1:
+			r.KSTop1 = v
+		case key == "ks top_r" && *e.R == 2:
+			r.KSTop2 = v
+		case key == "ks within_top_r":
+			r.KSWithinTop2 = v
+		case key == "ks class_wise":
+			r.KSClassWise = v
+		case e.Metric == "brier":
+			r.Brier = v
+		case e.Metric == "nll":
+			r.NLL = v
+		case e.Metric == "accuracy":
+			r.Accuracy = v
+		}
 	}
-	r.Witness = evaluate.Float(w.Values[0].Value)
-	tb, err := metric.TopLabelBins(s.Probs, s.Labels, s.K, nil, metric.BinOptions{})
-	if err != nil {
-		return err
-	}
-	r.ECETopLabel = evaluate.Float(tb.ECE(1))
-	ks := func(sc, oc []float64) evaluate.Float { v, _ := metric.KS(sc, oc, false, nil); return evaluate.Float(v) }
-	r.KSTop1 = ks(metric.TopR(s.Probs, s.Labels, s.K, 1))
-	sc2, oc2 := metric.TopR(s.Probs, s.Labels, s.K, 2)
-	sw, ow := metric.WithinTopR(s.Probs, s.Labels, s.K, 2)
 	if sp := r.splineCurvesKS; sp != nil {
 		// The spline's own curves for its top-2 and within-top-2 scores.
-		sc2, oc2 = metric.TopR(ts.Probs, ts.Labels, ts.K, 2)
-		sw, ow = metric.WithinTopR(ts.Probs, ts.Labels, ts.K, 2)
+		sc2, oc2 := metric.TopR(ts.Probs, ts.Labels, ts.K, 2)
+		sw, ow := metric.WithinTopR(ts.Probs, ts.Labels, ts.K, 2)
 		for i := range sc2 {
 			sc2[i], sw[i] = sp.Top2.Map(sc2[i]), sp.WithinTop2.Map(sw[i])
 		}
+		ks := func(sc, oc []float64) evaluate.Float { v, _ := metric.KS(sc, oc, false, ts.Weights); return evaluate.Float(v) }
+		r.KSTop2, r.KSWithinTop2 = ks(sc2, oc2), ks(sw, ow)
 	}
-	r.KSTop2, r.KSWithinTop2 = ks(sc2, oc2), ks(sw, ow)
-	r.KSClassWise = evaluate.Float(metric.ClassWiseKS(s.Probs, s.Labels, s.K, nil).Value)
 	return nil
 }
 

@@ -64,7 +64,17 @@ type Options struct {
 	// by leave-one-out likelihood (Objective), shared by ece_kde and
 	// sharpness.
 	Bandwidth float64
-	Objective kde.Objective
+	// NoBandwidthCheck skips the check that a fixed Bandwidth is within a
+	// factor 10 of what the data support (a leave-one-out sweep at h/10,
+	// h and 10h, which warns); for callers that chose h on other data on
+	// purpose (compare: one h for every recalibrated set).
+	NoBandwidthCheck bool
+	// WitnessBandwidth evaluates ece_witness at this one bandwidth
+	// instead of choosing it (p = 1: the residual witness at h; p = 2:
+	// the U-statistic at h/2, h being h_cv); 0 chooses it as kde.Witness
+	// does. ece_witness reports p = 1 and 2, or those of P when P is given.
+	WitnessBandwidth float64
+	Objective        kde.Objective
 	ClassMean bool // ece_kde marginal: the mean over classes instead of the sum
 	Debias    bool // add ece_kde_debiased and sharpness_debiased
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
@@ -178,6 +188,9 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		if !(p >= 1 && p <= kde.MaxP) {
 			return nil, optionsError("p = %v: each p must be a number in [1, %d]", p, kde.MaxP)
 		}
+	}
+	if !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0) {
+		return nil, optionsError("witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", o.WitnessBandwidth)
 	}
 	if !(o.Bandwidth >= 0) || math.IsInf(o.Bandwidth, 0) {
 		return nil, optionsError("bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -133,7 +134,7 @@ func (cc Bandwidths) Select(notion kde.Notion, s *data.Set, o kde.BandwidthOptio
 			return cv, nil
 		}
 	}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, nil, o)
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, o)
 	if err == nil && cacheable {
 		cc[notion] = cv
 	}
@@ -159,7 +160,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 		if cv.Refined {
 			b.method += "-refined"
 		}
-	} else {
+	} else if !c.NoBandwidthCheck {
 		w, err := ev.fixedBandwidthCheck(notion, b.h)
 		if err != nil {
 			return nil, err
@@ -204,33 +205,36 @@ func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float6
 	case neighbours <= smoothedShare*float64(n-1):
 		return ""
 	}
+	// V_inf with the sample weights (nil: all 1): weighted label
+	// frequency, weighted mean over j.
 	var inf float64
+	w, wsum := s.Weights, mathx.WeightSum(s.Weights, n)
 	switch notion {
 	case kde.TopLabel:
 		c, a := metric.TopR(s.Probs, s.Labels, k, 1)
 		acc := 0.0
-		for _, x := range a {
-			acc += x
+		for i, x := range a {
+			acc += mathx.Weight(w, i) * x
 		}
-		acc /= float64(n)
-		for _, x := range c {
-			inf += math.Pow(math.Abs(acc-x), p)
+		acc /= wsum
+		for i, x := range c {
+			inf += mathx.Weight(w, i) * math.Pow(math.Abs(acc-x), p)
 		}
-		inf /= float64(n)
+		inf /= wsum
 	default: // canonical, binary: the whole vector
 		ybar := make([]float64, k)
-		for _, y := range s.Labels {
-			ybar[y]++
+		for i, y := range s.Labels {
+			ybar[y] += mathx.Weight(w, i)
 		}
 		for c := range ybar {
-			ybar[c] /= float64(n)
+			ybar[c] /= wsum
 		}
 		for j := 0; j < n; j++ {
 			for c, f := range s.Probs[j*k : (j+1)*k] {
-				inf += math.Pow(math.Abs(ybar[c]-f), p)
+				inf += mathx.Weight(w, j) * math.Pow(math.Abs(ybar[c]-f), p)
 			}
 		}
-		inf /= float64(n)
+		inf /= wsum
 	}
 	return fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read ece_witness, or the binned and KS metrics",
 		h, neighbours, n-1, p, v, inf)
@@ -250,7 +254,7 @@ const fixedSupportGap = 0.1
 func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, error) {
 	s := ev.set
 	grid := []float64{h / 10, h, h * 10}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Grid: grid, NoRefine: true, Workers: ev.cfg.Workers, Context: ev.ctx})
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Grid: grid, NoRefine: true, Workers: ev.cfg.Workers, Context: ev.ctx})
 	if err != nil {
 		// The check is advice: a set whose likelihood cannot be
 		// computed gets no warning here (the estimate says what fails).
@@ -325,7 +329,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
-			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
+			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
 				Neighbours: notion != kde.Marginal && !debias})
 			done()
 			if err != nil {
@@ -350,7 +354,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				if c.CIExact {
 					notion, p, h := notion, v.P, b.h
 					e.stat = func(idx []int) (float64, error) {
-						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil,
+						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
 							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Workers: 1, Debias: debias})
 						if err != nil {
 							return 0, err
@@ -381,9 +385,22 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 		return nil, err
 	}
 	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers, Context: ev.ctx}
+	if c.WitnessBandwidth > 0 {
+		o.Grid = []float64{c.WitnessBandwidth}
+	}
+	if c.P != nil { // the p of P that the witness has: 1, 2
+		for _, p := range c.P {
+			if (p == 1 || p == 2) && !slices.Contains(o.P, p) {
+				o.P = append(o.P, p)
+			}
+		}
+		if o.P == nil {
+			return nil, fmt.Errorf("ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+		}
+	}
 	progress, done := ev.step("canonical witness")
 	o.Progress = progress
-	res, err := kde.Witness(s.Probs, s.Labels, s.K, nil, o)
+	res, err := kde.Witness(s.Probs, s.Labels, s.K, s.Weights, o)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
@@ -401,7 +418,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 			e.stat = func(idx []int) (float64, error) {
 				oo := o
 				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
-				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil, oo)
+				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), oo)
 				if err != nil {
 					return 0, err
 				}
@@ -471,33 +488,37 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 	var topA *metric.Assignment
 	var colA []*metric.Assignment
 	var cells *metric.Cells
-	if o.DataIndependent() {
+	// Bins are reused on resamples when they do not depend on the data;
+	// with weights the sqrt rule depends on a resample's total weight.
+	reuse := s.Weights == nil || o.Rule == metric.Fixed
+	if o.DataIndependent() && reuse {
 		var err error
-		if topA, err = metric.AssignBins(top, nil, o); err != nil {
+		if topA, err = metric.AssignBins(top, s.Weights, o); err != nil {
 			return nil, err
 		}
 		colA = make([]*metric.Assignment, s.K)
 		for k := range cols {
-			if colA[k], err = metric.AssignBins(cols[k], nil, o); err != nil {
+			if colA[k], err = metric.AssignBins(cols[k], s.Weights, o); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if o.Rule != metric.Doane && m != "ece_bin_debiased" {
+	if o.Rule != metric.Doane && m != "ece_bin_debiased" && reuse {
 		var err error
-		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, nil, o); err != nil {
+		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, s.Weights, o); err != nil {
 			return nil, err
 		}
 	}
 	// bins summarises a view on a resample (nil: all samples).
 	bins := func(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
 		if a != nil {
-			return a.Summarize(sc, y, idx, nil), nil
+			return a.Summarize(sc, y, idx, s.Weights), nil
 		}
+		w := s.Weights
 		if idx != nil {
-			sc, y = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx)
+			sc, y, w = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx), metric.Resample(w, 1, idx)
 		}
-		return metric.BinScores(sc, y, nil, o)
+		return metric.BinScores(sc, y, w, o)
 	}
 	classWise := func(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
 		cb := make([]*metric.Bins, s.K)
@@ -518,9 +539,9 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 			return cells.Estimate(p, idx), nil
 		}
 		if idx == nil {
-			return metric.Canonical(s.Probs, s.Labels, s.K, p, nil, o)
+			return metric.Canonical(s.Probs, s.Labels, s.K, p, s.Weights, o)
 		}
-		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, nil, o)
+		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, metric.Resample(s.Weights, 1, idx), o)
 	}
 	for _, p := range ps {
 		// Top-label.
@@ -617,9 +638,9 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	s := ev.set
 	var out []*Result
 	add := func(notion string, r int, sc, oc []float64) {
-		v, _ := metric.KS(sc, oc, false, nil)
+		v, _ := metric.KS(sc, oc, false, s.Weights)
 		e := &Result{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
-		sorted := metric.NewSortedKS(sc, oc, nil)
+		sorted := metric.NewSortedKS(sc, oc, s.Weights)
 		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
 		out = append(out, e)
 	}
@@ -635,7 +656,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 			add("within_top_r", r, sc, oc)
 		}
 	}
-	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, nil)
+	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
 	e := &Result{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, Float(v))
@@ -643,7 +664,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	sorted := make([]*metric.SortedKS, s.K)
 	for k := range sorted {
 		sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-		sorted[k] = metric.NewSortedKS(sc, oc, nil)
+		sorted[k] = metric.NewSortedKS(sc, oc, s.Weights)
 	}
 	e.stat = func(idx []int) (float64, error) {
 		counts, sum := metric.Counts(s.N, idx), 0.0
@@ -676,7 +697,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 		if debias {
 			name = "sharpness_debiased"
 		}
-		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: b.h, Workers: c.Workers, Debias: debias, Context: ev.ctx})
+		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Workers: c.Workers, Debias: debias, Context: ev.ctx})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
@@ -684,7 +705,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
 		if c.CIExact {
 			e.stat = func(idx []int) (float64, error) {
-				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil, kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
+				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
 				if err != nil {
 					return 0, err
 				}
@@ -707,10 +728,10 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 func (ev *evaluator) mmce() ([]*Result, error) {
 	s, w := ev.set, ev.cfg.mmce
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
-	v, sq := metric.MMCE(r, cor, w, nil, nil)
+	v, sq := metric.MMCE(r, cor, w, nil, s.Weights)
 	e := &Result{Metric: "mmce", Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
 	e.stat = func(idx []int) (float64, error) {
-		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, nil)
+		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, metric.Resample(s.Weights, 1, idx))
 		return v, nil
 	}
 	return []*Result{e}, nil
@@ -727,8 +748,11 @@ func (ev *evaluator) score(m string) ([]*Result, error) {
 		case "brier":
 			terms[i] = metric.Brier(row, lab, s.K, nil)
 		case "nll":
-			var z []float64
-			if s.Logits != nil && !s.Binary {
+			var z []float64 // the exact log-softmax from logits
+			switch {
+			case s.Logits != nil && s.Binary:
+				z = []float64{0, s.Logits[i]} // one logit z is (0, z)
+			case s.Logits != nil:
 				z = s.Logits[i*s.K : (i+1)*s.K]
 			}
 			terms[i] = metric.NLL(row, z, lab, s.K, nil)
@@ -740,12 +764,21 @@ func (ev *evaluator) score(m string) ([]*Result, error) {
 			return nil, fmt.Errorf("unknown metric %q", m)
 		}
 	}
+	// mean is the (weighted) mean of the terms of the samples idx.
 	mean := func(idx []int) float64 {
-		sum := 0.0
-		for _, j := range idx {
-			sum += terms[j]
+		if s.Weights == nil {
+			sum := 0.0
+			for _, j := range idx {
+				sum += terms[j]
+			}
+			return sum / float64(len(idx))
 		}
-		return sum / float64(len(idx))
+		sum, ws := 0.0, 0.0
+		for _, j := range idx {
+			sum += s.Weights[j] * terms[j]
+			ws += s.Weights[j]
+		}
+		return sum / ws
 	}
 	all := make([]int, s.N)
 	for i := range all {

@@ -52,7 +52,7 @@
 // use the same weights on their Beta kernels); the term i = j stays
 // excluded exactly. The leave-one-out bandwidth objective (section 5) is
 // the weighted mean log-likelihood of the weighted leave-one-out density,
-// times n+ so that unit weights give today's sum:
+// times n+ so that unit weights give the unweighted sum (see Bandwidth):
 //
 //	l_w(h) = (n+/W) sum_j w_j log( sum_{i != j} w_i k_h(f_j; f_i) / W_-j )
 //

@@ -1206,3 +1206,73 @@ func TestWeightErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightScaleInvariance checks that multiplying every weight by 3.7
+// changes no estimate beyond rounding (relative 1e-12): the ratios, the
+// outer means, the LOO objective, the debiasing, the sharpness, the
+// regression and its density, and the witness.
+func TestWeightScaleInvariance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 16))
+	const n, k = 150, 3
+	probs, labels := randomSet(rng, n, k, 1.5)
+	w := randWeights(rng, n, true)
+	w2 := make([]float64, n)
+	for i, v := range w {
+		w2[i] = 3.7 * v
+	}
+	var worst maxRel
+	check := func(what string, a, b float64) {
+		t.Helper()
+		if d := worst.add(a, b); d > 1e-12 {
+			t.Errorf("%s: %.17g, weights x 3.7: %.17g (rel %.2g)", what, a, b, d)
+		}
+	}
+	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		for _, o := range []Options{{Bandwidth: 0.03, P: []float64{1, 2}, Neighbours: true}, {Bandwidth: 0.2, P: []float64{2}, Debias: true}} {
+			a, err1 := Estimate(notion, probs, labels, k, w, o)
+			b, err2 := Estimate(notion, probs, labels, k, w2, o)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			for i := range a.Values {
+				check(notion.String(), a.Values[i].Value, b.Values[i].Value)
+			}
+			check("neighbours", a.Neighbours, b.Neighbours)
+		}
+		a, err1 := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{NoRefine: true})
+		b, err2 := SelectBandwidth(notion, probs, labels, k, w2, BandwidthOptions{NoRefine: true})
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		for g := range a.GridLL {
+			check(notion.String()+" LOO", a.GridLL[g], b.GridLL[g])
+		}
+	}
+	sa, err1 := Sharpness(TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1, Debias: true})
+	sb, err2 := Sharpness(TopLabel, probs, labels, k, w2, Options{Bandwidth: 0.1, Debias: true})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	check("sharpness", sa.Value, sb.Value)
+	q, _ := randomSet(rng, 10, k, 1)
+	ra, la, _, err1 := Regression(q, probs, labels, k, w, Options{Bandwidth: 0.05})
+	rb, lb, _, err2 := Regression(q, probs, labels, k, w2, Options{Bandwidth: 0.05})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for i := range ra {
+		check("regression", ra[i], rb[i])
+	}
+	for i := range la {
+		check("log density", la[i], lb[i])
+	}
+	wa, err1 := Witness(probs, labels, k, w, WitnessOptions{})
+	wb, err2 := Witness(probs, labels, k, w2, WitnessOptions{})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for i := range wa.Values {
+		check("witness", wa.Values[i].Value, wb.Values[i].Value)
+	}
+	t.Logf("max relative difference: %.2g", float64(worst))
+}

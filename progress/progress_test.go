@@ -10,7 +10,9 @@ import (
 // lines is a Reporter that records what it is told.
 type lines []string
 
-func (l *lines) Phase(format string, args ...any) { *l = append(*l, "phase "+fmt.Sprintf(format, args...)) }
+func (l *lines) Phase(format string, args ...any) {
+	*l = append(*l, "phase "+fmt.Sprintf(format, args...))
+}
 func (l *lines) Step(name string) (progress.Func, func()) {
 	*l = append(*l, "start "+name)
 	return func(done, total int64) { *l = append(*l, fmt.Sprintf("%s %d/%d", name, done, total)) },

@@ -21,8 +21,9 @@ func summaryFacts(s, val *data.Set, ev *evaluate.Evaluation) []Fact {
 	if s.Binary {
 		kind += ", binary (one column p1)"
 	}
-	acc := metric.Accuracy(s.Probs, s.Labels, s.K, nil)
-	conf := metric.Confidence(s.Probs, s.Labels, s.K, nil)
+	// Weighted as the table is (s.Weights nil: all 1).
+	acc := metric.Accuracy(s.Probs, s.Labels, s.K, s.Weights)
+	conf := metric.Confidence(s.Probs, s.Labels, s.K, s.Weights)
 	facts := []Fact{
 		{Name: "predictions", Value: s.File},
 		{Name: "samples", Value: strconv.Itoa(s.N)},
