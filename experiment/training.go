@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/train"
@@ -446,28 +446,36 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 	return run, nil
 }
 
-// trainMetrics measures logits (n×k) against labels.
+// trainMetrics measures logits (n×k) against labels with evaluate (the one
+// definition of every metric): accuracy, NLL (exact log-softmax), the
+// canonical ECE^KDE p = 1 at its LOO bandwidth and the top-label binned
+// ECE_1 (bins equal-width bins).
 func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMetrics, error) {
-	n := len(labels)
-	probs := make([]float64, len(logits))
-	for i := 0; i < n; i++ {
-		data.Softmax(probs[i*k:(i+1)*k], logits[i*k:(i+1)*k])
-	}
-	m := TrainMetrics{Accuracy: metric.Accuracy(probs, labels, k, nil), NLL: metric.NLL(probs, logits, labels, k, nil)}
-	cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
+	var m TrainMetrics
+	s, err := data.New(logits, k, labels, true, data.Options{})
 	if err != nil {
 		return m, err
 	}
-	est, err := kde.Estimate(kde.Canonical, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
+	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{
+		Metrics: []string{"ece_kde", "ece_bin", "nll", "accuracy"}, Strict: true,
+		Mode: "canonical", P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
+	})
 	if err != nil {
 		return m, err
 	}
-	m.ECEKDE, m.Bandwidth = est.Values[0].Value, cv.Bandwidth
-	tb, err := metric.TopLabelBins(probs, labels, k, nil, metric.BinOptions{Bins: bins})
-	if err != nil {
-		return m, err
+	for _, e := range ev.Results {
+		v := float64(*e.Value)
+		switch {
+		case e.Metric == "ece_kde":
+			m.ECEKDE, m.Bandwidth = v, *e.Bandwidth
+		case e.Metric == "ece_bin" && e.Notion == "top_label":
+			m.TopECE = v
+		case e.Metric == "nll":
+			m.NLL = v
+		case e.Metric == "accuracy":
+			m.Accuracy = v
+		}
 	}
-	m.TopECE = tb.ECE(1)
 	for _, v := range []float64{m.Accuracy, m.NLL, m.ECEKDE, m.TopECE} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return m, fmt.Errorf("a metric is %v", v)
