@@ -25,6 +25,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 )
 
 // Metrics lists the metric names of Options.Metrics, in output order.
@@ -34,14 +35,12 @@ var Metrics = []string{"ece_kde", "ece_witness", "ece_bin", "mce", "ece_bin_debi
 // unknown metric, p outside [1, kde.MaxP], ...): the caller's input.
 var ErrOptions = errors.New("evaluate: bad options")
 
-// Progress shows what an evaluation is doing. Phase names the part of the
-// work (e.g. "metric 3 of 12: ece_kde"); Step starts a step and returns the
-// kde.Progress that moves it and the function that ends it. The CLI's
-// progress bars implement it.
-type Progress interface {
-	Phase(format string, args ...any)
-	Step(name string) (kde.Progress, func())
-}
+// Progress shows what an evaluation is doing: calib's one job reporter,
+// progress.Reporter. Phase names the part of the work (e.g. "metric 3 of
+// 12: ece_kde"); Step starts a step and returns the progress.Func that
+// moves it and the function that ends it. The CLI's progress bars
+// implement it.
+type Progress = progress.Reporter
 
 // Options configures Evaluate. The zero value evaluates as `calib eval`
 // does without flags, except for Seed (calib eval's default is 1).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
 )
 
@@ -26,8 +27,9 @@ type BinnedVsKDEOptions struct {
 	Quick   bool  // sizes 100, 500 and 5 repetitions
 	Seed    uint64
 	Workers int
-	// Progress, if not nil, is told each finished step.
-	Progress func(step string)
+	// Progress, if not nil, is told each finished part (a step counting
+	// the parts; the phase names the last).
+	Progress progress.Reporter
 	// Context, if not nil, stops the experiment: it is passed to every
 	// kernel computation and checked after every step, and the function
 	// then returns an error wrapping Context.Err().
@@ -169,6 +171,8 @@ func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKD
 	if n < 10 {
 		return nil, fmt.Errorf("experiment: %d samples of classes %v", n, classes)
 	}
+	parts := newParts(o.Progress, "binned vs KDE", 2*len(binnedNotions))
+	defer parts.close()
 	for _, notion := range binnedNotions {
 		for _, est := range []string{"kde", "binned"} {
 			full, err := estimate(notion, est, p, y, 3, o.Workers)
@@ -200,9 +204,7 @@ func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKD
 			}
 			res.Rows = append(res.Rows, BinnedRow{Notion: notion, Estimator: est, N: n, Estimate: stat([]float64{full}, nil, 0), AbsDiff: stat([]float64{0}, nil, 0), Full: full})
 			res.Slopes = append(res.Slopes, BinnedSlope{Notion: notion, Estimator: est, Slope: slope(xs, ds)})
-			if o.Progress != nil {
-				o.Progress(notion + " " + est)
-			}
+			parts.finished(notion + " " + est)
 			if err := canceled(o.Context); err != nil {
 				return nil, err
 			}

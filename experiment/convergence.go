@@ -16,6 +16,7 @@ import (
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/synth"
 )
 
@@ -92,8 +93,9 @@ type ConvergenceOptions struct {
 	// GroundSamples is the number of Monte Carlo samples of each ground
 	// truth; 0 means 1e7 (1e5 with Quick).
 	GroundSamples int
-	// Progress, if not nil, is told each finished step.
-	Progress func(step string)
+	// Progress, if not nil, is told each finished part (a step counting
+	// the parts; the phase names the last).
+	Progress progress.Reporter
 	// Context, if not nil, stops the experiment: it is passed to every
 	// kernel computation and checked after every step, and the function
 	// then returns an error wrapping Context.Err().
@@ -268,11 +270,9 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	p := convergencePlan(o)
 	res := &ConvergenceResult{Quick: o.Quick, Seed: o.Seed}
-	progress := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
-	}
+	parts := newParts(o.Progress, "convergence", 0)
+	defer parts.close()
+	progress := parts.finished
 	truth := map[string]Setting{}
 	for _, k := range p.ks {
 		for _, tt := range p.settings {

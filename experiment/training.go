@@ -15,6 +15,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/train"
 	"github.com/calib-dev/calib/train/tabular"
@@ -38,9 +39,9 @@ type TrainingOptions struct {
 	// backend uses about one core per run at these sizes); 0 means
 	// GOMAXPROCS. The timing runs are always sequential.
 	Workers int
-	// Progress, if not nil, is called after each run with the runs done,
-	// the total and a description.
-	Progress func(done, total int, what string)
+	// Progress, if not nil, is told each finished run and timing (a step
+	// counting them; the phase names the last).
+	Progress progress.Reporter
 	// Context, if not nil, stops the experiment: it is passed to every
 	// kernel computation and checked after every step, and the function
 	// then returns an error wrapping Context.Err().
@@ -255,6 +256,8 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 			}
 		}
 	}
+	parts := newParts(o.Progress, "training runs", len(jobs)+len(sets))
+	defer parts.close()
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -295,9 +298,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 				}
 				mu.Lock()
 				done++
-				if o.Progress != nil {
-					o.Progress(done, len(jobs), fmt.Sprintf("%s %s seed %d", j.set, j.cfg.Name(), j.rep))
-				}
+				parts.finished(fmt.Sprintf("%s %s seed %d", j.set, j.cfg.Name(), j.rep))
 				mu.Unlock()
 			}
 		}()
@@ -320,9 +321,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 			return nil, err
 		}
 		res.Timing = append(res.Timing, *row)
-		if o.Progress != nil {
-			o.Progress(done, len(jobs), "timing "+s)
-		}
+		parts.finished("timing " + s)
 	}
 	return res, nil
 }

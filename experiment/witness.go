@@ -8,6 +8,7 @@ import (
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/synth"
 )
@@ -31,8 +32,9 @@ type RealWitnessOptions struct {
 	Quick   bool
 	Seed    uint64
 	Workers int
-	// Progress, if not nil, is told each finished step.
-	Progress func(step string)
+	// Progress, if not nil, is told each finished set (a step counting the
+	// sets; the phase names the last).
+	Progress progress.Reporter
 	// Context, if not nil, stops the experiment: it is passed to every
 	// kernel computation and checked after every step, and the function
 	// then returns an error wrapping Context.Err().
@@ -83,6 +85,8 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 		return nil, fmt.Errorf("experiment: %d resamples", reps)
 	}
 	res := &RealWitnessResult{Resamples: reps, Quick: o.Quick, Seed: o.Seed}
+	parts := newParts(o.Progress, "real witness", len(sets))
+	defer parts.close()
 	for si, s := range sets {
 		probs, labels := s.Probs, s.Labels
 		if o.Quick && len(labels) > 1000 {
@@ -134,9 +138,7 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 			}
 		}
 		res.Rows = append(res.Rows, row("observed", &obs), row("resampled", &rs))
-		if o.Progress != nil {
-			o.Progress(s.Name)
-		}
+		parts.finished(s.Name)
 		if err := canceled(o.Context); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/calib-dev/calib/progress"
 )
 
 // canceled returns an error wrapping ctx.Err() when ctx is done, else nil
@@ -22,8 +24,9 @@ func canceled(ctx context.Context) error {
 // Progress receives the work done so far and the total work of a call, in
 // units of (blocks of 8 evaluation points) x (bandwidths evaluated). The
 // total may grow during SelectBandwidth (when the refinement starts). It may
-// be called from several goroutines at once and must return quickly.
-type Progress func(done, total int64)
+// be called from several goroutines at once and must return quickly. It is
+// calib's one progress function, progress.Func.
+type Progress = progress.Func
 
 // tracker counts the work of one call for a Progress callback. A nil
 // tracker does nothing.

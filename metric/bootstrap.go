@@ -3,7 +3,6 @@ package metric
 import (
 	"context"
 	"fmt"
-	"github.com/calib-dev/calib/internal/textenum"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/internal/textenum"
+	"github.com/calib-dev/calib/progress"
 )
 
 // IntervalMethod says how Bootstrap turns the resampled values into an
@@ -85,7 +86,7 @@ type BootstrapOptions struct {
 	// Progress, if not nil, is called after each resample with the number
 	// done and the total (from several goroutines; done may arrive out of
 	// order).
-	Progress func(done, total int64)
+	Progress progress.Func
 	// Context, if not nil, stops the resampling: Bootstrap then returns an
 	// error wrapping Context.Err().
 	Context context.Context

@@ -12,6 +12,7 @@ import (
 
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/progress"
 )
 
 // Linear-family methods.
@@ -57,7 +58,7 @@ type LinearOptions struct {
 	Workers   int
 	// Progress, if not nil, is called after each cross-validation fit
 	// with the number done and the total.
-	Progress func(done, total int64)
+	Progress progress.Func
 	// Context, if not nil, cancels the fit: it is checked before each
 	// cross-validation fit and after every evaluation of the objective
 	// (each L-BFGS iteration makes one or a few), and FitLinear returns an

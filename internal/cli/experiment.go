@@ -97,7 +97,7 @@ The ground truths are CE_1 and CE_2^2 of each setting. Defaults take about
 			start := time.Now()
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
 			res, err := experiment.Convergence(experiment.ConvergenceOptions{Context: cmd.Context(), Quick: ef.quick, Seed: ef.seed, Workers: ef.workers,
-				GroundSamples: groundSamples, Progress: func(step string) { ui.status(step)() }})
+				GroundSamples: groundSamples, Progress: ui})
 			ui.wait()
 			if err != nil {
 				return err
@@ -153,7 +153,7 @@ reports about -0.5).`,
 			start := time.Now()
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
 			res, err := experiment.BinnedVsKDE(s.File, s.Probs, s.Labels, s.K, experiment.BinnedVsKDEOptions{Context: cmd.Context(), Classes: cls, Reps: reps,
-				Quick: ef.quick, Seed: ef.seed, Workers: ef.workers, Progress: func(step string) { ui.status(step)() }})
+				Quick: ef.quick, Seed: ef.seed, Workers: ef.workers, Progress: ui})
 			ui.wait()
 			if err != nil {
 				return usageErrorf("%v", err)
@@ -213,7 +213,7 @@ with known truth 0, with labels drawn from the model's own probabilities
 			start := time.Now()
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), ef.progress)
 			res, err := experiment.RealWitness(sets, experiment.RealWitnessOptions{Context: cmd.Context(), Resamples: resamples, Quick: ef.quick, Seed: ef.seed,
-				Workers: ef.workers, Progress: func(step string) { ui.status(step)() }})
+				Workers: ef.workers, Progress: ui})
 			ui.wait()
 			if err != nil {
 				return err
@@ -359,17 +359,7 @@ hour on 2 cores; --quick trains vehicle for 8 epochs with 2 seeds (CI).`,
 			}
 			start := time.Now()
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
-			step, finish := ui.Step("training runs")
-			res, err := experiment.Training(experiment.TrainingOptions{Context: cmd.Context(), Sets: list, Seeds: seeds, Quick: quick, Dir: dir, Workers: workers,
-				Progress: func(done, total int, what string) {
-					if step != nil {
-						step(int64(done), int64(total))
-					} else if !quick {
-						// Not a terminal (a log file): one line per run.
-						fmt.Fprintf(cmd.ErrOrStderr(), "%s %d/%d %s\n", time.Now().Format("15:04:05"), done, total, what)
-					}
-				}})
-			finish()
+			res, err := experiment.Training(experiment.TrainingOptions{Context: cmd.Context(), Sets: list, Seeds: seeds, Quick: quick, Dir: dir, Workers: workers, Progress: ui})
 			ui.wait()
 			if err != nil {
 				return err
