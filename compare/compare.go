@@ -291,7 +291,10 @@ func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, worker
 		for i := range sc2 {
 			sc2[i], sw[i] = sp.Top2.Map(sc2[i]), sp.WithinTop2.Map(sw[i])
 		}
-		ks := func(sc, oc []float64) evaluate.Float { v, _ := metric.KS(sc, oc, false, ts.Weights); return evaluate.Float(v) }
+		ks := func(sc, oc []float64) evaluate.Float {
+			v, _ := metric.KS(sc, oc, false, ts.Weights)
+			return evaluate.Float(v)
+		}
 		r.KSTop2, r.KSWithinTop2 = ks(sc2, oc2), ks(sw, ow)
 	}
 	return nil

@@ -74,8 +74,8 @@ type Options struct {
 	// does. ece_witness reports p = 1 and 2, or those of P when P is given.
 	WitnessBandwidth float64
 	Objective        kde.Objective
-	ClassMean bool // ece_kde marginal: the mean over classes instead of the sum
-	Debias    bool // add ece_kde_debiased and sharpness_debiased
+	ClassMean        bool // ece_kde marginal: the mean over classes instead of the sum
+	Debias           bool // add ece_kde_debiased and sharpness_debiased
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
 	// fixed).
 	Bins metric.BinOptions
