@@ -86,7 +86,7 @@ refined.`,
 			}
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
 			fn, done := ui.Step(notions[0].String() + " bandwidth")
-			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers, Progress: fn, Context: cmd.Context()})
+			cv, err := kde.SelectBandwidth(notions[0], s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Objective: obj, NoRefine: noRefine, Workers: workers, Progress: fn, Context: cmd.Context()})
 			done()
 			ui.wait()
 			if err != nil {
