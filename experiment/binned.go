@@ -171,8 +171,8 @@ func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKD
 	if n < 10 {
 		return nil, fmt.Errorf("experiment: %d samples of classes %v", n, classes)
 	}
-	parts := newParts(o.Progress, "binned vs KDE", 2*len(binnedNotions))
-	defer parts.close()
+	parts := progress.NewParts(o.Progress, "binned vs KDE", 2*len(binnedNotions))
+	defer parts.End()
 	for _, notion := range binnedNotions {
 		for _, est := range []string{"kde", "binned"} {
 			full, err := estimate(notion, est, p, y, 3, o.Workers)
@@ -204,7 +204,7 @@ func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKD
 			}
 			res.Rows = append(res.Rows, BinnedRow{Notion: notion, Estimator: est, N: n, Estimate: stat([]float64{full}, nil, 0), AbsDiff: stat([]float64{0}, nil, 0), Full: full})
 			res.Slopes = append(res.Slopes, BinnedSlope{Notion: notion, Estimator: est, Slope: slope(xs, ds)})
-			parts.finished(notion + " " + est)
+			parts.Finished(notion + " " + est)
 			if err := canceled(o.Context); err != nil {
 				return nil, err
 			}

@@ -270,9 +270,9 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	p := convergencePlan(o)
 	res := &ConvergenceResult{Quick: o.Quick, Seed: o.Seed}
-	parts := newParts(o.Progress, "convergence", 0)
-	defer parts.close()
-	progress := parts.finished
+	parts := progress.NewParts(o.Progress, "convergence", 0)
+	defer parts.End()
+	progress := parts.Finished
 	truth := map[string]Setting{}
 	for _, k := range p.ks {
 		for _, tt := range p.settings {

@@ -85,8 +85,8 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 		return nil, fmt.Errorf("experiment: %d resamples", reps)
 	}
 	res := &RealWitnessResult{Resamples: reps, Quick: o.Quick, Seed: o.Seed}
-	parts := newParts(o.Progress, "real witness", len(sets))
-	defer parts.close()
+	parts := progress.NewParts(o.Progress, "real witness", len(sets))
+	defer parts.End()
 	for si, s := range sets {
 		probs, labels := s.Probs, s.Labels
 		if o.Quick && len(labels) > 1000 {
@@ -138,7 +138,7 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 			}
 		}
 		res.Rows = append(res.Rows, row("observed", &obs), row("resampled", &rs))
-		parts.finished(s.Name)
+		parts.Finished(s.Name)
 		if err := canceled(o.Context); err != nil {
 			return nil, err
 		}

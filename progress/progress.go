@@ -39,3 +39,38 @@ func Phasef(r Reporter, format string, args ...any) {
 		r.Phase(format, args...)
 	}
 }
+
+// Parts reports the finished parts of a job to a Reporter (nil: nothing):
+// one step counting the parts, and the phase naming the part last
+// finished. Make it with NewParts; call Finished after each part and End
+// once.
+type Parts struct {
+	r           Reporter
+	f           Func
+	end         func()
+	done, total int64
+}
+
+// NewParts starts the step name on r; total is the number of parts when
+// known, 0 when not (the total then stays one ahead of the count).
+func NewParts(r Reporter, name string, total int) *Parts {
+	f, end := Start(r, name)
+	return &Parts{r: r, f: f, end: end, total: int64(total)}
+}
+
+// Finished counts one part, named part. It is not safe for concurrent
+// use: callers that finish parts on several goroutines hold a lock.
+func (p *Parts) Finished(part string) {
+	p.done++
+	Phasef(p.r, "%s", part)
+	if p.f != nil {
+		total := p.total
+		if total < p.done {
+			total = p.done + 1 // not known: one ahead
+		}
+		p.f(p.done, total)
+	}
+}
+
+// End ends the step.
+func (p *Parts) End() { p.end() }

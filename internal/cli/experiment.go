@@ -15,6 +15,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/experiment"
+	"github.com/calib-dev/calib/experiment/training"
 	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/train/tabular"
@@ -359,7 +360,7 @@ hour on 2 cores; --quick trains vehicle for 8 epochs with 2 seeds (CI).`,
 			}
 			start := time.Now()
 			ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
-			res, err := experiment.Training(experiment.TrainingOptions{Context: cmd.Context(), Sets: list, Seeds: seeds, Quick: quick, Dir: dir, Workers: workers, Progress: ui})
+			res, err := training.Run(training.Options{Context: cmd.Context(), Sets: list, Seeds: seeds, Quick: quick, Dir: dir, Workers: workers, Progress: ui})
 			ui.wait()
 			if err != nil {
 				return err

@@ -1,4 +1,4 @@
-package experiment
+package training
 
 import (
 	"bytes"
@@ -24,12 +24,12 @@ func TestTrainingQuick(t *testing.T) {
 		t.Skip("trains 13 configurations: runs without -short")
 	}
 	dir := t.TempDir()
-	o := TrainingOptions{Quick: true, Seeds: 1, Dir: dir}
-	res, err := Training(o)
+	o := Options{Quick: true, Seeds: 1, Dir: dir}
+	res, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Runs) != len(TrainingConfigs()) || len(res.Summaries) != len(TrainingConfigs()) || len(res.Timing) != 1 {
+	if len(res.Runs) != len(Configs()) || len(res.Summaries) != len(Configs()) || len(res.Timing) != 1 {
 		t.Fatalf("%d runs, %d summaries, %d timing rows", len(res.Runs), len(res.Summaries), len(res.Timing))
 	}
 	for _, r := range res.Runs {
@@ -69,12 +69,12 @@ func TestTrainingQuick(t *testing.T) {
 	// The cache: tamper with one run's accuracy and another's fingerprint.
 	tampered := filepath.Join(dir, "runs", "vehicle", "mmce_1-seed1.json")
 	stale := filepath.Join(dir, "runs", "vehicle", "xe_0-seed1.json")
-	edit := func(path string, fn func(*TrainingRun)) {
+	edit := func(path string, fn func(*Trained)) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var run TrainingRun
+		var run Trained
 		if err := json.Unmarshal(b, &run); err != nil {
 			t.Fatal(err)
 		}
@@ -89,9 +89,9 @@ func TestTrainingQuick(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	edit(tampered, func(r *TrainingRun) { r.Pre.Accuracy = 0.123 })
-	edit(stale, func(r *TrainingRun) { r.Fingerprint = "old"; r.Pre.Accuracy = 0.456 })
-	again, err := Training(o)
+	edit(tampered, func(r *Trained) { r.Pre.Accuracy = 0.123 })
+	edit(stale, func(r *Trained) { r.Fingerprint = "old"; r.Pre.Accuracy = 0.456 })
+	again, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestTrainingQuick(t *testing.T) {
 // first cached study (docs/training/runs), so that adding options to
 // train.Config does not invalidate it.
 func TestFingerprintStable(t *testing.T) {
-	setup := TrainingSetup{ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1, BinsTopECE: 15}
+	setup := Setup{ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1, BinsTopECE: 15}
 	cfg := train.Config{Loss: "xe", Layers: 2, Hidden: 64, Epochs: 30, Batch: 128, LR: 0.001, Patience: 10, Seed: 1}
 	want := "v1 dna split 0.2/0.2/1 topbins 15 {Loss:xe Lambda:0 Smoothing:0 Bandwidth:0 P:0 Layers:2 Hidden:64 Dropout:0 Epochs:30 Batch:128 LR:0.001 Patience:10 Seed:1}"
 	if got := fingerprint(setup, "dna", cfg); got != want {

@@ -1,4 +1,4 @@
-package experiment
+package training
 
 import (
 	"fmt"
@@ -40,8 +40,8 @@ func methodLabel(loss string) string {
 // family's only configuration, or the one with the lowest mean validation
 // canonical ECE^KDE (before temperature scaling) among its lambda (or
 // alpha) values: chosen on validation, reported on test.
-func (r *TrainingResult) Selected(set string) []TrainingSummary {
-	var out []TrainingSummary
+func (r *Result) Selected(set string) []Summary {
+	var out []Summary
 	for _, m := range methods {
 		best := -1
 		for i, s := range r.Summaries {
@@ -65,7 +65,7 @@ func num(m MeanSD) string { return fmt.Sprintf("%.3f ± %.3f", m.Mean, m.SD) }
 // WriteTable writes the study as Markdown: the data sets, per data set the
 // selected configurations (Tables 2 and 3 analogue) and every
 // configuration, and the epoch times (Table 4 analogue).
-func (r *TrainingResult) WriteTable(w io.Writer) error {
+func (r *Result) WriteTable(w io.Writer) error {
 	s := r.Setup
 	fmt.Fprintf(w, "MLP %d x %d (ReLU), Adam lr %g, early stopping on validation NLL (patience %d); split %.2g/%.2g/%.2g stratified, seed %d; %d seeds per configuration",
 		s.Layers, s.Hidden, s.LR, s.Patience, 1-s.ValFrac-s.TestFrac, s.ValFrac, s.TestFrac, s.SplitSeed, r.seeds())
@@ -81,7 +81,7 @@ func (r *TrainingResult) WriteTable(w io.Writer) error {
 	}
 	header := "| method | accuracy % | ECE^KDE % Pre T | ECE^KDE % Post T | top-label ECE % Pre T | top-label ECE % Post T | NLL Pre T | NLL Post T |"
 	rule := "|---|---:|---:|---:|---:|---:|---:|---:|"
-	row := func(name string, x TrainingSummary, boldECE bool) {
+	row := func(name string, x Summary, boldECE bool) {
 		ece := pct(x.Pre.ECEKDE)
 		if boldECE {
 			ece = "**" + ece + "**"
@@ -132,7 +132,7 @@ func (r *TrainingResult) WriteTable(w io.Writer) error {
 }
 
 // seeds is the number of seeds per configuration.
-func (r *TrainingResult) seeds() int {
+func (r *Result) seeds() int {
 	if len(r.Summaries) == 0 {
 		return 0
 	}
@@ -141,11 +141,11 @@ func (r *TrainingResult) seeds() int {
 
 // Figures returns the accuracy/calibration trade-off figure (the paper's
 // Fig. 4): one panel per data set.
-func (r *TrainingResult) Figures() map[string]report.Figure {
+func (r *Result) Figures() map[string]report.Figure {
 	return map[string]report.Figure{"tradeoff": &tradeoffFigure{r}}
 }
 
-type tradeoffFigure struct{ r *TrainingResult }
+type tradeoffFigure struct{ r *Result }
 
 func (f *tradeoffFigure) Size() (vg.Length, vg.Length) {
 	cols := min(len(f.r.Data), 3)
@@ -199,7 +199,7 @@ func (f *tradeoffFigure) panel(set string) *plot.Plot {
 			continue
 		}
 		if !slices.IsSorted(params) {
-			continue // cannot happen: TrainingConfigs lists each family's values increasing
+			continue // cannot happen: Configs lists each family's values increasing
 		}
 		col := report.Palette[mi%len(report.Palette)]
 		pts := &errPoints{xy, xe, ye}
@@ -257,14 +257,14 @@ func (e *errPoints) YError(i int) (float64, float64) { return e.ye.YError(i) }
 // standard error of the difference (seeds independent); and how many
 // KDE-XE lambdas Pareto-dominate XE (higher accuracy and lower ECE^KDE,
 // means), the paper's Fig. 4 claim.
-func (r *TrainingResult) writeHeadToHead(w io.Writer) {
+func (r *Result) writeHeadToHead(w io.Writer) {
 	fmt.Fprintln(w, "\n### KDE-XE against each method (selected configurations, test split)")
 	fmt.Fprintln(w, "\nDifference of means, KDE-XE minus the other (ECE^KDE and accuracy in points, NLL per sample); better / worse: beyond twice the standard error of the difference, else tie.")
 	fmt.Fprintln(w, "\n| data set | KDE-XE vs | ECE^KDE Pre T | ECE^KDE Post T | accuracy | NLL Pre T | NLL Post T | KDE-XE lambdas dominating XE |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, d := range r.Data {
 		sel := r.Selected(d.Set)
-		var kx *TrainingSummary
+		var kx *Summary
 		for i := range sel {
 			if sel[i].Config.Loss == train.LossKDEXE {
 				kx = &sel[i]
@@ -311,8 +311,8 @@ func (r *TrainingResult) writeHeadToHead(w io.Writer) {
 
 // dominating lists the KDE-XE lambdas whose mean test accuracy is higher
 // and mean test ECE^KDE (Pre T) lower than XE's on set.
-func (r *TrainingResult) dominating(set string) string {
-	var xe *TrainingSummary
+func (r *Result) dominating(set string) string {
+	var xe *Summary
 	for i, s := range r.Summaries {
 		if s.Set == set && s.Config.Loss == train.LossXE {
 			xe = &r.Summaries[i]

@@ -1,4 +1,4 @@
-package experiment
+package training
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	"github.com/calib-dev/calib/train/tabular"
 )
 
-// TrainingOptions configures Training.
-type TrainingOptions struct {
+// Options configures Training.
+type Options struct {
 	// Sets are the embedded data sets (tabular.Names); nil means all five
 	// (only vehicle with Quick).
 	Sets []string
@@ -48,8 +48,8 @@ type TrainingOptions struct {
 	Context context.Context
 }
 
-// TrainingSetup are the fixed settings of the study, recorded in its JSON.
-type TrainingSetup struct {
+// Setup are the fixed settings of the study, recorded in its JSON.
+type Setup struct {
 	Layers, Hidden, Patience int
 	LR                       float64
 	Epochs                   map[string]int // maximum epochs per data set
@@ -75,11 +75,11 @@ func (c TrainConfig) Name() string {
 	return fmt.Sprintf("%s %g", c.Loss, c.Param)
 }
 
-// TrainingConfigs are the configurations of the study: XE; KDE-XE with
+// Configs are the configurations of the study: XE; KDE-XE with
 // lambda in {0.001, 0.01, 0.05, 0.1, 0.2} (canonical, p = 1, per-batch
 // LOO bandwidth); MMCE with lambda in {0.5, 1, 2, 4}; focal loss FL-53;
 // label smoothing with alpha in {0.05, 0.1}.
-func TrainingConfigs() []TrainConfig {
+func Configs() []TrainConfig {
 	cs := []TrainConfig{{Loss: train.LossXE}}
 	for _, l := range []float64{0.001, 0.01, 0.05, 0.1, 0.2} {
 		cs = append(cs, TrainConfig{train.LossKDEXE, l})
@@ -107,11 +107,11 @@ type TrainMetrics struct {
 	NLL    float64 `json:"nll"`
 }
 
-// TrainingRun is one trained model: its configuration, training record
+// Trained is one trained model: its configuration, training record
 // and the metrics on the validation split (before temperature scaling) and
 // on the test split before (Pre) and after (Post) temperature scaling
 // fitted on the validation logits.
-type TrainingRun struct {
+type Trained struct {
 	Set          string       `json:"set"`
 	Config       TrainConfig  `json:"config"`
 	Seed         uint64       `json:"seed"`
@@ -136,8 +136,8 @@ type MetricStats struct {
 	Accuracy, ECEKDE, TopECE, NLL MeanSD
 }
 
-// TrainingSummary aggregates the seeds of one data set and configuration.
-type TrainingSummary struct {
+// Summary aggregates the seeds of one data set and configuration.
+type Summary struct {
 	Set         string
 	Config      TrainConfig
 	Seeds       int
@@ -169,14 +169,14 @@ type DataSummary struct {
 	SmallestClass, Major int
 }
 
-// TrainingResult is the outcome of Training.
-type TrainingResult struct {
+// Result is the outcome of Training.
+type Result struct {
 	Quick     bool
-	Setup     TrainingSetup
+	Setup     Setup
 	Data      []DataSummary
 	Configs   []TrainConfig
-	Runs      []TrainingRun
-	Summaries []TrainingSummary
+	Runs      []Trained
+	Summaries []Summary
 	Timing    []TimingRow
 }
 
@@ -185,7 +185,7 @@ const trainingVersion = 1
 
 // Training runs the analogue of the ECE^KDE paper's Tables 2 to 4 and
 // Figure 4 on the embedded UCI tabular sets: for every data set,
-// configuration (TrainingConfigs) and seed it trains the MLP (2 hidden
+// configuration (Configs) and seed it trains the MLP (2 hidden
 // layers of 64 ReLU units, Adam 1e-3, batch 128 (64 on vehicle), early
 // stopping on the validation NLL with patience 10) on the fixed stratified 60/20/20 split
 // (seed 1), fits a temperature on the validation logits, and measures
@@ -193,7 +193,7 @@ const trainingVersion = 1
 // before and after temperature scaling. Runs are independent and
 // reproducible (seeded), trained Workers at a time and cached in Dir.
 // Then it times an epoch of XE, KDE-XE and MMCE per data set sequentially.
-func Training(o TrainingOptions) (*TrainingResult, error) {
+func Run(o Options) (*Result, error) {
 	sets := o.Sets
 	if sets == nil {
 		sets = tabular.Names
@@ -208,7 +208,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 			seeds = 2
 		}
 	}
-	setup := TrainingSetup{Layers: 2, Hidden: 64, Patience: 10, LR: 1e-3, ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1,
+	setup := Setup{Layers: 2, Hidden: 64, Patience: 10, LR: 1e-3, ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1,
 		BinsTopECE: 15, TimingEpochs: 3, Epochs: map[string]int{}, Batch: map[string]int{}}
 	for _, s := range sets {
 		setup.Epochs[s], setup.Batch[s] = 30, 128
@@ -227,7 +227,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 	if o.Quick {
 		setup.TimingEpochs = 2
 	}
-	res := &TrainingResult{Quick: o.Quick, Setup: setup, Configs: TrainingConfigs()}
+	res := &Result{Quick: o.Quick, Setup: setup, Configs: Configs()}
 	type job struct {
 		set string
 		tb  *train.Table
@@ -256,8 +256,8 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 			}
 		}
 	}
-	parts := newParts(o.Progress, "training runs", len(jobs)+len(sets))
-	defer parts.close()
+	parts := progress.NewParts(o.Progress, "training runs", len(jobs)+len(sets))
+	defer parts.End()
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -266,7 +266,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 	if workers > 1 {
 		kdeWorkers = 1 // the runs already use the cores
 	}
-	res.Runs = make([]TrainingRun, len(jobs))
+	res.Runs = make([]Trained, len(jobs))
 	errs := make([]error, len(jobs))
 	var mu sync.Mutex
 	done := 0
@@ -283,7 +283,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 				}
 				j := jobs[i]
 				cfg := trainConfig(setup, j.set, j.cfg, j.rep)
-				run, err := cachedRun(o.Dir, j.set, j.cfg, j.rep, fingerprint(setup, j.set, cfg), func() (*TrainingRun, error) {
+				run, err := cachedRun(o.Dir, j.set, j.cfg, j.rep, fingerprint(setup, j.set, cfg), func() (*Trained, error) {
 					run, err := trainRun(j.tb, j.sp, cfg, kdeWorkers, setup.BinsTopECE)
 					if run != nil {
 						run.Set, run.Config, run.Seed = j.set, j.cfg, j.rep
@@ -298,7 +298,7 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 				}
 				mu.Lock()
 				done++
-				parts.finished(fmt.Sprintf("%s %s seed %d", j.set, j.cfg.Name(), j.rep))
+				parts.Finished(fmt.Sprintf("%s %s seed %d", j.set, j.cfg.Name(), j.rep))
 				mu.Unlock()
 			}
 		}()
@@ -321,13 +321,13 @@ func Training(o TrainingOptions) (*TrainingResult, error) {
 			return nil, err
 		}
 		res.Timing = append(res.Timing, *row)
-		parts.finished("timing " + s)
+		parts.Finished("timing " + s)
 	}
 	return res, nil
 }
 
 // trainConfig is the train.Config of one run.
-func trainConfig(setup TrainingSetup, set string, c TrainConfig, seed uint64) train.Config {
+func trainConfig(setup Setup, set string, c TrainConfig, seed uint64) train.Config {
 	cfg := train.Config{Loss: c.Loss, Layers: setup.Layers, Hidden: setup.Hidden, Epochs: setup.Epochs[set], Batch: setup.Batch[set],
 		LR: setup.LR, Patience: setup.Patience, Seed: seed}
 	switch c.Loss {
@@ -343,7 +343,7 @@ func trainConfig(setup TrainingSetup, set string, c TrainConfig, seed uint64) tr
 // settings of the study and of train.Config that change a run (a field
 // added to train.Config later joins the list only when it is set, so that
 // existing caches stay valid).
-func fingerprint(setup TrainingSetup, set string, cfg train.Config) string {
+func fingerprint(setup Setup, set string, cfg train.Config) string {
 	type fields struct {
 		Loss                            string
 		Lambda, Smoothing, Bandwidth, P float64
@@ -370,12 +370,12 @@ func fingerprint(setup TrainingSetup, set string, cfg train.Config) string {
 
 // cachedRun returns the run cached under dir with the fingerprint, or
 // computes it with fn and caches it.
-func cachedRun(dir, set string, c TrainConfig, seed uint64, fp string, fn func() (*TrainingRun, error)) (*TrainingRun, error) {
+func cachedRun(dir, set string, c TrainConfig, seed uint64, fp string, fn func() (*Trained, error)) (*Trained, error) {
 	var path string
 	if dir != "" {
 		path = filepath.Join(dir, "runs", set, fmt.Sprintf("%s_%g-seed%d.json", c.Loss, c.Param, seed))
 		if b, err := os.ReadFile(path); err == nil {
-			var run TrainingRun
+			var run Trained
 			if json.Unmarshal(b, &run) == nil && run.Fingerprint == fp {
 				return &run, nil
 			}
@@ -406,7 +406,7 @@ func cachedRun(dir, set string, c TrainConfig, seed uint64, fp string, fn func()
 }
 
 // trainRun trains one model and measures it.
-func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins int) (*TrainingRun, error) {
+func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins int) (*Trained, error) {
 	fit, err := train.Fit(tb, sp, cfg)
 	if err != nil {
 		return nil, err
@@ -420,7 +420,7 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 	}
 	yv, yt := labelsOf(sp.Val), labelsOf(sp.Test)
 	k := tb.K
-	run := &TrainingRun{Epochs: fit.Epochs, BestEpoch: fit.BestEpoch}
+	run := &Trained{Epochs: fit.Epochs, BestEpoch: fit.BestEpoch}
 	for _, s := range fit.EpochTime {
 		run.EpochSeconds += s / float64(len(fit.EpochTime))
 	}
@@ -484,13 +484,13 @@ func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMe
 }
 
 // summarize aggregates runs over seeds, in the order of first appearance.
-func summarize(runs []TrainingRun) []TrainingSummary {
+func summarize(runs []Trained) []Summary {
 	type key struct {
 		set string
 		c   TrainConfig
 	}
 	var order []key
-	groups := map[key][]TrainingRun{}
+	groups := map[key][]Trained{}
 	for _, r := range runs {
 		k := key{r.Set, r.Config}
 		if _, ok := groups[k]; !ok {
@@ -498,31 +498,31 @@ func summarize(runs []TrainingRun) []TrainingSummary {
 		}
 		groups[k] = append(groups[k], r)
 	}
-	var out []TrainingSummary
+	var out []Summary
 	for _, k := range order {
 		g := groups[k]
-		s := TrainingSummary{Set: k.set, Config: k.c, Seeds: len(g)}
-		pick := func(f func(TrainingRun) float64) MeanSD {
+		s := Summary{Set: k.set, Config: k.c, Seeds: len(g)}
+		pick := func(f func(Trained) float64) MeanSD {
 			xs := make([]float64, len(g))
 			for i, r := range g {
 				xs[i] = f(r)
 			}
 			return meanSD(xs)
 		}
-		stats := func(m func(TrainingRun) TrainMetrics) MetricStats {
+		stats := func(m func(Trained) TrainMetrics) MetricStats {
 			return MetricStats{
-				Accuracy: pick(func(r TrainingRun) float64 { return m(r).Accuracy }),
-				ECEKDE:   pick(func(r TrainingRun) float64 { return m(r).ECEKDE }),
-				TopECE:   pick(func(r TrainingRun) float64 { return m(r).TopECE }),
-				NLL:      pick(func(r TrainingRun) float64 { return m(r).NLL }),
+				Accuracy: pick(func(r Trained) float64 { return m(r).Accuracy }),
+				ECEKDE:   pick(func(r Trained) float64 { return m(r).ECEKDE }),
+				TopECE:   pick(func(r Trained) float64 { return m(r).TopECE }),
+				NLL:      pick(func(r Trained) float64 { return m(r).NLL }),
 			}
 		}
-		s.Val = stats(func(r TrainingRun) TrainMetrics { return r.Val })
-		s.Pre = stats(func(r TrainingRun) TrainMetrics { return r.Pre })
-		s.Post = stats(func(r TrainingRun) TrainMetrics { return r.Post })
-		s.Epochs = pick(func(r TrainingRun) float64 { return float64(r.Epochs) }).Mean
-		s.BestEpoch = pick(func(r TrainingRun) float64 { return float64(r.BestEpoch) }).Mean
-		s.Temperature = pick(func(r TrainingRun) float64 { return r.Temperature })
+		s.Val = stats(func(r Trained) TrainMetrics { return r.Val })
+		s.Pre = stats(func(r Trained) TrainMetrics { return r.Pre })
+		s.Post = stats(func(r Trained) TrainMetrics { return r.Post })
+		s.Epochs = pick(func(r Trained) float64 { return float64(r.Epochs) }).Mean
+		s.BestEpoch = pick(func(r Trained) float64 { return float64(r.BestEpoch) }).Mean
+		s.Temperature = pick(func(r Trained) float64 { return r.Temperature })
 		out = append(out, s)
 	}
 	return out
@@ -548,7 +548,7 @@ func meanSD(xs []float64) MeanSD {
 // timeEpochs trains XE, KDE-XE (LOO and fixed bandwidth) and MMCE for
 // setup.TimingEpochs epochs each, one after the other, and reports the
 // mean seconds per epoch after the first (which also compiles the graph).
-func timeEpochs(tb *train.Table, sp *train.Split, setup TrainingSetup, set string) (*TimingRow, error) {
+func timeEpochs(tb *train.Table, sp *train.Split, setup Setup, set string) (*TimingRow, error) {
 	row := &TimingRow{Set: set, Train: len(sp.Train), K: tb.K, Batch: setup.Batch[set], Batches: len(sp.Train) / setup.Batch[set]}
 	for _, v := range []struct {
 		loss string
@@ -572,4 +572,13 @@ func timeEpochs(tb *train.Table, sp *train.Split, setup TrainingSetup, set strin
 	row.KernelPerBatch = 1e3 * (row.KDEXEFixed - row.XE) / b
 	row.LOOPerBatch = 1e3 * (row.KDEXE - row.KDEXEFixed) / b
 	return row, nil
+}
+
+// canceled returns an error wrapping ctx.Err() when ctx (may be nil) is
+// done.
+func canceled(ctx context.Context) error {
+	if ctx != nil && ctx.Err() != nil {
+		return fmt.Errorf("experiment: %w", ctx.Err())
+	}
+	return nil
 }
