@@ -112,7 +112,7 @@ type Evaluation struct {
 	Renormalized int       `json:"renormalized,omitempty"`
 	Rounded      int       `json:"rounded,omitempty"` // rows rescaled because their values were rounded to few decimals (data.Set.Rounded)
 	// Warnings about the input as a whole (not one metric).
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings Warnings `json:"warnings,omitempty"`
 	Modes    string   `json:"modes,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	// Provenance is the caller's record of how the evaluation was made
@@ -306,7 +306,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		out.Modes = c.note
 	}
 	if w := roundedZerosWarning(s); w != "" {
-		out.Warnings = append(out.Warnings, w)
+		out.Warnings = append(out.Warnings, warn(RoundedZeros, w))
 	}
 	ev := &evaluator{ctx: ctx, cfg: c, set: s, progress: o.Progress, bandwidths: map[kde.Notion]*chosenBandwidth{}, shared: o.Bandwidths}
 	var todo []string

@@ -49,7 +49,7 @@ type Result struct {
 	CVBandwidth     *float64 `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
 	Excluded        *int     `json:"excluded,omitempty"`
 	Aggregate       string   `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
-	Warnings        []string `json:"warnings,omitempty"`
+	Warnings        Warnings `json:"warnings,omitempty"`
 	CI              []Float  `json:"ci,omitempty"`
 	CILevel         *float64 `json:"ci_level,omitempty"`
 	CIMethod        string   `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
@@ -96,7 +96,7 @@ func (c *config) variants() []bool {
 type chosenBandwidth struct {
 	h        float64
 	method   string
-	warnings []string
+	warnings Warnings
 }
 
 // evaluator computes the metrics of one set.
@@ -156,7 +156,10 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)
 		}
-		b.h, b.method, b.warnings = cv.Bandwidth, c.Objective.String(), cv.Warnings
+		b.h, b.method = cv.Bandwidth, c.Objective.String()
+		for _, w := range cv.Warnings {
+			b.warnings = append(b.warnings, warn(EstimatorWarning, w))
+		}
 		if cv.Refined {
 			b.method += "-refined"
 		}
@@ -166,7 +169,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 			return nil, err
 		}
 		if w != "" {
-			b.warnings = []string{w}
+			b.warnings = Warnings{warn(FixedBandwidthOff, w)}
 		}
 	}
 	ev.bandwidths[notion] = b
@@ -194,16 +197,16 @@ const (
 // about V_inf = (1/n) sum_j ||ybar - f_j||_p^p, the spread of the
 // predictions). A model whose regression resolves f is not flagged,
 // however miscalibrated. neighbours 0 (not computed) gives no warning.
-func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float64) string {
+func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float64) *Warning {
 	n, k := s.N, s.K
 	switch {
 	case neighbours == 0:
-		return ""
+		return nil
 	case neighbours < minNeighbours:
-		return fmt.Sprintf("at h = %.4g each kernel regression rests on about one other sample (median %.2f effective neighbours): it is close to a single neighbour's label, so the estimate (p = %g: %.4g) measures label noise, not calibration; too few samples for K = %d at this h: read ece_witness (a lower bound), or the top-label, binned and KS metrics",
-			h, neighbours, p, v, k)
+		return warn(FewNeighbours, fmt.Sprintf("at h = %.4g each kernel regression rests on about one other sample (median %.2f effective neighbours): it is close to a single neighbour's label, so the estimate (p = %g: %.4g) measures label noise, not calibration; too few samples for K = %d at this h: read ece_witness (a lower bound), or the top-label, binned and KS metrics",
+			h, neighbours, p, v, k))
 	case neighbours <= smoothedShare*float64(n-1):
-		return ""
+		return nil
 	}
 	// V_inf with the sample weights (nil: all 1): weighted label
 	// frequency, weighted mean over j.
@@ -236,8 +239,8 @@ func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float6
 		}
 		inf /= wsum
 	}
-	return fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read ece_witness, or the binned and KS metrics",
-		h, neighbours, n-1, p, v, inf)
+	return warn(OverSmoothed, fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read ece_witness, or the binned and KS metrics",
+		h, neighbours, n-1, p, v, inf))
 }
 
 // fixedSupportGap is the leave-one-out log-likelihood per sample by which
@@ -339,7 +342,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				e := &Result{Metric: name, Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
 					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
 					Warnings: b.warnings, group: kdeGroup(notion)}
-				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != "" {
+				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != nil {
 					e.Warnings = append(slices.Clip(e.Warnings), w)
 				}
 				if notion == kde.Marginal {
@@ -409,7 +412,10 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	for i, v := range res.Values {
 		e := &Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
-			Warnings: v.Warnings, group: groupCanonical}
+			group: groupCanonical}
+		for _, w := range v.Warnings {
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+		}
 		if v.P == 2 {
 			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
 		}
@@ -600,9 +606,9 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn)), group: groupCanonical}
 		if w := sparseCellsWarning(s.N, cn.Cells, s.K, cn.B); w != "" {
-			e.Warnings = []string{w}
+			e.Warnings = Warnings{warn(SparseCells, w)}
 		} else if m == "mce" && cn.MCECount < minPerCell {
-			e.Warnings = []string{fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, s.K)}
+			e.Warnings = Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, s.K))}
 		}
 		finish(e, p)
 		e.stat = func(idx []int) (float64, error) {

@@ -66,7 +66,7 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	}
 	seen := map[string]bool{}
 	for _, e := range out.Results {
-		for _, m := range e.Warnings {
+		for _, m := range e.Warnings.Strings() {
 			what := e.Notion + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
 			if e.Bandwidth == nil {
 				what = e.Metric + " " + e.Notion

@@ -101,7 +101,7 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 	notes = append(notes, evaluate.IntervalNotes(ev)...)
 	seen := map[string]bool{}
 	for _, e := range ev.Results {
-		for _, w := range e.Warnings {
+		for _, w := range e.Warnings.Strings() {
 			what := e.Notion + " bandwidth"
 			if e.Bandwidth == nil {
 				what = e.Metric + " " + e.Notion
