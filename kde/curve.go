@@ -42,19 +42,23 @@ func GridEdge(grid []float64, h float64) int {
 // RegressionGrid value h with the smallest 5-fold cross-validated squared
 // error
 //
-//	sum_j ||r_{-fold(j)}(f_j) - e_{y_j}||^2,
+//	sum_j w_j ||r_{-fold(j)}(f_j) - e_{y_j}||^2,
 //
-// on a seeded subsample of at most 1,000 samples (drawn, and cut into
+// (the regression weighted too: Regression with the training folds'
+// weights; nil weights mean all 1) on a seeded subsample of at most 1,000 samples (drawn, and cut into
 // folds, from PCG(seed, 2)); a query with no kernel mass counts the
 // uninformed guess 1/k for every class. This targets the regression itself;
 // the LOO likelihood bandwidth of ECE^KDE (SelectBandwidth) targets the
 // density of the predictions and is much smaller where they pile up near a
 // vertex, which makes a drawn curve or surface wiggle. It needs at least 10
 // samples. The result is the same for any number of workers.
-func RegressionBandwidth(probs []float64, labels []int, k int, seed uint64, workers int) (float64, error) {
+func RegressionBandwidth(probs []float64, labels []int, k int, weights []float64, seed uint64, workers int) (float64, error) {
 	n := len(labels)
 	if n < 10 {
 		return 0, fmt.Errorf("kde: regression bandwidth: %d samples, need at least 10", n)
+	}
+	if err := mathx.CheckWeights(weights, n); err != nil {
+		return 0, fmt.Errorf("kde: regression bandwidth: %w", err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 2))
 	idx := rng.Perm(n)
@@ -65,21 +69,29 @@ func RegressionBandwidth(probs []float64, labels []int, k int, seed uint64, work
 	grid := RegressionGrid()
 	loss := make([]float64, len(grid))
 	for f := 0; f < folds; f++ {
-		var tx, qx []float64
+		var tx, qx, tw, qw []float64
 		var ty, qy []int
 		for j, i := range idx {
 			if j%folds == f {
 				qx, qy = append(qx, probs[i*k:(i+1)*k]...), append(qy, labels[i])
+				qw = append(qw, mathx.Weight(weights, i))
 			} else {
 				tx, ty = append(tx, probs[i*k:(i+1)*k]...), append(ty, labels[i])
+				tw = append(tw, mathx.Weight(weights, i))
 			}
 		}
+		if weights == nil {
+			tw = nil
+		} else if !slices.ContainsFunc(tw, func(v float64) bool { return v > 0 }) {
+			continue // a fold whose training part weighs nothing says nothing
+		}
 		for g, h := range grid {
-			r, _, _, err := Regression(qx, tx, ty, k, nil, Options{Bandwidth: h, Workers: workers})
+			r, _, _, err := Regression(qx, tx, ty, k, tw, Options{Bandwidth: h, Workers: workers})
 			if err != nil {
 				return 0, fmt.Errorf("kde: regression bandwidth: %w", err)
 			}
 			for j, y := range qy {
+				sq := 0.0
 				for c := 0; c < k; c++ {
 					v := r[j*k+c]
 					if math.IsNaN(v) {
@@ -88,7 +100,14 @@ func RegressionBandwidth(probs []float64, labels []int, k int, seed uint64, work
 					if c == y {
 						v--
 					}
-					loss[g] += v * v
+					if weights == nil {
+						loss[g] += v * v // the unweighted sum, in its order
+					} else {
+						sq += v * v
+					}
+				}
+				if weights != nil {
+					loss[g] += qw[j] * sq
 				}
 			}
 		}
@@ -104,13 +123,14 @@ func RegressionBandwidth(probs []float64, labels []int, k int, seed uint64, work
 
 // ScoreRegressionBandwidth chooses the bandwidth of the Beta-kernel
 // regression curve of 0/1 outcomes on scores (ScoreRegression):
-// RegressionBandwidth on the two-column points (1 - s, s).
-func ScoreRegressionBandwidth(scores []float64, outcomes []int, seed uint64, workers int) (float64, error) {
+// RegressionBandwidth on the two-column points (1 - s, s), with the
+// weights (nil: all 1).
+func ScoreRegressionBandwidth(scores []float64, outcomes []int, weights []float64, seed uint64, workers int) (float64, error) {
 	two := make([]float64, 2*len(scores))
 	for i, s := range scores {
 		two[2*i], two[2*i+1] = 1-s, s
 	}
-	return RegressionBandwidth(two, outcomes, 2, seed, workers)
+	return RegressionBandwidth(two, outcomes, 2, weights, seed, workers)
 }
 
 // BandOptions configures ScoreRegressionBand. Bandwidth must be set; the
@@ -136,7 +156,9 @@ type BandOptions struct {
 // Beta-kernel curve E[outcome | score = c] (ScoreRegression) at each query
 // score c: the (1-Level)/2 and 1-(1-Level)/2 quantiles (mathx.Quantile,
 // NumPy's linear interpolation) of the curve refitted on each resample,
-// the bandwidth held fixed. A query where fewer than half of the resamples
+// the bandwidth held fixed. With weights (nil: all 1) the curve is the
+// weighted regression and a resample carries the weights of the rows it
+// draws (sample i drawn c_i times counts c_i w_i). A query where fewer than half of the resamples
 // leave any kernel mass gets NaN at both ends. Outcomes must be 0 or 1.
 //
 // Numerics: the kernels of the n samples at the m queries are computed once
@@ -146,10 +168,13 @@ type BandOptions struct {
 // kernels are those of ScoreRegression, so a "resample" holding every
 // sample once reproduces it (to rounding: ScoreRegression uses the
 // table-driven exp, this math.Exp).
-func ScoreRegressionBand(queries, scores []float64, outcomes []int, o BandOptions) (lo, hi []float64, err error) {
+func ScoreRegressionBand(queries, scores []float64, outcomes []int, weights []float64, o BandOptions) (lo, hi []float64, err error) {
 	n := len(scores)
 	if n != len(outcomes) {
 		return nil, nil, fmt.Errorf("kde: %d scores and %d outcomes", n, len(outcomes))
+	}
+	if err := mathx.CheckWeights(weights, n); err != nil {
+		return nil, nil, fmt.Errorf("kde: score regression band: %w", err)
 	}
 	if n < 1 {
 		return nil, nil, fmt.Errorf("kde: score regression band: %w", ErrTooFew)
@@ -185,6 +210,11 @@ func ScoreRegressionBand(queries, scores []float64, outcomes []int, o BandOption
 		clear(buf.cnt)
 		for range n {
 			buf.cnt[rng.IntN(n)]++
+		}
+		if weights != nil {
+			for i, w := range weights {
+				buf.cnt[i] *= w
+			}
 		}
 		kern.regress(buf.cnt, outcomes, buf.num, buf.den)
 		for q := range buf.num {
@@ -297,7 +327,9 @@ func (k kernelMatrix) regress(cnt []float64, outcomes []int, num, den []float64)
 // fails gives NaN; the error is for input that fails at every bandwidth
 // (bad shapes or labels, a bandwidth that is not positive, more than one
 // exponent).
-func EstimateCurve(notion Notion, probs []float64, labels []int, k int, hs []float64, opts Options) ([]float64, error) {
+//
+// With weights (nil: all 1) each point is the weighted Estimate.
+func EstimateCurve(notion Notion, probs []float64, labels []int, k int, hs, weights []float64, opts Options) ([]float64, error) {
 	if err := check(notion, probs, labels, k); err != nil {
 		return nil, err
 	}
@@ -313,7 +345,7 @@ func EstimateCurve(notion Notion, probs []float64, labels []int, k int, hs []flo
 	for i, h := range hs {
 		o := opts
 		o.Bandwidth = h
-		res, err := Estimate(notion, probs, labels, k, nil, o)
+		res, err := Estimate(notion, probs, labels, k, weights, o)
 		if err != nil {
 			if opts.Context != nil && opts.Context.Err() != nil {
 				return nil, fmt.Errorf("kde: estimate curve: %w", opts.Context.Err())

@@ -68,22 +68,22 @@ func TestScoreRegressionBandwidth(t *testing.T) {
 		}
 	}
 	g := RegressionGrid()
-	if h, err := ScoreRegressionBandwidth(flat, flatY, 0, 0); err != nil || h != g[len(g)-1] {
+	if h, err := ScoreRegressionBandwidth(flat, flatY, nil, 0, 0); err != nil || h != g[len(g)-1] {
 		t.Errorf("flat: h %v, err %v", h, err)
 	}
-	h1, err := ScoreRegressionBandwidth(step, stepY, 0, 1)
+	h1, err := ScoreRegressionBandwidth(step, stepY, nil, 0, 1)
 	if err != nil || h1 != g[0] {
 		t.Errorf("step: h %v, err %v", h1, err)
 	}
 	sc, oc := scoreSample(1500, 3)
-	a, err := ScoreRegressionBandwidth(sc, oc, 4, 1)
+	a, err := ScoreRegressionBandwidth(sc, oc, nil, 4, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := ScoreRegressionBandwidth(sc, oc, 4, 3); err != nil || b != a {
+	if b, err := ScoreRegressionBandwidth(sc, oc, nil, 4, 3); err != nil || b != a {
 		t.Errorf("1 worker: h %v; 3 workers: %v (%v)", a, b, err)
 	}
-	if _, err := ScoreRegressionBandwidth(sc[:9], oc[:9], 0, 0); err == nil {
+	if _, err := ScoreRegressionBandwidth(sc[:9], oc[:9], nil, 0, 0); err == nil {
 		t.Error("9 samples: no error")
 	}
 }
@@ -115,7 +115,7 @@ func TestScoreRegressionBand(t *testing.T) {
 			t.Errorf("query %v: kernel matrix %v, ScoreRegression %v", q[i], num[i]/den[i], curve[i])
 		}
 	}
-	lo, hi, err := ScoreRegressionBand(q, sc, oc, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 1})
+	lo, hi, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,36 +136,36 @@ func TestScoreRegressionBand(t *testing.T) {
 	if w1, w0 := hi[45]-lo[45], hi[5]-lo[5]; !(w1 < w0) {
 		t.Errorf("band width %v near 0.9, %v near 0.1", w1, w0)
 	}
-	lo4, hi4, err := ScoreRegressionBand(q, sc, oc, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 4})
+	lo4, hi4, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 4})
 	if err != nil || !slices.Equal(lo, lo4) || !slices.Equal(hi, hi4) {
 		t.Errorf("4 workers differ from 1 (err %v)", err)
 	}
-	lo6, _, err := ScoreRegressionBand(q, sc, oc, BandOptions{Bandwidth: h, Resamples: 100, Seed: 6})
+	lo6, _, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 6})
 	if err != nil || slices.Equal(lo, lo6) {
 		t.Errorf("seed 6 gives the band of seed 5 (err %v)", err)
 	}
 	// No kernel mass at 0 and 1 from scores strictly inside (0, 1) is
 	// not possible; a query outside [0, 1] has none: NaN.
-	l, u, err := ScoreRegressionBand([]float64{-0.5}, sc, oc, BandOptions{Bandwidth: h, Resamples: 10})
+	l, u, err := ScoreRegressionBand([]float64{-0.5}, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 10})
 	if err != nil || !math.IsNaN(l[0]) || !math.IsNaN(u[0]) {
 		t.Errorf("query -0.5: [%v, %v], err %v", l[0], u[0], err)
 	}
 	for name, o := range map[string]BandOptions{"no bandwidth": {}, "level 1": {Bandwidth: h, Level: 1}, "negative resamples": {Bandwidth: h, Resamples: -1}} {
-		if _, _, err := ScoreRegressionBand(q, sc, oc, o); err == nil {
+		if _, _, err := ScoreRegressionBand(q, sc, oc, nil, o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, _, err := ScoreRegressionBand(q, sc, oc[:10], BandOptions{Bandwidth: h}); err == nil {
+	if _, _, err := ScoreRegressionBand(q, sc, oc[:10], nil, BandOptions{Bandwidth: h}); err == nil {
 		t.Error("length mismatch: no error")
 	}
 	bad := slices.Clone(oc)
 	bad[3] = 2
-	if _, _, err := ScoreRegressionBand(q, sc, bad, BandOptions{Bandwidth: h}); err == nil {
+	if _, _, err := ScoreRegressionBand(q, sc, bad, nil, BandOptions{Bandwidth: h}); err == nil {
 		t.Error("outcome 2: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := ScoreRegressionBand(q, sc, oc, BandOptions{Bandwidth: h, Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, _, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Context: ctx}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestEstimateCurve(t *testing.T) {
 	probs, labels := randomSet(rng, 300, 3, 1)
 	hs := []float64{0.01, 0.05, 0.2}
 	for _, notion := range []Notion{Canonical, TopLabel} {
-		got, err := EstimateCurve(notion, probs, labels, 3, hs, Options{P: []float64{2}, Workers: 2})
+		got, err := EstimateCurve(notion, probs, labels, 3, hs, nil, Options{P: []float64{2}, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,10 +192,10 @@ func TestEstimateCurve(t *testing.T) {
 			}
 		}
 	}
-	if _, err := EstimateCurve(Canonical, probs, labels, 3, hs, Options{P: []float64{1, 2}}); err == nil {
+	if _, err := EstimateCurve(Canonical, probs, labels, 3, hs, nil, Options{P: []float64{1, 2}}); err == nil {
 		t.Error("two exponents: no error")
 	}
-	if _, err := EstimateCurve(Canonical, probs, labels, 3, []float64{0.1, 0}, Options{}); err == nil {
+	if _, err := EstimateCurve(Canonical, probs, labels, 3, []float64{0.1, 0}, nil, Options{}); err == nil {
 		t.Error("h = 0: no error")
 	}
 }

@@ -27,11 +27,16 @@ import (
 // o.Progress and o.Context are read as by Bootstrap; Method and Estimate
 // are not (the interval is always the percentile one). The intervals are
 // bit-identical for every number of workers. scores and outcomes are the
-// sample a was made from.
-func (a *Assignment) FreqIntervals(scores, outcomes []float64, o BootstrapOptions) (lo, hi []float64, err error) {
+// sample a was made from; with weights (nil: all 1) a bin's mean outcome is
+// the weighted mean and a resample carries the weights of the rows it
+// draws (Summarize).
+func (a *Assignment) FreqIntervals(scores, outcomes, weights []float64, o BootstrapOptions) (lo, hi []float64, err error) {
 	n := len(scores)
 	if n != len(outcomes) || n != len(a.Bin) {
 		panic(fmt.Sprintf("metric: FreqIntervals: %d scores, %d outcomes, %d assigned", n, len(outcomes), len(a.Bin)))
+	}
+	if err := mathx.CheckWeights(weights, n); err != nil {
+		return nil, nil, fmt.Errorf("metric: bin intervals: %w", err)
 	}
 	nb := o.Resamples
 	if nb == 0 {
@@ -53,7 +58,7 @@ func (a *Assignment) FreqIntervals(scores, outcomes []float64, o BootstrapOption
 		for i := range idx {
 			idx[i] = rng.IntN(n)
 		}
-		rb := a.Summarize(scores, outcomes, idx, nil)
+		rb := a.Summarize(scores, outcomes, idx, weights)
 		for j, c := range rb.Count {
 			freqs[r*bins+j] = math.NaN()
 			if c > 0 {

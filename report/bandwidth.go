@@ -40,7 +40,9 @@ type BandwidthView struct {
 // NewBandwidthView selects the bandwidth of notion (LOO, kde.SelectBandwidth)
 // and computes the estimate on a log-spaced set of bandwidths spanning the
 // selection grid (kde.EstimateCurve).
-func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o BandwidthViewOptions) (*BandwidthView, error) {
+//
+// With weights (nil: all 1) the selection and the estimates are weighted.
+func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions) (*BandwidthView, error) {
 	p := o.P
 	if p == 0 {
 		p = 1
@@ -55,7 +57,7 @@ func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o
 	cv := o.Selection
 	if cv == nil {
 		var err error
-		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, nil, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
+		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, weights, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
 			return nil, fmt.Errorf("report: bandwidth view: %w", err)
 		}
 	}
@@ -63,10 +65,10 @@ func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, o
 	v.H = mathx.LogSpace(cv.Grid[0], cv.Grid[len(cv.Grid)-1], m)
 	ko := kde.Options{P: []float64{p}, Workers: o.Workers}
 	var err error
-	if v.Estimate, err = kde.EstimateCurve(notion, probs, labels, k, v.H, ko); err != nil {
+	if v.Estimate, err = kde.EstimateCurve(notion, probs, labels, k, v.H, weights, ko); err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
-	chosen, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, ko)
+	chosen, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
 	if err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}

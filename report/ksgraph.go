@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 )
@@ -27,15 +28,29 @@ type KSGraph struct {
 	Probability []float64
 }
 
-// NewKSGraph computes the graphs of scores and 0/1 outcomes; the spline
-// has recal.DefaultKnots knots.
-func NewKSGraph(label string, scores, outcomes []float64) (*KSGraph, error) {
+// NewKSGraph computes the graphs of scores and 0/1 outcomes with sample
+// weights (nil: all 1; rows of weight 0 are left out, and the fractile of
+// a sample is its cumulative weight's, as the spline fit places it); the
+// spline has recal.DefaultKnots knots.
+func NewKSGraph(label string, scores, outcomes, weights []float64) (*KSGraph, error) {
+	if weights != nil {
+		if err := mathx.CheckWeights(weights, len(scores)); err != nil || len(scores) != len(outcomes) {
+			return nil, fmt.Errorf("report: KS graphs: %d scores, %d outcomes: %v", len(scores), len(outcomes), err)
+		}
+		var s, o, w []float64
+		for i, v := range weights {
+			if v > 0 {
+				s, o, w = append(s, scores[i]), append(o, outcomes[i]), append(w, v)
+			}
+		}
+		scores, outcomes, weights = s, o, w
+	}
 	n := len(scores)
 	if n < 3 || n != len(outcomes) {
 		return nil, fmt.Errorf("report: KS graphs: %d scores and %d outcomes, need at least 3", n, len(outcomes))
 	}
-	ks, curve := metric.KS(scores, outcomes, true, nil)
-	sp, err := recal.FitSplineCurve(scores, outcomes, nil, recal.SplineOptions{})
+	ks, curve := metric.KS(scores, outcomes, true, weights)
+	sp, err := recal.FitSplineCurve(scores, outcomes, weights, recal.SplineOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("report: KS graphs: %w", err)
 	}
@@ -43,6 +58,9 @@ func NewKSGraph(label string, scores, outcomes []float64) (*KSGraph, error) {
 		Probability: sp.Calibrated, Fractile: make([]float64, n)}
 	for i := range g.Fractile {
 		g.Fractile[i] = float64(i) / float64(n-1)
+	}
+	if sp.Fractiles != nil {
+		copy(g.Fractile, sp.Fractiles)
 	}
 	return g, nil
 }

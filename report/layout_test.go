@@ -169,12 +169,12 @@ func allFigures(t *testing.T) map[string]Figure {
 	}
 	probs, labels := synthetic(300, 10, "", 2)
 	sc, oc := metric.TopR(probs, labels, 10, 1)
-	long, err := NewKSGraph("after spline recalibration (fitted on some/very/long/path/to/a_validation_file_with_a_long_name.npy)", sc, oc)
+	long, err := NewKSGraph("after spline recalibration (fitted on some/very/long/path/to/a_validation_file_with_a_long_name.npy)", sc, oc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["KS with a long label"] = &KSGraphs{Title: "top-1", Graphs: []*KSGraph{long}}
-	r, err := NewReliability(sc, oc, ReliabilityOptions{Resamples: 20, Compact: true, Title: "class 9 (a long class name)", ScoreLabel: "p_9"})
+	r, err := NewReliability(sc, oc, nil, ReliabilityOptions{Resamples: 20, Compact: true, Title: "class 9 (a long class name)", ScoreLabel: "p_9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestTitlesWrap(t *testing.T) {
 	}
 	probs, labels := synthetic(300, 10, "", 2)
 	sc, oc := metric.TopR(probs, labels, 10, 1)
-	g, err := NewKSGraph("after spline recalibration (fitted on a/long/path/val_logits.npy)", sc, oc)
+	g, err := NewKSGraph("after spline recalibration (fitted on a/long/path/val_logits.npy)", sc, oc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestComparisonTieNotBest(t *testing.T) {
 func TestPerClassCurveBand(t *testing.T) {
 	probs, labels := synthetic(2000, 10, "", 11)
 	sc, oc := metric.ClassColumn(probs, labels, 10, 3)
-	r, err := NewReliability(sc, oc, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
+	r, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,11 +483,11 @@ func TestPerClassCurveBand(t *testing.T) {
 	if !(w0 < wm/3) {
 		t.Errorf("band width %v near 0, %v in the middle", w0, wm)
 	}
-	again, err := NewReliability(sc, oc, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
+	again, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := NewReliability(sc, oc, ReliabilityOptions{Compact: true, Seed: 6, Resamples: 100})
+	other, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 6, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestPerClassCurveBand(t *testing.T) {
 	if !found {
 		t.Errorf("no legend entry for the curve's band in %v", pn.entries)
 	}
-	if none, err := NewReliability(sc, oc, ReliabilityOptions{Compact: true, Resamples: -1}); err != nil || none.CurveLo != nil {
+	if none, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Resamples: -1}); err != nil || none.CurveLo != nil {
 		t.Errorf("Resamples -1: band %v, err %v", none.CurveLo, err)
 	}
 }
@@ -539,7 +539,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 		}
 	}
 	g := kde.RegressionGrid()
-	r, err := NewReliability(flat, flatY, ReliabilityOptions{Resamples: 10, Compact: true})
+	r, err := NewReliability(flat, flatY, nil, ReliabilityOptions{Resamples: 10, Compact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 	if !legendHas(r.panel(), "h = 0.1, max!") {
 		t.Errorf("flat: legend %v", r.panel().entries)
 	}
-	r, err = NewReliability(step, stepY, ReliabilityOptions{Resamples: 10})
+	r, err = NewReliability(step, stepY, nil, ReliabilityOptions{Resamples: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +559,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 	if !legendHas(r.panel(), "smallest tried!") {
 		t.Errorf("step: legend %v", r.panel().entries)
 	}
-	r, err = NewReliability(flat, flatY, ReliabilityOptions{Resamples: 10, Bandwidth: g[len(g)-1]})
+	r, err = NewReliability(flat, flatY, nil, ReliabilityOptions{Resamples: 10, Bandwidth: g[len(g)-1]})
 	if err != nil || r.BandwidthEdge != 0 || r.BandwidthWarning() != "" {
 		t.Errorf("given bandwidth: edge %d, warning %q, err %v", r.BandwidthEdge, r.BandwidthWarning(), err)
 	}
@@ -602,7 +602,7 @@ func legendHas(pn *panel, s string) bool {
 // caption warning counts the empty and sparse bins.
 func TestSimplexCounts(t *testing.T) {
 	probs, labels := synthetic(300, 3, "", 21)
-	sx, err := NewSimplex(probs, labels, 3, SimplexOptions{Bins: 10, Grid: 8, Points: 50})
+	sx, err := NewSimplex(probs, labels, 3, nil, SimplexOptions{Bins: 10, Grid: 8, Points: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

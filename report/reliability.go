@@ -76,7 +76,10 @@ type Reliability struct {
 
 // NewReliability computes a reliability diagram. Outcomes must be 0 or 1;
 // at least 2 samples are needed.
-func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliability, error) {
+//
+// With weights (nil: all 1) the bins, the curve, its bandwidth and both
+// bands are weighted (a resample carries the weights of its rows).
+func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (*Reliability, error) {
 	n := len(scores)
 	if n != len(outcomes) {
 		return nil, fmt.Errorf("report: %d scores and %d outcomes", n, len(outcomes))
@@ -91,7 +94,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 		}
 		ints[i] = int(v)
 	}
-	a, err := metric.AssignBins(scores, nil, o.Bins)
+	a, err := metric.AssignBins(scores, weights, o.Bins)
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability bins: %w", err)
 	}
@@ -99,7 +102,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	for i := range all {
 		all[i] = i
 	}
-	bs := a.Summarize(scores, outcomes, all, nil)
+	bs := a.Summarize(scores, outcomes, all, weights)
 	r := &Reliability{Title: o.Title, ScoreLabel: o.ScoreLabel, N: n, ECE: bs.ECE(1), Compact: o.Compact}
 	if r.ScoreLabel == "" {
 		r.ScoreLabel = "confidence"
@@ -111,17 +114,25 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	// The kernel curve.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = kde.ScoreRegressionBandwidth(scores, ints, o.Seed, o.Workers); err != nil {
+		if h, err = kde.ScoreRegressionBandwidth(scores, ints, weights, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 		r.BandwidthEdge = kde.GridEdge(kde.RegressionGrid(), h)
 	}
 	lo, hi := slices.Min(scores), slices.Max(scores)
+	if weights != nil { // the range of the samples that count
+		lo, hi = math.Inf(1), math.Inf(-1)
+		for i, v := range scores {
+			if weights[i] > 0 {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+	}
 	const points = 101
 	for i := 0; i < points; i++ {
 		r.CurveX = append(r.CurveX, lo+(hi-lo)*float64(i)/(points-1))
 	}
-	r.CurveY, _, err = kde.ScoreRegression(r.CurveX, scores, ints, nil, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r.CurveY, _, err = kde.ScoreRegression(r.CurveX, scores, ints, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve: %w", err)
 	}
@@ -135,7 +146,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	if r.Level == 0 {
 		r.Level = 0.95
 	}
-	binLo, binHi, err := a.FreqIntervals(scores, outcomes, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	binLo, binHi, err := a.FreqIntervals(scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability band: %w", err)
 	}
@@ -145,7 +156,7 @@ func NewReliability(scores, outcomes []float64, o ReliabilityOptions) (*Reliabil
 	for i := 0; i < points; i += 2 {
 		r.BandX = append(r.BandX, r.CurveX[i])
 	}
-	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(r.BandX, scores, ints, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(r.BandX, scores, ints, weights, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve band: %w", err)
 	}

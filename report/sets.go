@@ -40,14 +40,14 @@ func ReliabilityOf(s *data.Set, class int, o Options) (*Reliability, error) {
 		sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
 		ro.Title, ro.ScoreLabel = className(class, o.Figures.Names), fmt.Sprintf("p_%d", class)
 	}
-	return NewReliability(sc, oc, ro)
+	return NewReliability(sc, oc, s.Weights, ro)
 }
 
 // KSGraphsOf returns the top-1 KS calibration graphs of s and, with val
 // (may be nil), of s after the top-1 spline map fitted on val.
 func KSGraphsOf(s, val *data.Set) (*KSGraphs, error) {
 	sc, oc := metric.TopR(s.Probs, s.Labels, s.K, 1)
-	g, err := NewKSGraph("as given", sc, oc)
+	g, err := NewKSGraph("as given", sc, oc, s.Weights)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func KSGraphsOf(s, val *data.Set) (*KSGraphs, error) {
 	if val == nil {
 		return f, nil
 	}
-	sp, err := recal.FitSpline(val.Probs, val.Labels, val.K, nil, recal.SplineOptions{})
+	sp, err := recal.FitSpline(val.Probs, val.Labels, val.K, val.Weights, recal.SplineOptions{})
 	if err != nil {
 		return f, fmt.Errorf("after recalibration: %w", err)
 	}
@@ -64,7 +64,7 @@ func KSGraphsOf(s, val *data.Set) (*KSGraphs, error) {
 		after[i] = sp.Top1.Map(v)
 	}
 	// The base name of the validation file keeps the panel title short.
-	ga, err := NewKSGraph("after spline recalibration (fitted on "+filepath.Base(val.File)+")", after, oc)
+	ga, err := NewKSGraph("after spline recalibration (fitted on "+filepath.Base(val.File)+")", after, oc, s.Weights)
 	if err != nil {
 		return f, fmt.Errorf("after recalibration: %w", err)
 	}
@@ -89,7 +89,7 @@ func SimplexOf(s *data.Set, o Options) (*Simplex, error) {
 	if c := o.Figures.Classes; c != nil {
 		cls = [2]int{c[0], c[1]}
 	}
-	return NewSimplex(s.Probs, s.Labels, s.K, SimplexOptions{Classes: cls, Names: o.Figures.Names, Seed: o.seed(), Workers: o.Workers})
+	return NewSimplex(s.Probs, s.Labels, s.K, s.Weights, SimplexOptions{Classes: cls, Names: o.Figures.Names, Seed: o.seed(), Workers: o.Workers})
 }
 
 // MostConfused returns the pair of classes a < b most often confused: the
@@ -134,5 +134,5 @@ func bandwidthView(s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, w
 	if err != nil {
 		return nil, err
 	}
-	return NewBandwidthView(notion, s.Probs, s.Labels, s.K, BandwidthViewOptions{Workers: workers, Selection: cv})
+	return NewBandwidthView(notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: workers, Selection: cv})
 }

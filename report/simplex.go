@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 )
 
@@ -102,8 +103,10 @@ func reduce(probs []float64, labels []int, k int, cls [2]int) ([]float64, []int,
 }
 
 // NewSimplex computes the binned and kernel fields of the predictions
-// (n×k, K >= 3) and labels.
-func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simplex, error) {
+// (n×k, K >= 3) and labels, with sample weights (nil: all 1): a cell's
+// means and the kernel regression are weighted (Count stays the number of
+// samples).
+func NewSimplex(probs []float64, labels []int, k int, weights []float64, o SimplexOptions) (*Simplex, error) {
 	if o.Classes == [2]int{} {
 		o.Classes = [2]int{0, 1}
 	}
@@ -114,6 +117,9 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 	n := len(y)
 	if n < 2 {
 		return nil, fmt.Errorf("report: simplex view: %d samples, need at least 2", n)
+	}
+	if err := mathx.CheckWeights(weights, n); err != nil {
+		return nil, fmt.Errorf("report: simplex view: %w", err)
 	}
 	name := func(c int) string {
 		if c < len(o.Names) {
@@ -145,20 +151,23 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 	sumF := make([][3]float64, len(cells))
 	sumY := make([][3]float64, len(cells))
 	cnt := make([]int, len(cells))
+	mass := make([]float64, len(cells))
 	for i := 0; i < n; i++ {
 		c := cellOf(x[3*i], x[3*i+1], bins)
+		w := mathx.Weight(weights, i)
 		cnt[c]++
+		mass[c] += w
 		for m := 0; m < 3; m++ {
-			sumF[c][m] += x[3*i+m]
+			sumF[c][m] += w * x[3*i+m]
 		}
-		sumY[c][y[i]]++
+		sumY[c][y[i]] += w
 	}
 	for c, corners := range cells {
 		cell := SimplexCell{Corners: corners, Value: math.NaN(), Count: cnt[c]}
-		if cnt[c] > 0 {
+		if mass[c] > 0 {
 			cell.Value = 0
 			for m := 0; m < 3; m++ {
-				cell.Value += math.Abs(sumY[c][m]-sumF[c][m]) / float64(cnt[c])
+				cell.Value += math.Abs(sumY[c][m]-sumF[c][m]) / mass[c]
 			}
 		}
 		s.Binned = append(s.Binned, cell)
@@ -167,7 +176,7 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 	// Kernel: the regression at each grid triangle's centroid.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = kde.RegressionBandwidth(x, y, 3, o.Seed, o.Workers); err != nil {
+		if h, err = kde.RegressionBandwidth(x, y, 3, weights, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 		s.KernelEdge = kde.GridEdge(kde.RegressionGrid(), h)
@@ -180,7 +189,7 @@ func NewSimplex(probs []float64, labels []int, k int, o SimplexOptions) (*Simple
 			q = append(q, (t[0][m]+t[1][m]+t[2][m])/3)
 		}
 	}
-	r, logDens, _, err := kde.Regression(q, x, y, 3, nil, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r, logDens, _, err := kde.Regression(q, x, y, 3, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: simplex kernel estimate: %w", err)
 	}

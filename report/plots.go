@@ -1,0 +1,84 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+// Plots lists the figures of Plot by the names `calib plot` gives them.
+var Plots = []string{"reliability", "ks", "simplex", "bandwidth", "compare"}
+
+// PlotOptions says what Plot draws where a figure has a choice. The zero
+// value draws the class-0 reliability diagram and the canonical bandwidth
+// view; calib plot's defaults are Class -1 and kde.Canonical.
+type PlotOptions struct {
+	// Class is the class whose probability the reliability diagram draws;
+	// -1 draws the top-label confidence.
+	Class  int
+	Notion kde.Notion // the notion of the bandwidth view
+}
+
+// Plot makes the figure kind (one of Plots) of test, as `calib plot` draws
+// it: "reliability" (ReliabilityOf po.Class), "ks" (KSGraphsOf, after the
+// spline map fitted on val when val is not nil), "simplex" (SimplexOf),
+// "bandwidth" (BandwidthViewOf po.Notion) and "compare" (ComparisonOf the
+// comparison of o's methods fitted on val, which it needs). An unknown kind
+// gives an error wrapping ErrOptions; the errors of a figure name test's
+// file and the kind.
+func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po PlotOptions) (Figure, error) {
+	var fig Figure
+	var err error
+	switch kind {
+	case "reliability":
+		fig, err = ReliabilityOf(test, po.Class, o)
+	case "ks":
+		fig, err = KSGraphsOf(test, val)
+	case "simplex":
+		fig, err = SimplexOf(test, o)
+	case "bandwidth":
+		fig, err = BandwidthViewOf(test, po.Notion, o)
+	case "compare":
+		if val == nil {
+			return nil, optionsError("the compare figure needs a validation set")
+		}
+		c, err := compare.Compare(ctx, val, test, o.CompareOptions())
+		if err != nil {
+			return nil, err
+		}
+		return ComparisonOf(c), nil
+	default:
+		return nil, optionsError("unknown figure %q (valid: %s)", kind, strings.Join(Plots, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", test.File, kind, err)
+	}
+	return fig, nil
+}
+
+// ParseClasses parses the pair of simplex classes "a,b" (FigureOptions.Classes):
+// two different integers >= 0. Its errors wrap ErrOptions and read
+// `classes "1": want two classes a,b`.
+func ParseClasses(s string) ([]int, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return nil, optionsError("classes %q: want two classes a,b", s)
+	}
+	var cls []int
+	for _, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 0 {
+			return nil, optionsError("classes %q: classes are integers >= 0", s)
+		}
+		cls = append(cls, v)
+	}
+	if cls[0] == cls[1] {
+		return nil, optionsError("classes %q: need two different classes", s)
+	}
+	return cls, nil
+}
