@@ -187,14 +187,7 @@ func ScoreRegressionBand(queries, scores []float64, outcomes []int, weights []fl
 	if err := checkBandwidth(o.Bandwidth); err != nil {
 		return nil, nil, err
 	}
-	nb := o.Resamples
-	if nb == 0 {
-		nb = 200
-	}
-	level := o.Level
-	if level == 0 {
-		level = 0.95
-	}
+	nb, level := mathx.ResampleDefaults(o.Resamples, o.Level)
 	if nb < 1 || !(level > 0 && level < 1) {
 		return nil, nil, fmt.Errorf("kde: score regression band: %d resamples at level %v", nb, level)
 	}

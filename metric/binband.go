@@ -38,14 +38,7 @@ func (a *Assignment) FreqIntervals(scores, outcomes, weights []float64, o Bootst
 	if err := mathx.CheckWeights(weights, n); err != nil {
 		return nil, nil, fmt.Errorf("metric: bin intervals: %w", err)
 	}
-	nb := o.Resamples
-	if nb == 0 {
-		nb = 200
-	}
-	level := o.Level
-	if level == 0 {
-		level = 0.95
-	}
+	nb, level := mathx.ResampleDefaults(o.Resamples, o.Level)
 	if nb < 1 || !(level > 0 && level < 1) || n < 1 {
 		return nil, nil, fmt.Errorf("metric: bin intervals with %d resamples at level %v of %d samples", nb, level, n)
 	}

@@ -117,14 +117,7 @@ type Interval struct {
 // the full sample's weights with idx to an idx-based shortcut
 // (Assignment.Summarize, Cells.Estimate, SortedKS.KSResample with Counts).
 func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions) (Interval, error) {
-	b := o.Resamples
-	if b == 0 {
-		b = 200
-	}
-	level := o.Level
-	if level == 0 {
-		level = 0.95
-	}
+	b, level := mathx.ResampleDefaults(o.Resamples, o.Level)
 	if b < 2 || !(level > 0 && level < 1) || n < 1 {
 		return Interval{}, fmt.Errorf("metric: bootstrap with %d resamples at level %v of %d samples", b, level, n)
 	}

@@ -68,3 +68,23 @@ func ResampleWeights(w []float64, idx []int) []float64 {
 	}
 	return r
 }
+
+// Bootstrap defaults: the number of resamples and the level of every
+// bootstrap interval and band in calib when its options leave them 0.
+const (
+	DefaultResamples = 200
+	DefaultLevel     = 0.95
+)
+
+// ResampleDefaults returns resamples and level with 0 replaced by
+// DefaultResamples and DefaultLevel (the one rule of metric.Bootstrap,
+// metric.Assignment.FreqIntervals and kde.ScoreRegressionBand).
+func ResampleDefaults(resamples int, level float64) (int, float64) {
+	if resamples == 0 {
+		resamples = DefaultResamples
+	}
+	if level == 0 {
+		level = DefaultLevel
+	}
+	return resamples, level
+}
