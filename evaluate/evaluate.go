@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
@@ -226,13 +227,8 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		return nil, optionsError("MMCE width %v: must be positive", c.mmce)
 	}
 	c.ci = o.CI || o.CIExact
-	c.boot = metric.BootstrapOptions{Resamples: o.Resamples, Level: o.Level, Seed: o.Seed, Workers: o.Workers}
-	if c.boot.Resamples == 0 {
-		c.boot.Resamples = 200
-	}
-	if c.boot.Level == 0 {
-		c.boot.Level = 0.95
-	}
+	c.boot = metric.BootstrapOptions{Seed: o.Seed, Workers: o.Workers}
+	c.boot.Resamples, c.boot.Level = mathx.ResampleDefaults(o.Resamples, o.Level)
 	if c.boot.Resamples < 2 || !(c.boot.Level > 0 && c.boot.Level < 1) {
 		return nil, optionsError("%d resamples at level %v: need at least 2 resamples and a level in (0, 1)", c.boot.Resamples, c.boot.Level)
 	}

@@ -142,10 +142,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	}
 	// The bands: the bins' and the curve's over the same resamples
 	// (resample b draws from PCG(Seed, b) in both).
-	r.Level = o.Level
-	if r.Level == 0 {
-		r.Level = 0.95
-	}
+	_, r.Level = mathx.ResampleDefaults(0, o.Level)
 	binLo, binHi, err := a.FreqIntervals(scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability band: %w", err)
