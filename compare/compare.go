@@ -202,9 +202,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		done()
 		row.FitSeconds = time.Since(start).Seconds()
 		if err == nil {
-			if row.calibrated, err = recal.Apply(c, ts); err != nil {
-				err = fmt.Errorf("%s: %w", ts.File, err)
-			}
+			row.calibrated, err = recal.Apply(c, ts) // its errors name the file
 		}
 		if err != nil {
 			row.Error = oneLine(err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/calib-dev/calib/internal/atomicfile"
 )
 
 // WriteCSV writes n rows of k probabilities (header p0..p{k-1}), followed
@@ -39,6 +41,19 @@ func WriteCSV(w io.Writer, probs []float64, k int, labels []int) error {
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
+}
+
+// WriteFile writes n rows of k probabilities to the file name, atomically
+// (the file is either the old one or the whole new one), in the format of
+// its extension (FormatOf): "npy" as WriteNPY, anything else as WriteCSV,
+// with labels when not nil.
+func WriteFile(name string, probs []float64, k int, labels []int) error {
+	return atomicfile.Write(name, func(w io.Writer) error {
+		if FormatOf(name) == "npy" {
+			return WriteNPY(w, probs, k)
+		}
+		return WriteCSV(w, probs, k, labels)
+	})
 }
 
 // WriteNPY writes n rows of k float64 values as an (n, k) C-order NPY array.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"gonum.org/v1/plot"
@@ -64,6 +66,22 @@ type BinnedVsKDEResult struct {
 	Slopes  []BinnedSlope `json:"slopes"`
 	Quick   bool          `json:"quick"`
 	Seed    uint64        `json:"seed"`
+}
+
+// ParseClasses parses BinnedVsKDEOptions.Classes from a comma-separated
+// list of integers ("0,1,2"; surrounding spaces ignored; BinnedVsKDE checks
+// that there are three). Its error reads `classes "a": three integers
+// a,b,c`.
+func ParseClasses(list string) ([]int, error) {
+	var cls []int
+	for _, f := range strings.Split(list, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("classes %q: three integers a,b,c", list)
+		}
+		cls = append(cls, c)
+	}
+	return cls, nil
 }
 
 // threeClass keeps the samples whose label is among classes and

@@ -60,7 +60,7 @@ func TestConvergenceQuick(t *testing.T) {
 		t.Error("results differ between worker counts")
 	}
 	dir := t.TempDir()
-	files, err := Save(dir, "convergence", r, r.WriteTable, r.Figures())
+	files, err := Save(dir, "convergence", r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,22 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/report"
 )
@@ -25,20 +29,32 @@ import (
 // Written lists the files an experiment wrote.
 type Written []string
 
-// Save writes name.json (v as JSON), name.txt (the table) and every figure
-// as name-FIG.svg and name-FIG.png under dir (created if needed).
-func Save(dir, name string, v any, table func(io.Writer) error, figs map[string]report.Figure) (Written, error) {
+// Result is what every experiment returns (ConvergenceResult,
+// SharpnessResult, BinnedVsKDEResult, RealWitnessResult, and
+// training.Result): rows that encode as JSON, a table and figures.
+type Result interface {
+	WriteTable(w io.Writer) error
+	Figures() map[string]report.Figure
+}
+
+// Save writes the outputs of the experiment name under dir (created if
+// needed): name.json (r as indented JSON, with a "provenance" key holding
+// prov when prov is not nil and r encodes as an object), name.txt (the
+// table) and every figure as name-FIG.svg and name-FIG.png, in the order
+// of the figures' names. Each file is written atomically (whole or not at
+// all). It returns the files written.
+func Save(dir, name string, r Result, prov any) (Written, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var out Written
-	b, err := json.MarshalIndent(v, "", " ")
+	b, err := json.MarshalIndent(withProvenance(r, prov), "", " ")
 	if err != nil {
 		return nil, fmt.Errorf("experiment: %s JSON: %w", name, err)
 	}
 	write := func(file string, data []byte) error {
 		p := filepath.Join(dir, file)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := atomicfile.WriteBytes(p, data); err != nil {
 			return err
 		}
 		out = append(out, p)
@@ -48,18 +64,14 @@ func Save(dir, name string, v any, table func(io.Writer) error, figs map[string]
 		return nil, err
 	}
 	var tb bytes.Buffer
-	if err := table(&tb); err != nil {
+	if err := r.WriteTable(&tb); err != nil {
 		return nil, err
 	}
 	if err := write(name+".txt", tb.Bytes()); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(figs))
-	for k := range figs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	figs := r.Figures()
+	for _, k := range slices.Sorted(maps.Keys(figs)) {
 		for _, format := range []string{"svg", "png"} {
 			var buf bytes.Buffer
 			if err := report.Write(&buf, figs[k], format); err != nil {
@@ -71,6 +83,52 @@ func Save(dir, name string, v any, table func(io.Writer) error, figs map[string]
 		}
 	}
 	return out, nil
+}
+
+// WriteSummary writes what `calib experiment` prints after a run: the
+// table of r, the time the run took and the files Save wrote.
+func WriteSummary(w io.Writer, r Result, files Written, elapsed time.Duration) error {
+	if err := r.WriteTable(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%.0f s; wrote:\n", elapsed.Seconds())
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
+	return nil
+}
+
+// withProvenance returns v's JSON object with a "provenance" key added (v
+// itself when prov is nil or v does not encode as an object).
+func withProvenance(v, prov any) any {
+	if prov == nil {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return v
+	}
+	if pb, err := json.Marshal(prov); err == nil {
+		m["provenance"] = pb
+	}
+	return m
+}
+
+// LoadLogitDir reads the split ("test" or "val") of a folder of logits:
+// DIR/SPLIT_logits.npy with the labels DIR/SPLIT_labels.npy (the layout of
+// the logit sets, and of what `calib train` writes). Its errors are
+// data.Load's (*data.Error).
+func LoadLogitDir(dir, split string) (*data.Set, error) {
+	return data.Load(filepath.Join(dir, split+"_logits.npy"), data.Options{Labels: filepath.Join(dir, split+"_labels.npy"), Logits: true})
+}
+
+// RealSetOf returns the set s under name as an input of RealWitness.
+func RealSetOf(name string, s *data.Set) RealSet {
+	return RealSet{Name: name, Probs: s.Probs, Labels: s.Labels, K: s.K}
 }
 
 // WriteTable prints the three parts of the convergence experiment.

@@ -42,6 +42,22 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.parent }
 
+// asInput returns err as an error of the input: err itself when it wraps
+// ErrInput already, else an error with err's message that wraps both err
+// and ErrInput.
+func asInput(err error) error {
+	if errors.Is(err, ErrInput) {
+		return err
+	}
+	return inputError{err}
+}
+
+// inputError is asInput's error.
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{e.err, ErrInput} }
+
 // checkPredictions checks n×k predictions and returns n. probs, if not
 // empty, must hold whole rows of k entries in [0, 1] summing to 1 within
 // k * SumTolerance; logits, if not empty, must hold as many rows (or whole

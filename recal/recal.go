@@ -18,10 +18,16 @@ package recal
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"reflect"
+	"strings"
 
+	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/internal/mathx"
 )
 
@@ -63,6 +69,16 @@ func (h *Header) SetProvenance(p json.RawMessage) { h.Provenance = p }
 // Info returns h itself (so that types embedding Header satisfy Calibrator).
 func (h Header) Info() Header { return h }
 
+// Columns is the number of prediction columns of a file that the map
+// reads (data.Options.K): K above 2; 0 for K = 2, whose files may hold one
+// column (p1) or two, so that the loader decides.
+func (h Header) Columns() int {
+	if h.K > 2 {
+		return h.K
+	}
+	return 0
+}
+
 // checkInput checks the input of the map's Calibrate (see checkPredictions;
 // the logits are checked where the map reads them: a logits-input map given
 // them, or any map given no probabilities) and returns the number of rows.
@@ -101,6 +117,23 @@ func Save(w io.Writer, c Calibrator) error {
 	}
 	_, err = w.Write(append(inlineArrays(b), '\n'))
 	return err
+}
+
+// SaveFile writes c to the file name as Save does, atomically (the file is
+// either the old one or the whole map), with provenance, when not nil, as
+// the map's "provenance" (any value that encodes as JSON: what made the
+// map).
+func SaveFile(name string, c Calibrator, provenance any) error {
+	if provenance != nil {
+		b, err := json.Marshal(provenance)
+		if err != nil {
+			return fmt.Errorf("recal: provenance: %w", err)
+		}
+		if p, ok := c.(interface{ SetProvenance(json.RawMessage) }); ok {
+			p.SetProvenance(b)
+		}
+	}
+	return atomicfile.Write(name, func(w io.Writer) error { return Save(w, c) })
 }
 
 // inlineArrays returns the indented JSON b with the whitespace removed
@@ -160,36 +193,103 @@ var ErrMap error = &kindError{"invalid map", ErrInput}
 
 // Load reads a map written by Save (or by an earlier version of calib: a
 // spline curve may hold its "calibrated" values) and checks its form
-// (ErrSchema) and values (ErrMap).
+// (ErrSchema) and values (ErrMap). Its errors say what is wrong in the
+// user's terms, without Go's type names: "not a calib map: not valid JSON
+// at byte 1: ...", "not a calib map: \"k\" holds a JSON string, want a
+// whole number", "invalid map: isotonic map: maps[0].y[1] = 5, want a
+// probability in [0, 1]".
 func Load(r io.Reader) (Calibrator, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("recal: read map: %w", err)
+		return nil, fmt.Errorf("read map: %w", err)
 	}
 	var h Header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("recal: %w: %w", ErrSchema, err)
+		return nil, fmt.Errorf("%w: %w", ErrSchema, jsonError{err})
 	}
 	if h.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("recal: %w: schema_version %d, want %d", ErrSchema, h.SchemaVersion, SchemaVersion)
+		return nil, fmt.Errorf("%w: schema_version %d, want %d", ErrSchema, h.SchemaVersion, SchemaVersion)
 	}
 	c := newMap(Method(h.Method))
 	if c == nil {
-		return nil, fmt.Errorf("recal: %w: unknown method %q", ErrSchema, h.Method)
+		return nil, fmt.Errorf("%w: unknown method %q", ErrSchema, h.Method)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
-		return nil, fmt.Errorf("recal: %w: %s map: %w", ErrSchema, h.Method, err)
+		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			return nil, fmt.Errorf("%w: %w", ErrSchema, jsonError{err})
+		}
+		return nil, fmt.Errorf("%w: %s map: %w", ErrSchema, h.Method, jsonError{err})
 	}
 	if err := validate(c); err != nil {
 		kind := ErrSchema
 		if _, ok := err.(valueError); ok {
 			kind = ErrMap
 		}
-		return nil, fmt.Errorf("recal: %w: %s map: %v", kind, h.Method, err)
+		return nil, fmt.Errorf("%w: %s map: %v", kind, h.Method, err)
 	}
 	return c, nil
+}
+
+// LoadFile reads the map file name with Load. Its errors name the file
+// ("m.json: no such map file", "m.json: is a directory, want a map file
+// (the JSON written by calib fit)", "m.json: " and Load's error) and all
+// wrap ErrInput.
+func LoadFile(name string) (Calibrator, error) {
+	st, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, asInput(fmt.Errorf("%s: no such map file", name))
+	case err != nil:
+		return nil, asInput(err)
+	case st.IsDir():
+		return nil, asInput(fmt.Errorf("%s: is a directory, want a map file (the JSON written by calib fit)", name))
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, asInput(err)
+	}
+	defer f.Close()
+	c, err := Load(f)
+	if err != nil {
+		return nil, asInput(fmt.Errorf("%s: %w", name, err))
+	}
+	return c, nil
+}
+
+// jsonError is an error of the JSON decoder in the user's terms: where the
+// syntax breaks, which key holds what kind of value, with no Go type names
+// and no "json: " prefix. It wraps the decoder's error.
+type jsonError struct{ err error }
+
+func (e jsonError) Unwrap() error { return e.err }
+
+func (e jsonError) Error() string {
+	if se, ok := errors.AsType[*json.SyntaxError](e.err); ok {
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](e.err); ok {
+		return fmt.Sprintf("%q holds a JSON %s, want a %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+	}
+	return strings.ReplaceAll(e.err.Error(), "json: ", "")
+}
+
+// jsonKind names a Go kind as the JSON value it decodes from.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "whole number"
+	case reflect.Float64, reflect.Float32:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	}
+	return "object"
 }
 
 // valueError is an error of validate about a value (ErrMap) rather than the

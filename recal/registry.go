@@ -50,13 +50,39 @@ func (m *Method) UnmarshalText(b []byte) error {
 func ParseMethod(s string) (Method, error) {
 	m := Method(strings.TrimSpace(s))
 	if !slices.Contains(Methods, m) {
-		names := make([]string, len(Methods))
-		for i, v := range Methods {
-			names[i] = string(v)
-		}
-		return "", fmt.Errorf("%w: unknown recalibration method %q (valid: %s)", ErrInput, s, strings.Join(names, ", "))
+		return "", fmt.Errorf("%w: unknown recalibration method %q (valid: %s)", ErrInput, s, strings.Join(MethodNames(), ", "))
 	}
 	return m, nil
+}
+
+// ParseMethods parses a comma-separated list of method names (surrounding
+// spaces and empty items ignored); "" means every method (Methods), a list
+// of empty items none (an empty, non-nil slice). Its error reads `unknown
+// method "x" (valid: spline, ...)` and wraps ErrInput.
+func ParseMethods(list string) ([]Method, error) {
+	if list == "" {
+		return slices.Clone(Methods), nil
+	}
+	ms := []Method{}
+	for _, m := range strings.Split(list, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if !slices.Contains(Methods, Method(m)) {
+			return nil, &kindError{fmt.Sprintf("unknown method %q (valid: %s)", m, strings.Join(MethodNames(), ", ")), ErrInput}
+		}
+		ms = append(ms, Method(m))
+	}
+	return ms, nil
+}
+
+// MethodNames returns the names of Methods, in their order.
+func MethodNames() []string {
+	names := make([]string, len(Methods))
+	for i, m := range Methods {
+		names[i] = string(m)
+	}
+	return names
 }
 
 // NeedsLogits reports whether the method maps logits and cannot be fitted
@@ -123,12 +149,17 @@ func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 }
 
 // Apply returns a copy of s whose probabilities are c's (K columns, no
-// logits, not binary any more), with the same conventions as Fit.
+// logits, not binary any more), with the same conventions as Fit. Its
+// errors are about the input (c, loaded and checked, refuses only input it
+// cannot take): they wrap ErrInput and start with s's file name, if any.
 func Apply(c Calibrator, s *data.Set) (*data.Set, error) {
 	s = ready(s)
 	p, err := c.Calibrate(s.Probs, TwoColumnLogits(s), s.K)
 	if err != nil {
-		return nil, err
+		if s.File != "" {
+			err = fmt.Errorf("%s: %w", s.File, err)
+		}
+		return nil, asInput(err)
 	}
 	out := *s
 	out.Probs, out.Logits, out.Binary = p, nil, false

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/calib-dev/calib/internal/atomicfile"
 )
 
 // Figure is a drawing of a fixed size: each figure type of this package
@@ -59,14 +60,25 @@ func Write(w io.Writer, f Figure, format string) error {
 }
 
 // Save writes f to the file name in the format of its extension (.svg,
-// .png or .pdf).
+// .png or .pdf), atomically: the file is either the old one or the whole
+// figure.
 func Save(name string, f Figure) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
 	var buf bytes.Buffer
 	if err := Write(&buf, f, format); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
+	return atomicfile.WriteBytes(name, buf.Bytes())
+}
+
+// SaveHTML writes the document as one HTML page (WriteHTML) to the file
+// name, atomically.
+func (d *Document) SaveHTML(name string) error {
+	var buf bytes.Buffer
+	if err := d.WriteHTML(&buf); err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(name, buf.Bytes())
 }
 
 var (

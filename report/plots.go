@@ -9,6 +9,8 @@ import (
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/recal"
 )
 
 // Plots lists the figures of Plot by the names `calib plot` gives them.
@@ -59,6 +61,39 @@ func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po P
 		return nil, fmt.Errorf("%s: %s: %w", test.File, kind, err)
 	}
 	return fig, nil
+}
+
+// Text holds, as text, the fields of Options that `calib report` and
+// `calib plot` take as lists or names, each as its flag takes it; Parse
+// reads them.
+type Text struct {
+	Methods string // Methods: recal.ParseMethods; "" or a list of empty items: nil, every method
+	Classes string // Figures.Classes: ParseClasses; "" leaves them
+	Binning string // Figures.Bins.Binning: metric.ParseBinning; "" leaves it
+}
+
+// Parse sets the fields of o that t holds. Its errors wrap ErrOptions and,
+// after its text, start with the option's name ("methods: unknown method
+// ...", "classes \"1\": want two classes a,b").
+func (t Text) Parse(o *Options) error {
+	var err error
+	if t.Binning != "" {
+		if o.Figures.Bins.Binning, err = metric.ParseBinning(t.Binning); err != nil {
+			return optionsError("binning: %v", err)
+		}
+	}
+	if t.Classes != "" {
+		if o.Figures.Classes, err = ParseClasses(t.Classes); err != nil {
+			return err
+		}
+	}
+	if o.Methods, err = recal.ParseMethods(t.Methods); err != nil {
+		return optionsError("methods: %v", err)
+	}
+	if len(o.Methods) == 0 {
+		o.Methods = nil
+	}
+	return nil
 }
 
 // ParseClasses parses the pair of simplex classes "a,b" (FigureOptions.Classes):

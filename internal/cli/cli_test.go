@@ -16,6 +16,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/testenv"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/train"
 )
 
@@ -478,7 +479,7 @@ func TestReportCommand(t *testing.T) {
 func TestPlotCommand(t *testing.T) {
 	dir := t.TempDir()
 	set := golden + "c02_n200_k3.csv"
-	for i, kind := range plotKinds {
+	for i, kind := range report.Plots {
 		ext := []string{"png", "svg", "pdf"}[i%3]
 		o := filepath.Join(dir, kind+"."+ext)
 		args := []string{"plot", kind, set, "-o", o}
@@ -675,7 +676,7 @@ func TestTrainCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var saved trainOutput
+	var saved train.RunOutput
 	if err := json.Unmarshal(b, &saved); err != nil || saved.Model == nil || len(saved.Model.Dense) != 3 {
 		t.Fatalf("model.json: %v, %+v", err, saved.Model)
 	}

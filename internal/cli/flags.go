@@ -1,19 +1,23 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/train"
 )
 
 // Bounds of the numeric flags, stated in the messages of flagRules.
@@ -65,6 +69,16 @@ func listRule(each flagRule) flagRule {
 	}
 }
 
+// oneOf accepts the names in valid; what lists them.
+func oneOf(what string, valid ...string) flagRule {
+	return func(v string) error {
+		if !slices.Contains(valid, v) {
+			return fmt.Errorf("%q: %s", v, what)
+		}
+		return nil
+	}
+}
+
 var (
 	nonNegative  = intRule(0, math.MaxInt32, "an integer >= 0")
 	positiveInt  = intRule(1, math.MaxInt32, "an integer >= 1")
@@ -79,6 +93,10 @@ var (
 // them, before any data is read (root's PersistentPreRunE). A key
 // "command/flag" overrides the rule of "flag" for one command.
 var flagRules = map[string]flagRule{
+	"format":              oneOf("valid formats are "+strings.Join(data.Formats, ", "), append([]string{""}, data.Formats...)...),
+	"method":              oneOf("valid methods are "+strings.Join(recal.MethodNames(), ", "), append([]string{""}, recal.MethodNames()...)...), // "": fit says it is required
+	"loss":                oneOf("valid losses are "+strings.Join(train.Losses, ", "), train.Losses...),
+	"compare/grid":        oneOf("want default or full", "default", "full"),
 	"workers":             nonNegative,
 	"per-class":           nonNegative,
 	"bins":                intRule(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins)),
@@ -137,90 +155,99 @@ func validateFlags(cmd *cobra.Command) error {
 	return err
 }
 
-// checkOutput checks, before any work, that the file name can be written:
-// its extension is one of exts (none given: any) and its directory exists
-// and is writable. The file itself is written later, atomically.
+// checkOutput checks, before any work, that the file name of flag can be
+// written (atomicfile.Check: one of exts, if any, in a writable
+// directory); the file itself is written later, atomically.
 func checkOutput(flag, name string, exts ...string) error {
-	if name == "" {
-		return nil
+	if err := atomicfile.Check(name, exts...); err != nil {
+		return usageErrorf("%s %v", flag, err)
 	}
-	if len(exts) > 0 {
-		ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(name), "."))
-		ok := false
-		for _, e := range exts {
-			ok = ok || ext == e
-		}
-		if !ok {
-			return usageErrorf("%s %s: the file name must end in .%s", flag, name, strings.Join(exts, " or ."))
-		}
-	}
-	if st, err := os.Stat(name); err == nil && st.IsDir() {
-		return usageErrorf("%s %s: is a directory, want a file name", flag, name)
-	}
-	dir := filepath.Dir(name)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return usageErrorf("%s %s: the directory %s does not exist", flag, name, dir)
-	}
-	if !st.IsDir() {
-		return usageErrorf("%s %s: %s is not a directory", flag, name, dir)
-	}
-	f, err := os.CreateTemp(dir, ".calib-check-*")
-	if err != nil {
-		return usageErrorf("%s %s: cannot write in %s", flag, name, dir)
-	}
-	f.Close()
-	os.Remove(f.Name())
 	return nil
 }
 
-// bytesWriter returns a writeAtomic function that writes b.
-func bytesWriter(b []byte) func(io.Writer) error {
-	return func(w io.Writer) error { _, err := w.Write(b); return err }
+// requireOutput checks -o, which the command needs (what names it in the
+// message, e.g. "MAP.json"), as checkOutput does.
+func requireOutput(name, what string, exts ...string) error {
+	if name == "" {
+		return usageErrorf("-o %s is required", what)
+	}
+	return checkOutput("-o", name, exts...)
 }
 
-// prepareDir creates the output directory dir of flag (and its parents)
-// and checks that it can be written, before any work.
-func prepareDir(flag, dir string) error {
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return usageErrorf("%s %s: is a file, want a directory", flag, dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usageErrorf("%s %s: cannot create the directory (%v)", flag, dir, errors.Unwrap(err))
-	}
-	return checkOutput(flag, filepath.Join(dir, "x"))
-}
-
-// writeAtomic writes a file by write into a temporary file of the same
-// directory, syncs it and renames it to name, so that name is either the
-// old file or the whole new one, never a part (Ctrl-C, a full disk, a
-// crash).
-func writeAtomic(name string, write func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(name)
+// outputDir returns the output directory of a command that writes several
+// files: dir (-o), created and checked, or, when dir is "", a new
+// temporary directory calib-NAME-*.
+func outputDir(dir, name string) (string, error) {
 	if dir == "" {
-		dir = "."
+		return os.MkdirTemp("", "calib-"+name+"-")
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err := atomicfile.PrepareDir(dir); err != nil {
+		return "", usageErrorf("-o %v", err)
+	}
+	return dir, nil
+}
+
+// inputFlags are the flags that say how to read a prediction file: o is
+// what they map onto.
+type inputFlags struct {
+	o          data.Options
+	labelsFlag string // the flag that names the labels file; "" means --labels
+	valWeights string // --val-weights: the validation set's sample weights
+}
+
+func (f *inputFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.o.Labels, "labels", "", "read the labels from `FILE` (.npy, or text with one label per line) instead of the last column")
+	fs.BoolVar(&f.o.Logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
+	fs.StringVar(&f.o.Format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	fs.BoolVar(&f.o.Renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
+	fs.Float64Var(&f.o.Tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
+}
+
+// registerWeights adds --weights (and, with val, --val-weights for the
+// validation set).
+func (f *inputFlags) registerWeights(fs *pflag.FlagSet, val bool) {
+	fs.StringVar(&f.o.Weights, "weights", "", "read sample weights from `FILE` (.npy, or text with one number per line); without it a CSV column headed weight, a \"weight\" key in JSON Lines or an NPZ weights array is used, if present")
+	if val {
+		fs.StringVar(&f.valWeights, "val-weights", "", "sample weights of the --val set: `FILE` as for --weights")
+	}
+}
+
+// load reads and validates the prediction file.
+func (f *inputFlags) load(name string) (*data.Set, error) { return f.loadWith(name, false, 0) }
+
+// loadWith reads the prediction file (data.Load); unlabeled allows a file
+// without labels; k (0: unknown) is the number of prediction columns
+// expected, so that a CSV with k+1 columns has its labels last. Every
+// error is the input's (a file that cannot be opened too); a missing
+// labels column names the flag that gives them.
+func (f *inputFlags) loadWith(name string, unlabeled bool, k int) (*data.Set, error) {
+	o := f.o
+	o.Unlabeled, o.K = unlabeled, k
+	s, err := data.Load(name, o)
+	if errors.Is(err, data.ErrNoLabels) {
+		err = fmt.Errorf("%w (%s FILE)", err, cmp.Or(f.labelsFlag, "--labels"))
+	}
 	if err != nil {
-		return err
+		return nil, inputError{err}
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
+	return s, nil
+}
+
+// loadVal loads a validation set named by --val with the same input flags
+// and its own labels file (nil when name is ""); it must have want classes
+// (want 0: any).
+func (f *inputFlags) loadVal(name, labels string, want int) (*data.Set, error) {
+	if name == "" {
+		return nil, nil
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	vf := *f
+	vf.o.Labels, vf.labelsFlag, vf.o.Weights = labels, "--val-labels", f.valWeights
+	vs, err := vf.load(name)
+	if err != nil {
+		return nil, err
 	}
-	if err = f.Close(); err != nil {
-		return err
+	if want > 0 && vs.K != want {
+		return nil, usageErrorf("%s has K = %d, the predictions K = %d", vs.File, vs.K, want)
 	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
+	return vs, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
@@ -403,7 +404,7 @@ func TestCanonicalBinnedSparseWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range out.Results {
-		warned := len(e.Warnings) > 0 && strings.Contains(e.Warnings[0], "meaningless at this n")
+		warned := len(e.Warnings) > 0 && strings.Contains(e.Warnings[0].Error(), "meaningless at this n")
 		if e.Notion == "canonical" && !warned {
 			t.Errorf("%s canonical: no warning", e.Metric)
 		}
@@ -424,7 +425,7 @@ func TestCanonicalBinnedSparseWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range out.Results {
-		warned := len(e.Warnings) > 0 && strings.Contains(e.Warnings[0], "meaningless at this n")
+		warned := len(e.Warnings) > 0 && strings.Contains(e.Warnings[0].Error(), "meaningless at this n")
 		if want := e.Metric == "mce" && e.Notion == "canonical"; warned != want {
 			t.Errorf("%s %s: warned %v (value %v), want %v", e.Metric, e.Notion, warned, *e.Value, want)
 		}
@@ -459,30 +460,6 @@ func TestProgressPlainLines(t *testing.T) {
 type syncWriter struct{ w *bytes.Buffer }
 
 func (s *syncWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
-
-// TestAtomicOutput: writeAtomic leaves the old file when the writer fails
-// and no temporary file behind.
-func TestAtomicOutput(t *testing.T) {
-	dir := t.TempDir()
-	name := filepath.Join(dir, "out.csv")
-	os.WriteFile(name, []byte("old"), 0o644)
-	err := writeAtomic(name, func(w io.Writer) error { w.Write([]byte("partial")); return fmt.Errorf("disk full") })
-	if err == nil {
-		t.Fatal("no error")
-	}
-	if b, _ := os.ReadFile(name); string(b) != "old" {
-		t.Errorf("file %q after a failed write", b)
-	}
-	if err := writeAtomic(name, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(name); string(b) != "new" {
-		t.Errorf("file %q", b)
-	}
-	if es, _ := os.ReadDir(dir); len(es) != 1 {
-		t.Errorf("left %d files", len(es))
-	}
-}
 
 // TestApplyAndEvalReadLabelledCSV: apply reads the K-columns-then-label
 // CSV that fit and eval read (and keeps the labels), and eval --labels
@@ -752,4 +729,19 @@ func TestCompareOneColumnLogits(t *testing.T) {
 	if len(c.Rows) != 3 || len(ev.Results) != 1 || math.Abs(c.Rows[0]["nll"].(float64)-ev.Results[0]["value"].(float64)) > 1e-12 {
 		t.Errorf("compare NLL %v, eval %v", c.Rows, ev.Results)
 	}
+}
+
+// TestEveryCommandHasHelp: every command has its long help (help/NAME.txt,
+// embedded) and a short one.
+func TestEveryCommandHasHelp(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() != "help" && c.Name() != "completion" && (strings.TrimSpace(c.Long) == "" || c.Short == "") {
+			t.Errorf("%s: no help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRoot())
 }

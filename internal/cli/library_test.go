@@ -7,6 +7,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/internal/goldenjson"
 )
 
@@ -31,7 +32,7 @@ func TestExampleMatchesCLI(t *testing.T) {
 				text.WriteString([]string{"0\n", "0.5\n", "1\n", "1.5\n"}[i%4])
 			}
 			name := t.TempDir() + "/w.txt"
-			if err := writeAtomic(name, bytesWriter(text.Bytes())); err != nil {
+			if err := atomicfile.WriteBytes(name, text.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.SetWeights(w); err != nil {

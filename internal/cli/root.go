@@ -4,18 +4,21 @@ package cli
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
+	"github.com/calib-dev/calib/train"
 )
 
 // Exit statuses.
@@ -37,20 +40,54 @@ func usageErrorf(format string, args ...any) error {
 	return inputError{fmt.Errorf(format, args...)}
 }
 
+// optionError turns a library's error about the value of flag (an
+// evaluate.ErrOptions or report.ErrOptions error, an unknown enumeration
+// name) into a usage error "FLAG: message", the library's prefix dropped;
+// with flag "" the message names the option itself ("bandwidth \"x\":
+// ...") and gets the dashes: "--bandwidth \"x\": ...".
+func optionError(flag string, err error) error {
+	msg := err.Error()
+	for _, prefix := range []error{evaluate.ErrOptions, report.ErrOptions} {
+		msg = strings.TrimPrefix(msg, prefix.Error()+": ")
+	}
+	if flag == "" {
+		return usageErrorf("--%s", msg)
+	}
+	return usageErrorf("%s: %s", flag, msg)
+}
+
+// exactArgs is cobra.ExactArgs with an input error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %d argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// command returns the subcommand use whose body is run, with its long
+// help and examples from help/NAME.txt and help/NAME.example.txt (NAME
+// the first word of use).
+func command(use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, args []string) error) *cobra.Command {
+	name := strings.Fields(use)[0]
+	return &cobra.Command{Use: use, Short: short, Long: help(name), Example: help(name + ".example"), Args: args, RunE: run}
+}
+
+// oneLineError is err's message on one line.
+func oneLineError(err error) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+}
+
 // NewRoot returns the calib command with its subcommands.
 func NewRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "calib",
-		Short: "Measure and fix the calibration of probabilistic classifiers",
-		Long: `calib measures how well a classifier's predicted probabilities match the
-observed frequencies (ECE^KDE: consistent, differentiable Lp calibration error
-for canonical, marginal and top-label calibration; binned ECE, KS, MMCE,
-proper scores) from a file of predictions (probabilities or logits) and
-labels, fits recalibration maps (fit, apply, compare), and draws the figures
-and the HTML report (plot, report). Start with: calib demo.`,
+		Use:           "calib",
+		Short:         "Measure and fix the calibration of probabilistic classifiers",
+		Long:          help("calib"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version(),
+		Version:       evaluate.Version(),
 		// Every flag is checked before a command reads any data.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return validateFlags(cmd) },
 	}
@@ -77,8 +114,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	msg := oneLineError(err)
-	fmt.Fprintf(stderr, "calib: %s\n", msg)
+	fmt.Fprintf(stderr, "calib: %s\n", oneLineError(err))
 	if isInputError(err) {
 		return ExitInput
 	}
@@ -114,6 +150,38 @@ func isInputError(err error) bool {
 	var de *data.Error
 	return errors.As(err, &ie) || errors.As(err, &de) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
-		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) ||
+		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
 		strings.HasPrefix(err.Error(), "unknown command")
+}
+
+// helpFiles holds the long help of every command, help/NAME.txt, and its
+// examples, help/NAME.example.txt, so that the command files hold flags
+// and the calls they make.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// help returns the text help/NAME.txt without its final newline ("" when
+// there is none: TestEveryCommandHasHelp checks the long help).
+func help(name string) string {
+	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+// newProvenance records calib's version, cmd, its arguments, every flag
+// with its value (set or default) and --seed, where the command has one;
+// the caller adds the inputs (AddInput).
+func newProvenance(cmd *cobra.Command, args []string) *evaluate.Provenance {
+	p := &evaluate.Provenance{Version: evaluate.Version(), Command: cmd.CommandPath(), Args: args, Options: map[string]string{}}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			p.Options[f.Name] = f.Value.String()
+		}
+	})
+	if f := cmd.Flags().Lookup("seed"); f != nil {
+		if v, err := cmd.Flags().GetUint64("seed"); err == nil {
+			p.Seed = &v
+		}
+	}
+	return p
 }

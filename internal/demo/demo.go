@@ -37,3 +37,14 @@ func Load(split string) (*data.Set, error) {
 	}
 	return data.Parse(Name+"/"+split+"_logits.npy", preds, Name+"/"+split+"_labels.npy", labels, data.Options{Logits: true})
 }
+
+// Sets returns the test and validation splits (Load).
+func Sets() (test, val *data.Set, err error) {
+	if test, err = Load("test"); err != nil {
+		return nil, nil, err
+	}
+	if val, err = Load("val"); err != nil {
+		return nil, nil, err
+	}
+	return test, val, nil
+}

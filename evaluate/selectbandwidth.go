@@ -1,0 +1,90 @@
+package evaluate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+// BandwidthReport is the bandwidth selection of one notion on a set, as
+// `calib bandwidth` prints it. Bandwidth, Objective, Grid and LogLik are
+// the JSON contract; LogLik holds null where the objective is -Inf.
+type BandwidthReport struct {
+	Bandwidth float64   `json:"bandwidth"`
+	Objective string    `json:"objective"`
+	Grid      []float64 `json:"grid"`
+	LogLik    []Float   `json:"loglik"`
+	Notion    string    `json:"notion"`
+	Index     int       `json:"index"` // of the best grid value
+	Refined   bool      `json:"refined"`
+	// LogLikAt is the objective at the selected bandwidth.
+	LogLikAt Float    `json:"loglik_at_bandwidth"`
+	Excluded int      `json:"excluded"`
+	Warnings []string `json:"warnings,omitempty"`
+	N        int      `json:"n"`
+	K        int      `json:"k"`
+	// Provenance is the caller's record of how the report was made (see
+	// Evaluation.Provenance); not read here.
+	Provenance any `json:"provenance,omitempty"`
+}
+
+// SelectBandwidth chooses the kernel bandwidth of notion on s with
+// kde.SelectBandwidth (s's sample weights, o's objective, grid, refinement,
+// workers and progress; ctx replaces o.Context) and returns its report.
+// A set of fewer than 2 samples gives a *data.Error wrapping
+// data.ErrTooFew; the errors of the selection name s's file.
+func SelectBandwidth(ctx context.Context, s *data.Set, notion kde.Notion, o kde.BandwidthOptions) (*BandwidthReport, error) {
+	if err := s.Require(2, "bandwidth selection"); err != nil {
+		return nil, err
+	}
+	o.Context = ctx
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	r := &BandwidthReport{Bandwidth: cv.Bandwidth, Objective: cv.Objective.String(), Grid: cv.Grid, Notion: notion.String(),
+		Index: cv.Index, Refined: cv.Refined, LogLikAt: Float(cv.LogLik), Excluded: cv.Excluded, Warnings: cv.Warnings, N: s.N, K: s.K}
+	for _, v := range cv.GridLL {
+		r.LogLik = append(r.LogLik, Float(v))
+	}
+	return r, nil
+}
+
+// WriteJSON writes the report as one JSON object on one line.
+func (r *BandwidthReport) WriteJSON(w io.Writer) error {
+	return json.NewEncoder(w).Encode(r)
+}
+
+// WriteText writes the report as `calib bandwidth` prints it: the selected
+// bandwidth and how it was found, the warnings, and the objective at every
+// grid value.
+func (r *BandwidthReport) WriteText(w io.Writer) error {
+	how := "best grid value"
+	if r.Refined {
+		how = "golden-section refinement of the best grid value"
+	}
+	fmt.Fprintf(w, "%s bandwidth (n = %d, K = %d), objective %s\n", r.Notion, r.N, r.K, r.Objective)
+	fmt.Fprintf(w, "selected h = %.6g (%s), objective %.6f\n", r.Bandwidth, how, float64(r.LogLikAt))
+	for _, m := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
+	if r.Excluded > 0 {
+		fmt.Fprintf(w, "%d points with zero leave-one-out density at every h were left out\n", r.Excluded)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "h\tobjective\t")
+	for i, h := range r.Grid {
+		mark := ""
+		if i == r.Index {
+			mark = "<- best grid value"
+		}
+		fmt.Fprintf(tw, "%.6g\t%.6f\t%s\n", h, float64(r.LogLik[i]), mark)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,94 @@
+// Package demotext writes what `calib demo` prints: the headline figures of
+// the evaluation of the embedded set (internal/demo), the comparison of the
+// recalibration methods, and what the numbers mean.
+package demotext
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/demo"
+)
+
+// Write writes the demo's text: the headline figures of ev (the test
+// split's evaluation, with intervals), the comparison c and the
+// explanation.
+func Write(w io.Writer, ev *evaluate.Evaluation, c *compare.Comparison) error {
+	fmt.Fprintf(w, "calib demo: %s, a ResNet-110 trained on CIFAR-10 with the Brier score\n", demo.Name)
+	fmt.Fprintf(w, "(real logits embedded in the binary; softmax in float64).\n\n")
+	WriteHeadline(w, ev)
+	fmt.Fprintln(w)
+	if err := compare.WriteText(w, c); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(w, explanation)
+	return err
+}
+
+// explanation says what the demo's numbers mean.
+const explanation = `
+What the numbers mean:
+- CE_p (ECE^KDE) is the Lp distance between what the model predicts, f(x),
+  and what happens, E[y | f(x)], averaged over the data: 0 is perfect.
+  canonical compares the whole probability vector, top_label only the
+  confidence of the predicted class against the accuracy at that confidence.
+  E[y | f(x)] is a Dirichlet (Beta) kernel regression over the other samples,
+  its bandwidth chosen by leave-one-out likelihood. This plug-in value is
+  biased upward on finite samples (a calibrated model reads about 0.5 at
+  n = 1,000 in our simulations) by an amount that depends on how the
+  predictions are spread: not the size of the error, and not a way to rank
+  recalibration maps (the comparison below ranks by the witness).
+- The witness (CE_1) smooths the residuals y - f instead of the labels and
+  converges to the true canonical CE_1 from below (within a few % at
+  n = 5,000 in our simulations; about 0 for a calibrated model): read it
+  for how miscalibrated the model is.
+- ECE top-1 is the usual binned error (15 equal-width bins); KS is the
+  binning-free Kolmogorov-Smirnov error of the splines paper (largest gap
+  between the cumulative confidence and the cumulative accuracy).
+- Each recalibration method was fitted on the validation split and measured
+  on the test split; NLL and Brier are proper scores (lower is better).
+- The report holds every metric with its bootstrap interval and the figures;
+  run "calib eval" for the full metric table in the terminal.
+`
+
+// headline lists the demo's main figures, in order: the label printed and
+// which result it is.
+var headline = []struct {
+	label string
+	match func(e *evaluate.Result) bool
+}{
+	{"witness canonical CE_1 (report this)", func(e *evaluate.Result) bool { return e.Metric == "ece_witness" && pIs(e, 1) }},
+	{"binned ECE, top-label (15 bins)", func(e *evaluate.Result) bool { return e.Metric == "ece_bin" && e.Notion == "top_label" && pIs(e, 1) }},
+	{"KS top-1", func(e *evaluate.Result) bool {
+		return e.Metric == "ks" && e.R != nil && *e.R == 1 && e.Notion == "top_r"
+	}},
+	{"NLL", func(e *evaluate.Result) bool { return e.Metric == "nll" }},
+	{"accuracy", func(e *evaluate.Result) bool { return e.Metric == "accuracy" }},
+	{"plug-in ECE^KDE canonical CE_1 *", func(e *evaluate.Result) bool { return e.Metric == "ece_kde" && e.Notion == "canonical" && pIs(e, 1) }},
+	{"plug-in ECE^KDE top_label CE_1 *", func(e *evaluate.Result) bool { return e.Metric == "ece_kde" && e.Notion == "top_label" && pIs(e, 1) }},
+}
+
+func pIs(e *evaluate.Result, p float64) bool { return e.P != nil && *e.P == p }
+
+// WriteHeadline writes the main figures of ev, each with its interval when
+// it has one: the witness canonical CE_1, the top-label binned ECE, KS
+// top-1, NLL, accuracy and the plug-in ECE^KDE (canonical and top-label,
+// marked as biased).
+func WriteHeadline(w io.Writer, ev *evaluate.Evaluation) {
+	fmt.Fprintf(w, "test split: n = %d, K = %d (95 %% bootstrap intervals)\n", ev.N, ev.K)
+	for _, h := range headline {
+		for _, e := range ev.Results {
+			if e.Error != "" || e.Value == nil || !h.match(e) {
+				continue
+			}
+			iv := ""
+			if len(e.CI) == 2 {
+				iv = fmt.Sprintf("  [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
+			}
+			fmt.Fprintf(w, "  %-38s %.4f%s\n", h.label, float64(*e.Value), iv)
+		}
+	}
+	fmt.Fprintln(w, "  * biased upward by an amount that depends on the data: smooth (a training loss), not the size of the error")
+}

@@ -1,0 +1,34 @@
+package demotext
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/evaluate"
+)
+
+// TestWrite: the headline shows each main figure found, with its
+// interval, in the headline's order, and the text explains the numbers.
+func TestWrite(t *testing.T) {
+	p1, r1 := 1.0, 1
+	v := func(x float64) *evaluate.Float { f := evaluate.Float(x); return &f }
+	ev := &evaluate.Evaluation{N: 100, K: 3, Results: []*evaluate.Result{
+		{Metric: "accuracy", Value: v(0.9)},
+		{Metric: "ece_witness", Notion: "canonical", P: &p1, Value: v(0.05), CI: []evaluate.Float{0.04, 0.06}},
+		{Metric: "ks", Notion: "top_r", R: &r1, Value: v(0.02)},
+		{Metric: "nll", Error: "failed"},
+	}}
+	var b bytes.Buffer
+	if err := Write(&b, ev, &compare.Comparison{}); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	witness := strings.Index(s, "  witness canonical CE_1 (report this)   0.0500  [0.0400, 0.0600]\n")
+	ks := strings.Index(s, "  KS top-1                               0.0200\n")
+	acc := strings.Index(s, "  accuracy                               0.9000\n")
+	if witness < 0 || ks < witness || acc < ks || strings.Contains(s, "\n  NLL ") || !strings.Contains(s, "test split: n = 100, K = 3") || !strings.Contains(s, "What the numbers mean:") {
+		t.Errorf("text:\n%s", s)
+	}
+}
