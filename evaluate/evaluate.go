@@ -30,7 +30,7 @@ import (
 )
 
 // Metrics lists the metric names of Options.Metrics, in output order.
-var Metrics = []string{"ece_kde", "ece_witness", "ece_bin", "mce", "ece_bin_debiased", "ks", "sharpness", "mmce", "brier", "nll", "accuracy", "confidence"}
+var Metrics = metricNames()
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
 // unknown metric, p outside [1, kde.MaxP], ...): the caller's input.
@@ -305,18 +305,17 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, w))
 	}
 	ev := &evaluator{ctx: ctx, cfg: c, set: s, progress: o.Progress, bandwidths: map[kde.Notion]*chosenBandwidth{}, shared: o.Bandwidths}
-	var todo []string
-	for _, m := range Metrics {
-		if c.metrics[m] {
-			todo = append(todo, m)
+	var todo []metricDef
+	for _, d := range metricTable {
+		if c.metrics[d.name] {
+			todo = append(todo, d)
 		}
 	}
-	for i, m := range todo {
-		if o.Progress != nil {
-			o.Progress.Phase("metric %d of %d: %s", i+1, len(todo), m)
-		}
+	for i, d := range todo {
+		m := d.name
+		progress.Phasef(o.Progress, "metric %d of %d: %s", i+1, len(todo), m)
 		start := time.Now()
-		entries, err := ev.run(m)
+		entries, err := d.compute(ev)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

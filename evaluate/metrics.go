@@ -282,23 +282,49 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 		h, gap, cv.Grid[cv.Index], side), nil
 }
 
-// run computes one metric's entries.
-func (ev *evaluator) run(m string) ([]*Result, error) {
-	switch m {
-	case "ece_kde":
-		return ev.eceKDE()
-	case "ece_witness":
-		return ev.eceWitness()
-	case "ece_bin", "mce", "ece_bin_debiased":
-		return ev.binned(m)
-	case "ks":
-		return ev.ks()
-	case "sharpness":
-		return ev.sharpness()
-	case "mmce":
-		return ev.mmce()
+// metricDef is one metric of the table: its name (Options.Metrics, the
+// JSON "metric" of its plain entries) and how its entries are computed.
+type metricDef struct {
+	name    string
+	compute func(ev *evaluator) ([]*Result, error)
+}
+
+// metricTable is the one place a metric is registered: Metrics (the names
+// and the output order) and the dispatch of Evaluate come from it. Each
+// entry computes every notion of its metric; the entries carry their group.
+var metricTable = []metricDef{
+	{"ece_kde", (*evaluator).eceKDE},
+	{"ece_witness", (*evaluator).eceWitness},
+	{"ece_bin", binnedMetric("ece_bin")},
+	{"mce", binnedMetric("mce")},
+	{"ece_bin_debiased", binnedMetric("ece_bin_debiased")},
+	{"ks", (*evaluator).ks},
+	{"sharpness", (*evaluator).sharpness},
+	{"mmce", (*evaluator).mmce},
+	{"brier", scoreMetric("brier")},
+	{"nll", scoreMetric("nll")},
+	{"accuracy", scoreMetric("accuracy")},
+	{"confidence", scoreMetric("confidence")},
+}
+
+// binnedMetric computes the binned metric m (its three notions share one
+// binning of the set).
+func binnedMetric(m string) func(ev *evaluator) ([]*Result, error) {
+	return func(ev *evaluator) ([]*Result, error) { return ev.binned(m) }
+}
+
+// scoreMetric computes the mean of the per-point terms of m.
+func scoreMetric(m string) func(ev *evaluator) ([]*Result, error) {
+	return func(ev *evaluator) ([]*Result, error) { return ev.score(m) }
+}
+
+// metricNames lists the names of the table in order.
+func metricNames() []string {
+	names := make([]string, len(metricTable))
+	for i, d := range metricTable {
+		names[i] = d.name
 	}
-	return ev.score(m)
+	return names
 }
 
 func kdeGroup(n kde.Notion) int {
