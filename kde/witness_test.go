@@ -11,66 +11,15 @@ import (
 	"github.com/calib-dev/calib/synth"
 )
 
-// bruteResidualRegression returns, for point j, the leave-one-out kernel
-// weights w_ji (i != j, w_jj = 0) divided by their largest value, by direct
-// evaluation of the Dirichlet log-density.
-func bruteWeights(probs []float64, k, j int, h float64) []float64 {
-	n := len(probs) / k
-	lw := make([]float64, n)
-	m := math.Inf(-1)
-	for i := range lw {
-		if i == j {
-			lw[i] = math.Inf(-1)
-			continue
-		}
-		lw[i] = bruteLogDirichlet(probs[j*k:(j+1)*k], probs[i*k:(i+1)*k], h)
-		m = math.Max(m, lw[i])
-	}
-	w := make([]float64, n)
-	for i, v := range lw {
-		w[i] = math.Exp(v - m)
-	}
-	return w
-}
-
 // bruteWitnessTerms returns the witness term, the CV term and the
 // U-statistic term of every point at bandwidth h, straight from the
 // formulas of issue 8 (U_j with the difference of squares).
 func bruteWitnessTerms(probs []float64, labels []int, k int, h float64) (v1, cv, u []float64) {
-	n := len(labels)
-	e := residuals(probs, labels, k)
-	v1, cv, u = make([]float64, n), make([]float64, n), make([]float64, n)
-	for j := 0; j < n; j++ {
-		w := bruteWeights(probs, k, j, h)
-		sum, sum2, r2 := 0.0, 0.0, 0.0
-		num := make([]float64, k)
-		for i, wi := range w {
-			sum += wi
-			sum2 += wi * wi
-			ee := 0.0
-			for l := 0; l < k; l++ {
-				num[l] += wi * e[i*k+l]
-				ee += e[i*k+l] * e[i*k+l]
-			}
-			r2 += wi * wi * ee
-		}
-		ge, gg, nn := 0.0, 0.0, 0.0
-		for l := 0; l < k; l++ {
-			g := num[l] / sum
-			switch {
-			case g > 0:
-				v1[j] += e[j*k+l]
-			case g < 0:
-				v1[j] -= e[j*k+l]
-			}
-			ge += g * e[j*k+l]
-			gg += g * g
-			nn += num[l] * num[l]
-		}
-		cv[j] = 2*ge - gg
-		u[j] = 2*ge - (nn-r2)/(sum*sum-sum2)
+	ones := make([]float64, len(labels))
+	for i := range ones {
+		ones[i] = 1
 	}
-	return v1, cv, u
+	return bruteWeightedWitness(probs, labels, k, ones, h)
 }
 
 // TestWitnessBruteForce checks the streamed sweep (every grid bandwidth) and
