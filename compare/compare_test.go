@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/calib-dev/calib/internal/goldenjson"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/goldenjson"
 	"github.com/calib-dev/calib/recal"
 )
 

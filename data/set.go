@@ -16,8 +16,9 @@ package data
 
 import (
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // DefaultTolerance is the largest accepted |sum_k p_k - 1| of a probability

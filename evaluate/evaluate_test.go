@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/calib-dev/calib/internal/goldenjson"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/goldenjson"
 )
 
 func loadTest(t *testing.T) *data.Set {

@@ -3,8 +3,9 @@ package kde
 import (
 	"context"
 	"fmt"
-	"github.com/calib-dev/calib/internal/textenum"
 	"math"
+
+	"github.com/calib-dev/calib/internal/textenum"
 )
 
 // Objective is the criterion SelectBandwidth maximises.

@@ -2,8 +2,9 @@ package kde
 
 import (
 	"fmt"
-	"github.com/calib-dev/calib/internal/textenum"
 	"strings"
+
+	"github.com/calib-dev/calib/internal/textenum"
 )
 
 // Notion is a notion of calibration: which conditional expectation the

@@ -3,12 +3,12 @@ package kde
 import (
 	"context"
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
 )
 

@@ -1,12 +1,12 @@
 package kde
 
 import (
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/testenv"
 	"github.com/calib-dev/calib/synth"
 )

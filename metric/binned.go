@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
-	"github.com/calib-dev/calib/internal/textenum"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/textenum"
 )
 
 // Binning is how bin edges are placed on [0, 1].

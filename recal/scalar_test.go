@@ -2,13 +2,13 @@ package recal
 
 import (
 	"bytes"
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 )
 

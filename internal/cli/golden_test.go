@@ -3,13 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"flag"
-	"github.com/calib-dev/calib/internal/goldenjson"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/internal/goldenjson"
 	"github.com/calib-dev/calib/internal/testenv"
 )
 
