@@ -43,6 +43,14 @@ type BandwidthView struct {
 //
 // With weights (nil: all 1) the selection and the estimates are weighted.
 func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions) (*BandwidthView, error) {
+	return newBandwidthView(notion, probs, labels, k, weights, o, nil)
+}
+
+// newBandwidthView is NewBandwidthView; chosen, if not nil, is the
+// estimate CE_p^p at the selected bandwidth, already computed on the same
+// data (the report's evaluation: the same kde.Estimate, bit for bit), so
+// that it is not computed again.
+func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions, chosen *float64) (*BandwidthView, error) {
 	p := o.P
 	if p == 0 {
 		p = 1
@@ -68,11 +76,15 @@ func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, w
 	if v.Estimate, err = kde.EstimateCurve(notion, probs, labels, k, v.H, weights, ko); err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
-	chosen, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
+	if chosen != nil {
+		v.Chosen = *chosen
+		return v, nil
+	}
+	at, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
 	if err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
-	v.Chosen = chosen[0]
+	v.Chosen = at[0]
 	return v, nil
 }
 

@@ -411,7 +411,7 @@ func (b *builder) bandwidth() {
 	if s.Binary {
 		notion = kde.Binary
 	}
-	bv, err := bandwidthView(s, notion, b.curves, b.o.Workers)
+	bv, err := bandwidthView(s, notion, b.curves, b.doc.Evaluation, b.o.Workers)
 	if err != nil {
 		b.fail("bandwidth view", err)
 		return

@@ -124,15 +124,37 @@ func MostConfused(probs []float64, labels []int, k int) [2]int {
 // BandwidthViewOf returns the bandwidth view of notion on s: its LOO
 // bandwidth selection and the estimate against the bandwidth.
 func BandwidthViewOf(s *data.Set, notion kde.Notion, o Options) (*BandwidthView, error) {
-	return bandwidthView(s, notion, nil, o.Workers)
+	return bandwidthView(s, notion, nil, nil, o.Workers)
 }
 
 // bandwidthView returns the bandwidth view of notion on s, sharing the
-// selection through curves (may be nil).
-func bandwidthView(s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, workers int) (*BandwidthView, error) {
+// selection through curves (may be nil) and the estimate at the selected
+// bandwidth with ev, an evaluation of s (may be nil).
+func bandwidthView(s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, ev *evaluate.Evaluation, workers int) (*BandwidthView, error) {
 	cv, err := curves.Select(notion, s, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return nil, err
 	}
-	return NewBandwidthView(notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: workers, Selection: cv})
+	return newBandwidthView(notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: workers, Selection: cv}, evaluatedCE1(ev, notion, cv.Bandwidth))
+}
+
+// evaluatedCE1 returns the plug-in ece_kde of notion with p = 1 at the
+// bandwidth h from ev (nil when ev has none): kde.Estimate on the same set
+// at the same h, whose p = 1 value does not depend on the other exponents
+// asked for, the terms kept or the neighbour count (the first-power kernel
+// sums are the same sums), so it is the bandwidth view's estimate at h bit
+// for bit.
+func evaluatedCE1(ev *evaluate.Evaluation, notion kde.Notion, h float64) *float64 {
+	if ev == nil {
+		return nil
+	}
+	for _, e := range ev.Results {
+		if e.Metric == "ece_kde" && e.Notion == notion.String() && e.Error == "" && e.Value != nil &&
+			(e.Aggregate == "" || e.Aggregate == "sum") && // the view sums a marginal notion's classes
+			e.P != nil && *e.P == 1 && e.Bandwidth != nil && *e.Bandwidth == h {
+			v := float64(*e.Value)
+			return &v
+		}
+	}
+	return nil
 }

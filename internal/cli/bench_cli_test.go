@@ -33,3 +33,14 @@ func BenchmarkCommandEvalCI(b *testing.B) { benchCommand(b, "eval", benchSet, "-
 // BenchmarkCommandDemo: calib demo (the embedded CIFAR-10 set, n = 10,000:
 // metrics, recalibration comparison, the report).
 func BenchmarkCommandDemo(b *testing.B) { benchCommand(b, "demo") }
+
+// demoTest is the embedded CIFAR-10 ResNet-110 test split of calib demo
+// (n = 10,000, K = 10, logits).
+const demoTest = "../../internal/demo/cifar10_resnet110-brier/"
+
+// BenchmarkCommandEvalDemoTest: calib eval with no flags (every metric,
+// canonical, marginal and top-label ECE^KDE) on the demo's test split,
+// n = 10,000, K = 10 (issue 17).
+func BenchmarkCommandEvalDemoTest(b *testing.B) {
+	benchCommand(b, "eval", demoTest+"test_logits.npy", "--labels", demoTest+"test_labels.npy", "--logits", "--json")
+}
