@@ -50,12 +50,7 @@ func Load(name string, opts Options) (*Set, error) {
 	}
 	var lb []byte
 	if opts.Labels != "" {
-		lf, err := openFile(opts.Labels, "a labels file")
-		if err != nil {
-			return nil, err
-		}
-		defer lf.Close()
-		if lb, err = readAll(opts.Labels, lf); err != nil {
+		if lb, err = readFile(opts.Labels, "a labels file"); err != nil {
 			return nil, err
 		}
 		if lb == nil {
@@ -64,12 +59,7 @@ func Load(name string, opts Options) (*Set, error) {
 	}
 	var w *weightColumn
 	if opts.Weights != "" {
-		wf, err := openFile(opts.Weights, "a weights file")
-		if err != nil {
-			return nil, err
-		}
-		defer wf.Close()
-		b, err := readAll(opts.Weights, wf)
+		b, err := readFile(opts.Weights, "a weights file")
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +68,17 @@ func Load(name string, opts Options) (*Set, error) {
 		}
 	}
 	return parse(format, name, f, opts.Labels, lb, w, opts)
+}
+
+// readFile reads a whole side file (labels, weights; what says which, as
+// openFile), up to maxFileSize bytes.
+func readFile(name, what string) ([]byte, error) {
+	f, err := openFile(name, what)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(name, f)
 }
 
 // openFile opens a file to read; what says what it should be ("a

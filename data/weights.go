@@ -73,12 +73,7 @@ func ParseWeights(name string, b []byte) ([]float64, error) {
 
 // LoadWeights reads the weights file name as ParseWeights does.
 func LoadWeights(name string) ([]float64, error) {
-	f, err := openFile(name, "a weights file")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := readAll(name, f)
+	b, err := readFile(name, "a weights file")
 	if err != nil {
 		return nil, err
 	}
