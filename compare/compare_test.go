@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -37,20 +36,11 @@ func TestCompareMatchesGolden(t *testing.T) {
 	if err := WriteJSON(&b, c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := goldenjson.Decode(b.Bytes())
+	diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/compare-k4.json.golden")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = goldenjson.Drop(got, goldenjson.Definitions...)
-	g, err := os.ReadFile("../internal/cli/testdata/compare-k4.json.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := goldenjson.Decode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range goldenjson.Diff("", want, got, false) {
+	for _, d := range diffs {
 		t.Errorf("Compare differs from calib compare's golden JSON: %s", d)
 	}
 	var text strings.Builder

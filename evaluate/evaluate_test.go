@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,20 +36,11 @@ func TestEvaluateMatchesGolden(t *testing.T) {
 	if err := WriteJSON(&b, ev); err != nil {
 		t.Fatal(err)
 	}
-	got, err := goldenjson.Decode(b.Bytes())
+	diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/eval-c02_n200_k3.json.golden")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = goldenjson.Drop(got, goldenjson.Definitions...)
-	g, err := os.ReadFile("../internal/cli/testdata/eval-c02_n200_k3.json.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := goldenjson.Decode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range goldenjson.Diff("", want, got, false) {
+	for _, d := range diffs {
 		t.Errorf("Evaluate differs from calib eval's golden JSON: %s", d)
 	}
 }

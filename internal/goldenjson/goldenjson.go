@@ -6,6 +6,7 @@ package goldenjson
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -108,4 +109,33 @@ func short(v any) string {
 		s = s[:80] + "..."
 	}
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// DecodeOutput decodes a JSON output for comparison with a golden file:
+// Decode, then the Definitions keys dropped as well.
+func DecodeOutput(b []byte) (any, error) {
+	v, err := Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return Drop(v, Definitions...), nil
+}
+
+// CompareFile lists where the JSON output got differs from the golden file
+// name: both decoded, the Volatile keys dropped from both and the
+// Definitions keys from got (DecodeOutput), then compared exactly.
+func CompareFile(got []byte, name string) ([]string, error) {
+	g, err := DecodeOutput(got)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	want, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return Diff("", want, g, false), nil
 }
