@@ -112,6 +112,9 @@ type Evaluation struct {
 	Binary       bool      `json:"binary,omitempty"`
 	Renormalized int       `json:"renormalized,omitempty"`
 	Rounded      int       `json:"rounded,omitempty"` // rows rescaled because their values were rounded to few decimals (data.Set.Rounded)
+	// WeightSum is the sum of the sample weights when the set has them
+	// (every Result then says "weighted": true); 0 without weights.
+	WeightSum float64 `json:"weight_sum,omitempty"`
 	// Warnings about the input as a whole (not one metric).
 	Warnings Warnings `json:"warnings,omitempty"`
 	Modes    string   `json:"modes,omitempty"`
@@ -298,6 +301,9 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 	}
 	c.boot.Context = ctx
 	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: InputKind(s)}
+	if s.Weights != nil {
+		out.WeightSum = mathx.WeightSum(s.Weights, s.N)
+	}
 	if c.metrics["ece_kde"] {
 		out.Modes = c.note
 	}

@@ -33,7 +33,11 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	if out.Calibrated != "" {
 		kind += ", after " + out.Calibrated
 	}
-	fmt.Fprintf(w, "%s: n = %d, K = %d, %s\n", out.File, out.N, out.K, kind)
+	weights := ""
+	if out.WeightSum > 0 {
+		weights = fmt.Sprintf(", sample weights (sum %g): every number below is weighted", out.WeightSum)
+	}
+	fmt.Fprintf(w, "%s: n = %d, K = %d, %s%s\n", out.File, out.N, out.K, kind, weights)
 	if out.Renormalized > 0 {
 		fmt.Fprintf(w, "renormalized %d rows whose sum was off by more than the tolerance\n", out.Renormalized)
 	}

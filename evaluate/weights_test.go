@@ -3,6 +3,7 @@ package evaluate
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -49,6 +50,13 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 		b, err := Evaluate(context.Background(), rep, o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.WeightSum != float64(rep.N) || b.WeightSum != 0 {
+			t.Errorf("weight_sum %v (want %d, the repeated rows) and %v (want 0, unweighted)", a.WeightSum, rep.N, b.WeightSum)
+		}
+		var text strings.Builder
+		if err := WriteText(&text, a); err != nil || !strings.Contains(text.String(), "every number below is weighted") {
+			t.Errorf("the table does not say the numbers are weighted: %v\n%.300s", err, text.String())
 		}
 		if len(a.Results) != len(b.Results) {
 			t.Fatalf("%d results weighted, %d repeated", len(a.Results), len(b.Results))
