@@ -42,6 +42,7 @@ type problem struct {
 	order []int     // sorted position -> input index
 	rank  []int     // input index -> sorted position
 	fc    []float64 // n×d centre coordinates in sorted order
+	fct   []float64 // fc by tile and by coordinate (kernel.TransposeTiles with tiles of ti centres)
 	lxs   []float64 // n×d log coordinates in sorted order (evaluation points are swept in this order)
 	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
 	// ti is the number of centres of a tile; fmin[t*d + m] is the smallest
@@ -113,6 +114,7 @@ func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers i
 		copy(p.lxs[s*d:(s+1)*d], p.lx[i*d:(i+1)*d])
 	}
 	p.ti = min(tileI, max(16, tileBytes/(8*d)))
+	p.fct = kernel.TransposeTiles(p.fc, d, p.ti)
 	ntiles := (n + p.ti - 1) / p.ti
 	p.fmin = make([]float64, ntiles*d)
 	for t := 0; t < ntiles; t++ {
@@ -201,16 +203,17 @@ func (p *problem) tile(t []float64, j0, na, i0 int, c []float64, invh float64) {
 }
 
 // tileRow fills row with the log-kernels of the evaluation point at sorted
-// position s against the sorted centres i0..i0+len(c)-1 (as tile does).
+// position s against the sorted centres i0..i0+len(c)-1 of one tile (i0 a
+// multiple of ti; as tile does, bit for bit).
 func (p *problem) tileRow(row []float64, s, i0 int, c []float64, invh float64) {
-	d, nb := p.d, len(c)
-	fc := p.fc[i0*d : (i0+nb)*d]
+	d, nb := p.d, min(p.ti, p.n-i0)
+	fct := p.fct[i0*d:]
 	lx := p.lxs[s*d : (s+1)*d]
 	if p.anyExact && p.exact[p.order[s]] {
-		kernel.LogKernelTileExact(row[:nb], lx, fc, c, d, invh)
+		kernel.LogKernelRowExact(row[:len(c)], lx, fct, nb, c, invh)
 		return
 	}
-	kernel.LogKernelTile(row[:nb], lx, fc, c, d, invh)
+	kernel.LogKernelRow(row[:len(c)], lx, fct, nb, c, invh)
 }
 
 // dotBound returns <fmin_t, log x_s> >= <x_i, log x_s> for every centre i of

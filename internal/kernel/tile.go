@@ -1,7 +1,5 @@
 package kernel
 
-import "math"
-
 // sumExpGroup is the number of terms SumExp tests together for underflow.
 const sumExpGroup = 16
 
@@ -18,104 +16,24 @@ const Negligible = -50.0
 // maximum is among x. Groups of 16 consecutive terms that are all below
 // shift + Negligible are skipped without computing their exponentials: long
 // runs of them are common when the kernel centres are sorted by position.
-// The terms are added in order, so the result depends only on x and shift.
+// The terms are summed in eight lanes (term i in lane i mod 8, in order of
+// i) that are then added pairwise (see reduceLanes), on every
+// implementation, so the result depends only on x and shift.
 func SumExp(x []float64, shift float64) float64 {
-	s := 0.0
-	cut := shift + Negligible
-	for len(x) > 0 {
-		g := x[:min(sumExpGroup, len(x))]
-		x = x[len(g):]
-		if allBelow(g, cut) {
-			continue
-		}
-		s = sumExp(g, shift, s)
-	}
-	return s
+	return active.sumExp(x, shift, shift+Negligible)
 }
 
 // SumExpSq returns sum_i Exp(x_i - shift) and sum_i Exp(x_i - shift)^2
 // from one exponential per element (the squares of negligible terms are
-// negligible too, so SumExp's group skipping holds for both).
+// negligible too, so SumExp's group skipping holds for both), both summed
+// in SumExp's lanes.
 func SumExpSq(x []float64, shift float64) (s, sq float64) {
-	cut := shift + Negligible
-	for len(x) > 0 {
-		g := x[:min(sumExpGroup, len(x))]
-		x = x[len(g):]
-		if allBelow(g, cut) {
-			continue
-		}
-		s, sq = sumExpSq(g, shift, s, sq)
-	}
-	return s, sq
-}
-
-// sumExpSq is sumExp adding the squares too (the same inlined Exp).
-func sumExpSq(x []float64, shift, s, sq float64) (float64, float64) {
-	for _, v := range x {
-		v -= shift
-		kf := v*invLn2N + roundMagic
-		kf -= roundMagic
-		ki := int64(kf)
-		r := (v - kf*ln2NHi) - kf*ln2NLo
-		q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
-		t := exp2Table[ki&(expN-1)]
-		y := t + t*q
-		keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63) // all ones iff v >= ExpMin
-		e := math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
-		s += e
-		sq += e * e
-	}
-	return s, sq
-}
-
-// allBelow reports whether every element of x is below cut (NaN counts as
-// not below).
-func allBelow(x []float64, cut float64) bool {
-	for _, v := range x {
-		if !(v < cut) {
-			return false
-		}
-	}
-	return true
-}
-
-// sumExp returns s + sum_i Exp(x_i - shift), adding in order. The body of
-// Exp is inlined by hand (the compiler does not inline it), with the ExpMin
-// cut done by a bit mask instead of a branch.
-func sumExp(x []float64, shift, s float64) float64 {
-	for _, v := range x {
-		v -= shift
-		kf := v*invLn2N + roundMagic
-		kf -= roundMagic
-		ki := int64(kf)
-		r := (v - kf*ln2NHi) - kf*ln2NLo
-		q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
-		t := exp2Table[ki&(expN-1)]
-		y := t + t*q
-		keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63) // all ones iff v >= ExpMin
-		s += math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
-	}
-	return s
+	return active.sumExpSq(x, shift, shift+Negligible)
 }
 
 // Max returns the largest element of x, or -Inf for an empty x. x must not
 // hold NaN.
-func Max(x []float64) float64 {
-	m0, m1 := math.Inf(-1), math.Inf(-1)
-	i := 0
-	for ; i+2 <= len(x); i += 2 {
-		if x[i] > m0 {
-			m0 = x[i]
-		}
-		if x[i+1] > m1 {
-			m1 = x[i+1]
-		}
-	}
-	if i < len(x) && x[i] > m0 {
-		m0 = x[i]
-	}
-	return max(m0, m1)
-}
+func Max(x []float64) float64 { return active.max(x) }
 
 // LogKernelTile fills the tile of log-kernel values of rows (evaluation
 // points) against columns (kernel centres):
@@ -200,41 +118,32 @@ func LogKernelTileExact(dst, lx, fc, c []float64, d int, invh float64) {
 // AffineMax sets dst[i] = x[i]*scale - c[i] and returns the largest dst[i]
 // (-Inf for empty x). x and c must have the length of dst and hold no NaN.
 func AffineMax(dst, x, c []float64, scale float64) float64 {
-	x, c = x[:len(dst)], c[:len(dst)]
-	m := math.Inf(-1)
-	for i := range dst {
-		v := x[i]*scale - c[i]
-		dst[i] = v
-		if v > m {
-			m = v
-		}
-	}
-	return m
+	return active.affineMax(dst, x[:len(dst)], c[:len(dst)], scale)
 }
 
-// WeightedSumExp returns sum_i w_i with w_i = e^(x_i - shift) and adds
-// w_i * v[i*k : (i+1)*k] to acc (k = len(acc)), in order of i. Terms below
-// shift + Negligible are skipped (their weights add less than e^-50 of the
-// largest to either sum); shift should be max_i x_i. It is the kernel
-// regression of vectors v (the residuals of the witness estimators).
+// WeightedSumExp returns sum_i w_i with w_i = e^(x_i - shift) (summed in
+// SumExp's lanes) and adds w_i * v[i*k : (i+1)*k] to acc (k = len(acc)), in
+// order of i. Terms below shift + Negligible are skipped (their weights add
+// less than e^-50 of the largest to either sum); shift should be max_i x_i.
+// It is the kernel regression of vectors v (the residuals of the witness
+// estimators).
 func WeightedSumExp(acc, x, v []float64, shift float64) float64 {
 	k := len(acc)
 	v = v[:len(x)*k]
 	cut := shift + Negligible
-	s := 0.0
-	for i, xi := range x {
-		if !(xi >= cut) {
-			continue
-		}
-		w := Exp(xi - shift)
-		s += w
-		vi := v[i*k : (i+1)*k]
-		for l := range acc {
-			acc[l] += w * vi[l]
-		}
+	var lane [lanes]float64
+	var w [termChunk]float64
+	for i0 := 0; i0 < len(x); i0 += termChunk {
+		i1 := min(i0+termChunk, len(x))
+		active.expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
+		active.axpyRows(acc, w[:i1-i0], v[i0*k:i1*k])
 	}
-	return s
+	return reduceLanes(&lane)
 }
+
+// termChunk is the number of terms whose exponentials WeightedSumExp and
+// PairWeightedSumExp compute together (a multiple of lanes).
+const termChunk = 256
 
 // PairWeightedSumExp is WeightedSumExp that also accumulates the sums over
 // pairs of different terms, each term i against every earlier one (those
@@ -249,22 +158,82 @@ func PairWeightedSumExp(acc, x, v []float64, shift, s, pp, np float64) (float64,
 	k := len(acc)
 	v = v[:len(x)*k]
 	cut := shift + Negligible
-	for i, xi := range x {
-		if !(xi >= cut) {
-			continue
-		}
-		w := Exp(xi - shift)
-		vi := v[i*k : (i+1)*k]
-		d := 0.0
-		for l, a := range acc {
-			d += vi[l] * a
-		}
-		np += 2 * w * d
-		pp += 2 * w * s
-		s += w
-		for l := range acc {
-			acc[l] += w * vi[l]
+	var lane [lanes]float64
+	var w [termChunk]float64
+	for i0 := 0; i0 < len(x); i0 += termChunk {
+		i1 := min(i0+termChunk, len(x))
+		active.expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
+		for i, wi := range w[:i1-i0] {
+			if wi == 0 { // below the cut (kept terms are at least e^Negligible)
+				continue
+			}
+			vi := v[(i0+i)*k : (i0+i+1)*k]
+			d := 0.0
+			for l, a := range acc {
+				d += vi[l] * a
+			}
+			np += 2 * wi * d
+			pp += 2 * wi * s
+			s += wi
+			for l := range acc {
+				acc[l] += wi * vi[l]
+			}
 		}
 	}
 	return s, pp, np
+}
+
+// LogKernelRow fills dst with the log-kernel values of one evaluation point
+// (log coordinates l, finite, d = len(l)) against len(dst) kernel centres
+// stored by coordinate, fct[m*stride + b] = coordinate m of centre b:
+//
+//	dst[b] = invh * sum_m fct[m*stride + b] * l[m] - c[b]
+//
+// The dot product is summed in the order m = 0, 1, ..., d-1 from 0, as
+// LogKernelTile does, so the two agree bit for bit.
+func LogKernelRow(dst, l, fct []float64, stride int, c []float64, invh float64) {
+	nb := len(dst)
+	if len(l) == 0 {
+		for b := range dst {
+			dst[b] = 0*invh - c[b]
+		}
+		return
+	}
+	_ = fct[(len(l)-1)*stride+nb-1]
+	active.logKernelRow(dst, l, fct, stride, c[:nb], invh)
+}
+
+// LogKernelRowExact is LogKernelRow for an evaluation point that may have
+// zero coordinates (l = -Inf there), with LogKernelTileExact's convention
+// 0 * log 0 = 0.
+func LogKernelRowExact(dst, l, fct []float64, stride int, c []float64, invh float64) {
+	for b := range dst {
+		s := 0.0
+		for m, v := range l {
+			if f := fct[m*stride+b]; f != 0 {
+				s += f * v
+			}
+		}
+		dst[b] = s*invh - c[b]
+	}
+}
+
+// TransposeTiles returns the n×d row-major centre coordinates fc stored
+// tile by tile (tiles of ti centres, the last one shorter) and by
+// coordinate within a tile: centre i0+b of the tile starting at i0, with
+// nb centres, has coordinate m at out[i0*d + m*nb + b]. LogKernelRow reads
+// a tile with fct = out[i0*d + b0:] and stride nb.
+func TransposeTiles(fc []float64, d, ti int) []float64 {
+	n := len(fc) / d
+	out := make([]float64, len(fc))
+	for i0 := 0; i0 < n; i0 += ti {
+		nb := min(ti, n-i0)
+		t := out[i0*d : (i0+nb)*d]
+		for b := 0; b < nb; b++ {
+			for m, v := range fc[(i0+b)*d : (i0+b+1)*d] {
+				t[m*nb+b] = v
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,529 @@
+// AVX-512 (F and DQ) versions of the generic loops in generic.go. Each
+// performs the generic code's float64 operations in the same order (no
+// fused multiply-add) and keeps sums in the same eight lanes (element i in
+// lane i mod 8, one ZMM register), so the results are bit-identical.
+
+#include "textflag.h"
+
+// LOADEXP loads the exponential's constants (expConst) and the table base:
+// Z17 invLn2N, Z18 roundMagic, Z19 ln2NHi, Z20 ln2NLo, Z21 1/24, Z22 1/6,
+// Z23 1/2, Z24 1, Z25 ExpMin, Z27 the table index mask 255, R8 &exp2Table.
+#define LOADEXP \
+	LEAQ ·expConst(SB), AX \
+	VBROADCASTSD 0(AX), Z17 \
+	VBROADCASTSD 8(AX), Z18 \
+	VBROADCASTSD 16(AX), Z19 \
+	VBROADCASTSD 24(AX), Z20 \
+	VBROADCASTSD 32(AX), Z21 \
+	VBROADCASTSD 40(AX), Z22 \
+	VBROADCASTSD 48(AX), Z23 \
+	VBROADCASTSD 56(AX), Z24 \
+	VBROADCASTSD 64(AX), Z25 \
+	MOVQ $255, AX \
+	VPBROADCASTQ AX, Z27 \
+	LEAQ ·exp2Table(SB), R8
+
+// EXP8 replaces V by e^V (Exp's operations, lane by lane), 0 where V <
+// ExpMin or NaN. T, KF, R, Q are scratch registers, KK and KG scratch masks.
+#define EXP8(V, T, KF, R, Q, KK, KG) \
+	VCMPPD $0x1d, Z25, V, KK \
+	VMULPD Z17, V, T \
+	VADDPD Z18, T, T \
+	VSUBPD Z18, T, KF \
+	VMULPD Z19, KF, R \
+	VSUBPD R, V, R \
+	VMULPD Z20, KF, Q \
+	VSUBPD Q, R, R \
+	VMULPD Z21, R, Q \
+	VADDPD Z22, Q, Q \
+	VMULPD R, Q, Q \
+	VADDPD Z23, Q, Q \
+	VMULPD R, Q, Q \
+	VADDPD Z24, Q, Q \
+	VMULPD R, Q, Q \
+	VPANDQ Z27, T, R \
+	KXNORW KG, KG, KG \
+	VGATHERQPD (R8)(R*8), KG, KF \
+	VMULPD Q, KF, Q \
+	VADDPD Q, KF, Q \
+	VPSRLQ $8, T, T \
+	VPSLLQ $52, T, T \
+	VPADDQ.Z T, Q, KK, V
+
+// REDUCE leaves in X0 the sum of Z0's lanes in reduceLanes' order
+// (clobbers Z1).
+#define REDUCE \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPD Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPD X1, X0, X0 \
+	VPERMILPD $1, X0, X1 \
+	VADDSD X1, X0, X0
+
+// TAILMASKS sets K6 to the first min(CX, 8) lanes and K7 to the next
+// max(CX-8, 0) (CX < 16; clobbers DX).
+#define TAILMASKS \
+	MOVQ $1, DX \
+	SHLQ CX, DX \
+	DECQ DX \
+	KMOVW DX, K6 \
+	KSHIFTRW $8, K6, K7
+
+// func sumExpAVX512(x []float64, shift, cut float64) float64
+TEXT ·sumExpAVX512(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD shift+24(FP), Z16
+	VBROADCASTSD cut+32(FP), Z26
+	LOADEXP
+	VXORPD Z0, Z0, Z0
+
+se_group:
+	CMPQ CX, $16
+	JB   se_tail
+	VMOVUPD (SI), Z28
+	VMOVUPD 64(SI), Z29
+	VCMPPD $5, Z26, Z28, K4
+	VCMPPD $5, Z26, Z29, K5
+	KORTESTW K4, K5
+	JZ   se_next
+	VSUBPD Z16, Z28, Z1
+	VSUBPD Z16, Z29, Z11
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	VADDPD Z1, Z0, Z0
+	VADDPD Z11, Z0, Z0
+
+se_next:
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JMP  se_group
+
+se_tail:
+	TESTQ CX, CX
+	JZ    se_done
+	TAILMASKS
+	VMOVUPD.Z (SI), K6, Z28
+	VMOVUPD.Z 64(SI), K7, Z29
+	VCMPPD $5, Z26, Z28, K6, K4
+	VCMPPD $5, Z26, Z29, K7, K5
+	KORTESTW K4, K5
+	JZ   se_done
+	VSUBPD Z16, Z28, Z1
+	VSUBPD Z16, Z29, Z11
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	VMOVAPD.Z Z1, K6, Z1
+	VMOVAPD.Z Z11, K7, Z11
+	VADDPD Z1, Z0, Z0
+	VADDPD Z11, Z0, Z0
+
+se_done:
+	REDUCE
+	VMOVSD X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func sumExpSqAVX512(x []float64, shift, cut float64) (float64, float64)
+TEXT ·sumExpSqAVX512(SB), NOSPLIT, $0-56
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD shift+24(FP), Z16
+	VBROADCASTSD cut+32(FP), Z26
+	LOADEXP
+	VXORPD Z0, Z0, Z0
+	VXORPD Z7, Z7, Z7
+
+sq_group:
+	CMPQ CX, $16
+	JB   sq_tail
+	VMOVUPD (SI), Z28
+	VMOVUPD 64(SI), Z29
+	VCMPPD $5, Z26, Z28, K4
+	VCMPPD $5, Z26, Z29, K5
+	KORTESTW K4, K5
+	JZ   sq_next
+	VSUBPD Z16, Z28, Z1
+	VSUBPD Z16, Z29, Z11
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	VADDPD Z1, Z0, Z0
+	VMULPD Z1, Z1, Z9
+	VADDPD Z9, Z7, Z7
+	VADDPD Z11, Z0, Z0
+	VMULPD Z11, Z11, Z10
+	VADDPD Z10, Z7, Z7
+
+sq_next:
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JMP  sq_group
+
+sq_tail:
+	TESTQ CX, CX
+	JZ    sq_done
+	TAILMASKS
+	VMOVUPD.Z (SI), K6, Z28
+	VMOVUPD.Z 64(SI), K7, Z29
+	VCMPPD $5, Z26, Z28, K6, K4
+	VCMPPD $5, Z26, Z29, K7, K5
+	KORTESTW K4, K5
+	JZ   sq_done
+	VSUBPD Z16, Z28, Z1
+	VSUBPD Z16, Z29, Z11
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	VMOVAPD.Z Z1, K6, Z1
+	VMOVAPD.Z Z11, K7, Z11
+	VADDPD Z1, Z0, Z0
+	VMULPD Z1, Z1, Z9
+	VADDPD Z9, Z7, Z7
+	VADDPD Z11, Z0, Z0
+	VMULPD Z11, Z11, Z10
+	VADDPD Z10, Z7, Z7
+
+sq_done:
+	REDUCE
+	VMOVSD X0, s+40(FP)
+	VMOVAPD Z7, Z0
+	REDUCE
+	VMOVSD X0, sq+48(FP)
+	VZEROUPPER
+	RET
+
+// func expTermsAVX512(dst, x []float64, shift, cut float64, lanes *[8]float64)
+TEXT ·expTermsAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	VBROADCASTSD shift+48(FP), Z16
+	VBROADCASTSD cut+56(FP), Z26
+	MOVQ lanes+64(FP), R9
+	LOADEXP
+	VMOVUPD (R9), Z0
+
+et_loop:
+	CMPQ CX, $8
+	JB   et_tail
+	VMOVUPD (SI), Z28
+	VCMPPD $0x1d, Z26, Z28, K4
+	VSUBPD Z16, Z28, Z1
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	VMOVAPD.Z Z1, K4, Z1
+	VMOVUPD Z1, (DI)
+	VADDPD Z1, Z0, Z0
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JMP  et_loop
+
+et_tail:
+	TESTQ CX, CX
+	JZ    et_done
+	TAILMASKS
+	VMOVUPD.Z (SI), K6, Z28
+	VCMPPD $0x1d, Z26, Z28, K6, K4
+	VSUBPD Z16, Z28, Z1
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	VMOVAPD.Z Z1, K4, Z1
+	VMOVUPD Z1, K6, (DI)
+	VADDPD Z1, Z0, Z0
+
+et_done:
+	VMOVUPD Z0, (R9)
+	VZEROUPPER
+	RET
+
+// func affineMaxAVX512(dst, x, c []float64, scale float64) float64
+TEXT ·affineMaxAVX512(SB), NOSPLIT, $0-88
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ c_base+48(FP), R9
+	VBROADCASTSD scale+72(FP), Z16
+	MOVQ $0xfff0000000000000, AX
+	VPBROADCASTQ AX, Z0
+
+am_loop:
+	CMPQ CX, $8
+	JB   am_tail
+	VMULPD (SI), Z16, Z1
+	VSUBPD (R9), Z1, Z1
+	VMOVUPD Z1, (DI)
+	VMAXPD Z1, Z0, Z0
+	ADDQ $64, SI
+	ADDQ $64, R9
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JMP  am_loop
+
+am_tail:
+	TESTQ CX, CX
+	JZ    am_done
+	TAILMASKS
+	VMOVUPD.Z (SI), K6, Z1
+	VMOVUPD.Z (R9), K6, Z2
+	VMULPD Z16, Z1, Z1
+	VSUBPD Z2, Z1, Z1
+	VMOVUPD Z1, K6, (DI)
+	VMAXPD Z1, Z0, K6, Z0
+
+am_done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VMAXSD X1, X0, X0
+	VMOVSD X0, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(x []float64) float64
+TEXT ·maxAVX512(SB), NOSPLIT, $0-32
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ $0xfff0000000000000, AX
+	VPBROADCASTQ AX, Z0
+	VMOVAPD Z0, Z1
+
+mx_loop:
+	CMPQ CX, $16
+	JB   mx_8
+	VMAXPD (SI), Z0, Z0
+	VMAXPD 64(SI), Z1, Z1
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JMP  mx_loop
+
+mx_8:
+	VMAXPD Z1, Z0, Z0
+	CMPQ CX, $8
+	JB   mx_tail
+	VMAXPD (SI), Z0, Z0
+	ADDQ $64, SI
+	SUBQ $8, CX
+
+mx_tail:
+	TESTQ CX, CX
+	JZ    mx_done
+	TAILMASKS
+	VMOVUPD.Z (SI), K6, Z2
+	VMAXPD Z2, Z0, K6, Z0
+
+mx_done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VMAXSD X1, X0, X0
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func logKernelRowAVX512(dst, l, fct []float64, stride int, c []float64, invh float64)
+//
+// Blocks of 32 centres (four registers of dot products), then 8, then a
+// masked tail; each dot product is summed from 0 over m = 0..d-1 in order.
+TEXT ·logKernelRowAVX512(SB), NOSPLIT, $0-112
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ l_base+24(FP), SI
+	MOVQ l_len+32(FP), R9
+	MOVQ fct_base+48(FP), R10
+	MOVQ stride+72(FP), R11
+	SHLQ $3, R11
+	MOVQ c_base+80(FP), BX
+	VBROADCASTSD invh+104(FP), Z16
+
+lk_32:
+	CMPQ CX, $32
+	JB   lk_8
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	VXORPD Z2, Z2, Z2
+	VXORPD Z3, Z3, Z3
+	MOVQ R10, R12
+	MOVQ SI, R13
+	MOVQ R9, R14
+
+lk_32m:
+	VBROADCASTSD (R13), Z8
+	VMULPD (R12), Z8, Z4
+	VMULPD 64(R12), Z8, Z5
+	VMULPD 128(R12), Z8, Z6
+	VMULPD 192(R12), Z8, Z7
+	VADDPD Z4, Z0, Z0
+	VADDPD Z5, Z1, Z1
+	VADDPD Z6, Z2, Z2
+	VADDPD Z7, Z3, Z3
+	ADDQ $8, R13
+	ADDQ R11, R12
+	DECQ R14
+	JNZ  lk_32m
+	VMULPD Z16, Z0, Z0
+	VMULPD Z16, Z1, Z1
+	VMULPD Z16, Z2, Z2
+	VMULPD Z16, Z3, Z3
+	VSUBPD (BX), Z0, Z0
+	VSUBPD 64(BX), Z1, Z1
+	VSUBPD 128(BX), Z2, Z2
+	VSUBPD 192(BX), Z3, Z3
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	VMOVUPD Z2, 128(DI)
+	VMOVUPD Z3, 192(DI)
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $256, R10
+	SUBQ $32, CX
+	JMP  lk_32
+
+lk_8:
+	CMPQ CX, $8
+	JB   lk_tail
+	VXORPD Z0, Z0, Z0
+	MOVQ R10, R12
+	MOVQ SI, R13
+	MOVQ R9, R14
+
+lk_8m:
+	VBROADCASTSD (R13), Z8
+	VMULPD (R12), Z8, Z4
+	VADDPD Z4, Z0, Z0
+	ADDQ $8, R13
+	ADDQ R11, R12
+	DECQ R14
+	JNZ  lk_8m
+	VMULPD Z16, Z0, Z0
+	VSUBPD (BX), Z0, Z0
+	VMOVUPD Z0, (DI)
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $64, R10
+	SUBQ $8, CX
+	JMP  lk_8
+
+lk_tail:
+	TESTQ CX, CX
+	JZ    lk_done
+	TAILMASKS
+	VXORPD Z0, Z0, Z0
+	MOVQ R10, R12
+	MOVQ SI, R13
+	MOVQ R9, R14
+
+lk_tm:
+	VBROADCASTSD (R13), Z8
+	VMOVUPD.Z (R12), K6, Z4
+	VMULPD Z4, Z8, Z4
+	VADDPD Z4, Z0, Z0
+	ADDQ $8, R13
+	ADDQ R11, R12
+	DECQ R14
+	JNZ  lk_tm
+	VMOVUPD.Z (BX), K6, Z5
+	VMULPD Z16, Z0, Z0
+	VSUBPD Z5, Z0, Z0
+	VMOVUPD Z0, K6, (DI)
+
+lk_done:
+	VZEROUPPER
+	RET
+
+// func axpyRowsAVX512(acc, w, v []float64)
+//
+// acc is processed 32 entries at a time, held in four registers while
+// every row i adds w[i] * v[i*k + l] (rows with w[i] = 0 are skipped).
+TEXT ·axpyRowsAVX512(SB), NOSPLIT, $0-72
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), R9
+	MOVQ w_base+24(FP), SI
+	MOVQ w_len+32(FP), R10
+	MOVQ v_base+48(FP), BX
+	MOVQ R9, R11
+	SHLQ $3, R11
+	TESTQ R10, R10
+	JZ    ax_done
+
+ax_chunk:
+	TESTQ R9, R9
+	JZ    ax_done
+	// Masks for min(R9, 32) entries: K1..K4, eight lanes each.
+	MOVQ R9, CX
+	CMPQ CX, $32
+	JBE  ax_m
+	MOVQ $32, CX
+
+ax_m:
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	KMOVW DX, K1
+	KSHIFTRW $8, K1, K2
+	SHRQ $16, DX
+	KMOVW DX, K3
+	KSHIFTRW $8, K3, K4
+	VMOVUPD.Z (DI), K1, Z0
+	VMOVUPD.Z 64(DI), K2, Z1
+	VMOVUPD.Z 128(DI), K3, Z2
+	VMOVUPD.Z 192(DI), K4, Z3
+	MOVQ SI, R12
+	MOVQ BX, R13
+	MOVQ R10, R14
+	CMPQ CX, $16
+	JA   ax_row4
+
+ax_row2:
+	MOVQ (R12), AX
+	MOVQ AX, DX
+	SHLQ $1, DX
+	JZ   ax_skip2
+	VPBROADCASTQ AX, Z8
+	VMULPD.Z (R13), Z8, K1, Z4
+	VMULPD.Z 64(R13), Z8, K2, Z5
+	VADDPD Z4, Z0, Z0
+	VADDPD Z5, Z1, Z1
+
+ax_skip2:
+	ADDQ $8, R12
+	ADDQ R11, R13
+	DECQ R14
+	JNZ  ax_row2
+	JMP  ax_store
+
+ax_row4:
+	MOVQ (R12), AX
+	MOVQ AX, DX
+	SHLQ $1, DX
+	JZ   ax_skip4
+	VPBROADCASTQ AX, Z8
+	VMULPD.Z (R13), Z8, K1, Z4
+	VMULPD.Z 64(R13), Z8, K2, Z5
+	VMULPD.Z 128(R13), Z8, K3, Z6
+	VMULPD.Z 192(R13), Z8, K4, Z7
+	VADDPD Z4, Z0, Z0
+	VADDPD Z5, Z1, Z1
+	VADDPD Z6, Z2, Z2
+	VADDPD Z7, Z3, Z3
+
+ax_skip4:
+	ADDQ $8, R12
+	ADDQ R11, R13
+	DECQ R14
+	JNZ  ax_row4
+
+ax_store:
+	VMOVUPD Z0, K1, (DI)
+	VMOVUPD Z1, K2, 64(DI)
+	VMOVUPD Z2, K3, 128(DI)
+	VMOVUPD Z3, K4, 192(DI)
+	ADDQ $256, DI
+	ADDQ $256, BX
+	SUBQ CX, R9
+	JMP  ax_chunk
+
+ax_done:
+	VZEROUPPER
+	RET

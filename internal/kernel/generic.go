@@ -1,0 +1,165 @@
+package kernel
+
+import "math"
+
+// lanes is the number of partial sums of every sum over terms: term i goes
+// to lane i mod lanes, as in one AVX-512 register (or two AVX2 registers).
+const lanes = 8
+
+// reduceLanes adds the lanes pairwise as the vector code does: lane j with
+// lane j+4, then j with j+2, then the two that are left.
+func reduceLanes(a *[lanes]float64) float64 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
+// generic is the pure-Go implementation, the fallback on every CPU and the
+// reference the vector paths are tested against bit for bit.
+var generic = implementation{
+	name:         "generic",
+	sumExp:       sumExpGeneric,
+	sumExpSq:     sumExpSqGeneric,
+	expTerms:     expTermsGeneric,
+	affineMax:    affineMaxGeneric,
+	max:          maxGeneric,
+	logKernelRow: logKernelRowGeneric,
+	axpyRows:     axpyRowsGeneric,
+}
+
+// expShifted is Exp(v) with the ExpMin cut done by a bit mask instead of a
+// branch (the compiler does not inline Exp; this is inlined by hand where
+// it is used: keep the copies identical to Exp's operations).
+//
+// The operations, in order (no fused multiply-add): t = v*invLn2N +
+// roundMagic, kf = t - roundMagic, r = (v - kf*ln2NHi) - kf*ln2NLo, q = r*(1
+// + r*(1/2 + r*(1/6 + r*(1/24)))), y = T + T*q with T = exp2Table[kf mod
+// N], and the exponent kf div N added to y's bits.
+
+func sumExpGeneric(x []float64, shift, cut float64) float64 {
+	var acc [lanes]float64
+	for g := 0; g < len(x); g += sumExpGroup {
+		grp := x[g:min(g+sumExpGroup, len(x))]
+		if allBelow(grp, cut) {
+			continue
+		}
+		for i, v := range grp {
+			v -= shift
+			kf := v*invLn2N + roundMagic
+			kf -= roundMagic
+			ki := int64(kf)
+			r := (v - kf*ln2NHi) - kf*ln2NLo
+			q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
+			t := exp2Table[ki&(expN-1)]
+			y := t + t*q
+			keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63) // all ones iff v >= ExpMin
+			acc[i&(lanes-1)] += math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
+		}
+	}
+	return reduceLanes(&acc)
+}
+
+func sumExpSqGeneric(x []float64, shift, cut float64) (float64, float64) {
+	var acc, acc2 [lanes]float64
+	for g := 0; g < len(x); g += sumExpGroup {
+		grp := x[g:min(g+sumExpGroup, len(x))]
+		if allBelow(grp, cut) {
+			continue
+		}
+		for i, v := range grp {
+			v -= shift
+			kf := v*invLn2N + roundMagic
+			kf -= roundMagic
+			ki := int64(kf)
+			r := (v - kf*ln2NHi) - kf*ln2NLo
+			q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
+			t := exp2Table[ki&(expN-1)]
+			y := t + t*q
+			keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63)
+			e := math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
+			acc[i&(lanes-1)] += e
+			acc2[i&(lanes-1)] += e * e
+		}
+	}
+	return reduceLanes(&acc), reduceLanes(&acc2)
+}
+
+func expTermsGeneric(dst, x []float64, shift, cut float64, acc *[lanes]float64) {
+	dst = dst[:len(x)]
+	for i, xi := range x {
+		e := 0.0
+		if xi >= cut {
+			e = Exp(xi - shift)
+		}
+		dst[i] = e
+		acc[i&(lanes-1)] += e
+	}
+}
+
+// allBelow reports whether every element of x is below cut (NaN counts as
+// not below).
+func allBelow(x []float64, cut float64) bool {
+	for _, v := range x {
+		if !(v < cut) {
+			return false
+		}
+	}
+	return true
+}
+
+func affineMaxGeneric(dst, x, c []float64, scale float64) float64 {
+	x, c = x[:len(dst)], c[:len(dst)]
+	m := math.Inf(-1)
+	for i := range dst {
+		v := x[i]*scale - c[i]
+		dst[i] = v
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func maxGeneric(x []float64) float64 {
+	m0, m1 := math.Inf(-1), math.Inf(-1)
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		if x[i] > m0 {
+			m0 = x[i]
+		}
+		if x[i+1] > m1 {
+			m1 = x[i+1]
+		}
+	}
+	if i < len(x) && x[i] > m0 {
+		m0 = x[i]
+	}
+	return max(m0, m1)
+}
+
+func logKernelRowGeneric(dst, l, fct []float64, stride int, c []float64, invh float64) {
+	nb := len(dst)
+	c = c[:nb]
+	clear(dst)
+	for m, v := range l {
+		f := fct[m*stride : m*stride+nb]
+		for b := range dst {
+			dst[b] += f[b] * v
+		}
+	}
+	for b := range dst {
+		dst[b] = dst[b]*invh - c[b]
+	}
+}
+
+func axpyRowsGeneric(acc, w, v []float64) {
+	k := len(acc)
+	v = v[:len(w)*k]
+	for i, wi := range w {
+		if wi == 0 {
+			continue
+		}
+		vi := v[i*k : (i+1)*k]
+		for l := range acc {
+			acc[l] += wi * vi[l]
+		}
+	}
+}

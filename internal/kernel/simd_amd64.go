@@ -1,0 +1,100 @@
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+// The vector implementations, in Go assembly: avx512_amd64.s (AVX-512F and
+// DQ, 8 lanes in one register) and avx2_amd64.s (AVX2, 8 lanes in two
+// registers). They use no fused multiply-add, so that they give the generic
+// code's bits.
+
+// simdImplementations returns the vector implementations this CPU (and its
+// operating system, which must save the vector registers) can run, best
+// first.
+func simdImplementations() []*implementation {
+	var out []*implementation
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ {
+		out = append(out, &avx512)
+	}
+	if cpu.X86.HasAVX2 {
+		out = append(out, &avx2)
+	}
+	return out
+}
+
+// expConst holds the exponential's constants for the assembly, in this
+// order (each broadcast to every lane there).
+var expConst = [...]float64{invLn2N, roundMagic, ln2NHi, ln2NLo, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, ExpMin}
+
+var avx512 = implementation{
+	name:         "avx512",
+	sumExp:       sumExpAVX512,
+	sumExpSq:     sumExpSqAVX512,
+	expTerms:     expTermsAVX512,
+	affineMax:    affineMaxAVX512,
+	max:          maxAVX512,
+	logKernelRow: logKernelRowAVX512,
+	axpyRows:     axpyRowsAVX512,
+}
+
+//go:noescape
+func sumExpAVX512(x []float64, shift, cut float64) float64
+
+//go:noescape
+func sumExpSqAVX512(x []float64, shift, cut float64) (s, sq float64)
+
+//go:noescape
+func expTermsAVX512(dst, x []float64, shift, cut float64, lanes *[lanes]float64)
+
+//go:noescape
+func affineMaxAVX512(dst, x, c []float64, scale float64) float64
+
+//go:noescape
+func maxAVX512(x []float64) float64
+
+//go:noescape
+func logKernelRowAVX512(dst, l, fct []float64, stride int, c []float64, invh float64)
+
+//go:noescape
+func axpyRowsAVX512(acc, w, v []float64)
+
+// expConst4 is expConst with each constant repeated in four lanes, for the
+// AVX2 code's memory operands (row i at byte offset 32*i; AVX2 has no
+// broadcast memory operands).
+var expConst4 = func() (c [9][4]float64) {
+	for i, v := range expConst {
+		c[i] = [4]float64{v, v, v, v}
+	}
+	return c
+}()
+
+var avx2 = implementation{
+	name:         "avx2",
+	sumExp:       sumExpAVX2,
+	sumExpSq:     sumExpSqAVX2,
+	expTerms:     expTermsAVX2,
+	affineMax:    affineMaxAVX2,
+	max:          maxAVX2,
+	logKernelRow: logKernelRowAVX2,
+	axpyRows:     axpyRowsAVX2,
+}
+
+//go:noescape
+func sumExpAVX2(x []float64, shift, cut float64) float64
+
+//go:noescape
+func sumExpSqAVX2(x []float64, shift, cut float64) (s, sq float64)
+
+//go:noescape
+func expTermsAVX2(dst, x []float64, shift, cut float64, lanes *[lanes]float64)
+
+//go:noescape
+func affineMaxAVX2(dst, x, c []float64, scale float64) float64
+
+//go:noescape
+func maxAVX2(x []float64) float64
+
+//go:noescape
+func logKernelRowAVX2(dst, l, fct []float64, stride int, c []float64, invh float64)
+
+//go:noescape
+func axpyRowsAVX2(acc, w, v []float64)

@@ -1,0 +1,181 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// implementationsBesideGeneric runs f for every vector implementation this
+// CPU has, with the generic one for reference.
+func forEachVector(t *testing.T, f func(t *testing.T, im *implementation)) {
+	for _, im := range implementations {
+		if im == &generic {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) { f(t, im) })
+	}
+}
+
+// sameBits reports whether a and b have the same bits (NaN payloads
+// included).
+func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// testInputs returns rows of log-kernel-like values: spread over the exp's
+// range, with runs below the group cut, -Inf, values below ExpMin, and
+// every length from 0 to 70 and some longer.
+func testInputs(rng *rand.Rand) [][]float64 {
+	var out [][]float64
+	lengths := []int{}
+	for n := 0; n <= 70; n++ {
+		lengths = append(lengths, n)
+	}
+	lengths = append(lengths, 255, 256, 257, 1000)
+	for _, n := range lengths {
+		for rep := 0; rep < 3; rep++ {
+			x := make([]float64, n)
+			for i := range x {
+				switch r := rng.IntN(20); {
+				case r == 0:
+					x[i] = math.Inf(-1)
+				case r == 1:
+					x[i] = -800 - rng.Float64()*1e3 // below ExpMin after the shift
+				case r < 8 && rep > 0:
+					x[i] = -60 - rng.Float64()*100 // below the group cut
+				case r == 9:
+					x[i] = ExpMin + 1 - rng.Float64()*2 // around the flush
+				default:
+					x[i] = -rng.ExpFloat64() * 20
+				}
+				x[i] += 1.5 // the shift
+			}
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestVectorSumsBitIdentical: every vector implementation returns the
+// generic implementation's bits for SumExp, SumExpSq, the exponential
+// terms and their lane sums, AffineMax and Max, on every length.
+func TestVectorSumsBitIdentical(t *testing.T) {
+	forEachVector(t, func(t *testing.T, im *implementation) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, x := range testInputs(rng) {
+			const shift = 1.5
+			cut := shift + Negligible
+			if g, v := generic.sumExp(x, shift, cut), im.sumExp(x, shift, cut); !sameBits(g, v) {
+				t.Fatalf("n=%d: sumExp %v, generic %v", len(x), v, g)
+			}
+			gs, gq := generic.sumExpSq(x, shift, cut)
+			vs, vq := im.sumExpSq(x, shift, cut)
+			if !sameBits(gs, vs) || !sameBits(gq, vq) {
+				t.Fatalf("n=%d: sumExpSq %v %v, generic %v %v", len(x), vs, vq, gs, gq)
+			}
+			var gl, vl [lanes]float64
+			gl[3], vl[3] = 0.25, 0.25
+			gd, vd := make([]float64, len(x)), make([]float64, len(x)+1)
+			vd[len(x)] = 42
+			generic.expTerms(gd, x, shift, cut, &gl)
+			im.expTerms(vd[:len(x)], x, shift, cut, &vl)
+			if gl != vl || vd[len(x)] != 42 {
+				t.Fatalf("n=%d: expTerms lanes %v, generic %v (guard %v)", len(x), vl, gl, vd[len(x)])
+			}
+			for i := range gd {
+				if !sameBits(gd[i], vd[i]) {
+					t.Fatalf("n=%d: expTerms[%d] = %v, generic %v", len(x), i, vd[i], gd[i])
+				}
+			}
+			c := make([]float64, len(x))
+			for i := range c {
+				c[i] = rng.NormFloat64()
+			}
+			ga, va := make([]float64, len(x)), make([]float64, len(x)+1)
+			va[len(x)] = 42
+			gm := generic.affineMax(ga, x, c, 0.7)
+			vm := im.affineMax(va[:len(x)], x, c, 0.7)
+			if !sameBits(gm, vm) || va[len(x)] != 42 {
+				t.Fatalf("n=%d: affineMax %v, generic %v", len(x), vm, gm)
+			}
+			for i := range ga {
+				if !sameBits(ga[i], va[i]) {
+					t.Fatalf("n=%d: affineMax dst[%d] = %v, generic %v", len(x), i, va[i], ga[i])
+				}
+			}
+			if g, v := generic.max(x), im.max(x); !sameBits(g, v) {
+				t.Fatalf("n=%d: max %v, generic %v", len(x), v, g)
+			}
+		}
+	})
+}
+
+// TestVectorRowsBitIdentical: LogKernelRow and the weighted row sums of
+// every vector implementation give the generic bits for every number of
+// centres and coordinates.
+func TestVectorRowsBitIdentical(t *testing.T) {
+	forEachVector(t, func(t *testing.T, im *implementation) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, d := range []int{1, 2, 3, 10, 17, 100} {
+			for nb := 0; nb <= 80; nb++ {
+				stride := nb + rng.IntN(3)
+				fct := make([]float64, d*stride)
+				for i := range fct {
+					fct[i] = rng.Float64() / float64(d)
+					if rng.IntN(10) == 0 {
+						fct[i] = 0
+					}
+				}
+				l := make([]float64, d)
+				for m := range l {
+					l[m] = math.Log(rng.Float64())
+				}
+				c := make([]float64, nb)
+				for b := range c {
+					c[b] = rng.NormFloat64() * 10
+				}
+				g, v := make([]float64, nb), make([]float64, nb+1)
+				v[nb] = 42
+				generic.logKernelRow(g, l, fct, stride, c, 3.3)
+				im.logKernelRow(v[:nb], l, fct, stride, c, 3.3)
+				for b := range g {
+					if !sameBits(g[b], v[b]) {
+						t.Fatalf("d=%d nb=%d: row[%d] = %v, generic %v", d, nb, b, v[b], g[b])
+					}
+				}
+				if v[nb] != 42 {
+					t.Fatalf("d=%d nb=%d: wrote past the row", d, nb)
+				}
+			}
+		}
+		for _, k := range []int{1, 2, 7, 8, 9, 10, 16, 17, 31, 32, 33, 40, 64, 65, 100} {
+			for _, n := range []int{0, 1, 5, 9, 40} {
+				w := make([]float64, n)
+				for i := range w {
+					if rng.IntN(4) > 0 {
+						w[i] = rng.Float64()
+					}
+				}
+				vv := make([]float64, n*k)
+				for i := range vv {
+					vv[i] = rng.NormFloat64()
+				}
+				g, v := make([]float64, k), make([]float64, k+1)
+				for l := range g {
+					g[l] = rng.NormFloat64()
+					v[l] = g[l]
+				}
+				v[k] = 42
+				generic.axpyRows(g, w, vv)
+				im.axpyRows(v[:k], w, vv)
+				for l := range g {
+					if !sameBits(g[l], v[l]) {
+						t.Fatalf("k=%d n=%d: acc[%d] = %v, generic %v", k, n, l, v[l], g[l])
+					}
+				}
+				if v[k] != 42 {
+					t.Fatalf("k=%d n=%d: wrote past acc", k, n)
+				}
+			}
+		}
+	})
+}
