@@ -1,7 +1,8 @@
-// AVX2 versions of the generic loops in generic.go. Each performs the
-// generic code's float64 operations in the same order (no fused
-// multiply-add) and keeps sums in the same eight lanes (element i in lane
-// i mod 8: lanes 0-3 in one YMM register, lanes 4-7 in another), so the
+// AVX2 (and FMA) versions of the generic loops in generic.go. Each
+// performs the generic code's float64 operations in the same order (fused
+// multiply-adds exactly where expPoly has math.FMA, none elsewhere) and
+// keeps sums in the same eight lanes (element i in lane i mod 8: lanes 0-3
+// in one YMM register, lanes 4-7 in another), so the
 // results are bit-identical. The structure follows avx512_amd64.s; where
 // that code uses mask registers this code uses lane masks in YMM registers
 // (masked loads and stores by VMASKMOVPD, which does not fault on masked
@@ -9,11 +10,11 @@
 
 #include "textflag.h"
 
-// expmask<>: the exponential table's index mask, 255 in each lane.
-DATA expmask<>+0(SB)/8, $255
-DATA expmask<>+8(SB)/8, $255
-DATA expmask<>+16(SB)/8, $255
-DATA expmask<>+24(SB)/8, $255
+// expmask<>: the exponential table's index mask, 7 in each lane.
+DATA expmask<>+0(SB)/8, $7
+DATA expmask<>+8(SB)/8, $7
+DATA expmask<>+16(SB)/8, $7
+DATA expmask<>+24(SB)/8, $7
 GLOBL expmask<>(SB), RODATA|NOPTR, $32
 
 // neginf<>: -Inf in each lane.
@@ -74,7 +75,7 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $256
 #define LOADEXP \
 	VMOVUPD ·expConst4+0(SB), Y12 \
 	VMOVUPD ·expConst4+32(SB), Y11 \
-	VMOVUPD ·expConst4+256(SB), Y13 \
+	VMOVUPD ·expConst4+384(SB), Y13 \
 	LEAQ ·exp2Table(SB), R8
 
 // EXP4 replaces V by e^V (Exp's operations, lane by lane), 0 where V <
@@ -84,26 +85,26 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $256
 // mask).
 #define EXP4(V, T, KF, R, Q, K) \
 	VCMPPD $0x1d, Y13, V, K \
-	VMULPD Y12, V, T \
-	VADDPD Y11, T, T \
+	VMOVAPD V, T \
+	VFMADD213PD Y11, Y12, T \
 	VSUBPD Y11, T, KF \
-	VMULPD ·expConst4+64(SB), KF, R \
-	VSUBPD R, V, R \
-	VMULPD ·expConst4+96(SB), KF, Q \
-	VSUBPD Q, R, R \
-	VMULPD ·expConst4+128(SB), R, Q \
-	VADDPD ·expConst4+160(SB), Q, Q \
-	VMULPD R, Q, Q \
-	VADDPD ·expConst4+192(SB), Q, Q \
-	VMULPD R, Q, Q \
-	VADDPD ·expConst4+224(SB), Q, Q \
+	VMOVAPD V, R \
+	VFNMADD231PD ·expConst4+64(SB), KF, R \
+	VFNMADD231PD ·expConst4+96(SB), KF, R \
+	VMOVUPD ·expConst4+160(SB), Q \
+	VFMADD231PD ·expConst4+128(SB), R, Q \
+	VFMADD213PD ·expConst4+192(SB), R, Q \
+	VFMADD213PD ·expConst4+224(SB), R, Q \
+	VFMADD213PD ·expConst4+256(SB), R, Q \
+	VFMADD213PD ·expConst4+288(SB), R, Q \
+	VFMADD213PD ·expConst4+320(SB), R, Q \
+	VFMADD213PD ·expConst4+352(SB), R, Q \
 	VMULPD R, Q, Q \
 	VPAND expmask<>(SB), T, R \
 	VPCMPEQQ V, V, V \
 	VGATHERQPD V, (R8)(R*8), KF \
-	VMULPD Q, KF, Q \
-	VADDPD Q, KF, Q \
-	VPSRLQ $8, T, T \
+	VFMADD213PD KF, KF, Q \
+	VPSRLQ $3, T, T \
 	VPSLLQ $52, T, T \
 	VPADDQ T, Q, Q \
 	VPAND K, Q, V

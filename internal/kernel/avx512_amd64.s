@@ -5,9 +5,10 @@
 
 #include "textflag.h"
 
-// LOADEXP loads the exponential's constants (expConst) and the table base:
-// Z17 invLn2N, Z18 roundMagic, Z19 ln2NHi, Z20 ln2NLo, Z21 1/24, Z22 1/6,
-// Z23 1/2, Z24 1, Z25 ExpMin, Z27 the table index mask 255, R8 &exp2Table.
+// LOADEXP loads the exponential's constants (expConst) and its table:
+// Z17 invLn2N, Z18 roundMagic, Z19 ln2NHi, Z20 ln2NLo, Z21 1/8!, Z22 1/7!,
+// Z23 1/6!, Z24 1/5!, Z30 1/4!, Z31 1/3!, Z8 1/2, Z9 1, Z25 ExpMin, Z27
+// exp2Table (all eight entries: looked up by VPERMPD).
 #define LOADEXP \
 	LEAQ ·expConst(SB), AX \
 	VBROADCASTSD 0(AX), Z17 \
@@ -18,35 +19,36 @@
 	VBROADCASTSD 40(AX), Z22 \
 	VBROADCASTSD 48(AX), Z23 \
 	VBROADCASTSD 56(AX), Z24 \
-	VBROADCASTSD 64(AX), Z25 \
-	MOVQ $255, AX \
-	VPBROADCASTQ AX, Z27 \
-	LEAQ ·exp2Table(SB), R8
+	VBROADCASTSD 64(AX), Z30 \
+	VBROADCASTSD 72(AX), Z31 \
+	VBROADCASTSD 80(AX), Z8 \
+	VBROADCASTSD 88(AX), Z9 \
+	VBROADCASTSD 96(AX), Z25 \
+	VMOVUPD ·exp2Table(SB), Z27
 
-// EXP8 replaces V by e^V (Exp's operations, lane by lane), 0 where V <
-// ExpMin or NaN. T, KF, R, Q are scratch registers, KK and KG scratch masks.
-#define EXP8(V, T, KF, R, Q, KK, KG) \
+// EXP8 replaces V by e^V (expPoly's operations, lane by lane), 0 where V <
+// ExpMin or NaN. T, KF, R, Q are scratch registers, KK a scratch mask.
+// The table index is the low 3 bits of t's bits, which VPERMPD reads.
+#define EXP8(V, T, KF, R, Q, KK) \
 	VCMPPD $0x1d, Z25, V, KK \
-	VMULPD Z17, V, T \
-	VADDPD Z18, T, T \
+	VMOVAPD V, T \
+	VFMADD213PD Z18, Z17, T \
 	VSUBPD Z18, T, KF \
-	VMULPD Z19, KF, R \
-	VSUBPD R, V, R \
-	VMULPD Z20, KF, Q \
-	VSUBPD Q, R, R \
-	VMULPD Z21, R, Q \
-	VADDPD Z22, Q, Q \
+	VMOVAPD V, R \
+	VFNMADD231PD Z19, KF, R \
+	VFNMADD231PD Z20, KF, R \
+	VMOVAPD Z22, Q \
+	VFMADD231PD Z21, R, Q \
+	VFMADD213PD Z23, R, Q \
+	VFMADD213PD Z24, R, Q \
+	VFMADD213PD Z30, R, Q \
+	VFMADD213PD Z31, R, Q \
+	VFMADD213PD Z8, R, Q \
+	VFMADD213PD Z9, R, Q \
 	VMULPD R, Q, Q \
-	VADDPD Z23, Q, Q \
-	VMULPD R, Q, Q \
-	VADDPD Z24, Q, Q \
-	VMULPD R, Q, Q \
-	VPANDQ Z27, T, R \
-	KXNORW KG, KG, KG \
-	VGATHERQPD (R8)(R*8), KG, KF \
-	VMULPD Q, KF, Q \
-	VADDPD Q, KF, Q \
-	VPSRLQ $8, T, T \
+	VPERMPD Z27, T, KF \
+	VFMADD213PD KF, KF, Q \
+	VPSRLQ $3, T, T \
 	VPSLLQ $52, T, T \
 	VPADDQ.Z T, Q, KK, V
 
@@ -89,8 +91,8 @@ se_group:
 	JZ   se_next
 	VSUBPD Z16, Z28, Z1
 	VSUBPD Z16, Z29, Z11
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
-	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3)
 	VADDPD Z1, Z0, Z0
 	VADDPD Z11, Z0, Z0
 
@@ -111,8 +113,8 @@ se_tail:
 	JZ   se_done
 	VSUBPD Z16, Z28, Z1
 	VSUBPD Z16, Z29, Z11
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
-	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3)
 	VMOVAPD.Z Z1, K6, Z1
 	VMOVAPD.Z Z11, K7, Z11
 	VADDPD Z1, Z0, Z0
@@ -145,11 +147,11 @@ sq_group:
 	JZ   sq_next
 	VSUBPD Z16, Z28, Z1
 	VSUBPD Z16, Z29, Z11
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
-	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3)
 	VADDPD Z1, Z0, Z0
-	VMULPD Z1, Z1, Z9
-	VADDPD Z9, Z7, Z7
+	VMULPD Z1, Z1, Z6
+	VADDPD Z6, Z7, Z7
 	VADDPD Z11, Z0, Z0
 	VMULPD Z11, Z11, Z10
 	VADDPD Z10, Z7, Z7
@@ -171,13 +173,13 @@ sq_tail:
 	JZ   sq_done
 	VSUBPD Z16, Z28, Z1
 	VSUBPD Z16, Z29, Z11
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
-	EXP8(Z11, Z12, Z13, Z14, Z15, K3, K4)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
+	EXP8(Z11, Z12, Z13, Z14, Z15, K3)
 	VMOVAPD.Z Z1, K6, Z1
 	VMOVAPD.Z Z11, K7, Z11
 	VADDPD Z1, Z0, Z0
-	VMULPD Z1, Z1, Z9
-	VADDPD Z9, Z7, Z7
+	VMULPD Z1, Z1, Z6
+	VADDPD Z6, Z7, Z7
 	VADDPD Z11, Z0, Z0
 	VMULPD Z11, Z11, Z10
 	VADDPD Z10, Z7, Z7
@@ -208,7 +210,7 @@ et_loop:
 	VMOVUPD (SI), Z28
 	VCMPPD $0x1d, Z26, Z28, K4
 	VSUBPD Z16, Z28, Z1
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
 	VMOVAPD.Z Z1, K4, Z1
 	VMOVUPD Z1, (DI)
 	VADDPD Z1, Z0, Z0
@@ -224,7 +226,7 @@ et_tail:
 	VMOVUPD.Z (SI), K6, Z28
 	VCMPPD $0x1d, Z26, Z28, K6, K4
 	VSUBPD Z16, Z28, Z1
-	EXP8(Z1, Z2, Z3, Z4, Z5, K1, K2)
+	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
 	VMOVAPD.Z Z1, K4, Z1
 	VMOVUPD Z1, K6, (DI)
 	VADDPD Z1, Z0, Z0
@@ -324,8 +326,10 @@ mx_done:
 
 // func logKernelRowAVX512(dst, l, fct []float64, stride int, c []float64, invh float64)
 //
-// Blocks of 32 centres (four registers of dot products), then 8, then a
-// masked tail; each dot product is summed from 0 over m = 0..d-1 in order.
+// Blocks of 64 centres (eight registers of dot products: eight independent
+// addition chains hide the adds' latency), then blocks of at most 32 with
+// masks (four chains); each dot product is summed from 0 over m = 0..d-1
+// in order, as the generic code does.
 TEXT ·logKernelRowAVX512(SB), NOSPLIT, $0-112
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
@@ -337,9 +341,94 @@ TEXT ·logKernelRowAVX512(SB), NOSPLIT, $0-112
 	MOVQ c_base+80(FP), BX
 	VBROADCASTSD invh+104(FP), Z16
 
+lk_64:
+	CMPQ CX, $64
+	JB   lk_32
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	VXORPD Z2, Z2, Z2
+	VXORPD Z3, Z3, Z3
+	VXORPD Z4, Z4, Z4
+	VXORPD Z5, Z5, Z5
+	VXORPD Z6, Z6, Z6
+	VXORPD Z7, Z7, Z7
+	MOVQ R10, R12
+	MOVQ SI, R13
+	MOVQ R9, R14
+
+lk_64m:
+	VBROADCASTSD (R13), Z8
+	VMULPD (R12), Z8, Z10
+	VMULPD 64(R12), Z8, Z11
+	VMULPD 128(R12), Z8, Z12
+	VMULPD 192(R12), Z8, Z13
+	VADDPD Z10, Z0, Z0
+	VADDPD Z11, Z1, Z1
+	VADDPD Z12, Z2, Z2
+	VADDPD Z13, Z3, Z3
+	VMULPD 256(R12), Z8, Z10
+	VMULPD 320(R12), Z8, Z11
+	VMULPD 384(R12), Z8, Z12
+	VMULPD 448(R12), Z8, Z13
+	VADDPD Z10, Z4, Z4
+	VADDPD Z11, Z5, Z5
+	VADDPD Z12, Z6, Z6
+	VADDPD Z13, Z7, Z7
+	ADDQ $8, R13
+	ADDQ R11, R12
+	DECQ R14
+	JNZ  lk_64m
+	VMULPD Z16, Z0, Z0
+	VMULPD Z16, Z1, Z1
+	VMULPD Z16, Z2, Z2
+	VMULPD Z16, Z3, Z3
+	VMULPD Z16, Z4, Z4
+	VMULPD Z16, Z5, Z5
+	VMULPD Z16, Z6, Z6
+	VMULPD Z16, Z7, Z7
+	VSUBPD (BX), Z0, Z0
+	VSUBPD 64(BX), Z1, Z1
+	VSUBPD 128(BX), Z2, Z2
+	VSUBPD 192(BX), Z3, Z3
+	VSUBPD 256(BX), Z4, Z4
+	VSUBPD 320(BX), Z5, Z5
+	VSUBPD 384(BX), Z6, Z6
+	VSUBPD 448(BX), Z7, Z7
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	VMOVUPD Z2, 128(DI)
+	VMOVUPD Z3, 192(DI)
+	VMOVUPD Z4, 256(DI)
+	VMOVUPD Z5, 320(DI)
+	VMOVUPD Z6, 384(DI)
+	VMOVUPD Z7, 448(DI)
+	ADDQ $512, DI
+	ADDQ $512, BX
+	ADDQ $512, R10
+	SUBQ $64, CX
+	JMP  lk_64
+
 lk_32:
-	CMPQ CX, $32
-	JB   lk_8
+	TESTQ CX, CX
+	JZ    lk_done
+	// min(CX, 32) centres in four masked registers.
+	MOVQ CX, R8
+	CMPQ R8, $32
+	JBE  lk_mask
+	MOVQ $32, R8
+
+lk_mask:
+	MOVQ $1, DX
+	MOVQ CX, AX
+	MOVQ R8, CX
+	SHLQ CX, DX
+	MOVQ AX, CX
+	DECQ DX
+	KMOVW DX, K1
+	KSHIFTRW $8, K1, K2
+	SHRQ $16, DX
+	KMOVW DX, K3
+	KSHIFTRW $8, K3, K4
 	VXORPD Z0, Z0, Z0
 	VXORPD Z1, Z1, Z1
 	VXORPD Z2, Z2, Z2
@@ -350,14 +439,14 @@ lk_32:
 
 lk_32m:
 	VBROADCASTSD (R13), Z8
-	VMULPD (R12), Z8, Z4
-	VMULPD 64(R12), Z8, Z5
-	VMULPD 128(R12), Z8, Z6
-	VMULPD 192(R12), Z8, Z7
-	VADDPD Z4, Z0, Z0
-	VADDPD Z5, Z1, Z1
-	VADDPD Z6, Z2, Z2
-	VADDPD Z7, Z3, Z3
+	VMULPD.Z (R12), Z8, K1, Z10
+	VMULPD.Z 64(R12), Z8, K2, Z11
+	VMULPD.Z 128(R12), Z8, K3, Z12
+	VMULPD.Z 192(R12), Z8, K4, Z13
+	VADDPD Z10, Z0, Z0
+	VADDPD Z11, Z1, Z1
+	VADDPD Z12, Z2, Z2
+	VADDPD Z13, Z3, Z3
 	ADDQ $8, R13
 	ADDQ R11, R12
 	DECQ R14
@@ -366,67 +455,19 @@ lk_32m:
 	VMULPD Z16, Z1, Z1
 	VMULPD Z16, Z2, Z2
 	VMULPD Z16, Z3, Z3
-	VSUBPD (BX), Z0, Z0
-	VSUBPD 64(BX), Z1, Z1
-	VSUBPD 128(BX), Z2, Z2
-	VSUBPD 192(BX), Z3, Z3
-	VMOVUPD Z0, (DI)
-	VMOVUPD Z1, 64(DI)
-	VMOVUPD Z2, 128(DI)
-	VMOVUPD Z3, 192(DI)
+	VSUBPD.Z (BX), Z0, K1, Z0
+	VSUBPD.Z 64(BX), Z1, K2, Z1
+	VSUBPD.Z 128(BX), Z2, K3, Z2
+	VSUBPD.Z 192(BX), Z3, K4, Z3
+	VMOVUPD Z0, K1, (DI)
+	VMOVUPD Z1, K2, 64(DI)
+	VMOVUPD Z2, K3, 128(DI)
+	VMOVUPD Z3, K4, 192(DI)
 	ADDQ $256, DI
 	ADDQ $256, BX
 	ADDQ $256, R10
-	SUBQ $32, CX
+	SUBQ R8, CX
 	JMP  lk_32
-
-lk_8:
-	CMPQ CX, $8
-	JB   lk_tail
-	VXORPD Z0, Z0, Z0
-	MOVQ R10, R12
-	MOVQ SI, R13
-	MOVQ R9, R14
-
-lk_8m:
-	VBROADCASTSD (R13), Z8
-	VMULPD (R12), Z8, Z4
-	VADDPD Z4, Z0, Z0
-	ADDQ $8, R13
-	ADDQ R11, R12
-	DECQ R14
-	JNZ  lk_8m
-	VMULPD Z16, Z0, Z0
-	VSUBPD (BX), Z0, Z0
-	VMOVUPD Z0, (DI)
-	ADDQ $64, DI
-	ADDQ $64, BX
-	ADDQ $64, R10
-	SUBQ $8, CX
-	JMP  lk_8
-
-lk_tail:
-	TESTQ CX, CX
-	JZ    lk_done
-	TAILMASKS
-	VXORPD Z0, Z0, Z0
-	MOVQ R10, R12
-	MOVQ SI, R13
-	MOVQ R9, R14
-
-lk_tm:
-	VBROADCASTSD (R13), Z8
-	VMOVUPD.Z (R12), K6, Z4
-	VMULPD Z4, Z8, Z4
-	VADDPD Z4, Z0, Z0
-	ADDQ $8, R13
-	ADDQ R11, R12
-	DECQ R14
-	JNZ  lk_tm
-	VMOVUPD.Z (BX), K6, Z5
-	VMULPD Z16, Z0, Z0
-	VSUBPD Z5, Z0, Z0
-	VMOVUPD Z0, K6, (DI)
 
 lk_done:
 	VZEROUPPER

@@ -14,8 +14,9 @@ const EnvVar = "CALIB_KERNEL"
 
 // An implementation is one set of the hot loops. Every implementation
 // gives bit-identical results: the vector code performs the same float64
-// operations as the generic code (no fused multiply-add, the same
-// polynomial and table for the exponential) and the sums are split into
+// operations as the generic code (fused multiply-adds where the generic
+// code calls math.FMA and nowhere else, the same polynomial and table for
+// the exponential) and the sums are split into
 // the same eight lanes, element i into lane i mod 8, reduced in the same
 // order (see reduceLanes).
 type implementation struct {

@@ -25,15 +25,6 @@ var generic = implementation{
 	axpyRows:     axpyRowsGeneric,
 }
 
-// expShifted is Exp(v) with the ExpMin cut done by a bit mask instead of a
-// branch (the compiler does not inline Exp; this is inlined by hand where
-// it is used: keep the copies identical to Exp's operations).
-//
-// The operations, in order (no fused multiply-add): t = v*invLn2N +
-// roundMagic, kf = t - roundMagic, r = (v - kf*ln2NHi) - kf*ln2NLo, q = r*(1
-// + r*(1/2 + r*(1/6 + r*(1/24)))), y = T + T*q with T = exp2Table[kf mod
-// N], and the exponent kf div N added to y's bits.
-
 func sumExpGeneric(x []float64, shift, cut float64) float64 {
 	var acc [lanes]float64
 	for g := 0; g < len(x); g += sumExpGroup {
@@ -42,16 +33,9 @@ func sumExpGeneric(x []float64, shift, cut float64) float64 {
 			continue
 		}
 		for i, v := range grp {
-			v -= shift
-			kf := v*invLn2N + roundMagic
-			kf -= roundMagic
-			ki := int64(kf)
-			r := (v - kf*ln2NHi) - kf*ln2NLo
-			q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
-			t := exp2Table[ki&(expN-1)]
-			y := t + t*q
-			keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63) // all ones iff v >= ExpMin
-			acc[i&(lanes-1)] += math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
+			if v -= shift; v >= ExpMin {
+				acc[i&(lanes-1)] += expPoly(v)
+			}
 		}
 	}
 	return reduceLanes(&acc)
@@ -65,18 +49,11 @@ func sumExpSqGeneric(x []float64, shift, cut float64) (float64, float64) {
 			continue
 		}
 		for i, v := range grp {
-			v -= shift
-			kf := v*invLn2N + roundMagic
-			kf -= roundMagic
-			ki := int64(kf)
-			r := (v - kf*ln2NHi) - kf*ln2NLo
-			q := r * (1 + r*(1.0/2+r*(1.0/6+r*(1.0/24))))
-			t := exp2Table[ki&(expN-1)]
-			y := t + t*q
-			keep := ^uint64(int64(math.Float64bits(v-ExpMin)) >> 63)
-			e := math.Float64frombits((math.Float64bits(y) + uint64(ki>>expTableBits)<<52) & keep)
-			acc[i&(lanes-1)] += e
-			acc2[i&(lanes-1)] += e * e
+			if v -= shift; v >= ExpMin {
+				e := expPoly(v)
+				acc[i&(lanes-1)] += e
+				acc2[i&(lanes-1)] += e * e
+			}
 		}
 	}
 	return reduceLanes(&acc), reduceLanes(&acc2)

@@ -3,19 +3,20 @@ package kernel
 import "golang.org/x/sys/cpu"
 
 // The vector implementations, in Go assembly: avx512_amd64.s (AVX-512F and
-// DQ, 8 lanes in one register) and avx2_amd64.s (AVX2, 8 lanes in two
-// registers). They use no fused multiply-add, so that they give the generic
-// code's bits.
+// DQ, 8 lanes in one register) and avx2_amd64.s (AVX2 and FMA, 8 lanes in
+// two registers). They fuse a multiply and an add exactly where the generic
+// code calls math.FMA (the exponential, expPoly) and nowhere else, so that
+// they give the generic code's bits.
 
 // simdImplementations returns the vector implementations this CPU (and its
 // operating system, which must save the vector registers) can run, best
 // first.
 func simdImplementations() []*implementation {
 	var out []*implementation
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ {
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ { // FMA is part of AVX-512F
 		out = append(out, &avx512)
 	}
-	if cpu.X86.HasAVX2 {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		out = append(out, &avx2)
 	}
 	return out
@@ -23,7 +24,7 @@ func simdImplementations() []*implementation {
 
 // expConst holds the exponential's constants for the assembly, in this
 // order (each broadcast to every lane there).
-var expConst = [...]float64{invLn2N, roundMagic, ln2NHi, ln2NLo, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, ExpMin}
+var expConst = [...]float64{invLn2N, roundMagic, ln2NHi, ln2NLo, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, ExpMin}
 
 var avx512 = implementation{
 	name:         "avx512",
@@ -60,7 +61,7 @@ func axpyRowsAVX512(acc, w, v []float64)
 // expConst4 is expConst with each constant repeated in four lanes, for the
 // AVX2 code's memory operands (row i at byte offset 32*i; AVX2 has no
 // broadcast memory operands).
-var expConst4 = func() (c [9][4]float64) {
+var expConst4 = func() (c [len(expConst)][4]float64) {
 	for i, v := range expConst {
 		c[i] = [4]float64{v, v, v, v}
 	}
@@ -98,3 +99,29 @@ func logKernelRowAVX2(dst, l, fct []float64, stride int, c []float64, invh float
 
 //go:noescape
 func axpyRowsAVX2(acc, w, v []float64)
+
+// expTerms and axpyRows call the active implementation directly rather
+// than through its function value: arguments passed to a function value
+// escape to the heap, and WeightedSumExp's scratch arrays must stay on the
+// stack.
+func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
+	switch active {
+	case &avx512:
+		expTermsAVX512(dst, x, shift, cut, lane)
+	case &avx2:
+		expTermsAVX2(dst, x, shift, cut, lane)
+	default:
+		expTermsGeneric(dst, x, shift, cut, lane)
+	}
+}
+
+func axpyRows(acc, w, v []float64) {
+	switch active {
+	case &avx512:
+		axpyRowsAVX512(acc, w, v)
+	case &avx2:
+		axpyRowsAVX2(acc, w, v)
+	default:
+		axpyRowsGeneric(acc, w, v)
+	}
+}

@@ -5,3 +5,10 @@ package kernel
 // simdImplementations returns no vector implementations on this
 // architecture: the generic loops run.
 func simdImplementations() []*implementation { return nil }
+
+// expTerms and axpyRows are the generic loops (see simd_amd64.go).
+func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
+	expTermsGeneric(dst, x, shift, cut, lane)
+}
+
+func axpyRows(acc, w, v []float64) { axpyRowsGeneric(acc, w, v) }

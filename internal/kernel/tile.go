@@ -135,8 +135,8 @@ func WeightedSumExp(acc, x, v []float64, shift float64) float64 {
 	var w [termChunk]float64
 	for i0 := 0; i0 < len(x); i0 += termChunk {
 		i1 := min(i0+termChunk, len(x))
-		active.expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
-		active.axpyRows(acc, w[:i1-i0], v[i0*k:i1*k])
+		expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
+		axpyRows(acc, w[:i1-i0], v[i0*k:i1*k])
 	}
 	return reduceLanes(&lane)
 }
@@ -162,7 +162,7 @@ func PairWeightedSumExp(acc, x, v []float64, shift, s, pp, np float64) (float64,
 	var w [termChunk]float64
 	for i0 := 0; i0 < len(x); i0 += termChunk {
 		i1 := min(i0+termChunk, len(x))
-		active.expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
+		expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
 		for i, wi := range w[:i1-i0] {
 			if wi == 0 { // below the cut (kept terms are at least e^Negligible)
 				continue
