@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
+	"github.com/calib-dev/calib/internal/kernel"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/progress"
@@ -207,15 +207,11 @@ type linearData struct {
 	wsum    float64 // sum of the weights (n when nil)
 	k       int
 	workers int
-
-	z      []float64 // n×k logits (BLAS path)
-	xt, pt []float64 // k×n x^T and (P - Y)^T (BLAS path, gradient)
-	useMat bool
 }
 
 func newLinearData(method string, x []float64, labels []int, weights []float64, k, workers int) *linearData {
 	d := &linearData{method: method, x: x, labels: labels, weights: weights, wsum: mathx.WeightSum(weights, len(labels)),
-		k: k, workers: workers, useMat: method != MethodVector && k > 20}
+		k: k, workers: workers}
 	return d
 }
 
@@ -294,15 +290,30 @@ func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) 
 }
 
 // objective returns the objective at th and, if grad is not nil, its
-// gradient. Samples are summed in fixed chunks in order (deterministic).
+// gradient. Samples are summed in fixed chunks of rows, in order within a
+// chunk and over chunks (deterministic for any number of workers). With a
+// full W (matrix, Dirichlet) each row's z = W x + b is one kernel.LinearRow
+// (W by column, SIMD where the CPU has it), the softmax one kernel.ExpSum,
+// and the chunk's gradient (P - Y)^T X one kernel.AddWeightedRows per class.
 func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
-	if d.useMat {
-		return d.matrixObjective(lam, mu, th, grad)
-	}
 	method, x, labels, k := d.method, d.x, d.labels, d.k
 	n := len(labels)
 	nw := nweights(method, k)
 	w, b := th[:nw], th[nw:]
+	full := method != MethodVector
+	negb := make([]float64, k) // LinearRow subtracts: W x - (-b)
+	for r, v := range b {
+		negb[r] = -v
+	}
+	var wt []float64 // W by column
+	if full {
+		wt = make([]float64, k*k)
+		for r := 0; r < k; r++ {
+			for m := 0; m < k; m++ {
+				wt[m*k+r] = w[r*k+m]
+			}
+		}
+	}
 	const chunk = 256
 	nch := (n + chunk - 1) / chunk
 	losses := make([]float64, nch)
@@ -310,61 +321,74 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 	if grad != nil {
 		grads = make([][]float64, nch)
 	}
-	parallel.For(nch, d.workers, func() []float64 { return make([]float64, 2*k) }, func(buf []float64, c int) {
-		z, p := buf[:k], buf[k:]
+	parallel.For(nch, d.workers, func() []float64 { return make([]float64, 2*k*chunk+chunk) }, func(buf []float64, c int) {
+		// zc: the chunk's rows of z - max z, then of e^(z - max z);
+		// pt[r*chunk + i]: (P - Y) of row i0+i, class r; zy: z_y - max z.
+		zc, pt, zy := buf[:k*chunk], buf[k*chunk:2*k*chunk], buf[2*k*chunk:]
 		var g []float64
 		if grad != nil {
 			g = make([]float64, len(th))
 			grads[c] = g
 		}
-		for i := c * chunk; i < min(n, (c+1)*chunk); i++ {
-			xi := x[i*k : (i+1)*k]
-			for r := 0; r < k; r++ {
-				v := b[r]
-				if method == MethodVector {
-					v += w[r] * xi[r]
-				} else {
-					wr := w[r*k : (r+1)*k]
-					for m, xv := range xi {
-						v += wr[m] * xv
-					}
+		i0, i1 := c*chunk, min(n, (c+1)*chunk)
+		nr := i1 - i0
+		for i := i0; i < i1; i++ {
+			xi, z := x[i*k:(i+1)*k], zc[(i-i0)*k:(i-i0+1)*k]
+			if full {
+				kernel.LinearRow(z, xi, wt, k, negb)
+			} else {
+				for r := range z {
+					z[r] = w[r]*xi[r] + b[r]
 				}
-				z[r] = v
 			}
-			// Softmax and log-sum-exp from one pass of exponentials.
-			mx := slices.Max(z)
+			m := z[0]
+			for _, v := range z[1:] {
+				m = max(m, v)
+			}
+			for r := range z {
+				z[r] -= m
+			}
+			zy[i-i0] = z[labels[i]]
+		}
+		// Softmax and log-sum-exp from one pass of exponentials over the
+		// whole chunk.
+		kernel.ExpSum(zc[:nr*k], zc[:nr*k], 0)
+		for i := i0; i < i1; i++ {
+			e, y := zc[(i-i0)*k:(i-i0+1)*k], labels[i]
 			s := 0.0
-			for r, v := range z {
-				p[r] = math.Exp(v - mx)
-				s += p[r]
+			for _, v := range e {
+				s += v
 			}
-			for r := range p {
-				p[r] /= s
-			}
-			l := mx + math.Log(s) - z[labels[i]]
+			l := math.Log(s) - zy[i-i0] // logsumexp(z) - z_y
+
+			wi := 1.0
 			if d.weights != nil {
-				l *= d.weights[i]
+				wi = d.weights[i]
+				l *= wi
 			}
 			losses[c] += l
 			if g == nil {
 				continue
 			}
-			p[labels[i]]--
-			if d.weights != nil {
-				for r := range p {
-					p[r] *= d.weights[i]
+			e[y] -= s // (e - s [r = y]) / s = P - Y
+			for r, v := range e {
+				pt[r*chunk+i-i0] = v / s * wi
+			}
+		}
+		if g == nil {
+			return
+		}
+		for r := 0; r < k; r++ {
+			col := pt[r*chunk : r*chunk+i1-i0]
+			if full {
+				kernel.AddWeightedRows(g[r*k:(r+1)*k], col, x[i0*k:i1*k])
+			} else {
+				for i, v := range col {
+					g[r] += v * x[(i0+i)*k+r]
 				}
 			}
-			for r := 0; r < k; r++ {
-				if method == MethodVector {
-					g[r] += p[r] * xi[r]
-				} else {
-					gr := g[r*k : (r+1)*k]
-					for m, xv := range xi {
-						gr[m] += p[r] * xv
-					}
-				}
-				g[nw+r] += p[r]
+			for _, v := range col {
+				g[nw+r] += v
 			}
 		}
 	})
@@ -415,84 +439,6 @@ func odirPenalty(th []float64, k, nw int, lam, mu float64, grad []float64) float
 		}
 	}
 	return pen
-}
-
-// matrixObjective is objective for a full W with K > 20, with the products
-// done by gonum's BLAS: Z = X W^T + 1 b^T, and for the gradient
-// (P - Y)^T X computed as Pt Xt^T from the transposed matrices, so both
-// products run as dot products of contiguous rows (gonum's transposed-A
-// kernel is axpy-based and about 3 times slower here).
-func (d *linearData) matrixObjective(lam, mu float64, th, grad []float64) float64 {
-	labels, k := d.labels, d.k
-	n := len(labels)
-	w, b := th[:k*k], th[k*k:]
-	if d.z == nil {
-		d.z = make([]float64, n*k)
-	}
-	X := mat.NewDense(n, k, d.x)
-	W := mat.NewDense(k, k, w)
-	Z := mat.NewDense(n, k, d.z)
-	Z.Mul(X, W.T())
-	zr := d.z
-	loss := 0.0
-	for i, y := range labels {
-		row := zr[i*k : (i+1)*k]
-		m := math.Inf(-1)
-		for r := range row {
-			row[r] += b[r]
-			m = math.Max(m, row[r])
-		}
-		zy := row[y]
-		s := 0.0
-		for r, v := range row {
-			e := math.Exp(v - m)
-			row[r] = e
-			s += e
-		}
-		l := m + math.Log(s) - zy
-		if d.weights != nil {
-			l *= d.weights[i]
-		}
-		loss += l
-		for r := range row {
-			row[r] /= s // softmax
-		}
-		row[y]-- // P - Y
-		if d.weights != nil {
-			for r := range row {
-				row[r] *= d.weights[i] // w_i (P - Y)
-			}
-		}
-	}
-	loss /= d.wsum
-	if grad != nil {
-		if d.pt == nil {
-			d.pt = make([]float64, n*k)
-			d.xt = make([]float64, n*k)
-			for i := 0; i < n; i++ {
-				for m := 0; m < k; m++ {
-					d.xt[m*n+i] = d.x[i*k+m]
-				}
-			}
-		}
-		for i := 0; i < n; i++ {
-			for r, v := range zr[i*k : (i+1)*k] {
-				d.pt[r*n+i] = v
-			}
-		}
-		G := mat.NewDense(k, k, grad[:k*k])
-		G.Mul(mat.NewDense(k, n, d.pt), mat.NewDense(k, n, d.xt).T())
-		G.Scale(1/d.wsum, G)
-		gb := grad[k*k:]
-		for r := range gb {
-			s := 0.0
-			for _, v := range d.pt[r*n : (r+1)*n] {
-				s += v
-			}
-			gb[r] = s / d.wsum
-		}
-	}
-	return loss + odirPenalty(th, k, k*k, lam, mu, grad)
 }
 
 // grid returns the (lambda, mu) candidates and the number of folds.

@@ -3,6 +3,8 @@ package kernel
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -178,4 +180,32 @@ func TestVectorRowsBitIdentical(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPaths: the generic path is always there and last, Use switches and
+// restores, and an unknown name is refused with the available ones.
+func TestPaths(t *testing.T) {
+	paths := Paths()
+	t.Logf("kernel paths on this CPU: %v; in use: %s (%s=%q)", paths, Path(), EnvVar, os.Getenv(EnvVar))
+	if paths[len(paths)-1] != "generic" {
+		t.Fatalf("Paths() = %v: generic is not last", paths)
+	}
+	before := Path()
+	restore, err := Use("generic")
+	if err != nil || Path() != "generic" {
+		t.Fatalf("Use(generic): %v, path %s", err, Path())
+	}
+	restore()
+	if Path() != before {
+		t.Errorf("after restore: %s, want %s", Path(), before)
+	}
+	if _, err := Use("neon"); err == nil || !strings.Contains(err.Error(), "generic") {
+		t.Errorf("Use(neon): %v, want an error listing the paths", err)
+	}
+	if got := pick("GENERIC").name; got != "generic" {
+		t.Errorf("pick(GENERIC) = %s", got)
+	}
+	if got := pick("").name; got != paths[0] {
+		t.Errorf("pick(\"\") = %s, want %s", got, paths[0])
+	}
 }

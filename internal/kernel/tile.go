@@ -1,5 +1,7 @@
 package kernel
 
+import "math"
+
 // sumExpGroup is the number of terms SumExp tests together for underflow.
 const sumExpGroup = 16
 
@@ -236,4 +238,30 @@ func TransposeTiles(fc []float64, d, ti int) []float64 {
 		}
 	}
 	return out
+}
+
+// ExpSum sets dst[i] = e^(x_i - shift) (Exp: 0 below ExpMin, and for x_i =
+// -Inf or NaN) and returns their sum, added in SumExp's eight lanes. dst
+// may be x. It is a softmax's numerator and denominator when shift =
+// max_i x_i.
+func ExpSum(dst, x []float64, shift float64) float64 {
+	var lane [lanes]float64
+	expTerms(dst[:len(x)], x, shift, math.Inf(-1), &lane)
+	return reduceLanes(&lane)
+}
+
+// AddWeightedRows adds w[i] * v[i*k : (i+1)*k] to acc (k = len(acc)) for
+// every i with w[i] != 0, in order of i: acc[l] += w[i] v[i*k + l], each
+// entry a sum in order of i (the rows of a product A^T V accumulated one
+// row of A at a time).
+func AddWeightedRows(acc, w, v []float64) {
+	axpyRows(acc, w, v[:len(w)*len(acc)])
+}
+
+// LinearRow sets dst[r] = sum_m wt[m*stride + r] x[m] - c[r] (the dot
+// products summed from 0 in the order m = 0, 1, ...): an affine map W x - c
+// with W stored by column (wt[m*stride + r] = W_rm). It is LogKernelRow
+// with invh = 1; x must be finite.
+func LinearRow(dst, x, wt []float64, stride int, c []float64) {
+	LogKernelRow(dst, x, wt, stride, c, 1)
 }
