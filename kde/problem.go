@@ -51,6 +51,10 @@ type problem struct {
 	// <x_i, log x_j> <= <fmin_t, log x_j> for every centre i of tile t.
 	ti   int
 	fmin []float64
+	// fminT is fmin by coordinate (fminT[m*ntiles + t]) and zeroT ntiles
+	// zeros: boundRows computes every tile's bound for a point as one
+	// kernel.LogKernelRows.
+	fminT, zeroT []float64
 
 	// Sample weights (nil: all 1). w is in input order, lw holds log w_i
 	// in sorted order: logNorm subtracts it from the normalisers, so that
@@ -124,6 +128,12 @@ func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers i
 			for m, v := range p.fc[s*d : (s+1)*d] {
 				fm[m] = min(fm[m], v)
 			}
+		}
+	}
+	p.fminT, p.zeroT = make([]float64, ntiles*d), make([]float64, ntiles)
+	for t := 0; t < ntiles; t++ {
+		for m := 0; m < d; m++ {
+			p.fminT[m*ntiles+t] = p.fmin[t*d+m]
 		}
 	}
 	if w != nil {
@@ -202,20 +212,6 @@ func (p *problem) tile(t []float64, j0, na, i0 int, c []float64, invh float64) {
 	}
 }
 
-// tileRow fills row with the log-kernels of the evaluation point at sorted
-// position s against the sorted centres i0..i0+len(c)-1 of one tile (i0 a
-// multiple of ti; as tile does, bit for bit).
-func (p *problem) tileRow(row []float64, s, i0 int, c []float64, invh float64) {
-	d, nb := p.d, min(p.ti, p.n-i0)
-	fct := p.fct[i0*d:]
-	lx := p.lxs[s*d : (s+1)*d]
-	if p.anyExact && p.exact[p.order[s]] {
-		kernel.LogKernelRowExact(row[:len(c)], lx, fct, nb, c, invh)
-		return
-	}
-	kernel.LogKernelRow(row[:len(c)], lx, fct, nb, c, invh)
-}
-
 // dotBound returns <fmin_t, log x_s> >= <x_i, log x_s> for every centre i of
 // tile t (log x <= 0), with 0 * log 0 = 0.
 func (p *problem) dotBound(s, t int) float64 {
@@ -229,19 +225,102 @@ func (p *problem) dotBound(s, t int) float64 {
 	return b
 }
 
+// boundRows sets bnd[a*ntiles + t] = dotBound(s0+a, t) for the na points
+// at sorted positions s0.. and every tile t, bit for bit (the products
+// with a zero fmin are +-0 for a finite log coordinate, which leave the sum
+// unchanged): the bounds of a block as one matrix product.
+func (p *problem) boundRows(bnd []float64, s0, na int) {
+	d, nt := p.d, len(p.zeroT)
+	kernel.LogKernelRows(bnd[:na*nt], p.lxs[s0*d:(s0+na)*d], d, p.fminT, nt, p.zeroT, 1)
+	if !p.anyExact {
+		return
+	}
+	for a := 0; a < na; a++ {
+		if s := s0 + a; p.exact[p.order[s]] {
+			for t := range nt {
+				bnd[a*nt+t] = p.dotBound(s, t)
+			}
+		}
+	}
+}
+
+// tileRows fills dst (len(sel) rows of len(c)) with the log-kernels of the
+// evaluation points at sorted positions s0+sel[q] against the centres
+// i0..i0+len(c)-1 of one tile (i0 a multiple of ti), all together
+// (kernel.LogKernelRows; each row as LogKernelRow gives it, bit for bit); ls is scratch of len(sel)*d.
+func (p *problem) tileRows(dst, ls []float64, sel []int, s0, i0 int, c []float64, invh float64) {
+	d, nb, nc := p.d, min(p.ti, p.n-i0), len(c)
+	fct := p.fct[i0*d:]
+	for q, a := range sel {
+		copy(ls[q*d:(q+1)*d], p.lxs[(s0+a)*d:(s0+a+1)*d])
+	}
+	kernel.LogKernelRows(dst[:len(sel)*nc], ls[:len(sel)*d], d, fct, nb, c, invh)
+	if !p.anyExact {
+		return
+	}
+	for q, a := range sel {
+		if s := s0 + a; p.exact[p.order[s]] {
+			kernel.LogKernelRowExact(dst[q*nc:(q+1)*nc], p.lxs[s*d:(s+1)*d], fct, nb, c, invh)
+		}
+	}
+}
+
 // tileNeeded sets need[g] to whether tile t of centres can add more than a
-// negligible amount to the kernel sums of the evaluation point at sorted
-// position s at bandwidth hs[g], whose running maximum log-kernel is ma[g]
+// negligible amount to the kernel sums of an evaluation point (whose
+// dotBound for the tile is bound) at bandwidth hs[g], whose running maximum log-kernel is ma[g]
 // (cmins[g] from tileMin of the bandwidth's normalisers), and reports
 // whether it can for any bandwidth. The sweeps over a bandwidth grid share
 // one dot product per pair and skip a tile where no bandwidth needs it.
-func (p *problem) tileNeeded(need []bool, s, t int, hs []float64, cmins [][]float64, ma []float64) bool {
-	bound, any := p.dotBound(s, t), false
+func (p *problem) tileNeeded(need []bool, bound float64, t int, hs []float64, cmins [][]float64, ma []float64) bool {
+	any := false
 	for g, h := range hs {
 		need[g] = !negligible(bound/h-cmins[g][t], ma[g])
 		any = any || need[g]
 	}
 	return any
+}
+
+// gridTile is a worker's scratch of the grid sweeps (LOO and witness): the
+// dotBound of the block's points for every tile, which points need the
+// current tile for which bandwidths, and their dot products with it.
+type gridTile struct {
+	p         *problem
+	ng        int
+	s0, na    int
+	bnd, dots []float64 // bnd[a*ntiles + t]; dots: one row of the tile per selected point
+	ls        []float64
+	sel       []int
+	need      []bool // need[a*ng + g]
+}
+
+func (p *problem) newGridTile(ng int) *gridTile {
+	return &gridTile{p: p, ng: ng, bnd: make([]float64, blockJ*len(p.zeroT)), dots: make([]float64, blockJ*tileI),
+		ls: make([]float64, blockJ*p.d), sel: make([]int, 0, blockJ), need: make([]bool, blockJ*ng)}
+}
+
+// start begins a block of na points at sorted positions s0.. (their bounds
+// for every tile).
+func (bt *gridTile) start(s0, na int) {
+	bt.s0, bt.na = s0, na
+	bt.p.boundRows(bt.bnd, s0, na)
+}
+
+// tile returns the points a of the block that need tile t for some
+// bandwidth (tileNeeded with their running maxima m[a*ng:]), sets their
+// need flags, and computes their dot products with the tile's centres
+// into dots (row q for sel[q]; zero: the tile's zero normalisers).
+func (bt *gridTile) tile(t int, hs []float64, cmins [][]float64, m, zero []float64) []int {
+	p, ng, nt := bt.p, bt.ng, len(bt.p.zeroT)
+	bt.sel = bt.sel[:0]
+	for a := 0; a < bt.na; a++ {
+		if p.tileNeeded(bt.need[a*ng:(a+1)*ng], bt.bnd[a*nt+t], t, hs, cmins, m[a*ng:(a+1)*ng]) {
+			bt.sel = append(bt.sel, a)
+		}
+	}
+	if len(bt.sel) > 0 {
+		p.tileRows(bt.dots, bt.ls, bt.sel, bt.s0, t*p.ti, zero, 1) // dot products only
+	}
+	return bt.sel
 }
 
 // tileMin returns the smallest c_i of each tile of ti centres.
@@ -370,11 +449,12 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 		s[q] = make([]float64, n*nl)
 	}
 	type scratch struct {
-		row, rowq, m []float64
-		s            [][]float64
+		rowq, m []float64
+		s       [][]float64
+		bt      *gridTile
 	}
 	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch {
-		w := &scratch{row: make([]float64, tileI), rowq: make([]float64, tileI), m: make([]float64, blockJ), s: make([][]float64, powers)}
+		w := &scratch{rowq: make([]float64, tileI), m: make([]float64, blockJ), s: make([][]float64, powers), bt: p.newGridTile(1)}
 		for q := range w.s {
 			w.s[q] = make([]float64, blockJ*nl)
 		}
@@ -384,7 +464,8 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 		// starts with its own tile of centres (the nearest neighbours,
 		// most likely), so that the running maxima are close to final
 		// early and far tiles can be skipped on their bound. The points of
-		// the block share each tile while it is in the cache.
+		// the block share each tile while it is in the cache, and their
+		// log-kernels with it are computed together.
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
 		ms := w.m[:na]
@@ -394,17 +475,28 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 		for q := range w.s {
 			clear(w.s[q][:na*nl])
 		}
+		bt := w.bt
+		bt.start(s0, na)
+		nt := len(p.zeroT)
 		home := s0 / p.ti
 		for k := 0; k < ntiles; k++ {
 			t := (home + k) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
-			row, rowq := w.row[:i1-i0], w.rowq[:i1-i0]
+			nb := i1 - i0
+			rowq := w.rowq[:nb]
+			bt.sel = bt.sel[:0]
 			for a := 0; a < na; a++ {
-				sp := s0 + a
-				if negligible(p.dotBound(sp, t)*invh-cmin[t], ms[a]) {
-					continue
+				if !negligible(bt.bnd[a*nt+t]*invh-cmin[t], ms[a]) {
+					bt.sel = append(bt.sel, a)
 				}
-				p.tileRow(row, sp, i0, c[i0:i1], invh)
+			}
+			if len(bt.sel) == 0 {
+				continue
+			}
+			p.tileRows(bt.dots, bt.ls, bt.sel, s0, i0, c[i0:i1], invh)
+			for qq, a := range bt.sel {
+				sp := s0 + a
+				row := bt.dots[qq*nb : (qq+1)*nb]
 				if self := sp - i0; self >= 0 && self < len(row) {
 					row[self] = math.Inf(-1) // masks i = j exactly: its exponential is 0
 				}
@@ -477,12 +569,12 @@ func (p *problem) looLSE(hs []float64) []float64 {
 	zero := make([]float64, n)
 	lse := make([]float64, ng*n)
 	type scratch struct {
-		dot, row, m, s []float64
-		need           []bool
+		row, m, s []float64
+		bt        *gridTile
 	}
 	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch {
-		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
-			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), need: make([]bool, ng)}
+		return &scratch{row: make([]float64, tileI),
+			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), bt: p.newGridTile(ng)}
 	}, func(w *scratch, b int) {
 		// As in ratios: a block of sorted evaluation points, its own tile
 		// first, tiles skipped for a bandwidth when their bound is
@@ -493,22 +585,22 @@ func (p *problem) looLSE(hs []float64) []float64 {
 		for i := range m {
 			m[i], sum[i] = math.Inf(-1), 0
 		}
+		w.bt.start(s0, na)
 		home := s0 / p.ti
 		for k := 0; k < ntiles; k++ {
 			t := (home + k) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
 			nb := i1 - i0
-			dot, row := w.dot[:nb], w.row[:nb]
-			for a := 0; a < na; a++ {
+			row := w.row[:nb]
+			sel := w.bt.tile(t, hs, cmins, m, zero[i0:i1])
+			for q, a := range sel {
 				s := s0 + a
 				ma, sa := m[a*ng:(a+1)*ng], sum[a*ng:(a+1)*ng]
-				if !p.tileNeeded(w.need, s, t, hs, cmins, ma) {
-					continue
-				}
-				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
+				need := w.bt.need[a*ng : (a+1)*ng]
+				dot := w.bt.dots[q*nb : (q+1)*nb]
 				self := s - i0
 				for g, h := range hs {
-					if !w.need[g] {
+					if !need[g] {
 						continue
 					}
 					invh, c := 1/h, cs[g][i0:i1]

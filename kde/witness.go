@@ -358,13 +358,13 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 		out.u, out.uok = make([]float64, ng*n), make([]bool, ng*n)
 	}
 	type scratch struct {
-		dot, row, m, s, pp, np, sumE []float64
-		need                         []bool
+		row, m, s, pp, np, sumE []float64
+		bt                      *gridTile
 	}
 	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch {
-		return &scratch{dot: make([]float64, tileI), row: make([]float64, tileI),
+		return &scratch{row: make([]float64, tileI),
 			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), pp: make([]float64, blockJ*ng), np: make([]float64, blockJ*ng),
-			sumE: make([]float64, blockJ*ng*k), need: make([]bool, ng)}
+			sumE: make([]float64, blockJ*ng*k), bt: p.newGridTile(ng)}
 	}, func(w *scratch, b int) {
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
@@ -373,22 +373,22 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 			m[i], sum[i], pp[i], np[i] = math.Inf(-1), 0, 0, 0
 		}
 		clear(sumE)
+		w.bt.start(s0, na)
 		home := s0 / p.ti
 		for tt := 0; tt < ntiles; tt++ {
 			t := (home + tt) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
 			nb := i1 - i0
-			dot, row := w.dot[:nb], w.row[:nb]
-			for a := 0; a < na; a++ {
+			row := w.row[:nb]
+			sel := w.bt.tile(t, hs, cmins, m, zero[i0:i1])
+			for q, a := range sel {
 				s := s0 + a
 				ma := m[a*ng : (a+1)*ng]
-				if !p.tileNeeded(w.need, s, t, hs, cmins, ma) {
-					continue
-				}
-				p.tileRow(dot, s, i0, zero[i0:i1], 1) // dot products only
+				need := w.bt.need[a*ng : (a+1)*ng]
+				dot := w.bt.dots[q*nb : (q+1)*nb]
 				self := s - i0
 				for g, h := range hs {
-					if !w.need[g] {
+					if !need[g] {
 						continue
 					}
 					tm := kernel.AffineMax(row, dot, cs[g][i0:i1], 1/h)

@@ -125,3 +125,24 @@ func axpyRows(acc, w, v []float64) {
 		axpyRowsGeneric(acc, w, v)
 	}
 }
+
+// logKernelRows4 computes the rows of LogKernelRows in groups of four with
+// the AVX-512 micro-kernel and returns how many rows it did (a multiple of
+// 4; 0 on the other paths).
+func logKernelRows4(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64) int {
+	if active != &avx512 {
+		return 0
+	}
+	nb, na := len(c), len(ls)/d
+	g := na / 4 * 4
+	for a := 0; a < g; a += 4 {
+		logKernelRows4AVX512(dst[a*nb:(a+4)*nb], ls[a*d:(a+4)*d], d, fct, stride, c, invh)
+	}
+	return g
+}
+
+// logKernelRows4AVX512 is LogKernelRows for exactly four rows (len(ls) =
+// 4d, len(dst) = 4 len(c), d >= 1, len(c) >= 1).
+//
+//go:noescape
+func logKernelRows4AVX512(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64)

@@ -209,3 +209,51 @@ func TestPaths(t *testing.T) {
 		t.Errorf("pick(\"\") = %s, want %s", got, paths[0])
 	}
 }
+
+// TestLogKernelRowsBitIdentical: LogKernelRows gives every row LogKernelRow's
+// bits (generic), on every path, for several numbers of points, centres and
+// coordinates, and writes nothing past its rows.
+func TestLogKernelRowsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, name := range Paths() {
+		restore, err := Use(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []int{1, 2, 3, 10, 100} {
+			for _, na := range []int{1, 3, 4, 5, 8, 9} {
+				for _, nb := range []int{1, 7, 8, 15, 16, 17, 20, 33, 64, 204} {
+					stride := nb + rng.IntN(3)
+					fct := make([]float64, d*stride)
+					for i := range fct {
+						fct[i] = rng.Float64()
+					}
+					ls := make([]float64, na*d)
+					for i := range ls {
+						ls[i] = math.Log(rng.Float64())
+					}
+					c := make([]float64, nb)
+					for b := range c {
+						c[b] = rng.NormFloat64()
+					}
+					got := make([]float64, na*nb+1)
+					got[na*nb] = 42
+					LogKernelRows(got[:na*nb], ls, d, fct, stride, c, 2.5)
+					want := make([]float64, nb)
+					for a := 0; a < na; a++ {
+						generic.logKernelRow(want, ls[a*d:(a+1)*d], fct, stride, c, 2.5)
+						for b := range want {
+							if !sameBits(got[a*nb+b], want[b]) {
+								t.Fatalf("%s d=%d na=%d nb=%d: [%d][%d] = %v, want %v", name, d, na, nb, a, b, got[a*nb+b], want[b])
+							}
+						}
+					}
+					if got[na*nb] != 42 {
+						t.Fatalf("%s d=%d na=%d nb=%d: wrote past the rows", name, d, na, nb)
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
