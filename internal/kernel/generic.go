@@ -13,7 +13,11 @@ func reduceLanes(a *[lanes]float64) float64 {
 }
 
 // generic is the pure-Go implementation, the fallback on every CPU and the
-// reference the vector paths are tested against bit for bit.
+// reference the vector paths are tested against bit for bit. Products
+// that are added are written float64(x*y): the explicit conversion keeps
+// the compiler from fusing them into a multiply-add (which it may do on
+// arm64, or on amd64 with GOAMD64=v3), so the generic bits are the same
+// on every architecture and build.
 var generic = implementation{
 	name:         "generic",
 	sumExp:       sumExpGeneric,
@@ -52,7 +56,7 @@ func sumExpSqGeneric(x []float64, shift, cut float64) (float64, float64) {
 			if v -= shift; v >= ExpMin {
 				e := expPoly(v)
 				acc[i&(lanes-1)] += e
-				acc2[i&(lanes-1)] += e * e
+				acc2[i&(lanes-1)] += float64(e * e) // float64(): never fused into a multiply-add
 			}
 		}
 	}
@@ -86,7 +90,7 @@ func affineMaxGeneric(dst, x, c []float64, scale float64) float64 {
 	x, c = x[:len(dst)], c[:len(dst)]
 	m := math.Inf(-1)
 	for i := range dst {
-		v := x[i]*scale - c[i]
+		v := float64(x[i]*scale) - c[i]
 		dst[i] = v
 		if v > m {
 			m = v
@@ -119,11 +123,11 @@ func logKernelRowGeneric(dst, l, fct []float64, stride int, c []float64, invh fl
 	for m, v := range l {
 		f := fct[m*stride : m*stride+nb]
 		for b := range dst {
-			dst[b] += f[b] * v
+			dst[b] += float64(f[b] * v)
 		}
 	}
 	for b := range dst {
-		dst[b] = dst[b]*invh - c[b]
+		dst[b] = float64(dst[b]*invh) - c[b]
 	}
 }
 
@@ -136,7 +140,7 @@ func axpyRowsGeneric(acc, w, v []float64) {
 		}
 		vi := v[i*k : (i+1)*k]
 		for l := range acc {
-			acc[l] += wi * vi[l]
+			acc[l] += float64(wi * vi[l])
 		}
 	}
 }

@@ -54,7 +54,7 @@ func LogKernelTile(dst, lx, fc, c []float64, d int, invh float64) {
 			row := dst[a*nb : (a+1)*nb]
 			for b := range row {
 				f := fc[2*b : 2*b+2 : 2*b+2]
-				row[b] = (f[0]*l0+f[1]*l1)*invh - c[b]
+				row[b] = float64((float64(f[0]*l0)+float64(f[1]*l1))*invh) - c[b]
 			}
 		}
 		return
@@ -70,25 +70,25 @@ func LogKernelTile(dst, lx, fc, c []float64, d int, invh float64) {
 			f0, f1, f2, f3 := f[:d:d], f[d:2*d:2*d], f[2*d:3*d:3*d], f[3*d:4*d:4*d]
 			var s0, s1, s2, s3 float64
 			for m, v := range l {
-				s0 += f0[m] * v
-				s1 += f1[m] * v
-				s2 += f2[m] * v
-				s3 += f3[m] * v
+				s0 += float64(f0[m] * v)
+				s1 += float64(f1[m] * v)
+				s2 += float64(f2[m] * v)
+				s3 += float64(f3[m] * v)
 			}
 			r := row[b : b+4 : b+4]
 			cc := c[b : b+4 : b+4]
-			r[0] = s0*invh - cc[0]
-			r[1] = s1*invh - cc[1]
-			r[2] = s2*invh - cc[2]
-			r[3] = s3*invh - cc[3]
+			r[0] = float64(s0*invh) - cc[0]
+			r[1] = float64(s1*invh) - cc[1]
+			r[2] = float64(s2*invh) - cc[2]
+			r[3] = float64(s3*invh) - cc[3]
 		}
 		for ; b < nb; b++ {
 			f := fc[b*d : (b+1)*d : (b+1)*d]
 			s := 0.0
 			for m, v := range f {
-				s += v * l[m]
+				s += float64(v * l[m])
 			}
-			row[b] = s*invh - c[b]
+			row[b] = float64(s*invh) - c[b]
 		}
 	}
 }
@@ -109,10 +109,10 @@ func LogKernelTileExact(dst, lx, fc, c []float64, d int, invh float64) {
 			s := 0.0
 			for m, v := range f {
 				if v != 0 {
-					s += v * l[m]
+					s += float64(v * l[m])
 				}
 			}
-			row[b] = s*invh - c[b]
+			row[b] = float64(s*invh) - c[b]
 		}
 	}
 }
@@ -155,7 +155,11 @@ const termChunk = 256
 //
 // so that pp = sum_{i != i'} w_i w_i' and np = sum_{i != i'} w_i w_i'
 // <v_i, v_i'> over all terms so far, without forming a difference of two
-// large squares. It returns the new s, pp and np.
+// large squares. It returns the new s, pp and np. The terms go in order of
+// i, those with w_i = 0 (below the cut) skipped; for each the dot product
+// <v_i, acc> is summed in eight lanes (entry l in lane l mod 8, then
+// reduceLanes), then np, pp, s and acc are updated in that order (see
+// pairTermsGeneric), on every implementation.
 func PairWeightedSumExp(acc, x, v []float64, shift, s, pp, np float64) (float64, float64, float64) {
 	k := len(acc)
 	v = v[:len(x)*k]
@@ -165,22 +169,7 @@ func PairWeightedSumExp(acc, x, v []float64, shift, s, pp, np float64) (float64,
 	for i0 := 0; i0 < len(x); i0 += termChunk {
 		i1 := min(i0+termChunk, len(x))
 		expTerms(w[:i1-i0], x[i0:i1], shift, cut, &lane)
-		for i, wi := range w[:i1-i0] {
-			if wi == 0 { // below the cut (kept terms are at least e^Negligible)
-				continue
-			}
-			vi := v[(i0+i)*k : (i0+i+1)*k]
-			d := 0.0
-			for l, a := range acc {
-				d += vi[l] * a
-			}
-			np += 2 * wi * d
-			pp += 2 * wi * s
-			s += wi
-			for l := range acc {
-				acc[l] += wi * vi[l]
-			}
-		}
+		s, pp, np = pairTerms(acc, w[:i1-i0], v[i0*k:i1*k], s, pp, np)
 	}
 	return s, pp, np
 }
@@ -213,10 +202,10 @@ func LogKernelRowExact(dst, l, fct []float64, stride int, c []float64, invh floa
 		s := 0.0
 		for m, v := range l {
 			if f := fct[m*stride+b]; f != 0 {
-				s += f * v
+				s += float64(f * v)
 			}
 		}
-		dst[b] = s*invh - c[b]
+		dst[b] = float64(s*invh) - c[b]
 	}
 }
 
