@@ -33,7 +33,6 @@ const (
 type problem struct {
 	n, d, nl int
 	x        []float64 // n×d coordinates, input order
-	lx       []float64 // n×d log coordinates, -Inf at exact zeros
 	exact    []bool    // row has a zero coordinate: its log-kernels need the 0*log 0 = 0 convention
 	anyExact bool
 	labels   []int // input order
@@ -42,8 +41,7 @@ type problem struct {
 	// over a contiguous range.
 	order []int     // sorted position -> input index
 	rank  []int     // input index -> sorted position
-	fc    []float64 // n×d centre coordinates in sorted order
-	fct   []float64 // fc by tile and by coordinate (kernel.TransposeTiles with tiles of ti centres)
+	fct   []float64 // centre coordinates by tile and by coordinate: centre i0+b of the tile at i0 (nb centres) has coordinate m at fct[i0*d + m*nb + b]
 	lxs   []float64 // n×d log coordinates in sorted order (evaluation points are swept in this order)
 	seg   []int     // centres of label l are at sorted positions seg[l]..seg[l+1]-1
 	// ti is the number of centres of a tile; fmin[t*d + m] is the smallest
@@ -52,6 +50,11 @@ type problem struct {
 	// <x_i, log x_j> <= <fmin_t, log x_j> for every centre i of tile t.
 	ti   int
 	fmin []float64
+
+	// The gradient's row-major layout, built by rowMajor on first use (the
+	// sweeps need neither): lx holds the n×d log coordinates in input order
+	// (-Inf at exact zeros), fc the n×d centre coordinates in sorted order.
+	lx, fc []float64
 	// fminT is fmin by coordinate (fminT[m*ntiles + t]) and zeroT ntiles
 	// zeros: boundRows computes every tile's bound for a point as one
 	// kernel.LogKernelRows.
@@ -76,11 +79,9 @@ type problem struct {
 func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers int) *problem {
 	n := len(labels)
 	p := &problem{n: n, d: d, nl: nl, x: x, labels: labels, workers: workers,
-		lx: make([]float64, n*d), exact: make([]bool, n),
-		order: make([]int, n), rank: make([]int, n), fc: make([]float64, n*d), seg: make([]int, nl+1),
+		exact: make([]bool, n), order: make([]int, n), rank: make([]int, n), seg: make([]int, nl+1),
 		w: w, npos: n}
 	for i, v := range x {
-		p.lx[i] = math.Log(v)
 		if v == 0 {
 			p.exact[i/d] = true
 			p.anyExact = true
@@ -115,8 +116,9 @@ func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers i
 	p.lxs = make([]float64, n*d)
 	for s, i := range p.order {
 		p.rank[i] = s
-		copy(p.fc[s*d:(s+1)*d], x[i*d:(i+1)*d])
-		copy(p.lxs[s*d:(s+1)*d], p.lx[i*d:(i+1)*d])
+		for m, v := range x[i*d : (i+1)*d] {
+			p.lxs[s*d+m] = math.Log(v)
+		}
 	}
 	// Tiles hold tileBytes of coordinates, and at least minTile centres:
 	// 64 keeps the blocks of kernel.LogKernelRows full at K around 100
@@ -129,14 +131,16 @@ func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers i
 		minTile = 16
 	}
 	p.ti = min(tileI, max(minTile, tileBytes/(8*d)))
-	p.fct = kernel.TransposeTiles(p.fc, d, p.ti)
 	ntiles := (n + p.ti - 1) / p.ti
+	p.fct = make([]float64, n*d)
 	p.fmin = make([]float64, ntiles*d)
 	for t := 0; t < ntiles; t++ {
+		i0, nb := t*p.ti, min(p.ti, n-t*p.ti)
 		fm := p.fmin[t*d : (t+1)*d]
-		copy(fm, p.fc[t*p.ti*d:])
-		for s := t * p.ti; s < min(n, (t+1)*p.ti); s++ {
-			for m, v := range p.fc[s*d : (s+1)*d] {
+		copy(fm, p.centre(i0))
+		for b := 0; b < nb; b++ {
+			for m, v := range p.centre(i0 + b) {
+				p.fct[i0*d+m*nb+b] = v
 				fm[m] = min(fm[m], v)
 			}
 		}
@@ -177,7 +181,7 @@ func (p *problem) logNorm(h float64) []float64 {
 	c := make([]float64, p.n)
 	for s := range c {
 		sum, lb := 0.0, 0.0
-		for _, v := range p.fc[s*p.d : (s+1)*p.d] {
+		for _, v := range p.centre(s) {
 			a := v/h + 1
 			g, _ := math.Lgamma(a)
 			lb += g
@@ -205,6 +209,27 @@ func (p *problem) others(j int) int {
 		return p.npos - 1
 	}
 	return p.npos
+}
+
+// centre returns the coordinates of the centre at sorted position s.
+func (p *problem) centre(s int) []float64 {
+	i := p.order[s]
+	return p.x[i*p.d : (i+1)*p.d]
+}
+
+// rowMajor builds the gradient's row-major copies lx and fc (once).
+func (p *problem) rowMajor() {
+	if p.fc != nil {
+		return
+	}
+	n, d := p.n, p.d
+	p.lx, p.fc = make([]float64, n*d), make([]float64, n*d)
+	for i, v := range p.x[:n*d] {
+		p.lx[i] = math.Log(v)
+	}
+	for s := 0; s < n; s++ {
+		copy(p.fc[s*d:(s+1)*d], p.centre(s))
+	}
 }
 
 // tile fills t (rows j0..j0+na-1 against sorted centres i0..i0+len(c)-1)
@@ -672,6 +697,7 @@ func (p *problem) looLSE(hs []float64) []float64 {
 // number of workers.
 func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 	n, d, nl := p.n, p.d, p.nl
+	p.rowMajor()
 	c := p.logNorm(h)
 	invh := 1 / h
 	q := make([]float64, n) // q_j = sum_l G_jl r_jl

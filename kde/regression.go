@@ -72,7 +72,7 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 			mx := math.Inf(-1)
 			for s := 0; s < p.n; s++ {
 				dot := 0.0
-				for c, f := range p.fc[s*k : (s+1)*k] {
+				for c, f := range p.centre(s) {
 					if f != 0 {
 						dot += f * lx[c]
 					}

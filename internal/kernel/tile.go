@@ -209,26 +209,6 @@ func LogKernelRowExact(dst, l, fct []float64, stride int, c []float64, invh floa
 	}
 }
 
-// TransposeTiles returns the n×d row-major centre coordinates fc stored
-// tile by tile (tiles of ti centres, the last one shorter) and by
-// coordinate within a tile: centre i0+b of the tile starting at i0, with
-// nb centres, has coordinate m at out[i0*d + m*nb + b]. LogKernelRow reads
-// a tile with fct = out[i0*d + b0:] and stride nb.
-func TransposeTiles(fc []float64, d, ti int) []float64 {
-	n := len(fc) / d
-	out := make([]float64, len(fc))
-	for i0 := 0; i0 < n; i0 += ti {
-		nb := min(ti, n-i0)
-		t := out[i0*d : (i0+nb)*d]
-		for b := 0; b < nb; b++ {
-			for m, v := range fc[(i0+b)*d : (i0+b+1)*d] {
-				t[m*nb+b] = v
-			}
-		}
-	}
-	return out
-}
-
 // ExpSum sets dst[i] = e^(x_i - shift) (Exp: 0 below ExpMin, and for x_i =
 // -Inf or NaN) and returns their sum, added in SumExp's eight lanes. dst
 // may be x. It is a softmax's numerator and denominator when shift =
