@@ -37,11 +37,7 @@ func KS(scores, outcomes []float64, withCurve bool, weights []float64) (float64,
 	}
 	checkWeights("KS", weights, len(scores))
 	n := len(scores)
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	idx := argsort(scores)
 	var cv *KSCurve
 	if withCurve {
 		cv = &KSCurve{Score: make([]float64, n), Pred: make([]float64, n), Obs: make([]float64, n)}
@@ -81,11 +77,7 @@ func NewSortedKS(scores, outcomes, weights []float64) *SortedKS {
 		panic("metric: NewSortedKS: length mismatch")
 	}
 	checkWeights("NewSortedKS", weights, len(scores))
-	idx := make([]int, len(scores))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	idx := argsort(scores)
 	return &SortedKS{order: idx, scores: scores, outcomes: outcomes, weights: weights}
 }
 
@@ -142,14 +134,43 @@ func Counts(n int, idx []int) []int {
 	return c
 }
 
-// ranking returns, for each row of probs (n×k), the class indices ordered
-// by decreasing probability; ties go to the lower class index.
-func ranking(row []float64, order []int) []int {
-	order = order[:0]
-	for c := range row {
-		order = append(order, c)
+// argsort returns the indices of x in increasing order of x, ties in
+// index order (what a stable sort of 0..n-1 gives, by pdqsort with the
+// index as the tie-break: O(n log n) where the stable sort's merges cost
+// O(n log^2 n)).
+func argsort(x []float64) []int {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(x[a], x[b]); c != 0 {
+			return c
+		}
+		return a - b
+	})
+	return idx
+}
+
+// ranking returns the indices of the r largest entries of row, by
+// decreasing value, ties to the lower class index: the first r entries of
+// the order a stable sort by decreasing probability gives, found by
+// insertion into the r kept so far (O(K r) instead of a sort of K).
+func ranking(row []float64, r int, order []int) []int {
+	order = order[:0]
+	for c, v := range row {
+		if len(order) == r && !(v > row[order[r-1]]) {
+			continue // not above the r-th kept: a tie keeps the lower index
+		}
+		if len(order) < r {
+			order = append(order, c)
+		} else {
+			order[r-1] = c
+		}
+		for j := len(order) - 1; j > 0 && v > row[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 	return order
 }
 
@@ -177,10 +198,10 @@ func rankView(probs []float64, labels []int, k, r, from int) (scores, outcomes [
 	checkR(k, r)
 	n := len(labels)
 	scores, outcomes = make([]float64, n), make([]float64, n)
-	order := make([]int, 0, k)
+	order := make([]int, 0, r)
 	for i := range scores {
 		row := probs[i*k : (i+1)*k]
-		order = ranking(row, order)
+		order = ranking(row, r, order)
 		for _, c := range order[from:r] {
 			scores[i] += row[c]
 			if c == labels[i] {

@@ -1,10 +1,13 @@
 package metric
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -132,5 +135,29 @@ func TestKSHand(t *testing.T) {
 	s, o = TopR(p, []int{2}, 3, 1)
 	if s[0] != 0.6 || o[0] != 0 {
 		t.Errorf("top-1: %v %v", s, o)
+	}
+}
+
+// TestRankingMatchesStableSort: the top-r selection gives the first r
+// indices of a stable sort by decreasing probability (ties to the lower
+// class index), on rows full of ties.
+func TestRankingMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for trial := 0; trial < 2000; trial++ {
+		k := 1 + rng.IntN(40)
+		row := make([]float64, k)
+		for c := range row {
+			row[c] = float64(rng.IntN(5)) / 4 // many ties
+		}
+		want := make([]int, k)
+		for c := range want {
+			want[c] = c
+		}
+		slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(row[b], row[a]) })
+		for r := 1; r <= k; r++ {
+			if got := ranking(row, r, nil); !slices.Equal(got, want[:r]) {
+				t.Fatalf("row %v, r = %d: ranking %v, want %v", row, r, got, want[:r])
+			}
+		}
 	}
 }

@@ -1,9 +1,7 @@
 package metric
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"github.com/calib-dev/calib/internal/mathx"
 )
@@ -44,11 +42,7 @@ func MMCE(r, c []float64, width float64, grad []float64, weights []float64) (val
 	if n == 0 {
 		return 0, 0
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(r[a], r[b]) })
+	idx := argsort(r)
 	e := make([]float64, n) // a_i = w_i (c_i - r_i) in sorted order
 	rs := make([]float64, n)
 	for s, i := range idx {
@@ -143,7 +137,7 @@ func TopLabelMMCE(probs []float64, labels []int, k int, width float64, grad []fl
 		clear(grad)
 		order := make([]int, 0, k)
 		for i, g := range gr {
-			grad[i*k+ranking(probs[i*k:(i+1)*k], order)[0]] = g
+			grad[i*k+ranking(probs[i*k:(i+1)*k], 1, order)[0]] = g
 		}
 	}
 	return value, squared

@@ -31,15 +31,15 @@ var generic = implementation{
 
 func sumExpGeneric(x []float64, shift, cut float64) float64 {
 	var acc [lanes]float64
+	var e [sumExpGroup]float64
 	for g := 0; g < len(x); g += sumExpGroup {
 		grp := x[g:min(g+sumExpGroup, len(x))]
 		if allBelow(grp, cut) {
 			continue
 		}
-		for i, v := range grp {
-			if v -= shift; v >= ExpMin {
-				acc[i&(lanes-1)] += expPoly(v)
-			}
+		expInto(e[:len(grp)], grp, shift)
+		for i, v := range e[:len(grp)] {
+			acc[i&(lanes-1)] += v
 		}
 	}
 	return reduceLanes(&acc)
@@ -47,17 +47,16 @@ func sumExpGeneric(x []float64, shift, cut float64) float64 {
 
 func sumExpSqGeneric(x []float64, shift, cut float64) (float64, float64) {
 	var acc, acc2 [lanes]float64
+	var e [sumExpGroup]float64
 	for g := 0; g < len(x); g += sumExpGroup {
 		grp := x[g:min(g+sumExpGroup, len(x))]
 		if allBelow(grp, cut) {
 			continue
 		}
-		for i, v := range grp {
-			if v -= shift; v >= ExpMin {
-				e := expPoly(v)
-				acc[i&(lanes-1)] += e
-				acc2[i&(lanes-1)] += float64(e * e) // float64(): never fused into a multiply-add
-			}
+		expInto(e[:len(grp)], grp, shift)
+		for i, v := range e[:len(grp)] {
+			acc[i&(lanes-1)] += v
+			acc2[i&(lanes-1)] += float64(v * v) // float64(): never fused into a multiply-add
 		}
 	}
 	return reduceLanes(&acc), reduceLanes(&acc2)
@@ -65,13 +64,41 @@ func sumExpSqGeneric(x []float64, shift, cut float64) (float64, float64) {
 
 func expTermsGeneric(dst, x []float64, shift, cut float64, acc *[lanes]float64) {
 	dst = dst[:len(x)]
+	expInto(dst, x, shift)
 	for i, xi := range x {
-		e := 0.0
-		if xi >= cut {
-			e = Exp(xi - shift)
+		if !(xi >= cut) {
+			dst[i] = 0
 		}
-		dst[i] = e
-		acc[i&(lanes-1)] += e
+		acc[i&(lanes-1)] += dst[i]
+	}
+}
+
+// expInto sets dst[i] = Exp(x[i] - shift): expPoly's operations written
+// out in the loop (a call per element would double the generic loops'
+// time; keep the two copies identical), and 0 below ExpMin or for NaN.
+func expInto(dst, x []float64, shift float64) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		v -= shift
+		t := math.FMA(v, invLn2N, roundMagic)
+		kf := t - roundMagic
+		r := math.FMA(kf, -ln2NHi, v)
+		r = math.FMA(kf, -ln2NLo, r)
+		p := math.FMA(r, 1.0/40320, 1.0/5040)
+		p = math.FMA(p, r, 1.0/720)
+		p = math.FMA(p, r, 1.0/120)
+		p = math.FMA(p, r, 1.0/24)
+		p = math.FMA(p, r, 1.0/6)
+		p = math.FMA(p, r, 1.0/2)
+		p = math.FMA(p, r, 1)
+		q := p * r
+		tb := exp2Table[math.Float64bits(t)&(expN-1)]
+		y := math.FMA(tb, q, tb)
+		y = math.Float64frombits(math.Float64bits(y) + math.Float64bits(t)>>expTableBits<<52)
+		if !(v >= ExpMin) {
+			y = 0
+		}
+		dst[i] = y
 	}
 }
 
