@@ -1,6 +1,6 @@
 // AVX2 (and FMA) versions of the generic loops in generic.go. Each
 // performs the generic code's float64 operations in the same order (fused
-// multiply-adds exactly where expPoly has math.FMA, none elsewhere) and
+// multiply-adds exactly where expInto has math.FMA, none elsewhere) and
 // keeps sums in the same eight lanes (element i in lane i mod 8: lanes 0-3
 // in one YMM register, lanes 4-7 in another), so the
 // results are bit-identical. The structure follows avx512_amd64.s; where

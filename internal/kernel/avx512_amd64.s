@@ -1,7 +1,8 @@
 // AVX-512 (F and DQ) versions of the generic loops in generic.go. Each
-// performs the generic code's float64 operations in the same order (no
-// fused multiply-add) and keeps sums in the same eight lanes (element i in
-// lane i mod 8, one ZMM register), so the results are bit-identical.
+// performs the generic code's float64 operations in the same order (fused
+// multiply-adds exactly where expInto has math.FMA, none elsewhere) and
+// keeps sums in the same eight lanes (element i in lane i mod 8, one ZMM
+// register), so the results are bit-identical.
 
 #include "textflag.h"
 
@@ -26,7 +27,7 @@
 	VBROADCASTSD 96(AX), Z25 \
 	VMOVUPD ·exp2Table(SB), Z27
 
-// EXP8 replaces V by e^V (expPoly's operations, lane by lane), 0 where V <
+// EXP8 replaces V by e^V (expInto's operations, lane by lane), 0 where V <
 // ExpMin or NaN. T, KF, R, Q are scratch registers, KK a scratch mask.
 // The table index is the low 3 bits of t's bits, which VPERMPD reads.
 #define EXP8(V, T, KF, R, Q, KK) \

@@ -45,31 +45,7 @@ var exp2Table = func() (t [expN]float64) {
 // small enough for one vector register, so that the SIMD code looks it up
 // with a permutation instead of a gather.
 func Exp(x float64) float64 {
-	y := expPoly(x)
-	if !(x >= ExpMin) {
-		y = 0
-	}
-	return y
-}
-
-// expPoly is Exp without the flush below ExpMin (garbage there; NaN for
-// NaN). Every implementation performs exactly these operations, fused
-// multiply-adds included (math.FMA: one rounding), so that all give the
-// same bits.
-func expPoly(x float64) float64 {
-	t := math.FMA(x, invLn2N, roundMagic) // roundMagic + round(x N/ln 2)
-	kf := t - roundMagic
-	r := math.FMA(kf, -ln2NHi, x) // exact: kf*ln2NHi has 32 + 21 bits
-	r = math.FMA(kf, -ln2NLo, r)
-	p := math.FMA(r, 1.0/40320, 1.0/5040)
-	p = math.FMA(p, r, 1.0/720)
-	p = math.FMA(p, r, 1.0/120)
-	p = math.FMA(p, r, 1.0/24)
-	p = math.FMA(p, r, 1.0/6)
-	p = math.FMA(p, r, 1.0/2)
-	p = math.FMA(p, r, 1)
-	q := p * r // e^r - 1
-	tb := exp2Table[math.Float64bits(t)&(expN-1)]
-	y := math.FMA(tb, q, tb)
-	return math.Float64frombits(math.Float64bits(y) + math.Float64bits(t)>>expTableBits<<52)
+	var y [1]float64
+	expInto(y[:], []float64{x}, 0)
+	return y[0]
 }

@@ -73,9 +73,10 @@ func expTermsGeneric(dst, x []float64, shift, cut float64, acc *[lanes]float64) 
 	}
 }
 
-// expInto sets dst[i] = Exp(x[i] - shift): expPoly's operations written
-// out in the loop (a call per element would double the generic loops'
-// time; keep the two copies identical), and 0 below ExpMin or for NaN.
+// expInto sets dst[i] = Exp(x[i] - shift), 0 below ExpMin and for NaN. It
+// is the one definition of the exponential's operations, which every
+// implementation performs exactly (fused multiply-adds included: math.FMA,
+// one rounding), so that all give the same bits.
 func expInto(dst, x []float64, shift float64) {
 	dst = dst[:len(x)]
 	for i, v := range x {

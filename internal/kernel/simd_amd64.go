@@ -5,7 +5,7 @@ import "golang.org/x/sys/cpu"
 // The vector implementations, in Go assembly: avx512_amd64.s (AVX-512F and
 // DQ, 8 lanes in one register) and avx2_amd64.s (AVX2 and FMA, 8 lanes in
 // two registers). They fuse a multiply and an add exactly where the generic
-// code calls math.FMA (the exponential, expPoly) and nowhere else, so that
+// code calls math.FMA (the exponential, expInto) and nowhere else, so that
 // they give the generic code's bits.
 
 // simdImplementations returns the vector implementations this CPU (and its
