@@ -709,9 +709,13 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 	grad := make([]float64, n*d)
 
 	// Evaluation-point part: U_jm = sum_{i != j} beta_ij x_im.
-	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() []float64 { return make([]float64, blockJ*tileI) }, func(t []float64, b int) {
+	// Per row: the kernel weights e^(l_ij - lse_j) of the tile as one
+	// vector exponential (kernel.ExpSum), then beta_ij x_i added row by
+	// row (kernel.AddWeightedRows, in order of i).
+	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() []float64 { return make([]float64, (blockJ+1)*tileI) }, func(t []float64, b int) {
 		j0 := b * blockJ
 		na := min(blockJ, n-j0)
+		e := t[blockJ*tileI:]
 		for i0 := 0; i0 < n; i0 += tileI {
 			i1 := min(n, i0+tileI)
 			nb := i1 - i0
@@ -721,21 +725,18 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 				if lse[j] == math.Inf(-1) {
 					continue
 				}
-				row := t[a*nb : (a+1)*nb]
-				self := p.rank[j] - i0
+				row, e := t[a*nb:(a+1)*nb], e[:nb]
+				kernel.ExpSum(e, row, lse[j])
+				if self := p.rank[j] - i0; self >= 0 && self < nb {
+					e[self] = 0 // i = j is excluded exactly
+				}
 				u := grad[j*d : (j+1)*d]
 				p.segments(i0, i1, func(l, lo, hi int) {
 					coef := G[j*nl+l] - q[j]
 					for bi := lo; bi < hi; bi++ {
-						if bi == self {
-							continue
-						}
-						beta := math.Exp(row[bi]-lse[j]) * coef
-						f := p.fc[(i0+bi)*d : (i0+bi+1)*d]
-						for mm, v := range f {
-							u[mm] += beta * v
-						}
+						e[bi] *= coef // beta_ij
 					}
+					kernel.AddWeightedRows(u, e[lo:hi], p.fc[(i0+lo)*d:(i0+hi)*d])
 				})
 			}
 		}
@@ -751,32 +752,39 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 	// Centre part, per centre block (sorted order) against all evaluation
 	// points: T_im = sum_{j != i} beta_ij log x_jm and b_i = sum_{j != i} beta_ij.
 	centre := make([]float64, n*d) // sorted order
-	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() []float64 { return make([]float64, tileI*blockJ) }, func(t []float64, b int) {
+	// Per tile: the weights of all its pairs as one vector exponential,
+	// beta by centre (bt[bb*na + a]), then beta_ij log x_j added by
+	// kernel.AddWeightedRows, in order of j as before.
+	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() []float64 { return make([]float64, 2*tileI*blockJ) }, func(t []float64, b int) {
 		s0 := b * blockJ
 		nc := min(blockJ, n-s0)
 		cb := c[s0 : s0+nc]
 		bsum := make([]float64, nc)
+		bt := t[tileI*blockJ:]
 		for j0 := 0; j0 < n; j0 += tileI {
 			na := min(tileI, n-j0)
 			p.tile(t, j0, na, s0, cb, invh) // rows: evaluation points j0.., columns: centres s0..
 			for a := 0; a < na; a++ {
-				j := j0 + a
-				if lse[j] == math.Inf(-1) {
-					continue
+				for bb, v := range t[a*nc : (a+1)*nc] {
+					t[a*nc+bb] = v - lse[j0+a]
 				}
-				row := t[a*nc : (a+1)*nc]
-				lxj := p.lx[j*d : (j+1)*d]
+			}
+			kernel.ExpSum(t[:na*nc], t[:na*nc], 0)
+			for a := 0; a < na; a++ {
+				j := j0 + a
 				for bb := 0; bb < nc; bb++ {
-					i := p.order[s0+bb]
-					if i == j {
-						continue
+					beta := 0.0
+					if i := p.order[s0+bb]; i != j && lse[j] != math.Inf(-1) {
+						beta = t[a*nc+bb] * (G[j*nl+p.labels[i]] - q[j])
 					}
-					beta := math.Exp(row[bb]-lse[j]) * (G[j*nl+p.labels[i]] - q[j])
-					ti := centre[(s0+bb)*d : (s0+bb+1)*d]
-					for mm, v := range lxj {
-						ti[mm] += beta * v
-					}
-					bsum[bb] += beta
+					bt[bb*na+a] = beta
+				}
+			}
+			for bb := 0; bb < nc; bb++ {
+				col := bt[bb*na : (bb+1)*na]
+				kernel.AddWeightedRows(centre[(s0+bb)*d:(s0+bb+1)*d], col, p.lx[j0*d:(j0+na)*d])
+				for _, v := range col {
+					bsum[bb] += v
 				}
 			}
 		}
