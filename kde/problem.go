@@ -761,6 +761,11 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 		cb := c[s0 : s0+nc]
 		bsum := make([]float64, nc)
 		bt := t[tileI*blockJ:]
+		var ci, cl [blockJ]int // the block's centres (input index) and their labels
+		for bb := 0; bb < nc; bb++ {
+			ci[bb] = p.order[s0+bb]
+			cl[bb] = p.labels[ci[bb]]
+		}
 		for j0 := 0; j0 < n; j0 += tileI {
 			na := min(tileI, n-j0)
 			p.tile(t, j0, na, s0, cb, invh) // rows: evaluation points j0.., columns: centres s0..
@@ -772,10 +777,11 @@ func (p *problem) gradient(h float64, r, lse, G []float64) []float64 {
 			kernel.ExpSum(t[:na*nc], t[:na*nc], 0)
 			for a := 0; a < na; a++ {
 				j := j0 + a
+				g, qj, ok := G[j*nl:(j+1)*nl], q[j], lse[j] != math.Inf(-1)
 				for bb := 0; bb < nc; bb++ {
 					beta := 0.0
-					if i := p.order[s0+bb]; i != j && lse[j] != math.Inf(-1) {
-						beta = t[a*nc+bb] * (G[j*nl+p.labels[i]] - q[j])
+					if i := ci[bb]; i != j && ok {
+						beta = t[a*nc+bb] * (g[cl[bb]] - qj)
 					}
 					bt[bb*na+a] = beta
 				}
