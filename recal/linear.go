@@ -316,6 +316,10 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 	}
 	const chunk = 256
 	nch := (n + chunk - 1) / chunk
+	zero, ones := make([]float64, k), make([]float64, chunk)
+	for i := range ones {
+		ones[i] = 1
+	}
 	losses := make([]float64, nch)
 	var grads [][]float64
 	if grad != nil {
@@ -323,7 +327,8 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 	}
 	parallel.For(nch, d.workers, func() []float64 { return make([]float64, 2*k*chunk+chunk) }, func(buf []float64, c int) {
 		// zc: the chunk's rows of z - max z, then of e^(z - max z);
-		// pt[r*chunk + i]: (P - Y) of row i0+i, class r; zy: z_y - max z.
+		// pt[r*nr + i]: w (P - Y) of row i0+i, class r (nr rows in the
+		// chunk); zy: z_y - max z.
 		zc, pt, zy := buf[:k*chunk], buf[k*chunk:2*k*chunk], buf[2*k*chunk:]
 		var g []float64
 		if grad != nil {
@@ -332,19 +337,19 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 		}
 		i0, i1 := c*chunk, min(n, (c+1)*chunk)
 		nr := i1 - i0
+		if full {
+			// z = W x + b for the chunk's rows at once (a register-blocked
+			// product; each row as kernel.LinearRow gives it).
+			kernel.LogKernelRows(zc[:nr*k], x[i0*k:i1*k], k, wt, k, negb, 1)
+		}
 		for i := i0; i < i1; i++ {
 			xi, z := x[i*k:(i+1)*k], zc[(i-i0)*k:(i-i0+1)*k]
-			if full {
-				kernel.LinearRow(z, xi, wt, k, negb)
-			} else {
+			if !full {
 				for r := range z {
 					z[r] = w[r]*xi[r] + b[r]
 				}
 			}
-			m := z[0]
-			for _, v := range z[1:] {
-				m = max(m, v)
-			}
+			m := kernel.Max(z)
 			for r := range z {
 				z[r] -= m
 			}
@@ -372,25 +377,37 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 			}
 			e[y] -= s // (e - s [r = y]) / s = P - Y
 			for r, v := range e {
-				pt[r*chunk+i-i0] = v / s * wi
+				e[r] = v / s * wi
 			}
 		}
 		if g == nil {
 			return
 		}
-		for r := 0; r < k; r++ {
-			col := pt[r*chunk : r*chunk+i1-i0]
-			if full {
-				kernel.AddWeightedRows(g[r*k:(r+1)*k], col, x[i0*k:i1*k])
-			} else {
-				for i, v := range col {
+		// pt: the chunk's w_i (P - Y) by class (rows of nr), transposed from zc in
+		// blocks of 8 x 8 (column writes one by one would touch a cache
+		// line per entry).
+		for a0 := 0; a0 < nr; a0 += 8 {
+			for r0 := 0; r0 < k; r0 += 8 {
+				for a := a0; a < min(a0+8, nr); a++ {
+					for r := r0; r < min(r0+8, k); r++ {
+						pt[r*nr+a] = zc[a*k+r]
+					}
+				}
+			}
+		}
+		if full {
+			// The chunk's (P - Y)^T X, k rows of nr terms against the
+			// chunk's rows of x: each entry summed from 0 in order of i.
+			kernel.LogKernelRows(g[:k*k], pt[:k*nr], nr, x[i0*k:i1*k], k, zero, 1)
+		} else {
+			for r := 0; r < k; r++ {
+				for i, v := range pt[r*nr : (r+1)*nr] {
 					g[r] += v * x[(i0+i)*k+r]
 				}
 			}
-			for _, v := range col {
-				g[nw+r] += v
-			}
 		}
+		// The bias gradient: sum_i (P - Y)_ir, the rows added in order.
+		kernel.AddWeightedRows(g[nw:], ones[:nr], zc[:nr*k])
 	})
 	loss := 0.0
 	for c := range losses {
