@@ -492,11 +492,10 @@ TEXT ·axpyRowsAVX512(SB), NOSPLIT, $0-72
 ax_chunk:
 	TESTQ R9, R9
 	JZ    ax_done
-	// Masks for min(R9, 32) entries: K1..K4, eight lanes each.
+	CMPQ R9, $32
+	JA   ax_c64
+	// Masks for the last R9 <= 32 entries: K1..K4, eight lanes each.
 	MOVQ R9, CX
-	CMPQ CX, $32
-	JBE  ax_m
-	MOVQ $32, CX
 
 ax_m:
 	MOVQ $1, DX
@@ -563,6 +562,80 @@ ax_store:
 	VMOVUPD Z3, K4, 192(DI)
 	ADDQ $256, DI
 	ADDQ $256, BX
+	SUBQ CX, R9
+	JMP  ax_chunk
+
+// Chunks of 33 to 64 entries: eight accumulators (eight independent add
+// chains, enough to keep the adds' pipes busy), the first four full, the
+// last four masked by K1..K4.
+ax_c64:
+	MOVQ R9, CX
+	CMPQ CX, $64
+	JBE  ax_m64
+	MOVQ $64, CX
+
+ax_m64:
+	MOVQ CX, AX
+	SUBQ $32, CX
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	MOVQ AX, CX
+	KMOVW DX, K1
+	KSHIFTRW $8, K1, K2
+	SHRQ $16, DX
+	KMOVW DX, K3
+	KSHIFTRW $8, K3, K4
+	VMOVUPD (DI), Z0
+	VMOVUPD 64(DI), Z1
+	VMOVUPD 128(DI), Z2
+	VMOVUPD 192(DI), Z3
+	VMOVUPD.Z 256(DI), K1, Z4
+	VMOVUPD.Z 320(DI), K2, Z5
+	VMOVUPD.Z 384(DI), K3, Z6
+	VMOVUPD.Z 448(DI), K4, Z7
+	MOVQ SI, R12
+	MOVQ BX, R13
+	MOVQ R10, R14
+
+ax_row8:
+	MOVQ (R12), AX
+	MOVQ AX, DX
+	SHLQ $1, DX
+	JZ   ax_skip8
+	VPBROADCASTQ AX, Z8
+	VMULPD (R13), Z8, Z10
+	VMULPD 64(R13), Z8, Z11
+	VMULPD 128(R13), Z8, Z12
+	VMULPD 192(R13), Z8, Z13
+	VMULPD.Z 256(R13), Z8, K1, Z14
+	VMULPD.Z 320(R13), Z8, K2, Z15
+	VMULPD.Z 384(R13), Z8, K3, Z16
+	VMULPD.Z 448(R13), Z8, K4, Z17
+	VADDPD Z10, Z0, Z0
+	VADDPD Z11, Z1, Z1
+	VADDPD Z12, Z2, Z2
+	VADDPD Z13, Z3, Z3
+	VADDPD Z14, Z4, Z4
+	VADDPD Z15, Z5, Z5
+	VADDPD Z16, Z6, Z6
+	VADDPD Z17, Z7, Z7
+
+ax_skip8:
+	ADDQ $8, R12
+	ADDQ R11, R13
+	DECQ R14
+	JNZ  ax_row8
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	VMOVUPD Z2, 128(DI)
+	VMOVUPD Z3, 192(DI)
+	VMOVUPD Z4, K1, 256(DI)
+	VMOVUPD Z5, K2, 320(DI)
+	VMOVUPD Z6, K3, 384(DI)
+	VMOVUPD Z7, K4, 448(DI)
+	ADDQ $512, DI
+	ADDQ $512, BX
 	SUBQ CX, R9
 	JMP  ax_chunk
 
