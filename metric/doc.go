@@ -4,6 +4,11 @@
 // the splines paper, proper scores (Brier, NLL), accuracy and confidence,
 // MMCE, and bootstrap confidence intervals.
 //
+// BinSums, ScoreSums and KSSums are the mergeable forms of the binned
+// metrics (data-independent bins), the scores and the KS error: sums that
+// shards of the data add to and that merge, for data that never sit in
+// memory at once.
+//
 // Scalar-score metrics work on two slices of equal length: scores in [0, 1]
 // and outcomes in {0, 1}. TopR, WithinTopR and ClassColumn make them from
 // n×K probabilities and labels; the top-label view is TopR with r = 1.

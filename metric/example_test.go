@@ -49,3 +49,26 @@ func Example_weighted() {
 	// Output:
 	// ECE 0.0750, KS 0.1250, Brier 0.3750, accuracy 0.75
 }
+
+// Two shards of predictions binned separately and merged give the binned
+// ECE of all the rows; KS sums bracket the KS error. By hand: each of the
+// five scores has its own bin, so ECE = (0.45 + 0.65 + 0.2 + 0.1 + 0.05) /
+// 5 = 0.29; sorted by score the cumulative gaps are -0.45, 0.2, 0, -0.1,
+// -0.15 over n = 5 (KS 0.09), and with one sample per cell the interval is
+// exact.
+func ExampleBinSums() {
+	shardA := [][]float64{{0.9, 0.8, 0.65}, {1, 1, 0}} // top-label scores, then outcomes
+	shardB := [][]float64{{0.55, 0.95}, {1, 1}}
+	total, _ := metric.NewBinSums(metric.BinOptions{Bins: 10})
+	ks, _ := metric.NewKSSums(0)
+	for _, sh := range [][][]float64{shardA, shardB} {
+		part, _ := metric.NewBinSums(metric.BinOptions{Bins: 10})
+		_ = part.Add(sh[0], sh[1], nil)
+		_ = total.Merge(part) // parts may come from other processes (encoding/json)
+		_ = ks.Add(sh[0], sh[1], nil)
+	}
+	all, _ := metric.BinScores([]float64{0.9, 0.8, 0.65, 0.55, 0.95}, []float64{1, 1, 0, 1, 1}, nil, metric.BinOptions{Bins: 10})
+	lo, hi := ks.Interval()
+	fmt.Printf("merged ECE %.4f, in memory %.4f; KS in [%.4f, %.4f]\n", total.Bins().ECE(1), all.ECE(1), lo, hi)
+	// Output: merged ECE 0.2900, in memory 0.2900; KS in [0.0900, 0.0900]
+}

@@ -1,0 +1,362 @@
+package metric
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
+)
+
+// ErrNotMergeable is returned for bins whose edges depend on the data
+// (equal-mass bins, the Sqrt and Doane rules): their sums over shards do
+// not add up.
+var ErrNotMergeable = errors.New("the bins depend on the data, so their sums cannot be merged")
+
+// sumsVersion is the version of the JSON form of BinSums and ScoreSums.
+const sumsVersion = 1
+
+// BinSums is the mergeable form of Bins, for bins that do not depend on
+// the data (equal-width bins, the Fixed rule): per bin b the number of
+// samples n_b, their total weight W_b and the weighted sums of their
+// scores and outcomes, S_b = sum_{i in b} w_i s_i and F_b = sum_{i in b}
+// w_i o_i, and over all samples (binned or not) N and W = sum_i w_i.
+// Shards add up: Add batches of rows in any order, Merge the sums of other
+// shards, and Bins returns what BinScores returns on all the rows, up to
+// the rounding of the sums (added in another order: 1e-15 relative in the
+// tests). The zero value is not usable: see NewBinSums.
+type BinSums struct {
+	Version int       `json:"version"`
+	Edges   []float64 `json:"edges"`
+	Count   []int     `json:"count"`
+	Mass    []float64 `json:"mass"`
+	Score   []float64 `json:"score_sum"`
+	Freq    []float64 `json:"outcome_sum"`
+	N       int       `json:"n"`
+	W       float64   `json:"weight_sum"`
+	OpenLow bool      `json:"open_low,omitempty"` // BinOptions.OpenLow
+}
+
+// NewBinSums returns empty sums for the bins of o, which must not depend
+// on the data: equal-width with the Fixed rule (ErrNotMergeable
+// otherwise).
+func NewBinSums(o BinOptions) (*BinSums, error) {
+	if o.Binning != EqualWidth || o.Rule != Fixed {
+		return nil, fmt.Errorf("metric: %s bins with the %s rule: %w", o.Binning, o.Rule, ErrNotMergeable)
+	}
+	b, err := o.numBins(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &BinSums{Version: sumsVersion, Edges: o.edges(nil, nil, b), Count: make([]int, b), Mass: make([]float64, b),
+		Score: make([]float64, b), Freq: make([]float64, b), OpenLow: o.OpenLow}, nil
+}
+
+// checkBatch checks a batch's weights (nil: all 1): as many as samples,
+// finite and >= 0 (a shard may have only zero weights).
+func checkBatch(w []float64, n int) error {
+	if w == nil {
+		return nil
+	}
+	if len(w) != n {
+		return fmt.Errorf("metric: %w: %d weights for %d samples", mathx.ErrWeights, len(w), n)
+	}
+	for i, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("metric: %w: weight %d is %v; weights must be finite and >= 0", mathx.ErrWeights, i, v)
+		}
+	}
+	return nil
+}
+
+// Add adds samples: scores in [0, 1], outcomes and weights (nil: all 1)
+// of the same length. Bad weights are an error wrapping data.ErrWeights
+// (mathx.ErrWeights), and nothing is added.
+func (bs *BinSums) Add(scores, outcomes, weights []float64) error {
+	if len(outcomes) != len(scores) {
+		return fmt.Errorf("metric: BinSums.Add: %d scores and %d outcomes", len(scores), len(outcomes))
+	}
+	if err := checkBatch(weights, len(scores)); err != nil {
+		return err
+	}
+	o := BinOptions{Binning: EqualWidth, Rule: Fixed, Bins: len(bs.Count), OpenLow: bs.OpenLow}
+	for i, k := range o.assign(scores, bs.Edges) {
+		w := mathx.Weight(weights, i)
+		bs.W += w
+		if k >= 0 {
+			bs.Count[k]++
+			bs.Mass[k] += w
+			bs.Score[k] += float64(w * scores[i])
+			bs.Freq[k] += float64(w * outcomes[i])
+		}
+	}
+	bs.N += len(scores)
+	return nil
+}
+
+// Merge adds the sums of another shard with the same bins.
+func (bs *BinSums) Merge(other *BinSums) error {
+	if !slices.Equal(bs.Edges, other.Edges) || bs.OpenLow != other.OpenLow {
+		return fmt.Errorf("metric: BinSums.Merge: the bins differ (%d and %d edges)", len(bs.Edges), len(other.Edges))
+	}
+	for b := range bs.Count {
+		bs.Count[b] += other.Count[b]
+		bs.Mass[b] += other.Mass[b]
+		bs.Score[b] += other.Score[b]
+		bs.Freq[b] += other.Freq[b]
+	}
+	bs.N += other.N
+	bs.W += other.W
+	return nil
+}
+
+// Bins returns the bins of every sample added or merged: the means S_b /
+// W_b and F_b / W_b of the non-empty bins, for ECE, MCE and DebiasedL2.
+func (bs *BinSums) Bins() *Bins {
+	out := &Bins{Edges: slices.Clone(bs.Edges), Count: slices.Clone(bs.Count), Mass: slices.Clone(bs.Mass),
+		Score: make([]float64, len(bs.Count)), Freq: make([]float64, len(bs.Count)), N: bs.N, W: bs.W}
+	for b, m := range bs.Mass {
+		if m > 0 {
+			out.Score[b] = bs.Score[b] / m
+			out.Freq[b] = bs.Freq[b] / m
+		}
+	}
+	return out
+}
+
+// UnmarshalJSON reads the JSON form (MarshalJSON is the default one of the
+// exported fields), checking its version and that its arrays agree.
+func (bs *BinSums) UnmarshalJSON(b []byte) error {
+	type plain BinSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("metric: BinSums: %w", err)
+	}
+	if v.Version != sumsVersion {
+		return fmt.Errorf("metric: BinSums: version %d, want %d", v.Version, sumsVersion)
+	}
+	nb := len(v.Count)
+	if nb < 1 || len(v.Edges) != nb+1 || len(v.Mass) != nb || len(v.Score) != nb || len(v.Freq) != nb {
+		return fmt.Errorf("metric: BinSums: %d edges, %d counts, %d masses, %d score sums and %d outcome sums do not agree", len(v.Edges), nb, len(v.Mass), len(v.Score), len(v.Freq))
+	}
+	*bs = BinSums(v)
+	return nil
+}
+
+// ScoreSums is the mergeable form of the proper scores and the top-label
+// summaries: over every sample added, N, W = sum_i w_i and the weighted
+// sums of [argmax_k f_ik = y_i] (first arg max on ties), max_k f_ik, the
+// Brier term sum_k (f_ik - [y_i = k])^2 and the NLL term (NLL's: the exact
+// log-softmax with logits, else -log max(f_{i,y_i}, NLLEpsilon)).
+// Accuracy, Confidence, Brier and NLL divide by W, as the functions of
+// those names do on all the rows (up to the rounding of the sums).
+type ScoreSums struct {
+	Version int     `json:"version"`
+	N       int     `json:"n"`
+	W       float64 `json:"weight_sum"`
+	Correct float64 `json:"correct_sum"`
+	Conf    float64 `json:"confidence_sum"`
+	Brier   float64 `json:"brier_sum"`
+	NLL     float64 `json:"nll_sum"`
+}
+
+// NewScoreSums returns empty sums.
+func NewScoreSums() *ScoreSums { return &ScoreSums{Version: sumsVersion} }
+
+// Add adds a batch of rows: probs n×k, logits n×k or nil (for NLL),
+// labels and weights (nil: all 1). Bad weights are an error wrapping
+// mathx.ErrWeights, and nothing is added.
+func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights []float64) error {
+	if k < 1 || len(probs) != len(labels)*k || (logits != nil && len(logits) != len(probs)) {
+		return fmt.Errorf("metric: ScoreSums.Add: %d probabilities, %d logits, %d labels, K = %d", len(probs), len(logits), len(labels), k)
+	}
+	if err := checkBatch(weights, len(labels)); err != nil {
+		return err
+	}
+	top, correct := TopR(probs, labels, k, 1)
+	for i, y := range labels {
+		w := mathx.Weight(weights, i)
+		row := probs[i*k : (i+1)*k]
+		brier := 0.0
+		for c, v := range row {
+			d := v
+			if c == y {
+				d = v - 1
+			}
+			brier += d * d
+		}
+		var nll float64
+		if logits != nil {
+			z := logits[i*k : (i+1)*k]
+			m := math.Inf(-1)
+			for _, v := range z {
+				m = math.Max(m, v)
+			}
+			s := 0.0
+			for _, v := range z {
+				s += math.Exp(v - m)
+			}
+			nll = m + math.Log(s) - z[y]
+		} else {
+			nll = -math.Log(math.Max(row[y], NLLEpsilon))
+		}
+		ss.W += w
+		ss.Correct += float64(w * correct[i])
+		ss.Conf += float64(w * top[i])
+		ss.Brier += float64(w * brier)
+		ss.NLL += float64(w * nll)
+	}
+	ss.N += len(labels)
+	return nil
+}
+
+// Merge adds the sums of another shard.
+func (ss *ScoreSums) Merge(other *ScoreSums) {
+	ss.N += other.N
+	ss.W += other.W
+	ss.Correct += other.Correct
+	ss.Conf += other.Conf
+	ss.Brier += other.Brier
+	ss.NLL += other.NLL
+}
+
+// Accuracy, Confidence, BrierScore and MeanNLL return the weighted means
+// (NaN when the total weight is 0).
+func (ss *ScoreSums) Accuracy() float64   { return ss.Correct / ss.W }
+func (ss *ScoreSums) Confidence() float64 { return ss.Conf / ss.W }
+func (ss *ScoreSums) BrierScore() float64 { return ss.Brier / ss.W }
+func (ss *ScoreSums) MeanNLL() float64    { return ss.NLL / ss.W }
+
+// UnmarshalJSON reads the JSON form, checking its version.
+func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
+	type plain ScoreSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("metric: ScoreSums: %w", err)
+	}
+	if v.Version != sumsVersion {
+		return fmt.Errorf("metric: ScoreSums: version %d, want %d", v.Version, sumsVersion)
+	}
+	*ss = ScoreSums(v)
+	return nil
+}
+
+// DefaultKSCells is the number of score cells of NewKSSums(0).
+const DefaultKSCells = 4096
+
+// KSSums is the mergeable form of the KS calibration error: the scores'
+// range [0, 1] cut into G equal cells (a score s in cell min(G-1,
+// floor(s G))), and per cell c the weighted sums S_c = sum w_i s_i, O_c =
+// sum w_i o_i and A_c = sum w_i |s_i - o_i|, with the total weight W. The
+// cumulative difference at the end of cell c,
+//
+//	D_c = (sum_{c' <= c} S_c' - O_c') / W,
+//
+// is the exact KS curve's value at the last sample of cell c (the samples
+// of earlier cells come first in the score order). Inside cell c the curve
+// is D_{c-1} plus a partial sum of the cell's terms t_i = w_i (s_i - o_i) /
+// W, whose positive terms add up to P_c = (A_c + T_c) / 2W and negative
+// ones to N_c = (A_c - T_c) / 2W, with T_c = S_c - O_c. So
+//
+//	lo = max_c |D_c| <= KS <= max_c max(|D_{c-1} + P_c|, |D_{c-1} - N_c|) = hi
+//
+// (up to the rounding of the sums): Interval returns both. A cell with one
+// sample adds no width; the width is at most max_c A_c / W, small when a
+// cell holds little weight or its samples are nearly calibrated (a
+// confident correct prediction adds |s - o| near 0).
+type KSSums struct {
+	Version int       `json:"version"`
+	Cells   int       `json:"cells"`
+	S       []float64 `json:"score_sum"`
+	O       []float64 `json:"outcome_sum"`
+	A       []float64 `json:"abs_sum"`
+	N       int       `json:"n"`
+	W       float64   `json:"weight_sum"`
+}
+
+// NewKSSums returns empty sums on cells score cells (0: DefaultKSCells).
+func NewKSSums(cells int) (*KSSums, error) {
+	if cells == 0 {
+		cells = DefaultKSCells
+	}
+	if cells < 1 || cells > 1<<24 {
+		return nil, fmt.Errorf("metric: KS sums on %d cells (want 1 to 2^24)", cells)
+	}
+	return &KSSums{Version: sumsVersion, Cells: cells, S: make([]float64, cells), O: make([]float64, cells), A: make([]float64, cells)}, nil
+}
+
+// Add adds samples: scores (clamped to [0, 1]), outcomes and weights (nil:
+// all 1). Bad weights are an error wrapping mathx.ErrWeights.
+func (ks *KSSums) Add(scores, outcomes, weights []float64) error {
+	if len(outcomes) != len(scores) {
+		return fmt.Errorf("metric: KSSums.Add: %d scores and %d outcomes", len(scores), len(outcomes))
+	}
+	if err := checkBatch(weights, len(scores)); err != nil {
+		return err
+	}
+	g := float64(ks.Cells)
+	for i, s := range scores {
+		c := min(ks.Cells-1, max(0, int(math.Floor(s*g))))
+		w := mathx.Weight(weights, i)
+		ks.S[c] += float64(w * s)
+		ks.O[c] += float64(w * outcomes[i])
+		ks.A[c] += float64(w * math.Abs(s-outcomes[i]))
+		ks.W += w
+	}
+	ks.N += len(scores)
+	return nil
+}
+
+// Merge adds the sums of another shard on the same cells.
+func (ks *KSSums) Merge(other *KSSums) error {
+	if other.Cells != ks.Cells {
+		return fmt.Errorf("metric: KSSums.Merge: %d and %d cells", ks.Cells, other.Cells)
+	}
+	for c := range ks.S {
+		ks.S[c] += other.S[c]
+		ks.O[c] += other.O[c]
+		ks.A[c] += other.A[c]
+	}
+	ks.N += other.N
+	ks.W += other.W
+	return nil
+}
+
+// Interval returns lo <= KS <= hi (see KSSums); 0, 0 without weight.
+func (ks *KSSums) Interval() (lo, hi float64) {
+	if !(ks.W > 0) {
+		return 0, 0
+	}
+	cs, co, prev := 0.0, 0.0, 0.0
+	for c := range ks.S {
+		t := ks.S[c] - ks.O[c]
+		pos, neg := max(0, (ks.A[c]+t)/2)/ks.W, max(0, (ks.A[c]-t)/2)/ks.W
+		hi = max(hi, math.Abs(prev+pos), math.Abs(prev-neg))
+		cs += ks.S[c]
+		co += ks.O[c]
+		d := cs/ks.W - co/ks.W
+		lo = max(lo, math.Abs(d))
+		hi = max(hi, math.Abs(d))
+		prev = d
+	}
+	return lo, hi
+}
+
+// UnmarshalJSON reads the JSON form, checking its version and sizes.
+func (ks *KSSums) UnmarshalJSON(b []byte) error {
+	type plain KSSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("metric: KSSums: %w", err)
+	}
+	if v.Version != sumsVersion {
+		return fmt.Errorf("metric: KSSums: version %d, want %d", v.Version, sumsVersion)
+	}
+	if v.Cells < 1 || len(v.S) != v.Cells || len(v.O) != v.Cells || len(v.A) != v.Cells {
+		return fmt.Errorf("metric: KSSums: %d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
+	}
+	*ks = KSSums(v)
+	return nil
+}
