@@ -48,17 +48,39 @@ func Brier(probs []float64, labels []int, k int, weights []float64) float64 {
 		return sum / float64(len(labels))
 	}
 	for i, y := range labels {
-		row := 0.0
-		for c, v := range probs[i*k : (i+1)*k] {
-			d := v
-			if c == y {
-				d = v - 1
-			}
-			row += d * d
-		}
-		sum += weights[i] * row
+		sum += weights[i] * brierRow(probs[i*k:(i+1)*k], y)
 	}
 	return sum / mathx.WeightSum(weights, len(labels))
+}
+
+// brierRow returns one row's Brier term sum_k (f_k - [y = k])^2.
+func brierRow(row []float64, y int) float64 {
+	s := 0.0
+	for c, v := range row {
+		d := v
+		if c == y {
+			d = v - 1
+		}
+		s += d * d
+	}
+	return s
+}
+
+// nllRow returns one row's NLL term: with logits z (not nil) the exact
+// z_y - logsumexp(z) negated, else -log max(f_y, NLLEpsilon).
+func nllRow(row, z []float64, y int) float64 {
+	if z == nil {
+		return -math.Log(math.Max(row[y], NLLEpsilon))
+	}
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = math.Max(m, v)
+	}
+	s := 0.0
+	for _, v := range z {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s) - z[y]
 }
 
 // NLLEpsilon is the clip of NLL on probabilities: as scikit-learn's
@@ -89,21 +111,13 @@ func NLL(probs, logits []float64, labels []int, k int, weights []float64) float6
 		return sum / float64(len(labels))
 	}
 	for i, y := range labels {
-		var term float64
+		var z, row []float64
 		if logits != nil {
-			z := logits[i*k : (i+1)*k]
-			m := math.Inf(-1)
-			for _, v := range z {
-				m = math.Max(m, v)
-			}
-			s := 0.0
-			for _, v := range z {
-				s += math.Exp(v - m)
-			}
-			term = m + math.Log(s) - z[y]
+			z = logits[i*k : (i+1)*k]
 		} else {
-			term = -math.Log(math.Max(probs[i*k+y], NLLEpsilon))
+			row = probs[i*k : (i+1)*k]
 		}
+		term := nllRow(row, z, y)
 		if weights != nil {
 			term *= weights[i]
 		}

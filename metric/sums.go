@@ -179,29 +179,11 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 	for i, y := range labels {
 		w := mathx.Weight(weights, i)
 		row := probs[i*k : (i+1)*k]
-		brier := 0.0
-		for c, v := range row {
-			d := v
-			if c == y {
-				d = v - 1
-			}
-			brier += d * d
-		}
-		var nll float64
+		var z []float64
 		if logits != nil {
-			z := logits[i*k : (i+1)*k]
-			m := math.Inf(-1)
-			for _, v := range z {
-				m = math.Max(m, v)
-			}
-			s := 0.0
-			for _, v := range z {
-				s += math.Exp(v - m)
-			}
-			nll = m + math.Log(s) - z[y]
-		} else {
-			nll = -math.Log(math.Max(row[y], NLLEpsilon))
+			z = logits[i*k : (i+1)*k]
 		}
+		brier, nll := brierRow(row, y), nllRow(row, z, y)
 		ss.W += w
 		ss.Correct += float64(w * correct[i])
 		ss.Conf += float64(w * top[i])
