@@ -64,22 +64,22 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 		lx, lse, lk := buf[:k], buf[k:2*k], buf[2*k:]
 		for j := b * block; j < min(m, (b+1)*block); j++ {
 			x := queries[j*k : (j+1)*k]
+			exact := false
 			for c, v := range x {
 				lx[c] = math.Log(v)
+				exact = exact || v == 0
 			}
-			// Log-kernels of every centre (sorted order), with
-			// 0 * log 0 = 0 for centre coordinates that are 0.
-			mx := math.Inf(-1)
-			for s := 0; s < p.n; s++ {
-				dot := 0.0
-				for c, f := range p.centre(s) {
-					if f != 0 {
-						dot += f * lx[c]
-					}
+			// Log-kernels of every centre (sorted order), tile by tile,
+			// with 0 * log 0 = 0 for centre coordinates that are 0.
+			for i0 := 0; i0 < p.n; i0 += p.ti {
+				i1 := min(p.n, i0+p.ti)
+				if exact {
+					kernel.LogKernelRowExact(lk[i0:i1], lx, p.fct[i0*k:], i1-i0, norm[i0:i1], invh)
+				} else {
+					kernel.LogKernelRow(lk[i0:i1], lx, p.fct[i0*k:], i1-i0, norm[i0:i1], invh)
 				}
-				lk[s] = invh*dot - norm[s]
-				mx = math.Max(mx, lk[s])
 			}
+			mx := kernel.Max(lk[:p.n])
 			row := r[j*k : (j+1)*k]
 			if math.IsInf(mx, -1) {
 				for c := range row {
@@ -90,12 +90,8 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 			}
 			sum := 0.0
 			for l := 0; l < k; l++ {
-				s := 0.0
-				for _, v := range lk[p.seg[l]:p.seg[l+1]] {
-					s += kernel.Exp(v - mx)
-				}
-				lse[l] = s
-				sum += s
+				lse[l] = kernel.SumExp(lk[p.seg[l]:p.seg[l+1]], mx)
+				sum += lse[l]
 			}
 			for l := range row {
 				row[l] = lse[l] / sum
