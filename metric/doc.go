@@ -4,8 +4,9 @@
 // the splines paper, proper scores (Brier, NLL), accuracy and confidence,
 // MMCE, and bootstrap confidence intervals.
 //
-// BinSums, ScoreSums and KSSums are the mergeable forms of the binned
-// metrics (data-independent bins), the scores and the KS error: sums that
+// BinSums, CellSums, ScoreSums and KSSums are the mergeable forms of the
+// binned metrics (data-independent bins), the canonical cells, the scores
+// and the KS error: sums that
 // shards of the data add to and that merge, for data that never sit in
 // memory at once.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/calib-dev/calib/internal/mathx"
 )
@@ -340,5 +341,163 @@ func (ks *KSSums) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("metric: KSSums: %d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
 	}
 	*ks = KSSums(v)
+	return nil
+}
+
+// CellSums is the mergeable form of Canonical with B cells per class
+// dimension fixed in advance (the Fixed rule): per occupied cell of the
+// simplex grid the number of samples, their weight W_c and the weighted
+// sums of the predictions and of the one-hot labels, and the total weight
+// W. Estimate gives Canonical's Value and MCE on every sample added or
+// merged (Value up to the rounding of the sums; cells are visited in the
+// order of their coordinates, so MCECount may name another cell than the
+// in-memory one when two cells attain the maximum exactly). Memory is
+// O(occupied cells x K).
+type CellSums struct {
+	Version int                 `json:"version"`
+	K       int                 `json:"k"`
+	B       int                 `json:"bins"`
+	Cells   map[string]*CellSum `json:"cells"` // keyed by the cell's coordinates, "i_1,...,i_K"
+	N       int                 `json:"n"`
+	W       float64             `json:"weight_sum"`
+	key     []byte
+}
+
+// CellSum holds one cell's sums.
+type CellSum struct {
+	Count int       `json:"count"`
+	Mass  float64   `json:"mass"`
+	F     []float64 `json:"prediction_sum"`
+	Y     []float64 `json:"label_sum"`
+}
+
+// NewCellSums returns empty sums for K classes and b cells per dimension
+// (0: DefaultBins).
+func NewCellSums(k, b int) (*CellSums, error) {
+	if b == 0 {
+		b = DefaultBins
+	}
+	if k < 1 || b < 1 || b > 1<<16 {
+		return nil, fmt.Errorf("metric: cell sums for K = %d and %d bins per dimension (want K >= 1, 1 to 65536 bins)", k, b)
+	}
+	return &CellSums{Version: sumsVersion, K: k, B: b, Cells: map[string]*CellSum{}}, nil
+}
+
+// Add adds a batch of rows: probs n×K, labels in 0..K-1 and weights (nil:
+// all 1). Bad weights are an error wrapping mathx.ErrWeights, and nothing is
+// added.
+func (cs *CellSums) Add(probs []float64, labels []int, weights []float64) error {
+	k := cs.K
+	if len(probs) != len(labels)*k {
+		return fmt.Errorf("metric: CellSums.Add: %d probabilities for %d labels and K = %d", len(probs), len(labels), k)
+	}
+	if err := checkBatch(weights, len(labels)); err != nil {
+		return err
+	}
+	for i, y := range labels {
+		if y < 0 || y >= k {
+			return fmt.Errorf("metric: CellSums.Add: label %d of row %d outside 0..%d", y, i, k-1)
+		}
+	}
+	for i, y := range labels {
+		row := probs[i*k : (i+1)*k]
+		cs.key = cs.key[:0]
+		for m, v := range row {
+			if m > 0 {
+				cs.key = append(cs.key, ',')
+			}
+			cs.key = strconv.AppendInt(cs.key, int64(min(int(math.Floor(float64(cs.B)*v)), cs.B-1)), 10)
+		}
+		c := cs.Cells[string(cs.key)]
+		if c == nil {
+			c = &CellSum{F: make([]float64, k), Y: make([]float64, k)}
+			cs.Cells[string(cs.key)] = c
+		}
+		w := mathx.Weight(weights, i)
+		c.Count++
+		c.Mass += w
+		for m, v := range row {
+			c.F[m] += float64(w * v)
+		}
+		c.Y[y] += w
+		cs.W += w
+	}
+	cs.N += len(labels)
+	return nil
+}
+
+// Merge adds the sums of another shard with the same K and B.
+func (cs *CellSums) Merge(other *CellSums) error {
+	if other.K != cs.K || other.B != cs.B {
+		return fmt.Errorf("metric: CellSums.Merge: K = %d, B = %d and K = %d, B = %d", cs.K, cs.B, other.K, other.B)
+	}
+	for key, o := range other.Cells {
+		c := cs.Cells[key]
+		if c == nil {
+			c = &CellSum{F: make([]float64, cs.K), Y: make([]float64, cs.K)}
+			cs.Cells[key] = c
+		}
+		c.Count += o.Count
+		c.Mass += o.Mass
+		for m := range c.F {
+			c.F[m] += o.F[m]
+			c.Y[m] += o.Y[m]
+		}
+	}
+	cs.N += other.N
+	cs.W += other.W
+	return nil
+}
+
+// Estimate returns the canonical binned estimate for the exponent p (see
+// CanonicalBinned) of every sample added or merged.
+func (cs *CellSums) Estimate(p float64) *CanonicalBinned {
+	res := &CanonicalBinned{B: cs.B}
+	keys := make([]string, 0, len(cs.Cells))
+	for key := range cs.Cells {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		c := cs.Cells[key]
+		if !(c.Mass > 0) {
+			continue
+		}
+		res.Cells++
+		for m := 0; m < cs.K; m++ {
+			d := math.Abs(c.Y[m]-c.F[m]) / c.Mass
+			if d > res.MCE {
+				res.MCE, res.MCECount = d, c.Count
+			}
+			res.Value += c.Mass * math.Pow(d, p)
+		}
+	}
+	res.Value /= cs.W
+	return res
+}
+
+// UnmarshalJSON reads the JSON form, checking its version and the sizes of
+// its cells.
+func (cs *CellSums) UnmarshalJSON(b []byte) error {
+	type plain CellSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("metric: CellSums: %w", err)
+	}
+	if v.Version != sumsVersion {
+		return fmt.Errorf("metric: CellSums: version %d, want %d", v.Version, sumsVersion)
+	}
+	if v.K < 1 || v.B < 1 || v.B > 1<<16 {
+		return fmt.Errorf("metric: CellSums: K = %d, %d bins", v.K, v.B)
+	}
+	if v.Cells == nil {
+		v.Cells = map[string]*CellSum{}
+	}
+	for key, c := range v.Cells {
+		if c == nil || len(c.F) != v.K || len(c.Y) != v.K {
+			return fmt.Errorf("metric: CellSums: cell %q does not hold %d sums", key, v.K)
+		}
+	}
+	*cs = CellSums(v)
 	return nil
 }

@@ -273,3 +273,80 @@ func TestKSSumsBracketExact(t *testing.T) {
 		}
 	}
 }
+
+// TestCellSumsMatchInMemory: canonical cell sums merged over shuffled
+// shards give Canonical's value (p = 1, 2), MCE and occupied cells on the
+// real sets, with and without weights (1e-12), and survive a JSON round
+// trip bit for bit.
+func TestCellSumsMatchInMemory(t *testing.T) {
+	for name, dir := range testLogits {
+		set := loadTestSet(t, dir)
+		probs, labels, k := set.Probs, set.Labels, set.K
+		n := len(labels)
+		rng := rand.New(rand.NewPCG(uint64(n), 12))
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = rng.ExpFloat64()
+		}
+		for _, weights := range [][]float64{nil, w} {
+			for _, b := range []int{0, 4} {
+				total, err := NewCellSums(k, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, sh := range shards(rng, n) {
+					part, _ := NewCellSums(k, b)
+					var ws []float64
+					if weights != nil {
+						ws = weights[sh[0]:sh[1]]
+					}
+					if err := part.Add(probs[sh[0]*k:sh[1]*k], labels[sh[0]:sh[1]], ws); err != nil {
+						t.Fatal(err)
+					}
+					if err := total.Merge(part); err != nil {
+						t.Fatal(err)
+					}
+				}
+				data, err := json.Marshal(total)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var back CellSums
+				if err := json.Unmarshal(data, &back); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range []float64{1, 2} {
+					want, err := Canonical(probs, labels, k, p, weights, BinOptions{Bins: b})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, rt := total.Estimate(p), back.Estimate(p)
+					label := name
+					near(t, label+" canonical value", got.Value, want.Value, 1e-12)
+					near(t, label+" canonical MCE", got.MCE, want.MCE, 1e-12)
+					if got.Cells != want.Cells || got.B != want.B {
+						t.Errorf("%s: %d cells of B = %d, want %d of %d", label, got.Cells, got.B, want.Cells, want.B)
+					}
+					if math.Float64bits(rt.Value) != math.Float64bits(got.Value) {
+						t.Errorf("%s: the JSON round trip changed the value", label)
+					}
+				}
+			}
+		}
+	}
+	cs, _ := NewCellSums(3, 5)
+	if err := cs.Add([]float64{0.2, 0.3, 0.5}, []int{3}, nil); err == nil {
+		t.Error("label 3 of K = 3: no error")
+	}
+	other, _ := NewCellSums(3, 6)
+	if err := cs.Merge(other); err == nil {
+		t.Error("merging B = 5 with B = 6: no error")
+	}
+	var bad CellSums
+	if err := json.Unmarshal([]byte(`{"version":1,"k":2,"bins":5,"cells":{"0,4":{"count":1,"mass":1,"prediction_sum":[0.1],"label_sum":[0,1]}}}`), &bad); err == nil {
+		t.Error("a cell with 1 prediction sum for K = 2: no error")
+	}
+	if _, err := NewCellSums(0, 5); err == nil {
+		t.Error("K = 0: no error")
+	}
+}
