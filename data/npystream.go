@@ -14,8 +14,9 @@ const maxNPYHeader = 1 << 20
 // NPYRows reads the rows of an NPY array from a stream in batches, never
 // holding the whole array: the first part of streamed evaluation (issue
 // 18) for prediction files larger than memory. The array is (n,) (one
-// column) or (n, K) in C order; a Fortran-order array is refused (its rows
-// are not contiguous in the file). Values decode as Load decodes them
+// column) or (n, K) with K >= 1 in C order; a Fortran-order array is
+// refused (its rows are not contiguous in the file), and so is one with no
+// columns. Values decode as Load decodes them
 // (float32 and integer types widened to float64).
 type NPYRows struct {
 	name       string
@@ -78,7 +79,10 @@ func NewNPYRows(r io.Reader, name string) (*NPYRows, error) {
 	if len(h.shape) == 2 {
 		cols = h.shape[1]
 	}
-	if rows < 0 || cols < 1 || cols > maxNPYHeader {
+	if cols < 1 {
+		return nil, &Error{File: name, Err: fmt.Errorf("%w: shape %v has no columns", ErrShape, h.shape)}
+	}
+	if rows < 0 || cols > maxNPYHeader {
 		return nil, &Error{File: name, Err: fmt.Errorf("%w: shape %v", ErrShape, h.shape)}
 	}
 	return &NPYRows{name: name, r: r, dt: dt, rows: rows, cols: cols}, nil

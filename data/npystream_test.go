@@ -71,6 +71,7 @@ func TestNPYRowsMatchesLoad(t *testing.T) {
 		{"trailing", append(append([]byte{}, real...), 0), "bytes after the last of the 3 rows"},
 		{"fortran", writeNPY("<f8", true, "(3, 2)", []float64{1, 2, 3, 4, 5, 6}), "Fortran-order"},
 		{"3-D", writeNPY("<f8", false, "(1, 1, 1)", []float64{1}), "3-dimensional"},
+		{"no columns", writeNPY("<f8", false, "(1, 0)", []float64{}), "no columns"},
 		{"magic", []byte("NUMPY\x01\x00abcdef"), "bad magic"},
 		{"version", []byte("\x93NUMPY\x03\x00\x10\x00"), "version 3"},
 		{"huge header", []byte("\x93NUMPY\x02\x00\xff\xff\xff\x7f"), "header length"},
@@ -104,6 +105,7 @@ func FuzzNPYRows(f *testing.F) {
 	f.Add(writeNPY("<i8", false, "(5,)", []int64{0, 1, 2, 3, 4}))
 	f.Add(writeNPY(">f8", false, "(2, 2)", []float64{0.5, 0.25, 1, 0}))
 	f.Add([]byte("\x93NUMPY\x02\x00\xff\xff\xff\x7f"))
+	f.Add(writeNPY("<f8", false, "(1, 0)", []float64{})) // found by the fuzzer: no columns
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, werr := parseNPY("f.npy", b)
 		got, _, _, gerr := readAllNPYRows(b, 3)
@@ -114,8 +116,8 @@ func FuzzNPYRows(f *testing.F) {
 			return
 		}
 		h, _, _ := npyHeader(b)
-		if h.fortran && len(h.shape) == 2 && h.shape[1] > 1 || len(h.shape) == 0 {
-			return // refused by the stream on purpose
+		if h.fortran && len(h.shape) == 2 && h.shape[1] > 1 || len(h.shape) == 0 || len(h.shape) == 2 && h.shape[1] == 0 {
+			return // refused by the stream on purpose (not row by row, or no columns)
 		}
 		if gerr != nil {
 			t.Fatalf("parseNPY reads %v but the stream fails: %v", want.shape, gerr)
