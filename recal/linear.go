@@ -292,16 +292,17 @@ func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) 
 // objective returns the objective at th and, if grad is not nil, its
 // gradient. Samples are summed in fixed chunks of rows, in order within a
 // chunk and over chunks (deterministic for any number of workers). With a
-// full W (matrix, Dirichlet) each row's z = W x + b is one kernel.LinearRow
-// (W by column, SIMD where the CPU has it), the softmax one kernel.ExpSum,
-// and the chunk's gradient (P - Y)^T X one kernel.AddWeightedRows per class.
+// full W (matrix, Dirichlet) a chunk's z = W x + b and its gradient
+// (P - Y)^T X are each one kernel.LogKernelRows (W by column; SIMD where
+// the CPU has it); the softmax is one kernel.ExpSum over the chunk and the
+// bias gradient one kernel.AddWeightedRows.
 func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 	method, x, labels, k := d.method, d.x, d.labels, d.k
 	n := len(labels)
 	nw := nweights(method, k)
 	w, b := th[:nw], th[nw:]
 	full := method != MethodVector
-	negb := make([]float64, k) // LinearRow subtracts: W x - (-b)
+	negb := make([]float64, k) // LogKernelRows subtracts: W x - (-b)
 	for r, v := range b {
 		negb[r] = -v
 	}
@@ -339,7 +340,7 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 		nr := i1 - i0
 		if full {
 			// z = W x + b for the chunk's rows at once (a register-blocked
-			// product; each row as kernel.LinearRow gives it).
+			// product, each dot summed from 0 in order of m).
 			kernel.LogKernelRows(zc[:nr*k], x[i0*k:i1*k], k, wt, k, negb, 1)
 		}
 		for i := i0; i < i1; i++ {
@@ -383,26 +384,27 @@ func (d *linearData) objective(lam, mu float64, th, grad []float64) float64 {
 		if g == nil {
 			return
 		}
-		// pt: the chunk's w_i (P - Y) by class (rows of nr), transposed from zc in
-		// blocks of 8 x 8 (column writes one by one would touch a cache
-		// line per entry).
-		for a0 := 0; a0 < nr; a0 += 8 {
-			for r0 := 0; r0 < k; r0 += 8 {
-				for a := a0; a < min(a0+8, nr); a++ {
-					for r := r0; r < min(r0+8, k); r++ {
-						pt[r*nr+a] = zc[a*k+r]
+		if full {
+			// pt: the chunk's w_i (P - Y) by class (rows of nr),
+			// transposed from zc in blocks of 8 x 8 (column writes one by
+			// one would touch a cache line per entry); then (P - Y)^T X,
+			// k rows of nr terms against the chunk's rows of x, each entry
+			// summed from 0 in order of i.
+			for a0 := 0; a0 < nr; a0 += 8 {
+				for r0 := 0; r0 < k; r0 += 8 {
+					for a := a0; a < min(a0+8, nr); a++ {
+						for r := r0; r < min(r0+8, k); r++ {
+							pt[r*nr+a] = zc[a*k+r]
+						}
 					}
 				}
 			}
-		}
-		if full {
-			// The chunk's (P - Y)^T X, k rows of nr terms against the
-			// chunk's rows of x: each entry summed from 0 in order of i.
 			kernel.LogKernelRows(g[:k*k], pt[:k*nr], nr, x[i0*k:i1*k], k, zero, 1)
 		} else {
-			for r := 0; r < k; r++ {
-				for i, v := range pt[r*nr : (r+1)*nr] {
-					g[r] += v * x[(i0+i)*k+r]
+			// The diagonal W: g_r = sum_i (P - Y)_ir x_ir, in order of i.
+			for a := 0; a < nr; a++ {
+				for r, v := range zc[a*k : (a+1)*k] {
+					g[r] += v * x[(i0+a)*k+r]
 				}
 			}
 		}

@@ -38,6 +38,9 @@ type implementation struct {
 	// axpyRows adds w[i] * v[i*k : (i+1)*k] to acc (k = len(acc)) for every
 	// i with w[i] != 0, in order of i.
 	axpyRows func(acc, w, v []float64)
+	// pairTerms is the pair-sum loop of PairWeightedSumExp (see
+	// pairTermsGeneric).
+	pairTerms func(acc, w, v []float64, s, pp, np float64) (float64, float64, float64)
 }
 
 // implementations lists the implementations this CPU can run, best first;

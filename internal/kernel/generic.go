@@ -27,6 +27,7 @@ var generic = implementation{
 	max:          maxGeneric,
 	logKernelRow: logKernelRowGeneric,
 	axpyRows:     axpyRowsGeneric,
+	pairTerms:    pairTermsGeneric,
 }
 
 func sumExpGeneric(x []float64, shift, cut float64) float64 {

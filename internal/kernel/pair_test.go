@@ -98,7 +98,7 @@ func TestPairTermsBitIdentical(t *testing.T) {
 				buf[0], buf[k+1] = 42, -42
 				acc := buf[1 : k+1 : k+1]
 				copy(acc, acc0)
-				gs, gpp, gnp := pairTermsOf(im)(acc, w, v, s0, pp0, np0)
+				gs, gpp, gnp := im.pairTerms(acc, w, v, s0, pp0, np0)
 				where := fmt.Sprintf("%s k=%d n=%d", im.name, k, n)
 				if !sameBits(gs, rs) || !sameBits(gpp, rpp) || !sameBits(gnp, rnp) {
 					t.Fatalf("%s: s, pp, np = %v, %v, %v; want %v, %v, %v", where, gs, gpp, gnp, rs, rpp, rnp)
@@ -146,7 +146,7 @@ func specialCase(t *testing.T, k int, w, v, acc0 []float64) {
 	rs, rpp, rnp := pairTermsRef(ref, w, v, 1, 2, 3)
 	for _, im := range implementations {
 		acc := append([]float64(nil), acc0...)
-		gs, gpp, gnp := pairTermsOf(im)(acc, w, v, 1, 2, 3)
+		gs, gpp, gnp := im.pairTerms(acc, w, v, 1, 2, 3)
 		if !sameBits(gs, rs) || !sameBits(gpp, rpp) || !sameBits(gnp, rnp) {
 			t.Fatalf("%s k=%d: s, pp, np = %v, %v, %v; want %v, %v, %v", im.name, k, gs, gpp, gnp, rs, rpp, rnp)
 		}
@@ -256,7 +256,7 @@ func BenchmarkPairTerms(b *testing.B) {
 			v[i] = rng.NormFloat64()
 		}
 		for _, im := range implementations {
-			f := pairTermsOf(im)
+			f := im.pairTerms
 			b.Run(fmt.Sprintf("K=%d/%s", k, im.name), func(b *testing.B) {
 				acc := make([]float64, k)
 				s, pp, np := 0.0, 0.0, 0.0
@@ -287,7 +287,7 @@ func BenchmarkPairTermsTile(b *testing.B) {
 			v[i] = rng.NormFloat64()
 		}
 		for _, im := range implementations {
-			f := pairTermsOf(im)
+			f := im.pairTerms
 			b.Run(fmt.Sprintf("K=%d/n=%d/%s", k, n, im.name), func(b *testing.B) {
 				acc := make([]float64, k)
 				for b.Loop() {

@@ -35,6 +35,7 @@ var avx512 = implementation{
 	max:          maxAVX512,
 	logKernelRow: logKernelRowAVX512,
 	axpyRows:     axpyRowsAVX512,
+	pairTerms:    pairTermsAVX512,
 }
 
 //go:noescape
@@ -77,6 +78,7 @@ var avx2 = implementation{
 	max:          maxAVX2,
 	logKernelRow: logKernelRowAVX2,
 	axpyRows:     axpyRowsAVX2,
+	pairTerms:    pairTermsAVX2,
 }
 
 //go:noescape
@@ -100,10 +102,10 @@ func logKernelRowAVX2(dst, l, fct []float64, stride int, c []float64, invh float
 //go:noescape
 func axpyRowsAVX2(acc, w, v []float64)
 
-// expTerms and axpyRows call the active implementation directly rather
-// than through its function value: arguments passed to a function value
-// escape to the heap, and WeightedSumExp's scratch arrays must stay on the
-// stack.
+// expTerms, axpyRows and pairTerms call the active implementation directly
+// rather than through its function value: arguments passed to a function
+// value escape to the heap, and the scratch arrays of WeightedSumExp and
+// PairWeightedSumExp must stay on the stack.
 func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
 	switch active {
 	case &avx512:
@@ -146,3 +148,15 @@ func logKernelRows4(dst, ls []float64, d int, fct []float64, stride int, c []flo
 //
 //go:noescape
 func logKernelRows4AVX512(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64)
+
+func pairTerms(acc, w, v []float64, s, pp, np float64) (float64, float64, float64) {
+	v = v[:len(w)*len(acc)]
+	switch active {
+	case &avx512:
+		return pairTermsAVX512(acc, w, v, s, pp, np)
+	case &avx2:
+		return pairTermsAVX2(acc, w, v, s, pp, np)
+	default:
+		return pairTermsGeneric(acc, w, v, s, pp, np)
+	}
+}

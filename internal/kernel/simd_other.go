@@ -6,7 +6,8 @@ package kernel
 // architecture: the generic loops run.
 func simdImplementations() []*implementation { return nil }
 
-// expTerms and axpyRows are the generic loops (see simd_amd64.go).
+// expTerms, axpyRows and pairTerms are the generic loops (see
+// simd_amd64.go).
 func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
 	expTermsGeneric(dst, x, shift, cut, lane)
 }
@@ -16,4 +17,8 @@ func axpyRows(acc, w, v []float64) { axpyRowsGeneric(acc, w, v) }
 // logKernelRows4 does no rows: LogKernelRows runs LogKernelRow per row.
 func logKernelRows4(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64) int {
 	return 0
+}
+
+func pairTerms(acc, w, v []float64, s, pp, np float64) (float64, float64, float64) {
+	return pairTermsGeneric(acc, w, v[:len(w)*len(acc)], s, pp, np)
 }

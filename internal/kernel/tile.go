@@ -226,11 +226,3 @@ func ExpSum(dst, x []float64, shift float64) float64 {
 func AddWeightedRows(acc, w, v []float64) {
 	axpyRows(acc, w, v[:len(w)*len(acc)])
 }
-
-// LinearRow sets dst[r] = sum_m wt[m*stride + r] x[m] - c[r] (the dot
-// products summed from 0 in the order m = 0, 1, ...): an affine map W x - c
-// with W stored by column (wt[m*stride + r] = W_rm). It is LogKernelRow
-// with invh = 1; x must be finite.
-func LinearRow(dst, x, wt []float64, stride int, c []float64) {
-	LogKernelRow(dst, x, wt, stride, c, 1)
-}
