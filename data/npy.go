@@ -162,22 +162,9 @@ type npyDict struct {
 // npyHeader checks the magic, version and header of an NPY file and returns
 // the header dictionary and the offset of the data.
 func npyHeader(b []byte) (npyDict, int, error) {
-	if len(b) < 10 || string(b[:6]) != npyMagic {
-		return npyDict{}, 0, fmt.Errorf("not an NPY file (bad magic)")
-	}
-	var n, off int
-	switch b[6] {
-	case 1:
-		n, off = int(binary.LittleEndian.Uint16(b[8:10])), 10
-	case 2:
-		if len(b) < 12 {
-			return npyDict{}, 0, fmt.Errorf("truncated header")
-		}
-		n, off = int(binary.LittleEndian.Uint32(b[8:12])), 12
-	case 3:
-		return npyDict{}, 0, fmt.Errorf("version 3 (UTF-8 field names) not supported")
-	default:
-		return npyDict{}, 0, fmt.Errorf("version %d not supported", b[6])
+	n, off, err := npyHeaderLen(b)
+	if err != nil {
+		return npyDict{}, 0, err
 	}
 	if n < 0 || n > len(b)-off {
 		return npyDict{}, 0, fmt.Errorf("header length %d beyond the end of the file", n)
@@ -187,6 +174,27 @@ func npyHeader(b []byte) (npyDict, int, error) {
 		return npyDict{}, 0, err
 	}
 	return h, off + n, nil
+}
+
+// npyHeaderLen checks the magic and version at the start of an NPY file
+// (the first 10 bytes, 12 for version 2) and returns the length of the
+// header dictionary and its offset.
+func npyHeaderLen(b []byte) (n, off int, err error) {
+	if len(b) < 10 || string(b[:6]) != npyMagic {
+		return 0, 0, fmt.Errorf("not an NPY file (bad magic)")
+	}
+	switch b[6] {
+	case 1:
+		return int(binary.LittleEndian.Uint16(b[8:10])), 10, nil
+	case 2:
+		if len(b) < 12 {
+			return 0, 0, fmt.Errorf("truncated header")
+		}
+		return int(binary.LittleEndian.Uint32(b[8:12])), 12, nil
+	case 3:
+		return 0, 0, fmt.Errorf("version 3 (UTF-8 field names) not supported")
+	}
+	return 0, 0, fmt.Errorf("version %d not supported", b[6])
 }
 
 // parseNPYDict parses the header dictionary, a Python literal such as

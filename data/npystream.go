@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -37,20 +36,13 @@ func NewNPYRows(r io.Reader, name string) (*NPYRows, error) {
 	if _, err := io.ReadFull(r, pre[:10]); err != nil {
 		return nil, bad("not an NPY file (%v)", err)
 	}
-	if string(pre[:6]) != npyMagic {
-		return nil, bad("not an NPY file (bad magic)")
-	}
-	var n, off int
-	switch pre[6] {
-	case 1:
-		n, off = int(binary.LittleEndian.Uint16(pre[8:10])), 10
-	case 2:
+	if pre[6] == 2 && string(pre[:6]) == npyMagic {
 		if _, err := io.ReadFull(r, pre[10:12]); err != nil {
 			return nil, bad("truncated header")
 		}
-		n, off = int(binary.LittleEndian.Uint32(pre[8:12])), 12
-	default:
-		_, _, err := npyHeader(pre[:10]) // says which version
+	}
+	n, off, err := npyHeaderLen(pre)
+	if err != nil {
 		return nil, bad("%v", err)
 	}
 	if n > maxNPYHeader {
@@ -61,7 +53,7 @@ func NewNPYRows(r io.Reader, name string) (*NPYRows, error) {
 	if _, err := io.ReadFull(r, head[off:]); err != nil {
 		return nil, bad("header length %d beyond the end of the file", n)
 	}
-	h, _, err := npyHeader(head) // the version checks and the dictionary
+	h, _, err := npyHeader(head)
 	if err != nil {
 		return nil, bad("%v", err)
 	}

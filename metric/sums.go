@@ -19,6 +19,19 @@ var ErrNotMergeable = errors.New("the bins depend on the data, so their sums can
 // sumsVersion is the version of the JSON form of BinSums and ScoreSums.
 const sumsVersion = 1
 
+// decodeVersioned decodes the JSON form of one of the sums (name names it
+// in errors) into v and checks that *version, which v holds, is
+// sumsVersion.
+func decodeVersioned(name string, b []byte, v any, version *int) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("metric: %s: %w", name, err)
+	}
+	if *version != sumsVersion {
+		return fmt.Errorf("metric: %s: version %d, want %d", name, *version, sumsVersion)
+	}
+	return nil
+}
+
 // BinSums is the mergeable form of Bins, for bins that do not depend on
 // the data (equal-width bins, the Fixed rule): per bin b the number of
 // samples n_b, their total weight W_b and the weighted sums of their
@@ -58,16 +71,8 @@ func NewBinSums(o BinOptions) (*BinSums, error) {
 // checkBatch checks a batch's weights (nil: all 1): as many as samples,
 // finite and >= 0 (a shard may have only zero weights).
 func checkBatch(w []float64, n int) error {
-	if w == nil {
-		return nil
-	}
-	if len(w) != n {
-		return fmt.Errorf("metric: %w: %d weights for %d samples", mathx.ErrWeights, len(w), n)
-	}
-	for i, v := range w {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("metric: %w: weight %d is %v; weights must be finite and >= 0", mathx.ErrWeights, i, v)
-		}
+	if err := mathx.CheckWeightValues(w, n); err != nil {
+		return fmt.Errorf("metric: %w", err)
 	}
 	return nil
 }
@@ -132,11 +137,8 @@ func (bs *BinSums) Bins() *Bins {
 func (bs *BinSums) UnmarshalJSON(b []byte) error {
 	type plain BinSums
 	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("metric: BinSums: %w", err)
-	}
-	if v.Version != sumsVersion {
-		return fmt.Errorf("metric: BinSums: version %d, want %d", v.Version, sumsVersion)
+	if err := decodeVersioned("BinSums", b, &v, &v.Version); err != nil {
+		return err
 	}
 	nb := len(v.Count)
 	if nb < 1 || len(v.Edges) != nb+1 || len(v.Mass) != nb || len(v.Score) != nb || len(v.Freq) != nb {
@@ -216,11 +218,8 @@ func (ss *ScoreSums) MeanNLL() float64    { return ss.NLL / ss.W }
 func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
 	type plain ScoreSums
 	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("metric: ScoreSums: %w", err)
-	}
-	if v.Version != sumsVersion {
-		return fmt.Errorf("metric: ScoreSums: version %d, want %d", v.Version, sumsVersion)
+	if err := decodeVersioned("ScoreSums", b, &v, &v.Version); err != nil {
+		return err
 	}
 	*ss = ScoreSums(v)
 	return nil
@@ -331,11 +330,8 @@ func (ks *KSSums) Interval() (lo, hi float64) {
 func (ks *KSSums) UnmarshalJSON(b []byte) error {
 	type plain KSSums
 	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("metric: KSSums: %w", err)
-	}
-	if v.Version != sumsVersion {
-		return fmt.Errorf("metric: KSSums: version %d, want %d", v.Version, sumsVersion)
+	if err := decodeVersioned("KSSums", b, &v, &v.Version); err != nil {
+		return err
 	}
 	if v.Cells < 1 || len(v.S) != v.Cells || len(v.O) != v.Cells || len(v.A) != v.Cells {
 		return fmt.Errorf("metric: KSSums: %d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
@@ -481,11 +477,8 @@ func (cs *CellSums) Estimate(p float64) *CanonicalBinned {
 func (cs *CellSums) UnmarshalJSON(b []byte) error {
 	type plain CellSums
 	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("metric: CellSums: %w", err)
-	}
-	if v.Version != sumsVersion {
-		return fmt.Errorf("metric: CellSums: version %d, want %d", v.Version, sumsVersion)
+	if err := decodeVersioned("CellSums", b, &v, &v.Version); err != nil {
+		return err
 	}
 	if v.K < 1 || v.B < 1 || v.B > 1<<16 {
 		return fmt.Errorf("metric: CellSums: K = %d, %d bins", v.K, v.B)

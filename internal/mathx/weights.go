@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrWeights is wrapped by every error about sample weights: a length that
@@ -15,21 +16,29 @@ var ErrWeights = errors.New("invalid sample weights")
 // weights >= 0 of which at least one is positive, and otherwise an error
 // wrapping ErrWeights that names the first offending weight (0-based index).
 func CheckWeights(w []float64, n int) error {
+	if err := CheckWeightValues(w, n); err != nil {
+		return err
+	}
+	if w != nil && !slices.ContainsFunc(w, func(v float64) bool { return v > 0 }) {
+		return fmt.Errorf("%w: all %d weights are zero", ErrWeights, n)
+	}
+	return nil
+}
+
+// CheckWeightValues is CheckWeights without the rule that some weight be
+// positive: for one batch or shard of a larger sample, which may hold only
+// zero weights.
+func CheckWeightValues(w []float64, n int) error {
 	if w == nil {
 		return nil
 	}
 	if len(w) != n {
 		return fmt.Errorf("%w: %d weights for %d samples", ErrWeights, len(w), n)
 	}
-	positive := false
 	for i, v := range w {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return fmt.Errorf("%w: weight %d is %v; weights must be finite and >= 0", ErrWeights, i, v)
 		}
-		positive = positive || v > 0
-	}
-	if !positive {
-		return fmt.Errorf("%w: all %d weights are zero", ErrWeights, n)
 	}
 	return nil
 }
