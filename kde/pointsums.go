@@ -1,0 +1,725 @@
+package kde
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// StreamGrid returns the candidate bandwidths of PointSums when none are
+// given: 10^(-4 + i/5) for i = 0..20, five per decade from 1e-4 to 1 (a
+// factor 1.58 between neighbours). Every candidate costs one exponential
+// per pair of an evaluation point and a centre, so the grid is coarser
+// than the golden-section refinement of SelectBandwidth (1 % in h).
+func StreamGrid() []float64 { return mathx.LogSpace(1e-4, 1, 21) }
+
+// PointSums is the mergeable form of ECE^KDE (eq. 2, 3, 9) for a fixed set
+// of m evaluation points: for each point j, each bandwidth h of a grid and
+// each label l it holds the weighted leave-one-out kernel sums
+//
+//	S_jl(h) = sum_{i != j, y_i = l} w_i k_h(f_j; f_i)
+//
+// over every kernel centre i added so far, as Shift + log of a scaled sum
+// (S_jl = e^Shift_j x Sums_jl, one shift per point and bandwidth, so that no
+// sum overflows or underflows). The centres are the whole data set, added
+// batch by batch (Add) or merged from other shards (Merge), in any order;
+// the evaluation points are a fixed subset of it (a uniform sample, or all
+// of it). Term i = j is excluded exactly: Add is told which centres are
+// evaluation points.
+//
+// From the sums, Estimate gives for each point the leave-one-out ratio
+// r_j = S_j. / sum_l S_jl and the point's term ||r_j - f_j||_p^p of the
+// plug-in estimate; their weighted mean over the evaluation points is the
+// estimate of the full-data plug-in value (with m = n it is that value, as
+// Estimate computes it, to rounding), with a normal interval from the
+// spread of the per-point terms (see SampledValue). Select chooses the
+// bandwidth by the leave-one-out likelihood of the evaluation points
+// against all centres (the LOO objective, on the grid).
+//
+// The notions are those of Estimate: Canonical (the Dirichlet kernel on the
+// K columns), TopLabel (the Beta kernel on the confidence, labels "top
+// class correct"), Marginal (one Beta kernel regression per class column)
+// and Binary (the Beta kernel on p1; terms doubled). Memory is
+// O(parts x grid x m x labels): K x grid x m floats for Canonical.
+type PointSums struct {
+	Version int       `json:"version"`
+	Notion  Notion    `json:"notion"`
+	K       int       `json:"k"`    // columns of the input rows
+	Grid    []float64 `json:"grid"` // the bandwidths, increasing
+	// Points, Labels and Weights are the m evaluation points (m×K rows of
+	// the input, their labels and weights; Weights nil: all 1).
+	Points  []float64 `json:"points"`
+	Labels  []int     `json:"labels"`
+	Weights []float64 `json:"weights,omitempty"`
+	// N and W count the centres added and their total weight.
+	N int64   `json:"n"`
+	W float64 `json:"w"`
+	// Shift[(c*G + g)*m + j] and Sums[((c*G + g)*m + j)*L + l] hold part
+	// c's sums at bandwidth Grid[g] for point j and label l (L labels per
+	// part: K for Canonical, 2 for the Beta-kernel notions); Shift is -Inf
+	// (JSON: null) while the point has no centre with a positive kernel.
+	Shift []float64 `json:"shift"`
+	Sums  []float64 `json:"sums"`
+}
+
+const pointSumsVersion = 1
+
+// pointPart is one kernel regression of a notion on the evaluation points.
+type pointPart struct {
+	d, nl int
+	class int       // Marginal: the column; else -1
+	lx    []float64 // m×d log coordinates of the evaluation points
+	exact []bool    // point has a zero coordinate
+}
+
+// coords returns the d = 2 coordinates (c, 1-c) of a Beta-kernel notion or
+// the K columns of Canonical for row f of the input, and the row's label in
+// the part: c is the column class (Marginal), the confidence (TopLabel) or
+// p1 (Binary).
+func partRow(n Notion, class int, f []float64, y int, dst []float64) ([]float64, int) {
+	switch n {
+	case Canonical:
+		return append(dst[:0], f...), y
+	case Marginal:
+		c := f[class]
+		lab := 0
+		if y == class {
+			lab = 1
+		}
+		return append(dst[:0], c, 1-c), lab
+	case TopLabel:
+		best := 0
+		for m, v := range f {
+			if v > f[best] {
+				best = m
+			}
+		}
+		lab := 0
+		if best == y {
+			lab = 1
+		}
+		return append(dst[:0], f[best], 1-f[best]), lab
+	}
+	return append(dst[:0], f[1], 1-f[1]), y // Binary
+}
+
+// numParts returns the kernel regressions of a notion: K for Marginal.
+func numParts(n Notion, k int) int {
+	if n == Marginal {
+		return k
+	}
+	return 1
+}
+
+// NewPointSums returns empty sums for the evaluation points (m rows of k
+// probabilities, their labels, weights nil or m values >= 0) on the grid of
+// bandwidths (nil: StreamGrid).
+func NewPointSums(notion Notion, points []float64, labels []int, k int, weights, grid []float64) (*PointSums, error) {
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("kde: %w: no evaluation points", ErrTooFew)
+	}
+	if err := checkPoints(notion, points, labels, k); err != nil {
+		return nil, err
+	}
+	if err := mathx.CheckWeightValues(weights, len(labels)); err != nil {
+		return nil, fmt.Errorf("kde: evaluation points: %w", err)
+	}
+	if grid == nil {
+		grid = StreamGrid()
+	}
+	if err := checkGrid(grid); err != nil {
+		return nil, err
+	}
+	m, parts, l := len(labels), numParts(notion, k), labelsPerPart(notion, k)
+	ps := &PointSums{Version: pointSumsVersion, Notion: notion, K: k, Grid: slices.Clone(grid),
+		Points: slices.Clone(points), Labels: slices.Clone(labels), Weights: slices.Clone(weights),
+		Shift: make([]float64, parts*len(grid)*m), Sums: make([]float64, parts*len(grid)*m*l)}
+	for i := range ps.Shift {
+		ps.Shift[i] = math.Inf(-1)
+	}
+	return ps, nil
+}
+
+// checkPoints is check without the minimum number of samples.
+func checkPoints(notion Notion, probs []float64, labels []int, k int) error {
+	if len(labels) >= 2 {
+		return check(notion, probs, labels, k)
+	}
+	pad := append(slices.Clone(probs), probs...)
+	return check(notion, pad, append(slices.Clone(labels), labels...), k)
+}
+
+func labelsPerPart(n Notion, k int) int {
+	if n == Canonical {
+		return k
+	}
+	return 2
+}
+
+// M returns the number of evaluation points.
+func (ps *PointSums) M() int { return len(ps.Labels) }
+
+// parts returns the evaluation points of each part in log coordinates.
+func (ps *PointSums) parts() []pointPart {
+	m, k := ps.M(), ps.K
+	out := make([]pointPart, numParts(ps.Notion, k))
+	var row []float64
+	for c := range out {
+		pp := &out[c]
+		pp.class, pp.nl = -1, labelsPerPart(ps.Notion, k)
+		if ps.Notion == Marginal {
+			pp.class = c
+		}
+		pp.d = 2
+		if ps.Notion == Canonical {
+			pp.d = k
+		}
+		pp.lx, pp.exact = make([]float64, m*pp.d), make([]bool, m)
+		for j := 0; j < m; j++ {
+			row, _ = partRow(ps.Notion, pp.class, ps.Points[j*k:(j+1)*k], ps.Labels[j], row)
+			for q, v := range row {
+				pp.lx[j*pp.d+q] = math.Log(v)
+				pp.exact[j] = pp.exact[j] || v == 0
+			}
+		}
+	}
+	return out
+}
+
+// AddOptions configures PointSums.Add.
+type AddOptions struct {
+	// Self[i], when not nil, is the index of the evaluation point that
+	// centre i is (its own kernel is left out of that point's sums), or -1.
+	Self    []int
+	Workers int // goroutines; 0 means GOMAXPROCS; the sums are the same for any value
+	// Context, if not nil, cancels the call (the sums are then invalid).
+	Context context.Context
+}
+
+// Add adds a batch of kernel centres: probs n×K (rows in the simplex),
+// labels and weights (nil: all 1; >= 0, finite). Each evaluation point's
+// sums take the batch in one step (the batch's kernels are summed from its
+// largest, then added to the point's running sum), so the sums depend on
+// how the data are cut into batches only through rounding.
+func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o AddOptions) error {
+	n, k := len(labels), ps.K
+	if n == 0 {
+		return nil
+	}
+	if err := checkPoints(ps.Notion, probs, labels, k); err != nil {
+		return err
+	}
+	if err := mathx.CheckWeightValues(weights, n); err != nil {
+		return fmt.Errorf("kde: %w", err)
+	}
+	if o.Self != nil && len(o.Self) != n {
+		return fmt.Errorf("kde: %d self indices for %d centres", len(o.Self), n)
+	}
+	m, G := ps.M(), len(ps.Grid)
+	for _, j := range o.Self {
+		if j < -1 || j >= m {
+			return fmt.Errorf("kde: self index %d outside -1..%d", j, m-1)
+		}
+	}
+	parts := ps.parts()
+	for c := range parts {
+		pp := &parts[c]
+		d, nl := pp.d, pp.nl
+		// The batch's centres of this part, sorted by label.
+		order := make([]int, n)
+		lab := make([]int, n)
+		rows := make([]float64, n*d)
+		var row []float64
+		for i := range order {
+			order[i] = i
+			row, lab[i] = partRow(ps.Notion, pp.class, probs[i*k:(i+1)*k], labels[i], row)
+			copy(rows[i*d:], row)
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return lab[a] - lab[b] })
+		seg := make([]int, nl+1)
+		fct := make([]float64, n*d) // coordinate q of sorted centre s at fct[q*n + s]
+		lw := make([]float64, n)    // log w of sorted centre s (0 without weights)
+		for s, i := range order {
+			seg[lab[i]+1]++
+			for q := 0; q < d; q++ {
+				fct[q*n+s] = rows[i*d+q]
+			}
+			if weights != nil {
+				lw[s] = math.Log(weights[i]) // -Inf for a zero weight
+			}
+		}
+		for l := 0; l < nl; l++ {
+			seg[l+1] += seg[l]
+		}
+		// Normalising constants per bandwidth: log B(alpha_i) - log w_i.
+		norm := make([]float64, G*n)
+		err := parallel.ForContext(o.Context, G, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, g int) {
+			h := ps.Grid[g]
+			for s := 0; s < n; s++ {
+				sum, lb := 0.0, 0.0
+				for q := 0; q < d; q++ {
+					a := fct[q*n+s]/h + 1
+					v, _ := math.Lgamma(a)
+					lb += v
+					sum += a
+				}
+				v, _ := math.Lgamma(sum)
+				norm[g*n+s] = lb - v - lw[s]
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("kde: %w", err)
+		}
+		// Which sorted centres each evaluation point must skip.
+		self := map[int][]int{}
+		if o.Self != nil {
+			for s, i := range order {
+				if j := o.Self[i]; j >= 0 {
+					self[j] = append(self[j], s)
+				}
+			}
+		}
+		zero := make([]float64, n)
+		const block = 4
+		nb := (m + block - 1) / block
+		err = parallel.ForContext(o.Context, nb, o.Workers, func() []float64 { return make([]float64, 2*n) }, func(buf []float64, b int) {
+			dots, lk := buf[:n], buf[n:]
+			for j := b * block; j < min(m, (b+1)*block); j++ {
+				lx := pp.lx[j*d : (j+1)*d]
+				if pp.exact[j] {
+					kernel.LogKernelRowExact(dots, lx, fct, n, zero, 1)
+				} else {
+					kernel.LogKernelRow(dots, lx, fct, n, zero, 1)
+				}
+				skip := self[j]
+				for g, h := range ps.Grid {
+					mx := kernel.AffineMax(lk, dots, norm[g*n:(g+1)*n], 1/h)
+					if len(skip) > 0 {
+						for _, s := range skip {
+							lk[s] = math.Inf(-1)
+						}
+						mx = kernel.Max(lk)
+					}
+					if math.IsInf(mx, -1) || math.IsNaN(mx) {
+						continue
+					}
+					at := (c*G+g)*m + j
+					sums := ps.Sums[at*nl : (at+1)*nl]
+					if old := ps.Shift[at]; mx > old {
+						if !math.IsInf(old, -1) {
+							scale := math.Exp(old - mx)
+							for l := range sums {
+								sums[l] *= scale
+							}
+						}
+						ps.Shift[at] = mx
+					}
+					shift := ps.Shift[at]
+					for l := 0; l < nl; l++ {
+						if seg[l] < seg[l+1] {
+							sums[l] += kernel.SumExp(lk[seg[l]:seg[l+1]], shift)
+						}
+					}
+				}
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("kde: %w", err)
+		}
+	}
+	ps.N += int64(n)
+	ps.W += mathx.WeightSum(weights, n)
+	return nil
+}
+
+// ErrMismatch is returned by the Merge methods for sums of different
+// set-ups (notion, classes, grid, evaluation points).
+var ErrMismatch = errors.New("kde: the sums have different set-ups")
+
+// Merge adds the sums of another shard over the same evaluation points,
+// notion and grid: S_jl = S_jl + S'_jl, each pair of sums rescaled to the
+// larger shift.
+func (ps *PointSums) Merge(o *PointSums) error {
+	switch {
+	case ps.Notion != o.Notion || ps.K != o.K:
+		return fmt.Errorf("%w: %s K = %d against %s K = %d", ErrMismatch, ps.Notion, ps.K, o.Notion, o.K)
+	case !slices.Equal(ps.Grid, o.Grid):
+		return fmt.Errorf("%w: different bandwidth grids", ErrMismatch)
+	case !slices.Equal(ps.Points, o.Points) || !slices.Equal(ps.Labels, o.Labels) || !slices.Equal(ps.Weights, o.Weights):
+		return fmt.Errorf("%w: different evaluation points", ErrMismatch)
+	case len(ps.Shift) != len(o.Shift) || len(ps.Sums) != len(o.Sums):
+		return fmt.Errorf("%w: different sizes", ErrMismatch)
+	}
+	nl := len(ps.Sums) / max(1, len(ps.Shift))
+	for at, s2 := range o.Shift {
+		b := s2
+		if math.IsInf(b, -1) {
+			continue
+		}
+		a := ps.Shift[at]
+		dst, src := ps.Sums[at*nl:(at+1)*nl], o.Sums[at*nl:(at+1)*nl]
+		switch {
+		case math.IsInf(a, -1):
+			copy(dst, src)
+			ps.Shift[at] = s2
+		case b <= a:
+			e := math.Exp(b - a)
+			for l := range dst {
+				dst[l] += src[l] * e
+			}
+		default:
+			e := math.Exp(a - b)
+			for l := range dst {
+				dst[l] = dst[l]*e + src[l]
+			}
+			ps.Shift[at] = s2
+		}
+	}
+	ps.N += o.N
+	ps.W += o.W
+	return nil
+}
+
+// pointSumsJSON is the JSON form of PointSums: a shift of -Inf (no
+// centre yet) is null.
+type pointSumsJSON struct {
+	Version int        `json:"version"`
+	Notion  Notion     `json:"notion"`
+	K       int        `json:"k"`
+	Grid    []float64  `json:"grid"`
+	Points  []float64  `json:"points"`
+	Labels  []int      `json:"labels"`
+	Weights []float64  `json:"weights,omitempty"`
+	N       int64      `json:"n"`
+	W       float64    `json:"w"`
+	Shift   []*float64 `json:"shift"`
+	Sums    []float64  `json:"sums"`
+}
+
+// MarshalJSON writes the versioned JSON form (a shift of -Inf as null).
+func (ps *PointSums) MarshalJSON() ([]byte, error) {
+	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.Notion, K: ps.K, Grid: ps.Grid, Points: ps.Points, Labels: ps.Labels,
+		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: make([]*float64, len(ps.Shift)), Sums: ps.Sums}
+	for i := range ps.Shift {
+		if !math.IsInf(ps.Shift[i], -1) {
+			v.Shift[i] = &ps.Shift[i]
+		}
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads the JSON form, checking its version and sizes.
+func (ps *PointSums) UnmarshalJSON(b []byte) error {
+	var v pointSumsJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("kde.PointSums: %w", err)
+	}
+	if v.Version != pointSumsVersion {
+		return fmt.Errorf("kde.PointSums: version %d, want %d", v.Version, pointSumsVersion)
+	}
+	m := len(v.Labels)
+	if v.K < 2 || v.Notion < Canonical || v.Notion > Binary || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
+		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) {
+		return fmt.Errorf("kde.PointSums: inconsistent sizes")
+	}
+	if err := checkGrid(v.Grid); err != nil {
+		return fmt.Errorf("kde.PointSums: %w", err)
+	}
+	if err := checkPoints(v.Notion, v.Points, v.Labels, v.K); err != nil {
+		return fmt.Errorf("kde.PointSums: %w", err)
+	}
+	*ps = PointSums{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
+		N: v.N, W: v.W, Shift: make([]float64, len(v.Shift)), Sums: v.Sums}
+	for i, s := range v.Shift {
+		ps.Shift[i] = math.Inf(-1)
+		if s != nil {
+			ps.Shift[i] = *s
+		}
+	}
+	return nil
+}
+
+// Selection is the leave-one-out choice of a bandwidth on the grid of a
+// PointSums.
+type Selection struct {
+	Index     int       // index of the best grid point
+	Bandwidth float64   // Grid[Index]
+	GridLL    []float64 // the objective at each grid point (-Inf where it is -Inf)
+	Excluded  int       // evaluation points with zero density at every bandwidth
+	Warnings  []string
+}
+
+// Select chooses the bandwidth of the grid that maximises the leave-one-out
+// log-likelihood of the evaluation points against all centres,
+//
+//	l(h) = sum_j w_j log( S_j(h) / W_-j ) / sum_j w_j,   S_j = sum_l S_jl,
+//
+// W_-j = W - w_j, the mean over the points of the LOO objective's terms
+// (for Marginal the sum over classes), which with every point evaluated is
+// SelectBandwidth's LOO objective divided by n. Points whose density is 0
+// at every bandwidth are left out (Excluded). A best value at an end of
+// the grid is warned about.
+func (ps *PointSums) Select() (*Selection, error) {
+	m, G := ps.M(), len(ps.Grid)
+	parts := numParts(ps.Notion, ps.K)
+	nl := labelsPerPart(ps.Notion, ps.K)
+	sel := &Selection{GridLL: make([]float64, G)}
+	keep := make([]bool, m)
+	for j := range keep {
+		for c := 0; c < parts && !keep[j]; c++ {
+			for g := 0; g < G; g++ {
+				if !math.IsInf(ps.Shift[(c*G+g)*m+j], -1) {
+					keep[j] = true
+					break
+				}
+			}
+		}
+		if !keep[j] {
+			sel.Excluded++
+		}
+	}
+	wsum := 0.0
+	for j, ok := range keep {
+		if ok {
+			wsum += ps.weight(j)
+		}
+	}
+	if wsum == 0 {
+		return nil, fmt.Errorf("kde: %w", ErrNoDensity)
+	}
+	for g := range ps.Grid {
+		ll := 0.0
+		for c := 0; c < parts; c++ {
+			for j, ok := range keep {
+				w := ps.weight(j)
+				if !ok || w == 0 {
+					continue
+				}
+				at := (c*G+g)*m + j
+				s := 0.0
+				for _, v := range ps.Sums[at*nl : (at+1)*nl] {
+					s += v
+				}
+				ll += w * (ps.Shift[at] + math.Log(s) - math.Log(ps.W-w))
+			}
+		}
+		sel.GridLL[g] = ll / wsum
+		if math.IsNaN(sel.GridLL[g]) {
+			sel.GridLL[g] = math.Inf(-1)
+		}
+		if sel.GridLL[g] > sel.GridLL[sel.Index] {
+			sel.Index = g
+		}
+	}
+	if math.IsInf(sel.GridLL[sel.Index], -1) {
+		return nil, fmt.Errorf("kde: %w at every bandwidth of the grid", ErrNoDensity)
+	}
+	sel.Bandwidth = ps.Grid[sel.Index]
+	if G > 1 && (sel.Index == 0 || sel.Index == G-1) {
+		sel.Warnings = append(sel.Warnings, fmt.Sprintf("the leave-one-out likelihood is largest at the end of the grid (h = %g of %g..%g): the optimum may lie outside it", sel.Bandwidth, ps.Grid[0], ps.Grid[G-1]))
+	}
+	return sel, nil
+}
+
+func (ps *PointSums) weight(j int) float64 {
+	if ps.Weights == nil {
+		return 1
+	}
+	return ps.Weights[j]
+}
+
+// SampledValue is one Lp estimate from a sample of evaluation points.
+type SampledValue struct {
+	P     float64 // the exponent p
+	Value float64 // the weighted mean of the points' terms: the estimate of CE_p^p
+	Root  float64 // Value^(1/p)
+	// SE is the standard error of Value as an estimate of the full-data
+	// value (every point evaluated) and Lo, Hi the interval of
+	// PointSums.Estimate at the level asked (width 0 with every point).
+	SE, Lo, Hi float64
+}
+
+// SampledResult is the estimate of ECE^KDE from PointSums.
+type SampledResult struct {
+	Notion    Notion
+	Bandwidth float64
+	M         int   // evaluation points
+	N         int64 // centres (rows) in all
+	// Excluded counts evaluation points (for Marginal: points x classes)
+	// whose leave-one-out density is 0 (left out, as Estimate leaves them
+	// out).
+	Excluded int
+	Values   []SampledValue
+	// PerClass[i][c] is class c's mean term for exponent P[i] (Marginal).
+	PerClass [][]float64
+}
+
+// Estimate returns the estimates of CE_p^p at Grid[g] for each exponent of
+// ps (nil: {1}):
+//
+//	CE_p^p ~ sum_j w_j t_j / sum_j w_j,  t_j = scale x ||r_j - f_j||_p^p
+//
+// over the evaluation points j kept (positive density; for Marginal t_j is
+// the sum over classes of the class terms, or their mean with classMean).
+// With every row an evaluation point this is Estimate's value. With m < n
+// points drawn uniformly without replacement from the n rows it is the
+// ratio estimate of the full-data value, whose standard error (the
+// linearised variance of a ratio, with the finite-population correction
+// 1 - m/n that makes it 0 when every point is evaluated) is
+//
+//	SE^2 = (1 - m/n) m'/(m'-1) sum_j w_j^2 (t_j - Value)^2 / (sum_j w_j)^2
+//
+// over the m' kept points. The interval is the normal one for log Value
+// (the delta method: SE(log Value) = SE / Value),
+//
+//	[Lo, Hi] = Value x exp(-/+ z_{(1+level)/2} SE / Value)   (level 0: 0.95),
+//
+// because the terms are positive and right-skewed (a few points far from
+// calibration carry much of the mean): on the CIFAR-10 test rows at
+// m = 150 of n = 1,500 the symmetric interval Value -/+ z SE covered the
+// full-data canonical CE_2^2 in 87 of 100 draws, this one in 93
+// (TestPointSumsIntervalCoverage). It treats the centre sums as exact,
+// which they are: every row is a centre.
+func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64) (*SampledResult, error) {
+	if g < 0 || g >= len(ps.Grid) {
+		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.Grid)-1)
+	}
+	if p == nil {
+		p = []float64{1}
+	}
+	for _, v := range p {
+		if err := checkP(v); err != nil {
+			return nil, err
+		}
+	}
+	if level == 0 {
+		level = 0.95
+	}
+	if !(level > 0 && level < 1) {
+		return nil, fmt.Errorf("kde: level %v outside (0, 1)", level)
+	}
+	m, k, G := ps.M(), ps.K, len(ps.Grid)
+	parts := numParts(ps.Notion, k)
+	nl := labelsPerPart(ps.Notion, k)
+	scale := 1.0
+	if ps.Notion == Binary {
+		scale = 2
+	}
+	res := &SampledResult{Notion: ps.Notion, Bandwidth: ps.Grid[g], M: m, N: ps.N, Values: make([]SampledValue, len(p))}
+	if ps.Notion == Marginal {
+		res.PerClass = make([][]float64, len(p))
+		for i := range p {
+			res.PerClass[i] = make([]float64, k)
+		}
+	}
+	terms := make([][]float64, len(p)) // per point, summed over parts
+	for i := range terms {
+		terms[i] = make([]float64, m)
+	}
+	kept := make([]bool, m)
+	var row []float64
+	r := make([]float64, nl)
+	for c := 0; c < parts; c++ {
+		class := -1
+		if ps.Notion == Marginal {
+			class = c
+		}
+		partSum, partW := make([]float64, len(p)), 0.0
+		for j := 0; j < m; j++ {
+			at := (c*G+g)*m + j
+			sums := ps.Sums[at*nl : (at+1)*nl]
+			tot := 0.0
+			for _, v := range sums {
+				tot += v
+			}
+			if math.IsInf(ps.Shift[at], -1) || !(tot > 0) {
+				res.Excluded++
+				continue
+			}
+			kept[j] = true
+			for l, v := range sums {
+				r[l] = v / tot
+			}
+			row, _ = partRow(ps.Notion, class, ps.Points[j*k:(j+1)*k], ps.Labels[j], row)
+			w := ps.weight(j)
+			partW += w
+			for i, pv := range p {
+				t := 0.0
+				if ps.Notion == Canonical {
+					for l := range r {
+						t += powAbs(r[l]-row[l], pv)
+					}
+				} else {
+					t = powAbs(r[1]-row[0], pv)
+				}
+				t *= scale
+				terms[i][j] += t
+				partSum[i] += w * t
+			}
+		}
+		if ps.Notion == Marginal {
+			for i := range p {
+				if partW > 0 {
+					res.PerClass[i][c] = partSum[i] / partW
+				}
+			}
+		}
+	}
+	wsum, mk := 0.0, 0
+	for j, ok := range kept {
+		if ok && ps.weight(j) > 0 {
+			wsum += ps.weight(j)
+			mk++
+		}
+	}
+	if mk == 0 {
+		return nil, fmt.Errorf("kde: %w", ErrNoDensity)
+	}
+	div := 1.0
+	if ps.Notion == Marginal && classMean {
+		div = float64(k)
+	}
+	z := distuv.UnitNormal.Quantile((1 + level) / 2)
+	fpc := 1 - float64(m)/float64(max(ps.N, int64(m)))
+	for i, pv := range p {
+		v := 0.0
+		if ps.Notion == Marginal {
+			for _, x := range res.PerClass[i] {
+				v += x
+			}
+		} else {
+			for j, ok := range kept {
+				if ok {
+					v += ps.weight(j) * terms[i][j]
+				}
+			}
+			v /= wsum
+		}
+		v /= div
+		ss := 0.0
+		for j, ok := range kept {
+			if w := ps.weight(j); ok && w > 0 {
+				e := w * (terms[i][j]/div - v)
+				ss += e * e
+			}
+		}
+		se := 0.0
+		if mk > 1 && fpc > 0 {
+			se = math.Sqrt(fpc * float64(mk) / float64(mk-1) * ss / (wsum * wsum))
+		}
+		res.Values[i] = SampledValue{P: pv, Value: v, Root: math.Pow(v, 1/pv), SE: se, Lo: v, Hi: v}
+		if se > 0 && v > 0 {
+			res.Values[i].Lo, res.Values[i].Hi = v*math.Exp(-z*se/v), v*math.Exp(z*se/v)
+		}
+	}
+	return res, nil
+}

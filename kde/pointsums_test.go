@@ -1,0 +1,263 @@
+package kde
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/calib-dev/calib/internal/demo"
+)
+
+// realRows returns the first n rows of the embedded CIFAR-10 ResNet-110
+// test set (probabilities, labels, K = 10).
+func realRows(t testing.TB, n int) ([]float64, []int, int) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Probs[:n*s.K], s.Labels[:n], s.K
+}
+
+// binaryRows turns rows into the binary notion's two columns (1 - p1, p1)
+// with p1 the probability of class 0 and label [y = 0].
+func binaryRows(probs []float64, labels []int, k int) ([]float64, []int) {
+	x, y := make([]float64, 2*len(labels)), make([]int, len(labels))
+	for j := range labels {
+		x[2*j], x[2*j+1] = 1-probs[j*k], probs[j*k]
+		if labels[j] == 0 {
+			y[j] = 1
+		}
+	}
+	return x, y
+}
+
+// addInBatches adds every row as a centre, in batches of size b, each
+// centre marked as evaluation point self(i) (-1: none).
+func addInBatches(t *testing.T, ps *PointSums, probs []float64, labels []int, k int, w []float64, b int, self func(i int) int, workers int) {
+	t.Helper()
+	n := len(labels)
+	for i0 := 0; i0 < n; i0 += b {
+		i1 := min(n, i0+b)
+		s := make([]int, i1-i0)
+		for i := range s {
+			s[i] = self(i0 + i)
+		}
+		var wb []float64
+		if w != nil {
+			wb = w[i0:i1]
+		}
+		if err := ps.Add(probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: s, Workers: workers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// With every row an evaluation point, the sums at one bandwidth give
+// Estimate's values (every notion, weighted or not, p = 1, 2, 3) to 1e-12,
+// whatever the batches; the interval has width 0.
+func TestPointSumsAllPointsEqualEstimate(t *testing.T) {
+	probs, labels, k := realRows(t, 600)
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := randWeights(rng, len(labels), true)
+	for _, notion := range []Notion{Canonical, TopLabel, Marginal, Binary} {
+		x, y, kk := probs, labels, k
+		if notion == Binary {
+			x, y = binaryRows(probs, labels, k)
+			kk = 2
+		}
+		for _, weights := range [][]float64{nil, w} {
+			h := 0.03
+			want, err := Estimate(notion, x, y, kk, weights, Options{Bandwidth: h, P: []float64{1, 2, 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range []int{len(y), 97} {
+				ps, err := NewPointSums(notion, x, y, kk, weights, []float64{0.01, h, 0.1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				addInBatches(t, ps, x, y, kk, weights, batch, func(i int) int { return i }, 0)
+				got, err := ps.Estimate(1, []float64{1, 2, 3}, false, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range got.Values {
+					if d := relDiff(v.Value, want.Values[i].Value); d > 1e-12 {
+						t.Errorf("%s weighted=%v batch %d p=%v: %.17g, Estimate %.17g (rel %.2g)", notion, weights != nil, batch, v.P, v.Value, want.Values[i].Value, d)
+					}
+					if v.SE != 0 || v.Lo != v.Value || v.Hi != v.Value {
+						t.Errorf("%s: every point evaluated, yet SE %v [%v, %v]", notion, v.SE, v.Lo, v.Hi)
+					}
+				}
+				if got.Excluded != want.Excluded {
+					t.Errorf("%s: excluded %d, Estimate %d", notion, got.Excluded, want.Excluded)
+				}
+				if notion == Marginal {
+					for c := range got.PerClass[1] {
+						if d := relDiff(got.PerClass[1][c], want.PerClass[1][c]); d > 1e-12 {
+							t.Errorf("marginal class %d: %v, Estimate %v", c, got.PerClass[1][c], want.PerClass[1][c])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// The LOO selection on the grid with every point evaluated is
+// SelectBandwidth's LOO objective (divided by n) at the grid points.
+func TestPointSumsSelectMatchesLOO(t *testing.T) {
+	probs, labels, k := realRows(t, 400)
+	for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+		grid := []float64{0.003, 0.01, 0.03, 0.1, 0.3}
+		cv, err := SelectBandwidth(notion, probs, labels, k, nil, BandwidthOptions{Grid: grid, NoRefine: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := NewPointSums(notion, probs, labels, k, nil, grid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addInBatches(t, ps, probs, labels, k, nil, 128, func(i int) int { return i }, 1)
+		sel, err := ps.Select()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Index != cv.Index {
+			t.Errorf("%s: grid index %d, SelectBandwidth %d", notion, sel.Index, cv.Index)
+		}
+		for g := range grid {
+			if d := math.Abs(sel.GridLL[g]*float64(len(labels)) - cv.GridLL[g]); d > 1e-9*math.Abs(cv.GridLL[g]) {
+				t.Errorf("%s h=%v: n x l = %.12g, SelectBandwidth %.12g", notion, grid[g], sel.GridLL[g]*float64(len(labels)), cv.GridLL[g])
+			}
+		}
+	}
+}
+
+// Shards merged in any order, and any worker count, give the sums of one
+// pass to rounding; merging is bit-identical for the same order; the JSON
+// form round-trips exactly.
+func TestPointSumsMergeAndJSON(t *testing.T) {
+	probs, labels, k := realRows(t, 500)
+	pts, ptl := probs[:50*k], labels[:50]
+	self := func(i int) int {
+		if i < 50 {
+			return i
+		}
+		return -1
+	}
+	one, err := NewPointSums(Canonical, pts, ptl, k, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addInBatches(t, one, probs, labels, k, nil, 500, self, 1)
+	shards := [][2]int{{0, 130}, {130, 260}, {260, 500}}
+	parts := make([]*PointSums, len(shards))
+	for s, r := range shards {
+		parts[s], _ = NewPointSums(Canonical, pts, ptl, k, nil, nil)
+		n := r[1] - r[0]
+		sl := make([]int, n)
+		for i := range sl {
+			sl[i] = self(r[0] + i)
+		}
+		if err := parts[s].Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl, Workers: 1 + s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := one.Estimate(10, []float64{1, 2}, false, 0)
+	for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}} {
+		acc, _ := NewPointSums(Canonical, pts, ptl, k, nil, nil)
+		for _, s := range order {
+			if err := acc.Merge(parts[s]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _ := acc.Estimate(10, []float64{1, 2}, false, 0)
+		for i := range got.Values {
+			if d := relDiff(got.Values[i].Value, want.Values[i].Value); d > 1e-12 {
+				t.Errorf("order %v p=%v: %v, one pass %v", order, got.Values[i].P, got.Values[i].Value, want.Values[i].Value)
+			}
+		}
+		if acc.N != 500 {
+			t.Errorf("N = %d", acc.N)
+		}
+	}
+	b, err := json.Marshal(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back PointSums
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Sums, one.Sums) || !slices.EqualFunc(back.Shift, one.Shift, func(a, b float64) bool { return a == b }) || back.N != one.N {
+		t.Error("JSON round trip changed the sums")
+	}
+	for _, bad := range []string{`{"version":2}`, `{"version":1,"k":10}`, `[`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	other, _ := NewPointSums(TopLabel, pts, ptl, k, nil, nil)
+	if err := one.Merge(other); err == nil {
+		t.Error("merging different notions: no error")
+	}
+}
+
+// With m < n points drawn uniformly without replacement, the 95 % interval
+// covers the full-data estimate in at least 90 of 100 seeded draws (every
+// notion at a fixed bandwidth); the mean of the estimates is within 3
+// standard errors of the mean of the 100 draws of the full value.
+func TestPointSumsIntervalCoverage(t *testing.T) {
+	probs, labels, k := realRows(t, 1500)
+	n := len(labels)
+	for _, notion := range []Notion{Canonical, TopLabel} {
+		h := 0.02
+		full, err := Estimate(notion, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const draws, m = 100, 150
+		covered := [2]int{}
+		for seed := range uint64(draws) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			idx := rng.Perm(n)[:m]
+			slices.Sort(idx)
+			at := make([]int, n)
+			for i := range at {
+				at[i] = -1
+			}
+			pts, pl := make([]float64, 0, m*k), make([]int, 0, m)
+			for j, i := range idx {
+				at[i] = j
+				pts = append(pts, probs[i*k:(i+1)*k]...)
+				pl = append(pl, labels[i])
+			}
+			ps, err := NewPointSums(notion, pts, pl, k, nil, []float64{h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addInBatches(t, ps, probs, labels, k, nil, 512, func(i int) int { return at[i] }, 0)
+			got, err := ps.Estimate(0, []float64{1, 2}, false, 0.95)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got.Values {
+				if v.Lo <= full.Values[i].Value && full.Values[i].Value <= v.Hi {
+					covered[i]++
+				}
+				if !(v.SE > 0) {
+					t.Fatalf("%s seed %d: SE %v", notion, seed, v.SE)
+				}
+			}
+		}
+		for i, c := range covered {
+			t.Logf("%s p=%v: %d of %d intervals cover %.6g", notion, full.Values[i].P, c, draws, full.Values[i].Value)
+			if c < 90 {
+				t.Errorf("%s p=%v: %d of %d intervals cover the full-data value", notion, full.Values[i].P, c, draws)
+			}
+		}
+	}
+}
