@@ -57,6 +57,18 @@ type Result struct {
 	Seconds         *float64 `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
 	Error           string   `json:"error,omitempty"`
 
+	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
+	// number of evaluation points, the standard error of its estimate and
+	// its interval (IntervalKind "sampling": the sampling interval at
+	// IntervalLevel; "exact": every row evaluated, width 0); ks's rigorous
+	// bounds lo <= KS <= hi from the score cells (IntervalKind "bound",
+	// Value their midpoint).
+	EvalPoints    *int     `json:"eval_points,omitempty"`
+	SE            *Float   `json:"se,omitempty"`
+	Interval      []Float  `json:"interval,omitempty"`
+	IntervalLevel *float64 `json:"interval_level,omitempty"`
+	IntervalKind  string   `json:"interval_kind,omitempty"`
+
 	// The definition keys (see definition.go and the README's "What
 	// exactly each number is"): with the keys above they say everything
 	// needed to recompute the value.
@@ -486,27 +498,8 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 	}
 	binning := o.Binning.String()
 	var out []*Result
-	// value of one bins summary for the metric and exponent p.
-	val := func(b *metric.Bins, p float64) float64 {
-		switch m {
-		case "mce":
-			return b.MCE()
-		case "ece_bin_debiased":
-			return b.DebiasedL2()
-		}
-		return b.ECE(p)
-	}
-	finish := func(e *Result, p float64) {
-		v := float64(*e.Value)
-		switch m {
-		case "mce":
-			e.Root = jf(v) // the max norm has no power form: root = value
-		case "ece_bin":
-			e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
-		case "ece_bin_debiased":
-			e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
-		}
-	}
+	val := binnedValue(m)
+	finish := func(e *Result, p float64) { finishBinnedEntry(m, e, p) }
 	if m == "mce" {
 		ps = []float64{math.NaN()} // one Result, no p
 	}
@@ -647,6 +640,34 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// binnedValue returns the value of the binned metric m for one bins
+// summary and exponent p.
+func binnedValue(m string) func(b *metric.Bins, p float64) float64 {
+	return func(b *metric.Bins, p float64) float64 {
+		switch m {
+		case "mce":
+			return b.MCE()
+		case "ece_bin_debiased":
+			return b.DebiasedL2()
+		}
+		return b.ECE(p)
+	}
+}
+
+// finishBinnedEntry sets the p and root of a binned metric's entry from its
+// value.
+func finishBinnedEntry(m string, e *Result, p float64) {
+	v := float64(*e.Value)
+	switch m {
+	case "mce":
+		e.Root = jf(v) // the max norm has no power form: root = value
+	case "ece_bin":
+		e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
+	case "ece_bin_debiased":
+		e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
+	}
 }
 
 // minPerCell is the mean number of samples per occupied cell under which

@@ -1,0 +1,135 @@
+package evaluate
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+)
+
+// Sample is a uniform sample without replacement of at most M rows of a
+// streamed set, mergeable across shards: the bottom-M sketch. Every row
+// gets the key
+//
+//	key = mix(mix(FNV-1a(source) XOR seed) + row)
+//
+// (mix: the SplitMix64 finaliser), a function of its shard's name, its
+// index in the shard and the seed only, and the sample is the M rows of
+// smallest key (ties broken by source and row). Since the keys are
+// independent of the order in which rows arrive, Add and Merge give the
+// same sample for any cut into batches, any shard order and any number of
+// workers, and every subset of M rows is equally likely (over seeds).
+type Sample struct {
+	M    int         `json:"m"` // capacity
+	Seed uint64      `json:"seed"`
+	K    int         `json:"k"` // columns of the rows
+	Rows []SampleRow `json:"rows"`
+	// sorted says Rows is in key order and holds at most M rows.
+	sorted bool
+}
+
+// SampleRow is one row of a Sample.
+type SampleRow struct {
+	Key    uint64    `json:"key"`
+	Source string    `json:"source"`
+	Row    int64     `json:"row"`
+	Probs  []float64 `json:"probs"`
+	Label  int       `json:"label"`
+	Weight float64   `json:"weight"`
+}
+
+// mix is the SplitMix64 finaliser.
+func mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// sourceKey is the part of a row key that depends on its shard.
+func sourceKey(source string, seed uint64) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(source))
+	return mix(h.Sum64() ^ seed)
+}
+
+func rowKey(sk uint64, row int64) uint64 { return mix(sk + uint64(row)) }
+
+func compareRows(a, b *SampleRow) int {
+	if c := cmp.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Source, b.Source); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Row, b.Row)
+}
+
+// threshold returns the key above which a row cannot enter the sample.
+func (s *Sample) threshold() uint64 {
+	s.compact()
+	if len(s.Rows) < s.M {
+		return ^uint64(0)
+	}
+	return s.Rows[len(s.Rows)-1].Key
+}
+
+// compact sorts the rows by key and keeps the M smallest.
+func (s *Sample) compact() {
+	if s.sorted {
+		return
+	}
+	slices.SortFunc(s.Rows, func(a, b SampleRow) int { return compareRows(&a, &b) })
+	if len(s.Rows) > s.M {
+		clear(s.Rows[s.M:])
+		s.Rows = s.Rows[:s.M]
+	}
+	s.sorted = true
+}
+
+// add offers the rows of a batch (probs n×K, labels, weights nil: 1) of
+// source whose first row has index offset.
+func (s *Sample) add(source string, offset int64, probs []float64, labels []int, weights []float64) {
+	sk := sourceKey(source, s.Seed)
+	limit := s.threshold()
+	for i, y := range labels {
+		key := rowKey(sk, offset+int64(i))
+		if key > limit {
+			continue
+		}
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		s.Rows = append(s.Rows, SampleRow{Key: key, Source: source, Row: offset + int64(i), Probs: slices.Clone(probs[i*s.K : (i+1)*s.K]), Label: y, Weight: w})
+		s.sorted = false
+		if len(s.Rows) >= 2*max(s.M, 512) {
+			limit = s.threshold()
+		}
+	}
+}
+
+// merge adds the rows of another sample with the same M, seed and K.
+func (s *Sample) merge(o *Sample) error {
+	if s.M != o.M || s.Seed != o.Seed || s.K != o.K {
+		return fmt.Errorf("evaluate: samples of %d rows (seed %d, K = %d) and %d rows (seed %d, K = %d) do not merge", s.M, s.Seed, s.K, o.M, o.Seed, o.K)
+	}
+	s.Rows = append(s.Rows, o.Rows...)
+	s.sorted = false
+	s.compact()
+	return nil
+}
+
+// points returns the sampled rows in key order: probabilities m×K,
+// labels, weights (nil when unweighted) and the row of each.
+func (s *Sample) points(weighted bool) (probs []float64, labels []int, weights []float64, ids []PointID) {
+	s.compact()
+	for _, r := range s.Rows {
+		probs = append(probs, r.Probs...)
+		labels = append(labels, r.Label)
+		if weighted {
+			weights = append(weights, r.Weight)
+		}
+		ids = append(ids, PointID{Source: r.Source, Row: r.Row})
+	}
+	return probs, labels, weights, ids
+}

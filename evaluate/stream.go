@@ -1,0 +1,863 @@
+package evaluate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
+)
+
+// Streamed evaluation: the metrics of a prediction set read in batches, in
+// memory that does not grow with the number of rows n. Two kinds of state
+// add up across batches and shards:
+//
+//   - Sums (first pass): the exact sufficient statistics of accuracy,
+//     confidence, Brier, NLL, the binned metrics on fixed equal-width bins
+//     (top-label, class-wise, canonical cells) and KS on a fixed grid of
+//     score cells (a rigorous lower and upper bound), plus the Sample of
+//     evaluation points for the kernel estimators;
+//   - KernelSums (second pass): for the m sampled evaluation points, the
+//     leave-one-out kernel sums of ECE^KDE over every row (kde.PointSums),
+//     on a grid of bandwidths, from which the bandwidth is chosen by the
+//     leave-one-out likelihood of the points against all rows.
+//
+// Both have Add (a batch), Merge (another shard's state) and a versioned
+// JSON form; Finish turns them into the Evaluation that Evaluate would
+// give, with the kernel estimates' sampling intervals. Stream runs both
+// passes over a Source that can be read twice.
+
+// Batch is a chunk of rows of a streamed set: a validated data.Set of its
+// rows, the name of the shard it comes from and the index of its first row
+// in that shard (the identity of its rows for the sample).
+type Batch struct {
+	*data.Set
+	Source string
+	Offset int64
+}
+
+// DefaultEvalPoints is the number m of evaluation points of the streamed
+// kernel estimators when StreamOptions.EvalPoints is 0.
+const DefaultEvalPoints = 2000
+
+// AllPoints, as StreamOptions.EvalPoints, evaluates the kernel estimators
+// at every row: the exact plug-in estimates (memory O(n K x grid), refused
+// past MaxAllPoints rows).
+const AllPoints = -1
+
+// MaxAllPoints is the largest number of rows StreamOptions.EvalPoints =
+// AllPoints accepts.
+const MaxAllPoints = 200_000
+
+// streamMetrics lists the metrics a stream computes; the others need every
+// pair of rows or the whole set (ece_witness's cross-fitting, sharpness's
+// squared sums, mmce).
+var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
+
+// StreamOptions configures a streamed evaluation: Options (Metrics, Mode,
+// P, Bandwidth, ClassMean, Bins, KSR, Level, Seed, Workers, Progress; the
+// bootstrap, debiasing, witness and MMCE options are refused) and the
+// stream's own.
+type StreamOptions struct {
+	Options
+	// EvalPoints is the number m of evaluation points of ece_kde (a
+	// uniform sample of the rows); 0 means DefaultEvalPoints, AllPoints
+	// every row.
+	EvalPoints int
+	// Grid lists the candidate bandwidths of the leave-one-out choice
+	// (nil: kde.StreamGrid()); with Options.Bandwidth set it is not used.
+	Grid []float64
+	// KSCells is the number of score cells of KS (0:
+	// metric.DefaultKSCells).
+	KSCells int
+}
+
+// streamConfig is StreamOptions resolved: what Sums carries to its merge
+// partners and to Finish.
+type streamConfig struct {
+	Metrics   []string          `json:"metrics"`
+	Mode      string            `json:"mode"`
+	P         []float64         `json:"p"`
+	Bandwidth float64           `json:"bandwidth,omitempty"`
+	Grid      []float64         `json:"grid"`
+	ClassMean bool              `json:"class_mean,omitempty"`
+	Bins      metric.BinOptions `json:"bins"`
+	KSR       []int             `json:"ks_r"`
+	KSCells   int               `json:"ks_cells"`
+	M         int               `json:"m"` // evaluation points
+	Level     float64           `json:"level"`
+	Seed      uint64            `json:"seed"`
+}
+
+// resolve checks the options of a stream, before any data is read.
+func (o StreamOptions) resolve() (*streamConfig, error) {
+	switch {
+	case o.CI || o.CIExact:
+		return nil, optionsError("bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
+	case o.Debias:
+		return nil, optionsError("the debiased estimators are not available in a streamed evaluation")
+	case o.Objective != kde.LOO:
+		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
+	case o.EvalPoints < AllPoints:
+		return nil, optionsError("%d evaluation points: want a positive number, 0 (the default, %d) or all", o.EvalPoints, DefaultEvalPoints)
+	}
+	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed}
+	if o.Metrics == nil {
+		c.Metrics = slices.Clone(streamMetrics)
+	}
+	for _, m := range o.Metrics {
+		if !slices.Contains(Metrics, m) {
+			return nil, optionsError("unknown metric %q (valid: %s)", m, strings.Join(Metrics, ", "))
+		}
+		if !slices.Contains(streamMetrics, m) {
+			return nil, optionsError("%s is not available in a streamed evaluation (streamed: %s)", m, strings.Join(streamMetrics, ", "))
+		}
+		if !slices.Contains(c.Metrics, m) {
+			c.Metrics = append(c.Metrics, m)
+		}
+	}
+	if len(c.Metrics) == 0 {
+		return nil, optionsError("no metric given")
+	}
+	// The checks of Options.resolve that need no data.
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: "canonical", Metrics: []string{"accuracy"}}.resolve(&data.Set{})
+	if err != nil {
+		return nil, err
+	}
+	c.P, c.KSR, c.Level = base.ps, base.ksR, base.boot.Level
+	if _, _, err := Notions(cmpOr(o.Mode, "all"), nil); err != nil {
+		return nil, err
+	}
+	if c.Bins.Bins == 0 {
+		c.Bins.Bins = metric.DefaultBins
+	}
+	if _, err := metric.NewBinSums(c.Bins); err != nil {
+		return nil, optionsError("%v: a streamed evaluation needs equal-width bins with a fixed number of bins", err)
+	}
+	if c.KSCells == 0 {
+		c.KSCells = metric.DefaultKSCells
+	}
+	if _, err := metric.NewKSSums(c.KSCells); err != nil {
+		return nil, optionsError("%v", err)
+	}
+	switch {
+	case c.M == 0:
+		c.M = DefaultEvalPoints
+	case c.M == AllPoints:
+		c.M = MaxAllPoints
+	}
+	if c.Grid = o.Grid; c.Grid == nil {
+		c.Grid = kde.StreamGrid()
+	}
+	if c.Bandwidth > 0 {
+		c.Grid = []float64{c.Bandwidth}
+	}
+	for i, h := range c.Grid {
+		if !(h > 0) || math.IsInf(h, 0) || (i > 0 && !(h > c.Grid[i-1])) {
+			return nil, optionsError("bandwidth grid %v: want increasing positive numbers", c.Grid)
+		}
+	}
+	return c, nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (c *streamConfig) has(m string) bool { return slices.Contains(c.Metrics, m) }
+
+// Sums is the first pass of a streamed evaluation: the exact mergeable sums
+// of every streamed metric but ece_kde, and the sample of ece_kde's
+// evaluation points. The zero value is not usable: see NewSums.
+type Sums struct {
+	Version int           `json:"version"`
+	Config  *streamConfig `json:"config"`
+	// Set-level facts, fixed by the first batch (K, Binary, Input) or
+	// added up.
+	K            int     `json:"k"`
+	Binary       bool    `json:"binary"`
+	Input        string  `json:"input"`
+	N            int64   `json:"n"`
+	W            float64 `json:"w"`
+	Weighted     bool    `json:"weighted"`
+	Renormalized int     `json:"renormalized,omitempty"`
+	Rounded      int     `json:"rounded,omitempty"`
+	ZeroRounded  bool    `json:"zero_rounded,omitempty"` // some rounded row holds an exact 0
+
+	Scores  *metric.ScoreSums `json:"scores,omitempty"`
+	Top     *metric.BinSums   `json:"top,omitempty"`
+	Class   []*metric.BinSums `json:"class,omitempty"`
+	Cells   *metric.CellSums  `json:"cells,omitempty"`
+	KSTop   []*metric.KSSums  `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
+	KSWith  []*metric.KSSums  `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
+	KSClass []*metric.KSSums  `json:"ks_class,omitempty"`
+	Sample  *Sample           `json:"sample,omitempty"`
+	started bool
+}
+
+const streamVersion = 1
+
+// NewSums returns empty first-pass sums for the options (checked here,
+// before any data is read).
+func NewSums(o StreamOptions) (*Sums, error) {
+	c, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Sums{Version: streamVersion, Config: c}, nil
+}
+
+// start sets up the sums for the first batch's K and kind.
+func (s *Sums) start(b *Batch) error {
+	c := s.Config
+	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, InputKind(b.Set), b.Weights != nil, true
+	s.Scores = metric.NewScoreSums()
+	var err error
+	if c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased") {
+		if s.Top, err = metric.NewBinSums(c.Bins); err != nil {
+			return err
+		}
+		s.Class = make([]*metric.BinSums, s.K)
+		for k := range s.Class {
+			s.Class[k], _ = metric.NewBinSums(c.Bins)
+		}
+		if c.has("ece_bin") || c.has("mce") {
+			if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
+				return err
+			}
+		}
+	}
+	if c.has("ks") {
+		for _, r := range c.KSR {
+			if r <= s.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				s.KSTop = append(s.KSTop, ks)
+			}
+			if r >= 2 && r <= s.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				s.KSWith = append(s.KSWith, ks)
+			}
+		}
+		s.KSClass = make([]*metric.KSSums, s.K)
+		for k := range s.KSClass {
+			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
+		}
+	}
+	if c.has("ece_kde") {
+		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
+	}
+	return nil
+}
+
+// Add adds a batch: its rows to every sum, and to the sample's draw.
+func (s *Sums) Add(b *Batch) error {
+	if b == nil || b.Set == nil || b.N == 0 {
+		return nil
+	}
+	if b.Labels == nil {
+		return fmt.Errorf("evaluate: %s: %w", b.Source, data.ErrNoLabels)
+	}
+	if !s.started {
+		if err := s.start(b); err != nil {
+			return err
+		}
+	}
+	if b.K != s.K || b.Binary != s.Binary || InputKind(b.Set) != s.Input || (b.Weights != nil) != s.Weighted {
+		return fmt.Errorf("evaluate: %s (rows from %d): %d columns of %s%s, where the stream began with %d of %s%s", b.Source, b.Offset+1, b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))
+	}
+	c, k, p, y, w := s.Config, b.K, b.Probs, b.Labels, b.Weights
+	logits := b.Logits
+	if logits != nil && b.Binary { // one logit z is (0, z)
+		z := make([]float64, 2*b.N)
+		for i, v := range logits {
+			z[2*i+1] = v
+		}
+		logits = z
+	}
+	if err := s.Scores.Add(p, logits, y, k, w); err != nil {
+		return err
+	}
+	if s.Top != nil {
+		sc, oc := metric.TopR(p, y, k, 1)
+		if err := s.Top.Add(sc, oc, w); err != nil {
+			return err
+		}
+		for cl, bs := range s.Class {
+			sc, oc := metric.ClassColumn(p, y, k, cl)
+			if err := bs.Add(sc, oc, w); err != nil {
+				return err
+			}
+		}
+	}
+	if s.Cells != nil {
+		if err := s.Cells.Add(p, y, w); err != nil {
+			return err
+		}
+	}
+	if s.KSTop != nil || s.KSClass != nil {
+		i, j := 0, 0
+		for _, r := range c.KSR {
+			if r <= k {
+				sc, oc := metric.TopR(p, y, k, r)
+				if err := s.KSTop[i].Add(sc, oc, w); err != nil {
+					return err
+				}
+				i++
+			}
+			if r >= 2 && r <= k {
+				sc, oc := metric.WithinTopR(p, y, k, r)
+				if err := s.KSWith[j].Add(sc, oc, w); err != nil {
+					return err
+				}
+				j++
+			}
+		}
+		for cl, ks := range s.KSClass {
+			sc, oc := metric.ClassColumn(p, y, k, cl)
+			if err := ks.Add(sc, oc, w); err != nil {
+				return err
+			}
+		}
+	}
+	if s.Sample != nil {
+		s.Sample.add(b.Source, b.Offset, p, y, w)
+	}
+	s.N += int64(b.N)
+	s.W += weightSum(w, b.N)
+	s.Renormalized += b.Renormalized
+	s.Rounded += b.Rounded
+	s.ZeroRounded = s.ZeroRounded || roundedZerosWarning(b.Set) != ""
+	return nil
+}
+
+func weightedWord(w bool) string {
+	if w {
+		return " with weights"
+	}
+	return ""
+}
+
+func weightSum(w []float64, n int) float64 {
+	if w == nil {
+		return float64(n)
+	}
+	s := 0.0
+	for _, v := range w {
+		s += v
+	}
+	return s
+}
+
+// Merge adds the sums of another shard with the same options (its batches
+// must come from other sources, or other rows of the same sources).
+func (s *Sums) Merge(o *Sums) error {
+	if !o.started {
+		return nil
+	}
+	if !s.started {
+		*s = *cloneSums(o)
+		return nil
+	}
+	if s.K != o.K || s.Binary != o.Binary || s.Input != o.Input || s.Weighted != o.Weighted {
+		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.K, s.Input, o.K, o.Input)
+	}
+	s.Scores.Merge(o.Scores)
+	var errs []error
+	if s.Top != nil {
+		errs = append(errs, s.Top.Merge(o.Top))
+		for k := range s.Class {
+			errs = append(errs, s.Class[k].Merge(o.Class[k]))
+		}
+	}
+	if s.Cells != nil {
+		errs = append(errs, s.Cells.Merge(o.Cells))
+	}
+	for i := range s.KSTop {
+		errs = append(errs, s.KSTop[i].Merge(o.KSTop[i]))
+	}
+	for i := range s.KSWith {
+		errs = append(errs, s.KSWith[i].Merge(o.KSWith[i]))
+	}
+	for i := range s.KSClass {
+		errs = append(errs, s.KSClass[i].Merge(o.KSClass[i]))
+	}
+	if s.Sample != nil {
+		errs = append(errs, s.Sample.merge(o.Sample))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evaluate: merge: %w", err)
+	}
+	s.N += o.N
+	s.W += o.W
+	s.Renormalized += o.Renormalized
+	s.Rounded += o.Rounded
+	s.ZeroRounded = s.ZeroRounded || o.ZeroRounded
+	return nil
+}
+
+// cloneSums returns a deep copy of s through its JSON form.
+func cloneSums(s *Sums) *Sums {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	c := new(Sums)
+	if err := c.UnmarshalJSON(b); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// UnmarshalJSON reads the JSON form of Sums, checking its version.
+func (s *Sums) UnmarshalJSON(b []byte) error {
+	type plain Sums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("evaluate.Sums: %w", err)
+	}
+	if v.Version != streamVersion || v.Config == nil {
+		return fmt.Errorf("evaluate.Sums: version %d, want %d", v.Version, streamVersion)
+	}
+	*s = Sums(v)
+	s.started = s.Scores != nil
+	return nil
+}
+
+// KernelSums is the second pass of a streamed evaluation: the kernel sums
+// of ece_kde at the sampled evaluation points, one kde.PointSums per
+// notion, over every row added. Build it with Sums.KernelSums once the
+// first pass is complete.
+type KernelSums struct {
+	Version int              `json:"version"`
+	Notions []*kde.PointSums `json:"notions"`
+	// Points names the row of each evaluation point, in the order of the
+	// points of every notion.
+	Points []PointID `json:"points"`
+	// index finds the evaluation point of a (source, row).
+	index map[string]map[int64]int
+}
+
+// PointID names a row of a streamed set: its shard and its index there.
+type PointID struct {
+	Source string `json:"source"`
+	Row    int64  `json:"row"`
+}
+
+// KernelSums returns empty second-pass sums for the sample drawn by the
+// first pass (nil when ece_kde is not asked for). workers bounds the
+// goroutines of every Add.
+func (s *Sums) KernelSums() (*KernelSums, error) {
+	if s.Sample == nil {
+		return nil, nil
+	}
+	if !s.started || s.N == 0 {
+		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+	}
+	probs, labels, weights, ids := s.Sample.points(s.Weighted)
+	notions, _, err := Notions(cmpOr(s.Config.Mode, "all"), &data.Set{K: s.K, Binary: s.Binary})
+	if err != nil {
+		return nil, err
+	}
+	ks := &KernelSums{Version: streamVersion, Points: ids}
+	for _, n := range notions {
+		ps, err := kde.NewPointSums(n, probs, labels, s.K, weights, s.Config.Grid)
+		if err != nil {
+			return nil, err
+		}
+		ks.Notions = append(ks.Notions, ps)
+	}
+	return ks, nil
+}
+
+// Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
+// ctx may be nil).
+func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
+	if ks == nil || b == nil || b.Set == nil || b.N == 0 {
+		return nil
+	}
+	if ks.index == nil {
+		ks.index = map[string]map[int64]int{}
+		for j, id := range ks.Points {
+			if ks.index[id.Source] == nil {
+				ks.index[id.Source] = map[int64]int{}
+			}
+			ks.index[id.Source][id.Row] = j
+		}
+	}
+	self := make([]int, b.N)
+	rows := ks.index[b.Source]
+	for i := range self {
+		self[i] = -1
+		if j, ok := rows[b.Offset+int64(i)]; ok {
+			self[i] = j
+		}
+	}
+	for _, ps := range ks.Notions {
+		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+		}
+	}
+	return nil
+}
+
+// Merge adds another shard's kernel sums over the same sample.
+func (ks *KernelSums) Merge(o *KernelSums) error {
+	if ks == nil || o == nil {
+		return nil
+	}
+	if len(ks.Notions) != len(o.Notions) {
+		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.Notions), len(o.Notions))
+	}
+	for i := range ks.Notions {
+		if err := ks.Notions[i].Merge(o.Notions[i]); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+	}
+	return nil
+}
+
+// Finish returns the Evaluation of the sums of both passes (ks nil when
+// ece_kde is not asked for): what Evaluate gives for the exact metrics,
+// and for ece_kde the estimate from the sampled evaluation points with its
+// interval and standard error (the Result's "interval" and "se"), at the
+// bandwidth chosen on the grid (or the fixed one).
+func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
+	if !s.started || s.N == 0 {
+		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+	}
+	c := s.Config
+	out := &Evaluation{N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
+	if s.Weighted {
+		out.WeightSum = s.W
+	}
+	if s.ZeroRounded {
+		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
+	}
+	cfg := &config{bin: c.Bins, ps: c.P}
+	cfg.Options.Bins = c.Bins
+	var results []*Result
+	for _, d := range metricTable {
+		if !c.has(d.name) {
+			continue
+		}
+		var rs []*Result
+		var err error
+		switch d.name {
+		case "ece_kde":
+			rs, err = finishKDE(s, ks, out)
+		case "ece_bin", "mce", "ece_bin_debiased":
+			rs, err = s.finishBinned(d.name)
+		case "ks":
+			rs = s.finishKS()
+		default:
+			rs = s.finishScore(d.name)
+		}
+		if err != nil {
+			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
+		}
+		for _, e := range rs {
+			cfg.define(e, &data.Set{Weights: weightsIf(s.Weighted)})
+		}
+		results = append(results, rs...)
+	}
+	sortByGroup(results)
+	out.Results = results
+	return out, nil
+}
+
+func weightsIf(w bool) []float64 {
+	if w {
+		return []float64{}
+	}
+	return nil
+}
+
+// finishKDE reports ece_kde for each notion of ks.
+func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
+	if ks == nil {
+		return nil, errors.New("ece_kde: the second pass (KernelSums) is missing")
+	}
+	c := s.Config
+	_, note, _ := Notions(cmpOr(c.Mode, "all"), &data.Set{K: s.K, Binary: s.Binary})
+	out.Modes = note
+	var rs []*Result
+	for _, ps := range ks.Notions {
+		g, method := 0, "fixed"
+		var warnings Warnings
+		if c.Bandwidth == 0 {
+			sel, err := ps.Select()
+			if err != nil {
+				return nil, fmt.Errorf("%s bandwidth: %w", ps.Notion, err)
+			}
+			g, method = sel.Index, "loo-grid"
+			for _, w := range sel.Warnings {
+				warnings = append(warnings, warn(EstimatorWarning, w))
+			}
+		}
+		res, err := ps.Estimate(g, c.P, c.ClassMean, c.Level)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
+		}
+		for i, v := range res.Values {
+			e := &Result{Metric: "ece_kde", Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings,
+				EvalPoints: ptr(res.M), SE: jf(v.SE), Interval: []Float{Float(v.Lo), Float(v.Hi)}, IntervalLevel: ptr(c.Level),
+				IntervalKind: "sampling", group: kdeGroup(ps.Notion)}
+			if res.M >= int(s.N) {
+				e.IntervalKind = "exact"
+			}
+			if ps.Notion == kde.Marginal {
+				e.Aggregate = "sum"
+				if c.ClassMean {
+					e.Aggregate = "mean"
+				}
+				for _, x := range res.PerClass[i] {
+					e.PerClass = append(e.PerClass, Float(x))
+				}
+			}
+			rs = append(rs, e)
+		}
+	}
+	return rs, nil
+}
+
+// finishBinned reports a binned metric as evaluate.binned does, from the
+// sums of fixed equal-width bins.
+func (s *Sums) finishBinned(m string) ([]*Result, error) {
+	c := s.Config
+	ps := c.P
+	if m == "ece_bin_debiased" {
+		ps = []float64{2}
+	}
+	if m == "mce" {
+		ps = []float64{math.NaN()}
+	}
+	val := binnedValue(m)
+	binning := c.Bins.Binning.String()
+	top := s.Top.Bins()
+	cb := make([]*metric.Bins, s.K)
+	for k := range cb {
+		cb[k] = s.Class[k].Bins()
+	}
+	var out []*Result
+	for _, p := range ps {
+		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p)), group: groupTopLabel}
+		finishBinnedEntry(m, e, p)
+		out = append(out, e)
+		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
+		e = &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+		maxBins := 0
+		for k, b := range cb {
+			e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
+			maxBins = max(maxBins, len(b.Count))
+		}
+		e.Bins = ptr(maxBins)
+		finishBinnedEntry(m, e, p)
+		out = append(out, e)
+		if m == "ece_bin_debiased" {
+			continue
+		}
+		pp := p
+		if m == "mce" {
+			pp = 1
+		}
+		cn := s.Cells.Estimate(pp)
+		v := cn.Value
+		if m == "mce" {
+			v = cn.MCE
+		}
+		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v), group: groupCanonical}
+		if w := sparseCellsWarning(int(s.N), cn.Cells, s.K, cn.B); w != "" {
+			e.Warnings = Warnings{warn(SparseCells, w)}
+		}
+		finishBinnedEntry(m, e, p)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// finishKS reports KS from the cell sums: the value is the midpoint of the
+// bounds lo <= KS <= hi, which the Result's interval holds ("bound").
+func (s *Sums) finishKS() []*Result {
+	c := s.Config
+	var out []*Result
+	entry := func(notion string, r int, ks *metric.KSSums) *Result {
+		lo, hi := ks.Interval()
+		e := &Result{Metric: "ks", Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound", group: groupTopLabel}
+		if r > 0 {
+			e.R = ptr(r)
+		}
+		return e
+	}
+	i := 0
+	for _, r := range c.KSR {
+		if r <= s.K {
+			out = append(out, entry("top_r", r, s.KSTop[i]))
+			i++
+		}
+	}
+	i = 0
+	for _, r := range c.KSR {
+		if r >= 2 && r <= s.K {
+			out = append(out, entry("within_top_r", r, s.KSWith[i]))
+			i++
+		}
+	}
+	e := &Result{Metric: "ks", Notion: "class_wise", IntervalKind: "bound", group: groupClassWise}
+	sum, slo, shi := 0.0, 0.0, 0.0
+	for _, ks := range s.KSClass {
+		lo, hi := ks.Interval()
+		e.PerClass = append(e.PerClass, Float((lo+hi)/2))
+		sum += (lo + hi) / 2
+		slo += lo
+		shi += hi
+	}
+	k := float64(s.K)
+	e.Value, e.Sum, e.Interval = jf(sum/k), jf(sum), []Float{Float(slo / k), Float(shi / k)}
+	return append(out, e)
+}
+
+// finishScore reports brier, nll, accuracy or confidence.
+func (s *Sums) finishScore(m string) []*Result {
+	v := map[string]func() float64{"brier": s.Scores.BrierScore, "nll": s.Scores.MeanNLL, "accuracy": s.Scores.Accuracy, "confidence": s.Scores.Confidence}[m]()
+	return []*Result{{Metric: m, Value: jf(v), group: groupScores}}
+}
+
+// Source is a streamed set that can be read more than once (the kernel
+// estimators read it twice): Open starts a new pass.
+type Source interface {
+	Open() (Batches, error)
+}
+
+// Batches yields the batches of one pass; Next returns io.EOF after the
+// last one.
+type Batches interface {
+	Next() (*Batch, error)
+	Close() error
+}
+
+// Stream evaluates the streamed set src in two passes (one without
+// ece_kde): the first adds every batch to the Sums (and draws the
+// evaluation points), the second adds every batch to the KernelSums. The
+// batches are added in the order the source gives them, so a source that
+// gives them in a fixed order gives bit-identical results for any
+// o.Workers. o.Progress, if set, is told of each pass ("pass 1 of 2:
+// sums") with a step per batch.
+func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, error) {
+	start := time.Now()
+	s, err := NewSums(o)
+	if err != nil {
+		return nil, err
+	}
+	passes := 1
+	if s.Config.has("ece_kde") {
+		passes = 2
+	}
+	pass := func(i int, name string, add func(b *Batch) error) error {
+		progress.Phasef(o.Progress, "pass %d of %d: %s", i, passes, name)
+		bs, err := src.Open()
+		if err != nil {
+			return err
+		}
+		defer bs.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b, err := bs.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := add(b); err != nil {
+				return err
+			}
+		}
+	}
+	if err := pass(1, "sums", s.Add); err != nil {
+		return nil, err
+	}
+	if s.N == 0 {
+		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+	}
+	var ks *KernelSums
+	if passes == 2 {
+		if ks, err = s.KernelSums(); err != nil {
+			return nil, err
+		}
+		if err := pass(2, "kernel sums", func(b *Batch) error { return ks.Add(ctx, b, o.Workers) }); err != nil {
+			return nil, err
+		}
+	}
+	ev, err := Finish(s, ks)
+	if err != nil {
+		return nil, err
+	}
+	ev.Seconds = time.Since(start).Seconds()
+	return ev, nil
+}
+
+// SetSource returns a Source that reads the in-memory set s in batches of
+// rows rows (<= 0: 65,536) named s.File: a streamed evaluation of a set
+// that fits in memory, or one shard of several.
+func SetSource(s *data.Set, rows int) Source {
+	if rows <= 0 {
+		rows = 1 << 16
+	}
+	return &setSource{s: s, rows: rows}
+}
+
+type setSource struct {
+	s    *data.Set
+	rows int
+}
+
+func (src *setSource) Open() (Batches, error) { return &setBatches{src: src}, nil }
+
+type setBatches struct {
+	src  *setSource
+	next int
+}
+
+func (b *setBatches) Close() error { return nil }
+
+func (b *setBatches) Next() (*Batch, error) {
+	s := b.src.s
+	if b.next >= s.N {
+		return nil, io.EOF
+	}
+	i0, i1 := b.next, min(s.N, b.next+b.src.rows)
+	b.next = i1
+	return &Batch{Set: RowsOf(s, i0, i1), Source: s.File, Offset: int64(i0)}, nil
+}
+
+// RowsOf returns rows i0..i1-1 of s as a set sharing s's memory (the
+// counts Renormalized and Rounded are not split: they are 0).
+func RowsOf(s *data.Set, i0, i1 int) *data.Set {
+	r := &data.Set{N: i1 - i0, K: s.K, Probs: s.Probs[i0*s.K : i1*s.K], Binary: s.Binary, File: s.File}
+	if s.Labels != nil {
+		r.Labels = s.Labels[i0:i1]
+	}
+	if s.Weights != nil {
+		r.Weights = s.Weights[i0:i1]
+	}
+	if s.Logits != nil {
+		c := len(s.Logits) / s.N
+		r.Logits = s.Logits[i0*c : i1*c]
+	}
+	return r
+}

@@ -1,0 +1,311 @@
+package evaluate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/demo"
+	"github.com/calib-dev/calib/metric"
+)
+
+// realSets returns the three real sets in the repository: the embedded
+// CIFAR-10 ResNet-110 test set and the val sets of
+// testdata/logits (CIFAR-10 DenseNet-121 FLSD-53, CIFAR-100 ResNet-110).
+func realSets(t *testing.T) []*data.Set {
+	t.Helper()
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []*data.Set{s}
+	for _, dir := range []string{"cifar10_densenet121-flsd53", "cifar100_resnet110-brier"} {
+		d := "../testdata/logits/" + dir + "/"
+		s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// shards is a Source of several shards of one set, read in a given order.
+type shards struct {
+	sets  []*data.Set
+	rows  int
+	order []int
+}
+
+func (sh *shards) Open() (Batches, error) {
+	var bs []*Batch
+	for _, i := range sh.order {
+		b, _ := SetSource(sh.sets[i], sh.rows).Open()
+		for {
+			x, err := b.Next()
+			if err == io.EOF {
+				break
+			}
+			bs = append(bs, x)
+		}
+	}
+	return &list{bs: bs}, nil
+}
+
+type list struct{ bs []*Batch }
+
+func (l *list) Next() (*Batch, error) {
+	if len(l.bs) == 0 {
+		return nil, io.EOF
+	}
+	b := l.bs[0]
+	l.bs = l.bs[1:]
+	return b, nil
+}
+func (l *list) Close() error { return nil }
+
+// split cuts s into n shards named name-0, name-1, ...
+func split(s *data.Set, n int) []*data.Set {
+	out := make([]*data.Set, n)
+	for i := range out {
+		r := RowsOf(s, i*s.N/n, (i+1)*s.N/n)
+		r.File = fmt.Sprintf("%s-%d", s.File, i)
+		out[i] = r
+	}
+	return out
+}
+
+// key identifies a Result across evaluations.
+func key(e *Result) string {
+	k := e.Metric + "/" + e.Notion
+	if e.P != nil {
+		k += fmt.Sprintf("/p%v", *e.P)
+	}
+	if e.R != nil {
+		k += fmt.Sprintf("/r%d", *e.R)
+	}
+	return k
+}
+
+// The streamed evaluation of the real sets, in batches and shards in any
+// order, gives Evaluate's exact metrics to 1e-12 (scores, binned on fixed
+// bins: top-label, class-wise, canonical cells), KS bounds that hold the
+// in-memory KS, and, with every row an evaluation point at a fixed
+// bandwidth, Evaluate's ece_kde to 1e-12 (interval of width 0).
+func TestStreamMatchesEvaluate(t *testing.T) {
+	ctx := context.Background()
+	for si, s := range realSets(t) {
+		if si == 2 {
+			s = RowsOf(s, 0, 1500) // K = 100: keep the O(n^2) part short
+		}
+		h := 0.02
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: h, NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
+			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]*Result{}
+		for _, e := range mem.Results {
+			want[key(e)] = e
+		}
+		for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
+			src := &shards{sets: split(s, 3), rows: 777, order: order}
+			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: h, Mode: "canonical,top_label"}, EvalPoints: AllPoints})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.N != s.N || got.K != s.K {
+				t.Fatalf("n, K = %d, %d; want %d, %d", got.N, got.K, s.N, s.K)
+			}
+			if len(got.Results) != len(mem.Results) {
+				t.Errorf("%s: %d results, in memory %d", s.File, len(got.Results), len(mem.Results))
+			}
+			for i, e := range got.Results {
+				w := want[key(e)]
+				if w == nil {
+					t.Errorf("%s: %s not in memory", s.File, key(e))
+					continue
+				}
+				if i < len(mem.Results) && key(mem.Results[i]) != key(e) {
+					t.Errorf("%s: result %d is %s, in memory %s", s.File, i, key(e), key(mem.Results[i]))
+				}
+				if e.Error != "" {
+					t.Errorf("%s: %s: %s", s.File, key(e), e.Error)
+					continue
+				}
+				gv, wv := float64(*e.Value), float64(*w.Value)
+				if e.Metric == "ks" {
+					lo, hi := float64(e.Interval[0]), float64(e.Interval[1])
+					if !(lo <= wv+1e-12 && wv <= hi+1e-12) || hi-lo > 2e-3 {
+						t.Errorf("%s: %s: in memory %v outside the bounds [%v, %v]", s.File, key(e), wv, lo, hi)
+					}
+					continue
+				}
+				if d := math.Abs(gv - wv); d > 1e-12*math.Max(1, math.Abs(wv)) {
+					t.Errorf("%s: %s = %.17g, in memory %.17g", s.File, key(e), gv, wv)
+				}
+				if e.Metric == "ece_kde" && (e.IntervalKind != "exact" || e.Interval[0] != e.Interval[1]) {
+					t.Errorf("%s: %s: every row evaluated, yet interval %v (%s)", s.File, key(e), e.Interval, e.IntervalKind)
+				}
+				if (e.PerClass == nil) != (w.PerClass == nil) || e.Weighted != w.Weighted || e.Estimator != w.Estimator || e.BinRule != w.BinRule {
+					t.Errorf("%s: %s: definition keys differ: %+v against %+v", s.File, key(e), e, w)
+				}
+			}
+		}
+	}
+}
+
+// Weighted rows: the streamed exact metrics equal the weighted in-memory
+// ones, and a sampled ece_kde (m = 400 of 3,000) holds the full-data value
+// in its interval.
+func TestStreamWeighted(t *testing.T) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 3000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := make([]float64, s.N)
+	for i := range w {
+		w[i] = math.Exp(rng.NormFloat64())
+	}
+	if err := s.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "brier", "nll"}, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "brier", "nll"}, Seed: 3}, EvalPoints: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range got.Results {
+		wv, gv := float64(*mem.Results[i].Value), float64(*e.Value)
+		if !e.Weighted {
+			t.Errorf("%s: not marked weighted", key(e))
+		}
+		if e.Metric == "ece_kde" {
+			if *e.EvalPoints != 400 || !(float64(e.Interval[0]) <= wv && wv <= float64(e.Interval[1])) {
+				t.Errorf("%s: %v [%v, %v] (m = %d) does not hold %v", key(e), gv, e.Interval[0], e.Interval[1], *e.EvalPoints, wv)
+			}
+			continue
+		}
+		if math.Abs(gv-wv) > 1e-12*math.Max(1, wv) {
+			t.Errorf("%s = %v, in memory %v", key(e), gv, wv)
+		}
+	}
+}
+
+// The two passes' state survives its JSON form: sums marshalled after each
+// shard and merged give the results of one pass; the same batches give
+// bit-identical results for any worker count.
+func TestStreamSumsMergeJSON(t *testing.T) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 2000)
+	o := StreamOptions{Options: Options{Mode: "canonical,top_label"}, EvalPoints: 300}
+	whole, err := Stream(context.Background(), SetSource(s, 500), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := split(s, 4)
+	total, _ := NewSums(o)
+	for _, p := range parts {
+		sp, _ := NewSums(o)
+		if err := sp.Add(&Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Sums
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if err := total.Merge(&back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ks, err := total.KernelSums()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(parts) - 1; i >= 0; i-- { // the other order
+		p := parts[i]
+		kp, _ := total.KernelSums()
+		if err := kp.Add(nil, &Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}, 1); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(kp)
+		var back KernelSums
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if err := ks.Merge(&back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged, err := Finish(total, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range merged.Results {
+		w := whole.Results[i]
+		if key(e) != key(w) {
+			t.Fatalf("result %d: %s, one pass %s", i, key(e), key(w))
+		}
+		if d := math.Abs(float64(*e.Value) - float64(*w.Value)); d > 1e-12*math.Max(1, math.Abs(float64(*w.Value))) {
+			t.Errorf("%s: merged %v, one pass %v", key(e), *e.Value, *w.Value)
+		}
+	}
+	again, err := Stream(context.Background(), SetSource(s, 500), StreamOptions{Options: Options{Mode: "canonical,top_label", Workers: 1}, EvalPoints: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range again.Results {
+		if *e.Value != *whole.Results[i].Value {
+			t.Errorf("%s: 1 worker %v, all %v", key(e), *e.Value, *whole.Results[i].Value)
+		}
+	}
+}
+
+func partOffset(parts []*data.Set, p *data.Set) int {
+	off := 0
+	for _, q := range parts {
+		if q == p {
+			return off
+		}
+		off += q.N
+	}
+	return -1
+}
+
+// Options a stream cannot honour are refused before any data is read.
+func TestStreamOptionsRefused(t *testing.T) {
+	for _, o := range []StreamOptions{
+		{Options: Options{CI: true}},
+		{Options: Options{Debias: true}},
+		{Options: Options{Metrics: []string{"ece_witness"}}},
+		{Options: Options{Metrics: []string{"nope"}}},
+		{Options: Options{P: []float64{0.5}}},
+		{EvalPoints: -2},
+		{Options: Options{Bins: metricEqualMass()}},
+		{Grid: []float64{0.1, 0.01}},
+	} {
+		if _, err := NewSums(o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+func metricEqualMass() metric.BinOptions { return metric.BinOptions{Binning: metric.EqualMass} }
