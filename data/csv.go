@@ -53,6 +53,39 @@ func (l csvLayout) byContent(header []string, width int) bool {
 // fields is not a number. The layout says which column, if any, holds the
 // labels; the others are the predictions.
 func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, error) {
+	p := newCSVParser(name, r, lay)
+	t, lc, heads, err := p.read(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if heads != nil && looksLabelled(t, heads, lay.tol) {
+		lc = splitLabels(t, heads)
+	}
+	t.labelHint = lc == nil
+	return t, lc, nil
+}
+
+// csvParser reads the rows of a CSV file a batch at a time (read), keeping
+// what the first rows decided (header, weight column, width, label column)
+// for the rest of the file: parseCSV reads a whole file in one batch, a
+// Chunks reads it in many.
+type csvParser struct {
+	name      string
+	lay       csvLayout
+	cr        *csv.Reader
+	header    []string
+	width     int  // fields of a row, known after the first row
+	labelCol  bool // the last field holds the labels
+	byContent bool // the label column may still be found by content (heads are kept)
+	started   bool // a header is allowed until the first row
+	weighted  bool // the header named a weight column
+	wc        int  // 0-based column of the weights in the file, or -1
+	eof       bool
+}
+
+// newCSVParser starts reading the CSV file r (named name) with the layout
+// lay.
+func newCSVParser(name string, r io.Reader, lay csvLayout) *csvParser {
 	br := newTextReader(r)
 	first, _ := br.Peek(1 << 16)
 	first, _, _ = bytes.Cut(first, []byte{'\n'})
@@ -63,90 +96,121 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	t := &table{positions: positions{file: name, lines: []int32{}}, digits: []int8{}}
-	var (
-		lc       *labelColumn
-		header   []string
-		heads    []int8 // decimals of the first width-1 columns, while the label column may be found by content
-		width    int
-		labelCol bool
-		started  bool // a header is allowed until the first row
-		wc       = -1 // 0-based column of the weights in the file, or -1
-	)
-	for {
-		rec, err := cr.Read()
+	return &csvParser{name: name, lay: lay, cr: cr, wc: -1}
+}
+
+// fileCol is the 1-based column in the file of field c of a record whose
+// weight field was removed.
+func (p *csvParser) fileCol(c int) int {
+	if p.weighted && c >= p.wc {
+		return c + 2
+	}
+	return c + 1
+}
+
+// newTable returns an empty table (and label column, when the layout has
+// one) for the next rows.
+func (p *csvParser) newTable() (*table, *labelColumn) {
+	t := &table{positions: positions{file: p.name, lines: []int32{}}, digits: []int8{}}
+	if p.weighted {
+		t.weights = &weightColumn{positions: positions{file: p.name, lines: []int32{}}, col: p.wc + 1}
+	}
+	var lc *labelColumn
+	if p.width > 0 {
+		t.cols = p.width
+		if p.labelCol {
+			t.cols = p.width - 1
+			lc = &labelColumn{positions: positions{file: p.name, lines: []int32{}}, col: p.fileCol(p.width - 1)}
+		}
+	}
+	return t, lc
+}
+
+// read parses the next max rows (all the rest when max <= 0) into a new
+// table and returns it, the label column (nil when the layout has none)
+// and, while the label column may still be found by content, the decimals
+// of each row without its last field (else nil). After the last row it
+// returns a table with no rows.
+func (p *csvParser) read(max int) (*table, *labelColumn, []int8, error) {
+	name, lay := p.name, p.lay
+	t, lc := p.newTable()
+	var heads []int8 // decimals of the first width-1 columns, while the label column may be found by content
+	if p.byContent {
+		heads = []int8{}
+	}
+	for n := 0; !p.eof && (max <= 0 || n < max); {
+		rec, err := p.cr.Read()
 		if err == io.EOF {
+			p.eof = true
 			break
 		}
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, nil, &Error{File: name, Line: pe.Line, Column: pe.Column, Err: fmt.Errorf("%w: %v", ErrSyntax, pe.Err)}
+				return nil, nil, nil, &Error{File: name, Line: pe.Line, Column: pe.Column, Err: fmt.Errorf("%w: %v", ErrSyntax, pe.Err)}
 			}
-			return nil, nil, &Error{File: name, Err: fmt.Errorf("%w: %w", ErrRead, err)}
+			return nil, nil, nil, &Error{File: name, Err: fmt.Errorf("%w: %w", ErrRead, err)}
 		}
-		line, _ := cr.FieldPos(0)
-		if !started {
-			started = true
+		line, _ := p.cr.FieldPos(0)
+		if !p.started {
+			p.started = true
 			if isHeader(rec) {
-				if wc = weightColumnOf(rec); wc >= 0 && !lay.only && !lay.plain {
+				if p.wc = weightColumnOf(rec); p.wc >= 0 && !lay.only && !lay.plain {
 					if len(rec) == 1 {
-						return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: a weight column and no prediction columns", ErrShape)}
+						return nil, nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: a weight column and no prediction columns", ErrShape)}
 					}
-					t.weights = &weightColumn{positions: positions{file: name, lines: []int32{}}, col: wc + 1}
-					rec = slices.Delete(slices.Clone(rec), wc, wc+1)
+					p.weighted = true
+					t.weights = &weightColumn{positions: positions{file: name, lines: []int32{}}, col: p.wc + 1}
+					rec = slices.Delete(slices.Clone(rec), p.wc, p.wc+1)
 				} else {
-					wc = -1
+					p.wc = -1
 				}
-				header = slices.Clone(rec)
+				p.header = slices.Clone(rec)
 				continue
 			}
 		}
-		if t.weights != nil {
+		if p.weighted {
+			wc := p.wc
 			if wc >= len(rec) {
-				return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the header has %d", ErrRagged, len(rec), len(header)+1)}
+				return nil, nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the header has %d", ErrRagged, len(rec), len(p.header)+1)}
 			}
 			v, err := parseNumber(rec[wc])
 			if err != nil {
-				return nil, nil, &Error{File: name, Line: line, Column: wc + 1, Err: fmt.Errorf("weight: %w", err)}
+				return nil, nil, nil, &Error{File: name, Line: line, Column: wc + 1, Err: fmt.Errorf("weight: %w", err)}
 			}
 			t.weights.values = append(t.weights.values, v)
 			t.weights.lines = append(t.weights.lines, int32(line))
 			rec = slices.Delete(rec, wc, wc+1)
 		}
-		// fileCol is the 1-based column in the file of field c of rec.
-		fileCol := func(c int) int {
-			if t.weights != nil && c >= wc {
-				return c + 2
-			}
-			return c + 1
-		}
-		if width == 0 {
-			width = len(rec)
-			labelCol = lay.labelColumn(header, width)
+		if p.width == 0 {
+			width := len(rec)
+			p.width = width
+			p.labelCol = lay.labelColumn(p.header, width)
 			t.cols = width
 			switch {
 			case lay.only && width != 1:
-				return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: a labels file has one column, got %d", ErrShape, width)}
-			case labelCol && !lay.only && width < 2:
-				return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: need prediction columns and a label column, got %d column", ErrShape, width)}
-			case labelCol:
+				return nil, nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: a labels file has one column, got %d", ErrShape, width)}
+			case p.labelCol && !lay.only && width < 2:
+				return nil, nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: need prediction columns and a label column, got %d column", ErrShape, width)}
+			case p.labelCol:
 				t.cols = width - 1
-				lc = &labelColumn{positions: positions{file: name, lines: []int32{}}, col: fileCol(width - 1)}
-			case lay.byContent(header, width):
+				lc = &labelColumn{positions: positions{file: name, lines: []int32{}}, col: p.fileCol(width - 1)}
+			case lay.byContent(p.header, width):
+				p.byContent = true
 				heads = []int8{}
 			}
 		}
+		width := p.width
 		if len(rec) != width {
-			return nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the first row has %d", ErrRagged, len(rec), width)}
+			return nil, nil, nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %d fields, the first row has %d", ErrRagged, len(rec), width)}
 		}
 		row, head := noDecimals, noDecimals
 		for c, f := range rec {
 			f = strings.TrimSpace(f)
-			if labelCol && c == width-1 {
+			if p.labelCol && c == width-1 {
 				y, err := parseLabel(f)
 				if err != nil {
-					return nil, nil, &Error{File: name, Line: line, Column: fileCol(c), Err: err}
+					return nil, nil, nil, &Error{File: name, Line: line, Column: p.fileCol(c), Err: err}
 				}
 				lc.values = append(lc.values, y)
 				lc.lines = append(lc.lines, int32(line))
@@ -154,7 +218,7 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 			}
 			v, err := parseNumber(f)
 			if err != nil {
-				return nil, nil, &Error{File: name, Line: line, Column: fileCol(c), Err: err}
+				return nil, nil, nil, &Error{File: name, Line: line, Column: p.fileCol(c), Err: err}
 			}
 			t.values = append(t.values, v)
 			d := decimals(f)
@@ -168,12 +232,17 @@ func parseCSV(name string, r io.Reader, lay csvLayout) (*table, *labelColumn, er
 		if heads != nil {
 			heads = append(heads, head)
 		}
+		n++
 	}
-	if heads != nil && looksLabelled(t, heads, lay.tol) {
-		lc = splitLabels(t, heads)
-	}
-	t.labelHint = lc == nil
-	return t, lc, nil
+	return t, lc, heads, nil
+}
+
+// fixLabels ends the search for a label column by content (streamed
+// reading decides it on the first rows): labelled says the last column
+// holds the labels.
+func (p *csvParser) fixLabels(labelled bool) {
+	p.byContent = false
+	p.labelCol = p.labelCol || labelled
 }
 
 // looksLabelled reports whether the last column of t, read as predictions,

@@ -95,7 +95,8 @@ func oneLine(s string) string {
 // in the file: a text line, or for array formats the row itself.
 type positions struct {
 	file  string
-	lines []int32 // 1-based line of each row in a text file; nil for array files (row = index + 1)
+	lines []int32 // 1-based line of each row in a text file; nil for array files (row = base + index + 1)
+	base  int     // rows of an array file before the first row here (a streamed chunk); 0 for a whole file
 }
 
 // where names row i (0-based): "line 7" in a text file, "row 7" otherwise.
@@ -103,7 +104,7 @@ func (p *positions) where(i int) string {
 	if p.lines != nil {
 		return fmt.Sprintf("line %d", p.lines[i])
 	}
-	return fmt.Sprintf("row %d", i+1)
+	return fmt.Sprintf("row %d", p.base+i+1)
 }
 
 // err returns the *Error for row i (0-based) and 1-based column col (0: none).
@@ -112,7 +113,7 @@ func (p *positions) err(i, col int, err error) *Error {
 	if p.lines != nil {
 		e.Line = int(p.lines[i])
 	} else {
-		e.Row = i + 1
+		e.Row = p.base + i + 1
 	}
 	return e
 }

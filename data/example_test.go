@@ -2,6 +2,7 @@ package data_test
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/calib-dev/calib/data"
 )
@@ -32,4 +33,32 @@ func ExampleNew() {
 	}
 	fmt.Printf("%.4f\n", s.Probs)
 	// Output: [0.7870 0.1065 0.1065 0.0420 0.1142 0.8438]
+}
+
+// ExampleOpenChunks reads a CSV file of 24 rows ten rows at a time: each
+// chunk is a validated Set, Offset is the file row of its first row.
+func ExampleOpenChunks() {
+	c, err := data.OpenChunks("../testdata/golden/ecekde/c13_n24_k3_grad.csv", data.Options{}, 10)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	for {
+		s, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("rows %d-%d: K = %d\n", c.Offset(), c.Offset()+int64(s.N)-1, s.K)
+	}
+	fmt.Println(c.BytesRead() == c.Size())
+	// Output:
+	// rows 0-9: K = 3
+	// rows 10-19: K = 3
+	// rows 20-23: K = 3
+	// true
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -23,51 +24,93 @@ type jsonRow struct {
 // ignored. With needLabel every row must carry a label; otherwise the labels
 // are read when every row has one.
 func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn, error) {
-	t := &table{positions: positions{file: name, lines: []int32{}}, digits: []int8{}}
+	p := &jsonlParser{name: name, br: newTextReader(r), needLabel: needLabel}
+	t, lc, missing, err := p.read(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if missing > 0 || len(lc.values) == 0 {
+		lc = nil
+	}
+	return t, lc, nil
+}
+
+// jsonlParser reads the rows of a JSON Lines file a batch at a time (read),
+// keeping what the first row decided (probabilities or logits, their
+// number, whether rows carry weights) for the rest of the file: parseJSONL
+// reads a whole file in one batch, a Chunks reads it in many.
+type jsonlParser struct {
+	name      string
+	br        *bufio.Reader
+	needLabel bool
+	// stream marks streamed reading of a file that holds the labels: a
+	// label on the first row asks one of every row, as the file cannot
+	// be read twice.
+	stream    bool
+	kind      string // "probs" or "logits", fixed by the first row
+	cols      int    // values of a row, fixed by the first row
+	line      int    // lines read
+	firstLine int    // line of the first row; 0 before it
+	weighted  bool   // the first row has a "weight"
+	labelled  bool   // the first row has a "label"
+	eof       bool
+}
+
+// read parses the next max rows (all the rest when max <= 0) into a new
+// table and label column (with the labels of the rows that have one) and
+// returns them with the number of rows without a label. After the last row
+// it returns a table with no rows.
+func (p *jsonlParser) read(max int) (*table, *labelColumn, int, error) {
+	name := p.name
+	t := &table{positions: positions{file: name, lines: []int32{}}, digits: []int8{}, cols: p.cols, logits: p.kind == "logits"}
+	if p.weighted {
+		t.weights = &weightColumn{positions: positions{file: name, lines: []int32{}}}
+	}
 	lc := &labelColumn{positions: positions{file: name, lines: []int32{}}}
-	br := newTextReader(r)
-	kind := "" // "probs" or "logits", fixed by the first row
-	line, missing := 0, 0
-	for {
-		l, rerr := br.ReadBytes('\n')
+	missing := 0
+	for n := 0; !p.eof && (max <= 0 || n < max); {
+		l, rerr := p.br.ReadBytes('\n')
 		if len(l) == 0 && rerr != nil {
 			if rerr != io.EOF {
-				return nil, nil, &Error{File: name, Line: line + 1, Err: fmt.Errorf("%w: %w", ErrRead, rerr)}
+				return nil, nil, 0, &Error{File: name, Line: p.line + 1, Err: fmt.Errorf("%w: %w", ErrRead, rerr)}
 			}
+			p.eof = true
 			break
 		}
-		line++
+		p.line++
+		line := p.line
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {
 			continue
 		}
 		perr := func(err error) *Error { return &Error{File: name, Line: line, Err: err} }
 		if l[0] != '{' {
-			return nil, nil, perr(fmt.Errorf("%w: want a JSON object such as {\"probs\": [...], \"label\": 0}, got %s", ErrSyntax, jsonKind(l)))
+			return nil, nil, 0, perr(fmt.Errorf("%w: want a JSON object such as {\"probs\": [...], \"label\": 0}, got %s", ErrSyntax, jsonKind(l)))
 		}
 		var row jsonRow
 		if err := json.Unmarshal(l, &row); err != nil {
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				return nil, nil, perr(fmt.Errorf("%w: not valid JSON at character %d: %s", ErrSyntax, se.Offset, se.Error()))
+				return nil, nil, 0, perr(fmt.Errorf("%w: not valid JSON at character %d: %s", ErrSyntax, se.Offset, se.Error()))
 			}
-			return nil, nil, perr(fmt.Errorf("%w: not valid JSON", ErrSyntax))
+			return nil, nil, 0, perr(fmt.Errorf("%w: not valid JSON", ErrSyntax))
 		}
 		probs, logits := present(row.Probs), present(row.Logits)
 		key := "probs"
 		switch {
 		case probs && logits:
-			return nil, nil, perr(fmt.Errorf("%w: both \"probs\" and \"logits\"", ErrSyntax))
-		case probs && kind == "logits":
-			return nil, nil, perr(fmt.Errorf("%w: \"probs\" after rows with \"logits\"", ErrSyntax))
-		case logits && kind == "probs":
-			return nil, nil, perr(fmt.Errorf("%w: \"logits\" after rows with \"probs\"", ErrSyntax))
+			return nil, nil, 0, perr(fmt.Errorf("%w: both \"probs\" and \"logits\"", ErrSyntax))
+		case probs && p.kind == "logits":
+			return nil, nil, 0, perr(fmt.Errorf("%w: \"probs\" after rows with \"logits\"", ErrSyntax))
+		case logits && p.kind == "probs":
+			return nil, nil, 0, perr(fmt.Errorf("%w: \"logits\" after rows with \"probs\"", ErrSyntax))
 		case logits:
 			key = "logits"
 		case !probs:
-			return nil, nil, perr(fmt.Errorf("%w: no \"probs\" or \"logits\" array", ErrSyntax))
+			return nil, nil, 0, perr(fmt.Errorf("%w: no \"probs\" or \"logits\" array", ErrSyntax))
 		}
-		kind = key
+		p.kind = key
+		t.logits = key == "logits"
 		raw := row.Probs
 		if logits {
 			raw = row.Logits
@@ -76,55 +119,63 @@ func parseJSONL(name string, r io.Reader, needLabel bool) (*table, *labelColumn,
 		var d int8
 		var err error
 		if t.values, d, err = appendNumbers(t.values, raw, key); err != nil {
-			return nil, nil, perr(err)
+			return nil, nil, 0, perr(err)
 		}
-		n := len(t.values) - before
-		if n == 0 {
-			return nil, nil, perr(fmt.Errorf("%w: empty %q array", ErrShape, key))
+		k := len(t.values) - before
+		if k == 0 {
+			return nil, nil, 0, perr(fmt.Errorf("%w: empty %q array", ErrShape, key))
 		}
-		if t.cols == 0 {
-			t.cols = n
-		} else if n != t.cols {
-			return nil, nil, perr(fmt.Errorf("%w: %d values, the first row has %d", ErrRagged, n, t.cols))
+		if p.cols == 0 {
+			p.cols = k
+			t.cols = k
+		} else if k != p.cols {
+			return nil, nil, 0, perr(fmt.Errorf("%w: %d values, the first row has %d", ErrRagged, k, p.cols))
 		}
 		t.lines = append(t.lines, int32(line))
 		t.digits = append(t.digits, d)
-		if err := jsonWeight(t, row.Weight, line); err != nil {
-			return nil, nil, perr(err)
+		first := p.firstLine == 0
+		if first {
+			p.firstLine = line
+			p.labelled = present(row.Label)
 		}
+		if err := p.weight(t, row.Weight, line, first); err != nil {
+			return nil, nil, 0, perr(err)
+		}
+		n++
 		if !present(row.Label) {
-			if needLabel {
-				return nil, nil, perr(fmt.Errorf("%w: the line has no \"label\"; add one or give a labels file", ErrNoLabels))
+			switch {
+			case p.needLabel:
+				return nil, nil, 0, perr(fmt.Errorf("%w: the line has no \"label\"; add one or give a labels file", ErrNoLabels))
+			case p.stream && p.labelled:
+				return nil, nil, 0, perr(fmt.Errorf("%w: the line has no \"label\", line %d has one; streamed rows need a label on every row or on none", ErrNoLabels, p.firstLine))
 			}
 			missing++
 			continue
 		}
 		y, err := jsonLabel(row.Label)
 		if err != nil {
-			return nil, nil, perr(err)
+			return nil, nil, 0, perr(err)
 		}
 		lc.values = append(lc.values, y)
 		lc.lines = append(lc.lines, int32(line))
 	}
-	t.logits = kind == "logits"
-	if missing > 0 || len(lc.values) == 0 {
-		lc = nil
-	}
-	return t, lc, nil
+	return t, lc, missing, nil
 }
 
-// jsonWeight appends the "weight" of the row at line (the table's newest
-// row) to t.weights: every row has one, or none has.
-func jsonWeight(t *table, raw json.RawMessage, line int) error {
+// weight appends the "weight" of the row at line (the table's newest row;
+// first: the file's first row) to t.weights: every row has one, or none
+// has.
+func (p *jsonlParser) weight(t *table, raw json.RawMessage, line int, first bool) error {
 	has := present(raw)
 	switch {
-	case has && t.weights == nil && t.rows() > 1:
-		return fmt.Errorf("%w: \"weight\" here but not on line %d; give every row a weight or none", ErrWeights, t.lines[0])
-	case !has && t.weights != nil:
-		return fmt.Errorf("%w: no \"weight\" here but on line %d; give every row a weight or none", ErrWeights, t.weights.lines[0])
+	case has && !p.weighted && !first:
+		return fmt.Errorf("%w: \"weight\" here but not on line %d; give every row a weight or none", ErrWeights, p.firstLine)
+	case !has && p.weighted:
+		return fmt.Errorf("%w: no \"weight\" here but on line %d; give every row a weight or none", ErrWeights, p.firstLine)
 	case !has:
 		return nil
 	case t.weights == nil:
+		p.weighted = true
 		t.weights = &weightColumn{positions: positions{file: t.file, lines: []int32{}}}
 	}
 	v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)

@@ -13,7 +13,7 @@ import (
 )
 
 // Formats lists the accepted values of Options.Format.
-var Formats = []string{"csv", "npy", "npz", "jsonl"}
+var Formats = []string{"csv", "npy", "npz", "jsonl", "parquet"}
 
 // maxFileSize bounds what the loaders read into memory (8 GiB).
 const maxFileSize = 8 << 30
@@ -30,24 +30,35 @@ func FormatOf(name string) string {
 		return "npz"
 	case ".jsonl", ".ndjson", ".json":
 		return "jsonl"
+	case ".parquet":
+		return "parquet"
 	}
 	return ""
 }
 
 // Load reads and validates the prediction file name (and the labels file
-// opts.Labels, if any). Text formats are parsed as they are read. A file
-// that cannot be opened, or a directory, is an *Error wrapping ErrRead or
-// ErrIsDir.
+// opts.Labels, if any). Text formats are parsed as they are read; a Parquet
+// file is read through Chunks, its chunks joined. A file that cannot be
+// opened, or a directory, is an *Error wrapping ErrRead or ErrIsDir.
 func Load(name string, opts Options) (*Set, error) {
 	f, err := openFile(name, "a prediction file")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	format, err := formatFor(name, opts)
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
+	if format == "parquet" {
+		c, err := openChunksFile(f, name, format, opts, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		return readAllChunks(c)
+	}
+	defer f.Close()
 	var lb []byte
 	if opts.Labels != "" {
 		if lb, err = readFile(opts.Labels, "a labels file"); err != nil {
@@ -109,6 +120,19 @@ func Parse(name string, preds []byte, labelsName string, labels []byte, opts Opt
 	format, err := formatFor(name, opts)
 	if err != nil {
 		return nil, err
+	}
+	if format == "parquet" {
+		c := &Chunks{name: name, opts: opts, size: int64(len(preds))}
+		br := bytes.NewReader(preds)
+		var lin *input
+		if labels != nil {
+			lr := bytes.NewReader(labels)
+			lin = &input{name: labelsName, r: lr, ra: lr, size: int64(len(labels))}
+		}
+		if err := c.init(format, input{name: name, r: br, ra: br, size: int64(len(preds))}, lin, nil, 0); err != nil {
+			return nil, err
+		}
+		return readAllChunks(c)
 	}
 	return parse(format, name, bytes.NewReader(preds), labelsName, labels, nil, opts)
 }

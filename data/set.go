@@ -1,6 +1,7 @@
 // Package data holds prediction sets (a classifier's predicted probabilities
-// and the true labels), reads them from CSV, NPY, NPZ and JSON Lines files, and
-// validates them.
+// and the true labels), reads them from CSV, NPY, NPZ, JSON Lines and Parquet
+// files, whole (Load) or a chunk of rows at a time (Chunks), and validates
+// them.
 //
 // A Set is n samples by K classes of probabilities in row-major order plus one
 // integer label in 0..K-1 per sample. Logits are turned into probabilities by
@@ -88,8 +89,9 @@ func (s *Set) Require(min int, what string) error {
 
 // Options says how to read and check a prediction file.
 type Options struct {
-	// Format is one of "csv", "npy", "npz", "jsonl"; "" picks it by the
-	// file's extension (.csv/.txt, .npy, .npz, .jsonl/.ndjson).
+	// Format is one of "csv", "npy", "npz", "jsonl", "parquet"; "" picks
+	// it by the file's extension (.csv/.txt, .npy, .npz, .jsonl/.ndjson,
+	// .parquet).
 	Format string
 	// Labels names a separate labels file (.npy, or text with one integer
 	// per line and an optional header); "" means the labels are in the
@@ -128,6 +130,9 @@ type Options struct {
 	// K+1 columns then has its labels in the last column, whatever the
 	// other options say.
 	K int
+	// Columns names the columns of a Parquet file; its zero value names
+	// the defaults (see ColumnNames).
+	Columns ColumnNames
 }
 
 // tolerance returns the row-sum tolerance the options ask for.

@@ -20,6 +20,9 @@ type weightColumn struct {
 	positions
 	values []float64
 	col    int // 1-based column in its file (0 when not a column)
+	// partial marks the weights of a chunk of a streamed file: they may
+	// be all zero here (Chunks checks that over the whole file).
+	partial bool
 }
 
 // weightColumnOf returns the 0-based index of the column of a CSV header
@@ -39,7 +42,7 @@ func (w *weightColumn) check(n int) ([]float64, error) {
 	if err := w.checkEach(); err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(w.values, func(v float64) bool { return v > 0 }) {
+	if !w.partial && !slices.ContainsFunc(w.values, func(v float64) bool { return v > 0 }) {
 		return nil, &Error{File: w.file, Err: fmt.Errorf("%w: all %d weights are zero", ErrWeights, n)}
 	}
 	return w.values, nil

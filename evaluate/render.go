@@ -145,6 +145,9 @@ func settings(e *Result) string {
 	if e.Excluded != nil && *e.Excluded > 0 {
 		parts = append(parts, fmt.Sprintf("%d excluded", *e.Excluded))
 	}
+	if e.EvalPoints != nil {
+		parts = append(parts, fmt.Sprintf("m=%d points", *e.EvalPoints))
+	}
 	if len(parts) == 0 {
 		return "-"
 	}
@@ -166,10 +169,13 @@ func floatCell(v *Float) string {
 }
 
 func intervalCell(e *Result) string {
-	if len(e.CI) != 2 {
-		return "-"
+	switch {
+	case len(e.CI) == 2:
+		return fmt.Sprintf("[%.6f, %.6f]", float64(e.CI[0]), float64(e.CI[1]))
+	case len(e.Interval) == 2 && e.IntervalKind != "exact":
+		return fmt.Sprintf("[%.6f, %.6f]", float64(e.Interval[0]), float64(e.Interval[1]))
 	}
-	return fmt.Sprintf("[%.6f, %.6f]", float64(e.CI[0]), float64(e.CI[1]))
+	return "-"
 }
 
 // Notes on what the canonical kernel estimates mean, shown under the table
@@ -187,6 +193,18 @@ func IntervalNotes(out *Evaluation) []string {
 		pct = pct || e.CIMethod == "percentile"
 	}
 	var notes []string
+	for _, e := range out.Results {
+		if e.IntervalKind == "sampling" {
+			notes = append(notes, fmt.Sprintf("ece_kde intervals (streamed): the estimate from %d evaluation points drawn uniformly from the n rows, each against all n rows; the interval is the %g%% sampling interval of the full-data plug-in value (se in the JSON).", *e.EvalPoints, 100**e.IntervalLevel))
+			break
+		}
+	}
+	for _, e := range out.Results {
+		if e.IntervalKind == "bound" {
+			notes = append(notes, "ks intervals (streamed): KS from the score cells lies within these bounds for certain; the value is their midpoint.")
+			break
+		}
+	}
 	if pct {
 		notes = append(notes, "intervals: bootstrap percentile intervals for the means of per-point terms (Brier, NLL, accuracy, confidence, ece_witness).")
 	}

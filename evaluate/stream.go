@@ -169,6 +169,24 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	return c, nil
 }
 
+// streamNotions is Notions for a stream: "all" (or "") means canonical and
+// top_label (binary and top_label for one-column input) whatever K, since
+// marginal costs K times canonical at every one of the n rows; marginal is
+// there when asked for.
+func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error) {
+	all := false
+	for _, m := range strings.Split(cmpOr(mode, "all"), ",") {
+		all = all || strings.TrimSpace(m) == "all"
+	}
+	if !all {
+		return Notions(mode, &data.Set{K: k, Binary: binary})
+	}
+	if binary {
+		return []kde.Notion{kde.Binary, kde.TopLabel}, "all = binary, top_label (one-column input)", nil
+	}
+	return []kde.Notion{kde.Canonical, kde.TopLabel}, "all = canonical, top_label (streamed: marginal costs K times canonical at every row; ask for it with --mode marginal)", nil
+}
+
 func cmpOr(s, def string) string {
 	if s == "" {
 		return def
@@ -466,7 +484,7 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
 	}
 	probs, labels, weights, ids := s.Sample.points(s.Weighted)
-	notions, _, err := Notions(cmpOr(s.Config.Mode, "all"), &data.Set{K: s.K, Binary: s.Binary})
+	notions, _, err := streamNotions(s.Config.Mode, s.K, s.Binary)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +608,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		return nil, errors.New("ece_kde: the second pass (KernelSums) is missing")
 	}
 	c := s.Config
-	_, note, _ := Notions(cmpOr(c.Mode, "all"), &data.Set{K: s.K, Binary: s.Binary})
+	_, note, _ := streamNotions(c.Mode, s.K, s.Binary)
 	out.Modes = note
 	var rs []*Result
 	for _, ps := range ks.Notions {
@@ -765,6 +783,10 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	if s.Config.has("ece_kde") {
 		passes = 2
 	}
+	var size int64 // bytes in all, when the source knows
+	if sz, ok := src.(interface{ Size() int64 }); ok {
+		size = sz.Size()
+	}
 	pass := func(i int, name string, add func(b *Batch) error) error {
 		progress.Phasef(o.Progress, "pass %d of %d: %s", i, passes, name)
 		bs, err := src.Open()
@@ -772,6 +794,10 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 			return err
 		}
 		defer bs.Close()
+		read, _ := bs.(interface{ Read() int64 })
+		step, done := progress.Start(o.Progress, "reading")
+		defer done()
+		t0, rows := time.Now(), int64(0)
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -785,6 +811,13 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 			}
 			if err := add(b); err != nil {
 				return err
+			}
+			rows += int64(b.N)
+			if o.Progress != nil {
+				progress.Phasef(o.Progress, "pass %d of %d: %s, %d rows, %.0f rows/s", i, passes, name, rows, float64(rows)/time.Since(t0).Seconds())
+				if step != nil && read != nil && size > 0 {
+					step(read.Read(), size)
+				}
 			}
 		}
 	}

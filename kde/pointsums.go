@@ -73,6 +73,9 @@ type PointSums struct {
 
 const pointSumsVersion = 1
 
+// pointTile is the number of centres PointSums.Add handles at a time.
+const pointTile = 1024
+
 // pointPart is one kernel regression of a notion on the evaluation points.
 type pointPart struct {
 	d, nl int
@@ -288,45 +291,53 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 				}
 			}
 		}
-		zero := make([]float64, n)
+		// Each block of points runs over the batch tile by tile (pointTile
+		// centres: their log-kernels stay in the L1 cache across the
+		// grid), each tile's sums added at the point's running shift.
+		zero := make([]float64, pointTile)
 		const block = 4
 		nb := (m + block - 1) / block
-		err = parallel.ForContext(o.Context, nb, o.Workers, func() []float64 { return make([]float64, 2*n) }, func(buf []float64, b int) {
-			dots, lk := buf[:n], buf[n:]
-			for j := b * block; j < min(m, (b+1)*block); j++ {
-				lx := pp.lx[j*d : (j+1)*d]
-				if pp.exact[j] {
-					kernel.LogKernelRowExact(dots, lx, fct, n, zero, 1)
-				} else {
-					kernel.LogKernelRow(dots, lx, fct, n, zero, 1)
-				}
-				skip := self[j]
-				for g, h := range ps.Grid {
-					mx := kernel.AffineMax(lk, dots, norm[g*n:(g+1)*n], 1/h)
-					if len(skip) > 0 {
-						for _, s := range skip {
-							lk[s] = math.Inf(-1)
-						}
-						mx = kernel.Max(lk)
+		err = parallel.ForContext(o.Context, nb, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, b int) {
+			for t0 := 0; t0 < n; t0 += pointTile {
+				t1 := min(n, t0+pointTile)
+				dots, lk := buf[:t1-t0], buf[pointTile:pointTile+t1-t0]
+				for j := b * block; j < min(m, (b+1)*block); j++ {
+					lx := pp.lx[j*d : (j+1)*d]
+					if pp.exact[j] {
+						kernel.LogKernelRowExact(dots, lx, fct[t0:], n, zero, 1)
+					} else {
+						kernel.LogKernelRow(dots, lx, fct[t0:], n, zero, 1)
 					}
-					if math.IsInf(mx, -1) || math.IsNaN(mx) {
-						continue
-					}
-					at := (c*G+g)*m + j
-					sums := ps.Sums[at*nl : (at+1)*nl]
-					if old := ps.Shift[at]; mx > old {
-						if !math.IsInf(old, -1) {
-							scale := math.Exp(old - mx)
-							for l := range sums {
-								sums[l] *= scale
+					skip := self[j]
+					for g, h := range ps.Grid {
+						mx := kernel.AffineMax(lk, dots, norm[g*n+t0:g*n+t1], 1/h)
+						if len(skip) > 0 {
+							for _, s := range skip {
+								if s >= t0 && s < t1 {
+									lk[s-t0] = math.Inf(-1)
+								}
 							}
+							mx = kernel.Max(lk)
 						}
-						ps.Shift[at] = mx
-					}
-					shift := ps.Shift[at]
-					for l := 0; l < nl; l++ {
-						if seg[l] < seg[l+1] {
-							sums[l] += kernel.SumExp(lk[seg[l]:seg[l+1]], shift)
+						if math.IsInf(mx, -1) || math.IsNaN(mx) {
+							continue
+						}
+						at := (c*G+g)*m + j
+						sums := ps.Sums[at*nl : (at+1)*nl]
+						if old := ps.Shift[at]; mx > old {
+							if !math.IsInf(old, -1) {
+								scale := math.Exp(old - mx)
+								for l := range sums {
+									sums[l] *= scale
+								}
+							}
+							ps.Shift[at] = mx
+						}
+						shift := ps.Shift[at]
+						for l := 0; l < nl; l++ {
+							if lo, hi := max(seg[l], t0), min(seg[l+1], t1); lo < hi {
+								sums[l] += kernel.SumExp(lk[lo-t0:hi-t0], shift)
+							}
 						}
 					}
 				}

@@ -53,6 +53,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 func newEvalCmd() *cobra.Command {
 	var in inputFlags
 	var ef evalFlags
+	var sf streamFlags
 	cmd := command("eval PRED", "Measure the calibration of a prediction file (ECE^KDE, binned ECE, KS, MMCE, proper scores)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
 		if err := ef.evalOnly(cmd.Flags()); err != nil {
 			return err
@@ -60,7 +61,17 @@ func newEvalCmd() *cobra.Command {
 		if _, err := ef.options(nil); err != nil {
 			return err
 		}
-		out, err := ef.evaluate(cmd, &in, args)
+		var out *evaluate.Evaluation
+		var err error
+		stream, names, err := sf.decide(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		if stream {
+			out, err = ef.stream(cmd, &in, &sf, args, names)
+		} else {
+			out, err = ef.evaluate(cmd, &in, args)
+		}
 		if err != nil {
 			return err
 		}
@@ -72,6 +83,7 @@ func newEvalCmd() *cobra.Command {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	ef.register(cmd)
+	sf.register(cmd.Flags())
 	return cmd
 }
 

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/recal"
+)
+
+// autoStreamBytes is the input size past which calib eval streams without
+// --stream (the README names it): a set of this size in float64 would take
+// several times as much memory.
+const autoStreamBytes = 2 << 30
+
+// streamFlags are eval's flags of the streamed evaluation.
+type streamFlags struct {
+	on         bool
+	evalPoints string
+	rows       int
+	ksCells    int
+}
+
+func (f *streamFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or more than 2 GiB): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
+	fs.StringVar(&f.evalPoints, "eval-points", "", fmt.Sprintf("with --stream: the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
+	fs.IntVar(&f.rows, "rows", 65536, "with --stream: rows per chunk")
+	fs.IntVar(&f.ksCells, "ks-cells", 4096, "with --stream: score cells of KS (the bounds' width is about 1/cells)")
+}
+
+// decide says whether eval streams PRED (a file, glob or directory) and
+// returns its shards when it does.
+func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, error) {
+	fs := cmd.Flags()
+	if _, err := f.points(); err != nil {
+		return false, nil, err
+	}
+	if f.rows < 1 || f.ksCells < 1 {
+		return false, nil, usageErrorf("--rows and --ks-cells must be at least 1")
+	}
+	st, err := os.Stat(pred)
+	single := err == nil && !st.IsDir()
+	if single && !f.on && st.Size() <= autoStreamBytes {
+		for _, name := range []string{"eval-points", "rows", "ks-cells"} {
+			if fs.Changed(name) {
+				return false, nil, usageErrorf("--%s applies to a streamed evaluation: add --stream", name)
+			}
+		}
+		return false, nil, nil
+	}
+	names, err := data.Shards(pred)
+	if err != nil {
+		return false, nil, err
+	}
+	if !f.on {
+		reason := fmt.Sprintf("%d shards", len(names))
+		if single {
+			reason = fmt.Sprintf("%.1f GiB", float64(st.Size())/(1<<30))
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "calib: streaming %s (%s; see --stream)\n", pred, reason)
+	}
+	return true, names, nil
+}
+
+// points parses --eval-points.
+func (f *streamFlags) points() (int, error) {
+	switch v := strings.TrimSpace(f.evalPoints); v {
+	case "":
+		return 0, nil
+	case "all":
+		return evaluate.AllPoints, nil
+	default:
+		m, err := strconv.Atoi(v)
+		if err != nil || m < 1 {
+			return 0, usageErrorf("--eval-points %q: want a number >= 1, or all", f.evalPoints)
+		}
+		return m, nil
+	}
+}
+
+// stream evaluates the shards names of args[0] in two passes of chunks.
+func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
+	start, prov := time.Now(), newProvenance(cmd, args)
+	o, err := f.options(nil)
+	if err != nil {
+		return nil, err
+	}
+	if f.text.Metrics == "" || f.text.Metrics == "all" {
+		if !f.modeSet || f.text.Metrics == "all" {
+			o.Metrics = nil // every streamed metric
+		}
+	}
+	m, _ := sf.points()
+	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells}
+	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
+		return nil, optionError("", err)
+	}
+	if len(names) > 1 && (in.o.Labels != "" || in.o.Weights != "") {
+		return nil, usageErrorf("--labels and --weights name one file for one prediction file; %s has %d shards: put the labels (and weights) in each shard (CSV, JSON Lines, Parquet)", args[0], len(names))
+	}
+	var transform func(*data.Set) (*data.Set, error)
+	if f.calibrator != "" {
+		c, err := recal.LoadFile(f.calibrator)
+		if err != nil {
+			return nil, err
+		}
+		transform = func(s *data.Set) (*data.Set, error) { return recal.Apply(c, s) }
+		prov.Mapping = &evaluate.Mapping{File: f.calibrator, Method: c.Info().Method}
+	}
+	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.progress)
+	so.Progress = ui
+	out, err := evaluate.Stream(cmd.Context(), evaluate.Files(names, in.o, sf.rows, transform), so)
+	ui.wait()
+	if err != nil {
+		return nil, err
+	}
+	out.File = args[0]
+	out.Seconds, out.Provenance = time.Since(start).Seconds(), prov
+	if prov.Mapping != nil {
+		out.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
+	}
+	return out, nil
+}
