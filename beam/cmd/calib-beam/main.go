@@ -1,0 +1,234 @@
+// Command calib-beam evaluates a sharded prediction set on an Apache Beam
+// runner and writes the `calib eval --json` document: the numbers of
+// `calib eval --stream` over the same shards (see package
+// github.com/calib-dev/calib/beam).
+//
+// It runs in this process on Beam's Prism runner by default:
+//
+//	calib-beam --input 'shards/*.parquet' --output eval.json
+//
+// and on a cluster through Beam's own flags (--runner, --endpoint,
+// --environment_type, --project, ...; see beam/README.md). Its evaluation
+// flags and their defaults are those of calib eval --stream.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	calibbeam "github.com/calib-dev/calib/beam"
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/atomicfile"
+	"github.com/calib-dev/calib/metric"
+)
+
+// config holds the flags of calib-beam (Beam's own flags live in Beam's
+// packages, on the same flag.CommandLine).
+type config struct {
+	input, labels, weights, format, output string
+	logits                                 bool
+	text                                   evaluate.Text
+	mode, evalPoints                       string
+	modeSet                                bool
+	classMean                              bool
+	bins, rows, ksCells, workers           int
+	seed                                   uint64
+}
+
+// register defines the flags on fs, with calib eval's defaults.
+func (c *config) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.input, "input", "", "the prediction `files`: a file, a glob or a directory of shards (csv, jsonl, npy, parquet), or a name with a scheme (gs://bucket/preds-*.parquet)")
+	fs.StringVar(&c.labels, "label-files", "", "labels `files` (.npy or text), one per prediction file, paired in sorted order (a file, glob or directory)")
+	fs.StringVar(&c.weights, "weight-files", "", "sample-weights `files`, one per prediction file, paired in sorted order")
+	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
+	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
+	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_bin, mce, ece_bin_debiased, ks, brier, nll, accuracy, confidence, or all (default: all, or ece_kde when --mode is given)")
+	fs.StringVar(&c.mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all")
+	fs.StringVar(&c.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
+	fs.StringVar(&c.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out choice on a grid)")
+	fs.BoolVar(&c.classMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
+	fs.StringVar(&c.evalPoints, "eval-points", "", fmt.Sprintf("the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
+	fs.IntVar(&c.bins, "bins", metric.DefaultBins, "number of equal-width bins of the binned metrics")
+	fs.StringVar(&c.text.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
+	fs.IntVar(&c.ksCells, "ks-cells", metric.DefaultKSCells, "score cells of KS (the bounds' width is about 1/cells)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
+	fs.IntVar(&c.rows, "rows", data.DefaultChunkRows, "rows per batch")
+	fs.IntVar(&c.workers, "workers", 0, "goroutines of the kernel sums of one shard on a worker (0: all cores); results are identical for any value")
+}
+
+// usageError is a bad flag (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// options checks the flags, before any file is read, and returns the
+// pipeline's options; set lists the flags given.
+func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
+	var o calibbeam.Options
+	if c.input == "" {
+		return o, usageErrorf("--input is required: a file, a glob or a directory of prediction files")
+	}
+	if c.output == "" {
+		return o, usageErrorf("--output is empty: give a file, or - for stdout")
+	}
+	if c.rows < 1 || c.ksCells < 1 || c.bins < 1 {
+		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
+	}
+	if c.workers < 0 {
+		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
+	}
+	if c.format != "" && !slices.Contains(data.Formats, c.format) {
+		return o, usageErrorf("--format %q: valid formats are %s", c.format, strings.Join(data.Formats, ", "))
+	}
+	m, err := evalPoints(c.evalPoints)
+	if err != nil {
+		return o, err
+	}
+	eo := evaluate.Options{Mode: c.mode, ClassMean: c.classMean, Seed: c.seed, Workers: c.workers}
+	eo.Bins.Bins = c.bins
+	text := c.text
+	// The only objective and binning a stream takes.
+	text.Objective, text.Binning, text.BinRule = "loo", "equal_width", "fixed"
+	// --mode alone means ece_kde only, as in calib eval.
+	if set["mode"] && text.Metrics == "" {
+		text.Metrics = "ece_kde"
+	}
+	if err := text.Parse(&eo, nil); err != nil {
+		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+	}
+	if text.Metrics == "" || text.Metrics == "all" {
+		eo.Metrics = nil // every streamed metric
+	}
+	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells}
+	if _, err := evaluate.NewSums(o.Stream); err != nil {
+		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+	}
+	o.Data = data.Options{Format: c.format, Logits: c.logits}
+	o.Rows, o.File, o.Output = c.rows, c.input, c.output
+	return o, nil
+}
+
+// evalPoints parses --eval-points as calib eval does.
+func evalPoints(v string) (int, error) {
+	switch v = strings.TrimSpace(v); v {
+	case "":
+		return 0, nil
+	case "all":
+		return evaluate.AllPoints, nil
+	}
+	m, err := strconv.Atoi(v)
+	if err != nil || m < 1 {
+		return 0, usageErrorf("--eval-points %q: want a number >= 1, or all", v)
+	}
+	return m, nil
+}
+
+// inProcess reports whether the workers run in this process (Prism
+// started here, the default, or --environment_type=LOOPBACK), so that they
+// can write a file this process reads.
+func inProcess() bool {
+	env := strings.ToLower(*jobopts.EnvironmentType)
+	if env == "loopback" {
+		return true
+	}
+	switch strings.ToLower(*runners.Runner) {
+	case "", "prism", "prismrunner":
+		return env == "" && *jobopts.Endpoint == ""
+	case "direct", "directrunner":
+		return true
+	}
+	return false
+}
+
+// run evaluates the shards of c on the runner of --runner and writes the
+// document to c.output (stdout for -).
+func run(ctx context.Context, c *config, set map[string]bool, stdout io.Writer) error {
+	o, err := c.options(set)
+	if err != nil {
+		return err
+	}
+	toStdout := o.Output == "-"
+	switch {
+	case toStdout && !inProcess():
+		return usageErrorf("--output -: the document is written by a worker of the cluster; give a file every worker can write and this machine can read (gs://bucket/eval.json)")
+	case toStdout:
+		dir, err := os.MkdirTemp("", "calib-beam-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		o.Output = filepath.Join(dir, "eval.json")
+	case !strings.Contains(o.Output, "://") && inProcess():
+		if err := atomicfile.Check(o.Output); err != nil {
+			return usageErrorf("--output %v", err)
+		}
+	}
+	shards, err := calibbeam.Shards(ctx, c.input, c.labels, c.weights)
+	if err != nil {
+		return err
+	}
+	p, s := beam.NewPipelineWithRoot()
+	if _, err := calibbeam.Build(s, shards, o); err != nil {
+		return err
+	}
+	if err := beamx.Run(ctx, p); err != nil {
+		return fmt.Errorf("running the pipeline: %w", err)
+	}
+	if toStdout {
+		doc, err := os.ReadFile(o.Output)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(doc)
+		return err
+	}
+	return nil
+}
+
+func main() {
+	var c config
+	c.register(flag.CommandLine)
+	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
+	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	// On a cluster's worker, Init runs the worker and does not return:
+	// nothing before it may need the evaluation flags.
+	beam.Init()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, &c, set, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "calib-beam:", strings.TrimPrefix(err.Error(), "beam: "))
+		var ue *usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

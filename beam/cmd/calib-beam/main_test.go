@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/calib-dev/calib/beam/internal/doccmp"
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/cli"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	beam.Init()
+	os.Exit(m.Run())
+}
+
+// parse parses args into a fresh config.
+func parse(t *testing.T, args ...string) (*config, map[string]bool) {
+	t.Helper()
+	var c config
+	fs := flag.NewFlagSet("calib-beam", flag.ContinueOnError)
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return &c, set
+}
+
+// TestOptions: the flags are checked before any file is read, with calib
+// eval's rules and messages.
+func TestOptions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // error text; "" for none
+	}{
+		{nil, "--input is required"},
+		{[]string{"--input", "x", "--eval-points", "0"}, "--eval-points"},
+		{[]string{"--input", "x", "--metrics", "mmce"}, "not available in a streamed evaluation"},
+		{[]string{"--input", "x", "--metrics", "ece"}, "unknown metric"},
+		{[]string{"--input", "x", "--mode", "nope"}, "mode:"},
+		{[]string{"--input", "x", "--bandwidth", "-1"}, "bandwidth"},
+		{[]string{"--input", "x", "--p", "0.5"}, "p"},
+		{[]string{"--input", "x", "--rows", "0"}, "--rows"},
+		{[]string{"--input", "x", "--format", "xls"}, "--format"},
+		{[]string{"--input", "x", "--output", ""}, "--output"},
+		{[]string{"--input", "x"}, ""},
+		{[]string{"--input", "x", "--mode", "canonical", "--eval-points", "all", "--bandwidth", "0.1"}, ""},
+	} {
+		cfg, set := parse(t, c.args...)
+		o, err := cfg.options(set)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want %q", c.args, err, c.want)
+		case c.want != "":
+			if _, ok := err.(*usageError); !ok {
+				t.Errorf("%q: %T, want a usage error", c.args, err)
+			}
+		}
+		if slices.Contains(c.args, "canonical") && err == nil {
+			if !slices.Equal(o.Stream.Metrics, []string{"ece_kde"}) || o.Stream.Mode != "canonical" || o.Stream.EvalPoints != evaluate.AllPoints || o.Stream.Bandwidth != 0.1 {
+				t.Errorf("--mode canonical: %+v", o.Stream)
+			}
+		}
+	}
+}
+
+// TestSameAsCalibEvalStream runs calib-beam on Prism over four CSV shards
+// of a real set (CIFAR-10 DenseNet-121 FLSD-53, val, 5,000 rows) and
+// compares its document with `calib eval --stream --json` over the same
+// directory (cli.Main, the oracle): every number to 1e-12 relative, the
+// timings and calib's provenance left out.
+func TestSameAsCalibEvalStream(t *testing.T) {
+	d := "../../../testdata/logits/cifar10_densenet121-flsd53/"
+	s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("shards", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cuts := []int{0, 1300, 2500, 3750, 5000}
+	for i := range len(cuts) - 1 {
+		r := evaluate.RowsOf(s, cuts[i], cuts[i+1])
+		if err := data.WriteFile(filepath.Join("shards", fmt.Sprintf("part-%d.csv", i)), r.Probs, r.K, r.Labels); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--eval-points", "300", "--output", "-"},
+		{"--eval-points", "200", "--bandwidth", "0.02", "--metrics", "ece_kde,ks,brier", "--mode", "top_label,marginal", "--seed", "5", "--rows", "777", "--output", "eval.json"},
+	} {
+		var want, stderr bytes.Buffer
+		calibArgs := []string{"eval", "--stream", "--json", "--progress=false", "shards"}
+		for i := 0; i < len(args); i += 2 {
+			if args[i] != "--output" {
+				calibArgs = append(calibArgs, args[i], args[i+1])
+			}
+		}
+		if code := cli.Main(context.Background(), calibArgs, &want, &stderr); code != 0 {
+			t.Fatalf("calib %q: exit %d: %s", calibArgs, code, stderr.String())
+		}
+		c, set := parse(t, append([]string{"--input", "shards"}, args...)...)
+		var stdout bytes.Buffer
+		if err := run(context.Background(), c, set, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		got := stdout.Bytes()
+		if c.output != "-" {
+			if got, err = os.ReadFile(c.output); err != nil {
+				t.Fatal(err)
+			}
+		}
+		diffs := doccmp.Diff(got, want.Bytes(), 1e-12, "seconds", "provenance")
+		for i, d := range diffs {
+			if i == 20 {
+				t.Errorf("... %d more", len(diffs)-i)
+				break
+			}
+			t.Errorf("%q: %s", args, d)
+		}
+		if !bytes.Contains(got, []byte(`"metric":"ece_kde"`)) {
+			t.Errorf("%q: no ece_kde in %s", args, got)
+		}
+	}
+}

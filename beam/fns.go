@@ -1,0 +1,173 @@
+package beam
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+)
+
+func init() {
+	beam.RegisterType(reflect.TypeOf((*Shard)(nil)).Elem())
+	register.DoFn3x1[context.Context, Shard, func(*evaluate.Batch), error](&readFn{})
+	register.Emitter1[*evaluate.Batch]()
+	register.Combiner3[*evaluate.Sums, *evaluate.Batch, *evaluate.Sums](&sumsFn{})
+	register.DoFn4x1[context.Context, Shard, *evaluate.Sums, func(*evaluate.KernelSums), error](&kernelFn{})
+	register.Emitter1[*evaluate.KernelSums]()
+	register.Combiner3[*evaluate.KernelSums, *evaluate.KernelSums, *evaluate.KernelSums](&kernelMergeFn{})
+	register.DoFn4x1[context.Context, *evaluate.Sums, func(**evaluate.KernelSums) bool, func(string), error](&finishFn{})
+	register.Iter1[*evaluate.KernelSums]()
+	register.Emitter1[string]()
+}
+
+// The functions of the pipeline are structs whose exported fields Beam
+// serialises (JSON) to the workers.
+
+// readFn reads a shard into batches (the first pass).
+type readFn struct {
+	Data data.Options
+	Rows int
+}
+
+// ProcessElement emits the batches of the shard sh.
+func (f *readFn) ProcessElement(ctx context.Context, sh Shard, emit func(*evaluate.Batch)) error {
+	return eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
+		emit(b)
+		return nil
+	})
+}
+
+// sumsFn is the CombineFn of the first pass: the accumulator is an
+// *evaluate.Sums, started from Empty (the JSON of evaluate.NewSums of the
+// options, which carries them to the workers).
+type sumsFn struct {
+	Empty []byte
+}
+
+// CreateAccumulator returns empty sums.
+func (f *sumsFn) CreateAccumulator() (*evaluate.Sums, error) {
+	return decodeSums(f.Empty)
+}
+
+// AddInput adds the rows of a batch.
+func (f *sumsFn) AddInput(s *evaluate.Sums, b *evaluate.Batch) (*evaluate.Sums, error) {
+	if err := s.Add(b); err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
+	return s, nil
+}
+
+// MergeAccumulators adds the sums b to a.
+func (f *sumsFn) MergeAccumulators(a, b *evaluate.Sums) (*evaluate.Sums, error) {
+	if err := a.Merge(b); err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
+	return a, nil
+}
+
+// ExtractOutput returns the sums.
+func (f *sumsFn) ExtractOutput(s *evaluate.Sums) *evaluate.Sums { return s }
+
+// kernelFn computes the kernel sums of a shard (the second pass) at the
+// evaluation points of the complete first pass.
+type kernelFn struct {
+	Data    data.Options
+	Rows    int
+	Workers int
+}
+
+// ProcessElement reads the shard sh and emits its kernel sums.
+func (f *kernelFn) ProcessElement(ctx context.Context, sh Shard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
+	ks, err := sums.KernelSums()
+	if err != nil {
+		return fmt.Errorf("beam: %w", err)
+	}
+	if ks == nil {
+		return nil
+	}
+	err = eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
+		if err := ks.Add(ctx, b, f.Workers); err != nil {
+			return fmt.Errorf("beam: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	emit(ks)
+	return nil
+}
+
+// kernelMergeFn is the CombineFn of the second pass: it merges the kernel
+// sums of the shards (the accumulator is nil until the first).
+type kernelMergeFn struct{}
+
+// CreateAccumulator returns nil: no kernel sums yet.
+func (f *kernelMergeFn) CreateAccumulator() *evaluate.KernelSums { return nil }
+
+// AddInput merges the kernel sums b into a.
+func (f *kernelMergeFn) AddInput(a, b *evaluate.KernelSums) (*evaluate.KernelSums, error) {
+	return f.MergeAccumulators(a, b)
+}
+
+// MergeAccumulators merges the kernel sums b into a.
+func (f *kernelMergeFn) MergeAccumulators(a, b *evaluate.KernelSums) (*evaluate.KernelSums, error) {
+	switch {
+	case a == nil:
+		return b, nil
+	case b == nil:
+		return a, nil
+	}
+	if err := a.Merge(b); err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
+	return a, nil
+}
+
+// ExtractOutput returns the merged kernel sums.
+func (f *kernelMergeFn) ExtractOutput(a *evaluate.KernelSums) *evaluate.KernelSums { return a }
+
+// finishFn turns the sums of both passes into the `calib eval --json`
+// document and writes it to Output ("" writes nothing).
+type finishFn struct {
+	Output string
+	File   string
+	Start  int64 // Unix nanoseconds at Build: the Evaluation's Seconds count from there
+}
+
+// ProcessElement finishes the evaluation of the merged sums and the kernel
+// sums (none without ece_kde) and emits the document.
+func (f *finishFn) ProcessElement(ctx context.Context, sums *evaluate.Sums, kernel func(**evaluate.KernelSums) bool, emit func(string)) error {
+	var ks, x *evaluate.KernelSums
+	for kernel(&x) {
+		if x != nil {
+			ks = x
+		}
+	}
+	ev, err := evaluate.Finish(sums, ks)
+	if err != nil {
+		return fmt.Errorf("beam: %w", err)
+	}
+	ev.File = f.File
+	if f.Start != 0 {
+		ev.Seconds = time.Since(time.Unix(0, f.Start)).Seconds()
+	}
+	var doc bytes.Buffer
+	if err := evaluate.WriteJSON(&doc, ev); err != nil {
+		return fmt.Errorf("beam: %w", err)
+	}
+	if f.Output != "" {
+		if err := writeOutput(ctx, f.Output, doc.Bytes()); err != nil {
+			return err
+		}
+	}
+	emit(doc.String())
+	return nil
+}
