@@ -16,7 +16,18 @@ import (
 // one for 5 % of the rows, from a fixed seed.
 func imageNetSize(b *testing.B, n, k int) *data.Set {
 	b.Helper()
-	rng := rand.New(rand.NewPCG(50000, 1000))
+	logits, labels := synthLogits(rand.New(rand.NewPCG(50000, 1000)), n, k, 15, 0.05)
+	s, err := data.New(logits, k, labels, true, data.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// synthLogits draws n rows of K = k logits 3 z (z ~ N(0, 1)) with the
+// true class raised by boost, the label then replaced by a uniform one
+// with probability noise.
+func synthLogits(rng *rand.Rand, n, k int, boost, noise float64) ([]float64, []int) {
 	logits, labels := make([]float64, n*k), make([]int, n)
 	for j := 0; j < n; j++ {
 		y := rng.IntN(k)
@@ -24,17 +35,13 @@ func imageNetSize(b *testing.B, n, k int) *data.Set {
 		for m := range z {
 			z[m] = 3 * rng.NormFloat64()
 		}
-		z[y] += 15
+		z[y] += boost
 		labels[j] = y
-		if rng.Float64() < 0.05 {
+		if rng.Float64() < noise {
 			labels[j] = rng.IntN(k)
 		}
 	}
-	s, err := data.New(logits, k, labels, true, data.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
+	return logits, labels
 }
 
 // BenchmarkImageNetSize evaluates an ImageNet-size set (n = 50,000, K =

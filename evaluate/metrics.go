@@ -589,17 +589,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		e = &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
-		maxBins := 0
-		for k, b := range cb {
-			e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
-			maxBins = max(maxBins, len(b.Count))
-			if o.Rule != metric.Fixed {
-				e.PerClassBins = append(e.PerClassBins, len(b.Count))
-			}
-		}
-		e.Bins = ptr(maxBins)
-		finish(e, p)
+		e = classWiseEntry(m, binning, p, pc, cb, o.Rule)
 		e.stat = func(idx []int) (float64, error) {
 			pc, _, err := classWise(p, idx)
 			return pc.Value, err
@@ -609,10 +599,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 		if m == "ece_bin_debiased" {
 			continue
 		}
-		pp := p
-		if m == "mce" {
-			pp = 1
-		}
+		pp := cellP(m, p)
 		cn, err := canonical(pp, nil)
 		if err != nil {
 			return nil, err
@@ -654,6 +641,33 @@ func binnedValue(m string) func(b *metric.Bins, p float64) float64 {
 		}
 		return b.ECE(p)
 	}
+}
+
+// classWiseEntry is the class-wise entry of the binned metric m for
+// exponent p: the mean over classes of the per-class values pc of the
+// class bins cb (rule: their bin rule), with the sum and the terms.
+func classWiseEntry(m, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
+	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	maxBins := 0
+	for k, b := range cb {
+		e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
+		maxBins = max(maxBins, len(b.Count))
+		if rule != metric.Fixed {
+			e.PerClassBins = append(e.PerClassBins, len(b.Count))
+		}
+	}
+	e.Bins = ptr(maxBins)
+	finishBinnedEntry(m, e, p)
+	return e
+}
+
+// cellP is the exponent of the canonical cells' estimate for the binned
+// metric m at p: 1 for mce (whose value is the cells' MCE).
+func cellP(m string, p float64) float64 {
+	if m == "mce" {
+		return 1
+	}
+	return p
 }
 
 // finishBinnedEntry sets the p and root of a binned metric's entry from its

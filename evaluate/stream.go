@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
@@ -353,7 +354,7 @@ func (s *Sums) Add(b *Batch) error {
 		s.Sample.add(b.Source, b.Offset, p, y, w)
 	}
 	s.N += int64(b.N)
-	s.W += weightSum(w, b.N)
+	s.W += mathx.WeightSum(w, b.N)
 	s.Renormalized += b.Renormalized
 	s.Rounded += b.Rounded
 	s.ZeroRounded = s.ZeroRounded || roundedZerosWarning(b.Set) != ""
@@ -365,17 +366,6 @@ func weightedWord(w bool) string {
 		return " with weights"
 	}
 	return ""
-}
-
-func weightSum(w []float64, n int) float64 {
-	if w == nil {
-		return float64(n)
-	}
-	s := 0.0
-	for _, v := range w {
-		s += v
-	}
-	return s
 }
 
 // Merge adds the sums of another shard with the same options (its batches
@@ -675,22 +665,11 @@ func (s *Sums) finishBinned(m string) ([]*Result, error) {
 		finishBinnedEntry(m, e, p)
 		out = append(out, e)
 		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
-		e = &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
-		maxBins := 0
-		for k, b := range cb {
-			e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
-			maxBins = max(maxBins, len(b.Count))
-		}
-		e.Bins = ptr(maxBins)
-		finishBinnedEntry(m, e, p)
-		out = append(out, e)
+		out = append(out, classWiseEntry(m, binning, p, pc, cb, c.Bins.Rule))
 		if m == "ece_bin_debiased" {
 			continue
 		}
-		pp := p
-		if m == "mce" {
-			pp = 1
-		}
+		pp := cellP(m, p)
 		cn := s.Cells.Estimate(pp)
 		v := cn.Value
 		if m == "mce" {

@@ -35,22 +35,8 @@ func (b *synthBatches) Next() (*Batch, error) {
 	i0 := b.next
 	n := min(src.rows, src.n-i0)
 	b.next += n
-	rng := rand.New(rand.NewPCG(uint64(i0), 18))
-	k := src.k
-	logits, labels := make([]float64, n*k), make([]int, n)
-	for j := range labels {
-		y := rng.IntN(k)
-		z := logits[j*k : (j+1)*k]
-		for m := range z {
-			z[m] = 3 * rng.NormFloat64()
-		}
-		z[y] += 6
-		labels[j] = y
-		if rng.Float64() < 0.1 {
-			labels[j] = rng.IntN(k)
-		}
-	}
-	s, err := data.New(logits, k, labels, true, data.Options{})
+	logits, labels := synthLogits(rand.New(rand.NewPCG(uint64(i0), 18)), n, src.k, 6, 0.1)
+	s, err := data.New(logits, src.k, labels, true, data.Options{})
 	if err != nil {
 		return nil, err
 	}

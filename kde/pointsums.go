@@ -541,12 +541,7 @@ func (ps *PointSums) Select() (*Selection, error) {
 	return sel, nil
 }
 
-func (ps *PointSums) weight(j int) float64 {
-	if ps.Weights == nil {
-		return 1
-	}
-	return ps.Weights[j]
-}
+func (ps *PointSums) weight(j int) float64 { return mathx.Weight(ps.Weights, j) }
 
 // SampledValue is one Lp estimate from a sample of evaluation points.
 type SampledValue struct {
