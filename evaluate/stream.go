@@ -94,7 +94,8 @@ type streamConfig struct {
 	Bins      metric.BinOptions `json:"bins"`
 	KSR       []int             `json:"ks_r"`
 	KSCells   int               `json:"ks_cells"`
-	M         int               `json:"m"` // evaluation points
+	M         int               `json:"m"`             // evaluation points
+	All       bool              `json:"all,omitempty"` // every row an evaluation point (M is then MaxAllPoints)
 	Level     float64           `json:"level"`
 	Seed      uint64            `json:"seed"`
 }
@@ -154,7 +155,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case c.M == 0:
 		c.M = DefaultEvalPoints
 	case c.M == AllPoints:
-		c.M = MaxAllPoints
+		c.M, c.All = MaxAllPoints, true
 	}
 	if c.Grid = o.Grid; c.Grid == nil {
 		c.Grid = kde.StreamGrid()
@@ -472,6 +473,9 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 	}
 	if !s.started || s.N == 0 {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+	}
+	if s.Config.All && s.N > MaxAllPoints {
+		return nil, optionsError("every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
 	}
 	probs, labels, weights, ids := s.Sample.points(s.Weighted)
 	notions, _, err := streamNotions(s.Config.Mode, s.K, s.Binary)

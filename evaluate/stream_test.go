@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -309,3 +310,21 @@ func TestStreamOptionsRefused(t *testing.T) {
 }
 
 func metricEqualMass() metric.BinOptions { return metric.BinOptions{Binning: metric.EqualMass} }
+
+// Every row as an evaluation point is refused past MaxAllPoints rows,
+// after the first pass (the number of rows is known only then).
+func TestStreamAllPointsBound(t *testing.T) {
+	s, err := NewSums(StreamOptions{EvalPoints: AllPoints, Options: Options{Metrics: []string{"ece_kde"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := demo.Load("test")
+	b := &Batch{Set: RowsOf(d, 0, 10), Source: "x"}
+	if err := s.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	s.N = MaxAllPoints + 1 // as after that many rows
+	if _, err := s.KernelSums(); err == nil || !strings.Contains(err.Error(), "evaluation points") {
+		t.Errorf("n > MaxAllPoints with every row: %v", err)
+	}
+}
