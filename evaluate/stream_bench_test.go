@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -54,7 +55,8 @@ func envInt(name string, def int) int {
 // BenchmarkStream streams a synthetic set generated on the fly (K = 10):
 // CALIB_STREAM_N rows (default 200,000), CALIB_STREAM_M evaluation points
 // (default DefaultEvalPoints; 0 leaves ece_kde out), CALIB_STREAM_H a fixed
-// bandwidth (default: the LOO grid). It reports rows/s of the whole
+// bandwidth (default: the LOO grid), CALIB_STREAM_METRICS the metrics
+// (comma-separated; default all the stream has). It reports rows/s of the whole
 // evaluation (both passes). Run it with -benchtime 1x under
 // /usr/bin/time -v for the peak memory.
 func BenchmarkStream(b *testing.B) {
@@ -63,6 +65,9 @@ func BenchmarkStream(b *testing.B) {
 	o := StreamOptions{Options: Options{Bandwidth: h}, EvalPoints: m}
 	if m == 0 {
 		o.Metrics = []string{"ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
+	}
+	if v := os.Getenv("CALIB_STREAM_METRICS"); v != "" {
+		o.Metrics = strings.Split(v, ",")
 	}
 	src := &synthSource{n: n, k: 10, rows: 1 << 16}
 	var ev *Evaluation
