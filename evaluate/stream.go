@@ -59,10 +59,10 @@ const AllPoints = -1
 // AllPoints accepts.
 const MaxAllPoints = 200_000
 
-// streamMetrics lists the metrics a stream computes; the others need every
-// pair of rows or the whole set (ece_witness's cross-fitting, sharpness's
-// squared sums, mmce).
-var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
+// streamMetrics lists the metrics a stream computes; the others need the
+// whole set (ece_witness's cross-fitting) or squared kernel sums that
+// PointSums does not keep (sharpness).
+var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}
 
 // StreamOptions configures a streamed evaluation: Options (Metrics, Mode,
 // P, Bandwidth, ClassMean, Bins, KSR, Level, Seed, Workers, Progress; the
@@ -94,6 +94,7 @@ type streamConfig struct {
 	Bins      metric.BinOptions `json:"bins"`
 	KSR       []int             `json:"ks_r"`
 	KSCells   int               `json:"ks_cells"`
+	MMCEWidth float64           `json:"mmce_width"`
 	M         int               `json:"m"`             // evaluation points
 	All       bool              `json:"all,omitempty"` // every row an evaluation point (M is then MaxAllPoints)
 	Level     float64           `json:"level"`
@@ -112,7 +113,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case o.EvalPoints < AllPoints:
 		return nil, optionsError("%d evaluation points: want a positive number, 0 (the default, %d) or all", o.EvalPoints, DefaultEvalPoints)
 	}
-	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed}
+	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}
@@ -144,6 +145,12 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	}
 	if _, err := metric.NewBinSums(c.Bins); err != nil {
 		return nil, optionsError("%v: a streamed evaluation needs equal-width bins with a fixed number of bins", err)
+	}
+	if c.MMCEWidth == 0 {
+		c.MMCEWidth = metric.DefaultMMCEWidth
+	}
+	if !(c.MMCEWidth > 0) || math.IsInf(c.MMCEWidth, 0) {
+		return nil, optionsError("MMCE width %v: must be positive", c.MMCEWidth)
 	}
 	if c.KSCells == 0 {
 		c.KSCells = metric.DefaultKSCells
@@ -275,7 +282,7 @@ func (s *Sums) start(b *Batch) error {
 			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
 		}
 	}
-	if c.has("ece_kde") {
+	if c.has("ece_kde") || c.has("mmce") {
 		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
 	}
 	return nil
@@ -454,6 +461,9 @@ type KernelSums struct {
 	// Points names the row of each evaluation point, in the order of the
 	// points of every notion.
 	Points []PointID `json:"points"`
+	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
+	// not asked for).
+	MMCE *MMCESums `json:"mmce,omitempty"`
 	// index finds the evaluation point of a (source, row).
 	index map[string]map[int64]int
 }
@@ -483,6 +493,12 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 		return nil, err
 	}
 	ks := &KernelSums{Version: streamVersion, Points: ids}
+	if s.Config.has("mmce") {
+		ks.MMCE = newMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth)
+	}
+	if !s.Config.has("ece_kde") {
+		notions = nil
+	}
 	for _, n := range notions {
 		ps, err := kde.NewPointSums(n, probs, labels, s.K, weights, s.Config.Grid)
 		if err != nil {
@@ -516,6 +532,9 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			self[i] = j
 		}
 	}
+	if ks.MMCE != nil {
+		ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights)
+	}
 	for _, ps := range ks.Notions {
 		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
 			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
@@ -528,6 +547,14 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 func (ks *KernelSums) Merge(o *KernelSums) error {
 	if ks == nil || o == nil {
 		return nil
+	}
+	if (ks.MMCE == nil) != (o.MMCE == nil) {
+		return fmt.Errorf("evaluate: merging kernel sums with and without mmce")
+	}
+	if ks.MMCE != nil {
+		if err := ks.MMCE.Merge(o.MMCE); err != nil {
+			return err
+		}
 	}
 	if len(ks.Notions) != len(o.Notions) {
 		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.Notions), len(o.Notions))
@@ -573,6 +600,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs, err = s.finishBinned(d.name)
 		case "ks":
 			rs = s.finishKS()
+		case "mmce":
+			rs, err = finishMMCE(s, ks)
 		default:
 			rs = s.finishScore(d.name)
 		}
@@ -643,6 +672,25 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 	}
 	return rs, nil
+}
+
+// finishMMCE reports mmce from its sums at the evaluation points: the
+// value is sqrt(max(0, squared)) and the interval the roots of the
+// squared's interval (clamped at 0).
+func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
+	if ks == nil || ks.MMCE == nil {
+		return nil, errors.New("mmce: the second pass (KernelSums) is missing")
+	}
+	c := s.Config
+	sq, se, lo, hi := ks.MMCE.Estimate(c.Level)
+	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
+	m := len(ks.MMCE.R)
+	e := &Result{Metric: "mmce", Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
+		EvalPoints: ptr(m), SE: jf(se), Interval: []Float{root(lo), root(hi)}, IntervalLevel: ptr(c.Level), IntervalKind: "sampling", group: groupTopLabel}
+	if int64(m) >= s.N {
+		e.IntervalKind = "exact"
+	}
+	return []*Result{e}, nil
 }
 
 // finishBinned reports a binned metric as evaluate.binned does, from the
@@ -763,7 +811,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 		return nil, err
 	}
 	passes := 1
-	if s.Config.has("ece_kde") {
+	if s.Sample != nil || s.Config.has("ece_kde") || s.Config.has("mmce") {
 		passes = 2
 	}
 	var size int64 // bytes in all, when the source knows

@@ -106,7 +106,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		h := 0.02
 		mem, err := Evaluate(ctx, s, Options{Bandwidth: h, NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
-			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}})
+			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 				if d := math.Abs(gv - wv); d > 1e-12*math.Max(1, math.Abs(wv)) {
 					t.Errorf("%s: %s = %.17g, in memory %.17g", s.File, key(e), gv, wv)
 				}
-				if e.Metric == "ece_kde" && (e.IntervalKind != "exact" || e.Interval[0] != e.Interval[1]) {
+				if (e.Metric == "ece_kde" || e.Metric == "mmce") && (e.IntervalKind != "exact" || e.Interval[0] != e.Interval[1]) {
 					t.Errorf("%s: %s: every row evaluated, yet interval %v (%s)", s.File, key(e), e.Interval, e.IntervalKind)
 				}
 				if (e.PerClass == nil) != (w.PerClass == nil) || e.Weighted != w.Weighted || e.Estimator != w.Estimator || e.BinRule != w.BinRule {
@@ -179,11 +179,11 @@ func TestStreamWeighted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "brier", "nll"}, Strict: true})
+	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "brier", "nll"}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "brier", "nll"}, Seed: 3}, EvalPoints: 400})
+	got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "brier", "nll"}, Seed: 3}, EvalPoints: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestStreamWeighted(t *testing.T) {
 		if !e.Weighted {
 			t.Errorf("%s: not marked weighted", key(e))
 		}
-		if e.Metric == "ece_kde" {
+		if e.Metric == "ece_kde" || e.Metric == "mmce" {
 			if *e.EvalPoints != 400 || !(float64(e.Interval[0]) <= wv && wv <= float64(e.Interval[1])) {
 				t.Errorf("%s: %v [%v, %v] (m = %d) does not hold %v", key(e), gv, e.Interval[0], e.Interval[1], *e.EvalPoints, wv)
 			}

@@ -64,7 +64,7 @@ func TestEvalStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	flags := []string{"--mode", "canonical,top_label", "--bandwidth", "0.02", "--json", "--metrics", "ece_kde,ece_bin,mce,ece_bin_debiased,ks,brier,nll,accuracy,confidence"}
+	flags := []string{"--mode", "canonical,top_label", "--bandwidth", "0.02", "--json", "--metrics", "ece_kde,ece_bin,mce,ece_bin_debiased,ks,mmce,brier,nll,accuracy,confidence"}
 	read := func(args ...string) evalJSON {
 		t.Helper()
 		stdout, stderr, code := run(t, args...)
@@ -116,7 +116,7 @@ func TestEvalStream(t *testing.T) {
 		{[]string{"eval", csv, "--eval-points", "10"}, "add --stream"},
 		{[]string{"eval", "--stream", csv, "--ci"}, "bootstrap"},
 		{[]string{"eval", "--stream", csv, "--eval-points", "0"}, "--eval-points"},
-		{[]string{"eval", "--stream", csv, "--metrics", "mmce"}, "not available in a streamed"},
+		{[]string{"eval", "--stream", csv, "--metrics", "sharpness"}, "not available in a streamed"},
 		{[]string{"eval", "--stream", csv, "--binning", "equal_mass"}, "equal-width"},
 		{[]string{"eval", filepath.Join(dir, "*.parquet"), "--labels", d + "val_labels.npy"}, "3 shards"},
 		{[]string{"eval", filepath.Join(dir, "none-*.parquet")}, "none-"},
