@@ -72,7 +72,7 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 	batches := beam.ParDo(s, &readFn{Data: o.Data, Rows: o.Rows}, names)
 	sums := beam.Combine(s.Scope("pass1"), &sumsFn{Empty: emptyJSON}, batches)
 	var kernel beam.PCollection
-	if slices.Contains(empty.Config.Metrics, "ece_kde") {
+	if empty.KernelPass() {
 		perShard := beam.ParDo(s.Scope("pass2"), &kernelFn{Data: o.Data, Rows: o.Rows, Workers: o.Stream.Workers}, names, beam.SideInput{Input: sums})
 		kernel = beam.Combine(s.Scope("pass2"), &kernelMergeFn{}, perShard)
 	} else {

@@ -245,7 +245,7 @@ func TestPipelineEqualsStream(t *testing.T) {
 					t.Errorf("%s %s: %s", r.Metric, r.Notion, r.Error)
 				}
 			}
-			for _, m := range []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"} {
+			for _, m := range []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"} {
 				if !metrics[m] {
 					t.Errorf("no %s in the document", m)
 				}
@@ -312,7 +312,7 @@ func TestBuildChecksOptions(t *testing.T) {
 	}{
 		{nil, Options{}, "no shards"},
 		{shards, Options{Rows: -1}, "rows per batch"},
-		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"mmce"}}}}, "not available in a streamed evaluation"},
+		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"sharpness"}}}}, "not available in a streamed evaluation"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"nope"}}}}, "unknown metric"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{CI: true}}}, "bootstrap"},
 	} {

@@ -474,6 +474,10 @@ type PointID struct {
 	Row    int64  `json:"row"`
 }
 
+// KernelPass says whether the metrics need the second pass (KernelSums):
+// ece_kde and mmce do.
+func (s *Sums) KernelPass() bool { return s.Config.has("ece_kde") || s.Config.has("mmce") }
+
 // KernelSums returns empty second-pass sums for the sample drawn by the
 // first pass (nil when ece_kde is not asked for). workers bounds the
 // goroutines of every Add.
@@ -811,7 +815,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 		return nil, err
 	}
 	passes := 1
-	if s.Sample != nil || s.Config.has("ece_kde") || s.Config.has("mmce") {
+	if s.KernelPass() {
 		passes = 2
 	}
 	var size int64 // bytes in all, when the source knows
