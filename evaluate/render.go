@@ -195,7 +195,7 @@ func IntervalNotes(out *Evaluation) []string {
 	var notes []string
 	for _, e := range out.Results {
 		if e.IntervalKind == "sampling" {
-			notes = append(notes, fmt.Sprintf("ece_kde intervals (streamed): the estimate from %d evaluation points drawn uniformly from the n rows, each against all n rows; the interval is the %g%% sampling interval of the full-data plug-in value (se in the JSON).", *e.EvalPoints, 100**e.IntervalLevel))
+			notes = append(notes, fmt.Sprintf("ece_kde and mmce intervals (streamed): the estimate from %d evaluation points drawn uniformly from the n rows, each against all n rows; the interval is the %g%% sampling interval of the full-data value (se in the JSON).", *e.EvalPoints, 100**e.IntervalLevel))
 			break
 		}
 	}
