@@ -64,10 +64,10 @@ const MaxAllPoints = 200_000
 // PointSums does not keep (sharpness).
 var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}
 
-// StreamOptions configures a streamed evaluation: Options (Metrics, Mode,
-// P, Bandwidth, ClassMean, Bins, KSR, Level, Seed, Workers, Progress; the
-// bootstrap, debiasing, witness and MMCE options are refused) and the
-// stream's own.
+// StreamOptions configures a streamed evaluation: Options (Metrics,
+// Strict, Mode, P, Bandwidth, ClassMean, Bins, KSR, MMCEWidth, Level, Seed,
+// Workers, Progress; the bootstrap, debiasing and witness options are
+// refused) and the stream's own.
 type StreamOptions struct {
 	Options
 	// EvalPoints is the number m of evaluation points of ece_kde (a
@@ -97,6 +97,7 @@ type streamConfig struct {
 	MMCEWidth float64           `json:"mmce_width"`
 	M         int               `json:"m"`             // evaluation points
 	All       bool              `json:"all,omitempty"` // every row an evaluation point (M is then MaxAllPoints)
+	Strict    bool              `json:"strict,omitempty"`
 	Level     float64           `json:"level"`
 	Seed      uint64            `json:"seed"`
 }
@@ -110,10 +111,12 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionsError("the debiased estimators are not available in a streamed evaluation")
 	case o.Objective != kde.LOO:
 		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
-	case o.EvalPoints < AllPoints:
-		return nil, optionsError("%d evaluation points: want a positive number, 0 (the default, %d) or all", o.EvalPoints, DefaultEvalPoints)
+	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
+		return nil, optionsError("%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
+	case o.WitnessBandwidth != 0:
+		return nil, optionsError("ece_witness is not available in a streamed evaluation")
 	}
-	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth}
+	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}
@@ -249,6 +252,16 @@ func NewSums(o StreamOptions) (*Sums, error) {
 // start sets up the sums for the first batch's K and kind.
 func (s *Sums) start(b *Batch) error {
 	c := s.Config
+	if c.has("ks") {
+		if err := CheckKSR(Options{KSR: c.KSR}, b.K); err != nil {
+			return err
+		}
+	}
+	if c.has("ece_kde") {
+		if _, _, err := streamNotions(c.Mode, b.K, b.Binary); err != nil {
+			return err
+		}
+	}
 	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, InputKind(b.Set), b.Weights != nil, true
 	s.Scores = metric.NewScoreSums()
 	var err error
@@ -383,11 +396,20 @@ func (s *Sums) Merge(o *Sums) error {
 		return nil
 	}
 	if !s.started {
+		if a, b := configKey(s.Config), configKey(o.Config); a != b {
+			return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+		}
 		*s = *cloneSums(o)
 		return nil
 	}
 	if s.K != o.K || s.Binary != o.Binary || s.Input != o.Input || s.Weighted != o.Weighted {
 		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.K, s.Input, o.K, o.Input)
+	}
+	if a, b := configKey(s.Config), configKey(o.Config); a != b {
+		return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+	}
+	if (s.Sample == nil) != (o.Sample == nil) || (s.Sample != nil && (s.Sample.M != o.Sample.M || s.Sample.Seed != o.Sample.Seed || s.Sample.K != o.Sample.K)) {
+		return fmt.Errorf("evaluate: merging sums with different samples")
 	}
 	s.Scores.Merge(o.Scores)
 	var errs []error
@@ -423,6 +445,12 @@ func (s *Sums) Merge(o *Sums) error {
 	return nil
 }
 
+// configKey is the JSON form of a configuration, for comparisons.
+func configKey(c *streamConfig) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
 // cloneSums returns a deep copy of s through its JSON form.
 func cloneSums(s *Sums) *Sums {
 	b, err := json.Marshal(s)
@@ -448,6 +476,9 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 	}
 	*s = Sums(v)
 	s.started = s.Scores != nil
+	if err := s.check(); err != nil {
+		return fmt.Errorf("evaluate.Sums: %w", err)
+	}
 	return nil
 }
 
@@ -461,11 +492,35 @@ type KernelSums struct {
 	// Points names the row of each evaluation point, in the order of the
 	// points of every notion.
 	Points []PointID `json:"points"`
+	K      int       `json:"k"` // columns of the rows
 	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
 	// not asked for).
 	MMCE *MMCESums `json:"mmce,omitempty"`
 	// index finds the evaluation point of a (source, row).
 	index map[string]map[int64]int
+}
+
+// UnmarshalJSON reads the JSON form of KernelSums, checking its version
+// and that every part is there.
+func (ks *KernelSums) UnmarshalJSON(b []byte) error {
+	type plain KernelSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("evaluate.KernelSums: %w", err)
+	}
+	if v.Version != streamVersion {
+		return fmt.Errorf("evaluate.KernelSums: version %d, want %d", v.Version, streamVersion)
+	}
+	for _, ps := range v.Notions {
+		if ps == nil || ps.M() != len(v.Points) {
+			return fmt.Errorf("evaluate.KernelSums: notions inconsistent with the %d points", len(v.Points))
+		}
+	}
+	if m := v.MMCE; m != nil && (len(m.R) != len(v.Points) || len(m.E) != len(m.R) || len(m.T) != len(m.R) || (m.W != nil && len(m.W) != len(m.R))) {
+		return fmt.Errorf("evaluate.KernelSums: mmce sums inconsistent with the %d points", len(v.Points))
+	}
+	*ks = KernelSums(v)
+	return nil
 }
 
 // PointID names a row of a streamed set: its shard and its index there.
@@ -474,12 +529,51 @@ type PointID struct {
 	Row    int64  `json:"row"`
 }
 
+// check says whether the sums read from JSON hold every part the
+// configuration needs, with the sizes it needs.
+func (s *Sums) check() error {
+	c := s.Config
+	if c.M < 1 || c.KSCells < 1 || c.Bins.Bins < 1 || len(c.Metrics) == 0 {
+		return errors.New("inconsistent configuration")
+	}
+	if !s.started {
+		if s.N != 0 || s.Top != nil || s.Sample != nil || s.Cells != nil || s.KSClass != nil {
+			return errors.New("sums without scores")
+		}
+		return nil
+	}
+	binned := c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
+	nTop, nWith := 0, 0
+	for _, r := range c.KSR {
+		if r <= s.K {
+			nTop++
+		}
+		if r >= 2 && r <= s.K {
+			nWith++
+		}
+	}
+	switch {
+	case s.K < 2:
+		return fmt.Errorf("K = %d", s.K)
+	case binned && (s.Top == nil || len(s.Class) != s.K || slices.Contains(s.Class, nil)):
+		return errors.New("missing bin sums")
+	case (c.has("ece_bin") || c.has("mce")) && s.Cells == nil:
+		return errors.New("missing cell sums")
+	case c.has("ks") && (len(s.KSTop) != nTop || len(s.KSWith) != nWith || len(s.KSClass) != s.K ||
+		slices.Contains(s.KSTop, nil) || slices.Contains(s.KSWith, nil) || slices.Contains(s.KSClass, nil)):
+		return errors.New("missing KS sums")
+	case s.KernelPass() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
+		return errors.New("missing or inconsistent sample")
+	}
+	return nil
+}
+
 // KernelPass says whether the metrics need the second pass (KernelSums):
 // ece_kde and mmce do.
 func (s *Sums) KernelPass() bool { return s.Config.has("ece_kde") || s.Config.has("mmce") }
 
 // KernelSums returns empty second-pass sums for the sample drawn by the
-// first pass (nil when ece_kde is not asked for). workers bounds the
+// first pass (nil when neither ece_kde nor mmce is asked for). workers bounds the
 // goroutines of every Add.
 func (s *Sums) KernelSums() (*KernelSums, error) {
 	if s.Sample == nil {
@@ -496,7 +590,7 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := &KernelSums{Version: streamVersion, Points: ids}
+	ks := &KernelSums{Version: streamVersion, Points: ids, K: s.K}
 	if s.Config.has("mmce") {
 		ks.MMCE = newMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth)
 	}
@@ -527,6 +621,9 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			}
 			ks.index[id.Source][id.Row] = j
 		}
+	}
+	if b.K != ks.K || b.Labels == nil {
+		return fmt.Errorf("evaluate: %s (rows from %d): %d columns, where the first pass had %d (or no labels)", b.Source, b.Offset+1, b.K, ks.K)
 	}
 	self := make([]int, b.N)
 	rows := ks.index[b.Source]
@@ -572,7 +669,7 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 }
 
 // Finish returns the Evaluation of the sums of both passes (ks nil when
-// ece_kde is not asked for): what Evaluate gives for the exact metrics,
+// neither ece_kde nor mmce is asked for): what Evaluate gives for the exact metrics,
 // and for ece_kde the estimate from the sampled evaluation points with its
 // interval and standard error (the Result's "interval" and "se"), at the
 // bandwidth chosen on the grid (or the fixed one).
@@ -581,6 +678,16 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
 	}
 	c := s.Config
+	if ks != nil {
+		for _, ps := range ks.Notions {
+			if ps.N != s.N {
+				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
+			}
+		}
+		if ks.MMCE != nil && ks.MMCE.N != s.N {
+			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.MMCE.N, s.N)
+		}
+	}
 	out := &Evaluation{N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
 	if s.Weighted {
 		out.WeightSum = s.W
@@ -610,6 +717,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs = s.finishScore(d.name)
 		}
 		if err != nil {
+			if c.Strict {
+				return nil, fmt.Errorf("evaluate: %s: %w", d.name, err)
+			}
 			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
 		}
 		for _, e := range rs {

@@ -328,3 +328,45 @@ func TestStreamAllPointsBound(t *testing.T) {
 		t.Errorf("n > MaxAllPoints with every row: %v", err)
 	}
 }
+
+// A row with an exact zero that no other row shares in its class leaves
+// that (class, point) out of the marginal LOO, as in memory, instead of
+// making every bandwidth -Inf; merging sums of other options is an error,
+// and --metrics (Strict) makes a failing metric fail the stream.
+func TestStreamEdgeCases(t *testing.T) {
+	d, _ := demo.Load("test")
+	s := RowsOf(d, 0, 800)
+	probs := append([]float64(nil), s.Probs...)
+	row := probs[:s.K]
+	row[9], row[0] = 0, row[0]+row[9]
+	z, err := data.New(probs, s.K, s.Labels, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: "marginal", Metrics: []string{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
+		t.Errorf("marginal with a unique zero: %v", err)
+	}
+	a, _ := NewSums(StreamOptions{Options: Options{P: []float64{1}}})
+	b, _ := NewSums(StreamOptions{Options: Options{P: []float64{2}}})
+	for _, x := range []*Sums{a, b} {
+		if err := x.Add(&Batch{Set: RowsOf(d, 0, 10), Source: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Merge(b); err == nil {
+		t.Error("merging sums of different p: no error")
+	}
+	for _, bad := range []string{`{"version":1,"config":{"metrics":["ece_bin"],"m":10,"ks_cells":5,"bins":{"Bins":15}},"k":10,"scores":{"version":1}}`, `{"version":1,"config":{}}`} {
+		var s Sums
+		if err := json.Unmarshal([]byte(bad), &s); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	one := RowsOf(d, 0, 1)
+	if _, err := Stream(context.Background(), SetSource(one, 10), StreamOptions{Options: Options{Metrics: []string{"ece_kde"}, Strict: true}}); err == nil {
+		t.Error("one row, ece_kde asked for: no error")
+	}
+	if _, err := Stream(context.Background(), SetSource(RowsOf(d, 0, 50), 10), StreamOptions{Options: Options{Metrics: []string{"ks"}, KSR: []int{11}}}); err == nil {
+		t.Error("ks r = 11 > K = 10: no error")
+	}
+}

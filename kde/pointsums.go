@@ -84,7 +84,7 @@ type pointPart struct {
 	exact []bool    // point has a zero coordinate
 }
 
-// coords returns the d = 2 coordinates (c, 1-c) of a Beta-kernel notion or
+// partRow returns the d = 2 coordinates (c, 1-c) of a Beta-kernel notion or
 // the K columns of Canonical for row f of the input, and the row's label in
 // the part: c is the column class (Marginal), the confidence (TopLabel) or
 // p1 (Binary).
@@ -210,9 +210,10 @@ type AddOptions struct {
 
 // Add adds a batch of kernel centres: probs n×K (rows in the simplex),
 // labels and weights (nil: all 1; >= 0, finite). Each evaluation point's
-// sums take the batch in one step (the batch's kernels are summed from its
-// largest, then added to the point's running sum), so the sums depend on
-// how the data are cut into batches only through rounding.
+// sums take the batch tile by tile (pointTile centres), each tile's kernels
+// summed at the point's running shift (raised first when the tile holds a
+// larger log-kernel), so the sums depend on how the data are cut into
+// batches only through rounding.
 func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o AddOptions) error {
 	n, k := len(labels), ps.K
 	if n == 0 {
@@ -465,7 +466,7 @@ type Selection struct {
 	Index     int       // index of the best grid point
 	Bandwidth float64   // Grid[Index]
 	GridLL    []float64 // the objective at each grid point (-Inf where it is -Inf)
-	Excluded  int       // evaluation points with zero density at every bandwidth
+	Excluded  int       // evaluation points (for Marginal: points x classes) with zero density at every bandwidth
 	Warnings  []string
 }
 
@@ -484,22 +485,26 @@ func (ps *PointSums) Select() (*Selection, error) {
 	parts := numParts(ps.Notion, ps.K)
 	nl := labelsPerPart(ps.Notion, ps.K)
 	sel := &Selection{GridLL: make([]float64, G)}
-	keep := make([]bool, m)
-	for j := range keep {
-		for c := 0; c < parts && !keep[j]; c++ {
+	// keep[c*m + j]: point j has a positive density in part c at some
+	// bandwidth (a point without one in a part is left out of that part's
+	// terms, as SelectBandwidth leaves it out).
+	keep := make([]bool, parts*m)
+	any := make([]bool, m)
+	for c := 0; c < parts; c++ {
+		for j := 0; j < m; j++ {
 			for g := 0; g < G; g++ {
 				if !math.IsInf(ps.Shift[(c*G+g)*m+j], -1) {
-					keep[j] = true
+					keep[c*m+j], any[j] = true, true
 					break
 				}
 			}
-		}
-		if !keep[j] {
-			sel.Excluded++
+			if !keep[c*m+j] {
+				sel.Excluded++
+			}
 		}
 	}
 	wsum := 0.0
-	for j, ok := range keep {
+	for j, ok := range any {
 		if ok {
 			wsum += ps.weight(j)
 		}
@@ -510,9 +515,9 @@ func (ps *PointSums) Select() (*Selection, error) {
 	for g := range ps.Grid {
 		ll := 0.0
 		for c := 0; c < parts; c++ {
-			for j, ok := range keep {
+			for j := 0; j < m; j++ {
 				w := ps.weight(j)
-				if !ok || w == 0 {
+				if !keep[c*m+j] || w == 0 {
 					continue
 				}
 				at := (c*G+g)*m + j

@@ -67,9 +67,12 @@ func newEvalCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if stream {
+		switch {
+		case stream:
 			out, err = ef.stream(cmd, &in, &sf, args, names)
-		} else {
+		case names != nil: // a glob or directory of one file
+			out, err = ef.evaluate(cmd, &in, names)
+		default:
 			out, err = ef.evaluate(cmd, &in, args)
 		}
 		if err != nil {

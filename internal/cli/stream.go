@@ -29,7 +29,7 @@ type streamFlags struct {
 }
 
 func (f *streamFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or more than 2 GiB): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
+	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or a file over 2 GiB; --stream=false turns that off): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
 	fs.StringVar(&f.evalPoints, "eval-points", "", fmt.Sprintf("with --stream: the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
 	fs.IntVar(&f.rows, "rows", 65536, "with --stream: rows per chunk")
 	fs.IntVar(&f.ksCells, "ks-cells", 4096, "with --stream: score cells of KS (the bounds' width is about 1/cells)")
@@ -47,7 +47,8 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	}
 	st, err := os.Stat(pred)
 	single := err == nil && !st.IsDir()
-	if single && !f.on && st.Size() <= autoStreamBytes {
+	off := fs.Changed("stream") && !f.on // --stream=false: never stream
+	if single && !f.on && (off || st.Size() <= autoStreamBytes) {
 		for _, name := range []string{"eval-points", "rows", "ks-cells"} {
 			if fs.Changed(name) {
 				return false, nil, usageErrorf("--%s applies to a streamed evaluation: add --stream", name)
@@ -58,6 +59,16 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	names, err := data.Shards(pred)
 	if err != nil {
 		return false, nil, err
+	}
+	if !f.on && len(names) == 1 && !single {
+		// A glob or directory of one file: that file, streamed only past
+		// the size (or with --stream).
+		if st1, err := os.Stat(names[0]); off || (err == nil && st1.Size() <= autoStreamBytes) {
+			return false, names, nil
+		}
+	}
+	if off {
+		return false, nil, usageErrorf("%s names %d prediction files: calib eval reads several only as a stream (drop --stream=false)", pred, len(names))
 	}
 	if !f.on {
 		reason := fmt.Sprintf("%d shards", len(names))
@@ -100,7 +111,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	m, _ := sf.points()
 	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells}
 	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
-		return nil, optionError("", err)
+		return nil, err
 	}
 	if len(names) > 1 && (in.o.Labels != "" || in.o.Weights != "") {
 		return nil, usageErrorf("--labels and --weights name one file for one prediction file; %s has %d shards: put the labels (and weights) in each shard (CSV, JSON Lines, Parquet)", args[0], len(names))
