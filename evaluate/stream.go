@@ -59,10 +59,9 @@ const AllPoints = -1
 // AllPoints accepts.
 const MaxAllPoints = 200_000
 
-// streamMetrics lists the metrics a stream computes; the others need the
-// whole set (ece_witness's cross-fitting) or squared kernel sums that
-// PointSums does not keep (sharpness).
-var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}
+// streamMetrics lists the metrics a stream computes; ece_witness needs the
+// whole set (its cross-fitting over every row's residual regression).
+var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
 
 // StreamOptions configures a streamed evaluation: Options (Metrics,
 // Strict, Mode, P, Bandwidth, ClassMean, Bins, KSR, MMCEWidth, Level, Seed,
@@ -295,7 +294,7 @@ func (s *Sums) start(b *Batch) error {
 			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
 		}
 	}
-	if c.has("ece_kde") || c.has("mmce") {
+	if s.KernelPass() {
 		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
 	}
 	return nil
@@ -496,6 +495,10 @@ type KernelSums struct {
 	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
 	// not asked for).
 	MMCE *MMCESums `json:"mmce,omitempty"`
+	// Sharpness holds sharpness's kernel sums (top_label, or binary for
+	// one-column input, with the squared sums) when ece_kde does not
+	// already compute that notion (then its PointSums keeps the squares).
+	Sharpness *kde.PointSums `json:"sharpness,omitempty"`
 	// index finds the evaluation point of a (source, row).
 	index map[string]map[int64]int
 }
@@ -515,6 +518,9 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 		if ps == nil || ps.M() != len(v.Points) {
 			return fmt.Errorf("evaluate.KernelSums: notions inconsistent with the %d points", len(v.Points))
 		}
+	}
+	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
+		return fmt.Errorf("evaluate.KernelSums: sharpness sums inconsistent with the %d points", len(v.Points))
 	}
 	if m := v.MMCE; m != nil && (len(m.R) != len(v.Points) || len(m.E) != len(m.R) || len(m.T) != len(m.R) || (m.W != nil && len(m.W) != len(m.R))) {
 		return fmt.Errorf("evaluate.KernelSums: mmce sums inconsistent with the %d points", len(v.Points))
@@ -569,8 +575,19 @@ func (s *Sums) check() error {
 }
 
 // KernelPass says whether the metrics need the second pass (KernelSums):
-// ece_kde and mmce do.
-func (s *Sums) KernelPass() bool { return s.Config.has("ece_kde") || s.Config.has("mmce") }
+// ece_kde, mmce and sharpness do.
+func (s *Sums) KernelPass() bool {
+	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness")
+}
+
+// sharpnessNotion is the notion of sharpness: binary for one-column
+// input, else top_label.
+func (s *Sums) sharpnessNotion() kde.Notion {
+	if s.Binary {
+		return kde.Binary
+	}
+	return kde.TopLabel
+}
 
 // KernelSums returns empty second-pass sums for the sample drawn by the
 // first pass (nil when neither ece_kde nor mmce is asked for). workers bounds the
@@ -604,7 +621,37 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 		}
 		ks.Notions = append(ks.Notions, ps)
 	}
+	if s.Config.has("sharpness") {
+		ps := ks.notion(s.sharpnessNotion())
+		if ps == nil {
+			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.K, weights, s.Config.Grid); err != nil {
+				return nil, err
+			}
+			ks.Sharpness = ps
+		}
+		if err := ps.KeepSquares(); err != nil {
+			return nil, err
+		}
+	}
 	return ks, nil
+}
+
+// notion returns ece_kde's sums of notion n (nil when not computed).
+func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
+	for _, ps := range ks.Notions {
+		if ps.Notion == n {
+			return ps
+		}
+	}
+	return nil
+}
+
+// all returns every PointSums of ks: ece_kde's and sharpness's own.
+func (ks *KernelSums) all() []*kde.PointSums {
+	if ks.Sharpness == nil {
+		return ks.Notions
+	}
+	return append(slices.Clip(ks.Notions), ks.Sharpness)
 }
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
@@ -636,7 +683,7 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	if ks.MMCE != nil {
 		ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights)
 	}
-	for _, ps := range ks.Notions {
+	for _, ps := range ks.all() {
 		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
 			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
 		}
@@ -657,11 +704,12 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 			return err
 		}
 	}
-	if len(ks.Notions) != len(o.Notions) {
-		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.Notions), len(o.Notions))
+	a, b := ks.all(), o.all()
+	if len(ks.Notions) != len(o.Notions) || len(a) != len(b) {
+		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(a), len(b))
 	}
-	for i := range ks.Notions {
-		if err := ks.Notions[i].Merge(o.Notions[i]); err != nil {
+	for i := range a {
+		if err := a[i].Merge(b[i]); err != nil {
 			return fmt.Errorf("evaluate: %w", err)
 		}
 	}
@@ -679,7 +727,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	c := s.Config
 	if ks != nil {
-		for _, ps := range ks.Notions {
+		for _, ps := range ks.all() {
 			if ps.N != s.N {
 				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
 			}
@@ -713,6 +761,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs = s.finishKS()
 		case "mmce":
 			rs, err = finishMMCE(s, ks)
+		case "sharpness":
+			rs, err = finishSharpness(s, ks)
 		default:
 			rs = s.finishScore(d.name)
 		}
@@ -749,17 +799,9 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 	out.Modes = note
 	var rs []*Result
 	for _, ps := range ks.Notions {
-		g, method := 0, "fixed"
-		var warnings Warnings
-		if c.Bandwidth == 0 {
-			sel, err := ps.Select()
-			if err != nil {
-				return nil, fmt.Errorf("%s bandwidth: %w", ps.Notion, err)
-			}
-			g, method = sel.Index, "loo-grid"
-			for _, w := range sel.Warnings {
-				warnings = append(warnings, warn(EstimatorWarning, w))
-			}
+		g, method, warnings, err := c.gridBandwidth(ps)
+		if err != nil {
+			return nil, err
 		}
 		res, err := ps.Estimate(g, c.P, c.ClassMean, c.Level)
 		if err != nil {
@@ -786,6 +828,60 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 	}
 	return rs, nil
+}
+
+// gridBandwidth returns the grid index of ps's bandwidth: the fixed one,
+// or the LOO choice on the grid (with its warnings).
+func (c *streamConfig) gridBandwidth(ps *kde.PointSums) (int, string, Warnings, error) {
+	if c.Bandwidth != 0 {
+		return 0, "fixed", nil, nil
+	}
+	sel, err := ps.Select()
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("%s bandwidth: %w", ps.Notion, err)
+	}
+	var warnings Warnings
+	for _, w := range sel.Warnings {
+		warnings = append(warnings, warn(EstimatorWarning, w))
+	}
+	return sel.Index, "loo-grid", warnings, nil
+}
+
+// finishSharpness reports sharpness from the squared kernel sums at the
+// evaluation points, at the bandwidth ece_kde's notion gets.
+func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
+	if ks == nil {
+		return nil, errors.New("sharpness: the second pass (KernelSums) is missing")
+	}
+	n := s.sharpnessNotion()
+	ps := ks.notion(n)
+	if ps == nil || ps.Squares == nil {
+		ps = ks.Sharpness
+	}
+	if ps == nil {
+		return nil, errors.New("sharpness: the kernel sums lack the squared sums")
+	}
+	c := s.Config
+	g, method, _, err := c.gridBandwidth(ps)
+	if err != nil {
+		return nil, err
+	}
+	ybar := s.Scores.Accuracy()
+	if n == kde.Binary {
+		ybar = s.Scores.LabelMean(1)
+	}
+	res, err := ps.Sharpness(g, ybar, c.Level)
+	if err != nil {
+		return nil, err
+	}
+	e := &Result{Metric: "sharpness", Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
+		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded),
+		EvalPoints: ptr(res.M), SE: jf(res.SE), Interval: []Float{Float(res.Lo), Float(res.Hi)}, IntervalLevel: ptr(c.Level),
+		IntervalKind: "sampling", group: kdeGroup(n)}
+	if int64(res.M) >= s.N {
+		e.IntervalKind = "exact"
+	}
+	return []*Result{e}, nil
 }
 
 // finishMMCE reports mmce from its sums at the evaluation points: the

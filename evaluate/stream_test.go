@@ -106,7 +106,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		h := 0.02
 		mem, err := Evaluate(ctx, s, Options{Bandwidth: h, NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
-			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}})
+			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,10 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 				if d := math.Abs(gv - wv); d > 1e-12*math.Max(1, math.Abs(wv)) {
 					t.Errorf("%s: %s = %.17g, in memory %.17g", s.File, key(e), gv, wv)
 				}
-				if (e.Metric == "ece_kde" || e.Metric == "mmce") && (e.IntervalKind != "exact" || e.Interval[0] != e.Interval[1]) {
+				if w.Variance != nil && math.Abs(float64(*e.Variance)-float64(*w.Variance)) > 1e-12 {
+					t.Errorf("%s: %s: variance %v, in memory %v", s.File, key(e), *e.Variance, *w.Variance)
+				}
+				if (e.Metric == "ece_kde" || e.Metric == "mmce" || e.Metric == "sharpness") && (e.IntervalKind != "exact" || e.Interval[0] != e.Interval[1]) {
 					t.Errorf("%s: %s: every row evaluated, yet interval %v (%s)", s.File, key(e), e.Interval, e.IntervalKind)
 				}
 				if (e.PerClass == nil) != (w.PerClass == nil) || e.Weighted != w.Weighted || e.Estimator != w.Estimator || e.BinRule != w.BinRule {
@@ -179,11 +182,11 @@ func TestStreamWeighted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "brier", "nll"}, Strict: true})
+	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "brier", "nll"}, Seed: 3}, EvalPoints: 400})
+	got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: 3}, EvalPoints: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +195,7 @@ func TestStreamWeighted(t *testing.T) {
 		if !e.Weighted {
 			t.Errorf("%s: not marked weighted", key(e))
 		}
-		if e.Metric == "ece_kde" || e.Metric == "mmce" {
+		if e.Metric == "ece_kde" || e.Metric == "mmce" || e.Metric == "sharpness" {
 			if *e.EvalPoints != 400 || !(float64(e.Interval[0]) <= wv && wv <= float64(e.Interval[1])) {
 				t.Errorf("%s: %v [%v, %v] (m = %d) does not hold %v", key(e), gv, e.Interval[0], e.Interval[1], *e.EvalPoints, wv)
 			}
@@ -369,4 +372,106 @@ func TestStreamEdgeCases(t *testing.T) {
 	if _, err := Stream(context.Background(), SetSource(RowsOf(d, 0, 50), 10), StreamOptions{Options: Options{Metrics: []string{"ks"}, KSR: []int{11}}}); err == nil {
 		t.Error("ks r = 11 > K = 10: no error")
 	}
+}
+
+// sharpness without ece_kde's top-label sums (mode canonical, or only
+// sharpness) gets its own squared sums; binary input gets the binary
+// notion: every row an evaluation point gives Evaluate's value and
+// variance to 1e-12, through JSON and merged shards too.
+func TestStreamSharpnessOwnSums(t *testing.T) {
+	ctx := context.Background()
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 1200)
+	p1 := make([]float64, s.N)
+	y1 := make([]int, s.N)
+	for i := range p1 {
+		p1[i] = s.Probs[i*s.K+3]
+		if s.Labels[i] == 3 {
+			y1[i] = 1
+		}
+	}
+	bin, err := data.New(p1, 1, y1, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin.File = "binary"
+	for _, tc := range []struct {
+		set     *data.Set
+		mode    string
+		metrics []string
+		notion  string
+	}{
+		{s, "canonical", []string{"ece_kde", "sharpness"}, "top_label"},
+		{s, "", []string{"sharpness"}, "top_label"},
+		{bin, "", []string{"ece_kde", "sharpness"}, "binary"},
+		{bin, "top_label", []string{"sharpness"}, "binary"},
+	} {
+		o := Options{Bandwidth: 0.03, NoBandwidthCheck: true, Mode: tc.mode, Metrics: tc.metrics, Strict: true}
+		mem, err := Evaluate(ctx, tc.set, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := find(t, mem, "sharpness")
+		so := StreamOptions{Options: Options{Bandwidth: 0.03, Mode: tc.mode, Metrics: tc.metrics}, EvalPoints: AllPoints}
+		sums, _ := NewSums(so)
+		parts := split(tc.set, 2)
+		for _, p := range parts {
+			if err := sums.Add(&Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ks, err := sums.KernelSums()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			kp, _ := sums.KernelSums()
+			if err := kp.Add(ctx, &Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}, 0); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(kp)
+			var back KernelSums
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if err := ks.Merge(&back); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if own := ks.Sharpness != nil; own != (tc.mode == "canonical" || len(tc.metrics) == 1) {
+			t.Errorf("%s mode %q %v: own sharpness sums %v", tc.set.File, tc.mode, tc.metrics, own)
+		}
+		ev, err := Finish(sums, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := find(t, ev, "sharpness")
+		if got.Notion != tc.notion || got.Notion != want.Notion {
+			t.Errorf("notion %s, in memory %s, want %s", got.Notion, want.Notion, tc.notion)
+		}
+		if d := math.Abs(float64(*got.Value) - float64(*want.Value)); d > 1e-12 {
+			t.Errorf("%s mode %q: sharpness %v, in memory %v", tc.set.File, tc.mode, *got.Value, *want.Value)
+		}
+		if d := math.Abs(float64(*got.Variance) - float64(*want.Variance)); d > 1e-12 {
+			t.Errorf("%s mode %q: variance %v, in memory %v", tc.set.File, tc.mode, *got.Variance, *want.Variance)
+		}
+	}
+}
+
+// find returns the first result of metric m.
+func find(t *testing.T, ev *Evaluation, m string) *Result {
+	t.Helper()
+	for _, e := range ev.Results {
+		if e.Metric == m {
+			if e.Error != "" {
+				t.Fatalf("%s: %s", m, e.Error)
+			}
+			return e
+		}
+	}
+	t.Fatalf("no %s in %d results", m, len(ev.Results))
+	return nil
 }

@@ -69,6 +69,11 @@ type PointSums struct {
 	// (JSON: null) while the point has no centre with a positive kernel.
 	Shift []float64 `json:"shift"`
 	Sums  []float64 `json:"sums"`
+	// Squares, when kept (KeepSquares), holds the sums of the squared
+	// kernels, Q_jl(h) = sum_{i != j, y_i = l} (w_i k_h(f_j; f_i))^2 =
+	// e^(2 Shift) x Squares, in the layout of Sums: the sharpness term of
+	// eq. 7 needs them.
+	Squares []float64 `json:"squares,omitempty"`
 }
 
 const pointSumsVersion = 1
@@ -170,6 +175,19 @@ func labelsPerPart(n Notion, k int) int {
 
 // M returns the number of evaluation points.
 func (ps *PointSums) M() int { return len(ps.Labels) }
+
+// KeepSquares makes Add and Merge keep the squared kernel sums (Squares)
+// too, for Sharpness; call it before the first Add. The squares come from
+// the same exponentials as the sums (kernel.SumExpSq).
+func (ps *PointSums) KeepSquares() error {
+	if ps.N != 0 {
+		return errors.New("kde: KeepSquares after centres were added")
+	}
+	if ps.Squares == nil {
+		ps.Squares = make([]float64, len(ps.Sums))
+	}
+	return nil
+}
 
 // parts returns the evaluation points of each part in log coordinates.
 func (ps *PointSums) parts() []pointPart {
@@ -325,11 +343,18 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 						}
 						at := (c*G+g)*m + j
 						sums := ps.Sums[at*nl : (at+1)*nl]
+						var squares []float64
+						if ps.Squares != nil {
+							squares = ps.Squares[at*nl : (at+1)*nl]
+						}
 						if old := ps.Shift[at]; mx > old {
 							if !math.IsInf(old, -1) {
 								scale := math.Exp(old - mx)
 								for l := range sums {
 									sums[l] *= scale
+								}
+								for l := range squares {
+									squares[l] *= scale * scale
 								}
 							}
 							ps.Shift[at] = mx
@@ -337,7 +362,13 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 						shift := ps.Shift[at]
 						for l := 0; l < nl; l++ {
 							if lo, hi := max(seg[l], t0), min(seg[l+1], t1); lo < hi {
-								sums[l] += kernel.SumExp(lk[lo-t0:hi-t0], shift)
+								if squares == nil {
+									sums[l] += kernel.SumExp(lk[lo-t0:hi-t0], shift)
+									continue
+								}
+								s, q := kernel.SumExpSq(lk[lo-t0:hi-t0], shift)
+								sums[l] += s
+								squares[l] += q
 							}
 						}
 					}
@@ -370,6 +401,8 @@ func (ps *PointSums) Merge(o *PointSums) error {
 		return fmt.Errorf("%w: different evaluation points", ErrMismatch)
 	case len(ps.Shift) != len(o.Shift) || len(ps.Sums) != len(o.Sums):
 		return fmt.Errorf("%w: different sizes", ErrMismatch)
+	case (ps.Squares == nil) != (o.Squares == nil):
+		return fmt.Errorf("%w: squared sums kept in one only", ErrMismatch)
 	}
 	nl := len(ps.Sums) / max(1, len(ps.Shift))
 	for at, s2 := range o.Shift {
@@ -379,19 +412,30 @@ func (ps *PointSums) Merge(o *PointSums) error {
 		}
 		a := ps.Shift[at]
 		dst, src := ps.Sums[at*nl:(at+1)*nl], o.Sums[at*nl:(at+1)*nl]
+		var dq, sq []float64
+		if ps.Squares != nil {
+			dq, sq = ps.Squares[at*nl:(at+1)*nl], o.Squares[at*nl:(at+1)*nl]
+		}
 		switch {
 		case math.IsInf(a, -1):
 			copy(dst, src)
+			copy(dq, sq)
 			ps.Shift[at] = s2
 		case b <= a:
 			e := math.Exp(b - a)
 			for l := range dst {
 				dst[l] += src[l] * e
 			}
+			for l := range dq {
+				dq[l] += sq[l] * (e * e)
+			}
 		default:
 			e := math.Exp(a - b)
 			for l := range dst {
 				dst[l] = dst[l]*e + src[l]
+			}
+			for l := range dq {
+				dq[l] = dq[l]*(e*e) + sq[l]
 			}
 			ps.Shift[at] = s2
 		}
@@ -415,12 +459,13 @@ type pointSumsJSON struct {
 	W       float64    `json:"w"`
 	Shift   []*float64 `json:"shift"`
 	Sums    []float64  `json:"sums"`
+	Squares []float64  `json:"squares,omitempty"`
 }
 
 // MarshalJSON writes the versioned JSON form (a shift of -Inf as null).
 func (ps *PointSums) MarshalJSON() ([]byte, error) {
 	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.Notion, K: ps.K, Grid: ps.Grid, Points: ps.Points, Labels: ps.Labels,
-		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: make([]*float64, len(ps.Shift)), Sums: ps.Sums}
+		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: make([]*float64, len(ps.Shift)), Sums: ps.Sums, Squares: ps.Squares}
 	for i := range ps.Shift {
 		if !math.IsInf(ps.Shift[i], -1) {
 			v.Shift[i] = &ps.Shift[i]
@@ -440,7 +485,7 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 	}
 	m := len(v.Labels)
 	if v.K < 2 || v.Notion < Canonical || v.Notion > Binary || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
-		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) {
+		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) || (v.Squares != nil && len(v.Squares) != len(v.Sums)) {
 		return fmt.Errorf("kde.PointSums: inconsistent sizes")
 	}
 	if err := checkGrid(v.Grid); err != nil {
@@ -450,7 +495,7 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("kde.PointSums: %w", err)
 	}
 	*ps = PointSums{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
-		N: v.N, W: v.W, Shift: make([]float64, len(v.Shift)), Sums: v.Sums}
+		N: v.N, W: v.W, Shift: make([]float64, len(v.Shift)), Sums: v.Sums, Squares: v.Squares}
 	for i, s := range v.Shift {
 		ps.Shift[i] = math.Inf(-1)
 		if s != nil {
@@ -699,8 +744,6 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 	if ps.Notion == Marginal && classMean {
 		div = float64(k)
 	}
-	z := distuv.UnitNormal.Quantile((1 + level) / 2)
-	fpc := 1 - float64(m)/float64(max(ps.N, int64(m)))
 	for i, pv := range p {
 		v := 0.0
 		if ps.Notion == Marginal {
@@ -716,21 +759,109 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 			v /= wsum
 		}
 		v /= div
-		ss := 0.0
-		for j, ok := range kept {
-			if w := ps.weight(j); ok && w > 0 {
-				e := w * (terms[i][j]/div - v)
-				ss += e * e
-			}
+		se, lo, hi := ps.meanSE(terms[i], kept, div, v, wsum, mk, level)
+		res.Values[i] = SampledValue{P: pv, Value: v, Root: math.Pow(v, 1/pv), SE: se, Lo: lo, Hi: hi}
+	}
+	return res, nil
+}
+
+// meanSE returns the standard error of the weighted mean v = sum_j w_j
+// t_j / div / wsum of the mk kept points' terms t_j (kept[j] and w_j > 0)
+// as an estimate of the mean over every row, and its interval on the log
+// scale (see Estimate): SE^2 = (1 - m/n) mk/(mk-1) sum_j w_j^2 (t_j/div -
+// v)^2 / wsum^2, [lo, hi] = v exp(-/+ z SE/v) (v, v when SE or v is 0).
+func (ps *PointSums) meanSE(terms []float64, kept []bool, div, v, wsum float64, mk int, level float64) (se, lo, hi float64) {
+	m := ps.M()
+	fpc := 1 - float64(m)/float64(max(ps.N, int64(m)))
+	ss := 0.0
+	for j, ok := range kept {
+		if w := ps.weight(j); ok && w > 0 {
+			e := w * (terms[j]/div - v)
+			ss += e * e
 		}
-		se := 0.0
-		if mk > 1 && fpc > 0 {
-			se = math.Sqrt(fpc * float64(mk) / float64(mk-1) * ss / (wsum * wsum))
+	}
+	if mk > 1 && fpc > 0 {
+		se = math.Sqrt(fpc * float64(mk) / float64(mk-1) * ss / (wsum * wsum))
+	}
+	if se > 0 && v > 0 {
+		z := distuv.UnitNormal.Quantile((1 + level) / 2)
+		return se, v * math.Exp(-z*se/v), v * math.Exp(z*se/v)
+	}
+	return se, v, v
+}
+
+// SampledSharpness is the estimate of the sharpness term E[E[y | f]^2]
+// from PointSums (see PointSums.Sharpness).
+type SampledSharpness struct {
+	Notion    Notion
+	Bandwidth float64
+	M         int   // evaluation points
+	N         int64 // centres (rows) in all
+	// Value estimates E[E[y | f]^2] and Variance = Value - ybar^2 the
+	// variance of E[y | f]; SE, Lo and Hi are Value's standard error and
+	// interval (as SampledValue's).
+	Value, Variance float64
+	SE, Lo, Hi      float64
+	// Excluded counts the evaluation points without two centres of
+	// positive kernel (left out, as Sharpness leaves them out).
+	Excluded int
+}
+
+// Sharpness returns the estimate of E[E[y | f]^2] at Grid[g] from the
+// squared kernel sums (KeepSquares; notions TopLabel and Binary): for each
+// evaluation point j eq. 7's ratio of the paper's footnote 3,
+//
+//	t_j = (S_j1^2 - Q_j1) / (S_j^2 - Q_j),  S_j = S_j0 + S_j1, Q_j = Q_j0 + Q_j1,
+//
+// (label 1: the top class is correct, or y = 1), the point left out when
+// the denominator is not positive, and Value = sum_j w_j t_j / sum_j w_j
+// over the kept points: with every row a point, Sharpness's Value. ybar is
+// the weighted mean label over all rows (the accuracy for TopLabel), for
+// Variance = Value - ybar^2. The SE and interval are those of Estimate
+// (the terms are >= 0).
+func (ps *PointSums) Sharpness(g int, ybar, level float64) (*SampledSharpness, error) {
+	switch {
+	case ps.Notion != TopLabel && ps.Notion != Binary:
+		return nil, fmt.Errorf("kde: sharpness is defined for top_label and binary, not %s", ps.Notion)
+	case ps.Squares == nil:
+		return nil, errors.New("kde: sharpness needs the squared kernel sums (KeepSquares)")
+	case g < 0 || g >= len(ps.Grid):
+		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.Grid)-1)
+	}
+	if level == 0 {
+		level = 0.95
+	}
+	if !(level > 0 && level < 1) {
+		return nil, fmt.Errorf("kde: level %v outside (0, 1)", level)
+	}
+	m := ps.M()
+	res := &SampledSharpness{Notion: ps.Notion, Bandwidth: ps.Grid[g], M: m, N: ps.N}
+	terms, kept := make([]float64, m), make([]bool, m)
+	sum, wsum, mk := 0.0, 0.0, 0
+	for j := 0; j < m; j++ {
+		at := g*m + j
+		s0, s1, q0, q1 := ps.Sums[2*at], ps.Sums[2*at+1], ps.Squares[2*at], ps.Squares[2*at+1]
+		x := s0 + s1
+		den := x*x - (q0 + q1)
+		if math.IsInf(ps.Shift[at], -1) || !(den > 0) {
+			res.Excluded++
+			continue
 		}
-		res.Values[i] = SampledValue{P: pv, Value: v, Root: math.Pow(v, 1/pv), SE: se, Lo: v, Hi: v}
-		if se > 0 && v > 0 {
-			res.Values[i].Lo, res.Values[i].Hi = v*math.Exp(-z*se/v), v*math.Exp(z*se/v)
+		terms[j], kept[j] = (s1*s1-q1)/den, true
+		if w := ps.weight(j); w > 0 {
+			sum += w * terms[j]
+			wsum += w
+			mk++
 		}
+	}
+	if mk == 0 {
+		return nil, fmt.Errorf("kde: sharpness: %w", ErrNoDensity)
+	}
+	res.Value = sum / wsum
+	res.Variance = res.Value - ybar*ybar
+	res.SE, res.Lo, res.Hi = ps.meanSE(terms, kept, 1, res.Value, wsum, mk, level)
+	if math.IsNaN(res.Value) || math.IsInf(res.Value, 0) {
+		return nil, fmt.Errorf("kde: sharpness at bandwidth %v is not finite", res.Bandwidth)
 	}
 	return res, nil
 }

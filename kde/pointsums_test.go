@@ -261,3 +261,126 @@ func TestPointSumsIntervalCoverage(t *testing.T) {
 		}
 	}
 }
+
+// With the squared sums kept and every row an evaluation point,
+// PointSums.Sharpness gives Sharpness's Value, Variance and Excluded
+// (top_label and binary, weighted or not) to 1e-12 whatever the batches;
+// shards merged in any order give one pass's value, the squares survive
+// JSON, and sums without squares (or of another notion) are refused.
+func TestPointSumsSharpness(t *testing.T) {
+	probs, labels, k := realRows(t, 700)
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := randWeights(rng, len(labels), true)
+	const h = 0.02
+	for _, notion := range []Notion{TopLabel, Binary} {
+		x, y, kk := probs, labels, k
+		if notion == Binary {
+			x, y = binaryRows(probs, labels, k)
+			kk = 2
+		}
+		for _, weights := range [][]float64{nil, w} {
+			want, err := Sharpness(notion, x, y, kk, weights, Options{Bandwidth: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ybar := want.Value - want.Variance
+			ybar = math.Sqrt(ybar)
+			for _, batch := range []int{len(y), 101} {
+				ps, _ := NewPointSums(notion, x, y, kk, weights, []float64{0.005, h})
+				if err := ps.KeepSquares(); err != nil {
+					t.Fatal(err)
+				}
+				addInBatches(t, ps, x, y, kk, weights, batch, func(i int) int { return i }, 0)
+				got, err := ps.Sharpness(1, ybar, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := relDiff(got.Value, want.Value); d > 1e-12 {
+					t.Errorf("%s weighted=%v batch %d: %.17g, Sharpness %.17g (rel %.2g)", notion, weights != nil, batch, got.Value, want.Value, d)
+				}
+				if d := math.Abs(got.Variance - want.Variance); d > 1e-12 {
+					t.Errorf("%s: variance %.17g, Sharpness %.17g", notion, got.Variance, want.Variance)
+				}
+				if got.Excluded != want.Excluded || got.SE != 0 || got.Lo != got.Value || got.Hi != got.Value {
+					t.Errorf("%s: excluded %d (want %d), SE %v [%v, %v] with every point", notion, got.Excluded, want.Excluded, got.SE, got.Lo, got.Hi)
+				}
+			}
+		}
+	}
+
+	// Sampled points, shards and JSON.
+	m := 80
+	pts, ptl := probs[:m*k], labels[:m]
+	self := func(i int) int {
+		if i < m {
+			return i
+		}
+		return -1
+	}
+	newSums := func() *PointSums {
+		ps, _ := NewPointSums(TopLabel, pts, ptl, k, nil, []float64{h})
+		if err := ps.KeepSquares(); err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	one := newSums()
+	addInBatches(t, one, probs, labels, k, nil, 700, self, 1)
+	want, err := one.Sharpness(0, 0.9, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(want.SE > 0 && want.Lo < want.Value && want.Value < want.Hi) {
+		t.Errorf("m = %d of 700: SE %v, interval [%v, %v] around %v", m, want.SE, want.Lo, want.Value, want.Hi)
+	}
+	var parts []*PointSums
+	for _, r := range [][2]int{{0, 250}, {250, 520}, {520, 700}} {
+		ps := newSums()
+		sl := make([]int, r[1]-r[0])
+		for i := range sl {
+			sl[i] = self(r[0] + i)
+		}
+		if err := ps.Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := new(PointSums)
+		if err := json.Unmarshal(b, back); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(back.Squares, ps.Squares) {
+			t.Fatal("JSON round trip changed the squares")
+		}
+		parts = append(parts, back)
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}} {
+		acc := newSums()
+		for _, i := range order {
+			if err := acc.Merge(parts[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _ := acc.Sharpness(0, 0.9, 0)
+		if d := relDiff(got.Value, want.Value); d > 1e-12 {
+			t.Errorf("merged %v: %v, one pass %v", order, got.Value, want.Value)
+		}
+	}
+	plain, _ := NewPointSums(TopLabel, pts, ptl, k, nil, []float64{h})
+	if err := one.Merge(plain); err == nil {
+		t.Error("merging sums with and without squares: no error")
+	}
+	if _, err := plain.Sharpness(0, 0.9, 0); err == nil {
+		t.Error("sharpness without squares: no error")
+	}
+	canon, _ := NewPointSums(Canonical, pts, ptl, k, nil, []float64{h})
+	canon.KeepSquares()
+	if _, err := canon.Sharpness(0, 0.9, 0); err == nil {
+		t.Error("canonical sharpness: no error")
+	}
+	if err := one.KeepSquares(); err == nil {
+		t.Error("KeepSquares after Add: no error")
+	}
+}

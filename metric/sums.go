@@ -163,6 +163,9 @@ type ScoreSums struct {
 	Conf    float64 `json:"confidence_sum"`
 	Brier   float64 `json:"brier_sum"`
 	NLL     float64 `json:"nll_sum"`
+	// Label[k] is the weight of the rows of label k (K entries once a row
+	// is added; absent in the JSON of older versions' sums).
+	Label []float64 `json:"label_weight,omitempty"`
 }
 
 // NewScoreSums returns empty sums.
@@ -178,7 +181,18 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 	if err := checkBatch(weights, len(labels)); err != nil {
 		return err
 	}
+	for i, y := range labels {
+		if y < 0 || y >= k {
+			return fmt.Errorf("metric: ScoreSums.Add: label %d of row %d outside 0..%d", y, i, k-1)
+		}
+	}
 	top, correct := TopR(probs, labels, k, 1)
+	if ss.Label == nil && len(labels) > 0 {
+		ss.Label = make([]float64, k)
+	}
+	if len(labels) > 0 && len(ss.Label) != k {
+		return fmt.Errorf("metric: ScoreSums.Add: K = %d, where the sums have %d labels", k, len(ss.Label))
+	}
 	for i, y := range labels {
 		w := mathx.Weight(weights, i)
 		row := probs[i*k : (i+1)*k]
@@ -192,6 +206,7 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 		ss.Conf += float64(w * top[i])
 		ss.Brier += float64(w * brier)
 		ss.NLL += float64(w * nll)
+		ss.Label[y] += w
 	}
 	ss.N += len(labels)
 	return nil
@@ -205,6 +220,23 @@ func (ss *ScoreSums) Merge(other *ScoreSums) {
 	ss.Conf += other.Conf
 	ss.Brier += other.Brier
 	ss.NLL += other.NLL
+	if ss.Label == nil {
+		ss.Label = make([]float64, len(other.Label))
+	}
+	for k, v := range other.Label {
+		if k < len(ss.Label) {
+			ss.Label[k] += v
+		}
+	}
+}
+
+// LabelMean returns the weighted fraction of rows of label k (NaN when the
+// total weight is 0 or the label outside the sums).
+func (ss *ScoreSums) LabelMean(k int) float64 {
+	if k < 0 || k >= len(ss.Label) {
+		return math.NaN()
+	}
+	return ss.Label[k] / ss.W
 }
 
 // Accuracy, Confidence, BrierScore and MeanNLL return the weighted means

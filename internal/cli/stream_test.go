@@ -116,7 +116,7 @@ func TestEvalStream(t *testing.T) {
 		{[]string{"eval", csv, "--eval-points", "10"}, "add --stream"},
 		{[]string{"eval", "--stream", csv, "--ci"}, "bootstrap"},
 		{[]string{"eval", "--stream", csv, "--eval-points", "0"}, "--eval-points"},
-		{[]string{"eval", "--stream", csv, "--metrics", "sharpness"}, "not available in a streamed"},
+		{[]string{"eval", "--stream", csv, "--metrics", "ece_witness"}, "not available in a streamed"},
 		{[]string{"eval", "--stream", csv, "--binning", "equal_mass"}, "equal-width"},
 		{[]string{"eval", filepath.Join(dir, "*.parquet"), "--labels", d + "val_labels.npy"}, "3 shards"},
 		{[]string{"eval", filepath.Join(dir, "none-*.parquet")}, "none-"},
