@@ -20,6 +20,7 @@ import (
 	"github.com/calib-dev/calib/beam/internal/doccmp"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/metric"
 )
 
 // realSet loads the validation set of CIFAR-10 DenseNet-121 FLSD-53 in
@@ -206,6 +207,10 @@ func TestPipelineEqualsStream(t *testing.T) {
 		// the default grid.
 		{name: "parquet-weighted", write: writeParquetShards, input: "part-*.parquet",
 			o: Options{Stream: evaluate.StreamOptions{EvalPoints: 250}, Rows: 1000}},
+		// Equal-mass bins with Doane's rule (the score sketches and the
+		// scores near the edges in the second pass) and a fixed bandwidth.
+		{name: "csv-equal-mass", write: writeCSVShards, input: "part-*.csv",
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 200}, Rows: 600}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -245,7 +250,7 @@ func TestPipelineEqualsStream(t *testing.T) {
 					t.Errorf("%s %s: %s", r.Metric, r.Notion, r.Error)
 				}
 			}
-			for _, m := range []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"} {
+			for _, m := range []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"} {
 				if !metrics[m] {
 					t.Errorf("no %s in the document", m)
 				}

@@ -611,11 +611,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 			return c.Value
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn)), group: groupCanonical}
-		if w := sparseCellsWarning(s.N, cn.Cells, s.K, cn.B); w != "" {
-			e.Warnings = Warnings{warn(SparseCells, w)}
-		} else if m == "mce" && cn.MCECount < minPerCell {
-			e.Warnings = Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, s.K))}
-		}
+		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
 		finish(e, p)
 		e.stat = func(idx []int) (float64, error) {
 			c, err := canonical(pp, idx)
@@ -682,6 +678,18 @@ func finishBinnedEntry(m string, e *Result, p float64) {
 	case "ece_bin_debiased":
 		e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
 	}
+}
+
+// canonicalWarnings returns the warnings of the canonical binned metric m
+// on n samples: sparse cells, or an MCE attained in a cell of few samples.
+func canonicalWarnings(m string, n, k int, cn *metric.CanonicalBinned) Warnings {
+	if w := sparseCellsWarning(n, cn.Cells, k, cn.B); w != "" {
+		return Warnings{warn(SparseCells, w)}
+	}
+	if m == "mce" && cn.MCECount < minPerCell {
+		return Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, k))}
+	}
+	return nil
 }
 
 // minPerCell is the mean number of samples per occupied cell under which

@@ -145,8 +145,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if c.Bins.Bins == 0 {
 		c.Bins.Bins = metric.DefaultBins
 	}
-	if _, err := metric.NewBinSums(c.Bins); err != nil {
-		return nil, optionsError("%v: a streamed evaluation needs equal-width bins with a fixed number of bins", err)
+	if _, err := metric.NewBinSums(metric.BinOptions{Bins: c.Bins.Bins}); err != nil {
+		return nil, optionsError("%v", err)
 	}
 	if c.MMCEWidth == 0 {
 		c.MMCEWidth = metric.DefaultMMCEWidth
@@ -207,6 +207,24 @@ func cmpOr(s, def string) string {
 
 func (c *streamConfig) has(m string) bool { return slices.Contains(c.Metrics, m) }
 
+// binned says whether a binned metric is asked for, cells whether the
+// canonical cells are (not for ece_bin_debiased).
+func (c *streamConfig) binned() bool {
+	return c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
+}
+func (c *streamConfig) cells() bool { return c.has("ece_bin") || c.has("mce") }
+
+// sketched says whether the bins depend on the data (equal-mass edges, the
+// Doane and Sqrt rules): the first pass then sketches the scores and the
+// second collects the scores near the edges (metric.ScoreSketch).
+func (c *streamConfig) sketched() bool {
+	return c.binned() && (c.Bins.Binning == metric.EqualMass || c.Bins.Rule != metric.Fixed)
+}
+
+// dataCells says whether the canonical cells' number depends on the data
+// (the Doane and Sqrt rules): the cells are then summed in the second pass.
+func (c *streamConfig) dataCells() bool { return c.cells() && c.Bins.Rule != metric.Fixed }
+
 // Sums is the first pass of a streamed evaluation: the exact mergeable sums
 // of every streamed metric but ece_kde, and the sample of ece_kde's
 // evaluation points. The zero value is not usable: see NewSums.
@@ -225,15 +243,21 @@ type Sums struct {
 	Rounded      int     `json:"rounded,omitempty"`
 	ZeroRounded  bool    `json:"zero_rounded,omitempty"` // some rounded row holds an exact 0
 
-	Scores  *metric.ScoreSums `json:"scores,omitempty"`
-	Top     *metric.BinSums   `json:"top,omitempty"`
-	Class   []*metric.BinSums `json:"class,omitempty"`
-	Cells   *metric.CellSums  `json:"cells,omitempty"`
-	KSTop   []*metric.KSSums  `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
-	KSWith  []*metric.KSSums  `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
-	KSClass []*metric.KSSums  `json:"ks_class,omitempty"`
-	Sample  *Sample           `json:"sample,omitempty"`
-	started bool
+	Scores *metric.ScoreSums `json:"scores,omitempty"`
+	Top    *metric.BinSums   `json:"top,omitempty"`
+	Class  []*metric.BinSums `json:"class,omitempty"`
+	Cells  *metric.CellSums  `json:"cells,omitempty"`
+	// TopSketch and ClassSketch replace Top and Class for data-dependent
+	// bins; Pooled holds the moments of all n x K probabilities for the
+	// canonical cells' Doane rule.
+	TopSketch   *metric.ScoreSketch   `json:"top_sketch,omitempty"`
+	ClassSketch []*metric.ScoreSketch `json:"class_sketch,omitempty"`
+	Pooled      *metric.Moments       `json:"pooled,omitempty"`
+	KSTop       []*metric.KSSums      `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
+	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
+	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
+	Sample      *Sample               `json:"sample,omitempty"`
+	started     bool
 }
 
 const streamVersion = 1
@@ -264,7 +288,14 @@ func (s *Sums) start(b *Batch) error {
 	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, InputKind(b.Set), b.Weights != nil, true
 	s.Scores = metric.NewScoreSums()
 	var err error
-	if c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased") {
+	switch {
+	case c.sketched():
+		s.TopSketch = metric.NewScoreSketch()
+		s.ClassSketch = make([]*metric.ScoreSketch, s.K)
+		for k := range s.ClassSketch {
+			s.ClassSketch[k] = metric.NewScoreSketch()
+		}
+	case c.binned():
 		if s.Top, err = metric.NewBinSums(c.Bins); err != nil {
 			return err
 		}
@@ -272,10 +303,13 @@ func (s *Sums) start(b *Batch) error {
 		for k := range s.Class {
 			s.Class[k], _ = metric.NewBinSums(c.Bins)
 		}
-		if c.has("ece_bin") || c.has("mce") {
-			if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
-				return err
-			}
+	}
+	switch {
+	case c.dataCells():
+		s.Pooled = new(metric.Moments)
+	case c.cells():
+		if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
+			return err
 		}
 	}
 	if c.has("ks") {
@@ -294,7 +328,7 @@ func (s *Sums) start(b *Batch) error {
 			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
 		}
 	}
-	if s.KernelPass() {
+	if s.kernelMetrics() {
 		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
 	}
 	return nil
@@ -343,6 +377,16 @@ func (s *Sums) Add(b *Batch) error {
 	if s.Cells != nil {
 		if err := s.Cells.Add(p, y, w); err != nil {
 			return err
+		}
+	}
+	if s.TopSketch != nil {
+		if err := addScores(s.TopSketch, s.ClassSketch, p, y, k, w); err != nil {
+			return err
+		}
+	}
+	if s.Pooled != nil {
+		for i, v := range p {
+			s.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
 		}
 	}
 	if s.KSTop != nil || s.KSClass != nil {
@@ -420,6 +464,15 @@ func (s *Sums) Merge(o *Sums) error {
 	}
 	if s.Cells != nil {
 		errs = append(errs, s.Cells.Merge(o.Cells))
+	}
+	if s.TopSketch != nil {
+		s.TopSketch.Merge(o.TopSketch)
+		for k := range s.ClassSketch {
+			s.ClassSketch[k].Merge(o.ClassSketch[k])
+		}
+	}
+	if s.Pooled != nil {
+		s.Pooled.Merge(*o.Pooled)
 	}
 	for i := range s.KSTop {
 		errs = append(errs, s.KSTop[i].Merge(o.KSTop[i]))
@@ -499,6 +552,14 @@ type KernelSums struct {
 	// one-column input, with the squared sums) when ece_kde does not
 	// already compute that notion (then its PointSums keeps the squares).
 	Sharpness *kde.PointSums `json:"sharpness,omitempty"`
+	// TopEdges and ClassEdges hold the scores near the edges of
+	// data-dependent bins (see metric.ScoreSketch), Cells the canonical
+	// cells when their number depends on the data.
+	TopEdges   *metric.EdgeValues   `json:"top_edges,omitempty"`
+	ClassEdges []*metric.EdgeValues `json:"class_edges,omitempty"`
+	Cells      *metric.CellSums     `json:"cells,omitempty"`
+	// Rows counts the rows added, for the check that the pass is complete.
+	Rows int64 `json:"rows"`
 	// index finds the evaluation point of a (source, row).
 	index map[string]map[int64]int
 }
@@ -561,24 +622,64 @@ func (s *Sums) check() error {
 	switch {
 	case s.K < 2:
 		return fmt.Errorf("K = %d", s.K)
-	case binned && (s.Top == nil || len(s.Class) != s.K || slices.Contains(s.Class, nil)):
+	case c.sketched() && (s.TopSketch == nil || len(s.ClassSketch) != s.K || slices.Contains(s.ClassSketch, nil)):
+		return errors.New("missing score sketches")
+	case binned && !c.sketched() && (s.Top == nil || len(s.Class) != s.K || slices.Contains(s.Class, nil)):
 		return errors.New("missing bin sums")
-	case (c.has("ece_bin") || c.has("mce")) && s.Cells == nil:
+	case c.dataCells() && s.Pooled == nil:
+		return errors.New("missing moments")
+	case c.cells() && !c.dataCells() && s.Cells == nil:
 		return errors.New("missing cell sums")
 	case c.has("ks") && (len(s.KSTop) != nTop || len(s.KSWith) != nWith || len(s.KSClass) != s.K ||
 		slices.Contains(s.KSTop, nil) || slices.Contains(s.KSWith, nil) || slices.Contains(s.KSClass, nil)):
 		return errors.New("missing KS sums")
-	case s.KernelPass() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
+	case s.kernelMetrics() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
 		return errors.New("missing or inconsistent sample")
 	}
 	return nil
 }
 
 // KernelPass says whether the metrics need the second pass (KernelSums):
-// ece_kde, mmce and sharpness do.
+// ece_kde, mmce and sharpness do, and binned metrics with data-dependent
+// bins (the scores near the edges).
 func (s *Sums) KernelPass() bool {
+	return s.kernelMetrics() || s.Config.sketched() || s.Config.dataCells()
+}
+
+// kernelMetrics says whether a metric needs the evaluation points.
+func (s *Sums) kernelMetrics() bool {
 	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness")
 }
+
+// total is the total weight of the rows (their number without weights).
+func (s *Sums) total() float64 {
+	if s.Weighted {
+		return s.W
+	}
+	return float64(s.N)
+}
+
+// addScores adds the top-label scores of a batch to top and each class
+// column to class[k] (sketches, or the values near their edges).
+func addScores[T interface {
+	Add(scores, outcomes, weights []float64) error
+}](top T, class []T, p []float64, y []int, k int, w []float64) error {
+	sc, oc := metric.TopR(p, y, k, 1)
+	if err := top.Add(sc, oc, w); err != nil {
+		return err
+	}
+	for cl, c := range class {
+		sc, oc := metric.ClassColumn(p, y, k, cl)
+		if err := c.Add(sc, oc, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// edgeLimit is the number of distinct scores each of the K + 1 EdgeValues
+// of a stream may hold.
+func edgeLimit(k int) int { return max(1<<16, metric.DefaultEdgeValues/(k+1)) }
 
 // sharpnessNotion is the notion of sharpness: binary for one-column
 // input, else top_label.
@@ -593,11 +694,38 @@ func (s *Sums) sharpnessNotion() kde.Notion {
 // first pass (nil when neither ece_kde nor mmce is asked for). workers bounds the
 // goroutines of every Add.
 func (s *Sums) KernelSums() (*KernelSums, error) {
-	if s.Sample == nil {
+	if !s.KernelPass() {
 		return nil, nil
 	}
 	if !s.started || s.N == 0 {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+	}
+	ks := &KernelSums{Version: streamVersion, K: s.K}
+	if s.TopSketch != nil {
+		top, err := s.TopSketch.Needed(s.Config.Bins, s.Weighted)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: top-label bins: %w", err)
+		}
+		ks.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.K))
+		for k, sk := range s.ClassSketch {
+			keys, err := sk.Needed(s.Config.Bins, s.Weighted)
+			if err != nil {
+				return nil, fmt.Errorf("evaluate: class %d bins: %w", k, err)
+			}
+			ks.ClassEdges = append(ks.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.K)))
+		}
+	}
+	if s.Pooled != nil {
+		b, err := s.Config.Bins.MergedBins(*s.Pooled, s.total())
+		if err != nil {
+			return nil, err
+		}
+		if ks.Cells, err = metric.NewCellSums(s.K, b); err != nil {
+			return nil, err
+		}
+	}
+	if s.Sample == nil {
+		return ks, nil
 	}
 	if s.Config.All && s.N > MaxAllPoints {
 		return nil, optionsError("every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
@@ -607,7 +735,7 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := &KernelSums{Version: streamVersion, Points: ids, K: s.K}
+	ks.Points = ids
 	if s.Config.has("mmce") {
 		ks.MMCE = newMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth)
 	}
@@ -683,6 +811,17 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	if ks.MMCE != nil {
 		ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights)
 	}
+	if ks.TopEdges != nil {
+		if err := addScores(ks.TopEdges, ks.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
+			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+		}
+	}
+	if ks.Cells != nil {
+		if err := ks.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
+			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+		}
+	}
+	ks.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
 			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
@@ -704,6 +843,25 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 			return err
 		}
 	}
+	if (ks.TopEdges == nil) != (o.TopEdges == nil) || len(ks.ClassEdges) != len(o.ClassEdges) || (ks.Cells == nil) != (o.Cells == nil) {
+		return fmt.Errorf("evaluate: merging second-pass sums of different set-ups")
+	}
+	if ks.TopEdges != nil {
+		if err := ks.TopEdges.Merge(o.TopEdges); err != nil {
+			return err
+		}
+		for k := range ks.ClassEdges {
+			if err := ks.ClassEdges[k].Merge(o.ClassEdges[k]); err != nil {
+				return err
+			}
+		}
+	}
+	if ks.Cells != nil {
+		if err := ks.Cells.Merge(o.Cells); err != nil {
+			return err
+		}
+	}
+	ks.Rows += o.Rows
 	a, b := ks.all(), o.all()
 	if len(ks.Notions) != len(o.Notions) || len(a) != len(b) {
 		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(a), len(b))
@@ -727,6 +885,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	c := s.Config
 	if ks != nil {
+		if ks.Rows != s.N {
+			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.Rows, s.N)
+		}
 		for _, ps := range ks.all() {
 			if ps.N != s.N {
 				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
@@ -756,7 +917,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		case "ece_kde":
 			rs, err = finishKDE(s, ks, out)
 		case "ece_bin", "mce", "ece_bin_debiased":
-			rs, err = s.finishBinned(d.name)
+			rs, err = s.finishBinned(d.name, ks)
 		case "ks":
 			rs = s.finishKS()
 		case "mmce":
@@ -903,9 +1064,50 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	return []*Result{e}, nil
 }
 
+// bins returns the top-label and class-wise bins: from the sums of fixed
+// equal-width bins, or from the sketches and the scores near their edges
+// with the bounds of edges taken at bucket ends (zero when exact).
+func (s *Sums) bins(ks *KernelSums) (top *metric.Bins, tb metric.SketchBound, cb []*metric.Bins, cbb []metric.SketchBound, err error) {
+	cb = make([]*metric.Bins, s.K)
+	cbb = make([]metric.SketchBound, s.K)
+	if s.TopSketch == nil {
+		for k := range cb {
+			cb[k] = s.Class[k].Bins()
+		}
+		return s.Top.Bins(), tb, cb, cbb, nil
+	}
+	if ks == nil || ks.TopEdges == nil || len(ks.ClassEdges) != s.K {
+		return nil, tb, nil, nil, errors.New("the second pass (the scores near the bin edges) is missing")
+	}
+	if top, tb, err = s.TopSketch.Bins(s.Config.Bins, s.Weighted, ks.TopEdges); err != nil {
+		return nil, tb, nil, nil, err
+	}
+	for k, sk := range s.ClassSketch {
+		if cb[k], cbb[k], err = sk.Bins(s.Config.Bins, s.Weighted, ks.ClassEdges[k]); err != nil {
+			return nil, tb, nil, nil, fmt.Errorf("class %d: %w", k, err)
+		}
+	}
+	return top, tb, cb, cbb, nil
+}
+
+// edgeBound sets the warning and, for ece_bin with p = 1, the bound
+// interval of a binned entry whose edges were taken at sketch bucket ends:
+// moving rows of total mass M and sum w |s - o| = A (shares of W) between
+// bins moves ECE_1 by at most 2 A (metric.SketchBound).
+func edgeBound(m string, e *Result, p float64, mass, abs float64) {
+	if mass == 0 {
+		return
+	}
+	e.Warnings = append(e.Warnings, warn(ApproximateEdges, fmt.Sprintf("too many distinct scores near the data-dependent bin edges for the second pass: edges taken at the ends of sketch buckets, which holds up to %.3g%% of the weight in other bins than exact edges would", 100*mass)))
+	if m == "ece_bin" && p == 1 {
+		v := float64(*e.Value)
+		e.Interval, e.IntervalKind = []Float{Float(math.Max(0, v-2*abs)), Float(v + 2*abs)}, "bound"
+	}
+}
+
 // finishBinned reports a binned metric as evaluate.binned does, from the
-// sums of fixed equal-width bins.
-func (s *Sums) finishBinned(m string) ([]*Result, error) {
+// sums of the bins (fixed equal-width, or data-dependent from the sketches).
+func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 	c := s.Config
 	ps := c.P
 	if m == "ece_bin_debiased" {
@@ -916,31 +1118,42 @@ func (s *Sums) finishBinned(m string) ([]*Result, error) {
 	}
 	val := binnedValue(m)
 	binning := c.Bins.Binning.String()
-	top := s.Top.Bins()
-	cb := make([]*metric.Bins, s.K)
-	for k := range cb {
-		cb[k] = s.Class[k].Bins()
+	top, tb, cb, cbb, err := s.bins(ks)
+	if err != nil {
+		return nil, err
+	}
+	cells := s.Cells
+	if cells == nil && ks != nil {
+		cells = ks.Cells
+	}
+	if cells == nil && m != "ece_bin_debiased" {
+		return nil, errors.New("the canonical cell sums are missing")
 	}
 	var out []*Result
 	for _, p := range ps {
 		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p)), group: groupTopLabel}
 		finishBinnedEntry(m, e, p)
+		edgeBound(m, e, p, tb.Mass, tb.Abs)
 		out = append(out, e)
 		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
-		out = append(out, classWiseEntry(m, binning, p, pc, cb, c.Bins.Rule))
+		e = classWiseEntry(m, binning, p, pc, cb, c.Bins.Rule)
+		mass, abs := 0.0, 0.0
+		for _, b := range cbb {
+			mass, abs = max(mass, b.Mass), abs+b.Abs/float64(s.K)
+		}
+		edgeBound(m, e, p, mass, abs)
+		out = append(out, e)
 		if m == "ece_bin_debiased" {
 			continue
 		}
 		pp := cellP(m, p)
-		cn := s.Cells.Estimate(pp)
+		cn := cells.Estimate(pp)
 		v := cn.Value
 		if m == "mce" {
 			v = cn.MCE
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v), group: groupCanonical}
-		if w := sparseCellsWarning(int(s.N), cn.Cells, s.K, cn.B); w != "" {
-			e.Warnings = Warnings{warn(SparseCells, w)}
-		}
+		e.Warnings = canonicalWarnings(m, int(s.N), s.K, cn)
 		finishBinnedEntry(m, e, p)
 		out = append(out, e)
 	}

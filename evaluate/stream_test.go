@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -303,7 +304,7 @@ func TestStreamOptionsRefused(t *testing.T) {
 		{Options: Options{Metrics: []string{"nope"}}},
 		{Options: Options{P: []float64{0.5}}},
 		{EvalPoints: -2},
-		{Options: Options{Bins: metricEqualMass()}},
+		{Options: Options{Bins: metric.BinOptions{Bins: -3}}},
 		{Grid: []float64{0.1, 0.01}},
 	} {
 		if _, err := NewSums(o); err == nil {
@@ -311,8 +312,6 @@ func TestStreamOptionsRefused(t *testing.T) {
 		}
 	}
 }
-
-func metricEqualMass() metric.BinOptions { return metric.BinOptions{Binning: metric.EqualMass} }
 
 // Every row as an evaluation point is refused past MaxAllPoints rows,
 // after the first pass (the number of rows is known only then).
@@ -474,4 +473,96 @@ func find(t *testing.T, ev *Evaluation, m string) *Result {
 	}
 	t.Fatalf("no %s in %d results", m, len(ev.Results))
 	return nil
+}
+
+// Data-dependent bins (equal-mass edges, the Doane and Sqrt rules) in a
+// stream: the sketch of the first pass and the scores near the edges of
+// the second give Evaluate's ece_bin (p = 1, 2), mce and ece_bin_debiased
+// on the real sets, top-label, class-wise and canonical (the cells' number
+// from the rule), with and without weights, to 1e-12, with no bound or
+// warning; the sums go through JSON and merge.
+func TestStreamDataBins(t *testing.T) {
+	ctx := context.Background()
+	metrics := []string{"ece_bin", "mce", "ece_bin_debiased"}
+	sets := realSets(t)
+	sets[2] = RowsOf(sets[2], 0, 800) // K = 100: its 101 sketches are as large as the data at this n
+	rng := rand.New(rand.NewPCG(7, 8))
+	w := make([]float64, sets[0].N)
+	for i := range w {
+		w[i] = float64(1 + rng.IntN(3))
+	}
+	weighted := RowsOf(sets[0], 0, sets[0].N)
+	if err := weighted.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	sets = append(sets, weighted)
+	rules := []metric.BinOptions{
+		{Binning: metric.EqualMass}, {Binning: metric.EqualMass, Rule: metric.Doane},
+		{Rule: metric.Sqrt}, {Rule: metric.Doane}, {Binning: metric.EqualMass, Bins: 7},
+	}
+	for _, s := range sets {
+		for _, bins := range rules {
+			mem, err := Evaluate(ctx, s, Options{Metrics: metrics, P: []float64{1, 2}, Bins: bins, Strict: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := StreamOptions{Options: Options{Metrics: metrics, P: []float64{1, 2}, Bins: bins}}
+			sums, _ := NewSums(o)
+			parts := split(s, 3)
+			for _, p := range parts {
+				sp, _ := NewSums(o)
+				if err := sp.Add(&Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(sp)
+				var back Sums
+				if err := json.Unmarshal(b, &back); err != nil {
+					t.Fatal(err)
+				}
+				if err := sums.Merge(&back); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !sums.KernelPass() {
+				t.Fatalf("%v: no second pass", bins)
+			}
+			ks, err := sums.KernelSums()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := len(parts) - 1; i >= 0; i-- {
+				kp, _ := sums.KernelSums()
+				if err := kp.Add(ctx, &Batch{Set: parts[i], Source: "x", Offset: int64(partOffset(parts, parts[i]))}, 0); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(kp)
+				var back KernelSums
+				if err := json.Unmarshal(b, &back); err != nil {
+					t.Fatal(err)
+				}
+				if err := ks.Merge(&back); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := Finish(sums, ks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Results) != len(mem.Results) {
+				t.Fatalf("%s %v: %d results, in memory %d", s.File, bins, len(got.Results), len(mem.Results))
+			}
+			for i, e := range got.Results {
+				want := mem.Results[i]
+				if key(e) != key(want) || e.Error != "" {
+					t.Fatalf("%s %v: result %d %s (%s), in memory %s", s.File, bins, i, key(e), e.Error, key(want))
+				}
+				if d := math.Abs(float64(*e.Value) - float64(*want.Value)); d > 1e-12*math.Max(1, math.Abs(float64(*want.Value))) {
+					t.Errorf("%s %v: %s = %.17g, in memory %.17g", s.File, bins, key(e), *e.Value, *want.Value)
+				}
+				if *e.Bins != *want.Bins || !slices.Equal(e.PerClassBins, want.PerClassBins) || len(e.Warnings) != len(want.Warnings) || e.Interval != nil {
+					t.Errorf("%s %v: %s: bins %d %v, warnings %v, interval %v; in memory %d %v, %v", s.File, bins, key(e), *e.Bins, e.PerClassBins, e.Warnings, e.Interval, *want.Bins, want.PerClassBins, want.Warnings)
+				}
+			}
+		}
+	}
 }

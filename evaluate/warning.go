@@ -29,6 +29,10 @@ const (
 	SmallCellMCE
 	// RoundedZeros: exact zeros in a file whose values were rounded.
 	RoundedZeros
+	// ApproximateEdges: a stream's data-dependent bin edges were taken at
+	// the ends of sketch buckets (too many distinct scores near the
+	// edges), so some rows may lie in other bins than in memory.
+	ApproximateEdges
 )
 
 // Warning is a caution about one number (Metric and Notion say which) or

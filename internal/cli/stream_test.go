@@ -40,6 +40,7 @@ func resultKey(metric, notion string, p *float64, r *int) string {
 // eval --stream over a directory of Parquet shards of a real set (and over
 // one CSV file) gives eval's exact metrics to 1e-12 and KS bounds that hold
 // eval's KS; with --eval-points all and a fixed bandwidth ece_kde is eval's.
+// Equal-mass bins with Doane's rule and sharpness too.
 func TestEvalStream(t *testing.T) {
 	const d = "../../testdata/logits/cifar10_densenet121-flsd53/"
 	s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
@@ -77,34 +78,38 @@ func TestEvalStream(t *testing.T) {
 		}
 		return out
 	}
-	mem := read(append([]string{"eval", csv}, flags...)...)
-	want := map[string]float64{}
-	for _, r := range mem.Results {
-		want[resultKey(r.Metric, r.Notion, r.P, r.R)] = r.Value
-	}
-	for _, args := range [][]string{
-		{"eval", filepath.Join(dir, "*.parquet"), "--eval-points", "all", "--rows", "700"},
-		{"eval", "--stream", csv, "--eval-points", "all", "--rows", "999"},
-	} {
-		got := read(append(args, flags...)...)
-		if got.N != s.N || len(got.Results) != len(mem.Results) {
-			t.Fatalf("%v: n = %d, %d results; in memory %d, %d", args, got.N, len(got.Results), s.N, len(mem.Results))
+	dataBins := []string{"--json", "--binning", "equal_mass", "--bin-rule", "doane", "--p", "1,2", "--bandwidth", "0.02", "--mode", "top_label",
+		"--metrics", "ece_bin,mce,ece_bin_debiased,sharpness"}
+	for _, flags := range [][]string{flags, dataBins} {
+		mem := read(append([]string{"eval", csv}, flags...)...)
+		want := map[string]float64{}
+		for _, r := range mem.Results {
+			want[resultKey(r.Metric, r.Notion, r.P, r.R)] = r.Value
 		}
-		for _, r := range got.Results {
-			k := resultKey(r.Metric, r.Notion, r.P, r.R)
-			w, ok := want[k]
-			if !ok {
-				t.Errorf("%v: %s not in memory", args, k)
-				continue
+		for _, args := range [][]string{
+			{"eval", filepath.Join(dir, "*.parquet"), "--eval-points", "all", "--rows", "700"},
+			{"eval", "--stream", csv, "--eval-points", "all", "--rows", "999"},
+		} {
+			got := read(append(args, flags...)...)
+			if got.N != s.N || len(got.Results) != len(mem.Results) {
+				t.Fatalf("%v: n = %d, %d results; in memory %d, %d", args, got.N, len(got.Results), s.N, len(mem.Results))
 			}
-			if r.Metric == "ks" {
-				if !(r.Interval[0] <= w+1e-12 && w <= r.Interval[1]+1e-12) {
-					t.Errorf("%v: %s: %v outside [%v, %v]", args, k, w, r.Interval[0], r.Interval[1])
+			for _, r := range got.Results {
+				k := resultKey(r.Metric, r.Notion, r.P, r.R)
+				w, ok := want[k]
+				if !ok {
+					t.Errorf("%v: %s not in memory", args, k)
+					continue
 				}
-				continue
-			}
-			if math.Abs(r.Value-w) > 1e-12*math.Max(1, math.Abs(w)) {
-				t.Errorf("%v: %s = %.17g, in memory %.17g", args, k, r.Value, w)
+				if r.Metric == "ks" {
+					if !(r.Interval[0] <= w+1e-12 && w <= r.Interval[1]+1e-12) {
+						t.Errorf("%v: %s: %v outside [%v, %v]", args, k, w, r.Interval[0], r.Interval[1])
+					}
+					continue
+				}
+				if math.Abs(r.Value-w) > 1e-12*math.Max(1, math.Abs(w)) {
+					t.Errorf("%v: %s = %.17g, in memory %.17g", args, k, r.Value, w)
+				}
 			}
 		}
 	}
@@ -117,7 +122,7 @@ func TestEvalStream(t *testing.T) {
 		{[]string{"eval", "--stream", csv, "--ci"}, "bootstrap"},
 		{[]string{"eval", "--stream", csv, "--eval-points", "0"}, "--eval-points"},
 		{[]string{"eval", "--stream", csv, "--metrics", "ece_witness"}, "not available in a streamed"},
-		{[]string{"eval", "--stream", csv, "--binning", "equal_mass"}, "equal-width"},
+		{[]string{"eval", "--stream", csv, "--debias"}, "debiased"},
 		{[]string{"eval", filepath.Join(dir, "*.parquet"), "--labels", d + "val_labels.npy"}, "3 shards"},
 		{[]string{"eval", filepath.Join(dir, "none-*.parquet")}, "none-"},
 	} {
