@@ -56,7 +56,9 @@ func envInt(name string, def int) int {
 // CALIB_STREAM_N rows (default 200,000), CALIB_STREAM_M evaluation points
 // (default DefaultEvalPoints; 0 leaves ece_kde out), CALIB_STREAM_H a fixed
 // bandwidth (default: the LOO grid), CALIB_STREAM_METRICS the metrics
-// (comma-separated; default all the stream has). It reports rows/s of the whole
+// (comma-separated; default all the stream has), CALIB_STREAM_BINNING and
+// CALIB_STREAM_RULE the bins (equal_mass, doane: the score sketches and
+// the second pass). It reports rows/s of the whole
 // evaluation (both passes). Run it with -benchtime 1x under
 // /usr/bin/time -v for the peak memory.
 func BenchmarkStream(b *testing.B) {
@@ -68,6 +70,16 @@ func BenchmarkStream(b *testing.B) {
 	}
 	if v := os.Getenv("CALIB_STREAM_METRICS"); v != "" {
 		o.Metrics = strings.Split(v, ",")
+	}
+	if v := os.Getenv("CALIB_STREAM_BINNING"); v != "" {
+		if err := o.Bins.Binning.UnmarshalText([]byte(v)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if v := os.Getenv("CALIB_STREAM_RULE"); v != "" {
+		if err := o.Bins.Rule.UnmarshalText([]byte(v)); err != nil {
+			b.Fatal(err)
+		}
 	}
 	src := &synthSource{n: n, k: 10, rows: 1 << 16}
 	var ev *Evaluation
@@ -87,6 +99,12 @@ func BenchmarkStream(b *testing.B) {
 			}
 			if e.Bandwidth != nil {
 				line += " h = " + strconv.FormatFloat(*e.Bandwidth, 'g', 4, 64)
+			}
+			if e.Bins != nil {
+				line += " bins " + strconv.Itoa(*e.Bins)
+			}
+			for _, w := range e.Warnings {
+				line += "; " + w.Error()
 			}
 			b.Log(line)
 		}
