@@ -18,6 +18,10 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*evaluate.Batch)(nil)), EncodeBatch, DecodeBatch)
 	beam.RegisterCoder(reflect.TypeOf((*evaluate.Sums)(nil)), encodeSums, decodeSums)
 	beam.RegisterCoder(reflect.TypeOf((*evaluate.KernelSums)(nil)), encodeKernelSums, decodeKernelSums)
+	// The block-pair plan's accumulator, as JSON: Beam's schema coder would
+	// encode the struct field by field and drop what the sums keep in
+	// unexported fields.
+	beam.RegisterCoder(reflect.TypeOf((*blockAcc)(nil)), encodeBlockAcc, decodeBlockAcc)
 }
 
 // batchVersion is the first byte of an encoded Batch.
@@ -237,4 +241,20 @@ func decodeKernelSums(b []byte) (*evaluate.KernelSums, error) {
 		return nil, fmt.Errorf("beam: decoding the kernel sums: %w", err)
 	}
 	return ks, nil
+}
+
+func encodeBlockAcc(a *blockAcc) ([]byte, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("beam: encoding the blocks' kernel sums: %w", err)
+	}
+	return b, nil
+}
+
+func decodeBlockAcc(b []byte) (*blockAcc, error) {
+	var a *blockAcc
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("beam: decoding the blocks' kernel sums: %w", err)
+	}
+	return a, nil
 }

@@ -3,8 +3,10 @@ package beam
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -25,6 +27,11 @@ func init() {
 	register.DoFn4x1[context.Context, *evaluate.Sums, func(**evaluate.KernelSums) bool, func(string), error](&finishFn{})
 	register.Iter1[*evaluate.KernelSums]()
 	register.Emitter1[string]()
+	beam.RegisterType(reflect.TypeOf((*BlockShard)(nil)).Elem())
+	register.DoFn2x0[Shard, func(BlockShard)](&blockPairsFn{})
+	register.Emitter1[BlockShard]()
+	register.DoFn4x1[context.Context, BlockShard, *evaluate.Sums, func(*evaluate.KernelSums), error](&blockKernelFn{})
+	register.Combiner3[*blockAcc, *evaluate.KernelSums, *evaluate.KernelSums](&blocksMergeFn{})
 }
 
 // The functions of the pipeline are structs whose exported fields Beam
@@ -103,6 +110,110 @@ func (f *kernelFn) ProcessElement(ctx context.Context, sh Shard, sums *evaluate.
 	}
 	emit(ks)
 	return nil
+}
+
+// BlockShard is one element of the block-pair plan: a shard and a block of
+// the evaluation points.
+type BlockShard struct {
+	Shard Shard
+	Block int
+}
+
+// blockPairsFn emits the pairs of a shard with every block.
+type blockPairsFn struct{ Blocks int }
+
+// ProcessElement emits (sh, b) for every block b.
+func (f *blockPairsFn) ProcessElement(sh Shard, emit func(BlockShard)) {
+	for b := 0; b < f.Blocks; b++ {
+		emit(BlockShard{Shard: sh, Block: b})
+	}
+}
+
+// blockKernelFn computes the kernel sums of one block of the evaluation
+// points over one shard.
+type blockKernelFn struct {
+	Data    data.Options
+	Rows    int
+	Workers int
+	Blocks  int
+}
+
+// ProcessElement reads the pair's shard and emits its block's sums.
+func (f *blockKernelFn) ProcessElement(ctx context.Context, p BlockShard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
+	ks, err := sums.KernelSumsBlock(p.Block, f.Blocks)
+	if err != nil {
+		return fmt.Errorf("beam: %w", err)
+	}
+	if ks == nil {
+		return nil
+	}
+	err = eachBatch(ctx, p.Shard, f.Data, f.Rows, func(b *evaluate.Batch) error {
+		if err := ks.Add(ctx, b, f.Workers); err != nil {
+			return fmt.Errorf("beam: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	emit(ks)
+	return nil
+}
+
+// blockAcc is the accumulator of blocksMergeFn: each block's sums merged
+// so far (nil: none yet).
+type blockAcc struct {
+	Blocks []*evaluate.KernelSums
+}
+
+// blocksMergeFn is the CombineFn of the block-pair plan: it merges the
+// sums of each block over the shards and joins the blocks at the end.
+type blocksMergeFn struct{ Blocks int }
+
+// CreateAccumulator returns an accumulator with no block.
+func (f *blocksMergeFn) CreateAccumulator() *blockAcc {
+	return &blockAcc{Blocks: make([]*evaluate.KernelSums, f.Blocks)}
+}
+
+// AddInput merges a (block, shard) pair's sums into its block.
+func (f *blocksMergeFn) AddInput(a *blockAcc, ks *evaluate.KernelSums) (*blockAcc, error) {
+	if ks.Block < 0 || ks.Block >= len(a.Blocks) {
+		return nil, fmt.Errorf("beam: kernel sums of block %d of %d", ks.Block, len(a.Blocks))
+	}
+	m, err := (&kernelMergeFn{}).MergeAccumulators(a.Blocks[ks.Block], ks)
+	if err != nil {
+		return nil, err
+	}
+	a.Blocks[ks.Block] = m
+	return a, nil
+}
+
+// MergeAccumulators merges the blocks of b into a.
+func (f *blocksMergeFn) MergeAccumulators(a, b *blockAcc) (*blockAcc, error) {
+	for _, ks := range b.Blocks {
+		if ks == nil {
+			continue
+		}
+		if _, err := f.AddInput(a, ks); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// ExtractOutput joins the blocks (nil when there were none: no shard).
+func (f *blocksMergeFn) ExtractOutput(a *blockAcc) (*evaluate.KernelSums, error) {
+	if slices.Contains(a.Blocks, nil) {
+		if slices.IndexFunc(a.Blocks, func(ks *evaluate.KernelSums) bool { return ks != nil }) < 0 {
+			return nil, nil
+		}
+		return nil, errors.New("beam: a block of the evaluation points has no kernel sums")
+	}
+	ks, err := evaluate.ConcatKernelSums(a.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
+	return ks, nil
 }
 
 // kernelMergeFn is the CombineFn of the second pass: it merges the kernel

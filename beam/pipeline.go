@@ -43,6 +43,15 @@ type Options struct {
 	// File is the Evaluation's File, the input as the user named it (""
 	// leaves it out).
 	File string
+	// EvalBlocks > 1 runs the second pass as the block-pair plan: the
+	// evaluation points cut into EvalBlocks blocks, each (block, shard)
+	// pair an element of its own (a worker holds one block's points and
+	// reads one shard), the pairs merged per block and the blocks joined
+	// (evaluate.Sums.KernelSumsBlock, evaluate.ConcatKernelSums): the
+	// same document bit for bit, with the O(m n) kernel work spread over
+	// blocks x shards. For the exact estimates (every row a point) at
+	// moderate n. 0 or 1: one block.
+	EvalBlocks int
 }
 
 // Build adds the evaluation of the shards to the pipeline of s and returns
@@ -58,6 +67,9 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 	if o.Rows < 0 {
 		return beam.PCollection{}, fmt.Errorf("beam: %d rows per batch: want a positive number, or 0 for %d", o.Rows, data.DefaultChunkRows)
 	}
+	if o.EvalBlocks < 0 || o.EvalBlocks > maxEvalBlocks {
+		return beam.PCollection{}, fmt.Errorf("beam: %d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, maxEvalBlocks)
+	}
 	empty, err := evaluate.NewSums(o.Stream)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("beam: %w", err)
@@ -72,14 +84,23 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 	batches := beam.ParDo(s, &readFn{Data: o.Data, Rows: o.Rows}, names)
 	sums := beam.Combine(s.Scope("pass1"), &sumsFn{Empty: emptyJSON}, batches)
 	var kernel beam.PCollection
-	if empty.KernelPass() {
+	switch {
+	case empty.KernelPass() && o.EvalBlocks > 1:
+		p2 := s.Scope("pass2")
+		pairs := beam.Reshuffle(p2, beam.ParDo(p2, &blockPairsFn{Blocks: o.EvalBlocks}, names))
+		perPair := beam.ParDo(p2, &blockKernelFn{Data: o.Data, Rows: o.Rows, Workers: o.Stream.Workers, Blocks: o.EvalBlocks}, pairs, beam.SideInput{Input: sums})
+		kernel = beam.Combine(p2, &blocksMergeFn{Blocks: o.EvalBlocks}, perPair)
+	case empty.KernelPass():
 		perShard := beam.ParDo(s.Scope("pass2"), &kernelFn{Data: o.Data, Rows: o.Rows, Workers: o.Stream.Workers}, names, beam.SideInput{Input: sums})
 		kernel = beam.Combine(s.Scope("pass2"), &kernelMergeFn{}, perShard)
-	} else {
+	default:
 		kernel = beam.CreateList(s, []*evaluate.KernelSums{})
 	}
 	return beam.ParDo(s, &finishFn{Output: o.Output, File: o.File, Start: time.Now().UnixNano()}, sums, beam.SideInput{Input: kernel}), nil
 }
+
+// maxEvalBlocks bounds Options.EvalBlocks.
+const maxEvalBlocks = 1 << 16
 
 // Run builds the pipeline of the shards and runs it on the runner of the
 // --runner flag (prism, in this process, when it is not set; see

@@ -211,6 +211,11 @@ func TestPipelineEqualsStream(t *testing.T) {
 		// scores near the edges in the second pass) and a fixed bandwidth.
 		{name: "csv-equal-mass", write: writeCSVShards, input: "part-*.csv",
 			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 200}, Rows: 600}},
+		// The block-pair plan: every row an evaluation point (the exact
+		// estimates) in 3 blocks x 4 shards, data-dependent canonical
+		// cells (Sqrt) in block 0.
+		{name: "csv-blocks-exact", write: writeCSVShards, input: "part-*.csv",
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: evaluate.AllPoints}, Rows: 800, EvalBlocks: 3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -317,6 +322,7 @@ func TestBuildChecksOptions(t *testing.T) {
 	}{
 		{nil, Options{}, "no shards"},
 		{shards, Options{Rows: -1}, "rows per batch"},
+		{shards, Options{EvalBlocks: -1}, "blocks of evaluation points"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"ece_witness"}}}}, "not available in a streamed evaluation"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"nope"}}}}, "unknown metric"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{CI: true}}}, "bootstrap"},

@@ -560,6 +560,10 @@ type KernelSums struct {
 	Cells      *metric.CellSums     `json:"cells,omitempty"`
 	// Rows counts the rows added, for the check that the pass is complete.
 	Rows int64 `json:"rows"`
+	// Block and Blocks say which block of the evaluation points these
+	// sums hold (0 of 1: all; see Sums.KernelSumsBlock).
+	Block  int `json:"block,omitempty"`
+	Blocks int `json:"blocks,omitempty"`
 	// index finds the evaluation point of a (source, row).
 	index map[string]map[int64]int
 }
@@ -691,17 +695,30 @@ func (s *Sums) sharpnessNotion() kde.Notion {
 }
 
 // KernelSums returns empty second-pass sums for the sample drawn by the
-// first pass (nil when neither ece_kde nor mmce is asked for). workers bounds the
-// goroutines of every Add.
-func (s *Sums) KernelSums() (*KernelSums, error) {
+// first pass (nil when no metric needs a second pass, see KernelPass).
+func (s *Sums) KernelSums() (*KernelSums, error) { return s.KernelSumsBlock(0, 1) }
+
+// KernelSumsBlock returns empty second-pass sums for block b of nb of the
+// evaluation points: the points [b m / nb, (b+1) m / nb) of the sample, in
+// its order. This is the block-pair plan of a cluster: each (block, shard)
+// pair adds the shard's rows to its block's sums, the pairs of a block are
+// merged (Merge), and ConcatKernelSums joins the blocks into what
+// KernelSums would give, bit for bit; a worker holds one block's m / nb
+// points. The sums that are not per point (the scores near data-dependent
+// bin edges, canonical cells of the Doane and Sqrt rules) are in block 0
+// only.
+func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
+	if nb < 1 || b < 0 || b >= nb {
+		return nil, fmt.Errorf("evaluate: block %d of %d", b, nb)
+	}
 	if !s.KernelPass() {
 		return nil, nil
 	}
 	if !s.started || s.N == 0 {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
 	}
-	ks := &KernelSums{Version: streamVersion, K: s.K}
-	if s.TopSketch != nil {
+	ks := &KernelSums{Version: streamVersion, K: s.K, Block: b, Blocks: nb}
+	if s.TopSketch != nil && b == 0 {
 		top, err := s.TopSketch.Needed(s.Config.Bins, s.Weighted)
 		if err != nil {
 			return nil, fmt.Errorf("evaluate: top-label bins: %w", err)
@@ -715,12 +732,12 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 			ks.ClassEdges = append(ks.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.K)))
 		}
 	}
-	if s.Pooled != nil {
-		b, err := s.Config.Bins.MergedBins(*s.Pooled, s.total())
+	if s.Pooled != nil && b == 0 {
+		bins, err := s.Config.Bins.MergedBins(*s.Pooled, s.total())
 		if err != nil {
 			return nil, err
 		}
-		if ks.Cells, err = metric.NewCellSums(s.K, b); err != nil {
+		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
 			return nil, err
 		}
 	}
@@ -731,6 +748,15 @@ func (s *Sums) KernelSums() (*KernelSums, error) {
 		return nil, optionsError("every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
 	}
 	probs, labels, weights, ids := s.Sample.points(s.Weighted)
+	m := len(ids)
+	j0, j1 := b*m/nb, (b+1)*m/nb
+	if j0 == j1 {
+		return nil, fmt.Errorf("evaluate: %d blocks of %d evaluation points: block %d is empty", nb, m, b)
+	}
+	probs, labels, ids = probs[j0*s.K:j1*s.K], labels[j0:j1], ids[j0:j1]
+	if weights != nil {
+		weights = weights[j0:j1]
+	}
 	notions, _, err := streamNotions(s.Config.Mode, s.K, s.Binary)
 	if err != nil {
 		return nil, err
@@ -830,10 +856,14 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	return nil
 }
 
-// Merge adds another shard's kernel sums over the same sample.
+// Merge adds another shard's kernel sums over the same sample (and the
+// same block of it).
 func (ks *KernelSums) Merge(o *KernelSums) error {
 	if ks == nil || o == nil {
 		return nil
+	}
+	if ks.Block != o.Block || ks.Blocks != o.Blocks {
+		return fmt.Errorf("evaluate: merging kernel sums of block %d of %d with block %d of %d", ks.Block, ks.Blocks, o.Block, o.Blocks)
 	}
 	if (ks.MMCE == nil) != (o.MMCE == nil) {
 		return fmt.Errorf("evaluate: merging kernel sums with and without mmce")
@@ -874,6 +904,73 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 	return nil
 }
 
+// ConcatKernelSums joins the second-pass sums of every block of the
+// evaluation points (Sums.KernelSumsBlock, each merged over all shards),
+// given in any order, into the sums of all points.
+func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
+	if len(blocks) == 0 {
+		return nil, errors.New("evaluate: no blocks of kernel sums")
+	}
+	bs := slices.Clone(blocks)
+	slices.SortFunc(bs, func(a, b *KernelSums) int { return a.Block - b.Block })
+	nb := max(1, bs[0].Blocks)
+	if len(bs) != nb {
+		return nil, fmt.Errorf("evaluate: %d of the %d blocks of kernel sums", len(bs), nb)
+	}
+	a := bs[0]
+	for i, b := range bs {
+		switch {
+		case b.Block != i || max(1, b.Blocks) != nb:
+			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.Block, b.Blocks, i, nb)
+		case b.K != a.K || b.Rows != a.Rows || len(b.Notions) != len(a.Notions) || (b.Sharpness == nil) != (a.Sharpness == nil) || (b.MMCE == nil) != (a.MMCE == nil):
+			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.Rows, b.Rows)
+		case i > 0 && (b.TopEdges != nil || b.Cells != nil):
+			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
+		}
+	}
+	out := &KernelSums{Version: streamVersion, K: a.K, Rows: a.Rows, TopEdges: a.TopEdges, ClassEdges: a.ClassEdges, Cells: a.Cells}
+	join := func(get func(*KernelSums) *kde.PointSums) (*kde.PointSums, error) {
+		parts := make([]*kde.PointSums, nb)
+		for i, b := range bs {
+			parts[i] = get(b)
+		}
+		ps, err := kde.ConcatPointSums(parts)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		return ps, nil
+	}
+	for i := range a.Notions {
+		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Notions[i] })
+		if err != nil {
+			return nil, err
+		}
+		out.Notions = append(out.Notions, ps)
+	}
+	if a.Sharpness != nil {
+		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Sharpness })
+		if err != nil {
+			return nil, err
+		}
+		out.Sharpness = ps
+	}
+	if a.MMCE != nil {
+		out.MMCE = &MMCESums{Width: a.MMCE.Width, N: a.MMCE.N, Total: a.MMCE.Total}
+		for _, b := range bs {
+			ms := b.MMCE
+			if ms.Width != a.MMCE.Width || ms.N != a.MMCE.N || ms.Total != a.MMCE.Total || (ms.W == nil) != (a.MMCE.W == nil) {
+				return nil, errors.New("evaluate: blocks of mmce sums of different set-ups or rows")
+			}
+			out.MMCE.R, out.MMCE.E = append(out.MMCE.R, ms.R...), append(out.MMCE.E, ms.E...)
+			out.MMCE.W, out.MMCE.T = append(out.MMCE.W, ms.W...), append(out.MMCE.T, ms.T...)
+		}
+	}
+	for _, b := range bs {
+		out.Points = append(out.Points, b.Points...)
+	}
+	return out, nil
+}
+
 // Finish returns the Evaluation of the sums of both passes (ks nil when
 // neither ece_kde nor mmce is asked for): what Evaluate gives for the exact metrics,
 // and for ece_kde the estimate from the sampled evaluation points with its
@@ -885,6 +982,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	c := s.Config
 	if ks != nil {
+		if ks.Blocks > 1 {
+			return nil, fmt.Errorf("evaluate: kernel sums of block %d of %d: join the blocks first (ConcatKernelSums)", ks.Block, ks.Blocks)
+		}
 		if ks.Rows != s.N {
 			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.Rows, s.N)
 		}

@@ -566,3 +566,111 @@ func TestStreamDataBins(t *testing.T) {
 		}
 	}
 }
+
+// The block-pair plan: second-pass sums per (block of evaluation points,
+// shard), merged per block and joined by ConcatKernelSums (blocks in any
+// order), give the unblocked evaluation bit for bit; with every row a
+// point at a fixed bandwidth that is Evaluate's ece_kde, sharpness and
+// mmce. Unjoined blocks, missing blocks and mixed blocks are refused.
+func TestStreamBlocks(t *testing.T) {
+	ctx := context.Background()
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 1500)
+	metrics := []string{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
+	for _, o := range []StreamOptions{
+		{Options: Options{Bandwidth: 0.02, Mode: "canonical,top_label", Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
+		{Options: Options{Mode: "marginal", Metrics: metrics}, EvalPoints: 200},
+	} {
+		parts := split(s, 3)
+		batch := func(p *data.Set) *Batch {
+			return &Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}
+		}
+		sums, _ := NewSums(o)
+		for _, p := range parts {
+			if err := sums.Add(batch(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var whole *KernelSums // per shard, merged in shard order
+		for _, p := range parts {
+			kp, err := sums.KernelSums()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kp.Add(ctx, batch(p), 0); err != nil {
+				t.Fatal(err)
+			}
+			if whole == nil {
+				whole = kp
+			} else if err := whole.Merge(kp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := Finish(sums, whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const nb = 4
+		blocks := make([]*KernelSums, nb)
+		for _, b := range []int{2, 0, 3, 1} {
+			for _, p := range parts {
+				kp, err := sums.KernelSumsBlock(b, nb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := kp.Add(ctx, batch(p), 1); err != nil {
+					t.Fatal(err)
+				}
+				js, _ := json.Marshal(kp)
+				back := new(KernelSums)
+				if err := json.Unmarshal(js, back); err != nil {
+					t.Fatal(err)
+				}
+				if blocks[b] == nil {
+					blocks[b] = back
+				} else if err := blocks[b].Merge(back); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := Finish(sums, blocks[1]); err == nil {
+			t.Error("one block finished without the others: no error")
+		}
+		if err := blocks[0].Merge(blocks[1]); err == nil {
+			t.Error("merging two blocks: no error")
+		}
+		if _, err := ConcatKernelSums(blocks[:3]); err == nil {
+			t.Error("three of four blocks joined: no error")
+		}
+		joined, err := ConcatKernelSums([]*KernelSums{blocks[3], blocks[1], blocks[0], blocks[2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Finish(sums, joined)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range got.Results {
+			w := want.Results[i]
+			if key(e) != key(w) || e.Error != "" || *e.Value != *w.Value || (e.SE != nil && *e.SE != *w.SE) {
+				t.Errorf("%s: blocks %v (%s), unblocked %v", key(e), *e.Value, e.Error, *w.Value)
+			}
+		}
+		if o.EvalPoints != AllPoints {
+			continue
+		}
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "canonical,top_label", Metrics: metrics, Bins: o.Bins, Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range got.Results {
+			w := mem.Results[i]
+			if d := math.Abs(float64(*e.Value) - float64(*w.Value)); key(e) != key(w) || d > 1e-12*math.Max(1, math.Abs(float64(*w.Value))) {
+				t.Errorf("%s = %v, in memory %s = %v", key(e), *e.Value, key(w), *w.Value)
+			}
+		}
+	}
+}

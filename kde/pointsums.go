@@ -445,6 +445,56 @@ func (ps *PointSums) Merge(o *PointSums) error {
 	return nil
 }
 
+// ConcatPointSums joins the sums of disjoint blocks of evaluation points,
+// each over every centre (the same notion, classes, grid, and centres
+// added: N and W equal), into the sums of all their points in block order:
+// the block-pair plan, where each (block of points, shard of centres) pair
+// is summed apart, the pairs of a block merged (Merge), and the blocks
+// joined here. With the blocks cut from one set of points, the result is
+// what one PointSums over all of them would hold after the same Adds and
+// Merges, bit for bit.
+func ConcatPointSums(blocks []*PointSums) (*PointSums, error) {
+	if len(blocks) == 0 {
+		return nil, errors.New("kde: ConcatPointSums: no blocks")
+	}
+	a := blocks[0]
+	m := 0
+	for _, b := range blocks {
+		switch {
+		case b.Notion != a.Notion || b.K != a.K || !slices.Equal(b.Grid, a.Grid):
+			return nil, fmt.Errorf("%w: blocks of other notions, classes or grids", ErrMismatch)
+		case b.N != a.N || b.W != a.W:
+			return nil, fmt.Errorf("%w: blocks over %d and %d centres", ErrMismatch, a.N, b.N)
+		case (b.Weights == nil) != (a.Weights == nil) || (b.Squares == nil) != (a.Squares == nil):
+			return nil, fmt.Errorf("%w: blocks with and without weights or squared sums", ErrMismatch)
+		}
+		m += b.M()
+	}
+	parts, G, nl := numParts(a.Notion, a.K), len(a.Grid), labelsPerPart(a.Notion, a.K)
+	out := &PointSums{Version: pointSumsVersion, Notion: a.Notion, K: a.K, Grid: slices.Clone(a.Grid), N: a.N, W: a.W,
+		Shift: make([]float64, 0, parts*G*m), Sums: make([]float64, 0, parts*G*m*nl)}
+	if a.Squares != nil {
+		out.Squares = make([]float64, 0, parts*G*m*nl)
+	}
+	for _, b := range blocks {
+		out.Points = append(out.Points, b.Points...)
+		out.Labels = append(out.Labels, b.Labels...)
+		out.Weights = append(out.Weights, b.Weights...)
+	}
+	// Layout: Shift[(c*G + g)*m + j], Sums[((c*G + g)*m + j)*L + l].
+	for cg := 0; cg < parts*G; cg++ {
+		for _, b := range blocks {
+			mb := b.M()
+			out.Shift = append(out.Shift, b.Shift[cg*mb:(cg+1)*mb]...)
+			out.Sums = append(out.Sums, b.Sums[cg*mb*nl:(cg+1)*mb*nl]...)
+			if b.Squares != nil {
+				out.Squares = append(out.Squares, b.Squares[cg*mb*nl:(cg+1)*mb*nl]...)
+			}
+		}
+	}
+	return out, nil
+}
+
 // pointSumsJSON is the JSON form of PointSums: a shift of -Inf (no
 // centre yet) is null.
 type pointSumsJSON struct {

@@ -384,3 +384,48 @@ func TestPointSumsSharpness(t *testing.T) {
 		t.Error("KeepSquares after Add: no error")
 	}
 }
+
+// The block-pair plan: sums of disjoint blocks of the evaluation points,
+// each over every centre, joined by ConcatPointSums, are the sums of one
+// PointSums over all the points bit for bit (squares too); blocks over
+// other centres or grids are refused.
+func TestConcatPointSums(t *testing.T) {
+	probs, labels, k := realRows(t, 400)
+	m := 60
+	pts, ptl := probs[:m*k], labels[:m]
+	for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+		one, _ := NewPointSums(notion, pts, ptl, k, nil, []float64{0.01, 0.05})
+		one.KeepSquares()
+		addInBatches(t, one, probs, labels, k, nil, 150, func(i int) int {
+			if i < m {
+				return i
+			}
+			return -1
+		}, 1)
+		var blocks []*PointSums
+		for _, r := range [][2]int{{0, 20}, {20, 45}, {45, 60}} {
+			b, _ := NewPointSums(notion, pts[r[0]*k:r[1]*k], ptl[r[0]:r[1]], k, nil, []float64{0.01, 0.05})
+			b.KeepSquares()
+			addInBatches(t, b, probs, labels, k, nil, 150, func(i int) int {
+				if i >= r[0] && i < r[1] {
+					return i - r[0]
+				}
+				return -1
+			}, 2)
+			blocks = append(blocks, b)
+		}
+		got, err := ConcatPointSums(blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Points, one.Points) || !slices.Equal(got.Labels, one.Labels) || got.N != one.N ||
+			!slices.Equal(got.Shift, one.Shift) || !slices.Equal(got.Sums, one.Sums) || !slices.Equal(got.Squares, one.Squares) {
+			t.Errorf("%s: joined blocks differ from one pass", notion)
+		}
+		short, _ := NewPointSums(notion, pts[:k], ptl[:1], k, nil, []float64{0.01, 0.05})
+		short.KeepSquares()
+		if _, err := ConcatPointSums(append(blocks, short)); err == nil {
+			t.Errorf("%s: a block over no centres joined", notion)
+		}
+	}
+}

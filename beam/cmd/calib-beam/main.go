@@ -46,7 +46,7 @@ type config struct {
 	mode, evalPoints                       string
 	modeSet                                bool
 	classMean                              bool
-	bins, rows, ksCells, workers           int
+	bins, rows, ksCells, workers, blocks   int
 	seed                                   uint64
 }
 
@@ -58,13 +58,16 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
 	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
-	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_bin, mce, ece_bin_debiased, ks, brier, nll, accuracy, confidence, or all (default: all, or ece_kde when --mode is given)")
+	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_bin, mce, ece_bin_debiased, ks, mmce, sharpness, brier, nll, accuracy, confidence, or all (default: all, or ece_kde when --mode is given)")
 	fs.StringVar(&c.mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all")
 	fs.StringVar(&c.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&c.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out choice on a grid)")
 	fs.BoolVar(&c.classMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
 	fs.StringVar(&c.evalPoints, "eval-points", "", fmt.Sprintf("the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
-	fs.IntVar(&c.bins, "bins", metric.DefaultBins, "number of equal-width bins of the binned metrics")
+	fs.IntVar(&c.bins, "bins", metric.DefaultBins, "number of bins of the binned metrics (the fixed rule)")
+	fs.StringVar(&c.text.Binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
+	fs.StringVar(&c.text.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
+	fs.IntVar(&c.blocks, "eval-blocks", 1, "the block-pair plan: cut the evaluation points into this many blocks, each (block, shard) pair a work item of its own (for the exact estimates, --eval-points all, at moderate n); the document is the same")
 	fs.StringVar(&c.text.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.IntVar(&c.ksCells, "ks-cells", metric.DefaultKSCells, "score cells of KS (the bounds' width is about 1/cells)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
@@ -94,6 +97,9 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.rows < 1 || c.ksCells < 1 || c.bins < 1 {
 		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
 	}
+	if c.blocks < 1 {
+		return o, usageErrorf("--eval-blocks %d: want 1 or more", c.blocks)
+	}
 	if c.workers < 0 {
 		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
 	}
@@ -107,8 +113,8 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	eo := evaluate.Options{Mode: c.mode, ClassMean: c.classMean, Seed: c.seed, Workers: c.workers}
 	eo.Bins.Bins = c.bins
 	text := c.text
-	// The only objective and binning a stream takes.
-	text.Objective, text.Binning, text.BinRule = "loo", "equal_width", "fixed"
+	// The only objective a stream takes.
+	text.Objective = "loo"
 	// --mode alone means ece_kde only, as in calib eval.
 	if set["mode"] && text.Metrics == "" {
 		text.Metrics = "ece_kde"
@@ -124,7 +130,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
 	}
 	o.Data = data.Options{Format: c.format, Logits: c.logits}
-	o.Rows, o.File, o.Output = c.rows, c.input, c.output
+	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
 	return o, nil
 }
 

@@ -56,6 +56,8 @@ func TestOptions(t *testing.T) {
 		{[]string{"--input", "x", "--rows", "0"}, "--rows"},
 		{[]string{"--input", "x", "--format", "xls"}, "--format"},
 		{[]string{"--input", "x", "--output", ""}, "--output"},
+		{[]string{"--input", "x", "--eval-blocks", "0"}, "--eval-blocks"},
+		{[]string{"--input", "x", "--binning", "quantile"}, "binning"},
 		{[]string{"--input", "x"}, ""},
 		{[]string{"--input", "x", "--mode", "canonical", "--eval-points", "all", "--bandwidth", "0.1"}, ""},
 	} {
@@ -104,11 +106,14 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 	for _, args := range [][]string{
 		{"--eval-points", "300", "--output", "-"},
 		{"--eval-points", "200", "--bandwidth", "0.02", "--metrics", "ece_kde,ks,brier", "--mode", "top_label,marginal", "--seed", "5", "--rows", "777", "--output", "eval.json"},
+		// Exact kernel estimates by the block-pair plan, equal-mass bins
+		// with Doane's rule.
+		{"--eval-points", "all", "--bandwidth", "0.05", "--binning", "equal_mass", "--bin-rule", "doane", "--eval-blocks", "3", "--output", "-"},
 	} {
 		var want, stderr bytes.Buffer
 		calibArgs := []string{"eval", "--stream", "--json", "--progress=false", "shards"}
 		for i := 0; i < len(args); i += 2 {
-			if args[i] != "--output" {
+			if args[i] != "--output" && args[i] != "--eval-blocks" {
 				calibArgs = append(calibArgs, args[i], args[i+1])
 			}
 		}
