@@ -323,7 +323,7 @@ func TestBuildChecksOptions(t *testing.T) {
 		{nil, Options{}, "no shards"},
 		{shards, Options{Rows: -1}, "rows per batch"},
 		{shards, Options{EvalBlocks: -1}, "blocks of evaluation points"},
-		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"ece_witness"}}}}, "not available in a streamed evaluation"},
+		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Debias: true}}}, "debiased"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"nope"}}}}, "unknown metric"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{CI: true}}}, "bootstrap"},
 	} {

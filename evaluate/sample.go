@@ -119,11 +119,20 @@ func (s *Sample) merge(o *Sample) error {
 	return nil
 }
 
-// points returns the sampled rows in key order: probabilities m×K,
-// labels, weights (nil when unweighted) and the row of each.
+// points returns the sampled rows in the order of the set (by source
+// name, then row; with every row of one source the input order, which the
+// witness's cross-fitting splits follow): probabilities m×K, labels,
+// weights (nil when unweighted) and the row of each.
 func (s *Sample) points(weighted bool) (probs []float64, labels []int, weights []float64, ids []PointID) {
 	s.compact()
-	for _, r := range s.Rows {
+	rows := slices.Clone(s.Rows)
+	slices.SortFunc(rows, func(a, b SampleRow) int {
+		if c := cmp.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Row, b.Row)
+	})
+	for _, r := range rows {
 		probs = append(probs, r.Probs...)
 		labels = append(labels, r.Label)
 		if weighted {

@@ -59,9 +59,19 @@ const AllPoints = -1
 // AllPoints accepts.
 const MaxAllPoints = 200_000
 
-// streamMetrics lists the metrics a stream computes; ece_witness needs the
-// whole set (its cross-fitting over every row's residual regression).
+// streamMetrics lists the metrics a stream computes by default: all but
+// ece_witness, whose kernel sums are K-vectors at two grids of 25
+// bandwidths (about 25 times ece_kde's canonical cost); it is streamed
+// when asked for.
 var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
+
+// streamable lists every metric a stream can compute.
+var streamable = append(slices.Clone(streamMetrics), "ece_witness")
+
+// StreamableMetrics returns every metric a streamed evaluation computes
+// (what --metrics all means in a stream); StreamOptions.Metrics nil means
+// these but ece_witness.
+func StreamableMetrics() []string { return slices.Clone(streamable) }
 
 // StreamOptions configures a streamed evaluation: Options (Metrics,
 // Strict, Mode, P, Bandwidth, ClassMean, Bins, KSR, MMCEWidth, Level, Seed,
@@ -99,6 +109,10 @@ type streamConfig struct {
 	Strict    bool              `json:"strict,omitempty"`
 	Level     float64           `json:"level"`
 	Seed      uint64            `json:"seed"`
+	// WitnessGrid is ece_witness's grid (kde.WitnessGrid, or the one
+	// witness bandwidth); WitnessP its exponents (1 and 2 of P).
+	WitnessGrid []float64 `json:"witness_grid,omitempty"`
+	WitnessP    []float64 `json:"witness_p,omitempty"`
 }
 
 // resolve checks the options of a stream, before any data is read.
@@ -112,8 +126,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
 	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
 		return nil, optionsError("%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
-	case o.WitnessBandwidth != 0:
-		return nil, optionsError("ece_witness is not available in a streamed evaluation")
+	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
+		return nil, optionsError("witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	}
 	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
@@ -123,8 +137,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		if !slices.Contains(Metrics, m) {
 			return nil, optionsError("unknown metric %q (valid: %s)", m, strings.Join(Metrics, ", "))
 		}
-		if !slices.Contains(streamMetrics, m) {
-			return nil, optionsError("%s is not available in a streamed evaluation (streamed: %s)", m, strings.Join(streamMetrics, ", "))
+		if !slices.Contains(streamable, m) {
+			return nil, optionsError("%s is not available in a streamed evaluation (streamed: %s)", m, strings.Join(streamable, ", "))
 		}
 		if !slices.Contains(c.Metrics, m) {
 			c.Metrics = append(c.Metrics, m)
@@ -171,6 +185,23 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	}
 	if c.Bandwidth > 0 {
 		c.Grid = []float64{c.Bandwidth}
+	}
+	if c.has("ece_witness") {
+		c.WitnessGrid = kde.WitnessGrid()
+		if o.WitnessBandwidth > 0 {
+			c.WitnessGrid = []float64{o.WitnessBandwidth}
+		}
+		for _, p := range c.P {
+			if (p == 1 || p == 2) && !slices.Contains(c.WitnessP, p) {
+				c.WitnessP = append(c.WitnessP, p)
+			}
+		}
+		if o.P == nil {
+			c.WitnessP = []float64{1, 2}
+		}
+		if c.WitnessP == nil {
+			return nil, optionsError("ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+		}
 	}
 	for i, h := range c.Grid {
 		if !(h > 0) || math.IsInf(h, 0) || (i > 0 && !(h > c.Grid[i-1])) {
@@ -548,6 +579,8 @@ type KernelSums struct {
 	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
 	// not asked for).
 	MMCE *MMCESums `json:"mmce,omitempty"`
+	// Witness holds ece_witness's residual kernel sums.
+	Witness *kde.WitnessSums `json:"witness,omitempty"`
 	// Sharpness holds sharpness's kernel sums (top_label, or binary for
 	// one-column input, with the squared sums) when ece_kde does not
 	// already compute that notion (then its PointSums keeps the squares).
@@ -652,7 +685,7 @@ func (s *Sums) KernelPass() bool {
 
 // kernelMetrics says whether a metric needs the evaluation points.
 func (s *Sums) kernelMetrics() bool {
-	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness")
+	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness") || s.Config.has("ece_witness")
 }
 
 // total is the total weight of the rows (their number without weights).
@@ -775,6 +808,15 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		}
 		ks.Notions = append(ks.Notions, ps)
 	}
+	if c := s.Config; c.has("ece_witness") {
+		scale := 0.0
+		if slices.Contains(c.WitnessP, 2) {
+			scale = 0.5 // kde.WitnessOptions.P2Scale's default
+		}
+		if ks.Witness, err = kde.NewWitnessSums(probs, labels, s.K, weights, c.WitnessGrid, scale); err != nil {
+			return nil, err
+		}
+	}
 	if s.Config.has("sharpness") {
 		ps := ks.notion(s.sharpnessNotion())
 		if ps == nil {
@@ -853,6 +895,11 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
 		}
 	}
+	if ks.Witness != nil {
+		if err := ks.Witness.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+		}
+	}
 	return nil
 }
 
@@ -871,6 +918,14 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 	if ks.MMCE != nil {
 		if err := ks.MMCE.Merge(o.MMCE); err != nil {
 			return err
+		}
+	}
+	if (ks.Witness == nil) != (o.Witness == nil) {
+		return fmt.Errorf("evaluate: merging kernel sums with and without ece_witness")
+	}
+	if ks.Witness != nil {
+		if err := ks.Witness.Merge(o.Witness); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
 		}
 	}
 	if (ks.TopEdges == nil) != (o.TopEdges == nil) || len(ks.ClassEdges) != len(o.ClassEdges) || (ks.Cells == nil) != (o.Cells == nil) {
@@ -922,7 +977,7 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 		switch {
 		case b.Block != i || max(1, b.Blocks) != nb:
 			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.Block, b.Blocks, i, nb)
-		case b.K != a.K || b.Rows != a.Rows || len(b.Notions) != len(a.Notions) || (b.Sharpness == nil) != (a.Sharpness == nil) || (b.MMCE == nil) != (a.MMCE == nil):
+		case b.K != a.K || b.Rows != a.Rows || len(b.Notions) != len(a.Notions) || (b.Sharpness == nil) != (a.Sharpness == nil) || (b.MMCE == nil) != (a.MMCE == nil) || (b.Witness == nil) != (a.Witness == nil):
 			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.Rows, b.Rows)
 		case i > 0 && (b.TopEdges != nil || b.Cells != nil):
 			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
@@ -953,6 +1008,17 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 			return nil, err
 		}
 		out.Sharpness = ps
+	}
+	if a.Witness != nil {
+		parts := make([]*kde.WitnessSums, nb)
+		for i, b := range bs {
+			parts[i] = b.Witness
+		}
+		ws, err := kde.ConcatWitnessSums(parts)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		out.Witness = ws
 	}
 	if a.MMCE != nil {
 		out.MMCE = &MMCESums{Width: a.MMCE.Width, N: a.MMCE.N, Total: a.MMCE.Total}
@@ -993,6 +1059,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
 			}
 		}
+		if ks.Witness != nil && ks.Witness.N != s.N {
+			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.Witness.N, s.N)
+		}
 		if ks.MMCE != nil && ks.MMCE.N != s.N {
 			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.MMCE.N, s.N)
 		}
@@ -1024,6 +1093,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs, err = finishMMCE(s, ks)
 		case "sharpness":
 			rs, err = finishSharpness(s, ks)
+		case "ece_witness":
+			rs, err = finishWitness(s, ks)
 		default:
 			rs = s.finishScore(d.name)
 		}
@@ -1106,6 +1177,38 @@ func (c *streamConfig) gridBandwidth(ps *kde.PointSums) (int, string, Warnings, 
 		warnings = append(warnings, warn(EstimatorWarning, w))
 	}
 	return sel.Index, "loo-grid", warnings, nil
+}
+
+// finishWitness reports ece_witness from the residual kernel sums at the
+// evaluation points (kde.WitnessSums.Estimate), as eceWitness does from
+// all rows.
+func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
+	if ks == nil || ks.Witness == nil {
+		return nil, errors.New("ece_witness: the second pass (KernelSums) is missing")
+	}
+	c := s.Config
+	vals, err := ks.Witness.Estimate(c.WitnessP, 0, c.Seed, c.Level)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	for _, v := range vals {
+		e := &Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
+			EvalPoints: ptr(v.M), SE: jf(v.SE), Interval: []Float{Float(v.Lo), Float(v.Hi)}, IntervalLevel: ptr(c.Level),
+			IntervalKind: "sampling", group: groupCanonical}
+		if int64(v.M) >= s.N {
+			e.IntervalKind = "exact"
+		}
+		for _, w := range v.Warnings {
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+		}
+		if v.P == 2 {
+			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // finishSharpness reports sharpness from the squared kernel sums at the

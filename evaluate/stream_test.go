@@ -13,6 +13,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/demo"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
 
@@ -300,7 +301,8 @@ func TestStreamOptionsRefused(t *testing.T) {
 	for _, o := range []StreamOptions{
 		{Options: Options{CI: true}},
 		{Options: Options{Debias: true}},
-		{Options: Options{Metrics: []string{"ece_witness"}}},
+		{Options: Options{Metrics: []string{"ece_witness"}, P: []float64{3}}},
+		{Options: Options{Objective: kde.Reference}},
 		{Options: Options{Metrics: []string{"nope"}}},
 		{Options: Options{P: []float64{0.5}}},
 		{EvalPoints: -2},
@@ -670,6 +672,59 @@ func TestStreamBlocks(t *testing.T) {
 			w := mem.Results[i]
 			if d := math.Abs(float64(*e.Value) - float64(*w.Value)); key(e) != key(w) || d > 1e-12*math.Max(1, math.Abs(float64(*w.Value))) {
 				t.Errorf("%s = %v, in memory %s = %v", key(e), *e.Value, key(w), *w.Value)
+			}
+		}
+	}
+}
+
+// ece_witness in a stream: with every row an evaluation point (one shard,
+// so the points are in input order) it is Evaluate's ece_witness, p = 1
+// and 2, weighted or not, to 1e-12, in blocks too; with 150 points of 800
+// the interval holds the full-data value.
+func TestStreamWitness(t *testing.T) {
+	ctx := context.Background()
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 800)
+	ws := RowsOf(s, 0, 800)
+	w := make([]float64, s.N)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range w {
+		w[i] = float64(rng.IntN(3))
+	}
+	if err := ws.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []*data.Set{s, ws} {
+		mem, err := Evaluate(ctx, set, Options{Metrics: []string{"ece_witness"}, Seed: 4, Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []int{AllPoints, 150} {
+			got, err := Stream(ctx, SetSource(set, 300), StreamOptions{Options: Options{Metrics: []string{"ece_witness"}, Seed: 4}, EvalPoints: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Results) != 2 {
+				t.Fatalf("%d results", len(got.Results))
+			}
+			for i, e := range got.Results {
+				want := mem.Results[i]
+				gv, wv := float64(*e.Value), float64(*want.Value)
+				if key(e) != key(want) || e.Error != "" {
+					t.Fatalf("%s (%s), in memory %s", key(e), e.Error, key(want))
+				}
+				if m == AllPoints {
+					if math.Abs(gv-wv) > 1e-12*math.Max(1e-3, math.Abs(wv)) || *e.Bandwidth != *want.Bandwidth || *e.Excluded != *want.Excluded || e.IntervalKind != "exact" {
+						t.Errorf("weighted=%v %s = %.17g (h %v), in memory %.17g (h %v)", set.Weights != nil, key(e), gv, *e.Bandwidth, wv, *want.Bandwidth)
+					}
+					continue
+				}
+				if !(float64(e.Interval[0]) <= wv && wv <= float64(e.Interval[1])) {
+					t.Errorf("weighted=%v %s: m = 150: %v [%v, %v] does not hold %v", set.Weights != nil, key(e), gv, e.Interval[0], e.Interval[1], wv)
+				}
 			}
 		}
 	}

@@ -429,3 +429,140 @@ func TestConcatPointSums(t *testing.T) {
 		}
 	}
 }
+
+// WitnessSums with every row an evaluation point (input order, the same
+// seed) gives Witness's p = 1 and p = 2 values, bandwidths and exclusions
+// to 1e-12 (weighted or not, any batching); shards merged in another
+// order and through JSON give one pass's values; sampled points give an
+// interval.
+func TestWitnessSumsAllPoints(t *testing.T) {
+	probs, labels, k := realRows(t, 500)
+	n := len(labels)
+	rng := rand.New(rand.NewPCG(9, 10))
+	w := randWeights(rng, n, true)
+	grid := []float64{0.005, 0.01, 0.02, 0.05, 0.1}
+	for _, weights := range [][]float64{nil, w} {
+		want, err := Witness(probs, labels, k, weights, WitnessOptions{Grid: grid, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batch := range []int{n, 77} {
+			ws, err := NewWitnessSums(probs, labels, k, weights, grid, 0.5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i0 := 0; i0 < n; i0 += batch {
+				i1 := min(n, i0+batch)
+				self := make([]int, i1-i0)
+				for i := range self {
+					self[i] = i0 + i
+				}
+				var wb []float64
+				if weights != nil {
+					wb = weights[i0:i1]
+				}
+				if err := ws.Add(probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: self}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := ws.Estimate(nil, 0, 3, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range got {
+				v := want.Values[i]
+				if d := math.Abs(g.Value - v.Value); d > 1e-12*math.Max(1e-3, math.Abs(v.Value)) || g.Bandwidth != v.Bandwidth || g.Excluded != v.Excluded || g.CVBandwidth != v.CVBandwidth {
+					t.Errorf("weighted=%v batch %d p=%v: %.17g h %v (excl %d), Witness %.17g h %v (excl %d)", weights != nil, batch, g.P, g.Value, g.Bandwidth, g.Excluded, v.Value, v.Bandwidth, v.Excluded)
+				}
+				if g.SE != 0 || g.Lo != g.Value {
+					t.Errorf("p=%v: SE %v with every point", g.P, g.SE)
+				}
+			}
+		}
+	}
+	// 60 sampled points, 3 shards merged in reverse order through JSON.
+	m := 60
+	self := func(i int) int {
+		if i < m {
+			return i
+		}
+		return -1
+	}
+	newSums := func() *WitnessSums {
+		ws, _ := NewWitnessSums(probs[:m*k], labels[:m], k, nil, grid, 0.5)
+		return ws
+	}
+	one := newSums()
+	s := make([]int, n)
+	for i := range s {
+		s[i] = self(i)
+	}
+	if err := one.Add(probs, labels, nil, AddOptions{Self: s}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := one.Estimate(nil, 0, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newSums()
+	for _, r := range [][2]int{{300, 500}, {120, 300}, {0, 120}} {
+		part := newSums()
+		if err := part.Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: s[r[0]:r[1]]}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := new(WitnessSums)
+		if err := json.Unmarshal(b, back); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Merge(back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := acc.Estimate(nil, 0, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if d := math.Abs(got[i].Value - want[i].Value); d > 1e-12*math.Max(1e-3, math.Abs(want[i].Value)) {
+			t.Errorf("merged p=%v: %v, one pass %v", got[i].P, got[i].Value, want[i].Value)
+		}
+		if !(got[i].SE > 0 && got[i].Lo < got[i].Value && got[i].Value < got[i].Hi) {
+			t.Errorf("p=%v: m = %d of %d: SE %v [%v, %v]", got[i].P, m, n, got[i].SE, got[i].Lo, got[i].Hi)
+		}
+	}
+	// Blocks of the points, each over all centres, joined.
+	var blocks []*WitnessSums
+	for _, r := range [][2]int{{0, 25}, {25, 60}} {
+		b, _ := NewWitnessSums(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], k, nil, grid, 0.5)
+		sb := make([]int, n)
+		for i := range sb {
+			sb[i] = -1
+			if i >= r[0] && i < r[1] {
+				sb[i] = i - r[0]
+			}
+		}
+		if err := b.Add(probs, labels, nil, AddOptions{Self: sb}); err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, b)
+	}
+	joined, err := ConcatWitnessSums(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(joined.S, one.S) || !slices.Equal(joined.E, one.E) || !slices.Equal(joined.P, one.P) || !slices.Equal(joined.Q, one.Q) || !slices.Equal(joined.Shift, one.Shift) {
+		t.Error("joined blocks differ from one pass")
+	}
+	for _, bad := range []string{`{"version":2}`, `{"version":1,"k":10,"grid":[0.1]}`} {
+		if err := json.Unmarshal([]byte(bad), new(WitnessSums)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if err := acc.Merge(&WitnessSums{K: k, Grid: []float64{1}}); err == nil {
+		t.Error("merging another grid: no error")
+	}
+}

@@ -103,10 +103,11 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	if err != nil {
 		return nil, err
 	}
-	if f.text.Metrics == "" || f.text.Metrics == "all" {
-		if !f.modeSet || f.text.Metrics == "all" {
-			o.Metrics = nil // every streamed metric
-		}
+	switch {
+	case f.text.Metrics == "all":
+		o.Metrics = evaluate.StreamableMetrics()
+	case f.text.Metrics == "" && !f.modeSet:
+		o.Metrics = nil // the streamed defaults
 	}
 	m, _ := sf.points()
 	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells}

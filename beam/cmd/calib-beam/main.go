@@ -58,7 +58,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
 	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
-	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_bin, mce, ece_bin_debiased, ks, mmce, sharpness, brier, nll, accuracy, confidence, or all (default: all, or ece_kde when --mode is given)")
+	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_witness, ece_bin, mce, ece_bin_debiased, ks, mmce, sharpness, brier, nll, accuracy, confidence, or all (default: all but ece_witness, or ece_kde when --mode is given)")
 	fs.StringVar(&c.mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all")
 	fs.StringVar(&c.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&c.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out choice on a grid)")
@@ -122,8 +122,11 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if err := text.Parse(&eo, nil); err != nil {
 		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
 	}
-	if text.Metrics == "" || text.Metrics == "all" {
-		eo.Metrics = nil // every streamed metric
+	switch text.Metrics {
+	case "all":
+		eo.Metrics = evaluate.StreamableMetrics()
+	case "":
+		eo.Metrics = nil // the streamed defaults
 	}
 	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells}
 	if _, err := evaluate.NewSums(o.Stream); err != nil {

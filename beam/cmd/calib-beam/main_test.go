@@ -48,7 +48,7 @@ func TestOptions(t *testing.T) {
 	}{
 		{nil, "--input is required"},
 		{[]string{"--input", "x", "--eval-points", "0"}, "--eval-points"},
-		{[]string{"--input", "x", "--metrics", "ece_witness"}, "not available in a streamed evaluation"},
+		{[]string{"--input", "x", "--metrics", "ece_witness", "--p", "3"}, "p = 1 and 2"},
 		{[]string{"--input", "x", "--metrics", "ece"}, "unknown metric"},
 		{[]string{"--input", "x", "--mode", "nope"}, "mode:"},
 		{[]string{"--input", "x", "--bandwidth", "-1"}, "bandwidth"},

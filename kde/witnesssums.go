@@ -1,0 +1,556 @@
+package kde
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// WitnessSums is the mergeable form of Witness (the cross-fitted residual
+// witness, p = 1, and the debiased U-statistic, p = 2, of the canonical
+// calibration error) at m fixed evaluation points. For each point j and
+// each bandwidth h of the grid it holds the leave-one-out kernel sums of the
+// residuals e_i = y_i - f_i over every centre i added,
+//
+//	S_j(h) = sum_{i != j} w_i k_h(f_j; f_i),   E_j(h) = sum_{i != j} w_i k_h(f_j; f_i) e_i,
+//
+// (Dirichlet kernel, eq. 10; one shift per point and bandwidth as in
+// PointSums), so that g_j(h) = E_j / S_j is residualSweep's regression; and,
+// with p = 2, the same sums at the bandwidths Scale x h with the pair sums
+//
+//	P_j = sum_{i != i'} x_i x_i',  Q_j = sum_{i != i'} x_i x_i' <e_i, e_i'>,  x_i = w_i k(f_j; f_i),
+//
+// accumulated term by term (kernel.PairWeightedSumExp: never the
+// difference of two squares) and merged by P = P_a + P_b + 2 S_a S_b, Q =
+// Q_a + Q_b + 2 <E_a, E_b>. Estimate chooses the bandwidths and gives the
+// estimates from the points' terms as Witness does from all rows: with
+// every row a point (in input order, the same Seed) it is Witness's value.
+// Memory: m x grid x (K + 1) floats, twice that and m x grid x 2 more with
+// p = 2.
+type WitnessSums struct {
+	Version int       `json:"version"`
+	K       int       `json:"k"`
+	Grid    []float64 `json:"grid"`
+	// Scale is WitnessOptions.P2Scale (0: no p = 2 sums).
+	Scale   float64   `json:"scale,omitempty"`
+	Points  []float64 `json:"points"`
+	Labels  []int     `json:"labels"`
+	Weights []float64 `json:"weights,omitempty"`
+	N       int64     `json:"n"`
+	W       float64   `json:"w"`
+	// Shift[b*m + j], S[b*m + j] and E[(b*m + j)*K + l] for bandwidth b of
+	// Grid followed (p = 2) by Scale x Grid; P and Q[(b - G)*m + j] for
+	// the second half. Shift is -Inf (JSON: null) while the point has no
+	// centre with a positive kernel.
+	Shift []float64 `json:"-"`
+	S     []float64 `json:"s"`
+	E     []float64 `json:"e"`
+	P     []float64 `json:"p,omitempty"`
+	Q     []float64 `json:"q,omitempty"`
+}
+
+// NewWitnessSums returns empty sums at the evaluation points (m rows of k
+// probabilities, labels, weights nil or m values >= 0) on the grid (nil:
+// WitnessGrid()); p2Scale > 0 adds the p = 2 sums at p2Scale x grid.
+func NewWitnessSums(points []float64, labels []int, k int, weights, grid []float64, p2Scale float64) (*WitnessSums, error) {
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("kde: %w: no evaluation points", ErrTooFew)
+	}
+	if err := checkPoints(Canonical, points, labels, k); err != nil {
+		return nil, err
+	}
+	if err := mathx.CheckWeightValues(weights, len(labels)); err != nil {
+		return nil, fmt.Errorf("kde: evaluation points: %w", err)
+	}
+	if grid == nil {
+		grid = WitnessGrid()
+	}
+	if err := checkGrid(grid); err != nil {
+		return nil, err
+	}
+	if p2Scale < 0 || math.IsInf(p2Scale, 0) || math.IsNaN(p2Scale) {
+		return nil, fmt.Errorf("kde: witness: P2Scale %v: must be positive", p2Scale)
+	}
+	ws := &WitnessSums{Version: pointSumsVersion, K: k, Grid: slices.Clone(grid), Scale: p2Scale,
+		Points: slices.Clone(points), Labels: slices.Clone(labels), Weights: slices.Clone(weights)}
+	ws.alloc()
+	return ws, nil
+}
+
+// alloc sizes the sums for the grid and points.
+func (ws *WitnessSums) alloc() {
+	m, nb := ws.M(), ws.bandwidths()
+	ws.Shift, ws.S, ws.E = make([]float64, nb*m), make([]float64, nb*m), make([]float64, nb*m*ws.K)
+	for i := range ws.Shift {
+		ws.Shift[i] = math.Inf(-1)
+	}
+	if ws.Scale > 0 {
+		ws.P, ws.Q = make([]float64, len(ws.Grid)*m), make([]float64, len(ws.Grid)*m)
+	}
+}
+
+// M returns the number of evaluation points.
+func (ws *WitnessSums) M() int { return len(ws.Labels) }
+
+// bandwidths returns the number of bandwidths summed: the grid, and with
+// p = 2 the scaled grid.
+func (ws *WitnessSums) bandwidths() int {
+	if ws.Scale > 0 {
+		return 2 * len(ws.Grid)
+	}
+	return len(ws.Grid)
+}
+
+// bandwidth returns bandwidth b (grid, then scaled grid).
+func (ws *WitnessSums) bandwidth(b int) float64 {
+	if g := len(ws.Grid); b >= g {
+		return ws.Scale * ws.Grid[b-g]
+	}
+	return ws.Grid[b]
+}
+
+// Add adds a batch of kernel centres: probs n×K, labels and weights (nil:
+// all 1); o.Self marks the centres that are evaluation points. Each point
+// takes the batch tile by tile (pointTile centres) at its running shift.
+func (ws *WitnessSums) Add(probs []float64, labels []int, weights []float64, o AddOptions) error {
+	n, k := len(labels), ws.K
+	if n == 0 {
+		return nil
+	}
+	if err := checkPoints(Canonical, probs, labels, k); err != nil {
+		return err
+	}
+	if err := mathx.CheckWeightValues(weights, n); err != nil {
+		return fmt.Errorf("kde: %w", err)
+	}
+	m, G, nb := ws.M(), len(ws.Grid), ws.bandwidths()
+	if o.Self != nil && len(o.Self) != n {
+		return fmt.Errorf("kde: %d self indices for %d centres", len(o.Self), n)
+	}
+	for _, j := range o.Self {
+		if j < -1 || j >= m {
+			return fmt.Errorf("kde: self index %d outside -1..%d", j, m-1)
+		}
+	}
+	// Centre coordinates by column, residuals, log weights.
+	fct := make([]float64, n*k)
+	for i := 0; i < n; i++ {
+		for q := 0; q < k; q++ {
+			fct[q*n+i] = probs[i*k+q]
+		}
+	}
+	e := residuals(probs, labels, k)
+	lw := make([]float64, n)
+	if weights != nil {
+		for i, w := range weights {
+			lw[i] = math.Log(w)
+		}
+	}
+	norm := make([]float64, nb*n)
+	err := parallel.ForContext(o.Context, nb, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+		h := ws.bandwidth(b)
+		for i := 0; i < n; i++ {
+			sum, lb := 0.0, 0.0
+			for q := 0; q < k; q++ {
+				a := fct[q*n+i]/h + 1
+				v, _ := math.Lgamma(a)
+				lb += v
+				sum += a
+			}
+			v, _ := math.Lgamma(sum)
+			norm[b*n+i] = lb - v - lw[i]
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("kde: %w", err)
+	}
+	self := map[int][]int{}
+	for i, j := range o.Self {
+		if j >= 0 {
+			self[j] = append(self[j], i)
+		}
+	}
+	lx, exact := make([]float64, m*k), make([]bool, m)
+	for j := 0; j < m; j++ {
+		for q, v := range ws.Points[j*k : (j+1)*k] {
+			lx[j*k+q] = math.Log(v)
+			exact[j] = exact[j] || v == 0
+		}
+	}
+	zero := make([]float64, pointTile)
+	err = parallel.ForContext(o.Context, m, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, j int) {
+		for t0 := 0; t0 < n; t0 += pointTile {
+			t1 := min(n, t0+pointTile)
+			dots, lk := buf[:t1-t0], buf[pointTile:pointTile+t1-t0]
+			if exact[j] {
+				kernel.LogKernelRowExact(dots, lx[j*k:(j+1)*k], fct[t0:], n, zero, 1)
+			} else {
+				kernel.LogKernelRow(dots, lx[j*k:(j+1)*k], fct[t0:], n, zero, 1)
+			}
+			for b := 0; b < nb; b++ {
+				mx := kernel.AffineMax(lk, dots, norm[b*n+t0:b*n+t1], 1/ws.bandwidth(b))
+				if skip := self[j]; len(skip) > 0 {
+					for _, s := range skip {
+						if s >= t0 && s < t1 {
+							lk[s-t0] = math.Inf(-1)
+						}
+					}
+					mx = kernel.Max(lk)
+				}
+				if math.IsInf(mx, -1) || math.IsNaN(mx) {
+					continue
+				}
+				at := b*m + j
+				acc := ws.E[at*k : (at+1)*k]
+				if old := ws.Shift[at]; mx > old {
+					if !math.IsInf(old, -1) {
+						f := math.Exp(old - mx)
+						ws.S[at] *= f
+						for l := range acc {
+							acc[l] *= f
+						}
+						if b >= G {
+							ws.P[at-G*m] *= f * f
+							ws.Q[at-G*m] *= f * f
+						}
+					}
+					ws.Shift[at] = mx
+				}
+				if b < G {
+					ws.S[at] += kernel.WeightedSumExp(acc, lk, e[t0*k:t1*k], ws.Shift[at])
+					continue
+				}
+				pa := at - G*m
+				ws.S[at], ws.P[pa], ws.Q[pa] = kernel.PairWeightedSumExp(acc, lk, e[t0*k:t1*k], ws.Shift[at], ws.S[at], ws.P[pa], ws.Q[pa])
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("kde: %w", err)
+	}
+	ws.N += int64(n)
+	ws.W += mathx.WeightSum(weights, n)
+	return nil
+}
+
+// Merge adds the sums of another shard over the same points and grid.
+func (ws *WitnessSums) Merge(o *WitnessSums) error {
+	switch {
+	case ws.K != o.K || !slices.Equal(ws.Grid, o.Grid) || ws.Scale != o.Scale:
+		return fmt.Errorf("%w: witness sums of other classes or grids", ErrMismatch)
+	case !slices.Equal(ws.Points, o.Points) || !slices.Equal(ws.Labels, o.Labels) || !slices.Equal(ws.Weights, o.Weights):
+		return fmt.Errorf("%w: different evaluation points", ErrMismatch)
+	}
+	m, G, k := ws.M(), len(ws.Grid), ws.K
+	for at, b := range o.Shift {
+		if math.IsInf(b, -1) {
+			continue
+		}
+		a := ws.Shift[at]
+		da, db := ws.E[at*k:(at+1)*k], o.E[at*k:(at+1)*k]
+		fa, fb := 1.0, 1.0 // the factors bringing each side to the larger shift
+		switch {
+		case math.IsInf(a, -1):
+			fa = 0
+			ws.Shift[at] = b
+		case b <= a:
+			fb = math.Exp(b - a)
+		default:
+			fa = math.Exp(a - b)
+			ws.Shift[at] = b
+		}
+		if at >= G*m {
+			pa := at - G*m
+			dot := 0.0
+			for l := range da {
+				dot += da[l] * db[l]
+			}
+			cross := 2 * fa * fb
+			ws.P[pa] = ws.P[pa]*fa*fa + o.P[pa]*fb*fb + cross*ws.S[at]*o.S[at]
+			ws.Q[pa] = ws.Q[pa]*fa*fa + o.Q[pa]*fb*fb + cross*dot
+		}
+		ws.S[at] = ws.S[at]*fa + o.S[at]*fb
+		for l := range da {
+			da[l] = da[l]*fa + db[l]*fb
+		}
+	}
+	ws.N += o.N
+	ws.W += o.W
+	return nil
+}
+
+// witnessSumsJSON is the JSON form: the shifts with -Inf as null.
+type witnessSumsJSON struct {
+	WitnessSums
+	Shift []*float64 `json:"shift"`
+}
+
+// MarshalJSON writes the versioned JSON form.
+func (ws *WitnessSums) MarshalJSON() ([]byte, error) {
+	v := witnessSumsJSON{WitnessSums: *ws, Shift: make([]*float64, len(ws.Shift))}
+	for i := range ws.Shift {
+		if !math.IsInf(ws.Shift[i], -1) {
+			v.Shift[i] = &ws.Shift[i]
+		}
+	}
+	type plain witnessSumsJSON // without this method
+	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the JSON form, checking its version and sizes.
+func (ws *WitnessSums) UnmarshalJSON(b []byte) error {
+	type plain struct {
+		Version int        `json:"version"`
+		K       int        `json:"k"`
+		Grid    []float64  `json:"grid"`
+		Scale   float64    `json:"scale,omitempty"`
+		Points  []float64  `json:"points"`
+		Labels  []int      `json:"labels"`
+		Weights []float64  `json:"weights,omitempty"`
+		N       int64      `json:"n"`
+		W       float64    `json:"w"`
+		Shift   []*float64 `json:"shift"`
+		S       []float64  `json:"s"`
+		E       []float64  `json:"e"`
+		P       []float64  `json:"p,omitempty"`
+		Q       []float64  `json:"q,omitempty"`
+	}
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("kde.WitnessSums: %w", err)
+	}
+	if v.Version != pointSumsVersion {
+		return fmt.Errorf("kde.WitnessSums: version %d, want %d", v.Version, pointSumsVersion)
+	}
+	out := WitnessSums{Version: v.Version, K: v.K, Grid: v.Grid, Scale: v.Scale, Points: v.Points, Labels: v.Labels, Weights: v.Weights, N: v.N, W: v.W}
+	if err := checkGrid(v.Grid); err != nil {
+		return fmt.Errorf("kde.WitnessSums: %w", err)
+	}
+	m := len(v.Labels)
+	if v.K < 2 || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) || v.Scale < 0 {
+		return errors.New("kde.WitnessSums: inconsistent sizes")
+	}
+	if err := checkPoints(Canonical, v.Points, v.Labels, v.K); err != nil {
+		return fmt.Errorf("kde.WitnessSums: %w", err)
+	}
+	nb := out.bandwidths()
+	if len(v.Shift) != nb*m || len(v.S) != nb*m || len(v.E) != nb*m*v.K {
+		return errors.New("kde.WitnessSums: inconsistent sizes")
+	}
+	if v.Scale > 0 && (len(v.P) != len(v.Grid)*m || len(v.Q) != len(v.Grid)*m) {
+		return errors.New("kde.WitnessSums: inconsistent pair sums")
+	}
+	out.S, out.E, out.P, out.Q = v.S, v.E, v.P, v.Q
+	out.Shift = make([]float64, len(v.Shift))
+	for i, s := range v.Shift {
+		out.Shift[i] = math.Inf(-1)
+		if s != nil {
+			out.Shift[i] = *s
+		}
+	}
+	*ws = out
+	return nil
+}
+
+// SampledWitness is the estimate of one exponent from WitnessSums.
+type SampledWitness struct {
+	WitnessValue
+	M int   // evaluation points
+	N int64 // centres
+	// SE, Lo and Hi: the standard error of Value over the sample of
+	// points and its symmetric normal interval (the terms can be
+	// negative); 0 and Value, Value with every row a point.
+	SE, Lo, Hi float64
+}
+
+// Estimate returns the estimates of ws for the exponents p (nil: 1 and 2
+// where the sums have them), as Witness computes them from all rows but
+// over the evaluation points: V1(h) and CV(h) are the means of the
+// points' terms, the cross-fitting splits the points (splits: 0 means 20;
+// seed as WitnessOptions.Seed), and U_j is taken at Scale x h_cv. The SE
+// treats the terms as the plug-in's (1 - m/n) m'/(m'-1) sum w_j^2 (t_j -
+// V)^2 / (sum w_j)^2; for p = 1 it ignores the small dependence the
+// cross-fitting adds between the terms. level 0: 0.95.
+func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level float64) ([]SampledWitness, error) {
+	if p == nil {
+		p = []float64{1}
+		if ws.Scale > 0 {
+			p = append(p, 2)
+		}
+	}
+	if splits == 0 {
+		splits = 20
+	}
+	if level == 0 {
+		level = 0.95
+	}
+	if !(level > 0 && level < 1) || splits < 0 {
+		return nil, fmt.Errorf("kde: witness: level %v or %d splits", level, splits)
+	}
+	m, G, k := ws.M(), len(ws.Grid), ws.K
+	v1, cv := make([]float64, G*m), make([]float64, G*m)
+	defined := make([]bool, m)
+	gj := make([]float64, k)
+	terms := func(b, j int) (sign, cvt, dot float64, ok bool) {
+		at := b*m + j
+		if math.IsInf(ws.Shift[at], -1) || !(ws.S[at] > 0) {
+			return 0, 0, 0, false
+		}
+		ej := make([]float64, k)
+		for l := range ej {
+			ej[l] = -ws.Points[j*k+l]
+		}
+		ej[ws.Labels[j]]++
+		inv := 1 / ws.S[at]
+		gg := 0.0
+		for l, v := range ws.E[at*k : (at+1)*k] {
+			switch {
+			case v > 0:
+				sign += ej[l]
+			case v < 0:
+				sign -= ej[l]
+			}
+			gj[l] = v * inv
+			dot += gj[l] * ej[l]
+			gg += gj[l] * gj[l]
+		}
+		return sign, 2*dot - gg, dot, true
+	}
+	for j := 0; j < m; j++ {
+		defined[j] = true
+		for g := 0; g < G; g++ {
+			s, c, _, ok := terms(g, j)
+			if !ok {
+				defined[j] = false
+				continue
+			}
+			v1[g*m+j], cv[g*m+j] = s, c
+		}
+		if !defined[j] {
+			for g := 0; g < G; g++ {
+				v1[g*m+j], cv[g*m+j] = 0, 0
+			}
+		}
+	}
+	var out []SampledWitness
+	for _, pv := range p {
+		v := WitnessValue{P: pv, Kept: slices.Clone(defined)}
+		switch pv {
+		case 1:
+			v.Curve = curveMeans(v1, defined, ws.Weights, m, G)
+			best := mathx.Argmax(v.Curve)
+			v.Bandwidth = ws.Grid[best]
+			var hg float64
+			v.Terms, hg = crossFit(v1, defined, ws.Weights, m, G, splits, seed)
+			v.HalfBandwidths = geometricMean(ws.Grid, hg)
+			v.Warnings = edgeWarning(ws.Grid, best, "witness V1")
+		case 2:
+			if ws.Scale == 0 {
+				return nil, errors.New("kde: witness p = 2: the sums have no pair sums")
+			}
+			v.Curve = curveMeans(cv, defined, ws.Weights, m, G)
+			best := mathx.Argmax(v.Curve)
+			v.CVBandwidth, v.Bandwidth = ws.Grid[best], ws.Scale*ws.Grid[best]
+			v.Warnings = edgeWarning(ws.Grid, best, "cross-validation CV")
+			v.Terms = make([]float64, m)
+			for j := range v.Kept {
+				pa := best*m + j
+				_, _, dot, ok := terms(G+best, j)
+				if !v.Kept[j] || !ok || !(ws.P[pa] > 0) {
+					v.Kept[j] = false
+					continue
+				}
+				v.Terms[j] = 2*dot - ws.Q[pa]/ws.P[pa]
+			}
+		default:
+			return nil, fmt.Errorf("kde: witness: p = %v: must be 1 or 2", pv)
+		}
+		kept, wkept := 0, 0.0
+		for j, ok := range v.Kept {
+			if !ok {
+				v.Excluded++
+				continue
+			}
+			w := mathx.Weight(ws.Weights, j)
+			v.Value += w * v.Terms[j]
+			wkept += w
+			if w > 0 {
+				kept++
+			}
+		}
+		if kept == 0 || !(wkept > 0) {
+			return nil, fmt.Errorf("kde: witness p = %v: %w: no evaluation point of positive weight is kept", pv, ErrTooFew)
+		}
+		v.Value /= wkept
+		if !finiteAll(v.Value) {
+			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", pv, v.Value)
+		}
+		v.Root = math.Pow(math.Max(0, v.Value), 1/pv)
+		sw := SampledWitness{WitnessValue: v, M: m, N: ws.N, Lo: v.Value, Hi: v.Value}
+		fpc := 1 - float64(m)/float64(max(ws.N, int64(m)))
+		if kept > 1 && fpc > 0 {
+			ss := 0.0
+			for j, ok := range v.Kept {
+				if w := mathx.Weight(ws.Weights, j); ok && w > 0 {
+					d := w * (v.Terms[j] - v.Value)
+					ss += d * d
+				}
+			}
+			sw.SE = math.Sqrt(fpc * float64(kept) / float64(kept-1) * ss / (wkept * wkept))
+			z := distuv.UnitNormal.Quantile((1 + level) / 2)
+			sw.Lo, sw.Hi = v.Value-z*sw.SE, v.Value+z*sw.SE
+		}
+		out = append(out, sw)
+	}
+	return out, nil
+}
+
+// ConcatWitnessSums joins the sums of disjoint blocks of evaluation points,
+// each over every centre, into the sums of all their points in block order
+// (see ConcatPointSums): bit for bit those of one WitnessSums over all of
+// them.
+func ConcatWitnessSums(blocks []*WitnessSums) (*WitnessSums, error) {
+	if len(blocks) == 0 {
+		return nil, errors.New("kde: ConcatWitnessSums: no blocks")
+	}
+	a := blocks[0]
+	for _, b := range blocks {
+		switch {
+		case b.K != a.K || !slices.Equal(b.Grid, a.Grid) || b.Scale != a.Scale:
+			return nil, fmt.Errorf("%w: witness blocks of other classes or grids", ErrMismatch)
+		case b.N != a.N || b.W != a.W || (b.Weights == nil) != (a.Weights == nil):
+			return nil, fmt.Errorf("%w: witness blocks over %d and %d centres", ErrMismatch, a.N, b.N)
+		}
+	}
+	out := &WitnessSums{Version: pointSumsVersion, K: a.K, Grid: slices.Clone(a.Grid), Scale: a.Scale, N: a.N, W: a.W}
+	for _, b := range blocks {
+		out.Points = append(out.Points, b.Points...)
+		out.Labels = append(out.Labels, b.Labels...)
+		out.Weights = append(out.Weights, b.Weights...)
+	}
+	k := a.K
+	for bw := 0; bw < a.bandwidths(); bw++ {
+		for _, b := range blocks {
+			m := b.M()
+			out.Shift = append(out.Shift, b.Shift[bw*m:(bw+1)*m]...)
+			out.S = append(out.S, b.S[bw*m:(bw+1)*m]...)
+			out.E = append(out.E, b.E[bw*m*k:(bw+1)*m*k]...)
+		}
+	}
+	for g := 0; a.Scale > 0 && g < len(a.Grid); g++ {
+		for _, b := range blocks {
+			m := b.M()
+			out.P = append(out.P, b.P[g*m:(g+1)*m]...)
+			out.Q = append(out.Q, b.Q[g*m:(g+1)*m]...)
+		}
+	}
+	return out, nil
+}
