@@ -89,7 +89,16 @@ type StreamOptions struct {
 	// KSCells is the number of score cells of KS (0:
 	// metric.DefaultKSCells).
 	KSCells int
+	// MaxCells bounds the occupied cells of the canonical binned metrics
+	// (each holds 2K + 2 numbers); 0 means MaxCellFloats / (2K + 2). Past
+	// it the canonical entries of ece_bin and mce are errors and the
+	// other entries are unaffected.
+	MaxCells int
 }
+
+// MaxCellFloats is the default budget of the canonical cells of a stream:
+// 2^25 numbers (256 MiB of sums; 1.5 million cells at K = 10).
+const MaxCellFloats = 1 << 25
 
 // streamConfig is StreamOptions resolved: what Sums carries to its merge
 // partners and to Finish.
@@ -109,6 +118,7 @@ type streamConfig struct {
 	Strict    bool              `json:"strict,omitempty"`
 	Level     float64           `json:"level"`
 	Seed      uint64            `json:"seed"`
+	MaxCells  int               `json:"max_cells,omitempty"`
 	// WitnessGrid is ece_witness's grid (kde.WitnessGrid, or the one
 	// witness bandwidth); WitnessP its exponents (1 and 2 of P).
 	WitnessGrid []float64 `json:"witness_grid,omitempty"`
@@ -124,12 +134,14 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionsError("the debiased estimators are not available in a streamed evaluation")
 	case o.Objective != kde.LOO:
 		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
+	case o.MaxCells < 0:
+		return nil, optionsError("%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
 	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
 		return nil, optionsError("%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionsError("witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	}
-	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.Seed, MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}
@@ -245,6 +257,14 @@ func (c *streamConfig) binned() bool {
 }
 func (c *streamConfig) cells() bool { return c.has("ece_bin") || c.has("mce") }
 
+// cellLimit is the bound on the canonical cells for K classes.
+func (c *streamConfig) cellLimit(k int) int {
+	if c.MaxCells > 0 {
+		return c.MaxCells
+	}
+	return max(1, MaxCellFloats/(2*k+2))
+}
+
 // sketched says whether the bins depend on the data (equal-mass edges, the
 // Doane and Sqrt rules): the first pass then sketches the scores and the
 // second collects the scores near the edges (metric.ScoreSketch).
@@ -342,6 +362,7 @@ func (s *Sums) start(b *Batch) error {
 		if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
 			return err
 		}
+		s.Cells.Limit = c.cellLimit(s.K)
 	}
 	if c.has("ks") {
 		for _, r := range c.KSR {
@@ -773,6 +794,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
 			return nil, err
 		}
+		ks.Cells.Limit = s.Config.cellLimit(s.K)
 	}
 	if s.Sample == nil {
 		return ks, nil
@@ -1347,6 +1369,14 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 		edgeBound(m, e, p, mass, abs)
 		out = append(out, e)
 		if m == "ece_bin_debiased" {
+			continue
+		}
+		if cells.Overflow {
+			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (StreamOptions.MaxCells); use fewer bins", cells.Limit, cells.B, s.K)
+			if c.Strict {
+				return nil, err
+			}
+			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B), group: groupCanonical, Error: err.Error()})
 			continue
 		}
 		pp := cellP(m, p)

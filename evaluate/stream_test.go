@@ -729,3 +729,56 @@ func TestStreamWitness(t *testing.T) {
 		}
 	}
 }
+
+// The canonical cells stay under StreamOptions.MaxCells: past it the
+// canonical entries of ece_bin and mce are errors (the whole evaluation
+// with Strict), the others equal the unbounded stream's; merging sums
+// that overflowed overflows.
+func TestStreamMaxCells(t *testing.T) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := StreamOptions{Options: Options{Metrics: []string{"ece_bin", "mce", "brier"}}}
+	want, err := Stream(ctx, SetSource(s, 2000), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MaxCells = 50
+	got, err := Stream(ctx, SetSource(s, 2000), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range got.Results {
+		w := want.Results[i]
+		if e.Notion == "canonical" {
+			if e.Error == "" || !strings.Contains(e.Error, "more than 50 occupied canonical cells") || e.Value != nil {
+				t.Errorf("%s: %+v", key(e), e)
+			}
+			continue
+		}
+		if key(e) != key(w) || *e.Value != *w.Value {
+			t.Errorf("%s: %v, unbounded %v", key(e), *e.Value, *w.Value)
+		}
+	}
+	o.Strict = true
+	if _, err := Stream(ctx, SetSource(s, 2000), o); err == nil || !strings.Contains(err.Error(), "canonical cells") {
+		t.Errorf("strict: %v", err)
+	}
+	if _, err := NewSums(StreamOptions{MaxCells: -1}); err == nil {
+		t.Error("MaxCells -1: no error")
+	}
+	a, _ := metric.NewCellSums(s.K, 15)
+	b, _ := metric.NewCellSums(s.K, 15)
+	a.Limit, b.Limit = 1000, 1000
+	a.Add(s.Probs[:100*s.K], s.Labels[:100], nil)
+	b.Limit = 3
+	b.Add(s.Probs[:100*s.K], s.Labels[:100], nil)
+	if !b.Overflow || a.Overflow || len(b.Cells) != 0 || b.N != 100 {
+		t.Fatalf("overflow %v %v, %d cells, n %d", a.Overflow, b.Overflow, len(b.Cells), b.N)
+	}
+	if err := a.Merge(b); err != nil || !a.Overflow || a.N != 200 {
+		t.Errorf("merging an overflowed shard: %v, overflow %v, n %d", err, a.Overflow, a.N)
+	}
+}

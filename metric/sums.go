@@ -380,7 +380,9 @@ func (ks *KSSums) UnmarshalJSON(b []byte) error {
 // merged (Value up to the rounding of the sums; cells are visited in the
 // order of their coordinates, so MCECount may name another cell than the
 // in-memory one when two cells attain the maximum exactly). Memory is
-// O(occupied cells x K).
+// O(occupied cells x K); with a Limit, past Limit occupied cells the sums
+// drop every cell and are Overflow (Estimate is then meaningless: check
+// Overflow), so that memory stays bounded whatever the data.
 type CellSums struct {
 	Version int                 `json:"version"`
 	K       int                 `json:"k"`
@@ -388,7 +390,16 @@ type CellSums struct {
 	Cells   map[string]*CellSum `json:"cells"` // keyed by the cell's coordinates, "i_1,...,i_K"
 	N       int                 `json:"n"`
 	W       float64             `json:"weight_sum"`
-	key     []byte
+	// Limit is the largest number of occupied cells kept (0: no limit);
+	// Overflow says that more were occupied.
+	Limit    int  `json:"limit,omitempty"`
+	Overflow bool `json:"overflow,omitempty"`
+	key      []byte
+}
+
+// overflow drops the cells: more than Limit are occupied.
+func (cs *CellSums) overflow() {
+	cs.Overflow, cs.Cells = true, map[string]*CellSum{}
 }
 
 // CellSum holds one cell's sums.
@@ -436,19 +447,26 @@ func (cs *CellSums) Add(probs []float64, labels []int, weights []float64) error 
 			}
 			cs.key = strconv.AppendInt(cs.key, int64(min(int(math.Floor(float64(cs.B)*v)), cs.B-1)), 10)
 		}
+		w := mathx.Weight(weights, i)
+		cs.W += w
+		if cs.Overflow {
+			continue
+		}
 		c := cs.Cells[string(cs.key)]
 		if c == nil {
+			if cs.Limit > 0 && len(cs.Cells) >= cs.Limit {
+				cs.overflow()
+				continue
+			}
 			c = &CellSum{F: make([]float64, k), Y: make([]float64, k)}
 			cs.Cells[string(cs.key)] = c
 		}
-		w := mathx.Weight(weights, i)
 		c.Count++
 		c.Mass += w
 		for m, v := range row {
 			c.F[m] += float64(w * v)
 		}
 		c.Y[y] += w
-		cs.W += w
 	}
 	cs.N += len(labels)
 	return nil
@@ -459,9 +477,21 @@ func (cs *CellSums) Merge(other *CellSums) error {
 	if other.K != cs.K || other.B != cs.B {
 		return fmt.Errorf("metric: CellSums.Merge: K = %d, B = %d and K = %d, B = %d", cs.K, cs.B, other.K, other.B)
 	}
+	cs.N += other.N
+	cs.W += other.W
+	if other.Overflow {
+		cs.overflow()
+	}
 	for key, o := range other.Cells {
+		if cs.Overflow {
+			break
+		}
 		c := cs.Cells[key]
 		if c == nil {
+			if cs.Limit > 0 && len(cs.Cells) >= cs.Limit {
+				cs.overflow()
+				break
+			}
 			c = &CellSum{F: make([]float64, cs.K), Y: make([]float64, cs.K)}
 			cs.Cells[key] = c
 		}
@@ -472,8 +502,6 @@ func (cs *CellSums) Merge(other *CellSums) error {
 			c.Y[m] += o.Y[m]
 		}
 	}
-	cs.N += other.N
-	cs.W += other.W
 	return nil
 }
 

@@ -26,6 +26,7 @@ type streamFlags struct {
 	evalPoints string
 	rows       int
 	ksCells    int
+	maxCells   int
 }
 
 func (f *streamFlags) register(fs *pflag.FlagSet) {
@@ -33,6 +34,7 @@ func (f *streamFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.evalPoints, "eval-points", "", fmt.Sprintf("with --stream: the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
 	fs.IntVar(&f.rows, "rows", 65536, "with --stream: rows per chunk")
 	fs.IntVar(&f.ksCells, "ks-cells", 4096, "with --stream: score cells of KS (the bounds' width is about 1/cells)")
+	fs.IntVar(&f.maxCells, "max-cells", 0, "with --stream: the most occupied cells the canonical ece_bin and mce may keep (0: 2^25 / (2K + 2), 256 MiB of sums); past it those two entries are errors")
 }
 
 // decide says whether eval streams PRED (a file, glob or directory) and
@@ -42,14 +44,14 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	if _, err := f.points(); err != nil {
 		return false, nil, err
 	}
-	if f.rows < 1 || f.ksCells < 1 {
-		return false, nil, usageErrorf("--rows and --ks-cells must be at least 1")
+	if f.rows < 1 || f.ksCells < 1 || f.maxCells < 0 {
+		return false, nil, usageErrorf("--rows and --ks-cells must be at least 1, --max-cells at least 0")
 	}
 	st, err := os.Stat(pred)
 	single := err == nil && !st.IsDir()
 	off := fs.Changed("stream") && !f.on // --stream=false: never stream
 	if single && !f.on && (off || st.Size() <= autoStreamBytes) {
-		for _, name := range []string{"eval-points", "rows", "ks-cells"} {
+		for _, name := range []string{"eval-points", "rows", "ks-cells", "max-cells"} {
 			if fs.Changed(name) {
 				return false, nil, usageErrorf("--%s applies to a streamed evaluation: add --stream", name)
 			}
@@ -110,7 +112,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 		o.Metrics = nil // the streamed defaults
 	}
 	m, _ := sf.points()
-	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells}
+	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells, MaxCells: sf.maxCells}
 	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
 		return nil, err
 	}

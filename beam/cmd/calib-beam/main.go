@@ -47,6 +47,7 @@ type config struct {
 	modeSet                                bool
 	classMean                              bool
 	bins, rows, ksCells, workers, blocks   int
+	maxCells                               int
 	seed                                   uint64
 }
 
@@ -70,6 +71,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.blocks, "eval-blocks", 1, "the block-pair plan: cut the evaluation points into this many blocks, each (block, shard) pair a work item of its own (for the exact estimates, --eval-points all, at moderate n); the document is the same")
 	fs.StringVar(&c.text.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.IntVar(&c.ksCells, "ks-cells", metric.DefaultKSCells, "score cells of KS (the bounds' width is about 1/cells)")
+	fs.IntVar(&c.maxCells, "max-cells", 0, "the most occupied cells the canonical ece_bin and mce may keep (0: 2^25 / (2K + 2)); past it those two entries are errors")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
 	fs.IntVar(&c.rows, "rows", data.DefaultChunkRows, "rows per batch")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the kernel sums of one shard on a worker (0: all cores); results are identical for any value")
@@ -128,7 +130,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	case "":
 		eo.Metrics = nil // the streamed defaults
 	}
-	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells}
+	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells, MaxCells: c.maxCells}
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
 		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
 	}
