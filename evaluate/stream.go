@@ -277,8 +277,9 @@ func (c *streamConfig) sketched() bool {
 func (c *streamConfig) dataCells() bool { return c.cells() && c.Bins.Rule != metric.Fixed }
 
 // Sums is the first pass of a streamed evaluation: the exact mergeable sums
-// of every streamed metric but ece_kde, and the sample of ece_kde's
-// evaluation points. The zero value is not usable: see NewSums.
+// of the scores, fixed bins and KS, the score sketches of data-dependent
+// bins, and the sample of the kernel estimators' evaluation points. The
+// zero value is not usable: see NewSums.
 type Sums struct {
 	Version int           `json:"version"`
 	Config  *streamConfig `json:"config"`
@@ -640,6 +641,15 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	}
 	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
 		return fmt.Errorf("evaluate.KernelSums: sharpness sums inconsistent with the %d points", len(v.Points))
+	}
+	if v.Witness != nil && v.Witness.M() != len(v.Points) {
+		return fmt.Errorf("evaluate.KernelSums: witness sums inconsistent with the %d points", len(v.Points))
+	}
+	if (v.TopEdges == nil && v.ClassEdges != nil) || (v.TopEdges != nil && (len(v.ClassEdges) != v.K || slices.Contains(v.ClassEdges, nil))) {
+		return fmt.Errorf("evaluate.KernelSums: %d class edge sums for K = %d", len(v.ClassEdges), v.K)
+	}
+	if v.Blocks < 0 || v.Block < 0 || (v.Blocks > 0 && v.Block >= v.Blocks) || v.Rows < 0 {
+		return fmt.Errorf("evaluate.KernelSums: block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
 	}
 	if m := v.MMCE; m != nil && (len(m.R) != len(v.Points) || len(m.E) != len(m.R) || len(m.T) != len(m.R) || (m.W != nil && len(m.W) != len(m.R))) {
 		return fmt.Errorf("evaluate.KernelSums: mmce sums inconsistent with the %d points", len(v.Points))
@@ -1059,11 +1069,13 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 	return out, nil
 }
 
-// Finish returns the Evaluation of the sums of both passes (ks nil when
-// neither ece_kde nor mmce is asked for): what Evaluate gives for the exact metrics,
-// and for ece_kde the estimate from the sampled evaluation points with its
-// interval and standard error (the Result's "interval" and "se"), at the
-// bandwidth chosen on the grid (or the fixed one).
+// Finish returns the Evaluation of the sums of both passes (ks nil when no
+// metric needs the second pass, see Sums.KernelPass; joined first when cut
+// into blocks): what Evaluate gives for the exact metrics (binned, with
+// data-dependent bins too, scores), KS bounds, and for ece_kde, sharpness,
+// mmce and ece_witness the estimates from the sampled evaluation points
+// with their intervals and standard errors (the Result's "interval" and
+// "se"), at the bandwidth chosen on the grid (or the fixed one).
 func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	if !s.started || s.N == 0 {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
@@ -1095,7 +1107,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	if s.ZeroRounded {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
 	}
-	cfg := &config{bin: c.Bins, ps: c.P}
+	cfg := &config{bin: c.Bins, ps: c.P, boot: metric.BootstrapOptions{Seed: c.Seed}}
 	cfg.Options.Bins = c.Bins
 	var results []*Result
 	for _, d := range metricTable {

@@ -716,6 +716,9 @@ func TestStreamWitness(t *testing.T) {
 				if key(e) != key(want) || e.Error != "" {
 					t.Fatalf("%s (%s), in memory %s", key(e), e.Error, key(want))
 				}
+				if e.Seed == nil || want.Seed == nil || *e.Seed != *want.Seed {
+					t.Errorf("%s: seed %v, in memory %v", key(e), e.Seed, want.Seed)
+				}
 				if m == AllPoints {
 					if math.Abs(gv-wv) > 1e-12*math.Max(1e-3, math.Abs(wv)) || *e.Bandwidth != *want.Bandwidth || *e.Excluded != *want.Excluded || e.IntervalKind != "exact" {
 						t.Errorf("weighted=%v %s = %.17g (h %v), in memory %.17g (h %v)", set.Weights != nil, key(e), gv, *e.Bandwidth, wv, *want.Bandwidth)
@@ -780,5 +783,19 @@ func TestStreamMaxCells(t *testing.T) {
 	}
 	if err := a.Merge(b); err != nil || !a.Overflow || a.N != 200 {
 		t.Errorf("merging an overflowed shard: %v, overflow %v, n %d", err, a.Overflow, a.N)
+	}
+}
+
+// Second-pass JSON that names class edge sums it does not hold is
+// refused (it made Merge panic).
+func TestKernelSumsJSONRefused(t *testing.T) {
+	for _, bad := range []string{
+		`{"version":1,"k":2,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[null,null],"rows":1}`,
+		`{"version":1,"k":3,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[],"rows":1}`,
+		`{"version":1,"k":2,"block":3,"blocks":2}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), new(KernelSums)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }

@@ -74,6 +74,14 @@ func (b *SketchBucket) merge(o *SketchBucket) {
 // the needed buckets) for EdgeValues, which has a limit: past it the
 // edges are taken at bucket ends and Bins states by how much the bins can
 // differ from the exact ones (SketchBound).
+//
+// Without weights and with integer weights the positions and cumulative
+// masses are exact integers, so the edges are BinScores's bit for bit. With
+// fractional weights the cumulative weights are summed per bucket, in
+// another order than BinScores's sorted sum: an order statistic can then
+// differ where a cumulative weight lands exactly on a position (weights
+// such as k/10), and merging shards in another order can move it the same
+// way.
 type ScoreSketch struct {
 	N int64
 	Moments
@@ -213,6 +221,20 @@ func (sk *ScoreSketch) numBins(o BinOptions, weighted bool) (int, error) {
 	return o.MergedBins(sk.Moments, sk.total(weighted))
 }
 
+// finite says whether every x is a finite number.
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^48
+// rows).
+const maxMergedBins = 1 << 24
+
 // MergedBins returns B for the rule of o from a sample's moments (Doane)
 // and total n (Sqrt: the number of rows without weights, their weight with
 // them), as the in-memory rules compute it from the sample (up to the
@@ -222,6 +244,9 @@ func (o BinOptions) MergedBins(mo Moments, n float64) (int, error) {
 	case Doane:
 		return mo.DoaneBins(), nil
 	case Sqrt:
+		if !(n <= maxMergedBins*float64(maxMergedBins)) {
+			return 0, fmt.Errorf("metric: the sqrt rule at a total of %g: more than %d bins", n, maxMergedBins)
+		}
 		return sqrtBins(n), nil
 	}
 	return o.numBins(nil, nil)
@@ -279,8 +304,9 @@ func (sk *ScoreSketch) cumulative(keys []uint32, weighted bool) []float64 {
 
 // Needed returns the buckets (keys, increasing) whose distinct scores the
 // second pass must collect for the bins of o: with equal-mass bins those
-// holding an edge's order statistics, with equal-width bins those that
-// straddle an edge; a bucket of one distinct score is never needed.
+// holding an edge's order statistics (and any between them), with
+// equal-width bins those that straddle an edge; a bucket of one distinct
+// score is never needed.
 // weighted says whether the rows carry weights (the edges then follow the
 // weighted quantiles, see EqualMass).
 func (sk *ScoreSketch) Needed(o BinOptions, weighted bool) ([]uint32, error) {
@@ -297,8 +323,13 @@ func (sk *ScoreSketch) Needed(o BinOptions, weighted bool) ([]uint32, error) {
 		cum := sk.cumulative(keys, weighted)
 		pos, _ := sk.positions(b, weighted)
 		for _, pp := range pos {
-			for _, t := range pp {
-				i, _ := sk.locate(keys, cum, t)
+			// The buckets from the one holding the order statistic at
+			// floor(h) to the one at floor(h) + 1: with weights below 1
+			// the rows between the two can fill several buckets, and the
+			// edge can cut any of them.
+			i0, _ := sk.locate(keys, cum, pp[0])
+			i1, _ := sk.locate(keys, cum, pp[1])
+			for i := i0; i <= i1; i++ {
 				if bk := sk.buckets[keys[i]]; bk.Min < bk.Max {
 					need[keys[i]] = true
 				}
@@ -440,6 +471,33 @@ func (ev *EdgeValues) Merge(o *EdgeValues) error {
 	return nil
 }
 
+// check says whether the values agree with the sketch: every needed bucket
+// held has as many rows as the sketch counted there (both passes read the
+// same rows).
+func (ev *EdgeValues) check(sk *ScoreSketch) error {
+	if ev == nil || ev.Overflow {
+		return nil
+	}
+	for _, k := range ev.Keys {
+		n := int64(0)
+		for _, v := range ev.values[k] {
+			n += v.N
+		}
+		bk := sk.buckets[k]
+		if bk == nil || n != bk.N {
+			return fmt.Errorf("metric: the second pass holds %d rows of score bucket %d, the first %d: the passes read different rows", n, k, bucketN(bk))
+		}
+	}
+	return nil
+}
+
+func bucketN(b *SketchBucket) int64 {
+	if b == nil {
+		return 0
+	}
+	return b.N
+}
+
 // sorted returns bucket k's distinct scores in increasing order (nil when
 // not held).
 func (ev *EdgeValues) sorted(k uint32) []*ValueSum {
@@ -486,6 +544,9 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 		return nil, bound, err
 	}
 	keys := sk.keys()
+	if err := ev.check(sk); err != nil {
+		return nil, bound, err
+	}
 	approx := map[uint32]bool{} // buckets placed without their scores
 	e := o.edges(nil, nil, b)
 	if o.Binning == EqualMass {
@@ -499,7 +560,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 				return bk.Min
 			}
 			vals := ev.sorted(keys[i])
-			if vals == nil {
+			if len(vals) == 0 {
 				approximated = true
 				return bk.Max
 			}
@@ -522,9 +583,10 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 			approximated = false
 			xlo, xhi := at(pos[i][0]), at(pos[i][1])
 			e[i] = xlo + (xhi-xlo)*frac[i]
-			if approximated { // both order statistics' buckets may hold misplaced rows
-				for _, t := range pos[i] {
-					j, _ := sk.locate(keys, cum, t)
+			if approximated { // the buckets from one order statistic's to the other's may hold misplaced rows
+				j0, _ := sk.locate(keys, cum, pos[i][0])
+				j1, _ := sk.locate(keys, cum, pos[i][1])
+				for j := j0; j <= j1; j++ {
 					approx[keys[j]] = true
 				}
 			}
@@ -539,6 +601,9 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 		bk := sk.buckets[k]
 		a := o.assign([]float64{bk.Min, bk.Max}, e)
 		vals := ev.sorted(k)
+		if len(vals) == 0 {
+			vals = nil
+		}
 		if a[0] != a[1] && vals != nil {
 			scores := make([]float64, len(vals))
 			for i, v := range vals {
@@ -621,13 +686,24 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	if len(v.BN) != n || len(v.BW) != n || len(v.BS) != n || len(v.BO) != n || len(v.BA) != n || len(v.Min) != n || len(v.Max) != n {
 		return fmt.Errorf("metric: ScoreSketch: %d keys and buckets of other sizes", n)
 	}
+	if !finite(v.W, v.Mean, v.M2, v.M3) || v.W < 0 || v.M2 < 0 {
+		return fmt.Errorf("metric: ScoreSketch: moments W = %v, M2 = %v", v.W, v.M2)
+	}
 	*sk = ScoreSketch{N: v.N, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
+	rows := int64(0)
 	for i, k := range v.Keys {
 		bk := &SketchBucket{N: v.BN[i], W: v.BW[i], S: v.BS[i], O: v.BO[i], A: v.BA[i], Min: v.Min[i], Max: v.Max[i]}
-		if SketchKey(bk.Min) != k || SketchKey(bk.Max) != k || bk.N < 1 || sk.buckets[k] != nil {
+		if SketchKey(bk.Min) != k || SketchKey(bk.Max) != k || !(bk.Min <= bk.Max) || bk.N < 1 || sk.buckets[k] != nil {
 			return fmt.Errorf("metric: ScoreSketch: bucket %d holds scores %v..%v of other buckets", k, bk.Min, bk.Max)
 		}
+		if !finite(bk.W, bk.S, bk.O, bk.A) || bk.W < 0 || bk.A < 0 {
+			return fmt.Errorf("metric: ScoreSketch: bucket %d has weight %v", k, bk.W)
+		}
+		rows += bk.N
 		sk.buckets[k] = bk
+	}
+	if rows != v.N {
+		return fmt.Errorf("metric: ScoreSketch: %d rows, its buckets hold %d", v.N, rows)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -238,5 +240,95 @@ func TestScoreSketchJSONRefused(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), new(EdgeValues)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// Small random sets with weights below 1 (so one unit of mass spans
+// several buckets) and zero weights: the two passes give BinScores's bins
+// (the edges to 1e-12, the counts exactly, ECE_1 and MCE to 1e-12) and,
+// with room for one score only (overflow), ECE_1 within 2 Abs.
+func TestScoreSketchFractionalWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for c := range 300 {
+		n := 5 + rng.IntN(60)
+		sc, oc, w := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range sc {
+			sc[i] = rng.Float64()
+			if rng.IntN(4) == 0 {
+				sc[i] = 0.5 + 0.01*rng.Float64() // crowd some buckets
+			}
+			oc[i] = float64(rng.IntN(2))
+			w[i] = 0.02 + 0.05*rng.Float64()
+			if rng.IntN(6) == 0 {
+				w[i] = 0
+			}
+		}
+		w[0] = 1 // some weight
+		for _, o := range []BinOptions{{Binning: EqualMass, Bins: 4}, {Binning: EqualMass, Bins: 3, OpenLow: true}} {
+			want, err := BinScores(sc, oc, w, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, bound, _ := sketchBins(t, rng, sc, oc, w, o, 0)
+			for i := range got.Edges {
+				if math.Abs(got.Edges[i]-want.Edges[i]) > 1e-12 {
+					t.Fatalf("case %d %v: edges %v, BinScores %v", c, o, got.Edges, want.Edges)
+				}
+			}
+			if !slices.Equal(got.Count, want.Count) || bound != (SketchBound{}) {
+				t.Errorf("case %d %v: counts %v (bound %+v), BinScores %v", c, o, got.Count, bound, want.Count)
+			}
+			near(t, "ECE", got.ECE(1), want.ECE(1), 1e-12)
+			near(t, "MCE", got.MCE(), want.MCE(), 1e-12)
+			approx, bound, _ := sketchBins(t, rng, sc, oc, w, o, 1)
+			if d := math.Abs(approx.ECE(1) - want.ECE(1)); d > 2*bound.Abs+1e-12 {
+				t.Errorf("case %d %v: overflowed ECE_1 off by %v > 2 Abs = %v", c, o, d, 2*bound.Abs)
+			}
+		}
+	}
+}
+
+// Values that disagree with the sketch (a needed bucket held empty, as
+// from crafted JSON or a second pass over other rows) are an error, not
+// a panic; corrupt sketches are refused; merging empty score sums keeps
+// them usable.
+func TestScoreSketchDisagreement(t *testing.T) {
+	sc := []float64{0.1, 0.2, 0.2001, 0.2002, 0.9}
+	oc := []float64{0, 1, 0, 1, 1}
+	sk := NewScoreSketch()
+	sk.Add(sc, oc, nil)
+	o := BinOptions{Binning: EqualMass, Bins: 2}
+	keys, err := sk.Needed(o, false)
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("needed %v, %v", keys, err)
+	}
+	var ev EdgeValues
+	js := []byte(`{"version":1,"keys":[` + strconv.Itoa(int(keys[0])) + `],"limit":5,"values":[]}`)
+	if err := json.Unmarshal(js, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sk.Bins(o, false, &ev); err == nil || !strings.Contains(err.Error(), "different rows") {
+		t.Errorf("empty needed bucket: %v", err)
+	}
+	other := NewEdgeValues(keys, 0)
+	other.Add([]float64{0.2}, []float64{1}, nil)
+	if _, _, err := sk.Bins(o, false, other); err == nil {
+		t.Error("values of other rows: no error")
+	}
+	for _, bad := range []string{
+		`{"version":1,"n":7,"w":1,"keys":[` + strconv.Itoa(int(SketchKey(0.9))) + `],"bucket_n":[1],"bucket_w":[1],"bucket_score_sum":[0.9],"bucket_outcome_sum":[1],"bucket_abs_sum":[0.1],"bucket_min":[0.9],"bucket_max":[0.9]}`,
+		`{"version":1,"n":1,"w":-1,"keys":[` + strconv.Itoa(int(SketchKey(0.9))) + `],"bucket_n":[1],"bucket_w":[1],"bucket_score_sum":[0.9],"bucket_outcome_sum":[1],"bucket_abs_sum":[0.1],"bucket_min":[0.9],"bucket_max":[0.9]}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), new(ScoreSketch)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if _, err := (BinOptions{Rule: Sqrt}).MergedBins(Moments{}, 1e30); err == nil {
+		t.Error("10^15 bins: no error")
+	}
+	a, b := NewScoreSums(), NewScoreSums()
+	a.Merge(b)
+	if err := a.Add([]float64{0.3, 0.7}, nil, []int{1}, 2, nil); err != nil {
+		t.Errorf("add after merging empty sums: %v", err)
 	}
 }

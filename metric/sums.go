@@ -220,7 +220,7 @@ func (ss *ScoreSums) Merge(other *ScoreSums) {
 	ss.Conf += other.Conf
 	ss.Brier += other.Brier
 	ss.NLL += other.NLL
-	if ss.Label == nil {
+	if ss.Label == nil && len(other.Label) > 0 {
 		ss.Label = make([]float64, len(other.Label))
 	}
 	for k, v := range other.Label {
