@@ -97,7 +97,7 @@ type StreamOptions struct {
 }
 
 // MaxCellFloats is the default budget of the canonical cells of a stream:
-// 2^25 numbers (256 MiB of sums; 1.5 million cells at K = 10).
+// 2^25 numbers (1.5 million cells at K = 10, about 296 bytes of heap each).
 const MaxCellFloats = 1 << 25
 
 // streamConfig is StreamOptions resolved: what Sums carries to its merge
@@ -668,7 +668,7 @@ type PointID struct {
 // configuration needs, with the sizes it needs.
 func (s *Sums) check() error {
 	c := s.Config
-	if c.M < 1 || c.KSCells < 1 || c.Bins.Bins < 1 || len(c.Metrics) == 0 {
+	if c.M < 1 || c.KSCells < 1 || c.KSCells > 1<<24 || c.Bins.Bins < 1 || c.Bins.Bins > 1<<20 || len(c.Metrics) == 0 || c.MaxCells < 0 {
 		return errors.New("inconsistent configuration")
 	}
 	if !s.started {

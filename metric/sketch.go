@@ -231,9 +231,9 @@ func finite(xs ...float64) bool {
 	return true
 }
 
-// maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^48
+// maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
 // rows).
-const maxMergedBins = 1 << 24
+const maxMergedBins = 1 << 20
 
 // MergedBins returns B for the rule of o from a sample's moments (Doane)
 // and total n (Sqrt: the number of rows without weights, their weight with
@@ -704,6 +704,13 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	}
 	if rows != v.N {
 		return fmt.Errorf("metric: ScoreSketch: %d rows, its buckets hold %d", v.N, rows)
+	}
+	bw := 0.0
+	for _, b := range sk.buckets {
+		bw += b.W
+	}
+	if math.Abs(bw-v.W) > 1e-6*math.Max(bw, v.W) {
+		return fmt.Errorf("metric: ScoreSketch: weight %v, its buckets hold %v", v.W, bw)
 	}
 	return nil
 }
