@@ -93,14 +93,20 @@ type kernelFn struct {
 // ProcessElement reads the shard sh and emits its kernel sums.
 func (f *kernelFn) ProcessElement(ctx context.Context, sh Shard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
 	ks, err := sums.KernelSums()
+	return addShard(ctx, ks, err, sh, f.Data, f.Rows, f.Workers, emit)
+}
+
+// addShard adds the rows of shard sh to the empty second-pass sums ks (err:
+// the error of making them; nil sums: no second pass) and emits them.
+func addShard(ctx context.Context, ks *evaluate.KernelSums, err error, sh Shard, opts data.Options, rows, workers int, emit func(*evaluate.KernelSums)) error {
 	if err != nil {
 		return fmt.Errorf("beam: %w", err)
 	}
 	if ks == nil {
 		return nil
 	}
-	err = eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
-		if err := ks.Add(ctx, b, f.Workers); err != nil {
+	err = eachBatch(ctx, sh, opts, rows, func(b *evaluate.Batch) error {
+		if err := ks.Add(ctx, b, workers); err != nil {
 			return fmt.Errorf("beam: %w", err)
 		}
 		return nil
@@ -141,23 +147,7 @@ type blockKernelFn struct {
 // ProcessElement reads the pair's shard and emits its block's sums.
 func (f *blockKernelFn) ProcessElement(ctx context.Context, p BlockShard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
 	ks, err := sums.KernelSumsBlock(p.Block, f.Blocks)
-	if err != nil {
-		return fmt.Errorf("beam: %w", err)
-	}
-	if ks == nil {
-		return nil
-	}
-	err = eachBatch(ctx, p.Shard, f.Data, f.Rows, func(b *evaluate.Batch) error {
-		if err := ks.Add(ctx, b, f.Workers); err != nil {
-			return fmt.Errorf("beam: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	emit(ks)
-	return nil
+	return addShard(ctx, ks, err, p.Shard, f.Data, f.Rows, f.Workers, emit)
 }
 
 // blockAcc is the accumulator of blocksMergeFn: each block's sums merged

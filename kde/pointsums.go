@@ -282,24 +282,9 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 		for l := 0; l < nl; l++ {
 			seg[l+1] += seg[l]
 		}
-		// Normalising constants per bandwidth: log B(alpha_i) - log w_i.
-		norm := make([]float64, G*n)
-		err := parallel.ForContext(o.Context, G, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, g int) {
-			h := ps.Grid[g]
-			for s := 0; s < n; s++ {
-				sum, lb := 0.0, 0.0
-				for q := 0; q < d; q++ {
-					a := fct[q*n+s]/h + 1
-					v, _ := math.Lgamma(a)
-					lb += v
-					sum += a
-				}
-				v, _ := math.Lgamma(sum)
-				norm[g*n+s] = lb - v - lw[s]
-			}
-		})
+		norm, err := centreNorms(fct, n, d, lw, ps.Grid, o)
 		if err != nil {
-			return fmt.Errorf("kde: %w", err)
+			return err
 		}
 		// Which sorted centres each evaluation point must skip.
 		self := map[int][]int{}
@@ -382,6 +367,33 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 	ps.N += int64(n)
 	ps.W += mathx.WeightSum(weights, n)
 	return nil
+}
+
+// centreNorms returns the normalising constants of the kernels of n
+// centres (coordinate q of centre i at fct[q*n + i], d coordinates, log
+// weights lw) at each bandwidth hs[b]: norm[b*n + i] = log B(alpha_i) -
+// log w_i with alpha_i = f_i / h + 1 (eq. 10), so that a log-kernel is
+// <alpha_i - 1, log x> - norm.
+func centreNorms(fct []float64, n, d int, lw, hs []float64, o AddOptions) ([]float64, error) {
+	norm := make([]float64, len(hs)*n)
+	err := parallel.ForContext(o.Context, len(hs), o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+		h := hs[b]
+		for i := 0; i < n; i++ {
+			sum, lb := 0.0, 0.0
+			for q := 0; q < d; q++ {
+				a := fct[q*n+i]/h + 1
+				v, _ := math.Lgamma(a)
+				lb += v
+				sum += a
+			}
+			v, _ := math.Lgamma(sum)
+			norm[b*n+i] = lb - v - lw[i]
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kde: %w", err)
+	}
+	return norm, nil
 }
 
 // ErrMismatch is returned by the Merge methods for sums of different

@@ -154,23 +154,13 @@ func (ws *WitnessSums) Add(probs []float64, labels []int, weights []float64, o A
 			lw[i] = math.Log(w)
 		}
 	}
-	norm := make([]float64, nb*n)
-	err := parallel.ForContext(o.Context, nb, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
-		h := ws.bandwidth(b)
-		for i := 0; i < n; i++ {
-			sum, lb := 0.0, 0.0
-			for q := 0; q < k; q++ {
-				a := fct[q*n+i]/h + 1
-				v, _ := math.Lgamma(a)
-				lb += v
-				sum += a
-			}
-			v, _ := math.Lgamma(sum)
-			norm[b*n+i] = lb - v - lw[i]
-		}
-	})
+	hs := make([]float64, nb)
+	for b := range hs {
+		hs[b] = ws.bandwidth(b)
+	}
+	norm, err := centreNorms(fct, n, k, lw, hs, o)
 	if err != nil {
-		return fmt.Errorf("kde: %w", err)
+		return err
 	}
 	self := map[int][]int{}
 	for i, j := range o.Self {
@@ -287,68 +277,53 @@ func (ws *WitnessSums) Merge(o *WitnessSums) error {
 	return nil
 }
 
+// witnessSumsPlain is WitnessSums without its JSON methods.
+type witnessSumsPlain WitnessSums
+
 // witnessSumsJSON is the JSON form: the shifts with -Inf as null.
 type witnessSumsJSON struct {
-	WitnessSums
+	witnessSumsPlain
 	Shift []*float64 `json:"shift"`
 }
 
 // MarshalJSON writes the versioned JSON form.
 func (ws *WitnessSums) MarshalJSON() ([]byte, error) {
-	v := witnessSumsJSON{WitnessSums: *ws, Shift: make([]*float64, len(ws.Shift))}
+	v := witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: make([]*float64, len(ws.Shift))}
 	for i := range ws.Shift {
 		if !math.IsInf(ws.Shift[i], -1) {
 			v.Shift[i] = &ws.Shift[i]
 		}
 	}
-	type plain witnessSumsJSON // without this method
-	return json.Marshal(plain(v))
+	return json.Marshal(v)
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
 func (ws *WitnessSums) UnmarshalJSON(b []byte) error {
-	type plain struct {
-		Version int        `json:"version"`
-		K       int        `json:"k"`
-		Grid    []float64  `json:"grid"`
-		Scale   float64    `json:"scale,omitempty"`
-		Points  []float64  `json:"points"`
-		Labels  []int      `json:"labels"`
-		Weights []float64  `json:"weights,omitempty"`
-		N       int64      `json:"n"`
-		W       float64    `json:"w"`
-		Shift   []*float64 `json:"shift"`
-		S       []float64  `json:"s"`
-		E       []float64  `json:"e"`
-		P       []float64  `json:"p,omitempty"`
-		Q       []float64  `json:"q,omitempty"`
-	}
-	var v plain
+	var v witnessSumsJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("kde.WitnessSums: %w", err)
 	}
 	if v.Version != pointSumsVersion {
 		return fmt.Errorf("kde.WitnessSums: version %d, want %d", v.Version, pointSumsVersion)
 	}
-	out := WitnessSums{Version: v.Version, K: v.K, Grid: v.Grid, Scale: v.Scale, Points: v.Points, Labels: v.Labels, Weights: v.Weights, N: v.N, W: v.W}
-	if err := checkGrid(v.Grid); err != nil {
+	out := WitnessSums(v.witnessSumsPlain)
+	if err := checkGrid(out.Grid); err != nil {
 		return fmt.Errorf("kde.WitnessSums: %w", err)
 	}
-	m := len(v.Labels)
-	if v.K < 2 || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) || v.Scale < 0 {
+	m := len(out.Labels)
+	if out.K < 2 || m == 0 || len(out.Points) != m*out.K || (out.Weights != nil && len(out.Weights) != m) || !(out.Scale >= 0) {
 		return errors.New("kde.WitnessSums: inconsistent sizes")
 	}
-	if err := checkPoints(Canonical, v.Points, v.Labels, v.K); err != nil {
+	if err := checkPoints(Canonical, out.Points, out.Labels, out.K); err != nil {
 		return fmt.Errorf("kde.WitnessSums: %w", err)
 	}
 	nb := out.bandwidths()
-	if len(v.Shift) != nb*m || len(v.S) != nb*m || len(v.E) != nb*m*v.K {
+	if len(v.Shift) != nb*m || len(out.S) != nb*m || len(out.E) != nb*m*out.K {
 		return errors.New("kde.WitnessSums: inconsistent sizes")
 	}
-	if v.Scale > 0 && (len(v.P) != len(v.Grid)*m || len(v.Q) != len(v.Grid)*m) {
+	if out.Scale > 0 && (len(out.P) != len(out.Grid)*m || len(out.Q) != len(out.Grid)*m) {
 		return errors.New("kde.WitnessSums: inconsistent pair sums")
 	}
-	out.S, out.E, out.P, out.Q = v.S, v.E, v.P, v.Q
 	out.Shift = make([]float64, len(v.Shift))
 	for i, s := range v.Shift {
 		out.Shift[i] = math.Inf(-1)
