@@ -527,13 +527,31 @@ type pointSumsJSON struct {
 // MarshalJSON writes the versioned JSON form (a shift of -Inf as null).
 func (ps *PointSums) MarshalJSON() ([]byte, error) {
 	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.Notion, K: ps.K, Grid: ps.Grid, Points: ps.Points, Labels: ps.Labels,
-		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: make([]*float64, len(ps.Shift)), Sums: ps.Sums, Squares: ps.Squares}
-	for i := range ps.Shift {
-		if !math.IsInf(ps.Shift[i], -1) {
-			v.Shift[i] = &ps.Shift[i]
+		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: nullShifts(ps.Shift), Sums: ps.Sums, Squares: ps.Squares}
+	return json.Marshal(v)
+}
+
+// nullShifts returns the shifts with -Inf (no centre yet) as nil, for
+// JSON; infShifts reverses it.
+func nullShifts(shift []float64) []*float64 {
+	out := make([]*float64, len(shift))
+	for i := range shift {
+		if !math.IsInf(shift[i], -1) {
+			out[i] = &shift[i]
 		}
 	}
-	return json.Marshal(v)
+	return out
+}
+
+func infShifts(shift []*float64) []float64 {
+	out := make([]float64, len(shift))
+	for i, s := range shift {
+		out[i] = math.Inf(-1)
+		if s != nil {
+			out[i] = *s
+		}
+	}
+	return out
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
@@ -557,13 +575,7 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("kde.PointSums: %w", err)
 	}
 	*ps = PointSums{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
-		N: v.N, W: v.W, Shift: make([]float64, len(v.Shift)), Sums: v.Sums, Squares: v.Squares}
-	for i, s := range v.Shift {
-		ps.Shift[i] = math.Inf(-1)
-		if s != nil {
-			ps.Shift[i] = *s
-		}
-	}
+		N: v.N, W: v.W, Shift: infShifts(v.Shift), Sums: v.Sums, Squares: v.Squares}
 	return nil
 }
 

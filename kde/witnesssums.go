@@ -288,13 +288,7 @@ type witnessSumsJSON struct {
 
 // MarshalJSON writes the versioned JSON form.
 func (ws *WitnessSums) MarshalJSON() ([]byte, error) {
-	v := witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: make([]*float64, len(ws.Shift))}
-	for i := range ws.Shift {
-		if !math.IsInf(ws.Shift[i], -1) {
-			v.Shift[i] = &ws.Shift[i]
-		}
-	}
-	return json.Marshal(v)
+	return json.Marshal(witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: nullShifts(ws.Shift)})
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
@@ -324,13 +318,7 @@ func (ws *WitnessSums) UnmarshalJSON(b []byte) error {
 	if out.Scale > 0 && (len(out.P) != len(out.Grid)*m || len(out.Q) != len(out.Grid)*m) {
 		return errors.New("kde.WitnessSums: inconsistent pair sums")
 	}
-	out.Shift = make([]float64, len(v.Shift))
-	for i, s := range v.Shift {
-		out.Shift[i] = math.Inf(-1)
-		if s != nil {
-			out.Shift[i] = *s
-		}
-	}
+	out.Shift = infShifts(v.Shift)
 	*ws = out
 	return nil
 }
