@@ -136,6 +136,10 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 		return nil, err
 	}
 	out.File = args[0]
+	// One input: the stream as named (a file, glob or directory), its
+	// rows over every shard.
+	prov.Inputs = append(prov.Inputs, evaluate.Input{File: args[0], Labels: in.o.Labels, Kind: out.Input, N: out.N, K: out.K,
+		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: out.WeightSum})
 	out.Seconds, out.Provenance = time.Since(start).Seconds(), prov
 	if prov.Mapping != nil {
 		out.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,13 @@ import (
 
 // evalJSON is what the stream tests read of eval --json.
 type evalJSON struct {
-	N, K    int
+	N, K       int
+	Provenance struct {
+		Inputs []struct {
+			File string
+			N    int
+		}
+	}
 	Results []struct {
 		Metric, Notion string
 		P              *float64
@@ -91,6 +98,9 @@ func TestEvalStream(t *testing.T) {
 			{"eval", "--stream", csv, "--eval-points", "all", "--rows", "999"},
 		} {
 			got := read(append(args, flags...)...)
+			if in := got.Provenance.Inputs; len(in) != 1 || in[0].N != s.N || !slices.Contains(args, in[0].File) {
+				t.Errorf("%v: provenance inputs %+v", args, in)
+			}
 			if got.N != s.N || len(got.Results) != len(mem.Results) {
 				t.Fatalf("%v: n = %d, %d results; in memory %d, %d", args, got.N, len(got.Results), s.N, len(mem.Results))
 			}
