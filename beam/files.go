@@ -130,7 +130,8 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 		}
 		return fmt.Errorf("beam: %w", err)
 	}
-	opts.Labels, opts.Weights = local.Labels, local.Weights
+	// A shard may have only zero weights: evaluate.Finish checks the total.
+	opts.Labels, opts.Weights, opts.ZeroWeightFile = local.Labels, local.Weights, true
 	c, err := data.OpenChunks(local.File, opts, rows)
 	if err != nil {
 		return wrap(err)

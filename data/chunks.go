@@ -49,7 +49,8 @@ const maxChunkValues = 1 << 24
 // first chunk that has one is returned, which need not be the problem Load
 // reports first. Weights may be all zero within a chunk (the Set's Weights
 // then are); weights that are zero in every row of the file are an *Error
-// wrapping ErrWeights from the Next that would return io.EOF, and so are
+// wrapping ErrWeights from the Next that would return io.EOF (unless
+// Options.ZeroWeightFile), and so are
 // labels or weights files longer or shorter than the predictions (ErrLength,
 // ErrWeights). A Chunks is not safe for concurrent use.
 type Chunks struct {
@@ -312,7 +313,7 @@ func (c *Chunks) finish() error {
 			return &Error{File: c.weights.name(), Err: fmt.Errorf("%w: more weights than the %d prediction rows of %s", ErrWeights, c.done, c.name)}
 		}
 	}
-	if c.weighted && !c.positive {
+	if c.weighted && !c.positive && !c.opts.ZeroWeightFile {
 		return &Error{File: c.name, Err: fmt.Errorf("%w: all %d weights are zero", ErrWeights, c.done)}
 	}
 	return io.EOF

@@ -133,6 +133,10 @@ type Options struct {
 	// Columns names the columns of a Parquet file; its zero value names
 	// the defaults (see ColumnNames).
 	Columns ColumnNames
+	// ZeroWeightFile lets OpenChunks read a file whose weights are all
+	// zero without an error: a shard of a larger set, whose total weight
+	// the caller checks (evaluate.Stream does).
+	ZeroWeightFile bool
 }
 
 // tolerance returns the row-sum tolerance the options ask for.

@@ -15,6 +15,8 @@ import (
 // file. transform, if not nil, is applied to every chunk (a calibration
 // map).
 func Files(names []string, opts data.Options, rows int, transform func(*data.Set) (*data.Set, error)) Source {
+	// A shard may have only zero weights; the stream checks the total.
+	opts.ZeroWeightFile = opts.ZeroWeightFile || len(names) > 1
 	return &fileSource{names: names, opts: opts, rows: rows, transform: transform}
 }
 

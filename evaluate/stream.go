@@ -1080,6 +1080,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	if !s.started || s.N == 0 {
 		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
 	}
+	if s.Weighted && !(s.W > 0) {
+		return nil, fmt.Errorf("evaluate: %w: all %d weights are zero", data.ErrWeights, s.N)
+	}
 	c := s.Config
 	if ks != nil {
 		if ks.Blocks > 1 {

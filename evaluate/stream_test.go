@@ -3,10 +3,13 @@ package evaluate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -797,5 +800,60 @@ func TestKernelSumsJSONRefused(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), new(KernelSums)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// A shard whose weights are all zero is part of a weighted stream (its rows
+// count, with no weight); a stream whose weights are all zero is an error.
+func TestStreamZeroWeightShard(t *testing.T) {
+	s, err := demo.Load("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = RowsOf(s, 0, 1000)
+	w := make([]float64, s.N)
+	for i := range w {
+		if i >= 400 {
+			w[i] = 1 + float64(i%3)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name string, i0, i1 int, w []float64) string {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := data.WriteParquet(f, s.Probs[i0*s.K:i1*s.K], s.K, s.Labels[i0:i1], w[i0:i1], data.ParquetWriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return f.Name()
+	}
+	names := []string{write("a.parquet", 0, 400, w), write("b.parquet", 400, 1000, w)}
+	ws := RowsOf(s, 0, s.N)
+	if err := ws.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Metrics: []string{"ece_bin", "brier", "accuracy"}}
+	mem, err := Evaluate(context.Background(), ws, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 1000 || got.WeightSum != mem.WeightSum {
+		t.Errorf("n %d, weight %v; in memory %v", got.N, got.WeightSum, mem.WeightSum)
+	}
+	for i, e := range got.Results {
+		if d := math.Abs(float64(*e.Value) - float64(*mem.Results[i].Value)); d > 1e-12 {
+			t.Errorf("%s = %v, in memory %v", key(e), *e.Value, *mem.Results[i].Value)
+		}
+	}
+	zero := make([]float64, s.N)
+	names = []string{write("c.parquet", 0, 400, zero), write("d.parquet", 400, 1000, zero)}
+	if _, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{Options: o}); !errors.Is(err, data.ErrWeights) {
+		t.Errorf("all weights zero: %v", err)
 	}
 }
