@@ -1,0 +1,250 @@
+package calibtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/calib-dev/calib/metric"
+)
+
+// Tests lists the tests Run knows, in report order: the cumulative
+// Kolmogorov-Smirnov and Kuiper tests and Spiegelhalter's z on the
+// top-label confidence and on every class column (class-wise: Holm over
+// the classes), the SKCE block z-test (canonical; blocks of sqrt(n) rows), and consistency
+// resampling of the top-label binned ECE (15 equal-width bins).
+var Tests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
+
+// Options configures Run. The zero value runs every test at alpha 0.05
+// with DefaultResamples resamples, seed 0, on every core.
+type Options struct {
+	Tests     []string // nil: Tests
+	Alpha     float64  // 0: 0.05
+	Resamples int      // consistency resamples; 0: DefaultResamples
+	Seed      uint64
+	Workers   int
+}
+
+// Check checks the options (the test names, alpha, the resamples) without
+// data: a CLI calls it before reading any.
+func (o Options) Check() error {
+	for _, t := range o.Tests {
+		if !slices.Contains(Tests, t) {
+			return fmt.Errorf("calibtest: unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
+		}
+	}
+	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
+		return fmt.Errorf("calibtest: alpha %v outside (0, 1)", o.Alpha)
+	}
+	if o.Resamples < 0 {
+		return fmt.Errorf("calibtest: %d resamples", o.Resamples)
+	}
+	return nil
+}
+
+// Result is one test's outcome. For the class-wise notion Statistic is the
+// largest class statistic, PValue the family p-value (the smallest
+// Holm-adjusted p-value over the classes) and PerClass the adjusted
+// p-values.
+type Result struct {
+	Test      string    `json:"test"`
+	Notion    string    `json:"notion"`
+	Statistic float64   `json:"statistic"`
+	PValue    float64   `json:"p_value"`
+	Method    string    `json:"method"`
+	Resamples int       `json:"resamples,omitempty"`
+	Reject    bool      `json:"reject"`
+	PerClass  []float64 `json:"per_class,omitempty"`
+}
+
+// Report is the outcome of Run: every test, and the plain-language answer.
+type Report struct {
+	N      int      `json:"n"`
+	K      int      `json:"k"`
+	Alpha  float64  `json:"alpha"`
+	Tests  []Result `json:"tests"`
+	Answer string   `json:"answer"`
+}
+
+// Run tests the calibration of probs (n×k rows in the simplex) with labels
+// (weights nil: all 1; the SKCE and consistency tests take no weights and
+// refuse them) by the tests of o, and answers at level alpha.
+func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*Report, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	tests := o.Tests
+	if tests == nil {
+		tests = Tests
+	}
+	alpha := o.Alpha
+	if alpha == 0 {
+		alpha = 0.05
+	}
+	n := len(labels)
+	if k < 2 || n == 0 || len(probs) != n*k {
+		return nil, fmt.Errorf("calibtest: %d probabilities for %d labels and K = %d", len(probs), n, k)
+	}
+	rep := &Report{N: n, K: k, Alpha: alpha}
+	add := func(r Result) {
+		r.Reject = r.PValue <= alpha
+		rep.Tests = append(rep.Tests, r)
+	}
+	for _, t := range tests {
+		switch t {
+		case "ks", "kuiper", "spiegelhalter":
+			method := "asymptotic"
+			stat := func(s, c []float64) (float64, float64, error) {
+				if t == "spiegelhalter" {
+					r, err := Spiegelhalter(s, c, weights)
+					if err != nil {
+						return 0, 0, err
+					}
+					return r.Z, r.P, nil
+				}
+				r, err := Cumulative(s, c, weights)
+				if err != nil {
+					return 0, 0, err
+				}
+				if t == "ks" {
+					return r.KS, r.KSP, nil
+				}
+				return r.Kuiper, r.KuiperP, nil
+			}
+			s, c := metric.TopR(probs, labels, k, 1)
+			v, p, err := stat(s, c)
+			if err != nil {
+				return nil, fmt.Errorf("%s top_label: %w", t, err)
+			}
+			add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
+			ps := make([]float64, k)
+			best := math.Inf(-1)
+			for cl := 0; cl < k; cl++ {
+				s, c := metric.ClassColumn(probs, labels, k, cl)
+				v, p, err := stat(s, c)
+				if err != nil {
+					ps[cl] = math.NaN() // a column without variance (all 0 or 1)
+					continue
+				}
+				ps[cl], best = p, math.Max(best, math.Abs(v))
+			}
+			adj := Holm(ps)
+			fam := math.NaN()
+			for _, a := range adj {
+				if !math.IsNaN(a) && (math.IsNaN(fam) || a < fam) {
+					fam = a
+				}
+			}
+			if math.IsNaN(fam) {
+				return nil, fmt.Errorf("%s class_wise: %w", t, ErrNoVariance)
+			}
+			add(Result{Test: t, Notion: "class_wise", Statistic: best, PValue: fam, Method: method + ", Holm over the classes", PerClass: adj})
+		case "skce":
+			if weights != nil {
+				return nil, fmt.Errorf("calibtest: skce takes no weights")
+			}
+			// Blocks of sqrt(n) rows: more power than pairs, and still
+			// sqrt(n) independent blocks for the z-test.
+			b := min(max(2, int(math.Sqrt(float64(n)))), n/2)
+			r, err := SKCE(probs, labels, k, SKCEOptions{Block: b, Seed: o.Seed, Workers: o.Workers, BlockOnly: true})
+			if err != nil {
+				return nil, err
+			}
+			add(Result{Test: "skce", Notion: "canonical", Statistic: r.BlockValue, PValue: r.BlockP,
+				Method: fmt.Sprintf("block z-test, %d blocks of %d, width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
+		case "ece_bin":
+			if weights != nil {
+				return nil, fmt.Errorf("calibtest: ece_bin consistency resampling takes no weights")
+			}
+			stat := func(y []int) (float64, error) {
+				s, c := metric.TopR(probs, y, k, 1)
+				b, err := metric.BinScores(s, c, nil, metric.BinOptions{})
+				if err != nil {
+					return 0, err
+				}
+				return b.ECE(1), nil
+			}
+			r, err := Consistency(probs, labels, k, stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+			if err != nil {
+				return nil, err
+			}
+			add(Result{Test: "ece_bin", Notion: "top_label", Statistic: r.Statistic, PValue: r.P, Method: "consistency resampling", Resamples: r.Resamples})
+		}
+	}
+	rep.Answer = answer(rep)
+	return rep, nil
+}
+
+// answer is the one-line plain-language verdict.
+func answer(r *Report) string {
+	if len(r.Tests) == 0 {
+		return "no test was run"
+	}
+	best := r.Tests[0]
+	var rejected []string
+	for _, t := range r.Tests {
+		if t.PValue < best.PValue {
+			best = t
+		}
+		if t.Reject {
+			rejected = append(rejected, t.Test+" ("+t.Notion+")")
+		}
+	}
+	level := fmt.Sprintf("%g %%", 100*r.Alpha)
+	if len(rejected) == 0 {
+		return fmt.Sprintf("no evidence of miscalibration at the %s level for any notion; the smallest p-value is %.3g (%s, %s)", level, best.PValue, best.Test, best.Notion)
+	}
+	return fmt.Sprintf("miscalibrated at the %s level: %s reject (smallest p-value %.3g, %s, %s); each test holds its own level, not the family's", level, strings.Join(rejected, ", "), best.PValue, best.Test, best.Notion)
+}
+
+// WriteJSON writes the report as one JSON object (NaN p-values as null).
+func (r *Report) WriteJSON(w io.Writer) error {
+	type res struct {
+		Result
+		PValue   *float64   `json:"p_value"`
+		PerClass []*float64 `json:"per_class,omitempty"`
+	}
+	out := struct {
+		*Report
+		Tests []res `json:"tests"`
+	}{Report: r}
+	for _, t := range r.Tests {
+		x := res{Result: t}
+		if !math.IsNaN(t.PValue) {
+			x.PValue = &t.PValue
+		}
+		for i := range t.PerClass {
+			var p *float64
+			if !math.IsNaN(t.PerClass[i]) {
+				p = &t.PerClass[i]
+			}
+			x.PerClass = append(x.PerClass, p)
+		}
+		out.Tests = append(out.Tests, x)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteText writes the report as a table and the answer.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "test\tnotion\tstatistic\tp-value\treject at %g\tmethod\n", r.Alpha)
+	for _, t := range r.Tests {
+		res := ""
+		if t.Resamples > 0 {
+			res = fmt.Sprintf(", %d resamples", t.Resamples)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.6g\t%.4g\t%v\t%s%s\n", t.Test, t.Notion, t.Statistic, t.PValue, t.Reject, t.Method, res)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s (n = %d, K = %d)\n", r.Answer, r.N, r.K)
+	return err
+}
