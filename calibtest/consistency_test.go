@@ -3,7 +3,6 @@ package calibtest
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/calib-dev/calib/metric"
@@ -38,12 +37,7 @@ func TestConsistency(t *testing.T) {
 		}
 		ps = append(ps, r.P)
 	}
-	slices.Sort(ps)
-	dist := 0.0
-	for j, v := range ps {
-		dist = math.Max(dist, math.Max(math.Abs(float64(j+1)/sets-v), math.Abs(v-float64(j)/sets)))
-	}
-	if dist > 1.63/math.Sqrt(sets) {
+	if dist := uniformDistance(ps); dist > 1.63/math.Sqrt(sets) {
 		t.Errorf("KS distance of %d null p-values %.3f > %.3f", sets, dist, 1.63/math.Sqrt(sets))
 	}
 	p, y := dirichletRows(rand.New(rand.NewPCG(7, 31)), 2000, 4, false)

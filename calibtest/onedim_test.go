@@ -166,12 +166,7 @@ func TestSizeAndPower(t *testing.T) {
 		ps[0], ps[1], ps[2] = append(ps[0], c.KSP), append(ps[1], c.KuiperP), append(ps[2], sp.P)
 	}
 	for i, name := range []string{"ks", "kuiper", "spiegelhalter"} {
-		p := slices.Sorted(slices.Values(ps[i]))
-		d := 0.0
-		for j, v := range p {
-			d = math.Max(d, math.Max(math.Abs(float64(j+1)/sets-v), math.Abs(v-float64(j)/sets)))
-		}
-		if d > 1.63/math.Sqrt(sets) {
+		if d := uniformDistance(ps[i]); d > 1.63/math.Sqrt(sets) {
 			t.Errorf("%s: KS distance of %d null p-values to uniform %.3f > %.3f", name, sets, d, 1.63/math.Sqrt(sets))
 		}
 	}
@@ -188,4 +183,15 @@ func TestSizeAndPower(t *testing.T) {
 	if !(c.KSP < 0.01 && c.KuiperP < 0.01 && sp.P < 0.01) {
 		t.Errorf("miscalibrated: p = %v, %v, %v", c.KSP, c.KuiperP, sp.P)
 	}
+}
+
+// uniformDistance returns the Kolmogorov-Smirnov distance of the p-values
+// to the uniform law on [0, 1] (they are sorted in place).
+func uniformDistance(ps []float64) float64 {
+	slices.Sort(ps)
+	m, d := float64(len(ps)), 0.0
+	for j, v := range ps {
+		d = math.Max(d, math.Max(math.Abs(float64(j+1)/m-v), math.Abs(v-float64(j)/m)))
+	}
+	return d
 }

@@ -143,12 +143,7 @@ func TestSKCEBlockTest(t *testing.T) {
 			}
 			ps = append(ps, r.BlockP)
 		}
-		slices.Sort(ps)
-		dist := 0.0
-		for j, v := range ps {
-			dist = math.Max(dist, math.Max(math.Abs(float64(j+1)/sets-v), math.Abs(v-float64(j)/sets)))
-		}
-		if dist > 1.63/math.Sqrt(sets) {
+		if dist := uniformDistance(ps); dist > 1.63/math.Sqrt(sets) {
 			t.Errorf("block test, blocks of %d: KS distance of %d null p-values %.3f > %.3f", block, sets, dist, 1.63/math.Sqrt(sets))
 		}
 	}
