@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -194,4 +195,25 @@ func uniformDistance(ps []float64) float64 {
 		d = math.Max(d, math.Max(math.Abs(float64(j+1)/m-v), math.Abs(v-float64(j)/m)))
 	}
 	return d
+}
+
+// Run with weights and the default tests runs the weighted ones and says
+// which it skipped; asked for, a test without weights is an error.
+func TestRunWeights(t *testing.T) {
+	p := []float64{0.9, 0.1, 0.2, 0.8, 0.6, 0.4, 0.3, 0.7}
+	y := []int{0, 1, 0, 0}
+	w := []float64{1, 2, 0, 1}
+	r, err := Run(p, y, 2, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tests) != 6 || !strings.Contains(r.Answer, "skce and ece_bin skipped") {
+		t.Errorf("%d tests, answer %q", len(r.Tests), r.Answer)
+	}
+	if _, err := Run(p, y, 2, w, Options{Tests: []string{"skce"}}); err == nil {
+		t.Error("skce with weights: no error")
+	}
+	if err := (Options{Tests: []string{"nope"}}).Check(); err == nil {
+		t.Error("unknown test: no error")
+	}
 }

@@ -71,15 +71,21 @@ type Report struct {
 }
 
 // Run tests the calibration of probs (n×k rows in the simplex) with labels
-// (weights nil: all 1; the SKCE and consistency tests take no weights and
-// refuse them) by the tests of o, and answers at level alpha.
+// (weights nil: all 1; the SKCE and consistency tests take no weights:
+// asked for with weights they are an error, and the default list leaves
+// them out, saying so in the answer) by the tests of o, and answers at
+// level alpha.
 func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*Report, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	tests := o.Tests
+	var skipped []string
 	if tests == nil {
 		tests = Tests
+		if weights != nil { // the default tests that take weights
+			tests, skipped = []string{"ks", "kuiper", "spiegelhalter"}, []string{"skce", "ece_bin"}
+		}
 	}
 	alpha := o.Alpha
 	if alpha == 0 {
@@ -176,6 +182,9 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		}
 	}
 	rep.Answer = answer(rep)
+	if skipped != nil {
+		rep.Answer += fmt.Sprintf(" (%s skipped: they take no weights)", strings.Join(skipped, " and "))
+	}
 	return rep, nil
 }
 
