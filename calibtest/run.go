@@ -166,15 +166,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: ece_bin consistency resampling takes no weights")
 			}
-			stat := func(y []int) (float64, error) {
-				s, c := metric.TopR(probs, y, k, 1)
-				b, err := metric.BinScores(s, c, nil, metric.BinOptions{})
-				if err != nil {
-					return 0, err
-				}
-				return b.ECE(1), nil
-			}
-			r, err := Consistency(probs, labels, k, stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+			r, err := Consistency(probs, labels, k, binnedECE(probs, k), ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 			if err != nil {
 				return nil, err
 			}
@@ -186,6 +178,19 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		rep.Answer += fmt.Sprintf(" (%s skipped: they take no weights)", strings.Join(skipped, " and "))
 	}
 	return rep, nil
+}
+
+// binnedECE returns the statistic of the ece_bin test: the top-label
+// binned ECE_1 (15 equal-width bins) of probs (n×k) with the labels given.
+func binnedECE(probs []float64, k int) func([]int) (float64, error) {
+	return func(y []int) (float64, error) {
+		s, c := metric.TopR(probs, y, k, 1)
+		b, err := metric.BinScores(s, c, nil, metric.BinOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return b.ECE(1), nil
+	}
 }
 
 // answer is the one-line plain-language verdict.

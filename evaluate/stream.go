@@ -416,15 +416,8 @@ func (s *Sums) Add(b *Batch) error {
 		return err
 	}
 	if s.Top != nil {
-		sc, oc := metric.TopR(p, y, k, 1)
-		if err := s.Top.Add(sc, oc, w); err != nil {
+		if err := addScores(s.Top, s.Class, p, y, k, w); err != nil {
 			return err
-		}
-		for cl, bs := range s.Class {
-			sc, oc := metric.ClassColumn(p, y, k, cl)
-			if err := bs.Add(sc, oc, w); err != nil {
-				return err
-			}
 		}
 	}
 	if s.Cells != nil {
@@ -728,7 +721,7 @@ func (s *Sums) total() float64 {
 }
 
 // addScores adds the top-label scores of a batch to top and each class
-// column to class[k] (sketches, or the values near their edges).
+// column to class[k] (fixed bins, sketches, or the values near their edges).
 func addScores[T interface {
 	Add(scores, outcomes, weights []float64) error
 }](top T, class []T, p []float64, y []int, k int, w []float64) error {
@@ -1177,13 +1170,9 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
 		}
 		for i, v := range res.Values {
-			e := &Result{Metric: "ece_kde", Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+			e := s.sampled(&Result{Metric: "ece_kde", Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
 				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings,
-				EvalPoints: ptr(res.M), SE: jf(v.SE), Interval: []Float{Float(v.Lo), Float(v.Hi)}, IntervalLevel: ptr(c.Level),
-				IntervalKind: "sampling", group: kdeGroup(ps.Notion)}
-			if res.M >= int(s.N) {
-				e.IntervalKind = "exact"
-			}
+				group: kdeGroup(ps.Notion)}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
 			if ps.Notion == kde.Marginal {
 				e.Aggregate = "sum"
 				if c.ClassMean {
@@ -1230,13 +1219,9 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, v := range vals {
-		e := &Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+		e := s.sampled(&Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
-			EvalPoints: ptr(v.M), SE: jf(v.SE), Interval: []Float{Float(v.Lo), Float(v.Hi)}, IntervalLevel: ptr(c.Level),
-			IntervalKind: "sampling", group: groupCanonical}
-		if int64(v.M) >= s.N {
-			e.IntervalKind = "exact"
-		}
+			group: groupCanonical}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
 		}
@@ -1275,14 +1260,22 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Result{Metric: "sharpness", Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
-		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded),
-		EvalPoints: ptr(res.M), SE: jf(res.SE), Interval: []Float{Float(res.Lo), Float(res.Hi)}, IntervalLevel: ptr(c.Level),
-		IntervalKind: "sampling", group: kdeGroup(n)}
-	if int64(res.M) >= s.N {
+	e := s.sampled(&Result{Metric: "sharpness", Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
+		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: kdeGroup(n)},
+		res.M, res.SE, Float(res.Lo), Float(res.Hi))
+	return []*Result{e}, nil
+}
+
+// sampled sets the keys of an estimate from m evaluation points: the
+// points, its SE and interval [lo, hi] at the stream's level, of kind
+// "sampling", or "exact" with every row a point.
+func (s *Sums) sampled(e *Result, m int, se float64, lo, hi Float) *Result {
+	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []Float{lo, hi}, ptr(s.Config.Level)
+	e.IntervalKind = "sampling"
+	if int64(m) >= s.N {
 		e.IntervalKind = "exact"
 	}
-	return []*Result{e}, nil
+	return e
 }
 
 // finishMMCE reports mmce from its sums at the evaluation points: the
@@ -1295,12 +1288,8 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	c := s.Config
 	sq, se, lo, hi := ks.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	m := len(ks.MMCE.R)
-	e := &Result{Metric: "mmce", Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
-		EvalPoints: ptr(m), SE: jf(se), Interval: []Float{root(lo), root(hi)}, IntervalLevel: ptr(c.Level), IntervalKind: "sampling", group: groupTopLabel}
-	if int64(m) >= s.N {
-		e.IntervalKind = "exact"
-	}
+	e := s.sampled(&Result{Metric: "mmce", Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
+		group: groupTopLabel}, len(ks.MMCE.R), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }
 

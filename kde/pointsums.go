@@ -132,19 +132,8 @@ func numParts(n Notion, k int) int {
 // probabilities, their labels, weights nil or m values >= 0) on the grid of
 // bandwidths (nil: StreamGrid).
 func NewPointSums(notion Notion, points []float64, labels []int, k int, weights, grid []float64) (*PointSums, error) {
-	if len(labels) == 0 {
-		return nil, fmt.Errorf("kde: %w: no evaluation points", ErrTooFew)
-	}
-	if err := checkPoints(notion, points, labels, k); err != nil {
-		return nil, err
-	}
-	if err := mathx.CheckWeightValues(weights, len(labels)); err != nil {
-		return nil, fmt.Errorf("kde: evaluation points: %w", err)
-	}
-	if grid == nil {
-		grid = StreamGrid()
-	}
-	if err := checkGrid(grid); err != nil {
+	grid, err := checkEvalPoints(notion, points, labels, k, weights, grid, StreamGrid)
+	if err != nil {
 		return nil, err
 	}
 	m, parts, l := len(labels), numParts(notion, k), labelsPerPart(notion, k)
@@ -155,6 +144,28 @@ func NewPointSums(notion Notion, points []float64, labels []int, k int, weights,
 		ps.Shift[i] = math.Inf(-1)
 	}
 	return ps, nil
+}
+
+// checkEvalPoints checks the evaluation points of NewPointSums and
+// NewWitnessSums (at least one; rows, labels and weights as check takes
+// them) and their grid, and returns the grid (def() when nil).
+func checkEvalPoints(notion Notion, points []float64, labels []int, k int, weights, grid []float64, def func() []float64) ([]float64, error) {
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("kde: %w: no evaluation points", ErrTooFew)
+	}
+	if err := checkPoints(notion, points, labels, k); err != nil {
+		return nil, err
+	}
+	if err := mathx.CheckWeightValues(weights, len(labels)); err != nil {
+		return nil, fmt.Errorf("kde: evaluation points: %w", err)
+	}
+	if grid == nil {
+		grid = def()
+	}
+	if err := checkGrid(grid); err != nil {
+		return nil, err
+	}
+	return grid, nil
 }
 
 // checkPoints is check without the minimum number of samples.
@@ -845,23 +856,33 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 // scale (see Estimate): SE^2 = (1 - m/n) mk/(mk-1) sum_j w_j^2 (t_j/div -
 // v)^2 / wsum^2, [lo, hi] = v exp(-/+ z SE/v) (v, v when SE or v is 0).
 func (ps *PointSums) meanSE(terms []float64, kept []bool, div, v, wsum float64, mk int, level float64) (se, lo, hi float64) {
-	m := ps.M()
-	fpc := 1 - float64(m)/float64(max(ps.N, int64(m)))
-	ss := 0.0
-	for j, ok := range kept {
-		if w := ps.weight(j); ok && w > 0 {
-			e := w * (terms[j]/div - v)
-			ss += e * e
-		}
-	}
-	if mk > 1 && fpc > 0 {
-		se = math.Sqrt(fpc * float64(mk) / float64(mk-1) * ss / (wsum * wsum))
-	}
+	se = sampledSE(terms, kept, ps.Weights, ps.N, div, v, wsum, mk)
 	if se > 0 && v > 0 {
 		z := distuv.UnitNormal.Quantile((1 + level) / 2)
 		return se, v * math.Exp(-z*se/v), v * math.Exp(z*se/v)
 	}
 	return se, v, v
+}
+
+// sampledSE returns the standard error of the weighted mean v = sum_j w_j
+// t_j / div / wsum over the mk kept points (kept[j] and w_j > 0; weights
+// nil: all 1) of m = len(kept) points drawn without replacement from n
+// rows, as an estimate of the mean over every row: SE^2 = (1 - m/n)
+// mk/(mk-1) sum_j w_j^2 (t_j/div - v)^2 / wsum^2 (0 for mk < 2 or m = n).
+func sampledSE(terms []float64, kept []bool, weights []float64, n int64, div, v, wsum float64, mk int) float64 {
+	m := len(kept)
+	fpc := 1 - float64(m)/float64(max(n, int64(m)))
+	if mk < 2 || !(fpc > 0) {
+		return 0
+	}
+	ss := 0.0
+	for j, ok := range kept {
+		if w := mathx.Weight(weights, j); ok && w > 0 {
+			e := w * (terms[j]/div - v)
+			ss += e * e
+		}
+	}
+	return math.Sqrt(fpc * float64(mk) / float64(mk-1) * ss / (wsum * wsum))
 }
 
 // SampledSharpness is the estimate of the sharpness term E[E[y | f]^2]

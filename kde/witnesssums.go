@@ -61,19 +61,8 @@ type WitnessSums struct {
 // probabilities, labels, weights nil or m values >= 0) on the grid (nil:
 // WitnessGrid()); p2Scale > 0 adds the p = 2 sums at p2Scale x grid.
 func NewWitnessSums(points []float64, labels []int, k int, weights, grid []float64, p2Scale float64) (*WitnessSums, error) {
-	if len(labels) == 0 {
-		return nil, fmt.Errorf("kde: %w: no evaluation points", ErrTooFew)
-	}
-	if err := checkPoints(Canonical, points, labels, k); err != nil {
-		return nil, err
-	}
-	if err := mathx.CheckWeightValues(weights, len(labels)); err != nil {
-		return nil, fmt.Errorf("kde: evaluation points: %w", err)
-	}
-	if grid == nil {
-		grid = WitnessGrid()
-	}
-	if err := checkGrid(grid); err != nil {
+	grid, err := checkEvalPoints(Canonical, points, labels, k, weights, grid, WitnessGrid)
+	if err != nil {
 		return nil, err
 	}
 	if p2Scale < 0 || math.IsInf(p2Scale, 0) || math.IsNaN(p2Scale) {
@@ -362,16 +351,13 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 	v1, cv := make([]float64, G*m), make([]float64, G*m)
 	defined := make([]bool, m)
 	gj := make([]float64, k)
+	e := residuals(ws.Points, ws.Labels, k)
 	terms := func(b, j int) (sign, cvt, dot float64, ok bool) {
 		at := b*m + j
 		if math.IsInf(ws.Shift[at], -1) || !(ws.S[at] > 0) {
 			return 0, 0, 0, false
 		}
-		ej := make([]float64, k)
-		for l := range ej {
-			ej[l] = -ws.Points[j*k+l]
-		}
-		ej[ws.Labels[j]]++
+		ej := e[j*k : (j+1)*k]
 		inv := 1 / ws.S[at]
 		gg := 0.0
 		for l, v := range ws.E[at*k : (at+1)*k] {
@@ -458,16 +444,7 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 		}
 		v.Root = math.Pow(math.Max(0, v.Value), 1/pv)
 		sw := SampledWitness{WitnessValue: v, M: m, N: ws.N, Lo: v.Value, Hi: v.Value}
-		fpc := 1 - float64(m)/float64(max(ws.N, int64(m)))
-		if kept > 1 && fpc > 0 {
-			ss := 0.0
-			for j, ok := range v.Kept {
-				if w := mathx.Weight(ws.Weights, j); ok && w > 0 {
-					d := w * (v.Terms[j] - v.Value)
-					ss += d * d
-				}
-			}
-			sw.SE = math.Sqrt(fpc * float64(kept) / float64(kept-1) * ss / (wkept * wkept))
+		if sw.SE = sampledSE(v.Terms, v.Kept, ws.Weights, ws.N, 1, v.Value, wkept, kept); sw.SE > 0 {
 			z := distuv.UnitNormal.Quantile((1 + level) / 2)
 			sw.Lo, sw.Hi = v.Value-z*sw.SE, v.Value+z*sw.SE
 		}

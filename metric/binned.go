@@ -436,13 +436,19 @@ func (a *Assignment) Summarize(scores, outcomes []float64, idx []int, weights []
 			bs.Mass[k] = float64(c)
 		}
 	}
+	bs.toMeans()
+	return bs
+}
+
+// toMeans turns the per-bin weighted sums of scores and outcomes in Score
+// and Freq into means: divided by the bin's mass (empty bins stay 0).
+func (bs *Bins) toMeans() {
 	for k, m := range bs.Mass {
 		if m > 0 {
 			bs.Score[k] /= m
 			bs.Freq[k] /= m
 		}
 	}
-	return bs
 }
 
 // ECE returns the binned Lp calibration error in the p-th power form,

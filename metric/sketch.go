@@ -221,16 +221,6 @@ func (sk *ScoreSketch) numBins(o BinOptions, weighted bool) (int, error) {
 	return o.MergedBins(sk.Moments, sk.total(weighted))
 }
 
-// finite says whether every x is a finite number.
-func finite(xs ...float64) bool {
-	for _, x := range xs {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
 // rows).
 const maxMergedBins = 1 << 20
@@ -600,10 +590,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 	for _, k := range keys {
 		bk := sk.buckets[k]
 		a := o.assign([]float64{bk.Min, bk.Max}, e)
-		vals := ev.sorted(k)
-		if len(vals) == 0 {
-			vals = nil
-		}
+		vals := ev.sorted(k) // nil unless held (and then not empty: ev.check)
 		if a[0] != a[1] && vals != nil {
 			scores := make([]float64, len(vals))
 			for i, v := range vals {
@@ -636,12 +623,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 			out.Mass[i] = float64(c)
 		}
 	}
-	for i, m := range out.Mass {
-		if m > 0 {
-			out.Score[i] /= m
-			out.Freq[i] /= m
-		}
-	}
+	out.toMeans()
 	if tw := sk.W; tw > 0 && moved > 0 {
 		bound = SketchBound{Mass: moved / tw, Abs: movedAbs / tw}
 	}
@@ -686,7 +668,7 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	if len(v.BN) != n || len(v.BW) != n || len(v.BS) != n || len(v.BO) != n || len(v.BA) != n || len(v.Min) != n || len(v.Max) != n {
 		return fmt.Errorf("metric: ScoreSketch: %d keys and buckets of other sizes", n)
 	}
-	if !finite(v.W, v.Mean, v.M2, v.M3) || v.W < 0 || v.M2 < 0 {
+	if !mathx.Finite(v.W, v.Mean, v.M2, v.M3) || v.W < 0 || v.M2 < 0 {
 		return fmt.Errorf("metric: ScoreSketch: moments W = %v, M2 = %v", v.W, v.M2)
 	}
 	*sk = ScoreSketch{N: v.N, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
@@ -696,7 +678,7 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 		if SketchKey(bk.Min) != k || SketchKey(bk.Max) != k || !(bk.Min <= bk.Max) || bk.N < 1 || sk.buckets[k] != nil {
 			return fmt.Errorf("metric: ScoreSketch: bucket %d holds scores %v..%v of other buckets", k, bk.Min, bk.Max)
 		}
-		if !finite(bk.W, bk.S, bk.O, bk.A) || bk.W < 0 || bk.A < 0 {
+		if !mathx.Finite(bk.W, bk.S, bk.O, bk.A) || bk.W < 0 || bk.A < 0 {
 			return fmt.Errorf("metric: ScoreSketch: bucket %d has weight %v", k, bk.W)
 		}
 		rows += bk.N

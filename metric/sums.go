@@ -122,13 +122,8 @@ func (bs *BinSums) Merge(other *BinSums) error {
 // W_b and F_b / W_b of the non-empty bins, for ECE, MCE and DebiasedL2.
 func (bs *BinSums) Bins() *Bins {
 	out := &Bins{Edges: slices.Clone(bs.Edges), Count: slices.Clone(bs.Count), Mass: slices.Clone(bs.Mass),
-		Score: make([]float64, len(bs.Count)), Freq: make([]float64, len(bs.Count)), N: bs.N, W: bs.W}
-	for b, m := range bs.Mass {
-		if m > 0 {
-			out.Score[b] = bs.Score[b] / m
-			out.Freq[b] = bs.Freq[b] / m
-		}
-	}
+		Score: slices.Clone(bs.Score), Freq: slices.Clone(bs.Freq), N: bs.N, W: bs.W}
+	out.toMeans()
 	return out
 }
 
