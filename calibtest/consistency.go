@@ -21,6 +21,30 @@ type ConsistencyOptions struct {
 	Workers   int // goroutines; 0: GOMAXPROCS. The p-value does not depend on it.
 }
 
+// A Statistic computes a calibration statistic T (larger: less
+// calibrated) of fixed predictions for a batch of label vectors at once:
+// T(ys[b]) for every b. Batches let a statistic share what does not depend
+// on the labels (kernel weights, sorted scores, bin assignments) between
+// the vectors. It must not keep or change ys.
+type Statistic func(ys [][]int) ([]float64, error)
+
+// PerVector makes a Statistic of a function of one label vector, called
+// for the vectors of a batch on workers goroutines (0: GOMAXPROCS); f must
+// be safe for concurrent use.
+func PerVector(f func(labels []int) (float64, error), workers int) Statistic {
+	return func(ys [][]int) ([]float64, error) {
+		ts, errs := make([]float64, len(ys)), make([]error, len(ys))
+		parallel.For(len(ys), workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+			ts[b], errs[b] = f(ys[b])
+		})
+		return ts, errors.Join(errs...)
+	}
+}
+
+// maxBatchLabels bounds the labels of one batch of Consistency (the
+// resamples are drawn and evaluated maxBatchLabels/n at a time).
+const maxBatchLabels = 1 << 22
+
 // ConsistencyResult is the outcome of Consistency.
 type ConsistencyResult struct {
 	Statistic float64 // T on the observed labels
@@ -40,10 +64,10 @@ type ConsistencyResult struct {
 //	p = (1 + #{b : T_b >= T}) / (1 + B)
 //
 // is a valid p-value (P(p <= alpha) <= alpha under H0 for every alpha). stat
-// computes T from a label vector (observed: the labels given); it is
-// called from several goroutines at once and must not keep or change its
-// argument. The result is the same for any Workers.
-func Consistency(probs []float64, labels []int, k int, stat func(labels []int) (float64, error), o ConsistencyOptions) (*ConsistencyResult, error) {
+// computes T for batches of label vectors (the observed labels first, on
+// their own, then the resamples in batches of at most 2^22/n vectors).
+// The result is the same for any Workers (and any batching).
+func Consistency(probs []float64, labels []int, k int, stat Statistic, o ConsistencyOptions) (*ConsistencyResult, error) {
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: consistency: %d probabilities for %d labels and K = %d", len(probs), n, k)
@@ -55,11 +79,11 @@ func Consistency(probs []float64, labels []int, k int, stat func(labels []int) (
 	if b < 1 {
 		return nil, fmt.Errorf("calibtest: consistency: %d resamples", b)
 	}
-	t0, err := stat(labels)
+	t0, err := stat([][]int{labels})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("calibtest: consistency: %w", err)
 	}
-	if math.IsNaN(t0) {
+	if len(t0) != 1 || math.IsNaN(t0[0]) {
 		return nil, errors.New("calibtest: consistency: the statistic is NaN on the observed labels")
 	}
 	// Cumulative rows, for drawing a label by one uniform.
@@ -71,32 +95,47 @@ func Consistency(probs []float64, labels []int, k int, stat func(labels []int) (
 			cum[i*k+l] = s
 		}
 	}
-	ts := make([]float64, b)
-	errs := make([]error, b)
-	parallel.For(b, o.Workers, func() []int { return make([]int, n) }, func(y []int, r int) {
-		rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
-		for i := range y {
-			row := cum[i*k : (i+1)*k]
-			u := rng.Float64() * row[k-1]
-			y[i] = k - 1
-			for l, c := range row {
-				if u < c {
-					y[i] = l
-					break
-				}
+	res := &ConsistencyResult{Statistic: t0[0], Resamples: b}
+	batch := max(1, min(b, maxBatchLabels/n))
+	ys := make([][]int, batch)
+	for r0 := 0; r0 < b; r0 += batch {
+		ys = ys[:min(batch, b-r0)]
+		parallel.For(len(ys), o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, q int) {
+			if ys[q] == nil {
+				ys[q] = make([]int, n)
 			}
+			drawLabels(ys[q], cum, k, o.Seed, uint64(r0+q))
+		})
+		ts, err := stat(ys)
+		if err != nil {
+			return nil, fmt.Errorf("calibtest: consistency: %w", err)
 		}
-		ts[r], errs[r] = stat(y)
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("calibtest: consistency: %w", err)
-	}
-	res := &ConsistencyResult{Statistic: t0, Resamples: b}
-	for _, t := range ts {
-		if t >= t0 || math.IsNaN(t) {
-			res.Exceed++ // a NaN resample counts against the model (conservative)
+		if len(ts) != len(ys) {
+			return nil, fmt.Errorf("calibtest: consistency: %d statistics for %d label vectors", len(ts), len(ys))
+		}
+		for _, t := range ts {
+			if t >= res.Statistic || math.IsNaN(t) {
+				res.Exceed++ // a NaN resample counts against the model (conservative)
+			}
 		}
 	}
 	res.P = float64(1+res.Exceed) / float64(1+b)
 	return res, nil
+}
+
+// drawLabels fills y with one label per row drawn from the cumulative rows
+// cum (n×k) by PCG(seed, stream).
+func drawLabels(y []int, cum []float64, k int, seed, stream uint64) {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	for i := range y {
+		row := cum[i*k : (i+1)*k]
+		u := rng.Float64() * row[k-1]
+		y[i] = k - 1
+		for l, c := range row {
+			if u < c {
+				y[i] = l
+				break
+			}
+		}
+	}
 }

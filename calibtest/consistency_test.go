@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/calib-dev/calib/metric"
 )
 
 // Consistency resampling holds its level and has power: the p-values of
@@ -16,7 +18,7 @@ func TestConsistency(t *testing.T) {
 	var ps []float64
 	for d := 0; d < sets; d++ {
 		p, y := dirichletRows(rand.New(rand.NewPCG(uint64(d), 31)), 500, 4, true)
-		r, err := Consistency(p, y, 4, binnedECE(p, 4), ConsistencyOptions{Resamples: 199, Seed: uint64(d)})
+		r, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Seed: uint64(d)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,18 +28,28 @@ func TestConsistency(t *testing.T) {
 		t.Errorf("KS distance of %d null p-values %.3f > %.3f", sets, dist, 1.63/math.Sqrt(sets))
 	}
 	p, y := dirichletRows(rand.New(rand.NewPCG(7, 31)), 2000, 4, false)
-	a, err := Consistency(p, y, 4, binnedECE(p, 4), ConsistencyOptions{Resamples: 199, Workers: 1})
+	a, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.P >= 0.01 {
 		t.Errorf("miscalibrated: p = %v (%d of %d resamples exceed)", a.P, a.Exceed, a.Resamples)
 	}
-	b, _ := Consistency(p, y, 4, binnedECE(p, 4), ConsistencyOptions{Resamples: 199, Workers: 3})
+	b, _ := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 3})
 	if *a != *b {
 		t.Errorf("3 workers %+v, 1 worker %+v", *b, *a)
 	}
-	if _, err := Consistency(p, y, 4, binnedECE(p, 4), ConsistencyOptions{Resamples: -1}); err == nil {
+	if _, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: -1}); err == nil {
 		t.Error("-1 resamples: no error")
 	}
+}
+
+// ece is the ece_bin test's statistic.
+func ece(t *testing.T, p []float64) Statistic {
+	t.Helper()
+	st, err := BinnedECEStatistic(p, 4, 1, metric.BinOptions{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

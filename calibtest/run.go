@@ -9,20 +9,31 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
 
-// Tests lists the tests Run knows, in report order: the cumulative
-// Kolmogorov-Smirnov and Kuiper tests and Spiegelhalter's z on the
-// top-label confidence and on every class column (class-wise: Holm over
-// the classes), the SKCE block z-test (canonical; blocks of sqrt(n) rows), and consistency
-// resampling of the top-label binned ECE (15 equal-width bins).
-var Tests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
+// DefaultTests lists the tests Run runs when none are named, in report
+// order: the cumulative Kolmogorov-Smirnov and Kuiper tests and
+// Spiegelhalter's z on the top-label confidence and on every class column
+// (class-wise: Holm over the classes), the SKCE block z-test (canonical;
+// blocks of sqrt(n) rows), and consistency resampling of the top-label
+// binned ECE (15 equal-width bins).
+var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
+
+// Tests lists every test Run knows: DefaultTests, then the bootstrap test
+// of the full SKCE U-statistic (skce_u, SKCEBootstrap; n <= 4,096), and
+// consistency resampling of ECE^KDE (ece_kde: canonical, top-label and
+// class-wise at the LOO bandwidth of each, chosen on the predictions), of
+// the top-label KS calibration error (ks_error), of the top-label MMCE
+// (mmce) and of the canonical witness estimate (ece_witness, p = 1; one
+// kde.Witness per resample: slow).
+var Tests = append(slices.Clone(DefaultTests), "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
 
 // Options configures Run. The zero value runs every test at alpha 0.05
 // with DefaultResamples resamples, seed 0, on every core.
 type Options struct {
-	Tests     []string // nil: Tests
+	Tests     []string // nil: DefaultTests
 	Alpha     float64  // 0: 0.05
 	Resamples int      // consistency resamples; 0: DefaultResamples
 	Seed      uint64
@@ -82,7 +93,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 	tests := o.Tests
 	var skipped []string
 	if tests == nil {
-		tests = Tests
+		tests = DefaultTests
 		if weights != nil { // the default tests that take weights
 			tests, skipped = []string{"ks", "kuiper", "spiegelhalter"}, []string{"skce", "ece_bin"}
 		}
@@ -162,15 +173,31 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			}
 			add(Result{Test: "skce", Notion: "canonical", Statistic: r.BlockValue, PValue: r.BlockP,
 				Method: fmt.Sprintf("block z-test, %d blocks of %d, width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
-		case "ece_bin":
+		case "skce_u":
 			if weights != nil {
-				return nil, fmt.Errorf("calibtest: ece_bin consistency resampling takes no weights")
+				return nil, fmt.Errorf("calibtest: skce_u takes no weights")
 			}
-			r, err := Consistency(probs, labels, k, binnedECE(probs, k), ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+			r, err := SKCEBootstrap(probs, labels, k, SKCEBootstrapOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "ece_bin", Notion: "top_label", Statistic: r.Statistic, PValue: r.P, Method: "consistency resampling", Resamples: r.Resamples})
+			add(Result{Test: "skce_u", Notion: "canonical", Statistic: r.Value, PValue: r.P, Resamples: r.Resamples,
+				Method: fmt.Sprintf("bootstrap of the U-statistic, width %.4g (median heuristic)", r.Width)})
+		default: // consistency resampling
+			if weights != nil {
+				return nil, fmt.Errorf("calibtest: %s consistency resampling takes no weights", t)
+			}
+			stats, err := consistencyStatistics(t, probs, labels, k, o.Workers)
+			if err != nil {
+				return nil, err
+			}
+			for _, st := range stats {
+				r, err := Consistency(probs, labels, k, st.stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", t, st.notion, err)
+				}
+				add(Result{Test: t, Notion: st.notion, Statistic: r.Statistic, PValue: r.P, Method: "consistency resampling" + st.method, Resamples: r.Resamples})
+			}
 		}
 	}
 	rep.Answer = answer(rep)
@@ -180,17 +207,56 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 	return rep, nil
 }
 
-// binnedECE returns the statistic of the ece_bin test: the top-label
-// binned ECE_1 (15 equal-width bins) of probs (n×k) with the labels given.
-func binnedECE(probs []float64, k int) func([]int) (float64, error) {
-	return func(y []int) (float64, error) {
-		s, c := metric.TopR(probs, y, k, 1)
-		b, err := metric.BinScores(s, c, nil, metric.BinOptions{})
+// notionStatistic is one statistic of a consistency test and its notion.
+type notionStatistic struct {
+	notion, method string
+	stat           Statistic
+}
+
+// consistencyStatistics returns the statistics of the consistency test t
+// (ece_bin, ece_kde, ks_error, mmce, ece_witness).
+func consistencyStatistics(t string, probs []float64, labels []int, k, workers int) ([]notionStatistic, error) {
+	one := func(notion string, st Statistic, err error) ([]notionStatistic, error) {
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		return b.ECE(1), nil
+		return []notionStatistic{{notion: notion, stat: st}}, nil
 	}
+	switch t {
+	case "ece_bin":
+		st, err := BinnedECEStatistic(probs, k, 1, metric.BinOptions{}, workers)
+		return one("top_label", st, err)
+	case "ks_error":
+		st, err := KSErrorStatistic(probs, k, workers)
+		return one("top_label", st, err)
+	case "mmce":
+		st, err := MMCEStatistic(probs, k, 0, workers)
+		return one("top_label", st, err)
+	case "ece_witness":
+		st, err := WitnessStatistic(probs, k, 1, kde.WitnessOptions{Workers: workers})
+		return one("canonical", st, err)
+	case "ece_kde":
+		var out []notionStatistic
+		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
+			// The LOO objective is the density of the predictions: the
+			// labels do not enter it.
+			cv, err := kde.SelectBandwidth(nt, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
+			if err != nil {
+				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
+			}
+			st, err := ECEKDEStatistic(nt, probs, k, nil, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
+			if err != nil {
+				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
+			}
+			notion := nt.String()
+			if nt == kde.Marginal {
+				notion = "class_wise"
+			}
+			out = append(out, notionStatistic{notion: notion, method: fmt.Sprintf(", h = %.4g (LOO on the predictions)", cv.Bandwidth), stat: st})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("calibtest: unknown test %q", t)
 }
 
 // answer is the one-line plain-language verdict.

@@ -69,20 +69,10 @@ func SKCE(probs []float64, labels []int, k int, o SKCEOptions) (*SKCEResult, err
 		return nil, errors.New("calibtest: SKCE: fewer than 2 samples")
 	case o.Block < 0 || o.Block == 1 || o.Block > n/2 && o.Block != 0:
 		return nil, fmt.Errorf("calibtest: SKCE: blocks of %d rows for %d samples (want 2 to n/2)", o.Block, n)
-	case !(o.Width >= 0) || math.IsInf(o.Width, 0):
-		return nil, fmt.Errorf("calibtest: SKCE: width %v", o.Width)
 	}
-	for i, y := range labels {
-		if y < 0 || y >= k {
-			return nil, fmt.Errorf("calibtest: SKCE: label %d of sample %d outside 0..%d", y, i, k-1)
-		}
-	}
-	nu := o.Width
-	if nu == 0 {
-		nu = medianDistance(probs, n, k, o.Seed)
-		if !(nu > 0) {
-			return nil, errors.New("calibtest: SKCE: every prediction is the same (median distance 0); give a width")
-		}
+	nu, err := skceWidth("SKCE", probs, labels, k, o.Width, o.Seed)
+	if err != nil {
+		return nil, err
 	}
 	b := o.Block
 	if b == 0 {
@@ -125,6 +115,27 @@ func SKCE(probs []float64, labels []int, k int, o SKCEOptions) (*SKCEResult, err
 		}
 	}
 	return res, nil
+}
+
+// skceWidth checks the labels and the width of an SKCE computation named
+// what and returns the width: the median heuristic (seeded) for 0.
+func skceWidth(what string, probs []float64, labels []int, k int, width float64, seed uint64) (float64, error) {
+	if !(width >= 0) || math.IsInf(width, 0) {
+		return 0, fmt.Errorf("calibtest: %s: width %v", what, width)
+	}
+	for i, y := range labels {
+		if y < 0 || y >= k {
+			return 0, fmt.Errorf("calibtest: %s: label %d of sample %d outside 0..%d", what, y, i, k-1)
+		}
+	}
+	if width > 0 {
+		return width, nil
+	}
+	nu := medianDistance(probs, len(labels), k, seed)
+	if !(nu > 0) {
+		return 0, fmt.Errorf("calibtest: %s: every prediction is the same (median distance 0); give a width", what)
+	}
+	return nu, nil
 }
 
 // uStatistic returns SKCE_uq: the row sums of the upper triangle, summed
@@ -198,4 +209,135 @@ func medianDistance(probs []float64, n, k int, seed uint64) float64 {
 		return d[m/2]
 	}
 	return (d[m/2-1] + d[m/2]) / 2
+}
+
+// MaxBootstrapSamples bounds n for SKCEBootstrap, which holds the n×n
+// matrix of the terms h_ij (8 n^2 bytes: 128 MiB).
+const MaxBootstrapSamples = 4096
+
+// SKCEBootstrapOptions configures SKCEBootstrap. The zero value takes the
+// median-heuristic width and DefaultResamples bootstrap samples with seed
+// 0 on every core.
+type SKCEBootstrapOptions struct {
+	Width     float64 // nu; 0: the median heuristic (seed Seed)
+	Resamples int     // bootstrap samples; 0: DefaultResamples
+	Seed      uint64
+	Workers   int // goroutines; 0: GOMAXPROCS. The p-value does not depend on it.
+}
+
+// SKCEBootstrapResult is the outcome of SKCEBootstrap.
+type SKCEBootstrapResult struct {
+	N, K  int
+	Width float64
+	// Value is SKCE_uq and Statistic the test statistic
+	// n SKCE_uq / (n - 1) - SKCE_b.
+	Value, Statistic float64
+	// Exceed counts the bootstrap statistics T'_b >= Statistic, and P =
+	// (1 + Exceed) / (1 + Resamples).
+	Exceed, Resamples int
+	P                 float64
+}
+
+// SKCEBootstrap is the asymptotic test of the full SKCE U-statistic
+// (Widmann, Lindsten and Zachariah 2019, section 4; CalibrationTests.jl's
+// AsymptoticSKCETest). Under H0 the U-statistic is degenerate and n
+// SKCE_uq converges to a weighted sum of centred chi-squares, whose law the
+// bootstrap of degenerate U-statistics (Arcones and Giné 1992) approximates:
+// with H the n×n matrix of the terms h_ij of SKCEOptions (h_ii = ||e_yi -
+// p_i||^2 on the diagonal), SKCE_b = (1/n^2) sum_{i,j} h_ij (the biased
+// V-statistic) and the statistic S = n SKCE_uq / (n - 1) - SKCE_b, each
+// bootstrap sample i*_1..i*_n (rows drawn with replacement by PCG(seed, b))
+// gives
+//
+//	T'_b = (2 / (n (n - 1))) sum_{a < c} h_{i*_a i*_c} - (2 / n^2) sum_a sum_r h_{i*_a r},
+//
+// the centred bootstrap statistic, and p = (1 + #{T'_b >= S}) / (1 + B)
+// (CalibrationTests.jl counts #{T'_b >= S} / B). It costs O(n^2 K) once and
+// O(n^2) per bootstrap sample; n is at most MaxBootstrapSamples.
+func SKCEBootstrap(probs []float64, labels []int, k int, o SKCEBootstrapOptions) (*SKCEBootstrapResult, error) {
+	n := len(labels)
+	switch {
+	case k < 2 || len(probs) != n*k:
+		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d probabilities for %d labels and K = %d", len(probs), n, k)
+	case n < 2:
+		return nil, errors.New("calibtest: SKCE bootstrap: fewer than 2 samples")
+	case n > MaxBootstrapSamples:
+		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d samples, at most %d (its n×n matrix); use the block test", n, MaxBootstrapSamples)
+	case o.Resamples < 0:
+		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d resamples", o.Resamples)
+	}
+	nu, err := skceWidth("SKCE bootstrap", probs, labels, k, o.Width, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	B := o.Resamples
+	if B == 0 {
+		B = DefaultResamples
+	}
+	h := make([]float64, n*n)
+	parallel.For(n, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, i int) {
+		for j := 0; j < n; j++ {
+			if i != j {
+				h[i*n+j] = skceTerm(probs, labels, k, i, j, nu)
+				continue
+			}
+			s := 0.0
+			for l, v := range probs[i*k : (i+1)*k] {
+				if l == labels[i] {
+					v -= 1
+				}
+				s += v * v
+			}
+			h[i*n+i] = s
+		}
+	})
+	rowSum := make([]float64, n)
+	upper, all := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		for j, v := range h[i*n : (i+1)*n] {
+			rowSum[i] += v
+			if j > i {
+				upper += v
+			}
+		}
+		all += rowSum[i]
+	}
+	nf := float64(n)
+	res := &SKCEBootstrapResult{N: n, K: k, Width: nu, Resamples: B}
+	res.Value = 2 * upper / (nf * (nf - 1))
+	res.Statistic = nf*res.Value/(nf-1) - all/(nf*nf)
+	ts := make([]float64, B)
+	parallel.For(B, o.Workers, func() []int { return make([]int, n) }, func(c []int, b int) {
+		clear(c)
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(b)))
+		for range n {
+			c[rng.IntN(n)]++
+		}
+		// sum_{a < c} h = (c^T H c - sum_i c_i h_ii) / 2, over the drawn rows.
+		quad, diag, rows := 0.0, 0.0, 0.0
+		for i, ci := range c {
+			if ci == 0 {
+				continue
+			}
+			hi := h[i*n : (i+1)*n]
+			s := 0.0
+			for j, cj := range c {
+				if cj != 0 {
+					s += float64(cj) * hi[j]
+				}
+			}
+			cf := float64(ci)
+			quad += cf * s
+			diag += cf * hi[i]
+			rows += cf * rowSum[i]
+		}
+		ts[b] = (quad-diag)/(nf*(nf-1)) - 2*rows/(nf*nf)
+	})
+	for _, t := range ts {
+		if t >= res.Statistic {
+			res.Exceed++
+		}
+	}
+	res.P = float64(1+res.Exceed) / float64(1+B)
+	return res, nil
 }

@@ -341,6 +341,19 @@ func checkP(p float64) error {
 	return nil
 }
 
+// exponents returns the exponents of Options.P ({1} for nil), checked.
+func exponents(ps []float64) ([]float64, error) {
+	if ps == nil {
+		return []float64{1}, nil
+	}
+	for _, p := range ps {
+		if err := checkP(p); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
 // parts builds the kernel regressions of a notion, with the sample weights
 // w (nil: all 1).
 func parts(notion Notion, probs []float64, labels []int, k int, w []float64, workers int) []part {
@@ -484,14 +497,9 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, weights []flo
 	if err := checkBandwidth(h); err != nil {
 		return nil, err
 	}
-	ps := opts.P
-	if ps == nil {
-		ps = []float64{1}
-	}
-	for _, p := range ps {
-		if err := checkP(p); err != nil {
-			return nil, err
-		}
+	ps, err := exponents(opts.P)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps)), weights: slices.Clone(weights)}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)

@@ -341,6 +341,21 @@ func (bt *gridTile) start(s0, na int) {
 	bt.p.boundRows(bt.bnd, s0, na)
 }
 
+// needed sets sel to the points a of the block for which tile t is not
+// negligible at one bandwidth (1/h = invh, cmin the tiles' smallest
+// normalisers, ms[a] the point's running maximum log-kernel) and reports
+// whether there is one.
+func (bt *gridTile) needed(t int, invh float64, cmin, ms []float64) bool {
+	nt := len(bt.p.zeroT)
+	bt.sel = bt.sel[:0]
+	for a := 0; a < bt.na; a++ {
+		if !negligible(bt.bnd[a*nt+t]*invh-cmin[t], ms[a]) {
+			bt.sel = append(bt.sel, a)
+		}
+	}
+	return len(bt.sel) > 0
+}
+
 // tile returns the points a of the block that need tile t for some
 // bandwidth (tileNeeded with their running maxima m[a*ng:]), sets their
 // need flags, and computes their dot products with the tile's centres
@@ -513,20 +528,13 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 		}
 		bt := w.bt
 		bt.start(s0, na)
-		nt := len(p.zeroT)
 		home := s0 / p.ti
 		for k := 0; k < ntiles; k++ {
 			t := (home + k) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
 			nb := i1 - i0
 			rowq := w.rowq[:nb]
-			bt.sel = bt.sel[:0]
-			for a := 0; a < na; a++ {
-				if !negligible(bt.bnd[a*nt+t]*invh-cmin[t], ms[a]) {
-					bt.sel = append(bt.sel, a)
-				}
-			}
-			if len(bt.sel) == 0 {
+			if !bt.needed(t, invh, cmin, ms) {
 				continue
 			}
 			p.tileRows(bt.dots, bt.ls, bt.sel, s0, i0, c[i0:i1], invh)

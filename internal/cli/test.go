@@ -13,8 +13,10 @@ func newTestCmd() *cobra.Command {
 	var tests string
 	var o calibtest.Options
 	var asJSON bool
-	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, consistency resampling)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
-		if tests != "" && tests != "all" {
+	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, SKCE bootstrap, consistency resampling of ECE^KDE, binned ECE, KS error, MMCE, witness)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+		if tests == "all" {
+			o.Tests = calibtest.Tests
+		} else if tests != "" {
 			o.Tests = nil
 			for _, t := range strings.Split(tests, ",") {
 				o.Tests = append(o.Tests, strings.TrimSpace(t))
@@ -39,7 +41,7 @@ func newTestCmd() *cobra.Command {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
-	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests, ", ")+", or all (default: all)")
+	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests, ", ")+", or all (default: "+strings.Join(calibtest.DefaultTests, ",")+")")
 	fs.IntVar(&o.Resamples, "resamples", calibtest.DefaultResamples, "resamples B of the consistency-resampling tests")
 	fs.Float64Var(&o.Alpha, "alpha", 0.05, "level of the verdicts")
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the resamples and of the SKCE blocks")
