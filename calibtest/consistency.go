@@ -68,6 +68,33 @@ type ConsistencyResult struct {
 // their own, then the resamples in batches of at most 2^22/n vectors).
 // The result is the same for any Workers (and any batching).
 func Consistency(probs []float64, labels []int, k int, stat Statistic, o ConsistencyOptions) (*ConsistencyResult, error) {
+	rs, err := ConsistencyMany(probs, labels, k, func(ys [][]int) ([][]float64, error) {
+		ts, err := stat(ys)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]float64, len(ts))
+		for b, t := range ts {
+			out[b] = []float64{t}
+		}
+		return out, nil
+	}, o)
+	if err != nil {
+		return nil, err
+	}
+	return &rs[0], nil
+}
+
+// Statistics computes several statistics (each larger: less calibrated) of
+// fixed predictions for a batch of label vectors: out[b][i] is statistic i
+// of ys[b], the same number of statistics for every vector.
+type Statistics func(ys [][]int) ([][]float64, error)
+
+// ConsistencyMany is Consistency for several statistics on the same
+// resamples (one sweep of a kernel can give every exponent of ECE^KDE):
+// result i is statistic i's test. Each p-value is valid on its own; they
+// are not independent.
+func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o ConsistencyOptions) ([]ConsistencyResult, error) {
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: consistency: %d probabilities for %d labels and K = %d", len(probs), n, k)
@@ -83,8 +110,15 @@ func Consistency(probs []float64, labels []int, k int, stat Statistic, o Consist
 	if err != nil {
 		return nil, fmt.Errorf("calibtest: consistency: %w", err)
 	}
-	if len(t0) != 1 || math.IsNaN(t0[0]) {
-		return nil, errors.New("calibtest: consistency: the statistic is NaN on the observed labels")
+	if len(t0) != 1 || len(t0[0]) == 0 {
+		return nil, errors.New("calibtest: consistency: no statistic for the observed labels")
+	}
+	res := make([]ConsistencyResult, len(t0[0]))
+	for i, t := range t0[0] {
+		if math.IsNaN(t) {
+			return nil, fmt.Errorf("calibtest: consistency: statistic %d is NaN on the observed labels", i)
+		}
+		res[i] = ConsistencyResult{Statistic: t, Resamples: b}
 	}
 	// Cumulative rows, for drawing a label by one uniform.
 	cum := make([]float64, n*k)
@@ -95,7 +129,6 @@ func Consistency(probs []float64, labels []int, k int, stat Statistic, o Consist
 			cum[i*k+l] = s
 		}
 	}
-	res := &ConsistencyResult{Statistic: t0[0], Resamples: b}
 	batch := max(1, min(b, maxBatchLabels/n))
 	ys := make([][]int, batch)
 	for r0 := 0; r0 < b; r0 += batch {
@@ -111,15 +144,22 @@ func Consistency(probs []float64, labels []int, k int, stat Statistic, o Consist
 			return nil, fmt.Errorf("calibtest: consistency: %w", err)
 		}
 		if len(ts) != len(ys) {
-			return nil, fmt.Errorf("calibtest: consistency: %d statistics for %d label vectors", len(ts), len(ys))
+			return nil, fmt.Errorf("calibtest: consistency: statistics for %d of %d label vectors", len(ts), len(ys))
 		}
 		for _, t := range ts {
-			if t >= res.Statistic || math.IsNaN(t) {
-				res.Exceed++ // a NaN resample counts against the model (conservative)
+			if len(t) != len(res) {
+				return nil, fmt.Errorf("calibtest: consistency: %d statistics for a resample, %d for the observed labels", len(t), len(res))
+			}
+			for i, v := range t {
+				if v >= res[i].Statistic || math.IsNaN(v) {
+					res[i].Exceed++ // a NaN resample counts against the model (conservative)
+				}
 			}
 		}
 	}
-	res.P = float64(1+res.Exceed) / float64(1+b)
+	for i := range res {
+		res[i].P = float64(1+res[i].Exceed) / float64(1+b)
+	}
 	return res, nil
 }
 

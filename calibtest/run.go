@@ -30,12 +30,19 @@ var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
 // kde.Witness per resample: slow).
 var Tests = append(slices.Clone(DefaultTests), "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
 
-// Options configures Run. The zero value runs every test at alpha 0.05
+// weightedTests are the tests that take sample weights.
+var weightedTests = []string{"ks", "kuiper", "spiegelhalter"}
+
+// Options configures Run. The zero value runs DefaultTests at alpha 0.05
 // with DefaultResamples resamples, seed 0, on every core.
 type Options struct {
-	Tests     []string // nil: DefaultTests
-	Alpha     float64  // 0: 0.05
-	Resamples int      // consistency resamples; 0: DefaultResamples
+	// Tests names the tests (of Tests); nil means DefaultTests, and
+	// {"all"} every test that applies: with weights the weighted ones,
+	// skce_u only for n <= MaxBootstrapSamples (the answer says which
+	// were skipped).
+	Tests     []string
+	Alpha     float64 // 0: 0.05
+	Resamples int     // consistency resamples; 0: DefaultResamples
 	Seed      uint64
 	Workers   int
 }
@@ -44,6 +51,9 @@ type Options struct {
 // data: a CLI calls it before reading any.
 func (o Options) Check() error {
 	for _, t := range o.Tests {
+		if t == "all" && len(o.Tests) == 1 {
+			continue
+		}
 		if !slices.Contains(Tests, t) {
 			return fmt.Errorf("calibtest: unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
 		}
@@ -57,10 +67,12 @@ func (o Options) Check() error {
 	return nil
 }
 
-// Result is one test's outcome. For the class-wise notion Statistic is the
-// largest class statistic, PValue the family p-value (the smallest
-// Holm-adjusted p-value over the classes) and PerClass the adjusted
-// p-values.
+// Result is one test's outcome. For the class-wise notion of ks, kuiper
+// and spiegelhalter Statistic is the largest class statistic, PValue the
+// family p-value (the smallest Holm-adjusted p-value over the classes) and
+// PerClass the adjusted p-values; the class-wise ece_kde row is one
+// consistency test of the marginal ECE^KDE summed over the classes (no
+// PerClass).
 type Result struct {
 	Test      string    `json:"test"`
 	Notion    string    `json:"notion"`
@@ -91,11 +103,20 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		return nil, err
 	}
 	tests := o.Tests
-	var skipped []string
-	if tests == nil {
-		tests = DefaultTests
-		if weights != nil { // the default tests that take weights
-			tests, skipped = []string{"ks", "kuiper", "spiegelhalter"}, []string{"skce", "ece_bin"}
+	var skipped []string // with the reason
+	if tests == nil || len(tests) == 1 && tests[0] == "all" {
+		all := tests != nil
+		tests = nil
+		for _, t := range Tests {
+			switch {
+			case !all && !slices.Contains(DefaultTests, t):
+			case weights != nil && !slices.Contains(weightedTests, t):
+				skipped = append(skipped, t+" (takes no weights)")
+			case t == "skce_u" && len(labels) > MaxBootstrapSamples:
+				skipped = append(skipped, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples))
+			default:
+				tests = append(tests, t)
+			}
 		}
 	}
 	alpha := o.Alpha
@@ -181,8 +202,8 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "skce_u", Notion: "canonical", Statistic: r.Value, PValue: r.P, Resamples: r.Resamples,
-				Method: fmt.Sprintf("bootstrap of the U-statistic, width %.4g (median heuristic)", r.Width)})
+			add(Result{Test: "skce_u", Notion: "canonical", Statistic: r.Statistic, PValue: r.P, Resamples: r.Resamples,
+				Method: fmt.Sprintf("bootstrap of the U-statistic (statistic n U/(n-1) - V; SKCE_uq = %.4g), width %.4g (median heuristic)", r.Value, r.Width)})
 		default: // consistency resampling
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: %s consistency resampling takes no weights", t)
@@ -202,7 +223,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 	}
 	rep.Answer = answer(rep)
 	if skipped != nil {
-		rep.Answer += fmt.Sprintf(" (%s skipped: they take no weights)", strings.Join(skipped, " and "))
+		rep.Answer += fmt.Sprintf(" (skipped: %s)", strings.Join(skipped, ", "))
 	}
 	return rep, nil
 }
@@ -240,7 +261,7 @@ func consistencyStatistics(t string, probs []float64, labels []int, k, workers i
 		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
 			// The LOO objective is the density of the predictions: the
 			// labels do not enter it.
-			cv, err := kde.SelectBandwidth(nt, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
+			cv, err := kde.SelectBandwidth(nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
 			if err != nil {
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}

@@ -211,6 +211,11 @@ func medianDistance(probs []float64, n, k int, seed uint64) float64 {
 	return (d[m/2-1] + d[m/2]) / 2
 }
 
+// bootstrapStream is the first PCG stream of SKCEBootstrap's samples
+// (sample b: bootstrapStream + b), apart from the streams of the median
+// heuristic's pairs (0x3ed) and of the block order (0x5ce).
+const bootstrapStream = 1 << 62
+
 // MaxBootstrapSamples bounds n for SKCEBootstrap, which holds the n×n
 // matrix of the terms h_ij (8 n^2 bytes: 128 MiB).
 const MaxBootstrapSamples = 4096
@@ -246,7 +251,7 @@ type SKCEBootstrapResult struct {
 // with H the n×n matrix of the terms h_ij of SKCEOptions (h_ii = ||e_yi -
 // p_i||^2 on the diagonal), SKCE_b = (1/n^2) sum_{i,j} h_ij (the biased
 // V-statistic) and the statistic S = n SKCE_uq / (n - 1) - SKCE_b, each
-// bootstrap sample i*_1..i*_n (rows drawn with replacement by PCG(seed, b))
+// bootstrap sample i*_1..i*_n (rows drawn with replacement by PCG(seed, 2^62 + b))
 // gives
 //
 //	T'_b = (2 / (n (n - 1))) sum_{a < c} h_{i*_a i*_c} - (2 / n^2) sum_a sum_r h_{i*_a r},
@@ -309,7 +314,7 @@ func SKCEBootstrap(probs []float64, labels []int, k int, o SKCEBootstrapOptions)
 	ts := make([]float64, B)
 	parallel.For(B, o.Workers, func() []int { return make([]int, n) }, func(c []int, b int) {
 		clear(c)
-		rng := rand.New(rand.NewPCG(o.Seed, uint64(b)))
+		rng := rand.New(rand.NewPCG(o.Seed, bootstrapStream+uint64(b)))
 		for range n {
 			c[rng.IntN(n)]++
 		}

@@ -34,6 +34,9 @@ func BinnedECEStatistic(probs []float64, k int, p float64, o metric.BinOptions, 
 		return nil, fmt.Errorf("calibtest: binned ECE: %w", err)
 	}
 	return PerVector(func(y []int) (float64, error) {
+		if err := checkLabels(y, len(s), k); err != nil {
+			return 0, err
+		}
 		return a.Summarize(s, outcomes(y, top), nil, nil).ECE(p), nil
 	}, workers), nil
 }
@@ -54,6 +57,9 @@ func KSErrorStatistic(probs []float64, k int, workers int) (Statistic, error) {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s[a], s[b]) })
 	N := float64(n)
 	return PerVector(func(y []int) (float64, error) {
+		if err := checkLabels(y, n, k); err != nil {
+			return 0, err
+		}
 		ks, cs, co := 0.0, 0.0, 0.0
 		for _, j := range order {
 			cs += s[j]
@@ -80,6 +86,9 @@ func MMCEStatistic(probs []float64, k int, width float64, workers int) (Statisti
 		return nil, fmt.Errorf("calibtest: MMCE: width %v", width)
 	}
 	return PerVector(func(y []int) (float64, error) {
+		if err := checkLabels(y, len(probs)/k, k); err != nil {
+			return 0, err
+		}
 		v, _ := metric.TopLabelMMCE(probs, y, k, width, nil, nil)
 		return v, nil
 	}, workers), nil
@@ -198,17 +207,27 @@ func transpose(ys [][]int, n, k int) ([]int32, error) {
 	nb := len(ys)
 	yt := make([]int32, n*nb)
 	for b, y := range ys {
-		if len(y) != n {
-			return nil, fmt.Errorf("calibtest: label vector %d has %d labels for %d samples", b, len(y), n)
+		if err := checkLabels(y, n, k); err != nil {
+			return nil, fmt.Errorf("label vector %d: %w", b, err)
 		}
 		for i, v := range y {
-			if v < 0 || v >= k {
-				return nil, fmt.Errorf("calibtest: label vector %d, sample %d: label %d outside 0..%d", b, i, v, k-1)
-			}
 			yt[i*nb+b] = int32(v)
 		}
 	}
 	return yt, nil
+}
+
+// checkLabels checks that y holds n labels in 0..k-1.
+func checkLabels(y []int, n, k int) error {
+	if len(y) != n {
+		return fmt.Errorf("calibtest: %d labels for %d samples", len(y), n)
+	}
+	for i, v := range y {
+		if v < 0 || v >= k {
+			return fmt.Errorf("calibtest: sample %d: label %d outside 0..%d", i, v, k-1)
+		}
+	}
+	return nil
 }
 
 // checkRows checks that probs holds at least one row of k >= 2 columns.

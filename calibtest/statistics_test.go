@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/calib-dev/calib/internal/testenv"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/synth"
@@ -142,16 +141,13 @@ func TestStatisticsEqualReference(t *testing.T) {
 // other sets 0.022). And it has power on the paper's miscalibrated
 // model at n = 2,000 (p < 0.01 with 199 resamples, 119 for the witness).
 // The slow statistics (the witness: one kde.Witness per resample) run
-// with fewer samples and resamples unless CALIB_THOROUGH=1.
+// with fewer samples and resamples (n = 100, B = 19; 119 at n = 2,000).
 func TestConsistencyLevelEveryStatistic(t *testing.T) {
 	const k, sets = 4, 200
 	for _, c := range statCases {
 		start := time.Now()
 		n, b := c.n, c.resamples
 		power := cmp.Or(c.power, 199)
-		if testenv.Thorough() {
-			n, b, power = max(n, 300), 99, 199
-		}
 		ps := make([]float64, sets)
 		for d := range ps {
 			p, y := paperRows(uint64(d), n, k, true)
@@ -247,5 +243,33 @@ func TestRunAllTests(t *testing.T) {
 	}
 	if _, err := Run(p, y, k, make([]float64, 300), Options{Tests: []string{"ece_kde"}}); err == nil {
 		t.Error("ece_kde with weights: no error")
+	}
+}
+
+// Tests {"all"} runs every test that applies and names the others: the
+// unweighted ones with weights, skce_u above MaxBootstrapSamples rows.
+func TestRunAllSkips(t *testing.T) {
+	p, y := paperRows(12, 300, 3, true)
+	w := make([]float64, 300)
+	for i := range w {
+		w[i] = 1 + float64(i%3)
+	}
+	rep := must(Run(p, y, 3, w, Options{Tests: []string{"all"}}))
+	if len(rep.Tests) != 6 || !strings.Contains(rep.Answer, "skce_u (takes no weights)") || !strings.Contains(rep.Answer, "ece_witness (takes no weights)") {
+		t.Errorf("weighted all: %d rows, answer %q", len(rep.Tests), rep.Answer)
+	}
+	n := MaxBootstrapSamples + 1
+	p, y = paperRows(13, n, 2, true)
+	rep = must(Run(p, y, 2, nil, Options{Tests: []string{"all"}, Resamples: 1}))
+	for _, r := range rep.Tests {
+		if r.Test == "skce_u" {
+			t.Error("skce_u ran above MaxBootstrapSamples")
+		}
+	}
+	if !strings.Contains(rep.Answer, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)) {
+		t.Errorf("answer %q does not say skce_u was skipped", rep.Answer)
+	}
+	if err := (Options{Tests: []string{"all", "ks"}}).Check(); err == nil {
+		t.Error(`{"all", "ks"}: no error`)
 	}
 }

@@ -93,7 +93,18 @@ type Options struct {
 	CI, CIExact bool
 	Resamples   int
 	Level       float64
-	// Seed seeds the bootstrap and ece_witness's cross-fitting splits.
+	// PValues attaches to every entry of ece_kde, ece_bin, mce,
+	// ece_bin_debiased, ks and mmce the p-value of the test of
+	// calibration with that entry as statistic, by consistency resampling
+	// (package calibtest: PValueResamples label vectors drawn from the
+	// predictions, 0 meaning calibtest.DefaultResamples, seeded by Seed).
+	// ece_witness gets none (one witness estimate per resample: calib
+	// test --tests ece_witness), nor do the scores and sharpness, which
+	// are not calibration errors.
+	PValues         bool
+	PValueResamples int
+	// Seed seeds the bootstrap, the p-values' resamples and ece_witness's
+	// cross-fitting splits.
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores; results are the same for any value
 	// Progress, if not nil, is told what runs.
@@ -230,6 +241,12 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		return nil, optionsError("MMCE width %v: must be positive", c.mmce)
 	}
 	c.ci = o.CI || o.CIExact
+	if o.PValueResamples < 0 {
+		return nil, optionsError("%d p-value resamples", o.PValueResamples)
+	}
+	if o.PValues && s.Labels == nil {
+		return nil, optionsError("p-values need labels")
+	}
 	c.boot = metric.BootstrapOptions{Seed: o.Seed, Workers: o.Workers}
 	c.boot.Resamples, c.boot.Level = mathx.ResampleDefaults(o.Resamples, o.Level)
 	if c.boot.Resamples < 2 || !(c.boot.Level > 0 && c.boot.Level < 1) {
@@ -356,6 +373,23 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 					}
 					e.Error = oneLineError(err)
 				}
+			}
+		}
+		if c.PValues {
+			t0 := time.Now()
+			if err := ev.pValues(d, entries); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				if c.explicit {
+					return nil, err
+				}
+				for _, e := range entries {
+					e.Warnings = append(slices.Clip(e.Warnings), warn(EstimatorWarning, "no p-value: "+oneLineError(err)))
+				}
+			}
+			if len(entries) > 0 && entries[0].Seconds != nil {
+				*entries[0].Seconds += time.Since(t0).Seconds()
 			}
 		}
 		for _, e := range entries {

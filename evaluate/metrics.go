@@ -82,6 +82,13 @@ type Result struct {
 	Seed        *uint64 `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
 	Weighted    bool    `json:"weighted"`               // sample weights were used (Set.Weights not nil)
 
+	// With Options.PValues: the p-value of the test of calibration whose
+	// statistic is this entry (calibtest.ConsistencyMany), its method and
+	// its resamples.
+	PValue          *Float `json:"p_value,omitempty"`
+	PValueMethod    string `json:"p_value_method,omitempty"`
+	PValueResamples *int   `json:"p_value_resamples,omitempty"`
+
 	group int
 	// stat recomputes the Result's value on a bootstrap resample.
 	stat func(idx []int) (float64, error)

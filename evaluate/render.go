@@ -52,18 +52,26 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	group := -1
+	pvalues := out.HasPValues()
+	pcol, phead, ptab := "", "", ""
+	if pvalues {
+		phead, ptab = "\tp-value", "\t"
+	}
 	for _, e := range out.Results {
 		if e.group != group {
 			group = e.group
-			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\n", strings.ToUpper(groupNames[group]))
-			fmt.Fprintln(tw, "metric\tnotion\tp\tsettings\tvalue\troot\tinterval\ttime")
+			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t%s\n", strings.ToUpper(groupNames[group]), ptab)
+			fmt.Fprintf(tw, "metric\tnotion\tp\tsettings\tvalue\troot\tinterval%s\ttime\n", phead)
 		}
 		secs := "" // entries computed with the one before have no time of their own
 		if e.Seconds != nil {
 			secs = fmt.Sprintf("%.2fs", *e.Seconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Metric, notionCell(e), pCell(e), settings(e),
-			valueCell(e), floatCell(e.Root), intervalCell(e), secs)
+		if pvalues {
+			pcol = "\t" + PValueCell(e)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n", e.Metric, notionCell(e), pCell(e), settings(e),
+			valueCell(e), floatCell(e.Root), intervalCell(e), pcol, secs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -84,6 +92,9 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	fmt.Fprintf(w, "\nvalue: CE_p^p for Lp metrics (root: CE_p); class-wise binned/KS values are means over classes, class-wise ece_kde sums them (--class-mean: the mean).\n")
 	for _, line := range IntervalNotes(out) {
 		fmt.Fprintln(w, line)
+	}
+	if pvalues {
+		fmt.Fprintln(w, PValueNote(out))
 	}
 	for _, line := range EstimatorNotes(out) {
 		fmt.Fprintln(w, line)
@@ -116,6 +127,36 @@ func notionCell(e *Result) string {
 		n = "-"
 	}
 	return n
+}
+
+// HasPValues reports whether any entry has a p-value.
+func (out *Evaluation) HasPValues() bool {
+	for _, e := range out.Results {
+		if e.PValue != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// PValueCell is an entry's p-value as the tables show it ("-": none).
+func PValueCell(e *Result) string {
+	if e.PValue == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", float64(*e.PValue))
+}
+
+// PValueNote says what the p-values are (one line).
+func PValueNote(out *Evaluation) string {
+	b := 0
+	for _, e := range out.Results {
+		if e.PValueResamples != nil {
+			b = *e.PValueResamples
+			break
+		}
+	}
+	return fmt.Sprintf("p-value: how often a calibrated model with these predictions reads at least this value: consistency resampling, %d label vectors drawn from the predictions, p = (1 + #{T_b >= T}) / (1 + %d); small p: miscalibrated (each test holds its level alone, not the family's).", b, b)
 }
 
 func pCell(e *Result) string {

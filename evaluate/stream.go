@@ -132,6 +132,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionsError("bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
 	case o.Debias:
 		return nil, optionsError("the debiased estimators are not available in a streamed evaluation")
+	case o.PValues:
+		return nil, optionsError("p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
 	case o.Objective != kde.LOO:
 		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
 	case o.MaxCells < 0:

@@ -26,8 +26,8 @@ import (
 // row is at hand: B estimates cost one sweep plus O(B (nnz + nK))
 // additions, nnz the number of such weights, instead of B sweeps of O(n^2
 // K) kernel evaluations. This is what makes consistency resampling of
-// ECE^KDE (package calibtest) cheap. Nothing n x n is kept: memory is
-// O(nK) plus the batch's labels.
+// ECE^KDE (package calibtest) cheap. Nothing n x n is kept (Estimates
+// says what is).
 
 // Relabel is ECE^KDE of one notion at a fixed bandwidth for the
 // predictions probs, ready for any label vector: Estimates(ys)[b][i] is
@@ -44,6 +44,43 @@ type Relabel struct {
 	parts     []relabelPart
 	nnz       atomic.Int64
 	tr        *tracker
+}
+
+// relabelAcc bounds the accumulators of one worker of Estimates, in
+// floats (8 MiB); a variable for the tests.
+var relabelAcc = 1 << 20
+
+// relabelBufs are the buffers of Estimates, reused across parts and
+// chunks: the transposed labels, the labels of the centres in sorted order
+// (Canonical) and their 0/1 outcomes (Beta kernels).
+type relabelBufs struct {
+	yt, lab []int32
+	out     []float64
+}
+
+func (b *relabelBufs) labels(n int) []int32 {
+	b.yt = grow(b.yt, n)
+	return b.yt
+}
+
+func (b *relabelBufs) sorted(n int) []int32 {
+	b.lab = grow(b.lab, n)
+	return b.lab
+}
+
+// outcomes returns n zeros.
+func (b *relabelBufs) outcomes(n int) []float64 {
+	b.out = grow(b.out, n)
+	clear(b.out)
+	return b.out
+}
+
+// grow returns s resliced to n, reallocated when it is shorter.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // relabelChunk is the number of centres whose outcome rows the points of
@@ -156,9 +193,14 @@ func (rl *Relabel) Weights() int { return int(rl.nnz.Load()) }
 
 // Estimates returns, for every label vector ys[b] (n labels in 0..k-1),
 // the estimates of CE_p^p for the exponents of the options: out[b][i] for
-// P[i]. It sweeps the kernel once per part and costs O(B (nnz + nK))
-// more, on Workers goroutines, bit-identical for any number of them; the
-// labels are held transposed (4 B n bytes). The errors are Estimate's
+// P[i]. It sweeps the kernel once per part and chunk of vectors (a chunk:
+// as many vectors as keep a worker's accumulators within 8 MiB, 8 x chunk x
+// K floats for Canonical, so every vector at K = 10 and B <= 13,107) and
+// costs O(B (nnz + nK)) more, on Workers goroutines, bit-identical for any
+// number of them and any chunking. Memory: the chunk's labels twice (4 B n
+// bytes each) or its 0/1 outcomes (8 B n), the per-block partial sums (B n
+// P / 8 floats), and per worker the accumulators and up to 192 n bytes of
+// one block's weights. The errors are Estimate's
 // (ErrNoDensity when no point has a positive leave-one-out density, a
 // cancelled Context, a non-finite estimate).
 func (rl *Relabel) Estimates(ys [][]int) ([][]float64, error) {
@@ -180,27 +222,42 @@ func (rl *Relabel) Estimates(ys [][]int) ([][]float64, error) {
 	if nb == 0 {
 		return out, nil
 	}
-	// The labels transposed: yt[i*nb + b] = ys[b][i], so that one kernel
-	// weight a_ji meets the labels of row i of every vector in one run.
-	yt := make([]int32, n*nb)
-	for b, y := range ys {
-		for i, v := range y {
-			yt[i*nb+b] = int32(v)
-		}
-	}
 	rl.nnz.Store(0)
-	for _, pt := range rl.parts {
-		rl.tr.expect(int64(blocks(n)))
-		sums, nkept, wkept, err := rl.sweep(pt, yt, nb)
-		if err != nil {
-			return nil, err
+	// Chunks of vectors small enough that a worker's accumulators
+	// (blockJ x chunk x K floats for Canonical) stay within 8 MiB; each
+	// chunk sweeps the kernel once. A vector's estimate does not depend on
+	// the chunk it is in.
+	nl := k
+	if rl.parts[0].target != nil {
+		nl = 1
+	}
+	chunk := max(1, min(nb, relabelAcc/(blockJ*nl)))
+	var bufs relabelBufs
+	for c0 := 0; c0 < nb; c0 += chunk {
+		sub := ys[c0:min(nb, c0+chunk)]
+		m := len(sub)
+		// The labels transposed: yt[i*m + b] = sub[b][i], so that one
+		// kernel weight a_ji meets the labels of row i of every vector in
+		// one run.
+		yt := bufs.labels(n * m)
+		for b, y := range sub {
+			for i, v := range y {
+				yt[i*m+b] = int32(v)
+			}
 		}
-		if nkept == 0 || !(wkept > 0) {
-			return nil, fmt.Errorf("kde: relabel %s: %w", rl.notion, ErrNoDensity)
-		}
-		for b := range out {
-			for pi := range rl.ps {
-				out[b][pi] += sums[b*np+pi] / wkept
+		for _, pt := range rl.parts {
+			rl.tr.expect(int64(blocks(n)))
+			sums, nkept, wkept, err := rl.sweep(pt, yt, m, &bufs)
+			if err != nil {
+				return nil, err
+			}
+			if nkept == 0 || !(wkept > 0) {
+				return nil, fmt.Errorf("kde: relabel %s: %w", rl.notion, ErrNoDensity)
+			}
+			for b := range sub {
+				for pi := range rl.ps {
+					out[c0+b][pi] += sums[b*np+pi] / wkept
+				}
 			}
 		}
 	}
@@ -225,7 +282,7 @@ func (rl *Relabel) Estimates(ys [][]int) ([][]float64, error) {
 // skipped on their bound) that keeps each point's log-kernels above the
 // running cut instead of summing them; the partial sums of each block are
 // added in block order.
-func (rl *Relabel) sweep(pt relabelPart, yt []int32, nb int) (sums []float64, nkept int, wkept float64, err error) {
+func (rl *Relabel) sweep(pt relabelPart, yt []int32, nb int, bufs *relabelBufs) (sums []float64, nkept int, wkept float64, err error) {
 	p, k, np := pt.pb, rl.k, len(rl.ps)
 	n := p.n
 	c := pt.c
@@ -249,9 +306,9 @@ func (rl *Relabel) sweep(pt relabelPart, yt []int32, nb int) (sums []float64, nk
 	var lab []int32
 	var out []float64
 	if pt.target == nil {
-		lab = make([]int32, n*nb)
+		lab = bufs.sorted(n * nb)
 	} else {
-		out = make([]float64, n*nb)
+		out = bufs.outcomes(n * nb)
 	}
 	for s, i := range p.order {
 		for b := 0; b < nb; b++ {

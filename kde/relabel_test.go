@@ -140,3 +140,43 @@ func TestRelabelErrors(t *testing.T) {
 		t.Errorf("cancelled: got %v", err)
 	}
 }
+
+// A vector's estimate does not depend on the batch it is in nor on the
+// chunking: three vectors at once, one chunk per vector, and each alone
+// give the same bits (canonical and top-label).
+func TestRelabelChunks(t *testing.T) {
+	probs, labels, k := realRows(t, 300)
+	rng := rand.New(rand.NewPCG(5, 6))
+	ys := [][]int{labels, make([]int, 300), make([]int, 300)}
+	for i := range ys[1] {
+		ys[1][i], ys[2][i] = rng.IntN(k), rng.IntN(k)
+	}
+	for _, nt := range []Notion{Canonical, TopLabel} {
+		rl, err := NewRelabel(nt, probs, k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := rl.Estimates(ys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		save := relabelAcc
+		relabelAcc = 1 // one vector per chunk
+		chunked, err := rl.Estimates(ys)
+		relabelAcc = save
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, y := range ys {
+			one, err := rl.Estimates([][]int{y})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range one[0] {
+				if all[b][i] != one[0][i] || chunked[b][i] != one[0][i] {
+					t.Errorf("%s vector %d p index %d: batch %v, chunked %v, alone %v", nt, b, i, all[b][i], chunked[b][i], one[0][i])
+				}
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
@@ -50,6 +51,10 @@ type Options struct {
 	// NoIntervals turns the bootstrap intervals off (calib report
 	// --ci=false).
 	NoIntervals bool
+	// NoTests leaves out the section "Is it calibrated?" (calibtest.Run's
+	// default tests at level 0.05 with the report's seed; calib report
+	// --tests=false).
+	NoTests bool
 	// Methods lists the recalibration methods compared when Build has a
 	// validation set; nil means every method (recal.Methods).
 	Methods []recal.Method
@@ -272,6 +277,20 @@ func Build(ctx context.Context, test, val *data.Set, o Options) (*Document, erro
 	}
 	doc.Summary = append(summaryFacts(s, val, ev), o.Facts...)
 	doc.Metrics = metricsTable(ev)
+	if !o.NoTests && s.Labels != nil {
+		done := status(o.Progress, "testing calibration")
+		tr, err := calibtest.Run(s.Probs, s.Labels, s.K, s.Weights, calibtest.Options{Seed: o.seed(), Workers: o.Workers})
+		done()
+		if err != nil {
+			doc.Warnings = append(doc.Warnings, &FigureError{Figure: "hypothesis tests", Err: err})
+		} else {
+			doc.Tests = tr
+			doc.Sections = append(doc.Sections, testsSection(tr))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 	b := &builder{ctx: ctx, doc: doc, o: o, s: s, val: val, curves: curves}
 	if err := b.figures(); err != nil {
 		return nil, err

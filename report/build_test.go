@@ -52,6 +52,7 @@ func Example() {
 		panic(err)
 	}
 	// Output:
+	// Is it calibrated?: 0 figure(s)
 	// Reliability diagrams: 1 figure(s)
 	// Per-class reliability: 2 figure(s)
 	// KS calibration graphs: 1 figure(s)

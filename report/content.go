@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
@@ -71,16 +72,27 @@ func overUnder(d float64) string {
 // metricsTable is the table of every metric with its interval.
 func metricsTable(ev *evaluate.Evaluation) *Table {
 	t := &Table{Header: []string{"group", "metric", "notion", "p", "settings", "value", "root", "interval"}}
+	pvalues := ev.HasPValues()
+	if pvalues {
+		t.Header = append(t.Header, "p-value")
+	}
 	level := 0.0
 	for _, e := range ev.Results {
 		if e.CILevel != nil {
 			level = *e.CILevel
 		}
-		t.Rows = append(t.Rows, e.Row())
+		row := e.Row()
+		if pvalues {
+			row = append(row, evaluate.PValueCell(e))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "value: CE_p^p for Lp metrics (root: CE_p); class-wise binned and KS values are means over classes, class-wise ece_kde their sum; lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
 	for _, line := range evaluate.EstimatorNotes(ev) {
 		t.Caption += " " + line
+	}
+	if pvalues {
+		t.Caption += " " + strings.ToUpper(evaluate.PValueNote(ev)[:1]) + evaluate.PValueNote(ev)[1:]
 	}
 	if level > 0 {
 		t.Caption += fmt.Sprintf(" Intervals: %.0f%% bootstrap intervals.", 100*level)
@@ -153,4 +165,21 @@ func ComparisonOf(c *compare.Comparison) *Comparison {
 			float64(r.KSTop1), float64(r.KSTop2), float64(r.KSWithinTop2), float64(r.KSClassWise)})
 	}
 	return cm
+}
+
+// testsSection is the section "Is it calibrated?": the plain-language
+// answer of the hypothesis tests and their table.
+func testsSection(r *calibtest.Report) Section {
+	t := &Table{Header: []string{"test", "notion", "statistic", "p-value", fmt.Sprintf("reject at %g", r.Alpha), "method"},
+		Caption: "H0 is the calibrated model: the outcomes are draws from the predictions. A p-value is how often a calibrated model with these predictions would give a statistic at least as large; at or below the level the test rejects calibration. Class-wise rows adjust the K class p-values by Holm's method; the tests are not corrected for each other."}
+	for _, x := range r.Tests {
+		method := x.Method
+		if x.Resamples > 0 {
+			method += fmt.Sprintf(", %d resamples", x.Resamples)
+		}
+		t.Rows = append(t.Rows, []string{x.Test, x.Notion, fmt.Sprintf("%.6g", x.Statistic), fmt.Sprintf("%.4g", x.PValue), fmt.Sprint(x.Reject), method})
+	}
+	return Section{ID: "tests", Title: "Is it calibrated?",
+		Text:  "Answer: " + r.Answer + ". The tests: the cumulative-difference Kolmogorov-Smirnov and Kuiper tests (Arrieta-Ibarra et al. 2022) and Spiegelhalter's z on the top-label confidence and on every class column, the SKCE block test of Widmann et al. (canonical), and consistency resampling of the binned ECE (calib test runs these and more).",
+		Table: t}
 }

@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/plot/font"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/evaluate"
 )
@@ -35,6 +36,9 @@ type Document struct {
 	// read them.
 	Evaluation *evaluate.Evaluation
 	Comparison *compare.Comparison
+	// Tests holds the hypothesis tests of the section "Is it calibrated?"
+	// (nil with Options.NoTests or without labels).
+	Tests *calibtest.Report
 	// Warnings lists what could not be made (a *FigureError per figure
 	// left out); the notes say the same.
 	Warnings []error

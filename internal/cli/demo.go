@@ -40,7 +40,7 @@ func newDemoCmd() *cobra.Command {
 		if rf.ef.json {
 			return evaluate.WriteJSON(w, doc.Evaluation)
 		}
-		if err := demotext.Write(w, doc.Evaluation, doc.Comparison); err != nil {
+		if err := demotext.Write(w, doc.Evaluation, doc.Comparison, doc.Tests); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "\nreport: %s (%.1f s in all)\n", rf.out, time.Since(start).Seconds())

@@ -53,6 +53,7 @@ type reportFlags struct {
 	ef        evalFlags
 	ff        figureFlags
 	grid, out string
+	tests     bool
 }
 
 func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
@@ -67,6 +68,7 @@ func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
 	fs.Lookup("seed").Usage = "seed of the bootstrap, of ece_witness's cross-fitting splits, of the recalibration's folds and of the figures (same seed, same report; 0 means 1)"
 	fs.StringVar(&f.ff.text.Methods, "methods", "", "recalibration methods, comma-separated (default: all)")
 	fs.StringVar(&f.grid, "grid", "default", "cross-validation grid of the ODIR methods: default or full")
+	fs.BoolVar(&f.tests, "tests", true, "the section \"Is it calibrated?\": the default tests of calib test (--tests=false leaves it out)")
 	fs.StringVarP(&f.out, "output", "o", "", outUsage)
 }
 
@@ -80,7 +82,7 @@ func (f *reportFlags) options() (report.Options, error) {
 	if err != nil {
 		return report.Options{}, err
 	}
-	return f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
+	return f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
 }
 
 // write builds the report of test and val (may be nil) with progress on

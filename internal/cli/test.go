@@ -14,9 +14,7 @@ func newTestCmd() *cobra.Command {
 	var o calibtest.Options
 	var asJSON bool
 	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, SKCE bootstrap, consistency resampling of ECE^KDE, binned ECE, KS error, MMCE, witness)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
-		if tests == "all" {
-			o.Tests = calibtest.Tests
-		} else if tests != "" {
+		if tests != "" {
 			o.Tests = nil
 			for _, t := range strings.Split(tests, ",") {
 				o.Tests = append(o.Tests, strings.TrimSpace(t))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/internal/demo"
@@ -15,16 +16,43 @@ import (
 // Write writes the demo's text: the headline figures of ev (the test
 // split's evaluation, with intervals), the comparison c and the
 // explanation.
-func Write(w io.Writer, ev *evaluate.Evaluation, c *compare.Comparison) error {
+func Write(w io.Writer, ev *evaluate.Evaluation, c *compare.Comparison, tests *calibtest.Report) error {
 	fmt.Fprintf(w, "calib demo: %s, a ResNet-110 trained on CIFAR-10 with the Brier score\n", demo.Name)
 	fmt.Fprintf(w, "(real logits embedded in the binary; softmax in float64).\n\n")
 	WriteHeadline(w, ev)
+	if tests != nil {
+		fmt.Fprintf(w, "\nIs it calibrated? %s\n", ShortAnswer(tests))
+	}
 	fmt.Fprintln(w)
 	if err := compare.WriteText(w, c); err != nil {
 		return err
 	}
 	_, err := fmt.Fprint(w, explanation)
 	return err
+}
+
+// ShortAnswer is the tests' verdict in one short line: how many of them
+// reject at their level and the smallest p-value (calib test prints the
+// table).
+func ShortAnswer(r *calibtest.Report) string {
+	if len(r.Tests) == 0 {
+		return r.Answer
+	}
+	rejected, best := 0, r.Tests[0]
+	for _, t := range r.Tests {
+		if t.Reject {
+			rejected++
+		}
+		if t.PValue < best.PValue {
+			best = t
+		}
+	}
+	verdict := "no evidence of miscalibration"
+	if rejected > 0 {
+		verdict = "no"
+	}
+	return fmt.Sprintf("%s: %d of %d tests reject calibration at the %g %% level (smallest p-value %.3g, %s %s); calib test gives the table",
+		verdict, rejected, len(r.Tests), 100*r.Alpha, best.PValue, best.Test, best.Notion)
 }
 
 // explanation says what the demo's numbers mean.

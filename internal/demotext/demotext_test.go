@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/evaluate"
 )
@@ -21,14 +22,19 @@ func TestWrite(t *testing.T) {
 		{Metric: "nll", Error: "failed"},
 	}}
 	var b bytes.Buffer
-	if err := Write(&b, ev, &compare.Comparison{}); err != nil {
+	tests := &calibtest.Report{Alpha: 0.05, Tests: []calibtest.Result{
+		{Test: "ks", Notion: "top_label", PValue: 0.2},
+		{Test: "skce", Notion: "canonical", PValue: 0.01, Reject: true},
+	}}
+	if err := Write(&b, ev, &compare.Comparison{}, tests); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
 	witness := strings.Index(s, "  witness canonical CE_1 (report this)   0.0500  [0.0400, 0.0600]\n")
 	ks := strings.Index(s, "  KS top-1                               0.0200\n")
 	acc := strings.Index(s, "  accuracy                               0.9000\n")
-	if witness < 0 || ks < witness || acc < ks || strings.Contains(s, "\n  NLL ") || !strings.Contains(s, "test split: n = 100, K = 3") || !strings.Contains(s, "What the numbers mean:") {
+	if witness < 0 || ks < witness || acc < ks || strings.Contains(s, "\n  NLL ") || !strings.Contains(s, "test split: n = 100, K = 3") || !strings.Contains(s, "What the numbers mean:") ||
+		!strings.Contains(s, "Is it calibrated? no: 1 of 2 tests reject calibration at the 5 % level (smallest p-value 0.01, skce canonical)") {
 		t.Errorf("text:\n%s", s)
 	}
 }
