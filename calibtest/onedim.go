@@ -163,11 +163,29 @@ func Cumulative(scores, outcomes, weights []float64) (*CumulativeResult, error) 
 		return nil, err
 	}
 	n := len(scores)
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+	// The rows by score, ties by index (the stable order), sorted as
+	// (score, index) pairs: faster than indices compared through scores.
+	type key struct {
+		s float64
+		i int
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	keys := make([]key, n)
+	for i, s := range scores {
+		keys[i] = key{s, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int { // scores checked: no NaN
+		switch {
+		case a.s < b.s:
+			return -1
+		case a.s > b.s:
+			return 1
+		}
+		return a.i - b.i
+	})
+	order := make([]int, n)
+	for q, k := range keys {
+		order[q] = k.i
+	}
 	W, v := 0.0, 0.0
 	for i, s := range scores {
 		w := mathx.Weight(weights, i)

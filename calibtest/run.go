@@ -128,6 +128,11 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		return nil, fmt.Errorf("calibtest: %d probabilities for %d labels and K = %d", len(probs), n, k)
 	}
 	rep := &Report{N: n, K: k, Alpha: alpha}
+	type memo struct {
+		r   *CumulativeResult
+		err error
+	}
+	cumulative := map[int]memo{} // by column, -1: top-label
 	add := func(r Result) {
 		r.Reject = r.PValue <= alpha
 		rep.Tests = append(rep.Tests, r)
@@ -136,7 +141,9 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		switch t {
 		case "ks", "kuiper", "spiegelhalter":
 			method := "asymptotic"
-			stat := func(s, c []float64) (float64, float64, error) {
+			// stat computes the test on column col (-1: the top-label
+			// confidence); ks and kuiper share one Cumulative per column.
+			stat := func(col int, s, c []float64) (float64, float64, error) {
 				if t == "spiegelhalter" {
 					r, err := Spiegelhalter(s, c, weights)
 					if err != nil {
@@ -144,17 +151,21 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 					}
 					return r.Z, r.P, nil
 				}
-				r, err := Cumulative(s, c, weights)
-				if err != nil {
-					return 0, 0, err
+				m, ok := cumulative[col]
+				if !ok {
+					m.r, m.err = Cumulative(s, c, weights)
+					cumulative[col] = m
+				}
+				if m.err != nil {
+					return 0, 0, m.err
 				}
 				if t == "ks" {
-					return r.KS, r.KSP, nil
+					return m.r.KS, m.r.KSP, nil
 				}
-				return r.Kuiper, r.KuiperP, nil
+				return m.r.Kuiper, m.r.KuiperP, nil
 			}
 			s, c := metric.TopR(probs, labels, k, 1)
-			v, p, err := stat(s, c)
+			v, p, err := stat(-1, s, c)
 			if err != nil {
 				return nil, fmt.Errorf("%s top_label: %w", t, err)
 			}
@@ -163,7 +174,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			best := math.Inf(-1)
 			for cl := 0; cl < k; cl++ {
 				s, c := metric.ClassColumn(probs, labels, k, cl)
-				v, p, err := stat(s, c)
+				v, p, err := stat(cl, s, c)
 				if err != nil {
 					ps[cl] = math.NaN() // a column without variance (all 0 or 1)
 					continue

@@ -56,8 +56,8 @@ func (f *experimentFlags) run(cmd *cobra.Command, name string, run func(dir stri
 }
 
 func newExperimentCmd() *cobra.Command {
-	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training)", nil, nil)
-	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd())
+	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training) and measure the tests' size and power (tests)", nil, nil)
+	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd())
 	return cmd
 }
 
@@ -182,5 +182,34 @@ func newTrainingCmd() *cobra.Command {
 	fs.IntVar(&seeds, "seeds", 0, "seeds per configuration (default 3, 2 with --quick)")
 	fs.IntVar(&ef.workers, "workers", 0, "runs trained at once (0: all cores)")
 	fs.BoolVar(&ef.progress, "progress", true, "show progress on stderr (bars on a terminal, else a line every 10 s)")
+	return cmd
+}
+
+func newTestsCmd() *cobra.Command {
+	var ef experimentFlags
+	var split string
+	var o experiment.TestsOptions
+	cmd := ef.command("tests [LOGIT_DIR ...]", "Size and power of calib test's tests: rejection rates on calibrated synthetic and real predictions, and against miscalibrated ones", nil,
+		func(cmd *cobra.Command, args []string) error {
+			if o.Sets < 0 || o.Resamples < 0 || o.PowerSets < 0 {
+				return usageErrorf("--sets, --resamples and --power-sets must be positive")
+			}
+			for _, d := range args {
+				s, err := experiment.LoadLogitDir(d, split)
+				if err != nil {
+					return err
+				}
+				o.Real = append(o.Real, experiment.RealSetOf(filepath.Base(filepath.Clean(d)), s))
+			}
+			return ef.run(cmd, "tests", func(_ string, ui *progressUI) (experiment.Result, error) {
+				o.Quick, o.Seed, o.Workers, o.Context, o.Progress = ef.quick, ef.seed, ef.workers, cmd.Context(), ui
+				return experiment.Tests(o)
+			})
+		})
+	fs := cmd.Flags()
+	fs.StringVar(&split, "split", "test", "the split of each LOGIT_DIR read: test or val")
+	fs.IntVar(&o.Sets, "sets", 1000, "calibrated data sets per cell of the size study")
+	fs.IntVar(&o.Resamples, "resamples", 99, "resamples of the consistency-resampling and bootstrap tests")
+	fs.IntVar(&o.PowerSets, "power-sets", 200, "data sets per point of the power curves")
 	return cmd
 }
