@@ -3,12 +3,14 @@ package evaluate
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/synth"
 )
 
 // --p-values: every entry of the tested metrics gets a p-value in (0, 1]
@@ -82,5 +84,47 @@ func TestPValues(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), s, Options{PValues: true, PValueResamples: -1}); !errors.Is(err, ErrOptions) {
 		t.Errorf("-1 resamples: %v", err)
+	}
+}
+
+// The ks p-values' statistics (scores sorted once) equal the ks metric
+// recomputed from scratch, bit for bit, on the observed labels and on
+// redrawn ones, with and without weights.
+func TestKSStatistics(t *testing.T) {
+	s := loadTest(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	y2 := synth.Labels(nil, s.Probs, s.K, rng)
+	for _, weighted := range []bool{false, true} {
+		set := *s
+		if weighted {
+			set.Weights = make([]float64, s.N)
+			for i := range set.Weights {
+				set.Weights[i] = 0.5 + rng.Float64()
+			}
+		}
+		c, err := Options{Metrics: []string{"ks"}, KSR: []int{1, 2, 3}}.resolve(&set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &evaluator{ctx: context.Background(), cfg: c, set: &set}
+		entries, err := ev.ks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ev.ksStatistics(entries)([][]int{set.Labels, y2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := set
+		other.Labels = y2
+		want, err := (&evaluator{ctx: context.Background(), cfg: c, set: &other}).ks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range entries {
+			if got[0][i] != float64(*e.Value) || got[1][i] != float64(*want[i].Value) {
+				t.Errorf("weighted=%v %s r=%v: %v %v, recomputed %v %v", weighted, e.Notion, e.R, got[0][i], got[1][i], *e.Value, *want[i].Value)
+			}
+		}
 	}
 }

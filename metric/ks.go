@@ -125,6 +125,30 @@ func (s *SortedKS) weightedResample(counts []int) float64 {
 	return ks
 }
 
+// KSOutcomes returns the KS error of the whole sample with its outcomes
+// replaced by outcomes (the scores, their sorted order and the weights
+// kept): KS(scores, outcomes, false, weights) bit for bit, in O(n) (the
+// consistency-resampling tests redraw only the outcomes). It panics if
+// outcomes has another length.
+func (s *SortedKS) KSOutcomes(outcomes []float64) float64 {
+	if len(outcomes) != len(s.scores) {
+		panic("metric: KSOutcomes: length mismatch")
+	}
+	N := mathx.WeightSum(s.weights, len(s.scores))
+	ks, cs, co := 0.0, 0.0, 0.0
+	for _, j := range s.order {
+		if s.weights == nil {
+			cs += s.scores[j]
+			co += outcomes[j]
+		} else {
+			cs += s.weights[j] * s.scores[j]
+			co += s.weights[j] * outcomes[j]
+		}
+		ks = math.Max(ks, math.Abs(cs/N-co/N))
+	}
+	return ks
+}
+
 // Counts returns how often each of n samples appears in idx.
 func Counts(n int, idx []int) []int {
 	c := make([]int, n)
