@@ -161,3 +161,25 @@ func TestRankingMatchesStableSort(t *testing.T) {
 		}
 	}
 }
+
+// KSOutcomes is KS with the outcomes replaced, bit for bit, with and
+// without weights, on scores with ties.
+func TestKSOutcomes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	n := 500
+	s, o, o2, w := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range s {
+		s[i] = math.Round(rng.Float64()*40) / 40 // ties
+		o[i], o2[i] = float64(rng.IntN(2)), float64(rng.IntN(2))
+		w[i] = rng.Float64()
+	}
+	for _, wt := range [][]float64{nil, w} {
+		sk := NewSortedKS(s, o, wt)
+		for _, out := range [][]float64{o, o2} {
+			want, _ := KS(s, out, false, wt)
+			if got := sk.KSOutcomes(out); got != want {
+				t.Errorf("weighted=%v: KSOutcomes %v, KS %v", wt != nil, got, want)
+			}
+		}
+	}
+}
