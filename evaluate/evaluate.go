@@ -93,8 +93,9 @@ type Options struct {
 	CI, CIExact bool
 	Resamples   int
 	Level       float64
-	// PValues attaches to every entry of ece_kde, ece_bin, mce,
-	// ece_bin_debiased, ks and mmce the p-value of the test of
+	// PValues attaches to every computed entry (no Error) of ece_kde (not
+	// ece_kde_debiased), ece_bin, mce, ece_bin_debiased, ks and mmce the
+	// p-value of the test of
 	// calibration with that entry as statistic, by consistency resampling
 	// (package calibtest: PValueResamples label vectors drawn from the
 	// predictions, 0 meaning calibtest.DefaultResamples, seeded by Seed).

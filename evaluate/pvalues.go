@@ -87,9 +87,14 @@ func (ev *evaluator) pValues(d metricDef, entries []*Result) error {
 	stat := func(ys [][]int) ([][]float64, error) {
 		out := make([][]float64, len(ys))
 		parallel.For(len(ys), c.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+			if ev.ctx.Err() != nil {
+				return // the caller returns the context's error
+			}
 			rs := *s
 			rs.Labels = ys[b]
-			rev := &evaluator{ctx: ev.ctx, cfg: &rc, set: &rs, bandwidths: ev.bandwidths}
+			// No shared bandwidths: the metrics of this path choose none,
+			// and a map written from several goroutines would race.
+			rev := &evaluator{ctx: ev.ctx, cfg: &rc, set: &rs, bandwidths: map[kde.Notion]*chosenBandwidth{}}
 			got, _ := d.compute(rev) // a resample that fails counts against the model
 			out[b] = make([]float64, len(group))
 			for i, e := range group {
@@ -150,6 +155,9 @@ func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
 		out := make([][]float64, len(ys))
 		parallel.For(len(ys), c.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
 			out[b] = make([]float64, len(group))
+			if ev.ctx.Err() != nil {
+				return
+			}
 			for g, cs := range cols {
 				if len(cs) == 0 {
 					out[b][g] = math.NaN()
@@ -165,6 +173,6 @@ func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
 				out[b][g] = sum
 			}
 		})
-		return out, nil
+		return out, ev.ctx.Err()
 	}
 }

@@ -187,8 +187,8 @@ func constant(n, v int) []int {
 }
 
 // Weights returns the number of kernel weights the last Estimates applied
-// over all parts (nnz above: the cost of one more label vector in
-// additions).
+// over all parts and chunks of vectors (with one chunk, nnz above: the cost
+// of one more label vector in additions).
 func (rl *Relabel) Weights() int { return int(rl.nnz.Load()) }
 
 // Estimates returns, for every label vector ys[b] (n labels in 0..k-1),

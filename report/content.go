@@ -167,6 +167,28 @@ func ComparisonOf(c *compare.Comparison) *Comparison {
 	return cm
 }
 
+// testsText says which tests the section holds (from its rows).
+func testsText(r *calibtest.Report) string {
+	has := map[string]bool{}
+	for _, t := range r.Tests {
+		has[t.Test] = true
+	}
+	var parts []string
+	if has["ks"] || has["kuiper"] {
+		parts = append(parts, "the cumulative-difference Kolmogorov-Smirnov and Kuiper tests (Arrieta-Ibarra et al. 2022)")
+	}
+	if has["spiegelhalter"] {
+		parts = append(parts, "Spiegelhalter's z")
+	}
+	if has["skce"] {
+		parts = append(parts, "the SKCE block test of Widmann et al. (canonical)")
+	}
+	if has["ece_bin"] {
+		parts = append(parts, "consistency resampling of the top-label binned ECE")
+	}
+	return "The tests: " + strings.Join(parts, ", ") + " (the one-dimensional ones on the top-label confidence and on every class column; calib test runs these and more)."
+}
+
 // testsSection is the section "Is it calibrated?": the plain-language
 // answer of the hypothesis tests and their table.
 func testsSection(r *calibtest.Report) Section {
@@ -180,6 +202,6 @@ func testsSection(r *calibtest.Report) Section {
 		t.Rows = append(t.Rows, []string{x.Test, x.Notion, fmt.Sprintf("%.6g", x.Statistic), fmt.Sprintf("%.4g", x.PValue), fmt.Sprint(x.Reject), method})
 	}
 	return Section{ID: "tests", Title: "Is it calibrated?",
-		Text:  "Answer: " + r.Answer + ". The tests: the cumulative-difference Kolmogorov-Smirnov and Kuiper tests (Arrieta-Ibarra et al. 2022) and Spiegelhalter's z on the top-label confidence and on every class column, the SKCE block test of Widmann et al. (canonical), and consistency resampling of the binned ECE (calib test runs these and more).",
+		Text:  "Answer: " + r.Answer + ". " + testsText(r),
 		Table: t}
 }

@@ -192,7 +192,7 @@ func newTestsCmd() *cobra.Command {
 	cmd := ef.command("tests [LOGIT_DIR ...]", "Size and power of calib test's tests: rejection rates on calibrated synthetic and real predictions, and against miscalibrated ones", nil,
 		func(cmd *cobra.Command, args []string) error {
 			if o.Sets < 0 || o.Resamples < 0 || o.PowerSets < 0 {
-				return usageErrorf("--sets, --resamples and --power-sets must be positive")
+				return usageErrorf("--sets, --resamples and --power-sets must not be negative (0: the default)")
 			}
 			for _, d := range args {
 				s, err := experiment.LoadLogitDir(d, split)
@@ -208,8 +208,8 @@ func newTestsCmd() *cobra.Command {
 		})
 	fs := cmd.Flags()
 	fs.StringVar(&split, "split", "test", "the split of each LOGIT_DIR read: test or val")
-	fs.IntVar(&o.Sets, "sets", 1000, "calibrated data sets per cell of the size study")
-	fs.IntVar(&o.Resamples, "resamples", 99, "resamples of the consistency-resampling and bootstrap tests")
-	fs.IntVar(&o.PowerSets, "power-sets", 200, "data sets per point of the power curves")
+	fs.IntVar(&o.Sets, "sets", 0, "calibrated data sets per cell of the size study (0: 1000, 40 with --quick)")
+	fs.IntVar(&o.Resamples, "resamples", 0, "resamples of the consistency-resampling and bootstrap tests (0: 99, so that the levels 0.05 and 0.01 are exact)")
+	fs.IntVar(&o.PowerSets, "power-sets", 0, "data sets per point of the power curves (0: 200, 20 with --quick)")
 	return cmd
 }
