@@ -120,6 +120,31 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 		}
 		res[i] = ConsistencyResult{Statistic: t, Resamples: b}
 	}
+	err = resample(probs, k, n, b, o, stat, func(t []float64) error {
+		if len(t) != len(res) {
+			return fmt.Errorf("calibtest: consistency: %d statistics for a resample, %d for the observed labels", len(t), len(res))
+		}
+		for i, v := range t {
+			if v >= res[i].Statistic || math.IsNaN(v) {
+				res[i].Exceed++ // a NaN resample counts against the model (conservative)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		res[i].P = float64(1+res[i].Exceed) / float64(1+b)
+	}
+	return res, nil
+}
+
+// resample draws b label vectors from the rows of probs (n×k; resample r
+// from PCG(o.Seed, r)) in batches of at most maxBatchLabels/n vectors,
+// computes stat on each batch and calls visit with each resample's
+// statistics, in the order of the resamples.
+func resample(probs []float64, k, n, b int, o ConsistencyOptions, stat Statistics, visit func(t []float64) error) error {
 	// Cumulative rows, for drawing a label by one uniform.
 	cum := make([]float64, n*k)
 	for i := 0; i < n; i++ {
@@ -141,26 +166,18 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 		})
 		ts, err := stat(ys)
 		if err != nil {
-			return nil, fmt.Errorf("calibtest: consistency: %w", err)
+			return fmt.Errorf("calibtest: consistency: %w", err)
 		}
 		if len(ts) != len(ys) {
-			return nil, fmt.Errorf("calibtest: consistency: statistics for %d of %d label vectors", len(ts), len(ys))
+			return fmt.Errorf("calibtest: consistency: statistics for %d of %d label vectors", len(ts), len(ys))
 		}
 		for _, t := range ts {
-			if len(t) != len(res) {
-				return nil, fmt.Errorf("calibtest: consistency: %d statistics for a resample, %d for the observed labels", len(t), len(res))
-			}
-			for i, v := range t {
-				if v >= res[i].Statistic || math.IsNaN(v) {
-					res[i].Exceed++ // a NaN resample counts against the model (conservative)
-				}
+			if err := visit(t); err != nil {
+				return err
 			}
 		}
 	}
-	for i := range res {
-		res[i].P = float64(1+res[i].Exceed) / float64(1+b)
-	}
-	return res, nil
+	return nil
 }
 
 // drawLabels fills y with one label per row drawn from the cumulative rows

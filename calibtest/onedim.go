@@ -163,29 +163,7 @@ func Cumulative(scores, outcomes, weights []float64) (*CumulativeResult, error) 
 		return nil, err
 	}
 	n := len(scores)
-	// The rows by score, ties by index (the stable order), sorted as
-	// (score, index) pairs: faster than indices compared through scores.
-	type key struct {
-		s float64
-		i int
-	}
-	keys := make([]key, n)
-	for i, s := range scores {
-		keys[i] = key{s, i}
-	}
-	slices.SortFunc(keys, func(a, b key) int { // scores checked: no NaN
-		switch {
-		case a.s < b.s:
-			return -1
-		case a.s > b.s:
-			return 1
-		}
-		return a.i - b.i
-	})
-	order := make([]int, n)
-	for q, k := range keys {
-		order[q] = k.i
-	}
+	order := byScore(scores)
 	W, v := 0.0, 0.0
 	for i, s := range scores {
 		w := mathx.Weight(weights, i)
@@ -209,6 +187,34 @@ func Cumulative(scores, outcomes, weights []float64) (*CumulativeResult, error) 
 	res.KS, res.Kuiper = res.MaxAbs/res.Sigma, res.Range/res.Sigma
 	res.KSP, res.KuiperP = KSPValue(res.KS), KuiperPValue(res.Kuiper)
 	return res, nil
+}
+
+// byScore returns the rows by increasing score, ties by index (the order
+// of a stable sort), sorted as (score, index) pairs: faster than indices
+// compared through the scores. The scores hold no NaN.
+func byScore(scores []float64) []int {
+	type key struct {
+		s float64
+		i int
+	}
+	keys := make([]key, len(scores))
+	for i, s := range scores {
+		keys[i] = key{s, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.s < b.s:
+			return -1
+		case a.s > b.s:
+			return 1
+		}
+		return a.i - b.i
+	})
+	order := make([]int, len(keys))
+	for q, k := range keys {
+		order[q] = k.i
+	}
+	return order
 }
 
 // SpiegelhalterResult is the outcome of Spiegelhalter.

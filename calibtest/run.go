@@ -15,8 +15,9 @@ import (
 
 // DefaultTests lists the tests Run runs when none are named, in report
 // order: the cumulative Kolmogorov-Smirnov and Kuiper tests and
-// Spiegelhalter's z on the top-label confidence and on every class column
-// (class-wise: Holm over the classes), the SKCE block z-test (canonical;
+// Spiegelhalter's z on the top-label confidence (asymptotic p-values) and
+// on every class column (class-wise: ClassWise, consistency resampling of
+// the maximum over the classes), the SKCE block z-test (canonical;
 // blocks of sqrt(n) rows), and consistency resampling of the top-label
 // binned ECE (15 equal-width bins).
 var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
@@ -69,8 +70,8 @@ func (o Options) Check() error {
 
 // Result is one test's outcome. For the class-wise notion of ks, kuiper
 // and spiegelhalter Statistic is the largest class statistic, PValue the
-// family p-value (the smallest Holm-adjusted p-value over the classes) and
-// PerClass the adjusted p-values; the class-wise ece_kde row is one
+// family p-value (the smallest maxT-adjusted p-value over the classes,
+// ClassWise) and PerClass the adjusted p-values; the class-wise ece_kde row is one
 // consistency test of the marginal ECE^KDE summed over the classes (no
 // PerClass).
 type Result struct {
@@ -170,28 +171,15 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 				return nil, fmt.Errorf("%s top_label: %w", t, err)
 			}
 			add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
-			ps := make([]float64, k)
-			best := math.Inf(-1)
-			for cl := 0; cl < k; cl++ {
-				s, c := metric.ClassColumn(probs, labels, k, cl)
-				v, p, err := stat(cl, s, c)
-				if err != nil {
-					ps[cl] = math.NaN() // a column without variance (all 0 or 1)
-					continue
-				}
-				ps[cl], best = p, math.Max(best, math.Abs(v))
+			// The class-wise family by consistency resampling with the
+			// maxT adjustment: the columns' asymptotic laws fail when
+			// most columns hold few events (EXPERIMENTS.md section 7).
+			cw, err := ClassWise(t, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+			if err != nil {
+				return nil, fmt.Errorf("%s class_wise: %w", t, err)
 			}
-			adj := Holm(ps)
-			fam := math.NaN()
-			for _, a := range adj {
-				if !math.IsNaN(a) && (math.IsNaN(fam) || a < fam) {
-					fam = a
-				}
-			}
-			if math.IsNaN(fam) {
-				return nil, fmt.Errorf("%s class_wise: %w", t, ErrNoVariance)
-			}
-			add(Result{Test: t, Notion: "class_wise", Statistic: best, PValue: fam, Method: method + ", Holm over the classes", PerClass: adj})
+			add(Result{Test: t, Notion: "class_wise", Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
+				Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
 		case "skce":
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: skce takes no weights")

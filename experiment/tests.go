@@ -52,6 +52,11 @@ type TestsOptions struct {
 	PowerSizes []int
 	PowerSets  int
 	PowerK     int
+	// Tests are the tests of the size study (nil: calibtest.DefaultTests,
+	// with ece_kde and skce_u added where ExtraMaxN allows); NoPower skips
+	// the power study.
+	Tests   []string
+	NoPower bool
 	// Quick runs a small version (n = 100 and 1,000, K = 2 and 4, 40 data
 	// sets unless Sets says otherwise, power at n = 100 and 1,000 with 20
 	// unless PowerSets says otherwise).
@@ -176,7 +181,9 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 	}
 	for ci, c := range cells {
 		tests := calibtest.DefaultTests
-		if c.extra {
+		if o.Tests != nil {
+			tests = o.Tests
+		} else if c.extra {
 			tests = append(slices.Clone(tests), "ece_kde", "skce_u")
 		}
 		draw := func(rng *rand.Rand) ([]float64, []int) {
@@ -213,6 +220,9 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 		}
 	}
 	for mi, m := range Miscalibrations {
+		if o.NoPower {
+			break
+		}
 		for ni, n := range psizes {
 			draw := func(rng *rand.Rand) ([]float64, []int) { return miscalibrated(m, n, pk, rng) }
 			step := fmt.Sprintf("power: %s n = %d", m, n)

@@ -193,7 +193,7 @@ func testsText(r *calibtest.Report) string {
 // answer of the hypothesis tests and their table.
 func testsSection(r *calibtest.Report) Section {
 	t := &Table{Header: []string{"test", "notion", "statistic", "p-value", fmt.Sprintf("reject at %g", r.Alpha), "method"},
-		Caption: "H0 is the calibrated model: the outcomes are draws from the predictions. A p-value is how often a calibrated model with these predictions would give a statistic at least as large; at or below the level the test rejects calibration. Class-wise rows adjust the K class p-values by Holm's method; the tests are not corrected for each other."}
+		Caption: "H0 is the calibrated model: the outcomes are draws from the predictions. A p-value is how often a calibrated model with these predictions would give a statistic at least as large; at or below the level the test rejects calibration. Class-wise rows of ks, kuiper and spiegelhalter test the largest class statistic by consistency resampling, each class's p-value maxT-adjusted (Westfall-Young); the tests are not corrected for each other."}
 	for _, x := range r.Tests {
 		method := x.Method
 		if x.Resamples > 0 {

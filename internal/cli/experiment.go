@@ -2,10 +2,13 @@ package cli
 
 import (
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/experiment/training"
 	"github.com/calib-dev/calib/internal/demo"
@@ -187,13 +190,28 @@ func newTrainingCmd() *cobra.Command {
 
 func newTestsCmd() *cobra.Command {
 	var ef experimentFlags
-	var split string
+	var split, sizes, ks, tests string
+	var power bool
 	var o experiment.TestsOptions
 	cmd := ef.command("tests [LOGIT_DIR ...]", "Size and power of calib test's tests: rejection rates on calibrated synthetic and real predictions, and against miscalibrated ones", nil,
 		func(cmd *cobra.Command, args []string) error {
 			if o.Sets < 0 || o.Resamples < 0 || o.PowerSets < 0 {
 				return usageErrorf("--sets, --resamples and --power-sets must not be negative (0: the default)")
 			}
+			var err error
+			if o.Sizes, err = intList("--sizes", sizes); err != nil {
+				return err
+			}
+			if o.Ks, err = intList("--ks", ks); err != nil {
+				return err
+			}
+			if tests != "" {
+				o.Tests = strings.Split(tests, ",")
+				if err := (calibtest.Options{Tests: o.Tests}).Check(); err != nil {
+					return usageErrorf("--tests: %v", err)
+				}
+			}
+			o.NoPower = !power
 			for _, d := range args {
 				s, err := experiment.LoadLogitDir(d, split)
 				if err != nil {
@@ -211,5 +229,25 @@ func newTestsCmd() *cobra.Command {
 	fs.IntVar(&o.Sets, "sets", 0, "calibrated data sets per cell of the size study (0: 1000, 40 with --quick)")
 	fs.IntVar(&o.Resamples, "resamples", 0, "resamples of the consistency-resampling and bootstrap tests (0: 99, so that the levels 0.05 and 0.01 are exact)")
 	fs.IntVar(&o.PowerSets, "power-sets", 0, "data sets per point of the power curves (0: 200, 20 with --quick)")
+	fs.StringVar(&sizes, "sizes", "", "n of the size study, comma-separated (default 100,1000,10000)")
+	fs.StringVar(&ks, "ks", "", "K of the synthetic size study, comma-separated (default 2,4,10,100)")
+	fs.StringVar(&tests, "tests", "", "tests of the size study, comma-separated (default: calib test's, with ece_kde and skce_u at n <= 1,000, K <= 10)")
+	fs.BoolVar(&power, "power", true, "run the power study (--power=false: the size study only)")
 	return cmd
+}
+
+// intList parses a comma-separated list of integers >= 2 ("" gives nil).
+func intList(flag, s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 2 {
+			return nil, usageErrorf("%s: %q is not an integer >= 2", flag, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
