@@ -479,7 +479,17 @@ func yesNo(b bool) string {
 // Figures returns the power curves (one panel per miscalibration) and the
 // synthetic size at alpha = 0.05 against n (one panel per K).
 func (r *TestsResult) Figures() map[string]report.Figure {
-	return map[string]report.Figure{"power": &testsFigure{r: r, power: true}, "size": &testsFigure{r: r}}
+	figs := map[string]report.Figure{}
+	if len(r.Power) > 0 {
+		figs["power"] = &testsFigure{r: r, power: true}
+	}
+	for _, row := range r.Size {
+		if row.Source == "synthetic" {
+			figs["size"] = &testsFigure{r: r}
+			break
+		}
+	}
+	return figs
 }
 
 type testsFigure struct {
@@ -496,6 +506,9 @@ func (f *testsFigure) Draw(c draw.Canvas) {
 	}
 	var panels []*plot.Plot
 	add := func(title string, ss []*series, level bool) {
+		if len(ss) == 0 {
+			return // no data: a log axis without values cannot be drawn
+		}
 		p := report.NewPlot("n (log scale)", "rejection rate at alpha = 0.05")
 		p.Title.Text = title
 		report.LogAxis(&p.X)

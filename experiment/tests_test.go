@@ -85,6 +85,20 @@ func TestTestsSmall(t *testing.T) {
 	if !reflect.DeepEqual(r, r3) {
 		t.Error("3 workers give another result")
 	}
+	// Without the power study (or synthetic cells) only the figures with
+	// data are drawn (an empty log axis panicked).
+	o.NoPower, o.Ks = true, nil
+	o.Sizes = []int{60}
+	r4, err := Tests(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r4.Figures()["power"]; ok || len(r4.Power) != 0 {
+		t.Errorf("NoPower: %d power rows, figures %v", len(r4.Power), r4.Figures())
+	}
+	if _, err := Save(t.TempDir(), "tests", r4, nil); err != nil {
+		t.Fatal(err)
+	}
 	// Strong miscalibration (the paper's temperature at n = 80, K = 3) is
 	// rejected by the top-label tests in most sets.
 	for _, p := range r.Power {
