@@ -60,12 +60,9 @@ func ClassWise(t string, probs []float64, labels []int, k int, weights []float64
 	if err := mathx.CheckWeights(weights, n); err != nil {
 		return nil, fmt.Errorf("calibtest: %w", err)
 	}
-	b := o.Resamples
-	if b == 0 {
-		b = DefaultResamples
-	}
-	if b < 1 {
-		return nil, fmt.Errorf("calibtest: class-wise: %d resamples", b)
+	b, err := resampleCount(o.Resamples, "class-wise")
+	if err != nil {
+		return nil, err
 	}
 	cols := make([]*column, k)
 	any := false
@@ -97,7 +94,7 @@ func ClassWise(t string, probs []float64, labels []int, k int, weights []float64
 		}
 	}
 	maxima := make([]float64, 0, b)
-	err := resample(probs, k, n, b, o, stat, func(ts []float64) error {
+	err = resample(probs, k, n, b, o, stat, func(ts []float64) error {
 		m := math.Inf(-1)
 		for _, v := range ts {
 			if !math.IsNaN(v) {

@@ -41,6 +41,18 @@ func PerVector(f func(labels []int) (float64, error), workers int) Statistic {
 	}
 }
 
+// resampleCount returns the number of resamples b asked for
+// (DefaultResamples for 0), or an error naming what for a negative one.
+func resampleCount(b int, what string) (int, error) {
+	if b == 0 {
+		b = DefaultResamples
+	}
+	if b < 1 {
+		return 0, fmt.Errorf("calibtest: %s: %d resamples", what, b)
+	}
+	return b, nil
+}
+
 // maxBatchLabels bounds the labels of one batch of Consistency (the
 // resamples are drawn and evaluated maxBatchLabels/n at a time).
 const maxBatchLabels = 1 << 22
@@ -99,12 +111,9 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: consistency: %d probabilities for %d labels and K = %d", len(probs), n, k)
 	}
-	b := o.Resamples
-	if b == 0 {
-		b = DefaultResamples
-	}
-	if b < 1 {
-		return nil, fmt.Errorf("calibtest: consistency: %d resamples", b)
+	b, err := resampleCount(o.Resamples, "consistency")
+	if err != nil {
+		return nil, err
 	}
 	t0, err := stat([][]int{labels})
 	if err != nil {

@@ -156,15 +156,21 @@ func uStatistic(probs []float64, labels []int, n, k int, nu float64, workers int
 	return 2 * total / (float64(n) * float64(n-1))
 }
 
-// skceTerm returns h_ij (see SKCEOptions).
-func skceTerm(probs []float64, labels []int, k, i, j int, nu float64) float64 {
-	pi, pj := probs[i*k:(i+1)*k], probs[j*k:(j+1)*k]
-	d2, dot := 0.0, 0.0
+// pairTerms returns ||p_i - p_j||^2 and <p_i, p_j>, summed over the
+// classes in order: the label-independent parts of h_ij.
+func pairTerms(pi, pj []float64) (d2, dot float64) {
 	for l := range pi {
 		d := pi[l] - pj[l]
 		d2 += d * d
 		dot += pi[l] * pj[l]
 	}
+	return d2, dot
+}
+
+// skceTerm returns h_ij (see SKCEOptions).
+func skceTerm(probs []float64, labels []int, k, i, j int, nu float64) float64 {
+	pi, pj := probs[i*k:(i+1)*k], probs[j*k:(j+1)*k]
+	d2, dot := pairTerms(pi, pj)
 	same := 0.0
 	if labels[i] == labels[j] {
 		same = 1
@@ -180,12 +186,8 @@ const maxMedianPairs = 200_000
 // more.
 func medianDistance(probs []float64, n, k int, seed uint64) float64 {
 	dist := func(i, j int) float64 {
-		s := 0.0
-		for l := 0; l < k; l++ {
-			d := probs[i*k+l] - probs[j*k+l]
-			s += d * d
-		}
-		return math.Sqrt(s)
+		d2, _ := pairTerms(probs[i*k:(i+1)*k], probs[j*k:(j+1)*k])
+		return math.Sqrt(d2)
 	}
 	var d []float64
 	if float64(n)*float64(n-1)/2 <= maxMedianPairs {
@@ -268,16 +270,14 @@ func SKCEBootstrap(probs []float64, labels []int, k int, o SKCEBootstrapOptions)
 		return nil, errors.New("calibtest: SKCE bootstrap: fewer than 2 samples")
 	case n > MaxBootstrapSamples:
 		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d samples, at most %d (its n×n matrix); use the block test", n, MaxBootstrapSamples)
-	case o.Resamples < 0:
-		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d resamples", o.Resamples)
+	}
+	B, err := resampleCount(o.Resamples, "SKCE bootstrap")
+	if err != nil {
+		return nil, err
 	}
 	nu, err := skceWidth("SKCE bootstrap", probs, labels, k, o.Width, o.Seed)
 	if err != nil {
 		return nil, err
-	}
-	B := o.Resamples
-	if B == 0 {
-		B = DefaultResamples
 	}
 	h := make([]float64, n*n)
 	parallel.For(n, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, i int) {

@@ -172,12 +172,7 @@ func SKCEStatistic(probs []float64, k int, width float64, workers int) (Statisti
 			pi, yi := probs[i*k:(i+1)*k], yt[i*nb:(i+1)*nb]
 			for j := i + 1; j < n; j++ {
 				pj, yj := probs[j*k:(j+1)*k], yt[j*nb:(j+1)*nb]
-				d2, dot := 0.0, 0.0
-				for l := range pi {
-					d := pi[l] - pj[l]
-					d2 += d * d
-					dot += pi[l] * pj[l]
-				}
+				d2, dot := pairTerms(pi, pj)
 				kij := math.Exp(-math.Sqrt(d2) / width)
 				for b, a := range yi {
 					c := yj[b]

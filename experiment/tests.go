@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -142,12 +143,12 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 	psizes, psets, pk := o.PowerSizes, o.PowerSets, o.PowerK
 	if o.Quick {
 		sizes, ks, psizes = []int{100, 1000}, []int{2, 4}, []int{100, 1000}
-		sets, psets = orInt(sets, 40), orInt(psets, 20)
+		sets, psets = cmp.Or(sets, 40), cmp.Or(psets, 20)
 	}
 	sizes = cmpOr(sizes, []int{100, 1000, 10000})
 	ks = cmpOr(ks, []int{2, 4, 10, 100})
 	psizes = cmpOr(psizes, []int{100, 200, 500, 1000, 2000, 5000})
-	sets, B, extraMax, psets, pk = orInt(sets, 1000), orInt(B, 99), orInt(extraMax, 1000), orInt(psets, 200), orInt(pk, 4)
+	sets, B, extraMax, psets, pk = cmp.Or(sets, 1000), cmp.Or(B, 99), cmp.Or(extraMax, 1000), cmp.Or(psets, 200), cmp.Or(pk, 4)
 	for _, v := range append(append(slices.Clone(sizes), psizes...), ks...) {
 		if v < 2 {
 			return nil, fmt.Errorf("experiment: tests: size or K %d (at least 2)", v)
@@ -243,13 +244,6 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 
 func cmpOr(a, b []int) []int {
 	if a == nil {
-		return b
-	}
-	return a
-}
-
-func orInt(a, b int) int {
-	if a == 0 {
 		return b
 	}
 	return a

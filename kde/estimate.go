@@ -404,11 +404,7 @@ func track(ctx context.Context, pts []part, fn Progress, sweeps int) *tracker {
 // scalars c: a two-column Dirichlet problem on (c, 1-c), with sample
 // weights w (nil: all 1).
 func betaProblem(c []float64, ind []int, w []float64, workers int) *problem {
-	x := make([]float64, 2*len(c))
-	for j, v := range c {
-		x[2*j], x[2*j+1] = v, 1-v
-	}
-	return newProblem(x, 2, ind, 2, w, workers)
+	return newProblem(betaPoints(c), 2, ind, 2, w, workers)
 }
 
 // confidences returns c_j = max_k f_jk and a_j = [argmax_k f_jk = y_j] (the
@@ -418,18 +414,24 @@ func confidences(probs []float64, labels []int, k int) (c []float64, a []int) {
 	c, a = make([]float64, n), make([]int, n)
 	for j := range c {
 		row := probs[j*k : (j+1)*k]
-		best := 0
-		for m, v := range row {
-			if v > row[best] {
-				best = m
-			}
-		}
+		best := argMax(row)
 		c[j] = row[best]
 		if best == labels[j] {
 			a[j] = 1
 		}
 	}
 	return c, a
+}
+
+// argMax returns the index of the largest entry of row (the first on ties).
+func argMax(row []float64) int {
+	best := 0
+	for m, v := range row {
+		if v > row[best] {
+			best = m
+		}
+	}
+	return best
 }
 
 // powAbs returns |e|^p.

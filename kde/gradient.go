@@ -56,12 +56,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 	if notion == TopLabel {
 		argmax = make([]int, n)
 		for j := range argmax {
-			row := probs[j*k : (j+1)*k]
-			for m, v := range row {
-				if v > row[argmax[j]] {
-					argmax[j] = m
-				}
-			}
+			argmax[j] = argMax(probs[j*k : (j+1)*k])
 		}
 	}
 	scale := 1.0

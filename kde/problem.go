@@ -97,11 +97,7 @@ func newProblem(x []float64, d int, labels []int, nl int, w []float64, workers i
 	am, mx := make([]int, n), make([]float64, n)
 	for i := range am {
 		row := x[i*d : (i+1)*d]
-		for m, v := range row {
-			if v > row[am[i]] {
-				am[i] = m
-			}
-		}
+		am[i] = argMax(row)
 		mx[i] = row[am[i]]
 	}
 	slices.SortStableFunc(p.order, func(a, b int) int {

@@ -142,12 +142,7 @@ func NewRelabel(notion Notion, probs []float64, k int, weights []float64, opts O
 		c, _ := confidences(probs, zeros, k)
 		t := make([]int, n)
 		for j := range t {
-			row := probs[j*k : (j+1)*k]
-			for m, v := range row {
-				if v > row[t[j]] {
-					t[j] = m
-				}
-			}
+			t[j] = argMax(probs[j*k : (j+1)*k])
 		}
 		add(betaPoints(c), 2, t, 1)
 	case Marginal:
