@@ -97,3 +97,25 @@ func BenchmarkResamples(b *testing.B) {
 		}
 	})
 }
+
+// ClassWise with 99 resamples on calibrated synthetic data sets of the
+// size study's largest cells (n = 10,000; K = 10 and 100), one statistic
+// and the three of calib test's class-wise rows on the same resamples
+// (ClassWiseMany, as Run calls it).
+func BenchmarkClassWise(b *testing.B) {
+	for _, k := range []int{10, 100} {
+		p, y := paperRows(7, 10000, k, true)
+		for _, t := range []string{"ks", "spiegelhalter"} {
+			b.Run(fmt.Sprintf("%s/n=10000/K=%d/B=99", t, k), func(b *testing.B) {
+				for b.Loop() {
+					must(ClassWise(t, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("ks+kuiper+spiegelhalter/n=10000/K=%d/B=99", k), func(b *testing.B) {
+			for b.Loop() {
+				must(ClassWiseMany([]string{"ks", "kuiper", "spiegelhalter"}, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
+			}
+		})
+	}
+}

@@ -152,14 +152,19 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 // resample draws b label vectors from the rows of probs (n×k; resample r
 // from PCG(o.Seed, r)) in batches of at most maxBatchLabels/n vectors,
 // computes stat on each batch and calls visit with each resample's
-// statistics, in the order of the resamples.
+// statistics, in the order of the resamples. A negative, infinite or NaN
+// probability is an error.
 func resample(probs []float64, k, n, b int, o ConsistencyOptions, stat Statistics, visit func(t []float64) error) error {
 	// Cumulative rows, for drawing a label by one uniform.
 	cum := make([]float64, n*k)
 	for i := 0; i < n; i++ {
 		s := 0.0
 		for l := 0; l < k; l++ {
-			s += probs[i*k+l]
+			v := probs[i*k+l]
+			if !(v >= 0 && v <= math.MaxFloat64) {
+				return fmt.Errorf("calibtest: consistency: sample %d, class %d: probability %v (negative, infinite or NaN)", i, l, v)
+			}
+			s += v
 			cum[i*k+l] = s
 		}
 	}
@@ -190,18 +195,43 @@ func resample(probs []float64, k, n, b int, o ConsistencyOptions, stat Statistic
 }
 
 // drawLabels fills y with one label per row drawn from the cumulative rows
-// cum (n×k) by PCG(seed, stream).
+// cum (n×k) by PCG(seed, stream): the first class whose cumulative
+// probability exceeds a uniform on [0, row total) (the last class if
+// none), found by a linear scan for k <= 16 and a binary search above
+// (the same class).
 func drawLabels(y []int, cum []float64, k int, seed, stream uint64) {
 	rng := rand.New(rand.NewPCG(seed, stream))
 	for i := range y {
 		row := cum[i*k : (i+1)*k]
 		u := rng.Float64() * row[k-1]
-		y[i] = k - 1
-		for l, c := range row {
-			if u < c {
-				y[i] = l
-				break
-			}
+		if k > 16 {
+			y[i] = searchCumulative(row, u)
+		} else {
+			y[i] = scanCumulative(row, u)
 		}
 	}
+}
+
+// scanCumulative returns the first l with u < row[l], or len(row)-1.
+func scanCumulative(row []float64, u float64) int {
+	for l, c := range row {
+		if u < c {
+			return l
+		}
+	}
+	return len(row) - 1
+}
+
+// searchCumulative is scanCumulative by binary search (row nondecreasing).
+func searchCumulative(row []float64, u float64) int {
+	l, h := 0, len(row)-1
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if u < row[m] {
+			h = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
 }

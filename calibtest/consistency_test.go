@@ -3,6 +3,7 @@ package calibtest
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/metric"
@@ -42,6 +43,15 @@ func TestConsistency(t *testing.T) {
 	if _, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: -1}); err == nil {
 		t.Error("-1 resamples: no error")
 	}
+	// Rows that cannot be drawn from.
+	for _, v := range []float64{-0.1, math.Inf(1), math.NaN()} {
+		q := append([]float64(nil), p...)
+		q[5*4+1] = v
+		st := PerVector(func([]int) (float64, error) { return 0, nil }, 1)
+		if _, err := Consistency(q, y, 4, st, ConsistencyOptions{Resamples: 9}); err == nil || !strings.Contains(err.Error(), "sample 5, class 1") {
+			t.Errorf("probability %v: error %v", v, err)
+		}
+	}
 }
 
 // ece is the ece_bin test's statistic.
@@ -52,4 +62,30 @@ func ece(t *testing.T, p []float64) Statistic {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// The binary search of drawLabels finds the class of the linear scan, on
+// cumulative rows with empty classes (flat steps), at the steps and beyond
+// the total.
+func TestSearchCumulative(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for k := 1; k <= 40; k++ {
+		row := make([]float64, k)
+		for range 50 {
+			s := 0.0
+			for l := range row {
+				if rng.IntN(3) > 0 {
+					s += float64(rng.IntN(4)) / 4
+				}
+				row[l] = s
+			}
+			us := []float64{-1, 0, s, s + 1, rng.Float64() * s}
+			us = append(us, row...)
+			for _, u := range us {
+				if got, want := searchCumulative(row, u), scanCumulative(row, u); got != want {
+					t.Fatalf("row %v, u = %v: %d, scan %d", row, u, got, want)
+				}
+			}
+		}
+	}
 }

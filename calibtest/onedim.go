@@ -12,7 +12,7 @@ import (
 
 // ErrNoVariance is returned when the null variance of a statistic is 0
 // (every score 0 or 1, or no weight): the test has nothing to measure.
-var ErrNoVariance = errors.New("calibtest: the statistic has no variance under the null (every score 0 or 1)")
+var ErrNoVariance = errors.New("calibtest: the statistic has no variance under the null (every score 0 or 1; for Spiegelhalter 0, 1/2 or 1)")
 
 // upper returns the upper tail Q(z) = P(N(0, 1) >= z) from erfc, which
 // keeps its relative accuracy far in the tail (gonum's
@@ -190,31 +190,76 @@ func Cumulative(scores, outcomes, weights []float64) (*CumulativeResult, error) 
 }
 
 // byScore returns the rows by increasing score, ties by index (the order
-// of a stable sort), sorted as (score, index) pairs: faster than indices
-// compared through the scores. The scores hold no NaN.
+// of a stable sort). It is a least-significant-digit radix sort of the
+// scores' order-preserving 64-bit keys, a byte per pass (a pass whose
+// byte is the same for every row is skipped, as are the high bytes that
+// scores in [0, 1] share): stable, so ties keep the order of the rows,
+// and O(n) (several times faster than a comparison sort at n = 10,000);
+// a stable comparison sort below 64 rows and above 2^31 - 1.
+// The scores hold no NaN; -0 sorts as 0.
 func byScore(scores []float64) []int {
-	type key struct {
-		s float64
-		i int
-	}
-	keys := make([]key, len(scores))
+	n := len(scores)
+	keys := make([]uint64, n)
 	for i, s := range scores {
-		keys[i] = key{s, i}
+		keys[i] = orderedBits(s)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		switch {
-		case a.s < b.s:
-			return -1
-		case a.s > b.s:
-			return 1
+	if n < 64 || n > math.MaxInt32 {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
 		}
-		return a.i - b.i
-	})
-	order := make([]int, len(keys))
-	for q, k := range keys {
-		order[q] = k.i
+		slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
+		return out
 	}
-	return order
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	tmpKeys, tmpOrder := make([]uint64, n), make([]int32, n)
+	var count [256]int
+	for shift := 0; shift < 64; shift += 8 {
+		clear(count[:])
+		for _, key := range keys {
+			count[key>>shift&0xff]++
+		}
+		if count[keys[0]>>shift&0xff] == n {
+			continue // one byte value: the pass keeps the order
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for q, key := range keys {
+			d := key >> shift & 0xff
+			tmpKeys[count[d]], tmpOrder[count[d]] = key, order[q]
+			count[d]++
+		}
+		keys, tmpKeys = tmpKeys, keys
+		order, tmpOrder = tmpOrder, order
+	}
+	return widen(order)
+}
+
+// orderedBits maps a float64 (not NaN) to a uint64 of the same order: the
+// sign bit flipped for a positive number, every bit for a negative one.
+func orderedBits(s float64) uint64 {
+	if s == 0 {
+		s = 0 // -0 as 0
+	}
+	b := math.Float64bits(s)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func widen(order []int32) []int {
+	out := make([]int, len(order))
+	for q, i := range order {
+		out[q] = int(i)
+	}
+	return out
 }
 
 // SpiegelhalterResult is the outcome of Spiegelhalter.

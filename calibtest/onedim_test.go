@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -215,5 +216,42 @@ func TestRunWeights(t *testing.T) {
 	}
 	if err := (Options{Tests: []string{"nope"}}).Check(); err == nil {
 		t.Error("unknown test: no error")
+	}
+}
+
+// byScore's radix sort gives the order of a stable comparison sort of the
+// scores (ties by index) on continuous scores, rounded ones (long runs of
+// ties), negative numbers and -0 (a tie with 0), and scores a few ulps
+// apart, below and above the size where it switches from the comparison
+// sort.
+func TestByScore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{0, 1, 5, 63, 64, 1000, 20000} {
+		for _, kind := range []string{"continuous", "rounded", "signed", "ulps"} {
+			s := make([]float64, n)
+			for i := range s {
+				switch kind {
+				case "continuous":
+					s[i] = rng.Float64()
+				case "rounded":
+					s[i] = math.Round(rng.Float64()*20) / 20
+				case "ulps": // scores that differ in the low bytes only
+					s[i] = math.Float64frombits(math.Float64bits(0.3) + uint64(rng.IntN(1<<20)))
+				case "signed":
+					s[i] = []float64{-1e300, -2.5, -1e-310, math.Copysign(0, -1), 0, 1e-310, 3, math.Inf(1), math.Inf(-1)}[rng.IntN(9)]
+				}
+			}
+			want := make([]int, n)
+			for i := range want {
+				want[i] = i
+			}
+			slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(s[a], s[b]) })
+			got := byScore(s)
+			for q := range want {
+				if got[q] != want[q] {
+					t.Fatalf("%s n=%d position %d: row %d (%v), want row %d (%v)", kind, n, q, got[q], s[got[q]], want[q], s[want[q]])
+				}
+			}
+		}
 	}
 }

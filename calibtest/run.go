@@ -51,12 +51,15 @@ type Options struct {
 // Check checks the options (the test names, alpha, the resamples) without
 // data: a CLI calls it before reading any.
 func (o Options) Check() error {
-	for _, t := range o.Tests {
+	for i, t := range o.Tests {
 		if t == "all" && len(o.Tests) == 1 {
 			continue
 		}
 		if !slices.Contains(Tests, t) {
 			return fmt.Errorf("calibtest: unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
+		}
+		if slices.Contains(o.Tests[:i], t) {
+			return fmt.Errorf("calibtest: test %q listed twice", t)
 		}
 	}
 	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
@@ -133,7 +136,10 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		r   *CumulativeResult
 		err error
 	}
-	cumulative := map[int]memo{} // by column, -1: top-label
+	// The Cumulative of each column (-1: top-label), the class-wise
+	// results by test.
+	cumulative := map[int]memo{}
+	var classWise map[string]*ClassWiseResult
 	add := func(r Result) {
 		r.Reject = r.PValue <= alpha
 		rep.Tests = append(rep.Tests, r)
@@ -174,10 +180,24 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			// The class-wise family by consistency resampling with the
 			// maxT adjustment: the columns' asymptotic laws fail when
 			// most columns hold few events (EXPERIMENTS.md section 7).
-			cw, err := ClassWise(t, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
-			if err != nil {
-				return nil, fmt.Errorf("%s class_wise: %w", t, err)
+			if classWise == nil {
+				// ks, kuiper and spiegelhalter on the same resamples.
+				var names []string
+				for _, u := range tests {
+					if u == "ks" || u == "kuiper" || u == "spiegelhalter" {
+						names = append(names, u)
+					}
+				}
+				rs, err := ClassWiseMany(names, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+				if err != nil {
+					return nil, fmt.Errorf("class_wise: %w", err)
+				}
+				classWise = map[string]*ClassWiseResult{}
+				for i, u := range names {
+					classWise[u] = rs[i]
+				}
 			}
+			cw := classWise[t]
 			add(Result{Test: t, Notion: "class_wise", Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
 				Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
 		case "skce":

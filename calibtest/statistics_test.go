@@ -2,6 +2,7 @@ package calibtest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -273,6 +274,9 @@ func TestRunAllSkips(t *testing.T) {
 	if err := (Options{Tests: []string{"all", "ks"}}).Check(); err == nil {
 		t.Error(`{"all", "ks"}: no error`)
 	}
+	if err := (Options{Tests: []string{"ks", "skce", "ks"}}).Check(); err == nil || !strings.Contains(err.Error(), `"ks" listed twice`) {
+		t.Errorf(`{"ks", "skce", "ks"}: error %v`, err)
+	}
 }
 
 // ClassWise: its per-class statistics are Cumulative's and Spiegelhalter's
@@ -316,9 +320,11 @@ func TestClassWise(t *testing.T) {
 			if r.P != slices.Min(r.Adjusted) || r.P > 0.01 {
 				t.Errorf("%s weighted=%v: family p %v, adjusted %v", tt, wt != nil, r.P, r.Adjusted)
 			}
-			r3 := must(ClassWise(tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2, Workers: 3}))
-			if !reflect.DeepEqual(r, r3) {
-				t.Errorf("%s: workers change the result", tt)
+			for _, workers := range []int{1, 3} {
+				rw := must(ClassWise(tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2, Workers: workers}))
+				if !reflect.DeepEqual(r, rw) {
+					t.Errorf("%s: %d workers change the result", tt, workers)
+				}
 			}
 		}
 		const sets = 200
@@ -331,6 +337,231 @@ func TestClassWise(t *testing.T) {
 			t.Errorf("%s: KS distance of %d null family p-values (K = 100, n = 100) %.3f > %.3f", tt, sets, dist, 1.95/math.Sqrt(sets))
 		} else {
 			t.Logf("%s: KS distance of %d null family p-values (K = 100, n = 100) %.3f", tt, sets, dist)
+		}
+	}
+}
+
+// ClassWiseMany gives each statistic's ClassWise result bit for bit, in
+// the order asked for, with and without weights; it refuses no statistic,
+// an unknown one and a repeated one.
+func TestClassWiseMany(t *testing.T) {
+	p, y := paperRows(4, 500, 7, false)
+	w := make([]float64, 500)
+	for i := range w {
+		w[i] = float64(i % 3)
+	}
+	o := ConsistencyOptions{Resamples: 49, Seed: 6, Workers: 2}
+	ts := []string{"spiegelhalter", "ks", "kuiper"}
+	for _, wt := range [][]float64{nil, w} {
+		rs := must(ClassWiseMany(ts, p, y, 7, wt, o))
+		for j, tt := range ts {
+			if r := must(ClassWise(tt, p, y, 7, wt, o)); !reflect.DeepEqual(rs[j], r) {
+				t.Errorf("%s weighted=%v: %+v, ClassWise %+v", tt, wt != nil, rs[j], r)
+			}
+		}
+	}
+	for _, bad := range [][]string{nil, {"ks", "ece"}, {"ks", "kuiper", "ks"}} {
+		if _, err := ClassWiseMany(bad, p, y, 7, nil, o); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	q := slices.Clone(p)
+	q[3*7+2] = 1.5
+	if _, err := ClassWise("ks", q, y, 7, nil, o); err == nil || !strings.Contains(err.Error(), "sample 3, class 2") {
+		t.Errorf("probability 1.5: error %v", err)
+	}
+	// Scores 0, 1/2 and 1 only: ks and kuiper have a variance, spiegelhalter
+	// none; ClassWiseMany names it.
+	half := []float64{0.5, 0.5, 1, 0, 0, 1, 0.5, 0.5}
+	yh := []int{0, 0, 1, 1}
+	if _, err := ClassWise("ks", half, yh, 2, nil, o); err != nil {
+		t.Errorf("ks on scores 0, 1/2, 1: %v", err)
+	}
+	if _, err := ClassWiseMany([]string{"ks", "spiegelhalter"}, half, yh, 2, nil, o); !errors.Is(err, ErrNoVariance) || !strings.Contains(err.Error(), "spiegelhalter") {
+		t.Errorf("spiegelhalter on scores 0, 1/2, 1: error %v", err)
+	}
+}
+
+// The class-wise column statistics from the segment ends (column.cumulative
+// and column.spiegelhalter) equal the direct walk over every sorted row
+// (the cumulative residual summed row by row, the maximum and minimum at
+// every run end; the Spiegelhalter numerator summed over all rows) to
+// 1e-12, on scores rounded to 2 decimals (long runs of ties, exact zeros
+// and ones) and continuous ones, with and without weights (zeros among
+// them), for n = 1 to 700 (a word of the bitmaps and more), random label
+// vectors and the edge cases: no row of the class, every row, only the
+// row of the lowest score, only the rows of the highest tied score.
+func TestClassWiseColumnsBruteForce(t *testing.T) {
+	const k = 6
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{1, 2, 63, 64, 65, 128, 700} {
+		for _, rounded := range []bool{false, true} {
+			p, _ := paperRows(11+uint64(n), n, k, true)
+			if rounded {
+				for i := range p {
+					p[i] = math.Round(p[i]*100) / 100
+				}
+				if n > 2 {
+					p[0], p[1] = 1, 0 // a score of 1 and one of 0 in the columns
+				}
+			}
+			w := make([]float64, n)
+			for i := range w {
+				w[i] = float64(rng.IntN(4)) // zero weights too
+			}
+			w[0] = 1
+			for _, wt := range [][]float64{nil, w} {
+				pos := newPositives(n, k)
+				computed := 0
+				for _, tt := range []string{"ks", "kuiper", "spiegelhalter"} {
+					for c := 0; c < k; c++ {
+						col := newColumn(tt == "spiegelhalter", p, k, c, wt)
+						if col == nil {
+							continue // no variance (the brute force divides by 0)
+						}
+						computed++
+						score := func(i int) float64 { return p[i*k+c] }
+						lowest, highest := 0, 0
+						for i := range n {
+							if score(i) < score(lowest) {
+								lowest = i
+							}
+							if score(i) >= score(highest) {
+								highest = i
+							}
+						}
+						var ys [][]int
+						for v := range 24 {
+							y := make([]int, n)
+							for i := range y {
+								switch v {
+								case 0: // every row of class c
+									y[i] = c
+								case 1: // none
+									y[i] = (c + 1) % k
+								case 2: // only the lowest score
+									y[i] = (c + 1) % k
+									if i == lowest {
+										y[i] = c
+									}
+								case 3: // only the highest score's ties
+									y[i] = (c + 1) % k
+									if score(i) == score(highest) {
+										y[i] = c
+									}
+								default:
+									y[i] = rng.IntN(k)
+								}
+							}
+							ys = append(ys, y)
+						}
+						for _, y := range ys {
+							pos.fill(y)
+							got := math.NaN()
+							if tt == "spiegelhalter" {
+								got = col.spiegelhalter(pos.rows(c))
+							} else {
+								ks, kuiper := col.cumulative(pos.rows(c), pos.bits)
+								got = map[string]float64{"ks": ks, "kuiper": kuiper}[tt]
+							}
+							want := bruteColumn(tt, p, y, k, c, wt)
+							if math.Abs(got-want) > 1e-12*math.Max(1, want) {
+								t.Fatalf("%s n=%d rounded=%v weighted=%v class %d: %v, brute force %v", tt, n, rounded, wt != nil, c, got, want)
+							}
+						}
+					}
+				}
+				if computed == 0 && n > 2 {
+					t.Fatalf("n=%d rounded=%v: no column with variance", n, rounded)
+				}
+			}
+		}
+	}
+}
+
+// bruteColumn is the class-wise column statistic by the direct walk.
+func bruteColumn(tt string, p []float64, y []int, k, c int, w []float64) float64 {
+	n := len(y)
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = p[i*k+c]
+	}
+	wt := func(i int) float64 {
+		if w == nil {
+			return 1
+		}
+		return w[i]
+	}
+	o := func(i int) float64 {
+		if y[i] == c {
+			return 1
+		}
+		return 0
+	}
+	v := 0.0
+	if tt == "spiegelhalter" {
+		num := 0.0
+		for i := range s {
+			a := 1 - 2*s[i]
+			num += wt(i) * a * (o(i) - s[i])
+			v += wt(i) * wt(i) * a * a * s[i] * (1 - s[i])
+		}
+		return math.Abs(num) / math.Sqrt(v)
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s[a], s[b]) })
+	cu, hi, lo := 0.0, 0.0, 0.0
+	for q, i := range order {
+		cu += wt(i) * (o(i) - s[i])
+		v += wt(i) * wt(i) * s[i] * (1 - s[i])
+		if q+1 == n || s[order[q+1]] != s[i] {
+			hi, lo = max(hi, cu), min(lo, cu)
+		}
+	}
+	if tt == "ks" {
+		return max(hi, -lo) / math.Sqrt(v)
+	}
+	return (hi - lo) / math.Sqrt(v)
+}
+
+// ClassWise gives the results of its first implementation (commit 6e3bc7b:
+// every column walked row by row, labels drawn by a linear scan) on scores
+// rounded to 2 decimals (ties) with and without weights (a third of them
+// zero): the statistic to 1e-12, the exceedances and adjusted p-values
+// exactly.
+func TestClassWiseGolden(t *testing.T) {
+	p, y := paperRows(21, 300, 4, true)
+	for i := range p {
+		p[i] = math.Round(p[i]*100) / 100
+	}
+	w := make([]float64, 300)
+	for i := range w {
+		w[i] = float64(i % 3)
+	}
+	for _, g := range []struct {
+		test     string
+		weighted bool
+		stat     float64
+		exceed   int
+		adjusted []float64
+	}{
+		{"ks", false, 1.3552945921837551, 36, []float64{0.98, 0.98, 0.74, 1}},
+		{"kuiper", false, 1.3552945921837551, 46, []float64{0.94, 1, 0.94, 1}},
+		{"spiegelhalter", false, 2.0951546442286682, 4, []float64{1, 0.96, 0.1, 1}},
+		{"ks", true, 1.3138952030852293, 41, []float64{1, 1, 0.84, 0.98}},
+		{"kuiper", true, 1.3138952030852293, 48, []float64{1, 1, 0.98, 0.98}},
+		{"spiegelhalter", true, 1.6445608676877199, 16, []float64{1, 0.96, 0.34, 1}},
+	} {
+		var wt []float64
+		if g.weighted {
+			wt = w
+		}
+		r := must(ClassWise(g.test, p, y, 4, wt, ConsistencyOptions{Resamples: 49, Seed: 9}))
+		if math.Abs(r.Statistic-g.stat) > 1e-12*g.stat || r.Exceed != g.exceed || !reflect.DeepEqual(r.Adjusted, g.adjusted) {
+			t.Errorf("%s weighted=%v: statistic %v, exceed %d, adjusted %v; want %v, %d, %v", g.test, g.weighted, r.Statistic, r.Exceed, r.Adjusted, g.stat, g.exceed, g.adjusted)
 		}
 	}
 }
