@@ -331,7 +331,7 @@ func testNotions(t string) []string {
 		return []string{"top_label", "class_wise"}
 	case "ece_kde":
 		return []string{"canonical", "top_label", "class_wise"}
-	case "ece_bin":
+	case "ece_bin", "ks_error", "mmce":
 		return []string{"top_label"}
 	}
 	return []string{"canonical"}
