@@ -262,7 +262,7 @@ func TestRunAllSkips(t *testing.T) {
 	}
 	n := MaxBootstrapSamples + 1
 	p, y = paperRows(13, n, 2, true)
-	rep = must(Run(p, y, 2, nil, Options{Tests: []string{"all"}, Resamples: 1}))
+	rep = must(Run(p, y, 2, nil, Options{Tests: []string{"all"}, Resamples: 19}))
 	for _, r := range rep.Tests {
 		if r.Test == "skce_u" {
 			t.Error("skce_u ran above MaxBootstrapSamples")

@@ -20,29 +20,27 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
-	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 )
 
 // Row is one method's test figures in `calib compare`.
 type Row struct {
-	Method         string         `json:"method"`
-	FitSeconds     float64        `json:"fit_seconds"`
-	Accuracy       evaluate.Float `json:"accuracy"`
-	NLL            evaluate.Float `json:"nll"`
-	Brier          evaluate.Float `json:"brier"`
-	ECEKDE         evaluate.Float `json:"ece_kde_canonical"`
-	Witness        evaluate.Float `json:"ece_witness"` // canonical CE_1, residual witness at Comparison.WitnessBandwidth
-	ECETopLabel    evaluate.Float `json:"ece_top_label"`
-	KSTop1         evaluate.Float `json:"ks_top1"`
-	KSTop2         evaluate.Float `json:"ks_top2"`
-	KSWithinTop2   evaluate.Float `json:"ks_within_top2"`
-	KSClassWise    evaluate.Float `json:"ks_class_wise"`
-	Params         string         `json:"params,omitempty"`
-	Error          string         `json:"error,omitempty"`
-	EvalSeconds    float64        `json:"eval_seconds"`
-	calibrated     *data.Set
-	splineCurvesKS *recal.Spline
+	Method       string         `json:"method"`
+	FitSeconds   float64        `json:"fit_seconds"`
+	Accuracy     evaluate.Float `json:"accuracy"`
+	NLL          evaluate.Float `json:"nll"`
+	Brier        evaluate.Float `json:"brier"`
+	ECEKDE       evaluate.Float `json:"ece_kde_canonical"`
+	Witness      evaluate.Float `json:"ece_witness"` // canonical CE_1, residual witness at Comparison.WitnessBandwidth
+	ECETopLabel  evaluate.Float `json:"ece_top_label"`
+	KSTop1       evaluate.Float `json:"ks_top1"`
+	KSTop2       evaluate.Float `json:"ks_top2"`
+	KSWithinTop2 evaluate.Float `json:"ks_within_top2"`
+	KSClassWise  evaluate.Float `json:"ks_class_wise"`
+	Params       string         `json:"params,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	EvalSeconds  float64        `json:"eval_seconds"`
+	calibrated   *data.Set
 }
 
 // Comparison is the JSON object of `calib compare --json`.
@@ -208,9 +206,6 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 			row.Error = oneLine(err)
 		} else {
 			row.Params = params(c)
-			if sp, ok := c.(*recal.Spline); ok {
-				row.splineCurvesKS = sp
-			}
 		}
 		rows = append(rows, row)
 	}
@@ -221,7 +216,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		ui.Phase("measure %d of %d", i+1, len(rows))
 		_, done := ui.Step("measure " + r.Method)
 		start := time.Now()
-		if err := measureRow(ctx, r, ts, cv.Bandwidth, hw, workers); err != nil {
+		if err := measureRow(ctx, r, cv.Bandwidth, hw, workers); err != nil {
 			r.Error = oneLine(err)
 		}
 		r.EvalSeconds = time.Since(start).Seconds()
@@ -250,8 +245,11 @@ func rowOptions(h, hw float64, workers int) evaluate.Options {
 }
 
 // measureRow computes the test figures of one compare row with evaluate
-// (rowOptions); the spline's top-2 and within-top-2 KS use its own curves.
-func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, workers int) error {
+// (rowOptions) on the test set with the fitted map applied, exactly as
+// calib eval --calibrator measures the map calib fit writes (the spline's
+// top-2 and within-top-2 curves, which its map does not apply, are not
+// used: a row describes the map).
+func measureRow(ctx context.Context, r *Row, h, hw float64, workers int) error {
 	s := r.calibrated
 	ev, err := evaluate.Evaluate(ctx, s, rowOptions(h, hw, workers))
 	if err != nil {
@@ -281,19 +279,6 @@ func measureRow(ctx context.Context, r *Row, ts *data.Set, h, hw float64, worker
 		case e.Metric == "accuracy":
 			r.Accuracy = v
 		}
-	}
-	if sp := r.splineCurvesKS; sp != nil {
-		// The spline's own curves for its top-2 and within-top-2 scores.
-		sc2, oc2 := metric.TopR(ts.Probs, ts.Labels, ts.K, 2)
-		sw, ow := metric.WithinTopR(ts.Probs, ts.Labels, ts.K, 2)
-		for i := range sc2 {
-			sc2[i], sw[i] = sp.Top2.Map(sc2[i]), sp.WithinTop2.Map(sw[i])
-		}
-		ks := func(sc, oc []float64) evaluate.Float {
-			v, _ := metric.KS(sc, oc, false, ts.Weights)
-			return evaluate.Float(v)
-		}
-		r.KSTop2, r.KSWithinTop2 = ks(sc2, oc2), ks(sw, ow)
 	}
 	return nil
 }

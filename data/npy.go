@@ -388,13 +388,22 @@ func parseNPZ(name string, b []byte) (*table, *labelColumn, error) {
 			members[k] = f
 		}
 	}
+	// find returns the one array named one of names; two such arrays
+	// (probs and logits that may disagree) are an error, not a choice.
+	var twice error
 	find := func(names []string) string {
+		found := ""
 		for _, n := range names {
 			if members[n] != nil {
-				return n
+				if found != "" && twice == nil {
+					twice = bad("both %q and %q arrays; keep one (calib would not know which to use)", found, n)
+				}
+				if found == "" {
+					found = n
+				}
 			}
 		}
-		return ""
+		return found
 	}
 	read := func(key string) (*array, error) {
 		f := members[key]
@@ -421,7 +430,10 @@ func parseNPZ(name string, b []byte) (*table, *labelColumn, error) {
 		}
 		return parseNPY(name+":"+key, buf.Bytes())
 	}
-	pk := find(npzPredNames)
+	pk, wk, lk := find(npzPredNames), find(npzWeightNames), find(npzLabelNames)
+	if twice != nil {
+		return nil, nil, twice
+	}
 	if pk == "" {
 		return nil, nil, bad("has arrays %v; want one named %s", keys, strings.Join(npzPredNames, ", "))
 	}
@@ -434,7 +446,7 @@ func parseNPZ(name string, b []byte) (*table, *labelColumn, error) {
 		return nil, nil, err
 	}
 	t.logits = pk == "logits"
-	if wk := find(npzWeightNames); wk != "" {
+	if wk != "" {
 		wa, err := read(wk)
 		if err != nil {
 			return nil, nil, err
@@ -444,7 +456,6 @@ func parseNPZ(name string, b []byte) (*table, *labelColumn, error) {
 		}
 		t.weights = &weightColumn{positions: positions{file: name + ":" + wk}, values: wa.values, col: 1}
 	}
-	lk := find(npzLabelNames)
 	if lk == "" {
 		return t, nil, nil
 	}

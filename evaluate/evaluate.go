@@ -245,7 +245,7 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	if o.PValueResamples < 0 {
 		return nil, optionsError("%d p-value resamples", o.PValueResamples)
 	}
-	if o.PValues && s.Labels == nil {
+	if o.PValues && s != nil && s.Labels == nil {
 		return nil, optionsError("p-values need labels")
 	}
 	c.boot = metric.BootstrapOptions{Seed: o.Seed, Workers: o.Workers}

@@ -53,7 +53,7 @@ type TestsOptions struct {
 	PowerSizes []int
 	PowerSets  int
 	PowerK     int
-	// Tests are the tests of the size study (nil: calibtest.DefaultTests,
+	// Tests are the tests of the size study (nil: StudyTests,
 	// with ece_kde and skce_u added where ExtraMaxN allows); NoPower skips
 	// the power study.
 	Tests   []string
@@ -112,6 +112,12 @@ type TestsResult struct {
 }
 
 // testAlphas are the levels of the size study.
+// StudyTests are the tests of the size and power studies when
+// TestsOptions.Tests is nil: calibtest.DefaultTests and the SKCE block
+// test (the default list of issue 19, whose rows EXPERIMENTS.md section 7
+// holds).
+var StudyTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
+
 var testAlphas = []float64{0.05, 0.01}
 
 // Miscalibrations are the alternatives of the power study, on the paper's
@@ -181,7 +187,7 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 		}
 	}
 	for ci, c := range cells {
-		tests := calibtest.DefaultTests
+		tests := StudyTests
 		if o.Tests != nil {
 			tests = o.Tests
 		} else if c.extra {
@@ -227,7 +233,7 @@ func Tests(o TestsOptions) (*TestsResult, error) {
 		for ni, n := range psizes {
 			draw := func(rng *rand.Rand) ([]float64, []int) { return miscalibrated(m, n, pk, rng) }
 			step := fmt.Sprintf("power: %s n = %d", m, n)
-			reps, err := runSets(o, step, psets, calibtest.DefaultTests, B, func(s int) *rand.Rand { return seedOf(o.Seed, 2, mi, ni, s) }, draw)
+			reps, err := runSets(o, step, psets, StudyTests, B, func(s int) *rand.Rand { return seedOf(o.Seed, 2, mi, ni, s) }, draw)
 			if err != nil {
 				return nil, err
 			}

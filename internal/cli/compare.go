@@ -57,7 +57,7 @@ func newCompareCmd() *cobra.Command {
 	fs.StringVar(&methods, "methods", "", "methods, comma-separated (default: all: "+strings.Join(recal.MethodNames(), ", ")+")")
 	fs.StringVar(&o.Grid, "grid", "default", "cross-validation grid of the ODIR methods: default or full")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines (0: all cores)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the ODIR cross-validation folds and of the witness's cross-fitting splits")
+	fs.Uint64Var(&o.Seed, "seed", DefaultSeed, "seed of the ODIR cross-validation folds and of the witness's cross-fitting splits")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&progress, "progress", true, "show progress on stderr (bars on a terminal, else a line every 10 s)")
 	return cmd

@@ -23,7 +23,7 @@ func newDemoCmd() *cobra.Command {
 			}
 			rf.out = filepath.Join(dir, "calib-demo-report.html")
 		}
-		o, err := rf.options()
+		o, err := rf.options(cmd.Flags())
 		if err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.Float64Var(&f.o.Level, "ci-level", 0.95, "bootstrap interval level")
 	fs.BoolVar(&f.o.PValues, "p-values", false, "attach to ece_kde, ece_bin, mce, ece_bin_debiased, ks and mmce the p-value of the test of calibration with that number as statistic (consistency resampling: labels redrawn from the predictions)")
 	fs.IntVar(&f.o.PValueResamples, "p-resamples", 1000, "resamples of --p-values")
-	fs.Uint64Var(&f.o.Seed, "seed", 1, "seed of the bootstrap, of the p-values' resamples and of ece_witness's cross-fitting splits (same seed, same output)")
+	fs.Uint64Var(&f.o.Seed, "seed", DefaultSeed, "seed of the bootstrap, of the p-values' resamples and of ece_witness's cross-fitting splits (same seed, same output)")
 	fs.IntVar(&f.o.Workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")
@@ -98,12 +98,8 @@ func newEvalCmd() *cobra.Command {
 // ignored without a word) are refused.
 func (f *evalFlags) evalOnly(fs *pflag.FlagSet) error {
 	f.modeSet = fs.Changed("mode")
-	if !f.o.CI && !f.o.CIExact {
-		for _, name := range []string{"ci-level", "ci-resamples"} {
-			if fs.Changed(name) {
-				return usageErrorf("--%s applies to the bootstrap intervals: add --ci", name)
-			}
-		}
+	if err := f.paired(fs); err != nil {
+		return err
 	}
 	if fs.Changed("bins") && fs.Changed("bin-rule") && f.text.BinRule != "fixed" {
 		return usageErrorf("--bins %d sets the number of bins of --bin-rule fixed; --bin-rule %s chooses it from the data", f.o.Bins.Bins, f.text.BinRule)
@@ -154,6 +150,23 @@ func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) 
 		out.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
 	}
 	return out, nil
+}
+
+// paired refuses the flags that only apply with another one, given
+// without it (they would be ignored without a word): --ci-level and
+// --ci-resamples without --ci, --p-resamples without --p-values.
+func (f *evalFlags) paired(fs *pflag.FlagSet) error {
+	if !f.o.CI && !f.o.CIExact {
+		for _, name := range []string{"ci-level", "ci-resamples"} {
+			if fs.Changed(name) {
+				return usageErrorf("--%s applies to the bootstrap intervals: add --ci", name)
+			}
+		}
+	}
+	if !f.o.PValues && fs.Changed("p-resamples") {
+		return usageErrorf("--p-resamples applies to the p-values: add --p-values")
+	}
+	return nil
 }
 
 // options parses the metric flags into evaluate.Options (their ranges are

@@ -30,7 +30,7 @@ func (f *experimentFlags) command(use, short string, args cobra.PositionalArgs, 
 	fs.BoolVar(&f.quick, "quick", false, "a small version that runs in under 30 s (what CI runs)")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr (bars on a terminal, else a line every 10 s)")
 	fs.StringVarP(&f.dir, "output", "o", "", "`DIR` for the table, the JSON and the figures (default: a new temporary directory)")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic data and the repetitions")
+	fs.Uint64Var(&f.seed, "seed", DefaultSeed, "seed of the synthetic data and the repetitions")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores)")
 	return cmd
 }

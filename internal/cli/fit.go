@@ -60,7 +60,7 @@ func newFitCmd() *cobra.Command {
 	fs.Float64Var(&o.Linear.Mu, "mu", 0, "matrix-odir, dirichlet-odir, vector: weight of the squared intercepts (default: cross-validated)")
 	fs.StringVar(&o.Linear.Grid, "grid", "default", "cross-validation grid of lambda and mu: default or full (Kull et al.)")
 	fs.BoolVar(&o.Linear.Normalize, "odir-normalize", false, "divide lambda by K(K-1) and mu by K (the ODIR paper's formula)")
-	fs.Uint64Var(&o.Linear.Seed, "seed", 1, "seed of the cross-validation folds")
+	fs.Uint64Var(&o.Linear.Seed, "seed", DefaultSeed, "seed of the cross-validation folds")
 	fs.BoolVar(&progress, "progress", true, "show the cross-validation's progress on stderr (bars on a terminal, else a line every 10 s)")
 	fs.StringVar(&o.ScalarMode, "scalar-mode", "", "isotonic, histogram, platt, beta: top_label (default), binary (K = 2) or one_vs_rest (isotonic)")
 	return cmd

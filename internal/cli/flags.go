@@ -13,10 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/train"
 )
 
@@ -24,6 +26,10 @@ import (
 const (
 	maxBins      = 10_000    // --bins: more bins than this hold almost no sample each
 	maxResamples = 1_000_000 // --ci-resamples
+	// minPResamples is the least --p-resamples: 1/(B+1) <= 0.05.
+	minPResamples = 19
+	// DefaultSeed is the --seed of every command that has one (report.DefaultSeed).
+	DefaultSeed = report.DefaultSeed
 )
 
 // flagRule checks the value of a flag; the message says the valid range in
@@ -114,6 +120,9 @@ var flagRules = map[string]flagRule{
 	"reps":                positiveInt,
 	"seeds":               positiveInt,
 	"resamples":           positiveInt,
+	"test/resamples":      intRule(1, calibtest.MaxResamples, fmt.Sprintf("an integer in [1, %d]", calibtest.MaxResamples)),
+	"test/alpha":          fraction,
+	"p-resamples":         intRule(minPResamples, calibtest.MaxResamples, fmt.Sprintf("an integer in [%d, %d] (a resampled p-value is at least 1/(B+1): below %d resamples none can reach 0.05)", minPResamples, calibtest.MaxResamples, minPResamples)),
 	"ground-samples":      positiveInt,
 	"epochs":              positiveInt,
 	"batch":               intRule(2, math.MaxInt32, "an integer >= 2"),

@@ -33,7 +33,7 @@ func (f *plotFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.valLabels, "val-labels", "", "validation labels `FILE` (if not in the validation file)")
 	fs.StringVar(&f.ff.text.Methods, "methods", "", "compare: methods, comma-separated (default: all)")
 	fs.StringVar(&f.grid, "grid", "default", "compare: cross-validation grid of the ODIR methods")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the bootstrap and the subsamples (0 means 1)")
+	fs.Uint64Var(&f.seed, "seed", DefaultSeed, "seed of the bootstrap and the subsamples (0 means 1)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines (0: all cores)")
 	cmd.Flags().Lookup("per-class").Hidden = true
 }

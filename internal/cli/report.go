@@ -5,10 +5,12 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
 )
 
@@ -54,6 +56,7 @@ type reportFlags struct {
 	ff        figureFlags
 	grid, out string
 	tests     bool
+	mapping   recal.Calibrator // the map of --calibrator, read by options
 }
 
 func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
@@ -70,35 +73,64 @@ func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
 	fs.StringVar(&f.grid, "grid", "default", "cross-validation grid of the ODIR methods: default or full")
 	fs.BoolVar(&f.tests, "tests", true, "the section \"Is it calibrated?\": the default tests of calib test (--tests=false leaves it out)")
 	fs.StringVarP(&f.out, "output", "o", "", outUsage)
+	fs.Lookup("json").Usage = "also print the table of metrics as one JSON object on stdout (as calib eval --json)"
+	fs.Lookup("calibrator").Usage = "apply the map `MAP.json` (from calib fit) to the predictions (and the validation set) before every number and figure"
 }
 
 // options turns the flags into report.Options, checked before any data is
-// read. The output file must be given and writable.
-func (f *reportFlags) options() (report.Options, error) {
+// read. The output file must be given and writable; the map of
+// --calibrator is read now (f.mapping), before the data.
+func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 	if err := requireOutput(f.out, "report.html", "html", "htm"); err != nil {
+		return report.Options{}, err
+	}
+	if err := f.ef.paired(fs); err != nil {
 		return report.Options{}, err
 	}
 	eo, err := f.ef.options(nil)
 	if err != nil {
 		return report.Options{}, err
 	}
+	if f.ef.calibrator != "" {
+		if f.mapping, err = recal.LoadFile(f.ef.calibrator); err != nil {
+			return report.Options{}, err
+		}
+	}
 	return f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
 }
 
 // write builds the report of test and val (may be nil) with progress on
-// stderr and prov as its provenance, after checking the metric flags
-// against the data (--ks-r against K), and writes it to -o (atomically).
+// stderr and prov as its provenance, after applying the map of
+// --calibrator to both sets (the report is then the calibrated
+// predictions') and checking the metric flags against the data (--ks-r
+// against K), and writes it to -o (atomically).
 func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Options, prov *evaluate.Provenance) (*report.Document, error) {
+	if f.mapping != nil {
+		var err error
+		if test, err = recal.Apply(f.mapping, test); err != nil {
+			return nil, err
+		}
+		if val != nil {
+			if val, err = recal.Apply(f.mapping, val); err != nil {
+				return nil, err
+			}
+		}
+		prov.Mapping = &evaluate.Mapping{File: f.ef.calibrator, Method: f.mapping.Info().Method}
+		o.Facts = append(o.Facts, report.Fact{Name: "calibrated by", Value: fmt.Sprintf("the %s map %s (applied to the test and validation predictions before every number and figure)", prov.Mapping.Method, prov.Mapping.File)})
+	}
 	if _, err := f.ef.options(test); err != nil {
 		return nil, err
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.ef.progress)
 	o.Progress, o.Provenance = ui, prov
-	o.Facts = []report.Fact{{Name: "made by", Value: "calib " + prov.Version + " (" + prov.Command + ")"}}
+	o.Facts = append(o.Facts, report.Fact{Name: "made by", Value: "calib " + prov.Version + " (" + prov.Command + ")"})
 	doc, err := report.Build(cmd.Context(), test, val, o)
 	ui.wait()
 	if err != nil {
 		return nil, err
+	}
+	if f.mapping != nil {
+		doc.Evaluation.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
 	}
 	return doc, doc.SaveHTML(f.out)
 }
@@ -115,7 +147,7 @@ func newReportCmd() *cobra.Command {
 	var rf reportFlags
 	var val, valLabels string
 	cmd := command("report PRED -o report.html", "Write one self-contained HTML report: metrics with intervals, every figure, and the recalibration comparison", exactArgs(1), func(cmd *cobra.Command, args []string) error {
-		o, err := rf.options()
+		o, err := rf.options(cmd.Flags())
 		if err != nil {
 			return err
 		}
@@ -131,8 +163,12 @@ func newReportCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "report written to %s\n", rf.out)
 		warnNotDrawn(cmd.ErrOrStderr(), doc)
+		if rf.ef.json { // the evaluation's JSON, as calib eval --json prints it
+			fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", rf.out)
+			return evaluate.WriteJSON(cmd.OutOrStdout(), doc.Evaluation)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "report written to %s\n", rf.out)
 		return nil
 	})
 	in.register(cmd.Flags())

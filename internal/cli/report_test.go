@@ -27,7 +27,7 @@ func TestReportZeroOptionsAreCLIDefaults(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"-o", filepath.Join(t.TempDir(), "r.html")}); err != nil {
 		t.Fatal(err)
 	}
-	o, err := rf.options()
+	o, err := rf.options(cmd.Flags())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -135,11 +137,27 @@ var flagValueKinds = map[string]string{
 func flagError(err error) error {
 	msg := err.Error()
 	for fn, want := range flagValueKinds {
-		if i := strings.Index(msg, ": "+fn+":"); i >= 0 {
-			return fmt.Errorf("%s: want %s", msg[:i], want)
+		i := strings.Index(msg, ": "+fn+":")
+		if i < 0 {
+			continue
 		}
+		switch {
+		case strings.HasSuffix(msg, "value out of range"):
+			want += " in range (this one is too large)"
+		case fn != "strconv.ParseFloat" && fn != "strconv.ParseBool" && isExponent(msg[:i]):
+			want += " written in digits, without an exponent"
+		}
+		return fmt.Errorf("%s: want %s", msg[:i], want)
 	}
 	return err
+}
+
+// isExponent reports whether pflag's message "invalid argument "V" for
+// ..." quotes a number V written with an exponent (5e9).
+func isExponent(msg string) bool {
+	v, _, ok := strings.Cut(strings.TrimPrefix(msg, `invalid argument "`), `"`)
+	_, err := strconv.ParseFloat(v, 64)
+	return ok && err == nil && strings.ContainsAny(v, "eE")
 }
 
 // isInputError reports errors caused by the input: bad flags and arguments,
@@ -149,7 +167,7 @@ func isInputError(err error) bool {
 	var ie inputError
 	var de *data.Error
 	return errors.As(err, &ie) || errors.As(err, &de) ||
-		errors.Is(err, kde.ErrTooFew) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
+		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
 		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
 		strings.HasPrefix(err.Error(), "unknown command")
 }

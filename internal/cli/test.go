@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,14 +15,24 @@ func newTestCmd() *cobra.Command {
 	var o calibtest.Options
 	var asJSON bool
 	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, SKCE bootstrap, consistency resampling of ECE^KDE, binned ECE, KS error, MMCE, witness)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
-		if tests != "" {
-			o.Tests = nil
+		if cmd.Flags().Changed("tests") {
+			o.Tests = []string{}
 			for _, t := range strings.Split(tests, ",") {
-				o.Tests = append(o.Tests, strings.TrimSpace(t))
+				if t = strings.TrimSpace(t); t != "" {
+					o.Tests = append(o.Tests, t)
+				}
+			}
+			if len(o.Tests) == 0 {
+				return usageErrorf("--tests %q: name at least one test (of %s, or all); leave the flag out for the default tests", tests, strings.Join(calibtest.Tests, ", "))
 			}
 		}
-		if err := o.Check(); err != nil { // before any data is read
-			return usageErrorf("%v", strings.TrimPrefix(err.Error(), "calibtest: "))
+		// Before any data is read: --alpha and --resamples have their
+		// ranges checked by flagRules; here what they mean together.
+		if B := o.Resamples; float64(B+1)*o.Alpha < 1 {
+			return usageErrorf("--resamples %d: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach --alpha %g; want at least %d resamples", B, 1/float64(B+1), o.Alpha, calibtest.MinResamples(o.Alpha))
+		}
+		if err := o.Check(); err != nil { // the test names
+			return usageErrorf("--tests: %s", strings.TrimPrefix(err.Error(), "calibtest: "))
 		}
 		s, err := in.load(args[0])
 		if err != nil {
@@ -40,9 +51,9 @@ func newTestCmd() *cobra.Command {
 	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
 	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests, ", ")+", or all (default: "+strings.Join(calibtest.DefaultTests, ",")+")")
-	fs.IntVar(&o.Resamples, "resamples", calibtest.DefaultResamples, "resamples B of the consistency-resampling tests")
-	fs.Float64Var(&o.Alpha, "alpha", 0.05, "level of the verdicts")
-	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the resamples and of the SKCE blocks")
+	fs.IntVar(&o.Resamples, "resamples", calibtest.DefaultResamples, fmt.Sprintf("resamples B of the consistency-resampling tests, at least 1/alpha - 1 (a resampled p-value is at least 1/(B+1)) and at most %d", calibtest.MaxResamples))
+	fs.Float64Var(&o.Alpha, "alpha", calibtest.DefaultAlpha, "level of the verdicts, in (0, 1)")
+	fs.Uint64Var(&o.Seed, "seed", DefaultSeed, "seed of the resamples and of the SKCE blocks (the default seed of every calib command)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd

@@ -50,7 +50,7 @@ func newTrainCmd() *cobra.Command {
 	fs.Float64Var(&cfg.Momentum, "momentum", 0.9, "sgd: momentum")
 	fs.Float64Var(&cfg.LR, "lr", 0, "learning rate (default 1e-3 for adam, 0.01 for sgd)")
 	fs.IntVar(&cfg.Patience, "patience", 5, "stop after this many epochs without a better validation NLL")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the weights and the mini-batches")
+	fs.Uint64Var(&cfg.Seed, "seed", DefaultSeed, "seed of the weights and the mini-batches")
 	fs.Float64Var(&o.Val, "val", 0.2, "validation fraction")
 	fs.Float64Var(&o.Test, "test", 0.2, "test fraction")
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of the stratified split")
