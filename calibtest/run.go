@@ -2,8 +2,8 @@ package calibtest
 
 import (
 	"cmp"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
