@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -138,6 +139,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	weights, _ = mathx.ScaleWeights(weights) // any finite positive weights: their normalised form's answer
 	tests := o.Tests
 	var skipped []string // with the reason
 	if tests == nil || len(tests) == 1 && tests[0] == "all" {

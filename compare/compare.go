@@ -157,6 +157,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	if vs.K != ts.K {
 		return nil, fmt.Errorf("%w: val has K = %d, test K = %d", recal.ErrInput, vs.K, ts.K)
 	}
+	vs, ts = vs.ScaledWeights(), ts.ScaledWeights()
 	methods := o.Methods
 	if methods == nil {
 		methods = recal.Methods

@@ -16,6 +16,7 @@
 package data
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -39,6 +40,10 @@ type Set struct {
 	// calib takes these last and follows the same rule. Set them with
 	// SetWeights, which checks them.
 	Weights []float64
+	// WeightScale is the factor that the weights as given were divided
+	// by in a Set returned by ScaledWeights; 0 or 1 means as given. The weights as given
+	// are Weights times WeightScale.
+	WeightScale float64
 	// Binary reports one-column input: Probs holds (1-p1, p1) and only then
 	// is the binary notion defined.
 	Binary bool
@@ -76,6 +81,29 @@ func (s *Set) SetWeights(w []float64) error {
 	}
 	s.Weights = w
 	return nil
+}
+
+// ScaledWeights returns s when its weights are nil or already scaled,
+// else a shallow copy whose weights are scaled by mathx.ScaleWeights (a
+// power of two that puts the largest in [0.5, 1); constant weights become
+// 1) with WeightScale recording the factor: what calib's entry points
+// (evaluate.Evaluate, report.Build, compare.Compare, recal.Fit, the CLI's
+// loader) do first, so that any finite positive weights give the answer
+// of their normalised form, without overflow.
+func (s *Set) ScaledWeights() *Set {
+	w, f := mathx.ScaleWeights(s.Weights)
+	if f == 1 {
+		return s
+	}
+	c := *s
+	c.Weights, c.WeightScale = w, cmp.Or(s.WeightScale, 1)*f
+	return &c
+}
+
+// GivenWeightSum is the sum of the weights as given (Weights times
+// WeightScale; +Inf where it overflows float64), or N without weights.
+func (s *Set) GivenWeightSum() float64 {
+	return mathx.WeightSum(s.Weights, s.N) * cmp.Or(s.WeightScale, 1)
 }
 
 // Require returns an *Error wrapping ErrTooFew when the set has fewer than

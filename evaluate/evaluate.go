@@ -126,7 +126,7 @@ type Evaluation struct {
 	Rounded      int       `json:"rounded,omitempty"` // rows rescaled because their values were rounded to few decimals (data.Set.Rounded)
 	// WeightSum is the sum of the sample weights when the set has them
 	// (every Result then says "weighted": true); 0 without weights.
-	WeightSum float64 `json:"weight_sum,omitempty"`
+	WeightSum Float `json:"weight_sum,omitempty"`
 	// Warnings about the input as a whole (not one metric).
 	Warnings Warnings `json:"warnings,omitempty"`
 	Modes    string   `json:"modes,omitempty"`
@@ -317,10 +317,11 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 	if err != nil {
 		return nil, err
 	}
+	s = s.ScaledWeights()
 	c.boot.Context = ctx
 	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: InputKind(s)}
 	if s.Weights != nil {
-		out.WeightSum = mathx.WeightSum(s.Weights, s.N)
+		out.WeightSum = Float(s.GivenWeightSum())
 	}
 	if c.metrics["ece_kde"] {
 		out.Modes = c.note

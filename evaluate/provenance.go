@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // modulePath is calib's module.
@@ -41,7 +40,7 @@ type Input struct {
 	Renormalized int `json:"renormalized,omitempty"`
 	Rounded      int `json:"rounded,omitempty"`
 	// WeightSum is the sum of the sample weights, when the set has them.
-	WeightSum float64 `json:"weight_sum,omitempty"`
+	WeightSum Float `json:"weight_sum,omitempty"`
 }
 
 // Mapping names the recalibration map applied before measuring.
@@ -59,7 +58,7 @@ func (p *Provenance) AddInput(role string, s *data.Set, labels string) *Provenan
 	}
 	in := Input{Role: role, File: s.File, Labels: labels, Kind: InputKind(s), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded}
 	if s.Weights != nil {
-		in.WeightSum = mathx.WeightSum(s.Weights, s.N)
+		in.WeightSum = Float(s.GivenWeightSum())
 	}
 	p.Inputs = append(p.Inputs, in)
 	return p

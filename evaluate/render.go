@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -35,7 +36,11 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	}
 	weights := ""
 	if out.WeightSum > 0 {
-		weights = fmt.Sprintf(", sample weights (sum %g): every number below is weighted", out.WeightSum)
+		sum := fmt.Sprintf("%g", float64(out.WeightSum))
+		if math.IsInf(float64(out.WeightSum), 1) {
+			sum = "above the float64 range; every number is computed on the weights divided by their mean"
+		}
+		weights = fmt.Sprintf(", sample weights (sum %s): every number below is weighted", sum)
 	}
 	fmt.Fprintf(w, "%s: n = %d, K = %d, %s%s\n", out.File, out.N, out.K, kind, weights)
 	if out.Renormalized > 0 {

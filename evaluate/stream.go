@@ -389,13 +389,37 @@ func (s *Sums) start(b *Batch) error {
 	return nil
 }
 
+// DataError is an error in the data of a stream rather than in the
+// options or the code: a shard whose columns, kind (probabilities or
+// logits) or weights differ from the stream's, a batch without labels, a
+// stream without rows or positive weights. Source names the shard ("" for
+// the whole stream) and Row the first row of its chunk (1-based; 0 when
+// none). calib exits 2 on it.
+type DataError struct {
+	Source string
+	Row    int64
+	Err    error
+}
+
+func (e *DataError) Error() string {
+	switch {
+	case e.Source == "":
+		return e.Err.Error()
+	case e.Row > 0:
+		return fmt.Sprintf("%s (rows from %d): %v", e.Source, e.Row, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Source, e.Err)
+}
+
+func (e *DataError) Unwrap() error { return e.Err }
+
 // Add adds a batch: its rows to every sum, and to the sample's draw.
 func (s *Sums) Add(b *Batch) error {
 	if b == nil || b.Set == nil || b.N == 0 {
 		return nil
 	}
 	if b.Labels == nil {
-		return fmt.Errorf("evaluate: %s: %w", b.Source, data.ErrNoLabels)
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: data.ErrNoLabels}
 	}
 	if !s.started {
 		if err := s.start(b); err != nil {
@@ -403,7 +427,7 @@ func (s *Sums) Add(b *Batch) error {
 		}
 	}
 	if b.K != s.K || b.Binary != s.Binary || InputKind(b.Set) != s.Input || (b.Weights != nil) != s.Weighted {
-		return fmt.Errorf("evaluate: %s (rows from %d): %d columns of %s%s, where the stream began with %d of %s%s", b.Source, b.Offset+1, b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
 	}
 	c, k, p, y, w := s.Config, b.K, b.Probs, b.Labels, b.Weights
 	logits := b.Logits
@@ -774,7 +798,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		return nil, nil
 	}
 	if !s.started || s.N == 0 {
-		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+		return nil, &DataError{Err: data.ErrEmpty}
 	}
 	ks := &KernelSums{Version: streamVersion, K: s.K, Block: b, Blocks: nb}
 	if s.TopSketch != nil && b == 0 {
@@ -792,9 +816,14 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		}
 	}
 	if s.Pooled != nil && b == 0 {
-		bins, err := s.Config.Bins.MergedBins(*s.Pooled, s.total())
+		// The pooled coordinates' rule, the weights read in their
+		// normalised form: N rows (Sqrt), N K values (Doane).
+		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.N))
 		if err != nil {
 			return nil, err
+		}
+		if s.Config.Bins.Rule == metric.Doane {
+			bins = s.Pooled.DoaneBinsN(float64(s.N) * float64(s.K))
 		}
 		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
 			return nil, err
@@ -893,7 +922,7 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 		}
 	}
 	if b.K != ks.K || b.Labels == nil {
-		return fmt.Errorf("evaluate: %s (rows from %d): %d columns, where the first pass had %d (or no labels)", b.Source, b.Offset+1, b.K, ks.K)
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.K)}
 	}
 	self := make([]int, b.N)
 	rows := ks.index[b.Source]
@@ -908,23 +937,23 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	}
 	if ks.TopEdges != nil {
 		if err := addScores(ks.TopEdges, ks.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.Cells != nil {
 		if err := ks.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
-			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	ks.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
-			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.Witness != nil {
 		if err := ks.Witness.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
-			return fmt.Errorf("evaluate: %s (rows from %d): %w", b.Source, b.Offset+1, err)
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	return nil
@@ -1073,10 +1102,13 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 // "se"), at the bandwidth chosen on the grid (or the fixed one).
 func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	if !s.started || s.N == 0 {
-		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+		return nil, &DataError{Err: data.ErrEmpty}
 	}
 	if s.Weighted && !(s.W > 0) {
-		return nil, fmt.Errorf("evaluate: %w: all %d weights are zero", data.ErrWeights, s.N)
+		return nil, &DataError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.N)}
+	}
+	if s.Weighted && math.IsInf(s.W, 0) {
+		return nil, &DataError{Err: fmt.Errorf("%w: the weights sum past the float64 range (1.8e308); a stream accumulates them as given: divide them by a common factor (every number is the same)", data.ErrWeights)}
 	}
 	c := s.Config
 	if ks != nil {
@@ -1100,7 +1132,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	out := &Evaluation{N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
 	if s.Weighted {
-		out.WeightSum = s.W
+		out.WeightSum = Float(s.W)
 	}
 	if s.ZeroRounded {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
@@ -1378,7 +1410,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 			continue
 		}
 		if cells.Overflow {
-			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (StreamOptions.MaxCells); use fewer bins", cells.Limit, cells.B, s.K)
+			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells); use fewer bins or a larger bound", cells.Limit, cells.B, s.K)
 			if c.Strict {
 				return nil, err
 			}
@@ -1518,7 +1550,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 		return nil, err
 	}
 	if s.N == 0 {
-		return nil, fmt.Errorf("evaluate: %w", data.ErrEmpty)
+		return nil, &DataError{Err: data.ErrEmpty}
 	}
 	var ks *KernelSums
 	if passes == 2 {

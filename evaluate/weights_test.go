@@ -9,7 +9,8 @@ import (
 	"github.com/calib-dev/calib/data"
 )
 
-// TestWeightsEqualRepeatedRows: an evaluation with integer weights 0..3
+// TestWeightsEqualRepeatedRows: an evaluation with integer weights 0..2 of
+// mean 1 (their own normalised form, which every weighted number reads)
 // gives, for every metric where the identity holds (means, binned ECE, MCE
 // and debiased L2 of every notion, KS, MMCE), the values of the set with
 // each row repeated w_i times (relative 1e-12). The kernel estimators
@@ -24,7 +25,7 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 	var probs []float64
 	var labels []int
 	for i := range w {
-		w[i] = float64((i * 7) % 4)
+		w[i] = [4]float64{0, 2, 1, 1}[i%4] // mean 1: the weights' normalised form is themselves
 		for range int(w[i]) {
 			probs = append(probs, s.Row(i)...)
 			labels = append(labels, s.Labels[i])
@@ -51,7 +52,7 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.WeightSum != float64(rep.N) || b.WeightSum != 0 {
+		if float64(a.WeightSum) != float64(rep.N) || b.WeightSum != 0 {
 			t.Errorf("weight_sum %v (want %d, the repeated rows) and %v (want 0, unweighted)", a.WeightSum, rep.N, b.WeightSum)
 		}
 		var text strings.Builder

@@ -23,17 +23,16 @@ const (
 	// (index q/100 (n-1) into the sorted scores).
 	//
 	// With weights the edges are those percentiles of the weighted
-	// empirical distribution, the weights taken as frequencies: with the
-	// scores sorted and W_m the total weight of the m+1 smallest, the
-	// order statistic at position t in [0, W) is the smallest score whose
-	// W_m > t, and edge b interpolates linearly between the order
-	// statistics at positions floor(h) and floor(h) + 1 (the largest score
-	// past the end), h = (b/B)(W - 1) clamped to [0, max(W - 1, 0)]. For
-	// integer weights these are exactly the edges of the data with each row
-	// repeated w_i times (rows of weight 0 dropped). As the repeated rows,
-	// the edges depend on the scale of the weights: use weights on the
-	// scale of counts (integer frequencies, or weights normalised to mean
-	// 1, W = n); with W <= 1 every edge is the smallest score.
+	// empirical distribution, the weights taken as frequencies in their
+	// normalised form w_i n / W (mean 1, total n, n the rows, those of
+	// weight 0 included), so that the edges do not depend on the scale of
+	// the weights: with the scores sorted and W_m the normalised weight of
+	// the m+1 smallest, the order statistic at position t in [0, n) is the
+	// smallest score whose W_m > t, and edge b interpolates linearly
+	// between the order statistics at positions floor(h) and floor(h) + 1
+	// (the largest score past the end), h = (b/B)(n - 1). For integer
+	// weights of mean 1 these are exactly the edges of the data with each
+	// row repeated w_i times (rows of weight 0 dropped).
 	EqualMass
 )
 
@@ -83,19 +82,18 @@ const (
 	// (canonical, bins per class dimension, each sample's weight repeated
 	// for its K entries).
 	//
-	// With weights, n is the total weight W and the moments are weighted,
+	// With weights the moments are weighted and n is the total of the
+	// weights' normalised form (mean 1: the number of values),
 	//
 	//	mean = sum_i w_i x_i / W,  m_2 = sum_i w_i (x_i - mean)^2 / W,
 	//	g1 = sum_i w_i ((x_i - mean) / sqrt(m_2))^3 / W,
 	//
-	// the moments of the rows repeated w_i times, so integer weights give
-	// the bins of the repeated rows (up to rounding exactly at an integer
-	// of the ceil). Like those, the rule depends on the scale of the
-	// weights (see EqualMass).
+	// so the rule does not depend on the scale of the weights, and integer
+	// weights of mean 1 give the bins of the rows repeated w_i times (up to
+	// rounding exactly at an integer of the ceil).
 	Doane
-	// Sqrt uses ceil(sqrt(n)) bins; with weights ceil(sqrt(W)), W the total
-	// weight (the bins of the rows repeated w_i times for integer weights;
-	// scale as for EqualMass).
+	// Sqrt uses ceil(sqrt(n)) bins, n the rows (with weights: the total of
+	// their normalised form, see EqualMass).
 	Sqrt
 )
 
@@ -166,7 +164,7 @@ func (o BinOptions) numBins(x, w []float64) (int, error) {
 	case Doane:
 		return doaneBins(x, w), nil
 	case Sqrt:
-		return sqrtBins(mathx.WeightSum(w, len(x))), nil
+		return sqrtBins(float64(len(x))), nil // weights normalised to mean 1 sum to n
 	}
 	return 0, fmt.Errorf("metric: invalid bin rule %d", int(o.Rule))
 }
@@ -181,7 +179,7 @@ func sqrtBins(n float64) int {
 // every operation, fused or not, rounds as the unweighted rule.
 func doaneBins(x, w []float64) int {
 	n := mathx.WeightSum(w, len(x))
-	if n <= 2 {
+	if c := float64(len(x)); c <= 2 || n <= 0 { // weights normalised to mean 1 sum to the rows
 		return 1
 	}
 	mean := 0.0
@@ -202,7 +200,11 @@ func doaneBins(x, w []float64) int {
 		z := (v - mean) / sigma
 		m3 += mathx.Weight(w, i) * z * z * z
 	}
-	g1 := m3 / n
+	return doaneRule(m3/n, float64(len(x)))
+}
+
+// doaneRule is Doane's number of bins for the skewness g1 of n rows.
+func doaneRule(g1, n float64) int {
 	sg1 := math.Sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
 	return max(1, int(math.Ceil(1+math.Log2(n)+math.Log2(1+math.Abs(g1)/sg1))))
 }
@@ -262,15 +264,34 @@ func weightedQuantiles(e, x, w []float64) {
 		return pts[min(m, len(pts)-1)].s
 	}
 	b := len(e) - 1
+	lo, frac := normalisedPositions(b, float64(len(x)), W)
 	for i := range e {
-		pos := float64(i) / float64(b) * max(W-1, 0)
-		lo := math.Floor(pos)
-		frac := pos - lo
 		// at caps the next position at the largest score, as
 		// mathx.Quantile caps its index at the last element.
-		xlo, xhi := at(lo), at(lo+1)
-		e[i] = xlo + (xhi-xlo)*frac
+		xlo, xhi := at(lo[i][0]), at(lo[i][1])
+		e[i] = xlo + (xhi-xlo)*frac[i]
 	}
+}
+
+// normalisedPositions returns the order-statistic positions of the B+1
+// equal-mass edges of n rows of total weight W, on the scale of W, and
+// each edge's interpolation fraction: the weights are read in their
+// normalised form (mean 1, total n), where edge b sits at h = (b/B)(n -
+// 1) between the order statistics at floor(h) and floor(h) + 1; on the
+// scale of W those are at floor(h) W/n and (floor(h) + 1) W/n. Without
+// weights (W = n) these are NumPy's positions.
+func normalisedPositions(b int, n, W float64) (pos [][2]float64, frac []float64) {
+	scale := 1.0
+	if W != n && n > 0 {
+		scale = W / n
+	}
+	for i := 0; i <= b; i++ {
+		h := float64(i) / float64(b) * max(n-1, 0)
+		lo := math.Floor(h)
+		pos = append(pos, [2]float64{lo * scale, (lo + 1) * scale})
+		frac = append(frac, h-lo)
+	}
+	return pos, frac
 }
 
 // assign returns the bin of each score: the number of inner edges
@@ -316,6 +337,15 @@ func (bs *Bins) mass(b int) float64 {
 		return float64(bs.Count[b])
 	}
 	return bs.Mass[b]
+}
+
+// count returns the weight of bin b read as a count: W_b N / W, the mass
+// of the weights normalised to mean 1 (Count when Mass is nil).
+func (bs *Bins) count(b int) float64 {
+	if bs.Mass == nil {
+		return float64(bs.Count[b])
+	}
+	return bs.Mass[b] * (float64(bs.N) / bs.W)
 }
 
 // total returns W (N when Mass is nil).
@@ -485,24 +515,31 @@ func (bs *Bins) MCE() float64 {
 //
 //	sum_b (W_b / W) [ (freq_b - score_b)^2 - freq_b (1 - freq_b) / (W_b - 1) ],
 //
-// with bins of mass W_b < 2 contributing 0; W_b = n_b and W = N when
-// unweighted. The weights are frequencies: the mass W_b stands for the
-// count n_b of the bias term, so integer weights give the estimate of the
-// rows repeated w_i times, and the estimate depends on the scale of the
-// weights (use weights on the scale of counts; see EqualMass). It may be
-// negative.
+// with bins of count n_b < 2 (less 1e-9 relative, for rounding)
+// contributing 0; W_b = n_b and W = N when
+// unweighted. The weights are frequencies in their normalised form (mean
+// 1, see EqualMass): the count n_b of the bias term is W_b N / W, so the
+// estimate does not depend on the scale of the weights, and integer
+// weights of mean 1 give the estimate of the rows repeated w_i times. It
+// may be negative.
 func (bs *Bins) DebiasedL2() float64 {
 	sum := 0.0
 	for k := range bs.Count {
-		m := bs.mass(k)
-		if m < 2 {
+		m := bs.count(k)
+		if m < 2*(1-massSlack) { // a count of 2 up to the rounding of the weights counts as 2
 			continue
 		}
 		d := bs.Freq[k] - bs.Score[k]
-		sum += m / bs.total() * (d*d - bs.Freq[k]*(1-bs.Freq[k])/(m-1))
+		sum += bs.mass(k) / bs.total() * (d*d - bs.Freq[k]*(1-bs.Freq[k])/(m-1))
 	}
 	return sum
 }
+
+// massSlack is the relative rounding within which a bin's weight counts
+// as the integer it is meant to be: weights normalised to mean 1
+// (mathx.ScaleWeights) add up to 2 within a few ulps where the weights as
+// given add up to 2/n of their total.
+const massSlack = 1e-9
 
 // TopLabelBins bins the top-label confidences max_k f_k with the outcomes
 // [argmax = label] and the sample weights (nil: all 1; see BinScores).

@@ -125,18 +125,21 @@ func (mo *Moments) Merge(o Moments) { mo.Add(o.W, o.Mean, o.M2, o.M3) }
 // moments: 1 for W <= 2 or no spread, else ceil(1 + log2 W + log2(1 +
 // |g1| / sigma_g1)) with g1 = M3 / (W sigma^3), sigma^2 = M2 / W and
 // sigma_g1 = sqrt(6 (W - 2) / ((W + 1)(W + 3))).
-func (mo *Moments) DoaneBins() int {
-	n := mo.W
-	if n <= 2 {
+func (mo *Moments) DoaneBins() int { return mo.DoaneBinsN(mo.W) }
+
+// DoaneBinsN is DoaneBins for moments of n values (rows; pooled
+// coordinates), the weights read in their normalised form (mean 1): g1
+// from the weighted moments, the count n. Unweighted (W = n) it is
+// DoaneBins.
+func (mo *Moments) DoaneBinsN(n float64) int {
+	if n <= 2 || mo.W <= 0 {
 		return 1
 	}
-	sigma := math.Sqrt(mo.M2 / n)
+	sigma := math.Sqrt(mo.M2 / mo.W)
 	if sigma == 0 {
 		return 1
 	}
-	g1 := mo.M3 / n / (sigma * sigma * sigma)
-	sg1 := math.Sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
-	return max(1, int(math.Ceil(1+math.Log2(n)+math.Log2(1+math.Abs(g1)/sg1))))
+	return doaneRule(mo.M3/mo.W/(sigma*sigma*sigma), n)
 }
 
 // NewScoreSketch returns an empty sketch.
@@ -218,17 +221,21 @@ func (b *SketchBucket) mass(weighted bool) float64 {
 // numBins returns B for the rule of o: Doane from the moments, Sqrt from
 // the total weight (the number of rows without weights).
 func (sk *ScoreSketch) numBins(o BinOptions, weighted bool) (int, error) {
-	return o.MergedBins(sk.Moments, sk.total(weighted))
+	if o.Rule == Doane {
+		return sk.Moments.DoaneBinsN(float64(sk.N)), nil
+	}
+	return o.MergedBins(sk.Moments, float64(sk.N)) // weights normalised to mean 1 sum to the rows
 }
 
 // maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
 // rows).
 const maxMergedBins = 1 << 20
 
-// MergedBins returns B for the rule of o from a sample's moments (Doane)
-// and total n (Sqrt: the number of rows without weights, their weight with
-// them), as the in-memory rules compute it from the sample (up to the
-// rounding of the moments).
+// MergedBins returns B for the rule of o from a sample's moments (Doane:
+// DoaneBins, the moments' total weight read as the count) and its number
+// of rows n (Sqrt), as the in-memory rules compute it from the sample (up
+// to the rounding of the moments). With weights, Doane's count is the
+// number of values (Moments.DoaneBinsN).
 func (o BinOptions) MergedBins(mo Moments, n float64) (int, error) {
 	switch o.Rule {
 	case Doane:
@@ -246,14 +253,7 @@ func (o BinOptions) MergedBins(mo Moments, n float64) (int, error) {
 // (two per edge, see weightedQuantiles) and each edge's interpolation
 // fraction.
 func (sk *ScoreSketch) positions(b int, weighted bool) (pos [][2]float64, frac []float64) {
-	W := sk.total(weighted)
-	for i := 0; i <= b; i++ {
-		p := float64(i) / float64(b) * max(W-1, 0)
-		lo := math.Floor(p)
-		pos = append(pos, [2]float64{lo, lo + 1})
-		frac = append(frac, p-lo)
-	}
-	return pos, frac
+	return normalisedPositions(b, float64(sk.N), sk.total(weighted))
 }
 
 // locate returns the bucket (index into keys) holding the order statistic

@@ -123,6 +123,9 @@ func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 	if err := checkWeights(s.Weights, s.N); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
+	if s.Weights != nil {
+		s = s.ScaledWeights() // their normalised form: any common factor, the same map
+	}
 	s = ready(s)
 	w := s.Weights
 	switch method {

@@ -3,6 +3,7 @@ package recal
 import (
 	"bytes"
 	"errors"
+	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -11,13 +12,15 @@ import (
 	"github.com/calib-dev/calib/data"
 )
 
-// intWeights returns n weights drawn from {0, 1, 2, 3}.
+// intWeights returns n weights drawn from {0, 1, 2, 3}, then moved
+// between rows to mean 1 (testenv.MeanOne: their own normalised form).
 func intWeights(n int, seed uint64) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 16))
 	w := make([]float64, n)
 	for i := range w {
 		w[i] = float64(rng.IntN(4))
 	}
+	testenv.MeanOne(w, rng.IntN)
 	return w
 }
 

@@ -244,7 +244,10 @@ func Build(ctx context.Context, test, val *data.Set, o Options) (*Document, erro
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := test
+	s := test.ScaledWeights()
+	if val != nil {
+		val = val.ScaledWeights()
+	}
 	if val != nil && val.K != s.K {
 		return nil, fmt.Errorf("%w: %s has K = %d, %s has K = %d", recal.ErrInput, val.File, val.K, s.File, s.K)
 	}

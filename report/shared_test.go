@@ -44,6 +44,7 @@ func TestBandwidthViewSharesEstimate(t *testing.T) {
 			if err := s.SetWeights(w); err != nil {
 				t.Fatal(err)
 			}
+			s = s.ScaledWeights() // as Evaluate reads them
 			notion := kde.Canonical
 			if k == 2 {
 				notion = kde.Binary

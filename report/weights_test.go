@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -24,6 +25,9 @@ func TestWeightedFigures(t *testing.T) {
 	var rl []int
 	for i := range w {
 		w[i] = float64(rng.IntN(4))
+	}
+	testenv.MeanOne(w, rng.IntN) // their own normalised form: the equal-mass edges of the repeated rows
+	for i := range w {
 		for range int(w[i]) {
 			rp, rl = append(rp, probs[i*k:(i+1)*k]...), append(rl, labels[i])
 		}

@@ -239,7 +239,7 @@ func (f *inputFlags) loadWith(name string, unlabeled bool, k int) (*data.Set, er
 	if err != nil {
 		return nil, inputError{err}
 	}
-	return s, nil
+	return s.ScaledWeights(), nil // weights in their normalised form: the same answer for any common factor
 }
 
 // loadVal loads a validation set named by --val with the same input flags

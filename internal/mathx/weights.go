@@ -97,3 +97,44 @@ func ResampleDefaults(resamples int, level float64) (int, float64) {
 	}
 	return resamples, level
 }
+
+// ScaleWeights returns w divided by the power of two 2^e that puts its
+// largest weight in [0.5, 1), and that factor (w = scaled × factor);
+// constant weights become exactly 1 (factor: the weight). nil, and
+// weights already so scaled, are returned as they are with factor 1,
+// others in a new slice. Every number calib computes from weights is
+// invariant to a common positive factor (the estimators that read a
+// weight as a count read it normalised to mean 1: package metric), but
+// float64 is not: weights of 1e160 overflow in w_i w_j (MMCE), 1e308 in
+// their sum, 1e-300 underflow in w_i^2. Scaled, any finite positive
+// weights give the answer of their normalised form. The division is exact
+// (weights times any power of two give the same bits) except for a weight
+// that falls below 2^-1022 (the largest times 2^-1022).
+func ScaleWeights(w []float64) ([]float64, float64) {
+	hi := 0.0
+	for _, v := range w {
+		hi = max(hi, v)
+	}
+	if hi == 0 || math.IsNaN(hi) || math.IsInf(hi, 0) {
+		return w, 1
+	}
+	if !slices.ContainsFunc(w, func(v float64) bool { return v != hi }) {
+		if hi == 1 {
+			return w, 1
+		}
+		out := make([]float64, len(w)) // constant weights: exactly the unweighted answer
+		for i := range out {
+			out[i] = 1
+		}
+		return out, hi
+	}
+	_, e := math.Frexp(hi) // hi = f 2^e, f in [0.5, 1)
+	if e == 0 {
+		return w, 1
+	}
+	out := make([]float64, len(w))
+	for i, v := range w {
+		out[i] = math.Ldexp(v, -e)
+	}
+	return out, math.Ldexp(1, e)
+}
