@@ -140,25 +140,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		return nil, err
 	}
 	weights, _ = mathx.ScaleWeights(weights) // any finite positive weights: their normalised form's answer
-	tests := o.Tests
-	var skipped []string // with the reason
-	if tests == nil || len(tests) == 1 && tests[0] == "all" {
-		all := tests != nil
-		tests = nil
-		for _, t := range Tests {
-			switch {
-			case !all && !slices.Contains(DefaultTests, t):
-			case weights != nil && !slices.Contains(weightedTests, t):
-				skipped = append(skipped, t+" (takes no weights)")
-			case t == "skce" && len(labels) < 4:
-				skipped = append(skipped, "skce (n < 4)")
-			case t == "skce_u" && len(labels) > MaxBootstrapSamples:
-				skipped = append(skipped, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples))
-			default:
-				tests = append(tests, t)
-			}
-		}
-	}
+	tests, skipped := expandTests(o.Tests, len(labels), weights != nil)
 	alpha := cmp.Or(o.Alpha, DefaultAlpha)
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
@@ -281,6 +263,31 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 		rep.Answer += fmt.Sprintf(" (skipped: %s)", strings.Join(skipped, ", "))
 	}
 	return rep, nil
+}
+
+// expandTests returns the tests that Run runs for the names of
+// Options.Tests on n rows, with or without weights: nil means
+// DefaultTests, {"all"} every test that applies, skipped naming the
+// others with the reason; other lists are returned as they are.
+func expandTests(names []string, n int, weighted bool) (tests, skipped []string) {
+	if names != nil && !(len(names) == 1 && names[0] == "all") {
+		return names, nil
+	}
+	all := names != nil
+	for _, t := range Tests {
+		switch {
+		case !all && !slices.Contains(DefaultTests, t):
+		case weighted && !slices.Contains(weightedTests, t):
+			skipped = append(skipped, t+" (takes no weights)")
+		case t == "skce" && n < 4:
+			skipped = append(skipped, "skce (n < 4)")
+		case t == "skce_u" && n > MaxBootstrapSamples:
+			skipped = append(skipped, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples))
+		default:
+			tests = append(tests, t)
+		}
+	}
+	return tests, skipped
 }
 
 // notionStatistic is one statistic of a consistency test and its notion.

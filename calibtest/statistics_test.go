@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -143,10 +144,16 @@ func TestStatisticsEqualReference(t *testing.T) {
 // other sets 0.022). And it has power on the paper's miscalibrated
 // model at n = 2,000 (p < 0.01 with 199 resamples, 119 for the witness).
 // The slow statistics (the witness: one kde.Witness per resample) run
-// with fewer samples and resamples (n = 100, B = 19; 119 at n = 2,000).
+// with fewer samples and resamples (n = 100, B = 19; 119 at n = 2,000),
+// and only under CALIB_THOROUGH=1 (CI): 15 s each on 2 cores, minutes
+// on one slow core.
 func TestConsistencyLevelEveryStatistic(t *testing.T) {
 	const k, sets = 4, 200
 	for _, c := range statCases {
+		if strings.HasPrefix(c.name, "ece_witness") && !testenv.Thorough() {
+			t.Logf("%s: CALIB_THOROUGH=1 runs its level study", c.name)
+			continue
+		}
 		start := time.Now()
 		n, b := c.n, c.resamples
 		power := cmp.Or(c.power, 199)
@@ -260,16 +267,14 @@ func TestRunAllSkips(t *testing.T) {
 	if len(rep.Tests) != 6 || !strings.Contains(rep.Answer, "skce_u (takes no weights)") || !strings.Contains(rep.Answer, "ece_witness (takes no weights)") {
 		t.Errorf("weighted all: %d rows, answer %q", len(rep.Tests), rep.Answer)
 	}
-	n := MaxBootstrapSamples + 1
-	p, y = paperRows(13, n, 2, true)
-	rep = must(Run(p, y, 2, nil, Options{Tests: []string{"all"}, Resamples: 19}))
-	for _, r := range rep.Tests {
-		if r.Test == "skce_u" {
-			t.Error("skce_u ran above MaxBootstrapSamples")
-		}
+	// Above MaxBootstrapSamples rows (the list alone: running every test
+	// on 4,097 rows took 8 s, the witness most of it).
+	tests, skipped := expandTests([]string{"all"}, MaxBootstrapSamples+1, false)
+	if slices.Contains(tests, "skce_u") || !slices.Equal(skipped, []string{fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)}) || len(tests) != len(Tests)-1 {
+		t.Errorf("all at n = %d: %v, skipped %v", MaxBootstrapSamples+1, tests, skipped)
 	}
-	if !strings.Contains(rep.Answer, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)) {
-		t.Errorf("answer %q does not say skce_u was skipped", rep.Answer)
+	if tests, skipped := expandTests(nil, 10, false); !slices.Equal(tests, DefaultTests) || skipped != nil {
+		t.Errorf("default list: %v, skipped %v", tests, skipped)
 	}
 	if err := (Options{Tests: []string{"all", "ks"}}).Check(); err == nil {
 		t.Error(`{"all", "ks"}: no error`)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/goldenjson"
@@ -68,10 +67,9 @@ func TestEvaluateOptions(t *testing.T) {
 	if err != nil || ev.Results[0].Error == "" || ev.Results[1].Value == nil {
 		t.Errorf("not strict: %v, %+v", err, ev)
 	}
-	start := time.Now()
 	var text strings.Builder
 	ev, _ = Evaluate(context.Background(), s, Options{Metrics: []string{"ece_bin", "brier"}})
-	if err := WriteText(&text, ev); err != nil || !strings.Contains(text.String(), "ece_bin") || time.Since(start) > 5*time.Second {
+	if err := WriteText(&text, ev); err != nil || !strings.Contains(text.String(), "ece_bin") {
 		t.Errorf("WriteText: %v\n%s", err, text.String())
 	}
 }

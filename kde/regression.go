@@ -21,7 +21,8 @@ import (
 // log kernel density log((1/n) sum_i k_h(x_j; f_i)) of each query. A query
 // at which every kernel is exactly zero (on a face of the simplex that no
 // kernel gives mass to) has density -Inf and a row of NaN; undefined counts
-// them. opts.Bandwidth must be set; opts.Workers as in Estimate.
+// them. opts.Bandwidth must be set; opts.Workers, Context and Progress (one unit per
+// block of 16 queries) as in Estimate.
 //
 // weights holds one weight w_i >= 0 per sample (nil means all 1), W their
 // sum. The estimate is then the weighted kernel regression and density
@@ -60,6 +61,8 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 	logDensity = make([]float64, m)
 	const block = 16
 	nb := (m + block - 1) / block
+	tr := newTracker(opts.Progress) // one unit per block of 16 queries
+	tr.expect(int64(nb))
 	stopped := parallel.ForContext(opts.Context, nb, opts.Workers, func() []float64 { return make([]float64, 2*k+p.n) }, func(buf []float64, b int) {
 		lx, lse, lk := buf[:k], buf[k:2*k], buf[2*k:]
 		for j := b * block; j < min(m, (b+1)*block); j++ {
@@ -98,6 +101,7 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 			}
 			logDensity[j] = mx + math.Log(sum/total)
 		}
+		tr.add(1)
 	})
 	if stopped != nil {
 		return nil, nil, 0, fmt.Errorf("kde: %w", stopped)

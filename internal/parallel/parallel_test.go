@@ -26,7 +26,6 @@ func TestForContextStopsOnCancel(t *testing.T) {
 	for _, w := range []int{1, 4} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var ran atomic.Int64
-		start := time.Now()
 		err := ForContext(ctx, 1_000_000, w, func() struct{} { return struct{}{} }, func(_ struct{}, i int) {
 			if ran.Add(1) == 10 {
 				cancel()
@@ -38,9 +37,6 @@ func TestForContextStopsOnCancel(t *testing.T) {
 		}
 		if n := ran.Load(); n > 10+int64(w) {
 			t.Errorf("workers %d: %d items ran after the cancel at item 10", w, n)
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("workers %d: took %v", w, d)
 		}
 	}
 	if err := ForContext(context.Background(), 5, 2, func() int { return 0 }, func(int, int) {}); err != nil {
