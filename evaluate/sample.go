@@ -3,7 +3,7 @@ package evaluate
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
+	"math"
 	"slices"
 )
 
@@ -11,14 +11,19 @@ import (
 // streamed set, mergeable across shards: the bottom-M sketch. Every row
 // gets the key
 //
-//	key = mix(mix(FNV-1a(source) XOR seed) + row)
+//	key = mix(mix(c XOR seed) + row),  c = mix(... mix(mix(b_1) XOR b_2) ... XOR b_m),
 //
-// (mix: the SplitMix64 finaliser), a function of its shard's name, its
-// index in the shard and the seed only, and the sample is the M rows of
-// smallest key (ties broken by source and row). Since the keys are
-// independent of the order in which rows arrive, Add and Merge give the
-// same sample for any cut into batches, any shard order and any number of
-// workers, and every subset of M rows is equally likely (over seeds).
+// (mix: the SplitMix64 finaliser; b_1..b_m the bits of the row's label,
+// weight and K probabilities as float64), a function of the row's values,
+// its index in its shard and the seed only: never of the shard's name or
+// file format, so that a shard named by a relative or an absolute path,
+// or read from CSV or from Parquet, gives the same sample. The sample is
+// the M rows of smallest key (ties, which only equal rows at the same
+// index of two shards can have, broken by source and row). Since the
+// keys are independent of the order in which rows arrive, Add and Merge
+// give the same sample for any cut into batches, any shard order and any
+// number of workers, and every subset of M rows is equally likely (over
+// seeds).
 type Sample struct {
 	M    int         `json:"m"` // capacity
 	Seed uint64      `json:"seed"`
@@ -45,14 +50,16 @@ func mix(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// sourceKey is the part of a row key that depends on its shard.
-func sourceKey(source string, seed uint64) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(source))
-	return mix(h.Sum64() ^ seed)
+// rowKey is the sample key of a row: its label y, weight w and
+// probabilities p, its index row in its shard, and the seed.
+func rowKey(seed uint64, y int, w float64, p []float64, row int64) uint64 {
+	c := mix(uint64(y))
+	c = mix(c ^ math.Float64bits(w))
+	for _, v := range p {
+		c = mix(c ^ math.Float64bits(v))
+	}
+	return mix(mix(c^seed) + uint64(row))
 }
-
-func rowKey(sk uint64, row int64) uint64 { return mix(sk + uint64(row)) }
 
 func compareRows(a, b *SampleRow) int {
 	if c := cmp.Compare(a.Key, b.Key); c != 0 {
@@ -89,16 +96,15 @@ func (s *Sample) compact() {
 // add offers the rows of a batch (probs n×K, labels, weights nil: 1) of
 // source whose first row has index offset.
 func (s *Sample) add(source string, offset int64, probs []float64, labels []int, weights []float64) {
-	sk := sourceKey(source, s.Seed)
 	limit := s.threshold()
 	for i, y := range labels {
-		key := rowKey(sk, offset+int64(i))
-		if key > limit {
-			continue
-		}
 		w := 1.0
 		if weights != nil {
 			w = weights[i]
+		}
+		key := rowKey(s.Seed, y, w, probs[i*s.K:(i+1)*s.K], offset+int64(i))
+		if key > limit {
+			continue
 		}
 		s.Rows = append(s.Rows, SampleRow{Key: key, Source: source, Row: offset + int64(i), Probs: slices.Clone(probs[i*s.K : (i+1)*s.K]), Label: y, Weight: w})
 		s.sorted = false

@@ -314,7 +314,7 @@ type Sums struct {
 	started     bool
 }
 
-const streamVersion = 1
+const streamVersion = 2
 
 // NewSums returns empty first-pass sums for the options (checked here,
 // before any data is read).
