@@ -90,6 +90,9 @@ func (p *jsonlParser) read(max int) (*table, *labelColumn, int, error) {
 		var row jsonRow
 		if err := json.Unmarshal(l, &row); err != nil {
 			var se *json.SyntaxError
+			if string(l) == "{" {
+				return nil, nil, 0, perr(fmt.Errorf("%w: a JSON document over several lines, not JSON Lines (one object such as {\"probs\": [...], \"label\": 0} per line); a calibration map from calib fit is given with --calibrator", ErrSyntax))
+			}
 			if errors.As(err, &se) {
 				return nil, nil, 0, perr(fmt.Errorf("%w: not valid JSON at character %d: %s", ErrSyntax, se.Offset, se.Error()))
 			}

@@ -1,38 +1,69 @@
 package evaluate
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/calib-dev/calib/data"
 )
 
+// Shard is one prediction file of a streamed set, with its own labels and
+// weights files ("" when the labels or weights, if any, are in the file).
+type Shard struct {
+	File, Labels, Weights string
+}
+
 // Files returns a Source that reads the prediction files names (shards of
 // one set, read in the order given; see data.Shards) in chunks of rows rows
-// (<= 0: data's default) with data.OpenChunks, never a whole file. Each
+// (<= 0: data's default) with data.OpenChunks, never a whole file, each
+// with the labels and weights files of opts (for one file). It is
+// ShardFiles with those shards.
+func Files(names []string, opts data.Options, rows int, transform func(*data.Set) (*data.Set, error)) Source {
+	shards := make([]Shard, len(names))
+	for i, n := range names {
+		shards[i] = Shard{File: n, Labels: opts.Labels, Weights: opts.Weights}
+	}
+	return ShardFiles(shards, opts, rows, transform)
+}
+
+// ShardFiles returns a Source that reads the shards in the order given, in
+// chunks of rows rows (<= 0: data's default) with data.OpenChunks (the
+// options opts, their Labels and Weights replaced by each shard's). Each
 // batch is named by its file name as given and its rows' index in the
 // file. transform, if not nil, is applied to every chunk (a calibration
-// map).
-func Files(names []string, opts data.Options, rows int, transform func(*data.Set) (*data.Set, error)) Source {
+// map). Of several shards, one that holds no rows (an empty file, a CSV
+// of its header alone: Spark and Beam write such part files) is skipped
+// and named by Skipped; a shard that is not a regular file (a pipe) can be
+// read by the first pass only: a second pass is a *DataError saying so.
+func ShardFiles(shards []Shard, opts data.Options, rows int, transform func(*data.Set) (*data.Set, error)) Source {
 	// A shard may have only zero weights; the stream checks the total.
-	opts.ZeroWeightFile = opts.ZeroWeightFile || len(names) > 1
-	return &fileSource{names: names, opts: opts, rows: rows, transform: transform}
+	opts.ZeroWeightFile = opts.ZeroWeightFile || len(shards) > 1
+	return &fileSource{shards: shards, opts: opts, rows: rows, transform: transform}
 }
 
 type fileSource struct {
-	names     []string
+	shards    []Shard
 	opts      data.Options
 	rows      int
 	transform func(*data.Set) (*data.Set, error)
+	passes    int
+	skipped   []string // empty shards, each once
 }
+
+// Skipped names the shards skipped because they hold no rows.
+func (f *fileSource) Skipped() []string { return f.skipped }
 
 // Size returns the total size in bytes of the files (0 for those that
 // cannot be read: Open reports them).
 func (f *fileSource) Size() int64 {
 	var n int64
-	for _, name := range f.names {
-		if st, err := os.Stat(name); err == nil {
+	for _, sh := range f.shards {
+		if st, err := os.Stat(sh.File); err == nil {
 			n += st.Size()
 		}
 	}
@@ -40,17 +71,28 @@ func (f *fileSource) Size() int64 {
 }
 
 func (f *fileSource) Open() (Batches, error) {
-	if len(f.names) == 0 {
-		return nil, fmt.Errorf("evaluate: %w: no prediction files", data.ErrEmpty)
+	if len(f.shards) == 0 {
+		return nil, &DataError{Err: fmt.Errorf("%w: no prediction files", data.ErrEmpty)}
+	}
+	if f.passes++; f.passes > 1 {
+		for _, sh := range f.shards {
+			for _, name := range []string{sh.File, sh.Labels, sh.Weights} {
+				if st, err := os.Stat(name); name != "" && err == nil && !st.Mode().IsRegular() {
+					return nil, &DataError{Source: name, Err: errors.New("a pipe or device cannot be read twice, and the metrics asked for need a second pass (ece_kde, sharpness, mmce, ece_witness, and the binned metrics with equal-mass bins or the doane or sqrt rule): give a file, or --metrics that need one pass (ece_bin, mce and ece_bin_debiased with fixed equal-width bins, ks, brier, nll, accuracy, confidence)")}
+				}
+			}
+		}
 	}
 	return &fileBatches{src: f}, nil
 }
 
 type fileBatches struct {
-	src  *fileSource
-	next int // index of the next file to open
-	cur  *data.Chunks
-	done int64 // bytes of the files already closed
+	src   *fileSource
+	next  int // index of the next file to open
+	cur   *data.Chunks
+	rows  int64 // rows of the current file so far
+	done  int64 // bytes of the files already closed
+	shard string
 }
 
 // Read returns the bytes read so far by this pass.
@@ -61,18 +103,44 @@ func (b *fileBatches) Read() int64 {
 	return b.done
 }
 
+// empty reports an error of a shard without rows that a stream of several
+// shards skips.
+func (b *fileBatches) empty(err error) bool {
+	return len(b.src.shards) > 1 && b.rows == 0 && errors.Is(err, data.ErrEmpty)
+}
+
+// skip closes the current shard (if open) and records it as skipped.
+func (b *fileBatches) skip() {
+	if b.cur != nil {
+		b.done += b.cur.Size()
+		b.cur.Close()
+		b.cur = nil
+	}
+	if !slices.Contains(b.src.skipped, b.shard) {
+		b.src.skipped = append(b.src.skipped, b.shard)
+	}
+}
+
 func (b *fileBatches) Next() (*Batch, error) {
 	for {
 		if b.cur == nil {
-			if b.next >= len(b.src.names) {
+			if b.next >= len(b.src.shards) {
 				return nil, io.EOF
 			}
-			c, err := data.OpenChunks(b.src.names[b.next], b.src.opts, b.src.rows)
+			sh := b.src.shards[b.next]
+			b.next++
+			b.shard, b.rows = sh.File, 0
+			opts := b.src.opts
+			opts.Labels, opts.Weights = sh.Labels, sh.Weights
+			c, err := data.OpenChunks(sh.File, opts, b.src.rows)
+			if b.empty(err) {
+				b.skip()
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
 			b.cur = c
-			b.next++
 		}
 		s, err := b.cur.Next()
 		if err == io.EOF {
@@ -84,15 +152,20 @@ func (b *fileBatches) Next() (*Batch, error) {
 			}
 			continue
 		}
+		if b.empty(err) {
+			b.skip()
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
+		b.rows += int64(s.N)
 		if b.src.transform != nil {
 			if s, err = b.src.transform(s); err != nil {
 				return nil, err
 			}
 		}
-		return &Batch{Set: s, Source: b.src.names[b.next-1], Offset: b.cur.Offset()}, nil
+		return &Batch{Set: s, Source: b.shard, Offset: b.cur.Offset()}, nil
 	}
 }
 
@@ -101,4 +174,13 @@ func (b *fileBatches) Close() error {
 		return b.cur.Close()
 	}
 	return nil
+}
+
+// skippedWarning is the warning of a stream whose source skipped shards.
+func skippedWarning(names []string) error {
+	base := make([]string, len(names))
+	for i, n := range names {
+		base[i] = filepath.Base(n)
+	}
+	return warn(SkippedInput, fmt.Sprintf("skipped %d shard(s) without rows: %s", len(names), strings.Join(base, ", ")))
 }

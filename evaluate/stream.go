@@ -1565,6 +1565,9 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	if err != nil {
 		return nil, err
 	}
+	if sk, ok := src.(interface{ Skipped() []string }); ok && len(sk.Skipped()) > 0 {
+		ev.Warnings = append(ev.Warnings, skippedWarning(sk.Skipped()))
+	}
 	ev.Seconds = time.Since(start).Seconds()
 	return ev, nil
 }

@@ -33,6 +33,9 @@ const (
 	// the ends of sketch buckets (too many distinct scores near the
 	// edges), so some rows may lie in other bins than in memory.
 	ApproximateEdges
+	// SkippedInput: files of the input were skipped (a stream's shards
+	// without rows, a directory's non-data files).
+	SkippedInput
 )
 
 // Warning is a caution about one number (Metric and Notion say which) or

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,7 @@ type streamFlags struct {
 	rows       int
 	ksCells    int
 	maxCells   int
+	skipped    []string // files of a shard directory that are not shards, with the reason
 }
 
 func (f *streamFlags) register(fs *pflag.FlagSet) {
@@ -58,10 +61,11 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 		}
 		return false, nil, nil
 	}
-	names, err := data.Shards(pred)
+	names, skipped, err := data.ShardsOf(pred)
 	if err != nil {
 		return false, nil, err
 	}
+	f.skipped = skipped
 	if !f.on && len(names) == 1 && !single {
 		// A glob or directory of one file: that file, streamed only past
 		// the size (or with --stream).
@@ -80,6 +84,63 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 		fmt.Fprintf(cmd.ErrOrStderr(), "calib: streaming %s (%s; see --stream)\n", pred, reason)
 	}
 	return true, names, nil
+}
+
+// pairShards pairs the prediction files names of pred with the labels
+// and weights files that --labels and --weights name (each "", one file
+// for one prediction file, or a file, glob or directory of one file per
+// shard, paired in sorted order as calib-beam's --label-files). Files
+// that the labels or weights patterns name are not prediction shards
+// (labels .npy files beside NPY shards in one directory).
+func pairShards(pred string, names []string, labels, weights string) ([]evaluate.Shard, error) {
+	side := map[string]bool{}
+	lists := make([][]string, 2)
+	for i, pattern := range []string{labels, weights} {
+		if pattern == "" {
+			continue
+		}
+		files, err := data.Shards(pattern)
+		if err != nil {
+			return nil, inputError{err}
+		}
+		lists[i] = files
+		for _, f := range files {
+			side[filepath.Clean(f)] = true
+		}
+	}
+	var preds []string
+	for _, n := range names {
+		if !side[filepath.Clean(n)] {
+			preds = append(preds, n)
+		}
+	}
+	if len(preds) == 0 {
+		return nil, usageErrorf("%s: every file it names is a labels or weights file", pred)
+	}
+	shards := make([]evaluate.Shard, len(preds))
+	for i, n := range preds {
+		shards[i].File = n
+	}
+	for i, flag := range []string{"--labels", "--weights"} {
+		files := lists[i]
+		if files == nil {
+			continue
+		}
+		if len(files) == 1 && len(preds) == 1 {
+			files = []string{[]string{labels, weights}[i]} // one file, as named
+		}
+		if len(files) != len(preds) {
+			return nil, usageErrorf("%s names %d file(s) for the %d prediction shards of %s; give one per shard (a glob or a directory; they are paired in sorted order)", flag, len(files), len(preds), pred)
+		}
+		for j, f := range files {
+			if i == 0 {
+				shards[j].Labels = f
+			} else {
+				shards[j].Weights = f
+			}
+		}
+	}
+	return shards, nil
 }
 
 // points parses --eval-points.
@@ -116,8 +177,9 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
 		return nil, err
 	}
-	if len(names) > 1 && (in.o.Labels != "" || in.o.Weights != "") {
-		return nil, usageErrorf("--labels and --weights name one file for one prediction file; %s has %d shards: put the labels (and weights) in each shard (CSV, JSON Lines, Parquet)", args[0], len(names))
+	shards, err := pairShards(args[0], names, in.o.Labels, in.o.Weights)
+	if err != nil {
+		return nil, err
 	}
 	var transform func(*data.Set) (*data.Set, error)
 	if f.calibrator != "" {
@@ -130,10 +192,17 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.progress)
 	so.Progress = ui
-	out, err := evaluate.Stream(cmd.Context(), evaluate.Files(names, in.o, sf.rows, transform), so)
+	out, err := evaluate.Stream(cmd.Context(), evaluate.ShardFiles(shards, in.o, sf.rows, transform), so)
 	ui.wait()
+	if errors.Is(err, data.ErrNoLabels) {
+		err = fmt.Errorf("%w (--labels FILES: one labels file per shard, a glob or a directory, paired with the shards in sorted order)", err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if len(sf.skipped) > 0 {
+		out.Warnings = append(out.Warnings, &evaluate.Warning{Kind: evaluate.SkippedInput,
+			Text: fmt.Sprintf("%s: skipped %d file(s) that are not shards: %s", args[0], len(sf.skipped), strings.Join(sf.skipped, "; "))})
 	}
 	out.File = args[0]
 	// One input: the stream as named (a file, glob or directory), its
