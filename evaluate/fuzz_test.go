@@ -3,6 +3,7 @@ package evaluate
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/calib-dev/calib/internal/demo"
@@ -12,8 +13,12 @@ import (
 // FuzzStreamState decodes the two passes' state (Sums and KernelSums JSON,
 // as a Beam worker or a checkpoint would receive them) and finishes and
 // merges it: corrupt or inconsistent state must be an error, never a
-// panic. The seeds are the state of real streams (the default metrics,
-// and equal-mass Doane bins with sharpness, mmce and ece_witness).
+// panic, and state that decodes must be consistent: Finish reports the
+// decoded n, an accuracy and a confidence in [0, 1] and no NaN or
+// infinite value, and a Sums merged with a copy of itself is refused (the
+// same rows twice). The seeds are the state of real streams (the default
+// metrics, and equal-mass Doane bins with sharpness, mmce and
+// ece_witness).
 func FuzzStreamState(f *testing.F) {
 	s, err := demo.Load("test")
 	if err != nil {
@@ -51,10 +56,26 @@ func FuzzStreamState(f *testing.F) {
 		if k := new(KernelSums); json.Unmarshal(b, k) == nil {
 			ks = k
 		}
-		Finish(sums, ks)
+		if ev, err := Finish(sums, ks); err == nil {
+			if int64(ev.N) != sums.N {
+				t.Errorf("Finish reports n = %d of sums with n = %d", ev.N, sums.N)
+			}
+			for _, r := range ev.Results {
+				if r.Value == nil {
+					continue
+				}
+				v := float64(*r.Value)
+				if math.IsNaN(v) || math.IsInf(v, 0) || (r.Metric == "accuracy" || r.Metric == "confidence") && !(v >= 0 && v <= 1+1e-9) {
+					t.Errorf("Finish of decoded sums: %s %s = %v", r.Metric, r.Notion, v)
+				}
+			}
+		}
 		other := new(Sums)
 		if json.Unmarshal(a, other) == nil {
-			sums.Merge(other)
+			n := sums.N
+			if err := sums.Merge(other); err == nil && other.N > 0 {
+				t.Errorf("sums of n = %d merged with a copy of themselves: accepted (n = %d)", n, sums.N)
+			}
 		}
 		if ks != nil {
 			if k := new(KernelSums); json.Unmarshal(b, k) == nil {

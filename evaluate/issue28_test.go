@@ -2,7 +2,9 @@ package evaluate
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -92,3 +94,100 @@ func (f Float) appendG() []byte { b, _ := f.MarshalJSON(); return b }
 type writerCounter int
 
 func (w *writerCounter) Write(p []byte) (int, error) { *w += writerCounter(len(p)); return len(p), nil }
+
+// TestSumsStateChecked: a decoded Sums is checked for consistency and
+// refused with a message naming the field: n edited to -5 or 10^6, the
+// weight total to 0 or 1e308, scores.correct_sum times 5 (an accuracy of
+// 3.95 was reported), a configuration edited from 15 to 20 bins over
+// 15-bin sums (15 were used); merging a shard's sums with a copy of
+// themselves is refused (n doubled), and so is adding the same rows twice.
+func TestSumsStateChecked(t *testing.T) {
+	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float64, s.N)
+	for i := range w {
+		w[i] = 1 + float64(i%3)
+	}
+	ws := RowsOf(s, 0, s.N)
+	if err := ws.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	state := func(set *data.Set, o StreamOptions) map[string]any {
+		t.Helper()
+		sums, err := NewSums(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sums.Add(&Batch{Set: set, Source: "part-0.csv"}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(sums)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		return m
+	}
+	decode := func(m map[string]any) error {
+		b, _ := json.Marshal(m)
+		return json.Unmarshal(b, new(Sums))
+	}
+	o := StreamOptions{Options: Options{Metrics: []string{"ece_bin", "brier", "accuracy", "ks"}}}
+	if err := decode(state(s, o)); err != nil {
+		t.Fatalf("unedited: %v", err)
+	}
+	for _, c := range []struct {
+		name     string
+		weighted bool
+		edit     func(m map[string]any)
+		want     string
+	}{
+		{"n = -5", false, func(m map[string]any) { m["n"] = -5 }, "n = -5"},
+		{"n = 10^6", false, func(m map[string]any) { m["n"] = 1e6 }, "n = 1000000"},
+		{"w = 0", true, func(m map[string]any) { m["w"] = 0 }, "weight"},
+		{"w = 1e308", true, func(m map[string]any) { m["w"] = 1e308 }, "weight"},
+		{"correct x 5", false, func(m map[string]any) {
+			sc := m["scores"].(map[string]any)
+			sc["correct_sum"] = sc["correct_sum"].(float64) * 5
+		}, "scores.correct_sum"},
+		{"20 bins over 15", false, func(m map[string]any) {
+			cfg := m["config"].(map[string]any)
+			cfg["bins"].(map[string]any)["Bins"] = 20
+		}, "for 20 bins"},
+	} {
+		m := state(s, o)
+		if c.weighted {
+			m = state(ws, o)
+		}
+		c.edit(m)
+		if err := decode(m); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
+		}
+	}
+	a, _ := NewSums(o)
+	if err := a.Add(&Batch{Set: s, Source: "part-0.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(a)
+	var copyOf Sums
+	if err := json.Unmarshal(b, &copyOf); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Merge(&copyOf); err == nil || !strings.Contains(err.Error(), "the same rows twice") || a.N != 200 {
+		t.Errorf("merged with itself: %v, n = %d", err, a.N)
+	}
+	if err := a.Add(&Batch{Set: RowsOf(s, 50, 60), Source: "part-0.csv", Offset: 50}); err == nil || !strings.Contains(err.Error(), "rows 51 to 60") {
+		t.Errorf("rows added twice: %v", err)
+	}
+	// Other rows of the same source, and another source, merge.
+	c, _ := NewSums(o)
+	c.Add(&Batch{Set: RowsOf(s, 0, 100), Source: "part-1.csv"})
+	d, _ := NewSums(o)
+	d.Add(&Batch{Set: RowsOf(s, 100, 200), Source: "part-1.csv", Offset: 100})
+	if err := c.Merge(d); err != nil || c.N != 200 || len(c.Rows) != 1 || c.Rows[0].To != 200 {
+		t.Errorf("two halves of one source: %v, n = %d, rows %+v", err, c.N, c.Rows)
+	}
+	if err := a.Merge(c); err != nil || a.N != 400 {
+		t.Errorf("another source: %v, n = %d", err, a.N)
+	}
+}

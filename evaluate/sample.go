@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -41,6 +42,13 @@ type SampleRow struct {
 	Probs  []float64 `json:"probs"`
 	Label  int       `json:"label"`
 	Weight float64   `json:"weight"`
+}
+
+// MarshalJSON writes the sample compacted: its M rows of smallest key.
+func (s *Sample) MarshalJSON() ([]byte, error) {
+	s.compact()
+	type plain Sample
+	return json.Marshal((*plain)(s))
 }
 
 // mix is the SplitMix64 finaliser.

@@ -311,7 +311,10 @@ type Sums struct {
 	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
 	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
 	Sample      *Sample               `json:"sample,omitempty"`
-	started     bool
+	// Rows are the runs of rows added, by source: the same rows cannot
+	// be added twice, and they hold exactly N rows.
+	Rows    []RowRange `json:"rows"`
+	started bool
 }
 
 const streamVersion = 2
@@ -426,6 +429,10 @@ func (s *Sums) Add(b *Batch) error {
 			return err
 		}
 	}
+	rows, err := addRows(slices.Clone(s.Rows), b.Source, b.Offset, b.Offset+int64(b.N))
+	if err != nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+	}
 	if b.K != s.K || b.Binary != s.Binary || InputKind(b.Set) != s.Input || (b.Weights != nil) != s.Weighted {
 		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
 	}
@@ -489,6 +496,7 @@ func (s *Sums) Add(b *Batch) error {
 	if s.Sample != nil {
 		s.Sample.add(b.Source, b.Offset, p, y, w)
 	}
+	s.Rows = rows
 	s.N += int64(b.N)
 	s.W += mathx.WeightSum(w, b.N)
 	s.Renormalized += b.Renormalized
@@ -526,6 +534,14 @@ func (s *Sums) Merge(o *Sums) error {
 	if (s.Sample == nil) != (o.Sample == nil) || (s.Sample != nil && (s.Sample.M != o.Sample.M || s.Sample.Seed != o.Sample.Seed || s.Sample.K != o.Sample.K)) {
 		return fmt.Errorf("evaluate: merging sums with different samples")
 	}
+	rows := slices.Clone(s.Rows)
+	for _, r := range o.Rows {
+		var err error
+		if rows, err = addRows(rows, r.Source, r.From, r.To); err != nil {
+			return fmt.Errorf("evaluate: merge: %w", err)
+		}
+	}
+	s.Rows = rows
 	s.Scores.Merge(o.Scores)
 	var errs []error
 	if s.Top != nil {
@@ -723,7 +739,7 @@ func (s *Sums) check() error {
 	case s.kernelMetrics() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
 		return errors.New("missing or inconsistent sample")
 	}
-	return nil
+	return s.checkState()
 }
 
 // KernelPass says whether the metrics need the second pass (KernelSums):
