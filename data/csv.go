@@ -28,6 +28,33 @@ type csvLayout struct {
 	plain  bool    // a weights file: no weight column either
 }
 
+// checkHeader refuses headers that would have the columns misread: a
+// first field without a name (the unnamed index column that pandas'
+// DataFrame.to_csv writes unless index=False: its row numbers would be
+// read as a prediction column), and a label column (labelNames) that is
+// not the last, where calib reads the labels.
+func checkHeader(header []string, lay csvLayout) error {
+	if lay.only || lay.plain || len(header) < 2 {
+		return nil
+	}
+	if strings.TrimSpace(header[0]) == "" {
+		return fmt.Errorf("%w: column 1 has no name in the header: the row index that pandas' DataFrame.to_csv writes unless index=False; write the file with index=False (or drop that column)", ErrShape)
+	}
+	for c, h := range header[:len(header)-1] {
+		if slices.Contains(labelNames, strings.ToLower(strings.TrimSpace(h))) {
+			return fmt.Errorf("%w: the header names column %d %q, but calib reads the labels from the last column: put the label column last (the prediction columns first, in class order)", ErrShape, c+1, strings.TrimSpace(h))
+		}
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // labelColumn reports whether the last of width columns holds labels, as
 // far as the layout and the header (nil when none) tell.
 func (l csvLayout) labelColumn(header []string, width int) bool {
@@ -166,6 +193,9 @@ func (p *csvParser) read(max int) (*table, *labelColumn, []int8, error) {
 					p.wc = -1
 				}
 				p.header = slices.Clone(rec)
+				if err := checkHeader(rec, lay); err != nil {
+					return nil, nil, nil, &Error{File: name, Line: line, Err: err}
+				}
 				continue
 			}
 		}
@@ -181,6 +211,13 @@ func (p *csvParser) read(max int) (*table, *labelColumn, []int8, error) {
 			t.weights.values = append(t.weights.values, v)
 			t.weights.lines = append(t.weights.lines, int32(line))
 			rec = slices.Delete(rec, wc, wc+1)
+		}
+		if p.width == 0 && p.header != nil && len(rec) != len(p.header) {
+			msg := fmt.Errorf("%w: %d fields, the header has %d", ErrRagged, len(rec)+b2i(p.weighted), len(p.header)+b2i(p.weighted))
+			if len(rec) == len(p.header)+1 && strings.TrimSpace(rec[len(rec)-1]) == "" {
+				msg = fmt.Errorf("%w (a trailing comma: the last field is empty)", msg)
+			}
+			return nil, nil, nil, &Error{File: name, Line: line, Err: msg}
 		}
 		if p.width == 0 {
 			width := len(rec)

@@ -68,3 +68,37 @@ func TestScaledWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVMisleadingLayouts: layouts that were read wrongly or reported
+// with a misleading message say what they are: pandas' default to_csv
+// (an unnamed index column first: "line 3: row does not sum to 1" because
+// line 2's index was 0), the label column first (a row-sum error), a
+// trailing comma on every row ("column 5: bad label" where the header
+// names column 4 label).
+func TestCSVMisleadingLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"pandas index", ",0,1,2,label\n0,0.2,0.3,0.5,2\n1,0.6,0.3,0.1,0\n", "index=False"},
+		{"label first", "label,p0,p1,p2\n2,0.2,0.3,0.5\n0,0.6,0.3,0.1\n", `column 1 "label"`},
+		{"y second", "p0,y,p1\n0.2,1,0.8\n", `column 2 "y"`},
+		{"trailing comma", "p0,p1,p2,label\n0.2,0.3,0.5,2,\n0.6,0.3,0.1,0,\n", "line 2: ragged row: 5 fields, the header has 4 (a trailing comma"},
+		{"short row", "p0,p1,p2,label\n0.2,0.8,1\n", "3 fields, the header has 4"},
+	} {
+		_, err := Parse("p.csv", []byte(c.body), "", nil, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a message with %q", c.name, err, c.want)
+		}
+	}
+	// The usual layouts still load: a header with the label last, a
+	// weight column anywhere, no header.
+	for _, body := range []string{
+		"p0,p1,p2,label\n0.2,0.3,0.5,2\n",
+		"weight,p0,p1,p2,label\n2,0.2,0.3,0.5,2\n",
+		"0.2,0.3,0.5,2\n0.6,0.3,0.1,0\n",
+	} {
+		if _, err := Parse("p.csv", []byte(body), "", nil, Options{}); err != nil {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
+}
