@@ -132,17 +132,23 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 	}
 	// A shard may have only zero weights: evaluate.Finish checks the total.
 	opts.Labels, opts.Weights, opts.ZeroWeightFile = local.Labels, local.Weights, true
+	// A shard without rows (an empty part file, a CSV of its header
+	// alone) adds nothing: Spark and Beam write such files; a set without
+	// any row is evaluate.Finish's error.
 	c, err := data.OpenChunks(local.File, opts, rows)
+	if errors.Is(err, data.ErrEmpty) {
+		return nil
+	}
 	if err != nil {
 		return wrap(err)
 	}
 	defer c.Close()
-	for {
+	for started := false; ; started = true {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		s, err := c.Next()
-		if err == io.EOF {
+		if err == io.EOF || !started && errors.Is(err, data.ErrEmpty) {
 			return nil
 		}
 		if err != nil {

@@ -45,10 +45,10 @@ type readFn struct {
 
 // ProcessElement emits the batches of the shard sh.
 func (f *readFn) ProcessElement(ctx context.Context, sh Shard, emit func(*evaluate.Batch)) error {
-	return eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
+	return marked(eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
 		emit(b)
 		return nil
-	})
+	}))
 }
 
 // sumsFn is the CombineFn of the first pass: the accumulator is an
@@ -66,7 +66,7 @@ func (f *sumsFn) CreateAccumulator() (*evaluate.Sums, error) {
 // AddInput adds the rows of a batch.
 func (f *sumsFn) AddInput(s *evaluate.Sums, b *evaluate.Batch) (*evaluate.Sums, error) {
 	if err := s.Add(b); err != nil {
-		return nil, fmt.Errorf("beam: %w", err)
+		return nil, marked(err)
 	}
 	return s, nil
 }
@@ -74,7 +74,7 @@ func (f *sumsFn) AddInput(s *evaluate.Sums, b *evaluate.Batch) (*evaluate.Sums, 
 // MergeAccumulators adds the sums b to a.
 func (f *sumsFn) MergeAccumulators(a, b *evaluate.Sums) (*evaluate.Sums, error) {
 	if err := a.Merge(b); err != nil {
-		return nil, fmt.Errorf("beam: %w", err)
+		return nil, marked(err)
 	}
 	return a, nil
 }
@@ -93,7 +93,7 @@ type kernelFn struct {
 // ProcessElement reads the shard sh and emits its kernel sums.
 func (f *kernelFn) ProcessElement(ctx context.Context, sh Shard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
 	ks, err := sums.KernelSums()
-	return addShard(ctx, ks, err, sh, f.Data, f.Rows, f.Workers, emit)
+	return marked(addShard(ctx, ks, err, sh, f.Data, f.Rows, f.Workers, emit))
 }
 
 // addShard adds the rows of shard sh to the empty second-pass sums ks (err:
@@ -147,7 +147,7 @@ type blockKernelFn struct {
 // ProcessElement reads the pair's shard and emits its block's sums.
 func (f *blockKernelFn) ProcessElement(ctx context.Context, p BlockShard, sums *evaluate.Sums, emit func(*evaluate.KernelSums)) error {
 	ks, err := sums.KernelSumsBlock(p.Block, f.Blocks)
-	return addShard(ctx, ks, err, p.Shard, f.Data, f.Rows, f.Workers, emit)
+	return marked(addShard(ctx, ks, err, p.Shard, f.Data, f.Rows, f.Workers, emit))
 }
 
 // blockAcc is the accumulator of blocksMergeFn: each block's sums merged
@@ -168,11 +168,11 @@ func (f *blocksMergeFn) CreateAccumulator() *blockAcc {
 // AddInput merges a (block, shard) pair's sums into its block.
 func (f *blocksMergeFn) AddInput(a *blockAcc, ks *evaluate.KernelSums) (*blockAcc, error) {
 	if ks.Block < 0 || ks.Block >= len(a.Blocks) {
-		return nil, fmt.Errorf("beam: kernel sums of block %d of %d", ks.Block, len(a.Blocks))
+		return nil, marked(fmt.Errorf("beam: kernel sums of block %d of %d", ks.Block, len(a.Blocks)))
 	}
 	m, err := (&kernelMergeFn{}).MergeAccumulators(a.Blocks[ks.Block], ks)
 	if err != nil {
-		return nil, err
+		return nil, marked(err)
 	}
 	a.Blocks[ks.Block] = m
 	return a, nil
@@ -197,11 +197,11 @@ func (f *blocksMergeFn) ExtractOutput(a *blockAcc) (*evaluate.KernelSums, error)
 		if slices.IndexFunc(a.Blocks, func(ks *evaluate.KernelSums) bool { return ks != nil }) < 0 {
 			return nil, nil
 		}
-		return nil, errors.New("beam: a block of the evaluation points has no kernel sums")
+		return nil, marked(errors.New("beam: a block of the evaluation points has no kernel sums"))
 	}
 	ks, err := evaluate.ConcatKernelSums(a.Blocks)
 	if err != nil {
-		return nil, fmt.Errorf("beam: %w", err)
+		return nil, marked(err)
 	}
 	return ks, nil
 }
@@ -227,7 +227,7 @@ func (f *kernelMergeFn) MergeAccumulators(a, b *evaluate.KernelSums) (*evaluate.
 		return a, nil
 	}
 	if err := a.Merge(b); err != nil {
-		return nil, fmt.Errorf("beam: %w", err)
+		return nil, marked(err)
 	}
 	return a, nil
 }
@@ -254,7 +254,7 @@ func (f *finishFn) ProcessElement(ctx context.Context, sums *evaluate.Sums, kern
 	}
 	ev, err := evaluate.Finish(sums, ks)
 	if err != nil {
-		return fmt.Errorf("beam: %w", err)
+		return marked(err)
 	}
 	ev.File = f.File
 	if f.Start != 0 {
@@ -262,11 +262,11 @@ func (f *finishFn) ProcessElement(ctx context.Context, sums *evaluate.Sums, kern
 	}
 	var doc bytes.Buffer
 	if err := evaluate.WriteJSON(&doc, ev); err != nil {
-		return fmt.Errorf("beam: %w", err)
+		return marked(err)
 	}
 	if f.Output != "" {
 		if err := writeOutput(ctx, f.Output, doc.Bytes()); err != nil {
-			return err
+			return marked(err)
 		}
 	}
 	emit(doc.String())

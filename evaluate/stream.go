@@ -1180,6 +1180,10 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		}
 		if err != nil {
 			if c.Strict {
+				var de *DataError
+				if errors.As(err, &de) {
+					return nil, &DataError{Source: de.Source, Row: de.Row, Err: fmt.Errorf("%s: %w", d.name, de.Err)}
+				}
 				return nil, fmt.Errorf("evaluate: %s: %w", d.name, err)
 			}
 			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
@@ -1428,7 +1432,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 		if cells.Overflow {
 			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells); use fewer bins or a larger bound", cells.Limit, cells.B, s.K)
 			if c.Strict {
-				return nil, err
+				return nil, &DataError{Err: err}
 			}
 			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B), group: groupCanonical, Error: err.Error()})
 			continue

@@ -79,7 +79,7 @@ func newEvalCmd() *cobra.Command {
 			out, err = ef.evaluate(cmd, &in, args)
 		}
 		var de *data.Error
-		if err != nil && names != nil && errors.As(err, &de) && de.File != args[0] {
+		if err != nil && !stream && names != nil && errors.As(err, &de) && de.File != args[0] {
 			// Say why that file was read: PRED named a directory or glob.
 			err = fmt.Errorf("%w (read as a prediction file because %s names it)", err, args[0])
 		}

@@ -152,3 +152,36 @@ func TestTestDefaultSeedIsTheReports(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTestFlags parses any arguments as the flags of calib test (and of
+// eval --p-values) on a file that does not exist: whatever they are, the
+// command refuses them, or the missing file, with exit 2 and one line
+// (or prints its help), never a panic or another status.
+func FuzzTestFlags(f *testing.F) {
+	for _, a := range []string{
+		"--tests ks,kuiper --resamples 99 --alpha 0.01 --seed 3",
+		"--tests all --json --workers 2",
+		"--resamples 1 --alpha 0",
+		"eval --p-values --p-resamples 19",
+		"--tests , --resamples 5e9",
+	} {
+		f.Add(a)
+	}
+	missing := filepath.Join(f.TempDir(), "missing.csv")
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		cmd := "test"
+		if len(args) > 0 && args[0] == "eval" {
+			cmd, args = "eval", args[1:]
+		}
+		for _, a := range args {
+			if a == "-h" || a == "--help" || strings.HasPrefix(a, "--help=") {
+				return
+			}
+		}
+		stdout, stderr, code := run(t, append([]string{cmd, missing}, args...)...)
+		if code != ExitInput || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "calib: ") {
+			t.Errorf("%s %q: exit %d, stdout %q, stderr %q", cmd, args, code, stdout, stderr)
+		}
+	})
+}

@@ -13,11 +13,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -44,11 +46,11 @@ type config struct {
 	logits                                 bool
 	text                                   evaluate.Text
 	mode, evalPoints                       string
-	modeSet                                bool
 	classMean                              bool
 	bins, rows, ksCells, workers, blocks   int
 	maxCells                               int
 	seed                                   uint64
+	verbose                                bool
 }
 
 // register defines the flags on fs, with calib eval's defaults.
@@ -75,6 +77,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
 	fs.IntVar(&c.rows, "rows", data.DefaultChunkRows, "rows per batch")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the kernel sums of one shard on a worker (0: all cores); results are identical for any value")
+	fs.BoolVar(&c.verbose, "verbose", false, "show the runner's log on stderr and, on a failure in the pipeline, the runner's whole report (by default: one line naming the shard and row)")
 }
 
 // usageError is a bad flag (exit status 2).
@@ -99,8 +102,8 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.rows < 1 || c.ksCells < 1 || c.bins < 1 {
 		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
 	}
-	if c.blocks < 1 {
-		return o, usageErrorf("--eval-blocks %d: want 1 or more", c.blocks)
+	if c.blocks < 1 || c.blocks > maxEvalBlocks {
+		return o, usageErrorf("--eval-blocks %d: want 1 to %d", c.blocks, maxEvalBlocks)
 	}
 	if c.workers < 0 {
 		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
@@ -112,15 +115,16 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	// Each block needs an evaluation point (with --eval-points all, the
+	// rows: checked against the first pass).
+	if points := cmp.Or(m, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > points {
+		return o, usageErrorf("--eval-blocks %d: more blocks than the %d evaluation points (--eval-points)", c.blocks, points)
+	}
 	eo := evaluate.Options{Mode: c.mode, ClassMean: c.classMean, Seed: c.seed, Workers: c.workers}
 	eo.Bins.Bins = c.bins
-	text := c.text
-	// The only objective a stream takes.
-	text.Objective = "loo"
-	// --mode alone means ece_kde only, as in calib eval.
-	if set["mode"] && text.Metrics == "" {
-		text.Metrics = "ece_kde"
-	}
+	// The only objective a stream takes; --mode alone means ece_kde
+	// only, as in calib eval.
+	text := c.textFor(set)
 	if err := text.Parse(&eo, nil); err != nil {
 		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
 	}
@@ -138,6 +142,21 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
 	return o, nil
 }
+
+// textFor returns the list flags as options() parsed them (set: the
+// flags given), for a second parse against the data: --ks-r against K,
+// --mode binary against the columns.
+func (c *config) textFor(set map[string]bool) evaluate.Text {
+	text := c.text
+	text.Objective = "loo"
+	if set["mode"] && text.Metrics == "" {
+		text.Metrics = "ece_kde"
+	}
+	return text
+}
+
+// maxEvalBlocks bounds --eval-blocks (the beam package's bound).
+const maxEvalBlocks = 1 << 16
 
 // evalPoints parses --eval-points as calib eval does.
 func evalPoints(v string) (int, error) {
@@ -173,7 +192,7 @@ func inProcess() bool {
 
 // run evaluates the shards of c on the runner of --runner and writes the
 // document to c.output (stdout for -).
-func run(ctx context.Context, c *config, set map[string]bool, stdout io.Writer) error {
+func run(ctx context.Context, c *config, set map[string]bool, stdout, stderr io.Writer) error {
 	o, err := c.options(set)
 	if err != nil {
 		return err
@@ -198,8 +217,21 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	// The shards and the options against them, before the pipeline: an
+	// error here is one line.
+	checked, err := calibbeam.Check(ctx, shards, o)
+	if err != nil {
+		return err
+	}
+	eo := o.Stream.Options
+	if err := c.textFor(set).Parse(&eo, checked.First); err != nil {
+		return usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+	}
+	if len(checked.Empty) > 0 {
+		fmt.Fprintf(stderr, "calib-beam: skipped %d shard(s) without rows: %s\n", len(checked.Empty), strings.Join(checked.Empty, ", "))
+	}
 	p, s := beam.NewPipelineWithRoot()
-	if _, err := calibbeam.Build(s, shards, o); err != nil {
+	if _, err := calibbeam.Build(s, checked.Shards, o); err != nil {
 		return err
 	}
 	if err := beamx.Run(ctx, p); err != nil {
@@ -217,29 +249,82 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout io.Writer) 
 }
 
 func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs calib-beam with the arguments args (without the program
+// name) and returns the exit status: 0, 1 (a failure of the runner or the
+// machine), 2 (bad flags, or data that the evaluation refuses: one line
+// naming the shard and row), 130 (interrupted).
+func Main(args []string, stdout, stderr io.Writer) int {
 	var c config
 	c.register(flag.CommandLine)
-	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
-	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
+	flag.CommandLine.Init("calib-beam", flag.ContinueOnError)
+	flag.CommandLine.SetOutput(io.Discard) // a bad flag: one line, not the ~100 flags of Beam's runners
+	if err := flag.CommandLine.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			os.Exit(0)
+			flag.CommandLine.SetOutput(stdout)
+			flag.CommandLine.PrintDefaults()
+			return 0
 		}
-		os.Exit(2)
+		fmt.Fprintf(stderr, "calib-beam: %v (calib-beam -h lists the flags)\n", err)
+		return 2
 	}
+	flag.CommandLine.SetOutput(stderr)
 	// On a cluster's worker, Init runs the worker and does not return:
 	// nothing before it may need the evaluation flags.
 	beam.Init()
+	if !c.verbose { // the runner's log (Prism's slog lines) only with --verbose
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, &c, set, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "calib-beam:", strings.TrimPrefix(err.Error(), "beam: "))
-		var ue *usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	if err := beamFlagsMisused(set); err != nil {
+		fmt.Fprintln(stderr, "calib-beam:", err)
+		return 2
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, &c, set, stdout, stderr)
+	interrupted := ctx.Err() != nil // before stop, which cancels ctx
+	stop()
+	if interrupted {
+		fmt.Fprintln(stderr, "calib-beam: interrupted")
+		return 130
+	}
+	if err == nil {
+		return 0
+	}
+	if msg, status, ok := calibbeam.PipelineError(err); ok {
+		if c.verbose {
+			fmt.Fprintln(stderr, "calib-beam:", err)
+		}
+		fmt.Fprintln(stderr, "calib-beam:", msg)
+		return status
+	}
+	msg := strings.TrimPrefix(err.Error(), "beam: ")
+	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse (--ks-r above K): the flag's name
+		msg = "--" + strings.TrimPrefix(msg, evaluate.ErrOptions.Error()+": ")
+	}
+	fmt.Fprintln(stderr, "calib-beam:", msg)
+	var ue *usageError
+	var de *data.Error
+	var se *evaluate.DataError
+	if errors.As(err, &ue) || errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, evaluate.ErrOptions) {
+		return 2
+	}
+	return 1
+}
+
+// beamFlagsMisused refuses Beam's own flags given where calib-beam's were
+// meant: --labels is Dataflow's job labels (JSON), not the labels files
+// (--label-files).
+func beamFlagsMisused(set map[string]bool) error {
+	if !set["labels"] {
+		return nil
+	}
+	v := flag.Lookup("labels").Value.String()
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return nil // Dataflow's job labels
+	}
+	return usageErrorf("--labels %q is Beam's flag for Dataflow job labels (JSON); the labels files of the shards are --label-files", v)
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +22,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// As a subprocess of runBeam: calib-beam itself on the arguments of
+	// CALIB_BEAM_ARGS (Main uses the process's flag set, once).
+	if args, ok := os.LookupEnv("CALIB_BEAM_ARGS"); ok {
+		var a []string
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			panic(err)
+		}
+		os.Exit(Main(a, os.Stdout, os.Stderr))
+	}
 	flag.Parse()
 	beam.Init()
 	os.Exit(m.Run())
@@ -122,7 +133,7 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 		}
 		c, set := parse(t, append([]string{"--input", "shards"}, args...)...)
 		var stdout bytes.Buffer
-		if err := run(context.Background(), c, set, &stdout); err != nil {
+		if err := run(context.Background(), c, set, &stdout, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		got := stdout.Bytes()

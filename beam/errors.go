@@ -1,0 +1,62 @@
+package beam
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+)
+
+// The driver finds the message of an error of calib's functions in the
+// runner's error, which wraps it in the runner's own report of the stage,
+// the plan and the bundle (about 30 lines on Prism): the functions
+// bracket it, with the exit status it deserves.
+const markOpen, markClose = "<<calib-error ", ">>"
+
+// marked returns err with its message, on one line and without the
+// package prefix, bracketed for PipelineError, with status 2 for an error
+// of the data (a shard that does not match the others, a bad row, a file
+// that cannot be read, no labels) and 1 for others. nil stays nil; an
+// error already marked is returned as it is.
+func marked(err error) error {
+	if err == nil || strings.Contains(err.Error(), markOpen) {
+		return err
+	}
+	status := 1
+	var de *data.Error
+	var se *evaluate.DataError
+	if errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, data.ErrWeights) || errors.Is(err, data.ErrEmpty) || errors.Is(err, evaluate.ErrOptions) {
+		status = 2
+	}
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(strings.TrimPrefix(err.Error(), "beam: "))
+	return fmt.Errorf("%s%d %s%s", markOpen, status, msg, markClose)
+}
+
+// PipelineError returns the message of the first error of calib's
+// functions (see marked) that the text of err, a runner's error, holds,
+// and the exit status it deserves (2: the data's fault, 1: another); ok is
+// false when err holds none.
+func PipelineError(err error) (msg string, status int, ok bool) {
+	if err == nil {
+		return "", 0, false
+	}
+	s := err.Error()
+	i := strings.Index(s, markOpen)
+	if i < 0 {
+		return "", 0, false
+	}
+	rest := s[i+len(markOpen):]
+	j := strings.Index(rest, markClose)
+	if j < 0 || len(rest) < 2 {
+		return "", 0, false
+	}
+	status = 1
+	if rest[0] == '2' {
+		status = 2
+	}
+	// A runner may quote the message (escaping its quotes).
+	msg = strings.ReplaceAll(rest[2:j], `\"`, `"`)
+	return msg, status, true
+}
