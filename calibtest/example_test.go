@@ -69,7 +69,6 @@ func ExampleRun() {
 	// kuiper class_wise reject=false
 	// spiegelhalter top_label reject=false
 	// spiegelhalter class_wise reject=false
-	// skce canonical reject=false
 	// ece_bin top_label reject=false
-	// no evidence of miscalibration at the 5 % level for any notion; the smallest p-value is 0.153 (skce, canonical)
+	// no evidence of miscalibration at the 5 % level for any notion; the smallest p-value is 0.324 (spiegelhalter, top_label)
 }
