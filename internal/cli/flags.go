@@ -205,7 +205,7 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.o.Labels, "labels", "", "read the labels from `FILE` (.npy, or text with one label per line) instead of the last column")
+	fs.StringVar(&f.o.Labels, "labels", "", "read the labels from `FILE` (.npy, or text with one label per line) instead of the last column; for a stream of several shards, a glob or directory of one labels file per shard, paired in sorted order")
 	fs.BoolVar(&f.o.Logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
 	fs.StringVar(&f.o.Format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
 	fs.BoolVar(&f.o.Renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
