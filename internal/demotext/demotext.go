@@ -105,7 +105,18 @@ func pIs(e *evaluate.Result, p float64) bool { return e.P != nil && *e.P == p }
 // top-1, NLL, accuracy and the plug-in ECE^KDE (canonical and top-label,
 // marked as biased).
 func WriteHeadline(w io.Writer, ev *evaluate.Evaluation) {
-	fmt.Fprintf(w, "test split: n = %d, K = %d (95 %% bootstrap intervals)\n", ev.N, ev.K)
+	level := 0.0 // the intervals' level, if any
+	for _, e := range ev.Results {
+		if e.CILevel != nil && len(e.CI) == 2 {
+			level = *e.CILevel
+			break
+		}
+	}
+	if level > 0 {
+		fmt.Fprintf(w, "test split: n = %d, K = %d (%g %% bootstrap intervals)\n", ev.N, ev.K, 100*level)
+	} else {
+		fmt.Fprintf(w, "test split: n = %d, K = %d\n", ev.N, ev.K)
+	}
 	for _, h := range headline {
 		for _, e := range ev.Results {
 			if e.Error != "" || e.Value == nil || !h.match(e) {
