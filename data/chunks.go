@@ -510,7 +510,7 @@ func newNPYSource(in input) (*npySource, error) {
 		return nil, err
 	}
 	if !nr.Float() {
-		return nil, &Error{File: in.name, Err: fmt.Errorf("%w: predictions must be float32 or float64", ErrFormat)}
+		return nil, &Error{File: in.name, Err: fmt.Errorf("%w: predictions must be float32 or float64; an integer array is a labels file: give it with --labels (for shards, a glob of one per shard), not as predictions", ErrFormat)}
 	}
 	rows, cols := nr.Shape()
 	return &npySource{nr: nr, file: in.name, rows: rows, cols: cols}, nil

@@ -336,7 +336,7 @@ func (p *pyScanner) tuple() ([]int, bool) {
 // table.
 func arrayTable(name string, a *array) (*table, error) {
 	if !a.float {
-		return nil, &Error{File: name, Err: fmt.Errorf("%w: predictions must be float32 or float64", ErrFormat)}
+		return nil, &Error{File: name, Err: fmt.Errorf("%w: predictions must be float32 or float64; an integer array is a labels file: give it with --labels (for shards, a glob of one per shard), not as predictions", ErrFormat)}
 	}
 	t := &table{positions: positions{file: name}, values: a.values}
 	switch len(a.shape) {
