@@ -25,7 +25,7 @@ func init() {
 }
 
 // batchVersion is the first byte of an encoded Batch.
-const batchVersion = 1
+const batchVersion = 2
 
 // Flags of an encoded Batch.
 const (
@@ -38,7 +38,7 @@ const (
 // ErrCoder is an encoded element or accumulator that cannot be decoded.
 var ErrCoder = errors.New("beam: bad encoding")
 
-// EncodeBatch encodes a batch for Beam: its Source, Offset and rows (the
+// EncodeBatch encodes a batch for Beam: its Source, Shard, Offset and rows (the
 // data.Set's N, K, Binary, File, Renormalized, Rounded, Probs, Labels,
 // Logits and Weights, nil slices kept apart from empty ones), integers as
 // varints and floats as their IEEE 754 bits, little-endian. A nil batch or
@@ -47,8 +47,9 @@ func EncodeBatch(b *evaluate.Batch) []byte {
 	var s data.Set
 	var src string
 	var off int64
+	var shard int
 	if b != nil {
-		src, off = b.Source, b.Offset
+		src, off, shard = b.Source, b.Offset, b.Shard
 		if b.Set != nil {
 			s = *b.Set
 		}
@@ -62,6 +63,7 @@ func EncodeBatch(b *evaluate.Batch) []byte {
 	buf := make([]byte, 0, 64+len(src)+len(s.File)+8*(len(s.Probs)+len(s.Logits)+len(s.Weights))+2*len(s.Labels))
 	buf = append(buf, batchVersion, flags)
 	buf = appendString(buf, src)
+	buf = binary.AppendVarint(buf, int64(shard))
 	buf = binary.AppendVarint(buf, off)
 	buf = appendString(buf, s.File)
 	for _, v := range []int{s.N, s.K, s.Renormalized, s.Rounded} {
@@ -101,6 +103,7 @@ func DecodeBatch(p []byte) (*evaluate.Batch, error) {
 	b := &evaluate.Batch{Set: &data.Set{}}
 	s := b.Set
 	b.Source = d.string()
+	b.Shard = int(d.varint())
 	b.Offset = d.varint()
 	s.File = d.string()
 	s.N, s.K, s.Renormalized, s.Rounded = d.int(), d.int(), d.int(), d.int()

@@ -24,10 +24,15 @@ import (
 // points (evaluate.Batch.Source): the same name must be used wherever the
 // same rows are evaluated, as calib eval --stream uses the names that
 // data.Shards returns.
+//
+// Index is the shard's position in the list that Shards returns (the
+// sorted files): the stream's place of its rows for the sample, as calib
+// eval --stream numbers the same shards.
 type Shard struct {
 	File    string
 	Labels  string
 	Weights string
+	Index   int
 }
 
 // Shards returns the shards that the patterns name, each of input, labels
@@ -43,7 +48,7 @@ func Shards(ctx context.Context, input, labels, weights string) ([]Shard, error)
 	}
 	shards := make([]Shard, len(files))
 	for i, f := range files {
-		shards[i].File = f
+		shards[i].File, shards[i].Index = f, i
 	}
 	for _, side := range []struct {
 		pattern, what string
@@ -154,7 +159,7 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 		if err != nil {
 			return wrap(err)
 		}
-		if err := fn(&evaluate.Batch{Set: s, Source: sh.File, Offset: c.Offset()}); err != nil {
+		if err := fn(&evaluate.Batch{Set: s, Source: sh.File, Shard: sh.Index, Offset: c.Offset()}); err != nil {
 			return err
 		}
 	}

@@ -33,16 +33,25 @@ type csvLayout struct {
 // DataFrame.to_csv writes unless index=False: its row numbers would be
 // read as a prediction column), and a label column (labelNames) that is
 // not the last, where calib reads the labels.
-func checkHeader(header []string, lay csvLayout) error {
+//
+// wc is the index of the weight column in the file (-1: none), already
+// removed from header, so that the messages give the file's column numbers.
+func checkHeader(header []string, wc int, lay csvLayout) error {
 	if lay.only || lay.plain || len(header) < 2 {
 		return nil
 	}
+	fileCol := func(c int) int {
+		if wc >= 0 && c >= wc {
+			return c + 2
+		}
+		return c + 1
+	}
 	if strings.TrimSpace(header[0]) == "" {
-		return fmt.Errorf("%w: column 1 has no name in the header: the row index that pandas' DataFrame.to_csv writes unless index=False; write the file with index=False (or drop that column)", ErrShape)
+		return fmt.Errorf("%w: column %d has no name in the header: the row index that pandas' DataFrame.to_csv writes unless index=False; write the file with index=False (or drop that column)", ErrShape, fileCol(0))
 	}
 	for c, h := range header[:len(header)-1] {
 		if slices.Contains(labelNames, strings.ToLower(strings.TrimSpace(h))) {
-			return fmt.Errorf("%w: the header names column %d %q, but calib reads the labels from the last column: put the label column last (the prediction columns first, in class order)", ErrShape, c+1, strings.TrimSpace(h))
+			return fmt.Errorf("%w: the header names column %d %q, but calib reads the labels from the last column: put the label column last (the prediction columns first, in class order)", ErrShape, fileCol(c), strings.TrimSpace(h))
 		}
 	}
 	return nil
@@ -193,7 +202,7 @@ func (p *csvParser) read(max int) (*table, *labelColumn, []int8, error) {
 					p.wc = -1
 				}
 				p.header = slices.Clone(rec)
-				if err := checkHeader(rec, lay); err != nil {
+				if err := checkHeader(rec, p.wc, lay); err != nil {
 					return nil, nil, nil, &Error{File: name, Line: line, Err: err}
 				}
 				continue
@@ -212,9 +221,12 @@ func (p *csvParser) read(max int) (*table, *labelColumn, []int8, error) {
 			t.weights.lines = append(t.weights.lines, int32(line))
 			rec = slices.Delete(rec, wc, wc+1)
 		}
-		if p.width == 0 && p.header != nil && len(rec) != len(p.header) {
+		// The first row against the header: fewer fields than it names, or
+		// one more and empty (a trailing comma), is refused; one more with
+		// a value is a label column the header does not name.
+		if trailing := len(rec) == len(p.header)+1 && strings.TrimSpace(rec[len(rec)-1]) == ""; p.width == 0 && p.header != nil && (len(rec) < len(p.header) || trailing) {
 			msg := fmt.Errorf("%w: %d fields, the header has %d", ErrRagged, len(rec)+b2i(p.weighted), len(p.header)+b2i(p.weighted))
-			if len(rec) == len(p.header)+1 && strings.TrimSpace(rec[len(rec)-1]) == "" {
+			if trailing {
 				msg = fmt.Errorf("%w (a trailing comma: the last field is empty)", msg)
 			}
 			return nil, nil, nil, &Error{File: name, Line: line, Err: msg}

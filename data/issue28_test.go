@@ -84,6 +84,7 @@ func TestCSVMisleadingLayouts(t *testing.T) {
 		{"y second", "p0,y,p1\n0.2,1,0.8\n", `column 2 "y"`},
 		{"trailing comma", "p0,p1,p2,label\n0.2,0.3,0.5,2,\n0.6,0.3,0.1,0,\n", "line 2: ragged row: 5 fields, the header has 4 (a trailing comma"},
 		{"short row", "p0,p1,p2,label\n0.2,0.8,1\n", "3 fields, the header has 4"},
+		{"weight column first", "weight,p0,label,p1\n1,0.2,1,0.8\n", `column 3 "label"`},
 	} {
 		_, err := Parse("p.csv", []byte(c.body), "", nil, Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -96,6 +97,7 @@ func TestCSVMisleadingLayouts(t *testing.T) {
 		"p0,p1,p2,label\n0.2,0.3,0.5,2\n",
 		"weight,p0,p1,p2,label\n2,0.2,0.3,0.5,2\n",
 		"0.2,0.3,0.5,2\n0.6,0.3,0.1,0\n",
+		"p0,p1,p2\n0.2,0.3,0.5,2\n0.6,0.3,0.1,0\n", // the header names the predictions only
 	} {
 		if _, err := Parse("p.csv", []byte(body), "", nil, Options{}); err != nil {
 			t.Errorf("%q: %v", body, err)

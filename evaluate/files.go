@@ -165,7 +165,7 @@ func (b *fileBatches) Next() (*Batch, error) {
 				return nil, err
 			}
 		}
-		return &Batch{Set: s, Source: b.shard, Offset: b.cur.Offset()}, nil
+		return &Batch{Set: s, Source: b.shard, Shard: b.next - 1, Offset: b.cur.Offset()}, nil
 	}
 }
 

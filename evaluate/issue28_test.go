@@ -3,11 +3,14 @@ package evaluate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/metric"
 )
 
 // TestWeightsScaleFree: weights multiplied by 1e-300, 1, 1e300 (and by
@@ -189,5 +192,210 @@ func TestSumsStateChecked(t *testing.T) {
 	}
 	if err := a.Merge(c); err != nil || a.N != 400 {
 		t.Errorf("another source: %v, n = %d", err, a.N)
+	}
+}
+
+// TestRowRanges: adding runs of rows one by one (rowsOverlap, addRows) and
+// merging two lists (mergeRows) agree with a brute-force set of (source,
+// row) on 2,000 random cases: overlaps refused, adjacent runs joined, the
+// list sorted.
+func TestRowRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 1))
+	type key struct {
+		src string
+		row int64
+	}
+	build := func(n int) ([]RowRange, map[key]bool, bool) {
+		var rs []RowRange
+		set := map[key]bool{}
+		refused := false
+		for range n {
+			src := string(rune('a' + rng.IntN(3)))
+			from := int64(rng.IntN(40))
+			to := from + 1 + int64(rng.IntN(6))
+			i, err := rowsOverlap(rs, src, from, to)
+			overlap := false
+			for r := from; r < to; r++ {
+				overlap = overlap || set[key{src, r}]
+			}
+			if (err != nil) != overlap {
+				t.Fatalf("rows %s %d-%d: error %v, brute force overlap %v (%+v)", src, from, to, err, overlap, rs)
+			}
+			if err != nil {
+				refused = true
+				continue
+			}
+			rs = addRows(rs, i, src, from, to)
+			for r := from; r < to; r++ {
+				set[key{src, r}] = true
+			}
+		}
+		return rs, set, refused
+	}
+	check := func(rs []RowRange, set map[key]bool) {
+		t.Helper()
+		n := 0
+		for i, r := range rs {
+			if i > 0 && (compareRanges(rs[i-1], r) >= 0 || rs[i-1].Source == r.Source && rs[i-1].To >= r.From) {
+				t.Fatalf("not sorted, overlapping or not joined: %+v", rs)
+			}
+			for x := r.From; x < r.To; x++ {
+				if !set[key{r.Source, x}] {
+					t.Fatalf("%s row %d listed, not added", r.Source, x)
+				}
+				n++
+			}
+		}
+		if n != len(set) {
+			t.Fatalf("%d rows listed, %d added", n, len(set))
+		}
+	}
+	for range 2000 {
+		a, sa, _ := build(1 + rng.IntN(8))
+		check(a, sa)
+		b, sb, _ := build(1 + rng.IntN(8))
+		both := false
+		union := map[key]bool{}
+		for k := range sa {
+			union[k] = true
+		}
+		for k := range sb {
+			both = both || union[k]
+			union[k] = true
+		}
+		m, err := mergeRows(a, b)
+		if (err != nil) != both {
+			t.Fatalf("merge %+v and %+v: error %v, brute force overlap %v", a, b, err, both)
+		}
+		if err == nil {
+			check(m, union)
+		}
+	}
+}
+
+// TestSampleNoClusters: predictions with few distinct values spread over
+// many shards (rounded or isotonic outputs) are sampled row by row, not in
+// clusters of equal rows at the same index of different shards (keys of
+// values and index alone gave 2,000 sampled rows only 42 distinct keys on
+// such data); the keys never read the shard's name.
+func TestSampleNoClusters(t *testing.T) {
+	const shards, rows, m = 400, 50, 2000
+	smp := &Sample{M: m, Seed: 3, K: 2}
+	named := &Sample{M: m, Seed: 3, K: 2}
+	for sh := range shards {
+		p := make([]float64, 2*rows)
+		y := make([]int, rows)
+		for i := range rows {
+			v := float64((sh*7+i*3)%11) / 10
+			p[2*i], p[2*i+1] = 1-v, v
+			y[i] = (sh + i) % 2
+		}
+		smp.add(fmt.Sprintf("part-%d.csv", sh), sh, 0, p, y, nil)
+		named.add(fmt.Sprintf("/abs/other/part-%05d.parquet", sh), sh, 0, p, y, nil)
+	}
+	smp.compact()
+	named.compact()
+	keys := map[uint64]int{}
+	for _, r := range smp.Rows {
+		keys[r.Key]++
+	}
+	if len(smp.Rows) != m || len(keys) != m {
+		t.Errorf("%d sampled rows with %d distinct keys, want %d of each", len(smp.Rows), len(keys), m)
+	}
+	for i, r := range smp.Rows {
+		if o := named.Rows[i]; o.Key != r.Key || o.Row != r.Row {
+			t.Fatalf("row %d: key %x (row %d) with other shard names, %x (row %d)", i, o.Key, o.Row, r.Key, r.Row)
+		}
+	}
+	// Every shard is about equally represented: 2,000 of 20,000 rows.
+	per := map[string]int{}
+	for _, r := range smp.Rows {
+		per[r.Source]++
+	}
+	most := 0
+	for _, c := range per {
+		most = max(most, c)
+	}
+	if len(per) < shards*9/10 || most > 20 {
+		t.Errorf("%d of %d shards sampled, at most %d rows from one (expected about 5)", len(per), shards, most)
+	}
+}
+
+// TestWeightsScaleFreeBins: the estimators that read weights as counts
+// (equal-mass edges, the Doane and sqrt rules, the debiased L2) give the
+// same values for integer weights times 0.1, 1e-300 and 3 as for the
+// weights as given (ties of the order statistics counted as ties after
+// the rounding: an edge jumped to the next score, 0.095702 against
+// 0.095404), and a 0/1 mask gives the values of the set without the rows
+// of weight 0 (the rows of weight 0 counted in n gave 18 sqrt bins
+// where the dropped rows give 15).
+func TestWeightsScaleFreeBins(t *testing.T) {
+	base, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := []string{"ece_bin", "mce", "ece_bin_debiased"}
+	opts := []metric.BinOptions{
+		{Binning: metric.EqualMass, Bins: 4}, {Binning: metric.EqualMass, Rule: metric.Doane},
+		{Rule: metric.Sqrt}, {Rule: metric.Doane}, {Binning: metric.EqualMass, Rule: metric.Sqrt},
+	}
+	eval := func(s *data.Set, bo metric.BinOptions) *Evaluation {
+		t.Helper()
+		ev, err := Evaluate(context.Background(), s, Options{Metrics: metrics, Strict: true, Bins: bo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	weighted := func(w []float64) *data.Set {
+		s := RowsOf(base, 0, base.N)
+		if err := s.SetWeights(w); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	same := func(what string, a, b *Evaluation) {
+		t.Helper()
+		for i, x := range a.Results {
+			y := b.Results[i]
+			u, v := float64(*x.Value), float64(*y.Value)
+			if math.Abs(u-v) > 1e-12*max(1, math.Abs(u)) || *x.Bins != *y.Bins {
+				t.Errorf("%s: %s %s: %v (%d bins) and %v (%d bins)", what, x.Metric, x.Notion, u, *x.Bins, v, *y.Bins)
+			}
+		}
+	}
+	w := make([]float64, base.N)
+	rng := rand.New(rand.NewPCG(28, 3))
+	for i := range w {
+		w[i] = float64(1 + rng.IntN(3))
+	}
+	for _, bo := range opts {
+		ref := eval(weighted(w), bo)
+		for _, c := range []float64{0.1, 1e-300, 3} {
+			sw := make([]float64, len(w))
+			for i, v := range w {
+				sw[i] = v * c
+			}
+			same(fmt.Sprintf("%+v, weights x %g", bo, c), ref, eval(weighted(sw), bo))
+		}
+		// A 0/1 mask is the set without the rows of weight 0.
+		mask := make([]float64, base.N)
+		var kept []int
+		for i := range mask {
+			if i%3 != 0 {
+				mask[i] = 1
+				kept = append(kept, i)
+			}
+		}
+		var probs []float64
+		var labels []int
+		for _, i := range kept {
+			probs, labels = append(probs, base.Row(i)...), append(labels, base.Labels[i])
+		}
+		dropped, err := data.New(probs, base.K, labels, false, data.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("%+v, a 0/1 mask against the rows dropped", bo), eval(weighted(mask), bo), eval(dropped, bo))
 	}
 }

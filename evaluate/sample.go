@@ -12,19 +12,22 @@ import (
 // streamed set, mergeable across shards: the bottom-M sketch. Every row
 // gets the key
 //
-//	key = mix(mix(c XOR seed) + row),  c = mix(... mix(mix(b_1) XOR b_2) ... XOR b_m),
+//	key = mix(mix(mix(c XOR seed) + mix(shard + 1)) + row),  c = mix(... mix(mix(b_1) XOR b_2) ... XOR b_m),
 //
 // (mix: the SplitMix64 finaliser; b_1..b_m the bits of the row's label,
-// weight and K probabilities as float64), a function of the row's values,
-// its index in its shard and the seed only: never of the shard's name or
-// file format, so that a shard named by a relative or an absolute path,
-// or read from CSV or from Parquet, gives the same sample. The sample is
-// the M rows of smallest key (ties, which only equal rows at the same
-// index of two shards can have, broken by source and row). Since the
-// keys are independent of the order in which rows arrive, Add and Merge
-// give the same sample for any cut into batches, any shard order and any
-// number of workers, and every subset of M rows is equally likely (over
-// seeds).
+// weight and K probabilities as float64; shard the position of its shard
+// in the stream's list, row its index there), a function of the rows (their
+// values and their place in the stream) and the seed only: never of the
+// shard's name or file format, so that shards named by relative or
+// absolute paths, or read from CSV or from Parquet, give the same sample.
+// Rows of equal values get keys of their own wherever they are (the place
+// enters every key), so that predictions with few distinct values (rounded,
+// isotonic) are not sampled in clusters. The sample is the M rows of
+// smallest key (ties broken by source and row). Since the keys are
+// independent of the order in which rows arrive, Add and Merge give the
+// same sample for any cut into batches, any order of the shards' batches
+// and any number of workers, and every subset of M rows is equally likely
+// (over seeds).
 type Sample struct {
 	M    int         `json:"m"` // capacity
 	Seed uint64      `json:"seed"`
@@ -59,14 +62,15 @@ func mix(z uint64) uint64 {
 }
 
 // rowKey is the sample key of a row: its label y, weight w and
-// probabilities p, its index row in its shard, and the seed.
-func rowKey(seed uint64, y int, w float64, p []float64, row int64) uint64 {
+// probabilities p, the position shard of its shard in the stream, its index
+// row in its shard, and the seed.
+func rowKey(seed uint64, y int, w float64, p []float64, shard int, row int64) uint64 {
 	c := mix(uint64(y))
 	c = mix(c ^ math.Float64bits(w))
 	for _, v := range p {
 		c = mix(c ^ math.Float64bits(v))
 	}
-	return mix(mix(c^seed) + uint64(row))
+	return mix(mix(mix(c^seed)+mix(uint64(shard)+1)) + uint64(row))
 }
 
 func compareRows(a, b *SampleRow) int {
@@ -102,15 +106,16 @@ func (s *Sample) compact() {
 }
 
 // add offers the rows of a batch (probs n×K, labels, weights nil: 1) of
-// source whose first row has index offset.
-func (s *Sample) add(source string, offset int64, probs []float64, labels []int, weights []float64) {
+// source (at position shard in the stream) whose first row has index
+// offset.
+func (s *Sample) add(source string, shard int, offset int64, probs []float64, labels []int, weights []float64) {
 	limit := s.threshold()
 	for i, y := range labels {
 		w := 1.0
 		if weights != nil {
 			w = weights[i]
 		}
-		key := rowKey(s.Seed, y, w, probs[i*s.K:(i+1)*s.K], offset+int64(i))
+		key := rowKey(s.Seed, y, w, probs[i*s.K:(i+1)*s.K], shard, offset+int64(i))
 		if key > limit {
 			continue
 		}

@@ -19,30 +19,65 @@ type RowRange struct {
 	From, To int64
 }
 
-// addRows records the rows [from, to) of source in rs (sorted by source,
-// then From; adjacent runs joined) and returns the new list, or an error
-// naming the rows already there.
-func addRows(rs []RowRange, source string, from, to int64) ([]RowRange, error) {
-	if to <= from {
-		return rs, nil
-	}
+// rowsOverlap returns an error naming the rows [from, to) of source when
+// rs (sorted by source, then From) holds any of them, and the index at
+// which a range starting at from would go.
+func rowsOverlap(rs []RowRange, source string, from, to int64) (int, error) {
 	i, _ := slices.BinarySearchFunc(rs, RowRange{Source: source, From: from}, compareRanges)
 	if i > 0 && rs[i-1].Source == source && rs[i-1].To > from || i < len(rs) && rs[i].Source == source && rs[i].From < to {
-		return nil, fmt.Errorf("rows %d to %d of %s were added before: the same rows twice (a shard's sums merged with themselves?)", from+1, to, source)
+		return i, fmt.Errorf("rows %d to %d of %s were added before: the same rows twice (a shard's sums merged with themselves?)", from+1, to, source)
 	}
-	if i > 0 && rs[i-1].Source == source && rs[i-1].To == from {
+	return i, nil
+}
+
+// addRows records the rows [from, to) of source in rs, at index i from
+// rowsOverlap (sorted by source, then From; adjacent runs joined), and
+// returns the new list.
+func addRows(rs []RowRange, i int, source string, from, to int64) []RowRange {
+	if to <= from {
+		return rs
+	}
+	joinPrev := i > 0 && rs[i-1].Source == source && rs[i-1].To == from
+	joinNext := i < len(rs) && rs[i].Source == source && rs[i].From == to
+	switch {
+	case joinPrev && joinNext:
+		rs[i-1].To = rs[i].To
+		return slices.Delete(rs, i, i+1)
+	case joinPrev:
 		rs[i-1].To = to
-		if i < len(rs) && rs[i].Source == source && rs[i].From == to {
-			rs[i-1].To = rs[i].To
-			rs = slices.Delete(rs, i, i+1)
-		}
-		return rs, nil
-	}
-	if i < len(rs) && rs[i].Source == source && rs[i].From == to {
+		return rs
+	case joinNext:
 		rs[i].From = from
-		return rs, nil
+		return rs
 	}
-	return slices.Insert(rs, i, RowRange{Source: source, From: from, To: to}), nil
+	return slices.Insert(rs, i, RowRange{Source: source, From: from, To: to})
+}
+
+// mergeRows returns the ranges of a and b (each sorted, without overlap)
+// in one sorted list, adjacent runs joined, in O(len(a) + len(b)), or an
+// error naming rows that both hold.
+func mergeRows(a, b []RowRange) ([]RowRange, error) {
+	out := make([]RowRange, 0, len(a)+len(b))
+	for i, j := 0, 0; i < len(a) || j < len(b); {
+		var r RowRange
+		if j >= len(b) || i < len(a) && compareRanges(a[i], b[j]) <= 0 {
+			r, i = a[i], i+1
+		} else {
+			r, j = b[j], j+1
+		}
+		if n := len(out); n > 0 && out[n-1].Source == r.Source {
+			last := &out[n-1]
+			switch {
+			case last.To > r.From:
+				return nil, fmt.Errorf("rows %d to %d of %s were added before: the same rows twice (a shard's sums merged with themselves?)", r.From+1, min(r.To, last.To), r.Source)
+			case last.To == r.From:
+				last.To = r.To
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func compareRanges(a, b RowRange) int {
@@ -80,6 +115,9 @@ func (s *Sums) checkState() error {
 	}
 	if rows != s.N {
 		return fmt.Errorf("n = %d, but the row ranges hold %d rows", s.N, rows)
+	}
+	if s.Pos < 0 || s.Pos > s.N || !s.Weighted && s.Pos != s.N {
+		return fmt.Errorf("pos = %d: want the rows of positive weight, 0 to n = %d (n without weights)", s.Pos, s.N)
 	}
 	w := s.total()
 	if !(w >= 0) || math.IsInf(w, 0) || !s.Weighted && s.W != 0 && s.W != float64(s.N) {

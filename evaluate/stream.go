@@ -38,11 +38,15 @@ import (
 // passes over a Source that can be read twice.
 
 // Batch is a chunk of rows of a streamed set: a validated data.Set of its
-// rows, the name of the shard it comes from and the index of its first row
-// in that shard (the identity of its rows for the sample).
+// rows, the name of the shard it comes from, the position of that shard in
+// the stream's list of shards (0 for one file) and the index of its first
+// row in that shard. Source and Offset identify its rows (no row may be
+// added twice); Shard and Offset place them in the stream for the sample of
+// evaluation points, which never reads the name.
 type Batch struct {
 	*data.Set
 	Source string
+	Shard  int
 	Offset int64
 }
 
@@ -291,6 +295,7 @@ type Sums struct {
 	Binary       bool    `json:"binary"`
 	Input        string  `json:"input"`
 	N            int64   `json:"n"`
+	Pos          int64   `json:"pos"` // rows of positive weight (N without weights)
 	W            float64 `json:"w"`
 	Weighted     bool    `json:"weighted"`
 	Renormalized int     `json:"renormalized,omitempty"`
@@ -392,6 +397,20 @@ func (s *Sums) start(b *Batch) error {
 	return nil
 }
 
+// positiveRows counts the n rows of positive weight (n when w is nil).
+func positiveRows(w []float64, n int) int {
+	if w == nil {
+		return n
+	}
+	c := 0
+	for _, v := range w {
+		if v > 0 {
+			c++
+		}
+	}
+	return c
+}
+
 // DataError is an error in the data of a stream rather than in the
 // options or the code: a shard whose columns, kind (probabilities or
 // logits) or weights differ from the stream's, a batch without labels, a
@@ -429,7 +448,7 @@ func (s *Sums) Add(b *Batch) error {
 			return err
 		}
 	}
-	rows, err := addRows(slices.Clone(s.Rows), b.Source, b.Offset, b.Offset+int64(b.N))
+	at, err := rowsOverlap(s.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
 	if err != nil {
 		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 	}
@@ -494,10 +513,11 @@ func (s *Sums) Add(b *Batch) error {
 		}
 	}
 	if s.Sample != nil {
-		s.Sample.add(b.Source, b.Offset, p, y, w)
+		s.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
 	}
-	s.Rows = rows
+	s.Rows = addRows(s.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
 	s.N += int64(b.N)
+	s.Pos += int64(positiveRows(w, b.N))
 	s.W += mathx.WeightSum(w, b.N)
 	s.Renormalized += b.Renormalized
 	s.Rounded += b.Rounded
@@ -534,12 +554,9 @@ func (s *Sums) Merge(o *Sums) error {
 	if (s.Sample == nil) != (o.Sample == nil) || (s.Sample != nil && (s.Sample.M != o.Sample.M || s.Sample.Seed != o.Sample.Seed || s.Sample.K != o.Sample.K)) {
 		return fmt.Errorf("evaluate: merging sums with different samples")
 	}
-	rows := slices.Clone(s.Rows)
-	for _, r := range o.Rows {
-		var err error
-		if rows, err = addRows(rows, r.Source, r.From, r.To); err != nil {
-			return fmt.Errorf("evaluate: merge: %w", err)
-		}
+	rows, err := mergeRows(s.Rows, o.Rows)
+	if err != nil {
+		return fmt.Errorf("evaluate: merge: %w", err)
 	}
 	s.Rows = rows
 	s.Scores.Merge(o.Scores)
@@ -578,6 +595,7 @@ func (s *Sums) Merge(o *Sums) error {
 		return fmt.Errorf("evaluate: merge: %w", err)
 	}
 	s.N += o.N
+	s.Pos += o.Pos
 	s.W += o.W
 	s.Renormalized += o.Renormalized
 	s.Rounded += o.Rounded
@@ -834,12 +852,12 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 	if s.Pooled != nil && b == 0 {
 		// The pooled coordinates' rule, the weights read in their
 		// normalised form: N rows (Sqrt), N K values (Doane).
-		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.N))
+		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.Pos))
 		if err != nil {
 			return nil, err
 		}
 		if s.Config.Bins.Rule == metric.Doane {
-			bins = s.Pooled.DoaneBinsN(float64(s.N) * float64(s.K))
+			bins = s.Pooled.DoaneBinsN(float64(s.Pos) * float64(s.K))
 		}
 		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
 			return nil, err
@@ -1570,6 +1588,9 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 		return nil, err
 	}
 	if s.N == 0 {
+		if sk, ok := src.(interface{ Skipped() []string }); ok && len(sk.Skipped()) > 0 {
+			return nil, &DataError{Err: fmt.Errorf("%w: every shard is without rows (%s)", data.ErrEmpty, strings.Join(sk.Skipped(), ", "))}
+		}
 		return nil, &DataError{Err: data.ErrEmpty}
 	}
 	var ks *KernelSums

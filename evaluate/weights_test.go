@@ -9,39 +9,48 @@ import (
 	"github.com/calib-dev/calib/data"
 )
 
-// TestWeightsEqualRepeatedRows: an evaluation with integer weights 0..2 of
-// mean 1 (their own normalised form, which every weighted number reads)
-// gives, for every metric where the identity holds (means, binned ECE, MCE
-// and debiased L2 of every notion, KS, MMCE), the values of the set with
-// each row repeated w_i times (relative 1e-12). The kernel estimators
-// exclude i = j, so copies of a row are each other's neighbours: they are
-// checked against a brute-force weighted double loop in package kde.
+// TestWeightsEqualRepeatedRows: an evaluation with integer weights gives,
+// for every metric where the identity holds (means, binned ECE and MCE on
+// equal-width bins, KS, MMCE, with weights 0..3; and with a 0/1 mask also
+// the estimators that read weights as counts of their normalised form:
+// equal-mass bins, the debiased L2), the values of the set with each row
+// repeated w_i times (relative 1e-12). The kernel estimators exclude i =
+// j, so copies of a row are each other's neighbours: they are checked
+// against a brute-force weighted double loop in package kde.
 func TestWeightsEqualRepeatedRows(t *testing.T) {
-	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	base, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := make([]float64, s.N)
-	var probs []float64
-	var labels []int
-	for i := range w {
-		w[i] = [4]float64{0, 2, 1, 1}[i%4] // mean 1: the weights' normalised form is themselves
-		for range int(w[i]) {
-			probs = append(probs, s.Row(i)...)
-			labels = append(labels, s.Labels[i])
+	for _, c := range []struct {
+		bins    string
+		pattern [4]float64
+		metrics []string
+	}{
+		{"equal_width", [4]float64{0, 3, 1, 2}, []string{"ece_bin", "mce", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
+		{"equal_width", [4]float64{0, 1, 1, 0}, []string{"ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
+		{"equal_mass", [4]float64{1, 0, 1, 1}, []string{"ece_bin", "mce", "ece_bin_debiased"}},
+	} {
+		s := RowsOf(base, 0, base.N)
+		w := make([]float64, s.N)
+		var probs []float64
+		var labels []int
+		for i := range w {
+			w[i] = c.pattern[i%4]
+			for range int(w[i]) {
+				probs = append(probs, s.Row(i)...)
+				labels = append(labels, s.Labels[i])
+			}
 		}
-	}
-	rep, err := data.New(probs, s.K, labels, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetWeights(w); err != nil {
-		t.Fatal(err)
-	}
-	metrics := []string{"ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}
-	for _, bins := range []string{"equal_width", "equal_mass"} {
-		o := Options{Metrics: metrics, Strict: true, KSR: []int{1, 2, 3}}
-		if err := o.Bins.Binning.UnmarshalText([]byte(bins)); err != nil {
+		rep, err := data.New(probs, s.K, labels, false, data.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetWeights(w); err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Metrics: c.metrics, Strict: true, KSR: []int{1, 2, 3}}
+		if err := o.Bins.Binning.UnmarshalText([]byte(c.bins)); err != nil {
 			t.Fatal(err)
 		}
 		a, err := Evaluate(context.Background(), s, o)
@@ -69,7 +78,7 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 			}
 			u, v := float64(*x.Value), float64(*y.Value)
 			if d := math.Abs(u - v); d > 1e-12*math.Max(1, math.Abs(v)) {
-				t.Errorf("%s %s %s: weighted %.17g, repeated rows %.17g", bins, x.Metric, x.Notion, u, v)
+				t.Errorf("%s %v %s %s: weighted %.17g, repeated rows %.17g", c.bins, c.pattern, x.Metric, x.Notion, u, v)
 			}
 		}
 	}

@@ -164,7 +164,7 @@ func (o BinOptions) numBins(x, w []float64) (int, error) {
 	case Doane:
 		return doaneBins(x, w), nil
 	case Sqrt:
-		return sqrtBins(float64(len(x))), nil // weights normalised to mean 1 sum to n
+		return sqrtBins(float64(positives(w, len(x)))), nil // weights normalised to mean 1 sum to the rows of positive weight
 	}
 	return 0, fmt.Errorf("metric: invalid bin rule %d", int(o.Rule))
 }
@@ -179,7 +179,8 @@ func sqrtBins(n float64) int {
 // every operation, fused or not, rounds as the unweighted rule.
 func doaneBins(x, w []float64) int {
 	n := mathx.WeightSum(w, len(x))
-	if c := float64(len(x)); c <= 2 || n <= 0 { // weights normalised to mean 1 sum to the rows
+	c := float64(positives(w, len(x))) // weights normalised to mean 1 sum to the rows of positive weight
+	if c <= 2 || n <= 0 {
 		return 1
 	}
 	mean := 0.0
@@ -200,7 +201,22 @@ func doaneBins(x, w []float64) int {
 		z := (v - mean) / sigma
 		m3 += mathx.Weight(w, i) * z * z * z
 	}
-	return doaneRule(m3/n, float64(len(x)))
+	return doaneRule(m3/n, c)
+}
+
+// positives counts the n weights that are positive (n when w is nil): the
+// rows of a sample, a row of weight 0 being none.
+func positives(w []float64, n int) int {
+	if w == nil {
+		return n
+	}
+	c := 0
+	for _, v := range w {
+		if v > 0 {
+			c++
+		}
+	}
+	return c
 }
 
 // doaneRule is Doane's number of bins for the skewness g1 of n rows.
@@ -256,7 +272,7 @@ func weightedQuantiles(e, x, w []float64) {
 	// for t at or past the total weight).
 	at := func(t float64) float64 {
 		m, _ := slices.BinarySearchFunc(cum, t, func(c, t float64) int {
-			if c <= t {
+			if notPast(c, t) {
 				return -1
 			}
 			return 1
@@ -264,7 +280,7 @@ func weightedQuantiles(e, x, w []float64) {
 		return pts[min(m, len(pts)-1)].s
 	}
 	b := len(e) - 1
-	lo, frac := normalisedPositions(b, float64(len(x)), W)
+	lo, frac := normalisedPositions(b, float64(len(pts)), W)
 	for i := range e {
 		// at caps the next position at the largest score, as
 		// mathx.Quantile caps its index at the last element.
@@ -272,6 +288,14 @@ func weightedQuantiles(e, x, w []float64) {
 		e[i] = xlo + (xhi-xlo)*frac[i]
 	}
 }
+
+// notPast reports whether a cumulative weight c has not passed the
+// position t: c <= t, where c within massSlack (relative) of t counts as
+// equal. The positions and the cumulative weights are sums of the weights
+// (times n / W): weights times a factor that is not a power of two round
+// them apart where they are equal, and the order statistic would jump to
+// the next score.
+func notPast(c, t float64) bool { return c <= t+massSlack*math.Abs(t) }
 
 // normalisedPositions returns the order-statistic positions of the B+1
 // equal-mass edges of n rows of total weight W, on the scale of W, and
@@ -329,6 +353,10 @@ type Bins struct {
 	Freq  []float64 // weighted mean outcome per bin (0 for empty bins)
 	N     int       // all samples, binned or not
 	W     float64   // total weight of all samples, binned or not (N when unweighted); not read when Mass is nil
+	// Pos counts the samples of positive weight, binned or not (N when
+	// unweighted): the weights' normalised form w_i Pos / W reads a bin's
+	// weight as a count (DebiasedL2), and a weight of 0 changes nothing.
+	Pos int
 }
 
 // mass returns W_b (Count when Mass is nil).
@@ -339,13 +367,17 @@ func (bs *Bins) mass(b int) float64 {
 	return bs.Mass[b]
 }
 
-// count returns the weight of bin b read as a count: W_b N / W, the mass
-// of the weights normalised to mean 1 (Count when Mass is nil).
+// count returns the weight of bin b read as a count: W_b Pos / W, the mass
+// of the weights normalised to mean 1 over the rows of positive weight
+// (Count when Mass is nil).
 func (bs *Bins) count(b int) float64 {
 	if bs.Mass == nil {
 		return float64(bs.Count[b])
 	}
-	return bs.Mass[b] * (float64(bs.N) / bs.W)
+	if !(bs.W > 0) { // no weight at all (a resample of zero-weight rows): no counts
+		return 0
+	}
+	return bs.Mass[b] * (float64(bs.Pos) / bs.W)
 }
 
 // total returns W (N when Mass is nil).
@@ -437,6 +469,9 @@ func (a *Assignment) Summarize(scores, outcomes []float64, idx []int, weights []
 	case idx == nil:
 		for i, k := range a.Bin {
 			bs.W += weights[i]
+			if weights[i] > 0 {
+				bs.Pos++
+			}
 			if k >= 0 {
 				w := weights[i]
 				bs.Count[k]++
@@ -448,6 +483,9 @@ func (a *Assignment) Summarize(scores, outcomes []float64, idx []int, weights []
 	default:
 		for _, i := range idx {
 			bs.W += weights[i]
+			if weights[i] > 0 {
+				bs.Pos++
+			}
 			if k := a.Bin[i]; k >= 0 {
 				w := weights[i]
 				bs.Count[k]++
@@ -461,7 +499,7 @@ func (a *Assignment) Summarize(scores, outcomes []float64, idx []int, weights []
 		bs.N = len(idx)
 	}
 	if weights == nil {
-		bs.W = float64(bs.N)
+		bs.W, bs.Pos = float64(bs.N), bs.N
 		for k, c := range bs.Count {
 			bs.Mass[k] = float64(c)
 		}

@@ -33,14 +33,14 @@
 // weight to each; the views TopR, WithinTopR and ClassColumn yield one
 // score per row, so the row weights apply to them unchanged.
 //
-// Integer weights give the value of the data with each row repeated w_i
-// times (rows of weight 0 dropped) for every metric: the means, binned
-// ECE, MCE and debiased L2 with equal-width or equal-mass bins and the
-// Fixed, Sqrt and Doane rules, the canonical binned estimate, KS and MMCE.
-// Most metrics do not depend on the scale of the weights; the equal-mass
-// edges, the Sqrt and Doane rules and the debiased L2 do, as the repeated
-// rows do (they read the total weight as a count): give them weights on
-// the scale of counts, such as frequencies or weights normalised to mean 1.
+// No metric depends on the scale of the weights, and a row of weight 0
+// changes nothing. The estimators that read a weight as a count (the
+// equal-mass edges, the Sqrt and Doane rules, the debiased L2) read the
+// weights' normalised form w_i n+ / W, n+ the rows of positive weight
+// (mean 1 over them), so integer weights give the value of the data with
+// each row repeated w_i times (rows of weight 0 dropped) for the means,
+// binned ECE and MCE on fixed equal-width bins, KS and MMCE, and 0/1
+// weights for every metric.
 //
 // Validate weights first: data.Set.SetWeights checks them (finite, >= 0,
 // not all 0, one per row). The functions that return an error (BinScores,

@@ -83,7 +83,8 @@ func (b *SketchBucket) merge(o *SketchBucket) {
 // such as k/10), and merging shards in another order can move it the same
 // way.
 type ScoreSketch struct {
-	N int64
+	N   int64
+	Pos int64 // rows of positive weight: the count of the weights' normalised form
 	Moments
 	buckets map[uint32]*SketchBucket
 }
@@ -170,6 +171,9 @@ func (sk *ScoreSketch) Add(scores, outcomes, weights []float64) error {
 		b.A += float64(w * math.Abs(s-outcomes[i]))
 		b.Min, b.Max = min(b.Min, s), max(b.Max, s)
 		sk.Moments.Add(w, s, 0, 0)
+		if w > 0 {
+			sk.Pos++
+		}
 	}
 	sk.N += int64(len(scores))
 	return nil
@@ -187,6 +191,7 @@ func (sk *ScoreSketch) Merge(o *ScoreSketch) {
 	}
 	sk.Moments.Merge(o.Moments)
 	sk.N += o.N
+	sk.Pos += o.Pos
 }
 
 // Buckets returns the number of occupied buckets.
@@ -222,9 +227,9 @@ func (b *SketchBucket) mass(weighted bool) float64 {
 // the total weight (the number of rows without weights).
 func (sk *ScoreSketch) numBins(o BinOptions, weighted bool) (int, error) {
 	if o.Rule == Doane {
-		return sk.Moments.DoaneBinsN(float64(sk.N)), nil
+		return sk.Moments.DoaneBinsN(float64(sk.Pos)), nil
 	}
-	return o.MergedBins(sk.Moments, float64(sk.N)) // weights normalised to mean 1 sum to the rows
+	return o.MergedBins(sk.Moments, float64(sk.Pos)) // weights normalised to mean 1 sum to the rows of positive weight
 }
 
 // maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
@@ -253,7 +258,7 @@ func (o BinOptions) MergedBins(mo Moments, n float64) (int, error) {
 // (two per edge, see weightedQuantiles) and each edge's interpolation
 // fraction.
 func (sk *ScoreSketch) positions(b int, weighted bool) (pos [][2]float64, frac []float64) {
-	return normalisedPositions(b, float64(sk.N), sk.total(weighted))
+	return normalisedPositions(b, float64(sk.Pos), sk.total(weighted))
 }
 
 // locate returns the bucket (index into keys) holding the order statistic
@@ -263,7 +268,7 @@ func (sk *ScoreSketch) positions(b int, weighted bool) (pos [][2]float64, frac [
 func (sk *ScoreSketch) locate(keys []uint32, cum []float64, t float64) (int, float64) {
 	search := func(t float64) int {
 		i, _ := slices.BinarySearchFunc(cum, t, func(c, t float64) int {
-			if c <= t {
+			if notPast(c, t) {
 				return -1
 			}
 			return 1
@@ -582,7 +587,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 			}
 		}
 	}
-	out := &Bins{Edges: e, Count: make([]int, b), Mass: make([]float64, b), Score: make([]float64, b), Freq: make([]float64, b), N: int(sk.N), W: sk.W}
+	out := &Bins{Edges: e, Count: make([]int, b), Mass: make([]float64, b), Score: make([]float64, b), Freq: make([]float64, b), N: int(sk.N), W: sk.W, Pos: int(sk.Pos)}
 	if !weighted {
 		out.W = float64(sk.N)
 	}
@@ -635,6 +640,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 type sketchJSON struct {
 	Version int   `json:"version"`
 	N       int64 `json:"n"`
+	Pos     int64 `json:"pos"`
 	Moments
 	Keys []uint32  `json:"keys"`
 	BN   []int64   `json:"bucket_n"`
@@ -648,7 +654,7 @@ type sketchJSON struct {
 
 // MarshalJSON writes the versioned JSON form.
 func (sk *ScoreSketch) MarshalJSON() ([]byte, error) {
-	v := sketchJSON{Version: sumsVersion, N: sk.N, Moments: sk.Moments, Keys: sk.keys()}
+	v := sketchJSON{Version: sumsVersion, N: sk.N, Pos: sk.Pos, Moments: sk.Moments, Keys: sk.keys()}
 	for _, k := range v.Keys {
 		b := sk.buckets[k]
 		v.BN, v.BW, v.BS, v.BO = append(v.BN, b.N), append(v.BW, b.W), append(v.BS, b.S), append(v.BO, b.O)
@@ -671,7 +677,10 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	if !mathx.Finite(v.W, v.Mean, v.M2, v.M3) || v.W < 0 || v.M2 < 0 {
 		return fmt.Errorf("metric: ScoreSketch: moments W = %v, M2 = %v", v.W, v.M2)
 	}
-	*sk = ScoreSketch{N: v.N, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
+	if v.Pos < 0 || v.Pos > v.N {
+		return fmt.Errorf("metric: ScoreSketch: %d rows of positive weight of %d", v.Pos, v.N)
+	}
+	*sk = ScoreSketch{N: v.N, Pos: v.Pos, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
 	rows := int64(0)
 	for i, k := range v.Keys {
 		bk := &SketchBucket{N: v.BN[i], W: v.BW[i], S: v.BS[i], O: v.BO[i], A: v.BA[i], Min: v.Min[i], Max: v.Max[i]}

@@ -50,6 +50,7 @@ type BinSums struct {
 	Freq    []float64 `json:"outcome_sum"`
 	N       int       `json:"n"`
 	W       float64   `json:"weight_sum"`
+	Pos     int       `json:"pos"` // samples of positive weight (see Bins.Pos)
 	OpenLow bool      `json:"open_low,omitempty"` // BinOptions.OpenLow
 }
 
@@ -91,6 +92,9 @@ func (bs *BinSums) Add(scores, outcomes, weights []float64) error {
 	for i, k := range o.assign(scores, bs.Edges) {
 		w := mathx.Weight(weights, i)
 		bs.W += w
+		if w > 0 {
+			bs.Pos++
+		}
 		if k >= 0 {
 			bs.Count[k]++
 			bs.Mass[k] += w
@@ -115,6 +119,7 @@ func (bs *BinSums) Merge(other *BinSums) error {
 	}
 	bs.N += other.N
 	bs.W += other.W
+	bs.Pos += other.Pos
 	return nil
 }
 
@@ -122,7 +127,7 @@ func (bs *BinSums) Merge(other *BinSums) error {
 // W_b and F_b / W_b of the non-empty bins, for ECE, MCE and DebiasedL2.
 func (bs *BinSums) Bins() *Bins {
 	out := &Bins{Edges: slices.Clone(bs.Edges), Count: slices.Clone(bs.Count), Mass: slices.Clone(bs.Mass),
-		Score: slices.Clone(bs.Score), Freq: slices.Clone(bs.Freq), N: bs.N, W: bs.W}
+		Score: slices.Clone(bs.Score), Freq: slices.Clone(bs.Freq), N: bs.N, W: bs.W, Pos: bs.Pos}
 	out.toMeans()
 	return out
 }
@@ -138,6 +143,9 @@ func (bs *BinSums) UnmarshalJSON(b []byte) error {
 	nb := len(v.Count)
 	if nb < 1 || len(v.Edges) != nb+1 || len(v.Mass) != nb || len(v.Score) != nb || len(v.Freq) != nb {
 		return fmt.Errorf("metric: BinSums: %d edges, %d counts, %d masses, %d score sums and %d outcome sums do not agree", len(v.Edges), nb, len(v.Mass), len(v.Score), len(v.Freq))
+	}
+	if v.Pos < 0 || v.Pos > v.N {
+		return fmt.Errorf("metric: BinSums: %d rows of positive weight of %d", v.Pos, v.N)
 	}
 	*bs = BinSums(v)
 	return nil

@@ -37,7 +37,7 @@ func weightedSample(seed uint64, n, k int) (probs, logits []float64, labels []in
 		}
 		w[i] = float64(rng.IntN(4))
 	}
-	testenv.MeanOne(w, rng.IntN)
+	testenv.ZeroOne(w)
 	return probs, logits, labels, w
 }
 
@@ -297,22 +297,23 @@ func TestWeightedHand(t *testing.T) {
 	near(t, "ECE_2^2", bs.ECE(2), 0.5*0.16+0.5*0.09, 1e-15)
 	near(t, "MCE", bs.MCE(), 0.4, 1e-15)
 	// Debiased, the masses read as counts of the weights' normalised
-	// form (mean 1: W_b N / W = 2 each): 0.5 (0.16 - 0.75 * 0.25 / 1) +
+	// form (mean 1: W_b Pos / W = 2 each): 0.5 (0.16 - 0.75 * 0.25 / 1) +
 	// 0.5 (0.09 - 0.5 * 0.5 / 1); the same for the weights times 3.
 	near(t, "debiased L2", bs.DebiasedL2(), 0.5*(0.16-0.1875)+0.5*(0.09-0.25), 1e-15)
 	bs3, _ := BinScores(s, y, []float64{3, 9, 6, 6}, BinOptions{Bins: 2})
 	near(t, "debiased L2, weights x 3", bs3.DebiasedL2(), 0.5*(0.16-0.1875)+0.5*(0.09-0.25), 1e-15)
 
-	// Equal-mass edges: scores 0.1, 0.4, 0.3 with weights 1, 2, 1 are the
-	// sorted rows 0.1, 0.3, 0.4, 0.4 (W = 4); the median is at position
-	// 1.5: 0.3 + 0.5 (0.4 - 0.3) = 0.35. A weight-0 score (0.9) is no
-	// order statistic.
+	// Equal-mass edges: scores 0.1, 0.4, 0.3 with weights 1, 2, 1 read in
+	// their normalised form over the 3 rows of positive weight (0.75, 1.5,
+	// 0.75; cumulative 0.75, 1.5, 3 in score order 0.1, 0.3, 0.4): the
+	// median at position 1 is 0.3. A weight-0 score (0.9) is no order
+	// statistic and no row.
 	bs, err = BinScores([]float64{0.1, 0.4, 0.3, 0.9}, []float64{0, 1, 0, 1}, []float64{1, 2, 1, 0}, BinOptions{Binning: EqualMass, Bins: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	near(t, "weighted equal-mass edge 0", bs.Edges[0], 0.1, 0)
-	near(t, "weighted equal-mass edge 1", bs.Edges[1], 0.35, 1e-15)
+	near(t, "weighted equal-mass edge 1", bs.Edges[1], 0.3, 1e-15)
 	near(t, "weighted equal-mass edge 2", bs.Edges[2], 0.4, 0)
 	// Non-integer weights 0.5, 1, 0.5 read in their normalised form 0.75,
 	// 1.5, 0.75 (mean 1, W = 3): the median at position 1, the order
@@ -474,7 +475,7 @@ func TestWeightedBinRules(t *testing.T) {
 			w[i] = float64(rng.IntN(4))
 		}
 		w[0] = 1
-		testenv.MeanOne(w, rng.IntN)
+		testenv.ZeroOne(w)
 		rx := repeatRows(x, 1, w)
 		for _, o := range []BinOptions{{Rule: Doane}, {Rule: Sqrt}} {
 			a, _ := o.numBins(x, w)

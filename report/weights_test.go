@@ -26,7 +26,7 @@ func TestWeightedFigures(t *testing.T) {
 	for i := range w {
 		w[i] = float64(rng.IntN(4))
 	}
-	testenv.MeanOne(w, rng.IntN) // their own normalised form: the equal-mass edges of the repeated rows
+	testenv.ZeroOne(w) // their own normalised form: the equal-mass edges of the rows of weight 1
 	for i := range w {
 		for range int(w[i]) {
 			rp, rl = append(rp, probs[i*k:(i+1)*k]...), append(rl, labels[i])

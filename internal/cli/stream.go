@@ -105,12 +105,12 @@ func pairShards(pred string, names []string, labels, weights string) ([]evaluate
 		}
 		lists[i] = files
 		for _, f := range files {
-			side[filepath.Clean(f)] = true
+			side[absPath(f)] = true
 		}
 	}
 	var preds []string
 	for _, n := range names {
-		if !side[filepath.Clean(n)] {
+		if !side[absPath(n)] {
 			preds = append(preds, n)
 		}
 	}
@@ -141,6 +141,15 @@ func pairShards(pred string, names []string, labels, weights string) ([]evaluate
 		}
 	}
 	return shards, nil
+}
+
+// absPath is name made absolute and clean (as given when that fails), so
+// that a file named by a relative and an absolute path is one file.
+func absPath(name string) string {
+	if a, err := filepath.Abs(name); err == nil {
+		return a
+	}
+	return filepath.Clean(name)
 }
 
 // points parses --eval-points.

@@ -25,24 +25,16 @@ func Thorough() bool {
 	return os.Getenv("CALIB_THOROUGH") == "1"
 }
 
-// MeanOne moves units of weight between rows drawn by intn until the
-// integer weights w (each in 0..3) sum to len(w): weights of mean 1 are
-// their own normalised form, so the estimators that read weights as
-// counts (package metric's EqualMass) see the rows repeated w_i times.
-func MeanOne(w []float64, intn func(int) int) {
-	sum := 0.0
-	for _, v := range w {
-		sum += v
-	}
-	for sum != float64(len(w)) {
-		i := intn(len(w))
-		switch {
-		case sum > float64(len(w)) && w[i] > 0:
-			w[i]--
-			sum--
-		case sum < float64(len(w)) && w[i] < 3:
-			w[i]++
-			sum++
+// ZeroOne sets every positive weight of w to 1: a mask, the integer
+// weights that are their own normalised form (mean 1 over the rows of
+// positive weight), so that the estimators that read weights as counts
+// (package metric's EqualMass, DebiasedL2, the Doane and sqrt rules) see
+// the rows of weight 1 and nothing of the others: the set with the rows of
+// weight 0 dropped.
+func ZeroOne(w []float64) {
+	for i, v := range w {
+		if v > 0 {
+			w[i] = 1
 		}
 	}
 }
