@@ -50,7 +50,7 @@ type BinSums struct {
 	Freq    []float64 `json:"outcome_sum"`
 	N       int       `json:"n"`
 	W       float64   `json:"weight_sum"`
-	Pos     int       `json:"pos"` // samples of positive weight (see Bins.Pos)
+	Pos     int       `json:"pos"`                // samples of positive weight (see Bins.Pos)
 	OpenLow bool      `json:"open_low,omitempty"` // BinOptions.OpenLow
 }
 
