@@ -141,7 +141,7 @@ func (b *fileBatches) Next() (*evaluate.Batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &evaluate.Batch{Set: s, Source: b.src.shards[b.i].File, Offset: b.c.Offset()}, nil
+		return &evaluate.Batch{Set: s, Source: b.src.shards[b.i].File, Shard: b.src.shards[b.i].Index, Offset: b.c.Offset()}, nil
 	}
 }
 
@@ -184,8 +184,8 @@ func sameDoc(t *testing.T, got, want []byte, tol float64) {
 // TestPipelineEqualsStream runs the pipeline on Prism over four shards of a
 // real set and compares its document with evaluate.Stream's over the same
 // files (the oracle): the exact metrics, the KS bounds and ece_kde (the
-// same sample of evaluation points: its keys depend on (source, row, seed)
-// only) to 1e-12, the merge order changing the sums by rounding only.
+// same sample of evaluation points: its keys depend on the rows, their
+// shard's position, their index there and the seed only) to 1e-12, the merge order changing the sums by rounding only.
 func TestPipelineEqualsStream(t *testing.T) {
 	s := realSet(t)
 	cases := []struct {
@@ -372,7 +372,7 @@ func TestShardsPairing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Shard{{File: "p/a.npy", Labels: "l/a.npy"}, {File: "p/b.npy", Labels: "l/b.npy"}}
+	want := []Shard{{File: "p/a.npy", Labels: "l/a.npy"}, {File: "p/b.npy", Labels: "l/b.npy", Index: 1}}
 	if !slices.Equal(sh, want) {
 		t.Errorf("got %v, want %v", sh, want)
 	}
