@@ -397,20 +397,6 @@ func (s *Sums) start(b *Batch) error {
 	return nil
 }
 
-// positiveRows counts the n rows of positive weight (n when w is nil).
-func positiveRows(w []float64, n int) int {
-	if w == nil {
-		return n
-	}
-	c := 0
-	for _, v := range w {
-		if v > 0 {
-			c++
-		}
-	}
-	return c
-}
-
 // DataError is an error in the data of a stream rather than in the
 // options or the code: a shard whose columns, kind (probabilities or
 // logits) or weights differ from the stream's, a batch without labels, a
@@ -517,7 +503,7 @@ func (s *Sums) Add(b *Batch) error {
 	}
 	s.Rows = addRows(s.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
 	s.N += int64(b.N)
-	s.Pos += int64(positiveRows(w, b.N))
+	s.Pos += int64(mathx.PositiveRows(w, b.N))
 	s.W += mathx.WeightSum(w, b.N)
 	s.Renormalized += b.Renormalized
 	s.Rounded += b.Rounded

@@ -164,7 +164,7 @@ func (o BinOptions) numBins(x, w []float64) (int, error) {
 	case Doane:
 		return doaneBins(x, w), nil
 	case Sqrt:
-		return sqrtBins(float64(positives(w, len(x)))), nil // weights normalised to mean 1 sum to the rows of positive weight
+		return sqrtBins(float64(mathx.PositiveRows(w, len(x)))), nil // weights normalised to mean 1 sum to the rows of positive weight
 	}
 	return 0, fmt.Errorf("metric: invalid bin rule %d", int(o.Rule))
 }
@@ -179,7 +179,7 @@ func sqrtBins(n float64) int {
 // every operation, fused or not, rounds as the unweighted rule.
 func doaneBins(x, w []float64) int {
 	n := mathx.WeightSum(w, len(x))
-	c := float64(positives(w, len(x))) // weights normalised to mean 1 sum to the rows of positive weight
+	c := float64(mathx.PositiveRows(w, len(x))) // weights normalised to mean 1 sum to the rows of positive weight
 	if c <= 2 || n <= 0 {
 		return 1
 	}
@@ -202,21 +202,6 @@ func doaneBins(x, w []float64) int {
 		m3 += mathx.Weight(w, i) * z * z * z
 	}
 	return doaneRule(m3/n, c)
-}
-
-// positives counts the n weights that are positive (n when w is nil): the
-// rows of a sample, a row of weight 0 being none.
-func positives(w []float64, n int) int {
-	if w == nil {
-		return n
-	}
-	c := 0
-	for _, v := range w {
-		if v > 0 {
-			c++
-		}
-	}
-	return c
 }
 
 // doaneRule is Doane's number of bins for the skewness g1 of n rows.

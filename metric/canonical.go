@@ -74,7 +74,7 @@ func AssignCells(probs []float64, labels []int, k int, weights []float64, o BinO
 	var b int
 	var err error
 	if o.Rule == Sqrt {
-		b = sqrtBins(float64(positives(weights, n))) // weights normalised to mean 1 sum to the rows of positive weight
+		b = sqrtBins(float64(mathx.PositiveRows(weights, n))) // weights normalised to mean 1 sum to the rows of positive weight
 	} else if b, err = o.numBins(probs, repeatWeights(weights, k)); err != nil {
 		return nil, err
 	}

@@ -141,21 +141,6 @@ func checkWeights(weights []float64, n int) error {
 	return nil
 }
 
-// positiveRows returns the number of rows of weight > 0 (n for nil
-// weights): the rows a weighted fit sees.
-func positiveRows(weights []float64, n int) int {
-	if weights == nil {
-		return n
-	}
-	c := 0
-	for _, w := range weights {
-		if w > 0 {
-			c++
-		}
-	}
-	return c
-}
-
 // checkScores checks the scores, outcomes and sample weights of a scalar
 // fit: the same length, finite values, weights as checkWeights. Its errors
 // wrap ErrInput.

@@ -151,7 +151,7 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, weig
 // lambda and mu >= 0 when they are used, a known grid when
 // cross-validating.
 func checkLinearData(labels []int, weights []float64, o LinearOptions) error {
-	if n := positiveRows(weights, len(labels)); n < 2 {
+	if n := mathx.PositiveRows(weights, len(labels)); n < 2 {
 		if weights != nil {
 			return fmt.Errorf("%w: %d samples of weight > 0, need at least 2", ErrTooFew, n)
 		}
@@ -511,7 +511,7 @@ func crossValidate(method string, x []float64, labels []int, weights []float64, 
 			perFold[f]++
 		}
 	}
-	npos := positiveRows(weights, n)
+	npos := mathx.PositiveRows(weights, n)
 	for f, h := range perFold {
 		if h == 0 || h == npos {
 			of := "samples"

@@ -53,7 +53,7 @@ func FitHistogram(probs []float64, labels []int, k, bins int, mode string, weigh
 	}
 	var hist *Histogram
 	_, err := fitViews(mode, probs, labels, k, weights, func(s, o, w []float64) (scalarMap, error) {
-		if n := positiveRows(w, len(s)); n < bins {
+		if n := mathx.PositiveRows(w, len(s)); n < bins {
 			if w != nil {
 				return nil, fmt.Errorf("%w: %d samples of weight > 0 for %d bins", ErrTooFew, n, bins)
 			}
@@ -266,7 +266,7 @@ func (c *Beta) valid() error {
 // intercept's optimum is infinite) are an error wrapping ErrTooFew.
 func fitLogistic(x [][]float64, y, sw []float64) ([]float64, error) {
 	n := len(x)
-	if positiveRows(sw, n) == 0 {
+	if mathx.PositiveRows(sw, n) == 0 {
 		return nil, fmt.Errorf("%w: no samples", ErrTooFew)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)

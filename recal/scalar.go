@@ -2,6 +2,7 @@ package recal
 
 import (
 	"fmt"
+	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"slices"
 
@@ -152,7 +153,7 @@ func (m *PointMap) valid() error {
 // of samples B has the value sum_{i in B} w_i o_i / sum_{i in B} w_i;
 // samples of weight 0 are left out.
 func fitIsotonic(scores, outcomes, weights []float64) (scalarMap, error) {
-	if n := positiveRows(weights, len(scores)); n < 2 {
+	if n := mathx.PositiveRows(weights, len(scores)); n < 2 {
 		if weights != nil {
 			return nil, fmt.Errorf("%w: %d samples of weight > 0, need at least 2", ErrTooFew, n)
 		}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"slices"
 
@@ -496,7 +497,7 @@ func FitSpline(probs []float64, labels []int, k int, weights []float64, o Spline
 	if err := checkFitInput(probs, nil, labels, k, false, weights); err != nil {
 		return nil, fmt.Errorf("recal: spline: %w", err)
 	}
-	if n := positiveRows(weights, len(labels)); n < 3 {
+	if n := mathx.PositiveRows(weights, len(labels)); n < 3 {
 		if weights != nil {
 			return nil, fmt.Errorf("recal: spline: %w: %d samples of weight > 0, need at least 3", ErrTooFew, n)
 		}

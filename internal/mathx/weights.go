@@ -138,3 +138,19 @@ func ScaleWeights(w []float64) ([]float64, float64) {
 	}
 	return out, math.Ldexp(1, e)
 }
+
+// PositiveRows returns the number of the n weights w that are positive (n
+// when w is nil): the rows a weighted computation sees, a row of weight 0
+// being none.
+func PositiveRows(w []float64, n int) int {
+	if w == nil {
+		return n
+	}
+	c := 0
+	for _, v := range w {
+		if v > 0 {
+			c++
+		}
+	}
+	return c
+}
