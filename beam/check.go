@@ -52,12 +52,9 @@ func Check(ctx context.Context, shards []Shard, o Options) (*Checked, error) {
 			return errFirst
 		})
 		switch {
-		case err != nil && !errors.Is(err, errFirst) && errors.Is(err, data.ErrEmpty):
-			out.Empty = append(out.Empty, sh.File)
-			continue
 		case err != nil && !errors.Is(err, errFirst):
 			return nil, err
-		case first == nil:
+		case first == nil: // eachBatch reads no rows of an empty shard
 			out.Empty = append(out.Empty, sh.File)
 			continue
 		}

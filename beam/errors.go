@@ -25,13 +25,21 @@ func marked(err error) error {
 		return err
 	}
 	status := 1
-	var de *data.Error
-	var se *evaluate.DataError
-	if errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, data.ErrWeights) || errors.Is(err, data.ErrEmpty) || errors.Is(err, evaluate.ErrOptions) {
+	if DataFault(err) {
 		status = 2
 	}
 	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(strings.TrimPrefix(err.Error(), "beam: "))
 	return fmt.Errorf("%s%d %s%s", markOpen, status, msg, markClose)
+}
+
+// DataFault reports an error of the data or of options the data refuse
+// (calib-beam's exit status 2): a bad or unreadable file, a shard that
+// does not match the others, no labels, bad weights, no rows, --ks-r
+// above K.
+func DataFault(err error) bool {
+	var de *data.Error
+	var se *evaluate.DataError
+	return errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, data.ErrWeights) || errors.Is(err, data.ErrEmpty) || errors.Is(err, evaluate.ErrOptions)
 }
 
 // PipelineError returns the message of the first error of calib's

@@ -67,8 +67,8 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 	if o.Rows < 0 {
 		return beam.PCollection{}, fmt.Errorf("beam: %d rows per batch: want a positive number, or 0 for %d", o.Rows, data.DefaultChunkRows)
 	}
-	if o.EvalBlocks < 0 || o.EvalBlocks > maxEvalBlocks {
-		return beam.PCollection{}, fmt.Errorf("beam: %d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, maxEvalBlocks)
+	if o.EvalBlocks < 0 || o.EvalBlocks > MaxEvalBlocks {
+		return beam.PCollection{}, fmt.Errorf("beam: %d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, MaxEvalBlocks)
 	}
 	empty, err := evaluate.NewSums(o.Stream)
 	if err != nil {
@@ -99,8 +99,8 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 	return beam.ParDo(s, &finishFn{Output: o.Output, File: o.File, Start: time.Now().UnixNano()}, sums, beam.SideInput{Input: kernel}), nil
 }
 
-// maxEvalBlocks bounds Options.EvalBlocks.
-const maxEvalBlocks = 1 << 16
+// MaxEvalBlocks bounds Options.EvalBlocks (and calib-beam's --eval-blocks).
+const MaxEvalBlocks = 1 << 16
 
 // Run builds the pipeline of the shards and runs it on the runner of the
 // --runner flag (prism, in this process, when it is not set; see

@@ -84,7 +84,7 @@ func (o Options) Check() error {
 	}
 	// A resampled p-value is at least 1/(B+1): below B = 1/alpha - 1 no
 	// resampling test could ever reject.
-	if alpha := cmp.Or(o.Alpha, DefaultAlpha); o.Resamples > 0 && float64(o.Resamples+1)*alpha < 1 {
+	if alpha := cmp.Or(o.Alpha, DefaultAlpha); o.Resamples > 0 && o.Resamples < MinResamples(alpha) {
 		return fmt.Errorf("calibtest: %d resamples: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach alpha = %g; want at least %d resamples",
 			o.Resamples, 1/float64(o.Resamples+1), alpha, MinResamples(alpha))
 	}

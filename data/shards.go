@@ -72,7 +72,7 @@ func dirShards(dir string) (files, skipped []string, err error) {
 		return nil, nil, &Error{File: dir, Err: fmt.Errorf("%w: %w", ErrRead, err)}
 	}
 	var candidates []string
-	exts := map[string]int{}
+	exts := map[string]bool{} // the extensions of the candidates
 	for _, e := range entries {
 		name := e.Name()
 		p := filepath.Join(dir, name)
@@ -86,7 +86,7 @@ func dirShards(dir string) (files, skipped []string, err error) {
 			skipped = append(skipped, name+" (not a prediction file: "+strings.Join(knownExtensions, ", ")+")")
 		default:
 			candidates = append(candidates, p)
-			exts[strings.ToLower(filepath.Ext(name))]++
+			exts[strings.ToLower(filepath.Ext(name))] = true
 		}
 	}
 	// .txt and .json are also the extensions of notes and metadata: beside

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strings"
 
@@ -48,6 +49,9 @@ type Mapping struct {
 	File   string `json:"file"`
 	Method string `json:"method"`
 }
+
+// String names the map: "the METHOD map FILE" (Evaluation.Calibrated).
+func (m *Mapping) String() string { return fmt.Sprintf("the %s map %s", m.Method, m.File) }
 
 // AddInput records the set s, read for role ("test", "val" or "" for the
 // one input) with its labels from the file labels ("" when they were in

@@ -38,7 +38,7 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	if out.WeightSum > 0 {
 		sum := fmt.Sprintf("%g", float64(out.WeightSum))
 		if math.IsInf(float64(out.WeightSum), 1) {
-			sum = "above the float64 range; every number is computed on the weights divided by their mean"
+			sum = "above the float64 range; every number is computed on the weights divided by a common power of two"
 		}
 		weights = fmt.Sprintf(", sample weights (sum %s): every number below is weighted", sum)
 	}

@@ -836,14 +836,11 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		}
 	}
 	if s.Pooled != nil && b == 0 {
-		// The pooled coordinates' rule, the weights read in their
-		// normalised form: N rows (Sqrt), N K values (Doane).
-		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.Pos))
+		// The pooled coordinates' rule: the rows of positive weight
+		// (Sqrt), their K values each (Doane).
+		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.Pos), float64(s.Pos)*float64(s.K))
 		if err != nil {
 			return nil, err
-		}
-		if s.Config.Bins.Rule == metric.Doane {
-			bins = s.Pooled.DoaneBinsN(float64(s.Pos) * float64(s.K))
 		}
 		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
 			return nil, err

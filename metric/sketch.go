@@ -223,28 +223,27 @@ func (b *SketchBucket) mass(weighted bool) float64 {
 	return float64(b.N)
 }
 
-// numBins returns B for the rule of o: Doane from the moments, Sqrt from
-// the total weight (the number of rows without weights).
-func (sk *ScoreSketch) numBins(o BinOptions, weighted bool) (int, error) {
-	if o.Rule == Doane {
-		return sk.Moments.DoaneBinsN(float64(sk.Pos)), nil
-	}
-	return o.MergedBins(sk.Moments, float64(sk.Pos)) // weights normalised to mean 1 sum to the rows of positive weight
+// numBins returns B for the rule of o: Doane from the moments, both rules
+// counting the rows of positive weight (the total of the weights'
+// normalised form).
+func (sk *ScoreSketch) numBins(o BinOptions) (int, error) {
+	return o.MergedBins(sk.Moments, float64(sk.Pos), float64(sk.Pos))
 }
 
 // maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
 // rows).
 const maxMergedBins = 1 << 20
 
-// MergedBins returns B for the rule of o from a sample's moments (Doane:
-// DoaneBins, the moments' total weight read as the count) and its number
-// of rows n (Sqrt), as the in-memory rules compute it from the sample (up
-// to the rounding of the moments). With weights, Doane's count is the
-// number of values (Moments.DoaneBinsN).
-func (o BinOptions) MergedBins(mo Moments, n float64) (int, error) {
+// MergedBins returns B for the rule of o from a sample's moments and
+// counts, as the in-memory rules compute it from the sample (up to the
+// rounding of the moments), the weights read in their normalised form:
+// Doane from the moments of values values (Moments.DoaneBinsN), Sqrt from
+// n rows (the canonical cells pool the K values of each row: values = n
+// K). Both count the rows of positive weight.
+func (o BinOptions) MergedBins(mo Moments, n, values float64) (int, error) {
 	switch o.Rule {
 	case Doane:
-		return mo.DoaneBins(), nil
+		return mo.DoaneBinsN(values), nil
 	case Sqrt:
 		if !(n <= maxMergedBins*float64(maxMergedBins)) {
 			return 0, fmt.Errorf("metric: the sqrt rule at a total of %g: more than %d bins", n, maxMergedBins)
@@ -308,7 +307,7 @@ func (sk *ScoreSketch) Needed(o BinOptions, weighted bool) ([]uint32, error) {
 	if len(sk.buckets) == 0 {
 		return nil, fmt.Errorf("metric: %w: no samples", ErrTooFewBins)
 	}
-	b, err := sk.numBins(o, weighted)
+	b, err := sk.numBins(o)
 	if err != nil {
 		return nil, err
 	}
@@ -534,7 +533,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 	if len(sk.buckets) == 0 {
 		return nil, bound, fmt.Errorf("metric: %w: no samples", ErrTooFewBins)
 	}
-	b, err := sk.numBins(o, weighted)
+	b, err := sk.numBins(o)
 	if err != nil {
 		return nil, bound, err
 	}

@@ -323,7 +323,7 @@ func TestScoreSketchDisagreement(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	if _, err := (BinOptions{Rule: Sqrt}).MergedBins(Moments{}, 1e30); err == nil {
+	if _, err := (BinOptions{Rule: Sqrt}).MergedBins(Moments{}, 1e30, 1e30); err == nil {
 		t.Error("10^15 bins: no error")
 	}
 	a, b := NewScoreSums(), NewScoreSums()

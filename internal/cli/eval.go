@@ -153,7 +153,7 @@ func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) 
 	}
 	out.Seconds, out.Provenance, out.Input = time.Since(start).Seconds(), prov, kind
 	if c != nil {
-		out.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
+		out.Calibrated = prov.Mapping.String()
 	}
 	return out, nil
 }

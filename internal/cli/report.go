@@ -116,7 +116,7 @@ func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Op
 			}
 		}
 		prov.Mapping = &evaluate.Mapping{File: f.ef.calibrator, Method: f.mapping.Info().Method}
-		o.Facts = append(o.Facts, report.Fact{Name: "calibrated by", Value: fmt.Sprintf("the %s map %s (applied to the test and validation predictions before every number and figure)", prov.Mapping.Method, prov.Mapping.File)})
+		o.Facts = append(o.Facts, report.Fact{Name: "calibrated by", Value: prov.Mapping.String() + " (applied to the test and validation predictions before every number and figure)"})
 	}
 	if _, err := f.ef.options(test); err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Op
 		return nil, err
 	}
 	if f.mapping != nil {
-		doc.Evaluation.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
+		doc.Evaluation.Calibrated = prov.Mapping.String()
 	}
 	return doc, doc.SaveHTML(f.out)
 }

@@ -220,7 +220,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: out.WeightSum})
 	out.Seconds, out.Provenance = time.Since(start).Seconds(), prov
 	if prov.Mapping != nil {
-		out.Calibrated = fmt.Sprintf("the %s map %s", prov.Mapping.Method, prov.Mapping.File)
+		out.Calibrated = prov.Mapping.String()
 	}
 	return out, nil
 }

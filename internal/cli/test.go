@@ -28,7 +28,7 @@ func newTestCmd() *cobra.Command {
 		}
 		// Before any data is read: --alpha and --resamples have their
 		// ranges checked by flagRules; here what they mean together.
-		if B := o.Resamples; float64(B+1)*o.Alpha < 1 {
+		if B := o.Resamples; B < calibtest.MinResamples(o.Alpha) {
 			return usageErrorf("--resamples %d: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach --alpha %g; want at least %d resamples", B, 1/float64(B+1), o.Alpha, calibtest.MinResamples(o.Alpha))
 		}
 		if err := o.Check(); err != nil { // the test names

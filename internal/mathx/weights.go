@@ -104,7 +104,8 @@ func ResampleDefaults(resamples int, level float64) (int, float64) {
 // weights already so scaled, are returned as they are with factor 1,
 // others in a new slice. Every number calib computes from weights is
 // invariant to a common positive factor (the estimators that read a
-// weight as a count read it normalised to mean 1: package metric), but
+// weight as a count read it normalised to mean 1 over the rows of positive
+// weight: package metric), but
 // float64 is not: weights of 1e160 overflow in w_i w_j (MMCE), 1e308 in
 // their sum, 1e-300 underflow in w_i^2. Scaled, any finite positive
 // weights give the answer of their normalised form. The division is exact

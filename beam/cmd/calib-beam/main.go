@@ -102,8 +102,8 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.rows < 1 || c.ksCells < 1 || c.bins < 1 {
 		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
 	}
-	if c.blocks < 1 || c.blocks > maxEvalBlocks {
-		return o, usageErrorf("--eval-blocks %d: want 1 to %d", c.blocks, maxEvalBlocks)
+	if c.blocks < 1 || c.blocks > calibbeam.MaxEvalBlocks {
+		return o, usageErrorf("--eval-blocks %d: want 1 to %d", c.blocks, calibbeam.MaxEvalBlocks)
 	}
 	if c.workers < 0 {
 		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
@@ -154,9 +154,6 @@ func (c *config) textFor(set map[string]bool) evaluate.Text {
 	}
 	return text
 }
-
-// maxEvalBlocks bounds --eval-blocks (the beam package's bound).
-const maxEvalBlocks = 1 << 16
 
 // evalPoints parses --eval-points as calib eval does.
 func evalPoints(v string) (int, error) {
@@ -307,9 +304,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "calib-beam:", msg)
 	var ue *usageError
-	var de *data.Error
-	var se *evaluate.DataError
-	if errors.As(err, &ue) || errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, evaluate.ErrOptions) {
+	if errors.As(err, &ue) || calibbeam.DataFault(err) {
 		return 2
 	}
 	return 1
