@@ -75,7 +75,13 @@ type Options struct {
 	// does. ece_witness reports p = 1 and 2, or those of P when P is given.
 	WitnessBandwidth float64
 	Objective        kde.Objective
-	ClassMean        bool // ece_kde marginal: the mean over classes instead of the sum
+	// Exact computes the one-dimensional ECE^KDE notions (top_label,
+	// binary, marginal) of ece_kde and sharpness, and their bandwidths, by
+	// the exact O(n^2) sweeps instead of the near-linear series
+	// (kde.Options.Exact; the series' kernel sums are within about 1e-13
+	// relative of the exact ones).
+	Exact     bool
+	ClassMean bool // ece_kde marginal: the mean over classes instead of the sum
 	Debias           bool // add ece_kde_debiased and sharpness_debiased
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
 	// fixed).

@@ -147,7 +147,7 @@ type Bandwidths map[kde.Notion]*kde.Curve
 // with kde.SelectBandwidth (and caches it when o asks for the default LOO
 // selection; a nil Bandwidths caches nothing).
 func (cc Bandwidths) Select(notion kde.Notion, s *data.Set, o kde.BandwidthOptions) (*kde.Curve, error) {
-	cacheable := cc != nil && o.Objective == kde.LOO && o.Grid == nil && !o.NoRefine && o.Tolerance == 0
+	cacheable := cc != nil && o.Objective == kde.LOO && o.Grid == nil && !o.NoRefine && o.Tolerance == 0 && !o.Exact
 	if cacheable {
 		if cv, ok := cc[notion]; ok {
 			return cv, nil
@@ -170,7 +170,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 	b := &chosenBandwidth{h: c.Bandwidth, method: "fixed"}
 	if c.Bandwidth == 0 {
 		progress, done := ev.step(notion.String() + " bandwidth")
-		cv, err := ev.shared.Select(notion, s, kde.BandwidthOptions{Objective: c.Objective, Workers: c.Workers, Progress: progress, Context: ev.ctx})
+		cv, err := ev.shared.Select(notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress, Context: ev.ctx})
 		done()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)
@@ -276,7 +276,7 @@ const fixedSupportGap = 0.1
 func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, error) {
 	s := ev.set
 	grid := []float64{h / 10, h, h * 10}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Grid: grid, NoRefine: true, Workers: ev.cfg.Workers, Context: ev.ctx})
+	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Grid: grid, NoRefine: true, Exact: ev.cfg.Exact, Workers: ev.cfg.Workers, Context: ev.ctx})
 	if err != nil {
 		// The check is advice: a set whose likelihood cannot be
 		// computed gets no warning here (the estimate says what fails).
@@ -377,7 +377,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
-			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
+			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
 				Neighbours: notion != kde.Marginal && !debias})
 			done()
 			if err != nil {
@@ -403,7 +403,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 					notion, p, h := notion, v.P, b.h
 					e.stat = func(idx []int) (float64, error) {
 						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
-							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Workers: 1, Debias: debias})
+							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Exact: c.Exact, Workers: 1, Debias: debias})
 						if err != nil {
 							return 0, err
 						}
@@ -779,7 +779,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 		if debias {
 			name = "sharpness_debiased"
 		}
-		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Workers: c.Workers, Debias: debias, Context: ev.ctx})
+		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: c.Workers, Debias: debias, Context: ev.ctx})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
@@ -787,7 +787,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
 		if c.CIExact {
 			e.stat = func(idx []int) (float64, error) {
-				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Workers: 1, Debias: debias})
+				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: 1, Debias: debias})
 				if err != nil {
 					return 0, err
 				}

@@ -95,6 +95,10 @@ const DefaultTolerance = 1e-2
 type BandwidthOptions struct {
 	Grid      []float64 // candidate bandwidths, increasing; nil means DefaultGrid()
 	Objective Objective
+	// Exact computes the one-dimensional notions' likelihoods by the exact
+	// O(n^2) sweeps (see Options.Exact). The Reference objective, which
+	// reproduces the reference code, always does.
+	Exact bool
 	// NoRefine skips the golden-section refinement of the LOO objective.
 	NoRefine bool
 	// Tolerance is the bracket width in log h at which the refinement
@@ -167,6 +171,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weight
 		return nil, fmt.Errorf("kde: refinement tolerance %v: must be positive", tol)
 	}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
+	lineMode(pts, opts.Exact || opts.Objective == Reference)
 	tr := track(opts.Context, pts, opts.Progress, len(grid))
 	// The refinement's work is announced with the grid's, at its largest
 	// (the widest bracket), so that the reported fraction never goes back;

@@ -45,6 +45,11 @@ type Options struct {
 	// Neighbours makes Estimate report Result.Neighbours (the squared
 	// kernel sums ride along in the same sweep).
 	Neighbours bool
+	// Exact computes the one-dimensional notions (TopLabel, Binary,
+	// Marginal) by the exact O(n^2) sweeps instead of the near-linear
+	// series of line.go (relative error of every kernel sum about 1e-13;
+	// see there). Canonical is always exact.
+	Exact bool
 	// Debias replaces every ratio r_jl by its appendix C debiased value
 	// (see debias.go: the O(1/n) bias of the ratio at a fixed point and
 	// bandwidth is removed to O(n^-3); the smoothing bias and the bias of
@@ -404,7 +409,17 @@ func track(ctx context.Context, pts []part, fn Progress, sweeps int) *tracker {
 // scalars c: a two-column Dirichlet problem on (c, 1-c), with sample
 // weights w (nil: all 1).
 func betaProblem(c []float64, ind []int, w []float64, workers int) *problem {
-	return newProblem(betaPoints(c), 2, ind, 2, w, workers)
+	p := newProblem(betaPoints(c), 2, ind, 2, w, workers)
+	p.beta = true
+	return p
+}
+
+// lineMode makes the Beta problems of pts use the near-linear sums of
+// line.go unless exact.
+func lineMode(pts []part, exact bool) {
+	for _, pt := range pts {
+		pt.prob.fast = pt.prob.beta && !exact
+	}
 }
 
 // confidences returns c_j = max_k f_jk and a_j = [argmax_k f_jk = y_j] (the
@@ -505,6 +520,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, weights []flo
 	}
 	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps)), weights: slices.Clone(weights)}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
+	lineMode(pts, opts.Exact)
 	track(opts.Context, pts, opts.Progress, 1)
 	if notion == Marginal {
 		res.PerClass = make([][]float64, len(ps))

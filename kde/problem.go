@@ -69,6 +69,12 @@ type problem struct {
 	lw   []float64
 	npos int
 
+	// beta marks a Beta problem built by betaProblem (columns (c, 1-c));
+	// fast makes its sweeps take the near-linear line form (line.go),
+	// built on first use into ln.
+	beta, fast bool
+	ln         *line
+
 	workers int
 	track   *tracker        // progress of the current call, or nil
 	ctx     context.Context // cancels the current call's sweeps; nil: never
@@ -486,6 +492,9 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 	if powers < 1 || powers > 3 || (squares && powers != 2) {
 		panic("kde: sums: powers must be 1 to 3")
 	}
+	if ln := p.lineOf(); ln != nil {
+		return ln.sums(h, powers) // the squares are the second power sums
+	}
 	n, nl := p.n, p.nl
 	c := p.logNorm(h)
 	cmin := tileMin(c, p.ti)
@@ -599,6 +608,9 @@ func (p *problem) sweepSums(h float64, powers int, squares bool) (m []float64, s
 // The dot products <x_i, log x_j> are computed once per pair for all
 // bandwidths: alpha_i - 1 = x_i / h.
 func (p *problem) looLSE(hs []float64) []float64 {
+	if ln := p.lineOf(); ln != nil {
+		return ln.looLSE(hs)
+	}
 	n, ng := p.n, len(hs)
 	cs, cmins := make([][]float64, ng), make([][]float64, ng)
 	for g, h := range hs {

@@ -74,6 +74,7 @@ func Sharpness(notion Notion, probs []float64, labels []int, k int, weights []fl
 		return nil, err
 	}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
+	lineMode(pts, opts.Exact)
 	track(opts.Context, pts, opts.Progress, 1)
 	pr := pts[0].prob
 	_, sq := pr.sums(h, 2)

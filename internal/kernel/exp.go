@@ -49,7 +49,23 @@ var exp2Table = func() (t [expN]float64) {
 // small enough for one vector register, so that the SIMD code looks it up
 // with a permutation instead of a gather.
 func Exp(x float64) float64 {
-	var y [1]float64
-	expInto(y[:], []float64{x}, 0)
-	return y[0]
+	// The operations of expInto, one element (TestExpScalar checks the bits).
+	t := math.FMA(x, invLn2N, roundMagic)
+	kf := t - roundMagic
+	r := math.FMA(kf, -ln2NHi, x)
+	r = math.FMA(kf, -ln2NLo, r)
+	p := math.FMA(r, 1.0/40320, 1.0/5040)
+	p = math.FMA(p, r, 1.0/720)
+	p = math.FMA(p, r, 1.0/120)
+	p = math.FMA(p, r, 1.0/24)
+	p = math.FMA(p, r, 1.0/6)
+	p = math.FMA(p, r, 1.0/2)
+	p = math.FMA(p, r, 1)
+	tb := exp2Table[math.Float64bits(t)&(expN-1)]
+	y := math.FMA(tb, p*r, tb)
+	y = math.Float64frombits(math.Float64bits(y) + math.Float64bits(t)>>expTableBits<<52)
+	if !(x >= ExpMin) {
+		return 0
+	}
+	return y
 }

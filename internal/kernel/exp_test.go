@@ -245,3 +245,21 @@ func TestExpTrueError(t *testing.T) {
 		t.Errorf("Exp: worst error %.4f ulp at %v against a 200-bit e^x, want < 1.5", worst, at)
 	}
 }
+
+// TestExpScalar checks that Exp performs expInto's operations: the same bits
+// on random arguments over the whole range, the ends and the specials.
+func TestExpScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	xs := []float64{0, math.Copysign(0, -1), -1e-300, ExpMin, math.Nextafter(ExpMin, 0), math.Nextafter(ExpMin, -1000),
+		-708, -745, -1e6, math.Inf(-1), math.NaN(), 1e-3, 0.5, 1}
+	for range 100000 {
+		xs = append(xs, -720*rng.Float64(), -rng.ExpFloat64())
+	}
+	want := make([]float64, len(xs))
+	expInto(want, xs, 0)
+	for i, x := range xs {
+		if got := Exp(x); math.Float64bits(got) != math.Float64bits(want[i]) {
+			t.Fatalf("Exp(%v) = %v, expInto gives %v", x, got, want[i])
+		}
+	}
+}

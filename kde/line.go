@@ -1,0 +1,479 @@
+package kde
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/internal/kernel"
+	"github.com/calib-dev/calib/internal/parallel"
+)
+
+// One-dimensional kernel sums in near-linear time.
+//
+// A Beta-kernel problem (TopLabel, Binary and each Marginal column; eq. 8)
+// has centres c_i with coordinates (a_i, b_i) = (c_i, 1 - c_i) and, for an
+// evaluation point x_j with u_j = log a_j and v_j = log b_j, the weighted
+// log-kernels (see logNorm; C_i = log B(alpha_i) - log w_i)
+//
+//	l_ij = (a_i u_j + b_i v_j)/h - C_i = a_i T_j + V_j - C_i,
+//	T_j = (u_j - v_j)/h,  V_j = v_j/h,
+//
+// since a_i + b_i = 1. For a fixed point, l_ij is an exponential family in
+// a_i: the q-th power sum over a set N of centres (a node: centres
+// contiguous in the order of a) is, for any slope tau_N and with a_i =
+// abar + rho z_i, z_i in [-1, 1],
+//
+//	sum_{i in N} e^(q l_ij) = e^(q V_j + G_N + q abar d) sum_k mu_k s^k,
+//	d = T_j - tau_N,  s = q rho d,
+//	mu_k = sum_{i in N} e^(g_i - G_N) z_i^k / k!,  g_i = q (a_i tau_N - C_i),
+//
+// with G_N = max_i g_i: a power series in s whose coefficients do not depend
+// on the point (Taylor's series of e^(s z) summed over the node). Cut after
+// lineTerms terms, its error is at most mu_0 e^|s| |s|^P / P! (P =
+// lineTerms), and the sum it approximates is at least mu_0 e^-|s| (the
+// centre with g_i = G_N alone), so the relative error of a node is below
+// e^(2|s|) |s|^P / P!, 2e-17 at |s| = 1 (Horner's rounding adds at most
+// about 2P e^(2|s|) 2^-53, 6.5e-14 at |s| = 1 and typically far less).
+// tau_N is the secant slope of the unweighted normaliser across the node, so
+// that the e^(g_i - G_N) are close to 1 and s is small for the points near
+// the node, whose kernels matter.
+//
+// Each label's centres form a binary tree of nodes over leaves of lineLeaf
+// centres. A point's sums descend the tree from the root, nearer child
+// first; a node is
+//
+//   - skipped when its sum is below e^kernel.Negligible (e^-50) of a lower
+//     bound of the point's sum (as the tiles of the exact sweeps are),
+//   - expanded (lineTerms multiply-adds and one exponential) when it does not
+//     hold the point itself and |s| <= lineNear, or |s| <= lineFar and its
+//     truncation and rounding errors are below lineEps of that lower bound,
+//   - else split; a leaf is summed term by term, the term i = j skipped.
+//
+// The term i = j is therefore excluded exactly (never subtracted), every
+// kernel sum is within a relative error of about 1e-13 of the exact sweeps'
+// (the bound above per expanded node, of which a point meets a few dozen,
+// plus the rounding of log-kernels of magnitude up to |C_i|, which both
+// share; measured on the real sets: see line_test.go), and each point's sums
+// are computed alone, in a fixed order, so that the results are
+// bit-identical for any number of workers and on every CPU (math.FMA and
+// kernel.Exp only). Points with a coordinate exactly 0 or 1 see only the
+// centres at the same end (kernel exactly 0 elsewhere; 0 log 0 = 0): their
+// sums run over that range of the tree, with T_j = V_j = 0.
+//
+// Options.Exact (and BandwidthOptions.Exact) keep the exact sweeps of
+// problem.go, which the golden tests of the reference use.
+const (
+	lineLeaf  = 16
+	lineTerms = 20
+	lineNear  = 1.0
+	lineFar   = 8.0
+	// lineLogEps is the log of the error a node expanded beyond lineNear
+	// may add, relative to the lower bound of the point's sum: 2^-53.
+	lineLogEps = -53 * math.Ln2
+)
+
+// lineInvFact[k] = 1/k!.
+var lineInvFact = func() (f [lineTerms]float64) {
+	f[0] = 1
+	for k := 1; k < lineTerms; k++ {
+		f[k] = f[k-1] / float64(k)
+	}
+	return f
+}()
+
+// lineLogErr[k] is the log of the error factor of an expanded node with
+// |s| <= k/4 (k = 0..4 lineFar): |s|^P / P! for the truncation plus 2P 2^-53
+// for Horner's rounding, both relative to the node's upper bound mu_0
+// e^(x + |s|) (the sum of |mu_k| |s|^k is at most mu_0 e^|s|).
+var lineLogErr = func() (t [4*int(lineFar) + 1]float64) {
+	for k := range t {
+		s := float64(k) / 4
+		t[k] = math.Log(math.Pow(s, lineTerms)*lineInvFact[lineTerms-1]/lineTerms + 2*lineTerms*0x1p-53)
+	}
+	return t
+}()
+
+// lineTree is one label's centres of a Beta problem in increasing order of
+// a, with the geometry of its nodes.
+type lineTree struct {
+	a, b  []float64 // coordinates, increasing a
+	pos   []int     // the centres' sorted positions in the problem
+	zeros int       // centres with a = 0 (the first ones)
+	ones  int       // centres with a = 1 (the last ones)
+	// lv[v] is level v of the tree: node k covers centres
+	// [k span, min((k+1) span, m)), span = lineLeaf << v; the last level has
+	// one node.
+	lv [][]lineNode
+}
+
+// lineNode is a node's centres [lo, hi) and their abar and rho.
+type lineNode struct {
+	lo, hi   int
+	mid, rho float64
+}
+
+// line is the near-linear form of a Beta problem: a tree per label and, for
+// every point (input order), its label's tree and index in it.
+type line struct {
+	p     *problem
+	trees []lineTree
+	idx   []int // input index -> index in the tree of its label
+}
+
+// lineOf returns the problem's line, built on first use; nil when the
+// problem is not a Beta problem in fast mode.
+func (p *problem) lineOf() *line {
+	if !p.fast {
+		return nil
+	}
+	if p.ln == nil {
+		p.ln = newLine(p)
+	}
+	return p.ln
+}
+
+func newLine(p *problem) *line {
+	ln := &line{p: p, trees: make([]lineTree, p.nl), idx: make([]int, p.n)}
+	for l := range p.nl {
+		t := &ln.trees[l]
+		t.pos = make([]int, 0, p.seg[l+1]-p.seg[l])
+		for s := p.seg[l]; s < p.seg[l+1]; s++ {
+			t.pos = append(t.pos, s)
+		}
+		slices.SortStableFunc(t.pos, func(x, y int) int {
+			return cmp.Compare(p.centre(x)[0], p.centre(y)[0])
+		})
+		m := len(t.pos)
+		t.a, t.b = make([]float64, m), make([]float64, m)
+		for q, s := range t.pos {
+			c := p.centre(s)
+			t.a[q], t.b[q] = c[0], c[1]
+			ln.idx[p.order[s]] = q
+			if c[0] == 0 {
+				t.zeros++
+			}
+			if c[1] == 0 {
+				t.ones++
+			}
+		}
+		for span := lineLeaf; ; span *= 2 {
+			lv := make([]lineNode, max(1, (m+span-1)/span))
+			for k := range lv {
+				nd := &lv[k]
+				nd.lo, nd.hi = k*span, min((k+1)*span, m)
+				if nd.lo < nd.hi {
+					a0, a1 := t.a[nd.lo], t.a[nd.hi-1]
+					nd.mid, nd.rho = (a0+a1)/2, (a1-a0)/2
+				}
+			}
+			t.lv = append(t.lv, lv)
+			if len(lv) == 1 {
+				break
+			}
+		}
+	}
+	return ln
+}
+
+// lineExp is the expansion of one tree at one bandwidth and power: per
+// node (level by level) tau_N, G_N (-Inf for a node without a positive
+// weight), log mu_0 and mu_0..mu_{P-1}, and the leaves' normalisers.
+type lineExp struct {
+	q  float64
+	c  []float64 // C_i in tree order
+	nd [][]lineNodeExp
+	mu [][]float64 // node k of level v: mu[v][k*lineTerms:]
+}
+
+type lineNodeExp struct {
+	tau, g, lmu0 float64
+}
+
+// betaNorm is log B(a/h + 1, b/h + 1) with the actual sum of the
+// parameters, as logNorm computes it (without a weight).
+func betaNorm(a, b, h float64) float64 {
+	ga, _ := math.Lgamma(a/h + 1)
+	gb, _ := math.Lgamma(b/h + 1)
+	gs, _ := math.Lgamma(a/h + 1 + b/h + 1)
+	return ga + gb - gs
+}
+
+// expand builds the tree's expansion at bandwidth h and power q from the
+// problem's normalisers c (sorted order, weighted).
+func (t *lineTree) expand(c []float64, h, q float64) *lineExp {
+	m := len(t.a)
+	e := &lineExp{q: q, c: make([]float64, m)}
+	for i, s := range t.pos {
+		e.c[i] = c[s]
+	}
+	g := make([]float64, m)
+	for _, lv := range t.lv {
+		nds, mu := make([]lineNodeExp, len(lv)), make([]float64, len(lv)*lineTerms)
+		for k, nd := range lv {
+			ne := &nds[k]
+			ne.g = math.Inf(-1)
+			if nd.lo >= nd.hi {
+				continue
+			}
+			if nd.rho > 0 {
+				// Any finite slope is exact; this one keeps the g_i close.
+				ne.tau = (betaNorm(t.a[nd.hi-1], t.b[nd.hi-1], h) - betaNorm(t.a[nd.lo], t.b[nd.lo], h)) / (2 * nd.rho)
+				if !(math.Abs(ne.tau) < 1e300) {
+					ne.tau = 0
+				}
+			}
+			for i := nd.lo; i < nd.hi; i++ {
+				g[i] = q * (t.a[i]*ne.tau - e.c[i])
+				ne.g = max(ne.g, g[i])
+			}
+			if ne.g == math.Inf(-1) {
+				continue
+			}
+			mk := mu[k*lineTerms : (k+1)*lineTerms]
+			for i := nd.lo; i < nd.hi; i++ {
+				w := kernel.Exp(g[i] - ne.g)
+				if w == 0 {
+					continue
+				}
+				z := 0.0
+				if nd.rho > 0 {
+					z = (t.a[i] - nd.mid) / nd.rho
+				}
+				for j := range mk {
+					mk[j] += w
+					w *= z
+				}
+			}
+			for j := range mk {
+				mk[j] *= lineInvFact[j]
+			}
+			ne.lmu0 = math.Log(mk[0])
+		}
+		e.nd, e.mu = append(e.nd, nds), append(e.mu, mu)
+	}
+	return e
+}
+
+// lineAcc accumulates one point's sums: per label sum_l e^(scale) over the
+// terms added, and lb, the log of a lower bound of the total.
+type lineAcc struct {
+	scale, lb float64
+	s         [2]float64
+}
+
+func (acc *lineAcc) reset() {
+	acc.scale, acc.lb = math.Inf(-1), math.Inf(-1)
+	acc.s = [2]float64{}
+}
+
+// add adds e^x v to label l's sum.
+func (acc *lineAcc) add(l int, x, v float64) {
+	if x > acc.scale {
+		if acc.scale > math.Inf(-1) {
+			f := kernel.Exp(acc.scale - x)
+			acc.s[0] *= f
+			acc.s[1] *= f
+		}
+		acc.scale = x
+	}
+	acc.s[l] += v * kernel.Exp(x-acc.scale)
+}
+
+// linePoint is an evaluation point of a line query.
+type linePoint struct {
+	T, V   float64 // (u - v)/h and v/h; 0 and 0 at an end
+	tu, tv float64 // u/h and v/h for the leaves; 0 and 0 at an end
+	a      float64 // its coordinate a, to order the children
+	lo, hi int     // the centres of the tree it sees
+	self   int     // its index in the tree, or -1
+}
+
+// point returns the query of input point j against tree l at bandwidth h.
+func (ln *line) point(j, l int, h float64) linePoint {
+	p := ln.p
+	a, b := p.x[2*j], p.x[2*j+1]
+	t := &ln.trees[l]
+	q := linePoint{a: a, self: -1, hi: len(t.a)}
+	if p.labels[j] == l {
+		q.self = ln.idx[j]
+	}
+	switch {
+	case a == 0:
+		q.hi = t.zeros
+	case b == 0:
+		q.lo = len(t.a) - t.ones
+	default:
+		u, v := math.Log(a), math.Log(b)
+		q.T, q.V, q.tu, q.tv = (u-v)/h, v/h, u/h, v/h
+	}
+	return q
+}
+
+// query adds the q-th power sums of the point's kernels over tree l to acc
+// (label l's sum). stack and row are scratch.
+func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack []int32, row []float64) []int32 {
+	if pt.lo >= pt.hi || e == nil {
+		return stack
+	}
+	q := e.q
+	top := len(t.lv) - 1
+	stack = append(stack[:0], int32(top), 0)
+	for len(stack) > 0 {
+		v, k := int(stack[len(stack)-2]), int(stack[len(stack)-1])
+		stack = stack[:len(stack)-2]
+		nd, ne := t.lv[v][k], e.nd[v][k]
+		if nd.hi <= pt.lo || nd.lo >= pt.hi || ne.g == math.Inf(-1) {
+			continue
+		}
+		d := pt.T - ne.tau
+		s := q * nd.rho * d
+		as := math.Abs(s)
+		x := q*pt.V + ne.g + q*nd.mid*d
+		ub := x + ne.lmu0 + as
+		if ub < acc.lb+kernel.Negligible {
+			continue // below e^-50 of the point's sum (never while lb = -Inf)
+		}
+		whole := nd.lo >= pt.lo && nd.hi <= pt.hi && (pt.self < nd.lo || pt.self >= nd.hi)
+		if whole && (as <= lineNear || (as <= lineFar && ub-acc.lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps)) {
+			mk := e.mu[v][k*lineTerms : (k+1)*lineTerms]
+			s2 := s * s
+			ev, od := mk[lineTerms-2], mk[lineTerms-1]
+			for j := lineTerms - 4; j >= 0; j -= 2 {
+				ev = math.FMA(ev, s2, mk[j])
+				od = math.FMA(od, s2, mk[j+1])
+			}
+			acc.add(l, x, math.FMA(od, s, ev))
+			acc.lb = max(acc.lb, x+ne.lmu0-as)
+			continue
+		}
+		if v == 0 {
+			t.leaf(e, pt, l, max(nd.lo, pt.lo), min(nd.hi, pt.hi), acc, row)
+			continue
+		}
+		// Children: the farther pushed first, so that the nearer is
+		// summed first (its terms raise the lower bound sooner).
+		ch := t.lv[v-1]
+		c0, c1 := 2*k, 2*k+1
+		if c1 >= len(ch) {
+			stack = append(stack, int32(v-1), int32(c0))
+			continue
+		}
+		if pt.a-t.a[ch[c0].hi-1] < t.a[ch[c1].lo]-pt.a {
+			c0, c1 = c1, c0 // the left child (2k) is nearer: push the right one first
+		}
+		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
+	}
+	return stack
+}
+
+// leaf adds the terms of centres [lo, hi) of a leaf (i = j masked with
+// -Inf, whose exponential is exactly 0); row is scratch of lineLeaf.
+func (t *lineTree) leaf(e *lineExp, pt *linePoint, l, lo, hi int, acc *lineAcc, row []float64) {
+	r := row[:hi-lo]
+	tm := math.Inf(-1)
+	for i := lo; i < hi; i++ {
+		// At an end tu = tv = 0 and only the centres of that end are in
+		// range: their log-kernel is -C_i.
+		x := e.q * (float64(t.a[i]*pt.tu) + float64(t.b[i]*pt.tv) - e.c[i])
+		if i == pt.self {
+			x = math.Inf(-1)
+		}
+		r[i-lo] = x
+		tm = max(tm, x)
+	}
+	if tm == math.Inf(-1) {
+		return
+	}
+	acc.add(l, tm, kernel.SumExp(r, tm))
+	acc.lb = max(acc.lb, tm)
+}
+
+// sums runs the line form of problem.sweepSums: for every point j (input
+// order) the shift m[j] and the power sums s[q][j*2 + l] in units of
+// e^((q+1) m[j]).
+func (ln *line) sums(h float64, powers int) (m []float64, s [][]float64) {
+	p := ln.p
+	n := p.n
+	c := p.logNorm(h)
+	exps := make([][2]*lineExp, powers)
+	for q := range exps {
+		for l := range ln.trees {
+			exps[q][l] = ln.trees[l].expand(c, h, float64(q+1))
+		}
+	}
+	m, s = make([]float64, n), make([][]float64, powers)
+	for q := range s {
+		s[q] = make([]float64, 2*n)
+	}
+	type scratch struct {
+		stack []int32
+		row   []float64
+	}
+	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch { return &scratch{row: make([]float64, lineLeaf)} }, func(w *scratch, b int) {
+		for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
+			var scales [3]float64
+			var sums [3][2]float64
+			for q := range powers {
+				var acc lineAcc
+				acc.reset()
+				for l := range ln.trees {
+					pt := ln.point(j, l, h)
+					w.stack = ln.trees[l].query(exps[q][l], &pt, l, &acc, w.stack, w.row)
+				}
+				scales[q], sums[q] = acc.scale, acc.s
+			}
+			m[j] = scales[0]
+			if m[j] == math.Inf(-1) {
+				continue
+			}
+			for q := range powers {
+				f := math.Exp(scales[q] - float64(q+1)*m[j])
+				for l := range 2 {
+					s[q][2*j+l] = sums[q][l] * f
+				}
+			}
+		}
+		p.track.add(1)
+	})
+	return m, s
+}
+
+// looLSE is problem.looLSE in the line form: lse[g*n + j] = log
+// sum_{i != j} w_i k_{h_g}(x_j; x_i).
+func (ln *line) looLSE(hs []float64) []float64 {
+	p := ln.p
+	n := p.n
+	lse := make([]float64, len(hs)*n)
+	for g, h := range hs {
+		c := p.logNorm(h)
+		var exps [2]*lineExp
+		for l := range ln.trees {
+			exps[l] = ln.trees[l].expand(c, h, 1)
+		}
+		out := lse[g*n : (g+1)*n]
+		type scratch struct {
+			stack []int32
+			row   []float64
+		}
+		err := parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch { return &scratch{row: make([]float64, lineLeaf)} }, func(w *scratch, b int) {
+			for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
+				var acc lineAcc
+				acc.reset()
+				for l := range ln.trees {
+					pt := ln.point(j, l, h)
+					w.stack = ln.trees[l].query(exps[l], &pt, l, &acc, w.stack, w.row)
+				}
+				out[j] = math.Inf(-1)
+				if tot := acc.s[0] + acc.s[1]; acc.scale > math.Inf(-1) && tot > 0 {
+					out[j] = acc.scale + math.Log(tot)
+				}
+			}
+			p.track.add(1)
+		})
+		if err != nil {
+			break
+		}
+	}
+	return lse
+}
