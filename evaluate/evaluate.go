@@ -82,7 +82,7 @@ type Options struct {
 	// relative of the exact ones).
 	Exact     bool
 	ClassMean bool // ece_kde marginal: the mean over classes instead of the sum
-	Debias           bool // add ece_kde_debiased and sharpness_debiased
+	Debias    bool // add ece_kde_debiased and sharpness_debiased
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
 	// fixed).
 	Bins metric.BinOptions
