@@ -678,6 +678,31 @@ func (ps *PointSums) Select() (*Selection, error) {
 
 func (ps *PointSums) weight(j int) float64 { return mathx.Weight(ps.Weights, j) }
 
+// PointLogLik returns each evaluation point's term of the leave-one-out
+// log-likelihood at bandwidth Grid[g] (Select's l(h) without the weighted
+// mean): log( S_j(h) / W_-j ), summed over the classes for Marginal, -Inf
+// where the point's density is 0 (in some class, for Marginal).
+func (ps *PointSums) PointLogLik(g int) []float64 {
+	m, G := ps.M(), len(ps.Grid)
+	nl := labelsPerPart(ps.Notion, ps.K)
+	ll := make([]float64, m)
+	for c := range numParts(ps.Notion, ps.K) {
+		for j := range ll {
+			at := (c*G+g)*m + j
+			s := 0.0
+			for _, v := range ps.Sums[at*nl : (at+1)*nl] {
+				s += v
+			}
+			if math.IsInf(ps.Shift[at], -1) || !(s > 0) {
+				ll[j] = math.Inf(-1)
+				continue
+			}
+			ll[j] += ps.Shift[at] + math.Log(s) - math.Log(ps.W-ps.weight(j))
+		}
+	}
+	return ll
+}
+
 // SampledValue is one Lp estimate from a sample of evaluation points.
 type SampledValue struct {
 	P     float64 // the exponent p
