@@ -169,12 +169,19 @@ func TestGoldenEstimates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", g.Case, err)
 			}
-			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}})
+			// The exact sweeps against the reference; the default
+			// (near-linear for the one-dimensional notions) against them.
+			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}, Exact: true})
 			if err != nil {
 				t.Errorf("%s %s p=%v h=%v: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)
 				continue
 			}
 			got := res.Values[0].Value
+			if fast, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}}); err != nil {
+				t.Errorf("%s %s p=%v h=%v: default: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)
+			} else if relDiff(fast.Values[0].Value, got) > 1e-11 {
+				t.Errorf("%s %s p=%v h=%v: default %v, exact %v", g.Case, r.Mode, r.P, r.Bandwidth, fast.Values[0].Value, got)
+			}
 			if math.IsNaN(got) || math.IsInf(got, 0) {
 				t.Errorf("%s %s p=%v h=%v: value %v is not finite", g.Case, r.Mode, r.P, r.Bandwidth, got)
 				continue
