@@ -10,12 +10,19 @@
 
 #include "textflag.h"
 
-// expmask<>: the exponential table's index mask, 7 in each lane.
-DATA expmask<>+0(SB)/8, $7
-DATA expmask<>+8(SB)/8, $7
-DATA expmask<>+16(SB)/8, $7
-DATA expmask<>+24(SB)/8, $7
-GLOBL expmask<>(SB), RODATA|NOPTR, $32
+// expmask3<>: 3 in each lane (the table index within a half of the table).
+DATA expmask3<>+0(SB)/8, $3
+DATA expmask3<>+8(SB)/8, $3
+DATA expmask3<>+16(SB)/8, $3
+DATA expmask3<>+24(SB)/8, $3
+GLOBL expmask3<>(SB), RODATA|NOPTR, $32
+
+// dwordodd<>: 0 in the low and 1 in the high doubleword of each lane.
+DATA dwordodd<>+0(SB)/8, $0x0000000100000000
+DATA dwordodd<>+8(SB)/8, $0x0000000100000000
+DATA dwordodd<>+16(SB)/8, $0x0000000100000000
+DATA dwordodd<>+24(SB)/8, $0x0000000100000000
+GLOBL dwordodd<>(SB), RODATA|NOPTR, $32
 
 // neginf<>: -Inf in each lane.
 DATA neginf<>+0(SB)/8, $0xfff0000000000000
@@ -69,20 +76,22 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $256
 	LEAQ tailmask<>(SB), DX \
 	LEAQ (DX)(AX*8), DX
 
-// LOADEXP loads the exponential's constants kept in registers and the
-// table base: Y12 invLn2N, Y11 roundMagic, Y13 ExpMin, R8 &exp2Table. The
-// others are read from expConst4 (see simd_amd64.go: row i at 32*i).
+// LOADEXP loads the exponential's constants kept in registers: Y12
+// invLn2N, Y11 roundMagic, Y13 ExpMin. The others are read from expConst4
+// (see simd_amd64.go: row i at 32*i).
 #define LOADEXP \
 	VMOVUPD ·expConst4+0(SB), Y12 \
 	VMOVUPD ·expConst4+32(SB), Y11 \
-	VMOVUPD ·expConst4+384(SB), Y13 \
-	LEAQ ·exp2Table(SB), R8
+	VMOVUPD ·expConst4+384(SB), Y13
 
 // EXP4 replaces V by e^V (Exp's operations, lane by lane), 0 where V <
-// ExpMin or NaN. T, KF, R, Q, K are scratch registers; V also serves as
-// the gather's mask once it is no longer needed (VGATHERQPD wants mask,
-// index and destination in three different registers, and clears the
-// mask).
+// ExpMin or NaN. T, KF, R, Q, K are scratch registers. The table entry
+// 2^(j/8), j the low 3 bits of T's lanes, is looked up without a gather
+// (microcoded and slow on AMD Zen 1 to 3 and many Intel cores): each half
+// of the 8-entry table is one YMM register of 8 doublewords, VPERMD picks
+// the doubleword pair 2(j & 3), 2(j & 3) + 1 from both halves, and
+// VBLENDVPD takes the upper half's where bit 2 of j (moved to the sign
+// bit) is set.
 #define EXP4(V, T, KF, R, Q, K) \
 	VCMPPD $0x1d, Y13, V, K \
 	VMOVAPD V, T \
@@ -100,9 +109,14 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $256
 	VFMADD213PD ·expConst4+320(SB), R, Q \
 	VFMADD213PD ·expConst4+352(SB), R, Q \
 	VMULPD R, Q, Q \
-	VPAND expmask<>(SB), T, R \
-	VPCMPEQQ V, V, V \
-	VGATHERQPD V, (R8)(R*8), KF \
+	VPAND expmask3<>(SB), T, R \
+	VPADDQ R, R, R \
+	VPSHUFD $0xa0, R, R \
+	VPADDD dwordodd<>(SB), R, R \
+	VPERMD ·exp2Table+0(SB), R, KF \
+	VPERMD ·exp2Table+32(SB), R, R \
+	VPSLLQ $61, T, V \
+	VBLENDVPD V, R, KF, KF \
 	VFMADD213PD KF, KF, Q \
 	VPSRLQ $3, T, T \
 	VPSLLQ $52, T, T \
