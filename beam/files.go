@@ -104,7 +104,7 @@ func expand(ctx context.Context, pattern string) ([]string, error) {
 }
 
 // eachBatch reads the shard sh in batches of at most rows rows (rows <= 0:
-// data.DefaultChunkRows), decoded as opts says (its Labels and Weights
+// about data.DefaultChunkBytes of predictions), decoded as opts says (its Labels and Weights
 // replaced by the shard's), and calls fn on each; the batches are named
 // sh.File with their offsets in it.
 func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn func(*evaluate.Batch) error) (err error) {

@@ -18,7 +18,8 @@ import (
 
 // Options configures a pipeline. The zero value evaluates the default
 // streamed metrics (evaluate.StreamOptions' defaults) of probability files
-// with their labels inside, in batches of data.DefaultChunkRows rows.
+// with their labels inside, in batches of about data.DefaultChunkBytes of
+// predictions.
 type Options struct {
 	// Stream holds the options of the evaluation, as evaluate.Stream takes
 	// them; they are checked by Build, before any data is read. Progress
@@ -30,7 +31,8 @@ type Options struct {
 	// Parquet columns, ...); its Labels and Weights are replaced by each
 	// Shard's.
 	Data data.Options
-	// Rows is the number of rows of a batch (0: data.DefaultChunkRows).
+	// Rows is the number of rows of a batch (0: about
+	// data.DefaultChunkBytes of predictions, see data.OpenChunks).
 	// The results do not depend on it beyond rounding.
 	Rows int
 	// Output is where the last stage writes the `calib eval --json`
@@ -65,7 +67,7 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 		return beam.PCollection{}, errNoShards
 	}
 	if o.Rows < 0 {
-		return beam.PCollection{}, fmt.Errorf("beam: %d rows per batch: want a positive number, or 0 for %d", o.Rows, data.DefaultChunkRows)
+		return beam.PCollection{}, fmt.Errorf("beam: %d rows per batch: want a positive number, or 0 for about %d bytes of predictions a batch", o.Rows, data.DefaultChunkBytes)
 	}
 	if o.EvalBlocks < 0 || o.EvalBlocks > MaxEvalBlocks {
 		return beam.PCollection{}, fmt.Errorf("beam: %d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, MaxEvalBlocks)

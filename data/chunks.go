@@ -7,9 +7,27 @@ import (
 	"slices"
 )
 
-// DefaultChunkRows is the number of rows of a chunk when OpenChunks is given
-// rows <= 0.
+// DefaultChunkRows is the most rows of a chunk when OpenChunks is given
+// rows <= 0, and the rows a CSV's label column is detected on.
 const DefaultChunkRows = 1 << 16
+
+// DefaultChunkBytes is the size of the predictions of a chunk when
+// OpenChunks is given rows <= 0: the first chunk has autoFirstRows rows,
+// the next DefaultChunkBytes / (8K) (from autoFirstRows to
+// DefaultChunkRows), so that a stream's chunks take about 1 MiB whatever K
+// (at K = 10: 13,107 rows; a chunk of 65,536 rows took 5 MiB, several of
+// them in flight, most of a stream's memory).
+const DefaultChunkBytes = 1 << 20
+
+// autoFirstRows is the rows of the first chunk when the size is automatic,
+// before K is known.
+const autoFirstRows = 1 << 10
+
+// autoRows returns the rows of a chunk of about DefaultChunkBytes of
+// predictions at K columns.
+func autoRows(k int) int {
+	return min(DefaultChunkRows, max(autoFirstRows, DefaultChunkBytes/(8*max(k, 1))))
+}
 
 // maxChunkValues bounds the values of one chunk of an array file (NPY): a
 // chunk holds fewer than the rows asked for when its rows have more than
@@ -54,18 +72,19 @@ const maxChunkValues = 1 << 24
 // labels or weights files longer or shorter than the predictions (ErrLength,
 // ErrWeights). A Chunks is not safe for concurrent use.
 type Chunks struct {
-	name    string
-	opts    Options
-	rows    int
-	src     chunkSource
-	labels  sideReader // nil: labels, if any, are in the predictions file
-	weights sideReader // nil: weights, if any, are in the predictions file
-	closers []io.Closer
-	size    int64
-	bytes   int64 // bytes of the predictions file read so far
-	offset  int64 // row index of the first row of the last chunk
-	done    int64 // rows returned
-	started bool  // a chunk was read
+	name     string
+	opts     Options
+	rows     int
+	autoRows bool // rows is set from K after the first chunk (rows <= 0 given)
+	src      chunkSource
+	labels   sideReader // nil: labels, if any, are in the predictions file
+	weights  sideReader // nil: weights, if any, are in the predictions file
+	closers  []io.Closer
+	size     int64
+	bytes    int64 // bytes of the predictions file read so far
+	offset   int64 // row index of the first row of the last chunk
+	done     int64 // rows returned
+	started  bool  // a chunk was read
 	// weighted says a chunk had weights, positive that one was > 0.
 	weighted, positive bool
 	err                error // sticky: io.EOF or the first error
@@ -88,7 +107,7 @@ type sideReader interface {
 
 // OpenChunks opens the prediction file name (and the labels and weights
 // files opts names) for reading in chunks of at most rows rows (rows <= 0
-// means DefaultChunkRows). The format is picked as Load picks it. Errors
+// means about DefaultChunkBytes of predictions a chunk). The format is picked as Load picks it. Errors
 // that the start of the files shows (a missing file, an unknown format, an
 // NPY shape, Parquet columns) are *Error values as Load returns them; the
 // others come from Next. Close the Chunks when done.
@@ -154,7 +173,7 @@ type input struct {
 // labels and weights files (nil when none).
 func (c *Chunks) init(format string, pred input, labels, weights *input, rows int) error {
 	if rows <= 0 {
-		rows = DefaultChunkRows
+		rows, c.autoRows = autoFirstRows, true
 	}
 	c.rows = rows
 	opts := c.opts
@@ -250,6 +269,9 @@ func (c *Chunks) next() (s *Set, err error) {
 	}
 	c.offset = c.done
 	c.done += int64(n)
+	if c.autoRows {
+		c.rows, c.autoRows = autoRows(s.K), false
+	}
 	return s, nil
 }
 

@@ -482,7 +482,7 @@ func TestChunksErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.Next(); err != nil || s.N != min(DefaultChunkRows, whole.N) {
+	if s, err := c.Next(); err != nil || s.N != min(autoFirstRows, whole.N) {
 		t.Fatal(s, err)
 	}
 	c.Close()
@@ -586,4 +586,56 @@ func firstRecord(b []byte) []string {
 		return nil
 	}
 	return strings.Split(string(line), ",")
+}
+
+// TestChunkAutoRows: with rows <= 0 the first chunk has autoFirstRows rows
+// and the next about DefaultChunkBytes of predictions (2^17 / K rows,
+// within autoFirstRows..DefaultChunkRows), and the chunks hold every row
+// once, in order.
+func TestChunkAutoRows(t *testing.T) {
+	for k, want := range map[int]int{1: DefaultChunkRows, 2: DefaultChunkRows, 10: 13107, 100: 1310, 1000: autoFirstRows} {
+		if got := autoRows(k); got != want {
+			t.Errorf("autoRows(%d) = %d, want %d", k, got, want)
+		}
+	}
+	const n, k = 30000, 10
+	var b strings.Builder
+	for i := range n {
+		for m := range k {
+			v := 0.01
+			if m == i%k {
+				v = 0.91
+			}
+			fmt.Fprintf(&b, "%g,", v)
+		}
+		fmt.Fprintf(&b, "%d\n", i%k)
+	}
+	name := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenChunks(name, Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var sizes []int
+	total := 0
+	for {
+		s, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Labels[0] != total%k {
+			t.Fatalf("chunk at row %d starts with label %d", total, s.Labels[0])
+		}
+		sizes = append(sizes, s.N)
+		total += s.N
+	}
+	if want := []int{1024, 13107, 13107, n - 1024 - 2*13107}; !slices.Equal(sizes, want) {
+		t.Errorf("chunk sizes %v, want %v", sizes, want)
+	}
 }

@@ -101,8 +101,17 @@ type StreamOptions struct {
 }
 
 // MaxCellFloats is the default budget of the canonical cells of a stream:
-// 2^25 numbers (1.5 million cells at K = 10, about 296 bytes of heap each).
-const MaxCellFloats = 1 << 25
+// 2^20 numbers (47,662 cells at K = 10, about 296 bytes of heap each: 14
+// MB), so that a stream stays under 64 MB with the default options at any
+// n. Predictions spread over more cells than that hold too few samples per
+// cell for the canonical binned values to mean anything (the sparse-cell
+// warning); a larger MaxCells computes them, at about (2K + 2) x 8 x 1.7
+// bytes a cell.
+const MaxCellFloats = 1 << 20
+
+// cellBytes is about the heap a canonical cell of K classes takes (296
+// bytes measured at K = 10: its 2K + 2 sums, the key, the map entry).
+func cellBytes(k int) int { return (2*k + 2) * 8 * 17 / 10 }
 
 // streamConfig is StreamOptions resolved: what Sums carries to its merge
 // partners and to Finish.
@@ -1431,7 +1440,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 			continue
 		}
 		if cells.Overflow {
-			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells); use fewer bins or a larger bound", cells.Limit, cells.B, s.K)
+			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit, cells.B, s.K, cellBytes(s.K))
 			if c.Strict {
 				return nil, &DataError{Err: err}
 			}

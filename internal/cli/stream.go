@@ -35,9 +35,9 @@ type streamFlags struct {
 func (f *streamFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or a file over 2 GiB; --stream=false turns that off): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
 	fs.StringVar(&f.evalPoints, "eval-points", "", fmt.Sprintf("with --stream: the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
-	fs.IntVar(&f.rows, "rows", 65536, "with --stream: rows per chunk")
+	fs.IntVar(&f.rows, "rows", 0, "with --stream: rows per chunk (0: about 1 MiB of predictions, 2^17/K rows from 1,024 to 65,536)")
 	fs.IntVar(&f.ksCells, "ks-cells", 4096, "with --stream: score cells of KS (the bounds' width is about 1/cells)")
-	fs.IntVar(&f.maxCells, "max-cells", 0, "with --stream: the most occupied cells the canonical ece_bin and mce may keep (0: 2^25 / (2K + 2), 256 MiB of sums); past it those two entries are errors")
+	fs.IntVar(&f.maxCells, "max-cells", 0, "with --stream: the most occupied cells the canonical ece_bin and mce may keep (0: 2^20 / (2K + 2), 47,662 at K = 10, about 14 MB; each cell about (2K + 2) x 14 bytes); past it those two entries are errors")
 }
 
 // decide says whether eval streams PRED (a file, glob or directory) and
@@ -47,8 +47,8 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	if _, err := f.points(); err != nil {
 		return false, nil, err
 	}
-	if f.rows < 1 || f.ksCells < 1 || f.maxCells < 0 {
-		return false, nil, usageErrorf("--rows and --ks-cells must be at least 1, --max-cells at least 0")
+	if f.rows < 0 || f.ksCells < 1 || f.maxCells < 0 {
+		return false, nil, usageErrorf("--ks-cells must be at least 1, --rows and --max-cells at least 0")
 	}
 	st, err := os.Stat(pred)
 	single := err == nil && !st.IsDir()
