@@ -824,3 +824,109 @@ ax_t1s:
 ax_done:
 	VZEROUPPER
 	RET
+
+// func logKernelRows4AVX2(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64)
+//
+// The AVX2 micro-kernel of LogKernelRows: four evaluation points by 8
+// centres per block (eight accumulators), each dot product summed from 0
+// in the order m = 0..d-1 with a multiply then an add (no fused
+// multiply-add), as the generic code does. It does the first len(c)/8*8
+// centres; the caller does the rest.
+TEXT ·logKernelRows4AVX2(SB), NOSPLIT, $0-120
+	MOVQ dst_base+0(FP), DI
+	MOVQ ls_base+24(FP), SI
+	MOVQ d+48(FP), R9
+	MOVQ fct_base+56(FP), R10
+	MOVQ stride+80(FP), R11
+	SHLQ $3, R11
+	MOVQ c_base+88(FP), BX
+	MOVQ c_len+96(FP), CX
+	MOVQ CX, DX
+	SHLQ $3, DX              // dst row stride in bytes
+	SHLQ $3, R9              // ls row stride in bytes
+
+lr2_block:
+	CMPQ CX, $8
+	JB   lr2_done
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	MOVQ R10, R12            // fct at coordinate m, this block
+	MOVQ SI, R13             // rows 0 and 1 at coordinate m
+	LEAQ (SI)(R9*2), AX      // rows 2 and 3 at coordinate m
+	MOVQ d+48(FP), R14
+
+lr2_m:
+	VMOVUPD (R12), Y8
+	VMOVUPD 32(R12), Y9
+	VBROADCASTSD (R13), Y10
+	VBROADCASTSD (R13)(R9*1), Y11
+	VBROADCASTSD (AX), Y12
+	VBROADCASTSD (AX)(R9*1), Y13
+	VMULPD Y8, Y10, Y14
+	VMULPD Y9, Y10, Y15
+	VADDPD Y14, Y0, Y0
+	VADDPD Y15, Y1, Y1
+	VMULPD Y8, Y11, Y14
+	VMULPD Y9, Y11, Y15
+	VADDPD Y14, Y2, Y2
+	VADDPD Y15, Y3, Y3
+	VMULPD Y8, Y12, Y14
+	VMULPD Y9, Y12, Y15
+	VADDPD Y14, Y4, Y4
+	VADDPD Y15, Y5, Y5
+	VMULPD Y8, Y13, Y14
+	VMULPD Y9, Y13, Y15
+	VADDPD Y14, Y6, Y6
+	VADDPD Y15, Y7, Y7
+	ADDQ R11, R12
+	ADDQ $8, R13
+	ADDQ $8, AX
+	DECQ R14
+	JNZ  lr2_m
+
+	VBROADCASTSD invh+112(FP), Y10
+	VMOVUPD (BX), Y8
+	VMOVUPD 32(BX), Y9
+	VMULPD Y10, Y0, Y0
+	VMULPD Y10, Y1, Y1
+	VMULPD Y10, Y2, Y2
+	VMULPD Y10, Y3, Y3
+	VMULPD Y10, Y4, Y4
+	VMULPD Y10, Y5, Y5
+	VMULPD Y10, Y6, Y6
+	VMULPD Y10, Y7, Y7
+	VSUBPD Y8, Y0, Y0
+	VSUBPD Y9, Y1, Y1
+	VSUBPD Y8, Y2, Y2
+	VSUBPD Y9, Y3, Y3
+	VSUBPD Y8, Y4, Y4
+	VSUBPD Y9, Y5, Y5
+	VSUBPD Y8, Y6, Y6
+	VSUBPD Y9, Y7, Y7
+	MOVQ DI, R12
+	VMOVUPD Y0, (R12)
+	VMOVUPD Y1, 32(R12)
+	ADDQ DX, R12
+	VMOVUPD Y2, (R12)
+	VMOVUPD Y3, 32(R12)
+	ADDQ DX, R12
+	VMOVUPD Y4, (R12)
+	VMOVUPD Y5, 32(R12)
+	ADDQ DX, R12
+	VMOVUPD Y6, (R12)
+	VMOVUPD Y7, 32(R12)
+	ADDQ $64, DI
+	ADDQ $64, R10
+	ADDQ $64, BX
+	SUBQ $8, CX
+	JMP  lr2_block
+
+lr2_done:
+	VZEROUPPER
+	RET

@@ -129,19 +129,40 @@ func axpyRows(acc, w, v []float64) {
 }
 
 // logKernelRows4 computes the rows of LogKernelRows in groups of four with
-// the AVX-512 micro-kernel and returns how many rows it did (a multiple of
-// 4; 0 on the other paths).
+// the AVX-512 or AVX2 micro-kernel and returns how many rows it did (a
+// multiple of 4; 0 on the generic path). The AVX2 kernel does blocks of 8
+// centres; the last len(c) mod 8 of each row are LogKernelRow's.
 func logKernelRows4(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64) int {
-	if active != &avx512 {
-		return 0
-	}
 	nb, na := len(c), len(ls)/d
 	g := na / 4 * 4
-	for a := 0; a < g; a += 4 {
-		logKernelRows4AVX512(dst[a*nb:(a+4)*nb], ls[a*d:(a+4)*d], d, fct, stride, c, invh)
+	switch active {
+	case &avx512:
+		for a := 0; a < g; a += 4 {
+			logKernelRows4AVX512(dst[a*nb:(a+4)*nb], ls[a*d:(a+4)*d], d, fct, stride, c, invh)
+		}
+	case &avx2:
+		nb8 := nb / 8 * 8
+		for a := 0; a < g; a += 4 {
+			if nb8 > 0 {
+				logKernelRows4AVX2(dst[a*nb:(a+4)*nb], ls[a*d:(a+4)*d], d, fct, stride, c, invh)
+			}
+			if nb8 < nb {
+				for r := a; r < a+4; r++ {
+					logKernelRowAVX2(dst[r*nb+nb8:(r+1)*nb], ls[r*d:(r+1)*d], fct[nb8:], stride, c[nb8:], invh)
+				}
+			}
+		}
+	default:
+		return 0
 	}
 	return g
 }
+
+// logKernelRows4AVX2 is logKernelRows4AVX512 for the first len(c)/8*8
+// centres (len(c) >= 8).
+//
+//go:noescape
+func logKernelRows4AVX2(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64)
 
 // logKernelRows4AVX512 is LogKernelRows for exactly four rows (len(ls) =
 // 4d, len(dst) = 4 len(c), d >= 1, len(c) >= 1).
