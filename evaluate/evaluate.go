@@ -77,7 +77,7 @@ type Options struct {
 	Objective        kde.Objective
 	// Exact computes the one-dimensional ECE^KDE notions (top_label,
 	// binary, marginal) of ece_kde and sharpness, and their bandwidths, by
-	// the exact O(n^2) sweeps instead of the near-linear series
+	// the exact O(n^2) sweeps instead of the tree of series
 	// (kde.Options.Exact; the series' kernel sums are within about 1e-13
 	// relative of the exact ones).
 	Exact     bool

@@ -234,7 +234,7 @@ func BenchmarkEstimateDirichlet(b *testing.B) {
 }
 
 // BenchmarkLine measures the one-dimensional notions in their default
-// (near-linear series, line.go) and exact forms on the real CIFAR-10
+// (the tree of series, line.go) and exact forms on the real CIFAR-10
 // test predictions (n = 10,000): the LOO bandwidth (grid and refinement,
 // as calib eval runs it) and the estimate at the chosen bandwidth.
 func BenchmarkLine(b *testing.B) {

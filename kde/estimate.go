@@ -414,7 +414,7 @@ func betaProblem(c []float64, ind []int, w []float64, workers int) *problem {
 	return p
 }
 
-// lineMode makes the Beta problems of pts use the near-linear sums of
+// lineMode makes the Beta problems of pts use the series of
 // line.go unless exact.
 func lineMode(pts []part, exact bool) {
 	for _, pt := range pts {

@@ -170,7 +170,7 @@ func TestGoldenEstimates(t *testing.T) {
 				t.Fatalf("%s: %v", g.Case, err)
 			}
 			// The exact sweeps against the reference; the default
-			// (near-linear for the one-dimensional notions) against them.
+			// (the series for the one-dimensional notions) against them.
 			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}, Exact: true})
 			if err != nil {
 				t.Errorf("%s %s p=%v h=%v: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/calib-dev/calib/internal/parallel"
 )
 
-// One-dimensional kernel sums in near-linear time.
+// One-dimensional kernel sums by a tree of series (tens of node visits per point and bandwidth instead of n kernels).
 //
 // A Beta-kernel problem (TopLabel, Binary and each Marginal column; eq. 8)
 // has centres c_i with coordinates (a_i, b_i) = (c_i, 1 - c_i) and, for an
@@ -116,7 +116,7 @@ type lineNode struct {
 	mid, rho float64
 }
 
-// line is the near-linear form of a Beta problem: a tree per label and, for
+// line is the series form of a Beta problem: a tree per label and, for
 // every point (input order), its label's tree and index in it.
 type line struct {
 	p     *problem

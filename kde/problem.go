@@ -70,7 +70,7 @@ type problem struct {
 	npos int
 
 	// beta marks a Beta problem built by betaProblem (columns (c, 1-c));
-	// fast makes its sweeps take the near-linear line form (line.go),
+	// fast makes its sweeps take the series form (line.go),
 	// built on first use into ln.
 	beta, fast bool
 	ln         *line

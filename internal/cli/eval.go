@@ -32,7 +32,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&f.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
-	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and marginal (and their bandwidths) by the exact O(n^2) sweeps instead of the near-linear series, whose kernel sums are within about 1e-13 relative")
+	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and marginal (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
 	fs.BoolVar(&f.o.ClassMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.IntVar(&f.o.Bins.Bins, "bins", metric.DefaultBins, "number of bins of the binned metrics (implies --bin-rule fixed)")
