@@ -46,7 +46,7 @@ type Options struct {
 	// kernel sums ride along in the same sweep).
 	Neighbours bool
 	// Exact computes the one-dimensional notions (TopLabel, Binary,
-	// Marginal) by the exact O(n^2) sweeps instead of the near-linear
+	// Marginal) by the exact O(n^2) sweeps instead of the tree of
 	// series of line.go (relative error of every kernel sum about 1e-13;
 	// see there). Canonical is always exact.
 	Exact bool
