@@ -203,59 +203,72 @@ func betaNorm(a, b, h float64) float64 {
 }
 
 // expand builds the tree's expansion at bandwidth h and power q from the
-// problem's normalisers c (sorted order, weighted).
-func (t *lineTree) expand(c []float64, h, q float64) *lineExp {
+// problem's normalisers c (sorted order, weighted), the nodes of each level
+// in chunks of about lineChunk centres on up to workers goroutines (each
+// node alone: the same bits for any number).
+func (t *lineTree) expand(c []float64, h, q float64, workers int) *lineExp {
 	m := len(t.a)
 	e := &lineExp{q: q, c: make([]float64, m)}
 	for i, s := range t.pos {
 		e.c[i] = c[s]
 	}
 	g := make([]float64, m)
-	for _, lv := range t.lv {
+	for v, lv := range t.lv {
 		nds, mu := make([]lineNodeExp, len(lv)), make([]float64, len(lv)*lineTerms)
-		for k, nd := range lv {
-			ne := &nds[k]
-			ne.g = math.Inf(-1)
-			if nd.lo >= nd.hi {
-				continue
+		per := max(1, lineChunk/(lineLeaf<<v)) // nodes per chunk
+		parallel.For((len(lv)+per-1)/per, workers, func() struct{} { return struct{}{} }, func(_ struct{}, ch int) {
+			for k := ch * per; k < min(len(lv), (ch+1)*per); k++ {
+				t.expandNode(lv[k], &nds[k], mu[k*lineTerms:(k+1)*lineTerms], e.c, g, h, q)
 			}
-			if nd.rho > 0 {
-				// Any finite slope is exact; this one keeps the g_i close.
-				ne.tau = (betaNorm(t.a[nd.hi-1], t.b[nd.hi-1], h) - betaNorm(t.a[nd.lo], t.b[nd.lo], h)) / (2 * nd.rho)
-				if !(math.Abs(ne.tau) < 1e300) {
-					ne.tau = 0
-				}
-			}
-			for i := nd.lo; i < nd.hi; i++ {
-				g[i] = q * (t.a[i]*ne.tau - e.c[i])
-				ne.g = max(ne.g, g[i])
-			}
-			if ne.g == math.Inf(-1) {
-				continue
-			}
-			mk := mu[k*lineTerms : (k+1)*lineTerms]
-			for i := nd.lo; i < nd.hi; i++ {
-				w := kernel.Exp(g[i] - ne.g)
-				if w == 0 {
-					continue
-				}
-				z := 0.0
-				if nd.rho > 0 {
-					z = (t.a[i] - nd.mid) / nd.rho
-				}
-				for j := range mk {
-					mk[j] += w
-					w *= z
-				}
-			}
-			for j := range mk {
-				mk[j] *= lineInvFact[j]
-			}
-			ne.lmu0 = math.Log(mk[0])
-		}
+		})
 		e.nd, e.mu = append(e.nd, nds), append(e.mu, mu)
 	}
 	return e
+}
+
+// lineChunk is about the number of centres whose node moments one goroutine
+// of expand computes at a time.
+const lineChunk = 4096
+
+// expandNode sets node nd's tau_N, G_N, log mu_0 (ne) and moments mk; g is
+// scratch over the node's centres.
+func (t *lineTree) expandNode(nd lineNode, ne *lineNodeExp, mk, c, g []float64, h, q float64) {
+	ne.g = math.Inf(-1)
+	if nd.lo >= nd.hi {
+		return
+	}
+	if nd.rho > 0 {
+		// Any finite slope is exact; this one keeps the g_i close.
+		ne.tau = (betaNorm(t.a[nd.hi-1], t.b[nd.hi-1], h) - betaNorm(t.a[nd.lo], t.b[nd.lo], h)) / (2 * nd.rho)
+		if !(math.Abs(ne.tau) < 1e300) {
+			ne.tau = 0
+		}
+	}
+	for i := nd.lo; i < nd.hi; i++ {
+		g[i] = q * (t.a[i]*ne.tau - c[i])
+		ne.g = max(ne.g, g[i])
+	}
+	if ne.g == math.Inf(-1) {
+		return
+	}
+	for i := nd.lo; i < nd.hi; i++ {
+		w := kernel.Exp(g[i] - ne.g)
+		if w == 0 {
+			continue
+		}
+		z := 0.0
+		if nd.rho > 0 {
+			z = (t.a[i] - nd.mid) / nd.rho
+		}
+		for j := range mk {
+			mk[j] += w
+			w *= z
+		}
+	}
+	for j := range mk {
+		mk[j] *= lineInvFact[j]
+	}
+	ne.lmu0 = math.Log(mk[0])
 }
 
 // lineAcc accumulates one point's sums: per label sum_l e^(scale) over the
@@ -402,7 +415,7 @@ func (ln *line) sums(h float64, powers int) (m []float64, s [][]float64) {
 	exps := make([][2]*lineExp, powers)
 	for q := range exps {
 		for l := range ln.trees {
-			exps[q][l] = ln.trees[l].expand(c, h, float64(q+1))
+			exps[q][l] = ln.trees[l].expand(c, h, float64(q+1), p.workers)
 		}
 	}
 	m, s = make([]float64, n), make([][]float64, powers)
@@ -452,7 +465,7 @@ func (ln *line) looLSE(hs []float64) []float64 {
 		c := p.logNorm(h)
 		var exps [2]*lineExp
 		for l := range ln.trees {
-			exps[l] = ln.trees[l].expand(c, h, 1)
+			exps[l] = ln.trees[l].expand(c, h, 1, p.workers)
 		}
 		out := lse[g*n : (g+1)*n]
 		type scratch struct {

@@ -176,7 +176,7 @@ func TestLineRejectsShortSeries(t *testing.T) {
 	ln := p.lineOf()
 	h := 0.05
 	cn := p.logNorm(h)
-	e := ln.trees[1].expand(cn, h, 1)
+	e := ln.trees[1].expand(cn, h, 1, 1)
 	for _, mu := range e.mu {
 		for k := range mu {
 			if k%lineTerms >= 12 {
@@ -192,7 +192,7 @@ func TestLineRejectsShortSeries(t *testing.T) {
 		for l := range 2 {
 			ee := e
 			if l == 0 {
-				ee = ln.trees[0].expand(cn, h, 1)
+				ee = ln.trees[0].expand(cn, h, 1, 1)
 			}
 			pt := ln.point(j, l, h)
 			ln.trees[l].query(ee, &pt, l, &acc, nil, make([]float64, lineLeaf))
