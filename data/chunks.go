@@ -75,7 +75,7 @@ type Chunks struct {
 	name     string
 	opts     Options
 	rows     int
-	autoRows bool // rows is set from K after the first chunk (rows <= 0 given)
+	autoSize bool // rows is set from K after the first chunk (rows <= 0 given)
 	src      chunkSource
 	labels   sideReader // nil: labels, if any, are in the predictions file
 	weights  sideReader // nil: weights, if any, are in the predictions file
@@ -173,7 +173,7 @@ type input struct {
 // labels and weights files (nil when none).
 func (c *Chunks) init(format string, pred input, labels, weights *input, rows int) error {
 	if rows <= 0 {
-		rows, c.autoRows = autoFirstRows, true
+		rows, c.autoSize = autoFirstRows, true
 	}
 	c.rows = rows
 	opts := c.opts
@@ -269,8 +269,8 @@ func (c *Chunks) next() (s *Set, err error) {
 	}
 	c.offset = c.done
 	c.done += int64(n)
-	if c.autoRows {
-		c.rows, c.autoRows = autoRows(s.K), false
+	if c.autoSize {
+		c.rows, c.autoSize = autoRows(s.K), false
 	}
 	return s, nil
 }

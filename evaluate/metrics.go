@@ -301,11 +301,11 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 	}
 	perm := rand.New(rand.NewPCG(ev.cfg.Seed, 0xf1bc)).Perm(s.N)
 	best := -1
-	var ps *kde.PointSums
+	var gaps [3]float64 // the mean gap at grid[g] against h, of the last sample
 	for {
 		m = min(m, s.N)
-		var err error
-		if ps, err = ev.checkSums(notion, grid, perm[:m]); err != nil {
+		ps, err := ev.checkSums(notion, grid, perm[:m])
+		if err != nil {
 			// The check is advice: a set whose likelihood cannot be
 			// computed gets no warning here (the estimate says what fails).
 			if ev.ctx.Err() != nil {
@@ -318,6 +318,7 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 		lower := fixedSupportGap
 		for _, g := range []int{0, 2} {
 			mean, se := gapMean(ps.PointLogLik(g), at, ps.Weights)
+			gaps[g] = mean
 			if m == s.N {
 				se = 0
 			}
@@ -335,7 +336,7 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 	if best < 0 {
 		return "", nil
 	}
-	gap, _ := gapMean(ps.PointLogLik(best), ps.PointLogLik(1), ps.Weights)
+	gap := gaps[best]
 	side := "smaller: the estimate is dominated by smoothing (biased toward the uniform prediction)"
 	if best == 2 {
 		side = "larger: the estimate is dominated by noise (too few neighbours per kernel)"

@@ -320,7 +320,8 @@ func (ln *line) point(j, l int, h float64) linePoint {
 	case b == 0:
 		q.lo = len(t.a) - t.ones
 	default:
-		u, v := math.Log(a), math.Log(b)
+		lx := p.lxs[2*p.rank[j] : 2*p.rank[j]+2] // log a, log b, taken once by newProblem
+		u, v := lx[0], lx[1]
 		q.T, q.V, q.tu, q.tv = (u-v)/h, v/h, u/h, v/h
 	}
 	return q
@@ -405,6 +406,15 @@ func (t *lineTree) leaf(e *lineExp, pt *linePoint, l, lo, hi int, acc *lineAcc, 
 	acc.lb = max(acc.lb, tm)
 }
 
+// lineScratch is a worker's scratch of the line sweeps: the descent's
+// stack and a leaf's log-kernels.
+type lineScratch struct {
+	stack []int32
+	row   []float64
+}
+
+func newLineScratch() *lineScratch { return &lineScratch{row: make([]float64, lineLeaf)} }
+
 // sums runs the line form of problem.sweepSums: for every point j (input
 // order) the shift m[j] and the power sums s[q][j*2 + l] in units of
 // e^((q+1) m[j]).
@@ -422,11 +432,7 @@ func (ln *line) sums(h float64, powers int) (m []float64, s [][]float64) {
 	for q := range s {
 		s[q] = make([]float64, 2*n)
 	}
-	type scratch struct {
-		stack []int32
-		row   []float64
-	}
-	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch { return &scratch{row: make([]float64, lineLeaf)} }, func(w *scratch, b int) {
+	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, newLineScratch, func(w *lineScratch, b int) {
 		for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
 			var scales [3]float64
 			var sums [3][2]float64
@@ -468,11 +474,7 @@ func (ln *line) looLSE(hs []float64) []float64 {
 			exps[l] = ln.trees[l].expand(c, h, 1, p.workers)
 		}
 		out := lse[g*n : (g+1)*n]
-		type scratch struct {
-			stack []int32
-			row   []float64
-		}
-		err := parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch { return &scratch{row: make([]float64, lineLeaf)} }, func(w *scratch, b int) {
+		err := parallel.ForContext(p.ctx, blocks(n), p.workers, newLineScratch, func(w *lineScratch, b int) {
 			for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
 				var acc lineAcc
 				acc.reset()
