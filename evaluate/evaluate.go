@@ -29,8 +29,25 @@ import (
 	"github.com/calib-dev/calib/progress"
 )
 
-// Metrics lists the metric names of Options.Metrics, in output order.
+// Metrics lists the metric names of Options.Metrics, in output order (what
+// --metrics all computes).
 var Metrics = metricNames()
+
+// DefaultMetrics are the metrics of Options.Metrics nil (calib eval without
+// --metrics or --mode), in output order: the numbers to report (README,
+// "Which number to report") and the means beside them, each O(n) or, for
+// ece_witness, one O(n^2) grid sweep:
+//
+//   - ece_witness: the converging estimate of the canonical CE_1 (and the
+//     debiased U-statistic of CE_2^2),
+//   - ece_bin: the binned ECE (top-label, class-wise, canonical),
+//   - ks: the KS calibration errors,
+//   - brier, nll, accuracy, confidence.
+//
+// The plug-in ece_kde and sharpness (a leave-one-out bandwidth search and
+// kernel regression per notion: most of the cost of all metrics), mce,
+// ece_bin_debiased and mmce are one name away ("all", or Metrics).
+var DefaultMetrics = []string{"ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
 // unknown metric, p outside [1, kde.MaxP], ...): the caller's input.
@@ -46,13 +63,14 @@ type Progress = progress.Reporter
 // Options configures Evaluate. The zero value evaluates as `calib eval`
 // does without flags, except for Seed (calib eval's default is 1).
 type Options struct {
-	// Metrics names the metrics (see Metrics); nil means all of them.
+	// Metrics names the metrics (see Metrics); nil means DefaultMetrics.
 	Metrics []string
 	// Strict makes a failing metric fail Evaluate; otherwise its Result
 	// has Error and the rest go on (calib eval: strict when --metrics or
 	// --mode is given).
 	Strict bool
-	// Mode lists the ECE^KDE notions, comma-separated (canonical, marginal,
+	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
+	// DefaultMetrics leave out: name them in Metrics), comma-separated (canonical, marginal,
 	// top_label, binary), or "all" ("" means all): canonical, marginal and
 	// top_label when K <= 20, canonical and top_label above (marginal costs
 	// K times canonical), binary and top_label for one-column input.
@@ -216,12 +234,11 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	if !(o.Bandwidth >= 0) || math.IsInf(o.Bandwidth, 0) {
 		return nil, optionsError("bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)
 	}
-	if o.Metrics == nil {
-		for _, m := range Metrics {
-			c.metrics[m] = true
-		}
+	ms := o.Metrics
+	if ms == nil {
+		ms = DefaultMetrics
 	}
-	for _, m := range o.Metrics {
+	for _, m := range ms {
 		if !slices.Contains(Metrics, m) {
 			return nil, optionsError("unknown metric %q (valid: %s)", m, strings.Join(Metrics, ", "))
 		}

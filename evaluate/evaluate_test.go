@@ -20,27 +20,33 @@ func loadTest(t *testing.T) *data.Set {
 	return s
 }
 
-// TestEvaluateMatchesGolden: the library's zero Options (with CI on)
-// reproduce calib eval --ci --json on the same file, checked against the
-// CLI's golden file made before the library existed (times and provenance
-// aside).
+// TestEvaluateMatchesGolden: the library's Options (with CI on) reproduce
+// calib eval --ci --json on the same file, checked against the CLI's golden
+// files: Metrics = Metrics against --metrics all (made before the library
+// existed), the zero value against the default (DefaultMetrics); times and
+// provenance aside.
 func TestEvaluateMatchesGolden(t *testing.T) {
 	s := loadTest(t)
 	s.File = "../../testdata/golden/ecekde/c02_n200_k3.csv" // the name the CLI golden file holds
-	ev, err := Evaluate(context.Background(), s, Options{CI: true, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := WriteJSON(&b, ev); err != nil {
-		t.Fatal(err)
-	}
-	diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/eval-c02_n200_k3.json.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Errorf("Evaluate differs from calib eval's golden JSON: %s", d)
+	for _, c := range []struct {
+		metrics []string
+		golden  string
+	}{{Metrics, "eval-c02_n200_k3"}, {nil, "eval-default-c02_n200_k3"}} {
+		ev, err := Evaluate(context.Background(), s, Options{Metrics: c.metrics, CI: true, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := WriteJSON(&b, ev); err != nil {
+			t.Fatal(err)
+		}
+		diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/"+c.golden+".json.golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range diffs {
+			t.Errorf("Evaluate differs from calib eval's golden JSON %s: %s", c.golden, d)
+		}
 	}
 }
 

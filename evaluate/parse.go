@@ -35,8 +35,9 @@ type Text struct {
 }
 
 // Parse sets the fields of o that t holds, checking o.Mode as it goes
-// (Notions; "" means all); a list of metrics sets o.Strict too (a named metric that
-// fails fails Evaluate). With the set s (nil: before the data is read) it
+// (Notions; "" means all); a list of metrics without "all" sets o.Strict
+// too (a named metric that fails fails Evaluate; with all, as without a
+// list, it is an entry with an error). With the set s (nil: before the data is read) it
 // also checks what depends on the data: o.Mode against the set's columns,
 // the KS r against K (CheckKSR). The errors wrap ErrOptions and, after
 // its text, start with the option's name as calib eval spells it ("mode:
@@ -60,7 +61,7 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 		if o.Metrics, err = ParseMetrics(t.Metrics); err != nil {
 			return err
 		}
-		o.Strict = true
+		o.Strict = !slices.Contains(strings.Split(strings.ReplaceAll(t.Metrics, " ", ""), ","), "all")
 	}
 	if o.Bins.Binning, err = metric.ParseBinning(t.Binning); err != nil {
 		return optionsError("binning: %v", err)
@@ -177,7 +178,7 @@ func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
 }
 
 // CheckKSR checks the KS r of o against the K of the set they will be
-// used on when o asks for ks (every metric, or "ks" among o.Metrics): an
+// used on when o asks for ks (the default metrics, or "ks" among o.Metrics): an
 // r above K would name no rows. Its error reads "ks-r 4: the predictions
 // have K = 3 classes, so r must be at most 3".
 func CheckKSR(o Options, k int) error {

@@ -104,6 +104,9 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	for _, line := range EstimatorNotes(out) {
 		fmt.Fprintln(w, line)
 	}
+	if defaultMetrics(out) {
+		fmt.Fprintln(w, noteMore)
+	}
 	fmt.Fprintf(w, "wall time %.3f s\n", out.Seconds)
 	return nil
 }
@@ -230,6 +233,27 @@ const (
 	noteECEKDE  = "ece_kde: the plug-in ECE^KDE (1/n) sum_j ||r_j - f_j||_p^p: smooth and differentiable (a training loss), but biased upward on small samples by an amount that depends on how the predictions are spread (a calibrated model reads about 0.5 at n = 1,000): not the size of the error, and not comparable across recalibration maps."
 	noteWitness = "ece_witness: a converging estimate of the canonical CE_p^p (p = 1: cross-fitted residual witness, below the truth on average, loosely so with many classes and few samples; p = 2: debiased kernel U-statistic, may be slightly negative): trust it for how miscalibrated the model is."
 )
+
+// noteMore closes a table of DefaultMetrics: what --metrics all adds.
+const noteMore = "more: --metrics all adds ece_kde (the plug-in ECE^KDE of every notion, with its bandwidth search: most of the time), mce, ece_bin_debiased, sharpness and mmce."
+
+// defaultMetrics reports whether out's results are of DefaultMetrics
+// exactly (calib eval without --metrics or --mode).
+func defaultMetrics(out *Evaluation) bool {
+	seen := map[string]bool{}
+	for _, e := range out.Results {
+		seen[e.Metric] = true
+	}
+	if len(seen) != len(DefaultMetrics) {
+		return false
+	}
+	for _, m := range DefaultMetrics {
+		if !seen[m] {
+			return false
+		}
+	}
+	return true
+}
 
 // IntervalNotes says how the intervals in out were made, one line each.
 func IntervalNotes(out *Evaluation) []string {

@@ -348,9 +348,13 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 		cmins[g] = tileMin(cs[g], p.ti)
 	}
 	ntiles := len(cmins[0])
-	es := make([]float64, n*k) // residuals in sorted order
+	// The residuals in sorted order, each padded with zeros to kp entries
+	// (a multiple of 4, for kernel.WeightedSumExp4; the zeros change no
+	// bit of any sum: see kernel.axpyRows4AVX2), and the sums likewise.
+	kp := (k + 3) &^ 3
+	es := make([]float64, n*kp)
 	for s, i := range p.order {
-		copy(es[s*k:(s+1)*k], e[i*k:(i+1)*k])
+		copy(es[s*kp:s*kp+k], e[i*k:(i+1)*k])
 	}
 	zero := make([]float64, n)
 	out := &sweep{v1: make([]float64, ng*n), cv: make([]float64, ng*n), defined: make([]bool, n)}
@@ -358,17 +362,21 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 		out.u, out.uok = make([]float64, ng*n), make([]bool, ng*n)
 	}
 	type scratch struct {
-		row, m, s, pp, np, sumE []float64
-		bt                      *gridTile
+		m, s, pp, np, sumE []float64
+		rows               [4][]float64
+		bt                 *gridTile
 	}
 	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, func() *scratch {
-		return &scratch{row: make([]float64, tileI),
-			m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), pp: make([]float64, blockJ*ng), np: make([]float64, blockJ*ng),
-			sumE: make([]float64, blockJ*ng*k), bt: p.newGridTile(ng)}
+		w := &scratch{m: make([]float64, blockJ*ng), s: make([]float64, blockJ*ng), pp: make([]float64, blockJ*ng), np: make([]float64, blockJ*ng),
+			sumE: make([]float64, blockJ*ng*kp), bt: p.newGridTile(ng)}
+		for r := range w.rows {
+			w.rows[r] = make([]float64, tileI)
+		}
+		return w
 	}, func(w *scratch, b int) {
 		s0 := b * blockJ
 		na := min(blockJ, n-s0)
-		m, sum, pp, np, sumE := w.m[:na*ng], w.s[:na*ng], w.pp[:na*ng], w.np[:na*ng], w.sumE[:na*ng*k]
+		m, sum, pp, np, sumE := w.m[:na*ng], w.s[:na*ng], w.pp[:na*ng], w.np[:na*ng], w.sumE[:na*ng*kp]
 		for i := range m {
 			m[i], sum[i], pp[i], np[i] = math.Inf(-1), 0, 0, 0
 		}
@@ -379,7 +387,7 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 			t := (home + tt) % ntiles
 			i0, i1 := t*p.ti, min(n, (t+1)*p.ti)
 			nb := i1 - i0
-			row := w.row[:nb]
+			et := es[i0*kp : i1*kp]
 			sel := w.bt.tile(t, hs, cmins, m, zero[i0:i1])
 			for q, a := range sel {
 				s := s0 + a
@@ -387,10 +395,17 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 				need := w.bt.need[a*ng : (a+1)*ng]
 				dot := w.bt.dots[q*nb : (q+1)*nb]
 				self := s - i0
+				// The bandwidths with terms go four at a time
+				// (kernel.WeightedSumExp4: each row of residuals
+				// loaded once for the four), the rest one by one;
+				// every sum gets the same operations either way.
+				var group [4]int
+				ngroup := 0
 				for g, h := range hs {
 					if !need[g] {
 						continue
 					}
+					row := w.rows[ngroup][:nb]
 					tm := kernel.AffineMax(row, dot, cs[g][i0:i1], 1/h)
 					if self >= 0 && self < nb {
 						row[self] = math.Inf(-1) // masks i = j exactly
@@ -400,7 +415,7 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 						continue
 					}
 					x := a*ng + g
-					ea := sumE[x*k : (x+1)*k]
+					ea := sumE[x*kp : (x+1)*kp]
 					if tm > ma[g] {
 						if ma[g] > math.Inf(-1) {
 							f := math.Exp(ma[g] - tm)
@@ -414,10 +429,27 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 						ma[g] = tm
 					}
 					if pairs {
-						sum[x], pp[x], np[x] = kernel.PairWeightedSumExp(ea, row, es[i0*k:i1*k], ma[g], sum[x], pp[x], np[x])
-					} else {
-						sum[x] += kernel.WeightedSumExp(ea, row, es[i0*k:i1*k], ma[g])
+						sum[x], pp[x], np[x] = kernel.PairWeightedSumExp(ea, row, et, ma[g], sum[x], pp[x], np[x])
+						continue
 					}
+					group[ngroup] = g
+					if ngroup++; ngroup == 4 {
+						var acc, rows [4][]float64
+						var shift [4]float64
+						for r, g := range group {
+							x := a*ng + g
+							acc[r], rows[r], shift[r] = sumE[x*kp:(x+1)*kp], w.rows[r][:nb], ma[g]
+						}
+						ws := kernel.WeightedSumExp4(&acc, &rows, et, &shift)
+						for r, g := range group {
+							sum[a*ng+g] += ws[r]
+						}
+						ngroup = 0
+					}
+				}
+				for r, g := range group[:ngroup] {
+					x := a*ng + g
+					sum[x] += kernel.WeightedSumExp(sumE[x*kp:(x+1)*kp], w.rows[r][:nb], et, ma[g])
 				}
 			}
 		}
@@ -431,7 +463,7 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 					ok = false
 					continue
 				}
-				ea := sumE[x*k : (x+1)*k]
+				ea := sumE[x*kp : x*kp+k]
 				inv := 1 / sum[x]
 				v1, dotGE, gg := 0.0, 0.0, 0.0
 				for l, v := range ea {

@@ -43,7 +43,8 @@ const DefaultPerClass = 10
 type Options struct {
 	// Eval configures the table of metrics (evaluate.Evaluate). Where its
 	// zero value differs from the report's, Build reads it so: Mode ""
-	// means "canonical,top_label" (evaluate: all notions); CI is ignored
+	// means "canonical,top_label" (evaluate: all notions), Metrics nil
+	// every metric (evaluate.Metrics; evaluate: DefaultMetrics); CI is ignored
 	// (intervals are on unless NoIntervals; Eval.CIExact still implies
 	// them); Seed, Workers, Progress and Bandwidths are set by Build from
 	// the fields below.
@@ -174,6 +175,9 @@ func (o Options) evalOptions(curves evaluate.Bandwidths) evaluate.Options {
 	e := o.Eval
 	if e.Mode == "" {
 		e.Mode = "canonical,top_label"
+	}
+	if e.Metrics == nil {
+		e.Metrics = evaluate.Metrics // the report's table: every metric
 	}
 	e.CI = !o.NoIntervals
 	e.Seed, e.Workers, e.Progress, e.Bandwidths = o.seed(), o.Workers, o.Progress, curves

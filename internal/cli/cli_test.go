@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestEvalJSONGolden(t *testing.T) {
 }
 
 func TestEvalTable(t *testing.T) {
-	stdout, stderr, code := run(t, "eval", golden+"c01_n60_k2.csv", "--bandwidth", "0.1")
+	stdout, stderr, code := run(t, "eval", golden+"c01_n60_k2.csv", "--metrics", "all", "--bandwidth", "0.1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -93,7 +94,7 @@ func TestEvalBinaryAuto(t *testing.T) {
 		fmt.Fprintf(&b, "%g,%d\n", q, y)
 	}
 	os.WriteFile(p, []byte(b.String()), 0o644)
-	stdout, stderr, code := run(t, "eval", p, "--json", "--p", "1")
+	stdout, stderr, code := run(t, "eval", p, "--metrics", "all", "--json", "--p", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -200,12 +201,12 @@ func TestDemo(t *testing.T) {
 	checkReport(t, path, []string{"reliability", "per-class", "ks", "simplex", "bandwidth", "recalibration"})
 }
 
-// TestEvalAllMetrics runs eval with its default (every metric) and --ci on a
-// golden CSV and checks the JSON keys of every metric, the grouping and the
-// intervals; a metric that cannot be computed by default gives an error
-// entry and exit 0.
+// TestEvalAllMetrics runs eval --metrics all and --ci on a golden CSV and
+// checks the JSON keys of every metric, the grouping and the intervals; a
+// metric that cannot be computed, by default or with all, gives an error
+// entry and exit 0; eval's default is evaluate.DefaultMetrics.
 func TestEvalAllMetrics(t *testing.T) {
-	stdout, stderr, code := run(t, "eval", golden+"c02_n200_k3.csv", "--bandwidth", "0.05", "--ci", "--ci-resamples", "50", "--json")
+	stdout, stderr, code := run(t, "eval", golden+"c02_n200_k3.csv", "--metrics", "all", "--bandwidth", "0.05", "--ci", "--ci-resamples", "50", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -256,19 +257,43 @@ func TestEvalAllMetrics(t *testing.T) {
 		}
 	}
 	// The table groups by notion.
-	stdout, _, code = run(t, "eval", golden+"c02_n200_k3.csv", "--bandwidth", "0.05")
+	stdout, _, code = run(t, "eval", golden+"c02_n200_k3.csv", "--metrics", "all", "--bandwidth", "0.05")
 	for _, want := range []string{"CANONICAL", "CLASS-WISE", "TOP-LABEL", "PROPER SCORES", "ks", "mmce", "brier"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
-	// A default metric that fails is reported, and eval exits 0.
+	// A metric that fails, by default or with all, is reported, and eval
+	// exits 0.
 	dir := t.TempDir()
 	one := filepath.Join(dir, "one.csv")
 	os.WriteFile(one, []byte("0.5,0.5,0\n"), 0o644)
-	stdout, stderr, code = run(t, "eval", one, "--json")
-	if code != 0 || !strings.Contains(stdout, `"error":`) || !strings.Contains(stdout, `"metric":"brier"`) {
-		t.Errorf("one sample: exit %d, %s %s", code, stdout, stderr)
+	for _, args := range [][]string{{"eval", one, "--json"}, {"eval", one, "--json", "--metrics", "all"}} {
+		stdout, stderr, code = run(t, args...)
+		if code != 0 || !strings.Contains(stdout, `"error":`) || !strings.Contains(stdout, `"metric":"brier"`) {
+			t.Errorf("%v, one sample: exit %d, %s %s", args, code, stdout, stderr)
+		}
+	}
+	// The default: evaluate.DefaultMetrics, each computed.
+	stdout, stderr, code = run(t, "eval", golden+"c02_n200_k3.csv", "--json")
+	if code != 0 {
+		t.Fatalf("default: exit %d: %s", code, stderr)
+	}
+	out.Results = nil
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out.Results {
+		if m := r["metric"].(string); !slices.Contains(got, m) {
+			got = append(got, m)
+		}
+		if _, ok := r["error"]; ok {
+			t.Errorf("default: %v", r)
+		}
+	}
+	if !slices.Equal(got, []string{"ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}) {
+		t.Errorf("default metrics %v", got)
 	}
 }
 

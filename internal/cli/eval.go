@@ -28,7 +28,7 @@ type evalFlags struct {
 func (f *evalFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.o.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
-	fs.StringVar(&f.text.Metrics, "metrics", "", "metrics, comma-separated: "+strings.Join(evaluate.Metrics, ", ")+", or all (default: all, or ece_kde when --mode is given)")
+	fs.StringVar(&f.text.Metrics, "metrics", "", "metrics, comma-separated: "+strings.Join(evaluate.Metrics, ", ")+", or all (default: "+strings.Join(evaluate.DefaultMetrics, ",")+", the numbers to report; ece_kde when --mode is given)")
 	fs.StringVar(&f.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&f.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")

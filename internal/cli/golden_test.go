@@ -31,13 +31,15 @@ func goldenCases() []goldenCase {
 	for _, f := range []string{"c01_n60_k2", "c02_n200_k3", "c04_n1000_k10", "c06_n150_k3_exact_zeros", "c07_n100_k4_onehot_row",
 		"c09_n40_k4_toplabel_one_correct", "c10_n30_k3_toplabel_zero_correct", "c11_n400_k5_near_faces", "c13_n24_k3_grad"} {
 		cs = append(cs,
-			goldenCase{name: "eval-" + f, args: []string{"eval", g + f + ".csv", "--ci"}},
+			goldenCase{name: "eval-" + f, args: []string{"eval", g + f + ".csv", "--metrics", "all", "--ci"}},
 			goldenCase{name: "bandwidth-" + f, args: []string{"bandwidth", g + f + ".csv"}})
 	}
 	cs = append(cs,
+		goldenCase{name: "eval-default-c02_n200_k3", args: []string{"eval", g + "c02_n200_k3.csv", "--ci"}},
 		goldenCase{name: "compare-k4", args: []string{"compare", "--val", g + "c07_n100_k4_onehot_row.csv", "--test", g + "c09_n40_k4_toplabel_one_correct.csv"}},
 		goldenCase{name: "compare-c02", args: []string{"compare", "--val", g + "c02_n200_k3.csv", "--test", g + "c06_n150_k3_exact_zeros.csv", "--methods", "spline,isotonic,histogram,platt,beta,dirichlet-odir"}},
-		goldenCase{name: "eval-demo", args: []string{"eval", d + "test_logits.npy", "--labels", d + "test_labels.npy", "--logits", "--ci"}, slow: true},
+		goldenCase{name: "eval-demo", args: []string{"eval", d + "test_logits.npy", "--labels", d + "test_labels.npy", "--logits", "--metrics", "all", "--ci"}, slow: true},
+		goldenCase{name: "eval-default-demo", args: []string{"eval", d + "test_logits.npy", "--labels", d + "test_labels.npy", "--logits", "--ci"}, slow: true},
 		goldenCase{name: "bandwidth-demo", args: []string{"bandwidth", d + "test_logits.npy", "--labels", d + "test_labels.npy", "--logits"}, slow: true},
 		goldenCase{name: "compare-demo", args: []string{"compare", "--val", d + "val_logits.npy", "--val-labels", d + "val_labels.npy",
 			"--test", d + "test_logits.npy", "--test-labels", d + "test_labels.npy", "--logits"}, slow: true},
@@ -100,9 +102,10 @@ var timeCell = regexp.MustCompile(`(?m)( \d+\.\d\ds$|^wall time \d+\.\d+ s$)`)
 func TestGoldenText(t *testing.T) {
 	const g = "../../testdata/golden/ecekde/"
 	for _, c := range []goldenCase{
-		{name: "eval-text-c02", args: []string{"eval", g + "c02_n200_k3.csv", "--ci"}},
+		{name: "eval-text-c02", args: []string{"eval", g + "c02_n200_k3.csv", "--metrics", "all", "--ci"}},
+		{name: "eval-text-default-c02", args: []string{"eval", g + "c02_n200_k3.csv", "--ci"}},
 		{name: "eval-text-c04", args: []string{"eval", g + "c04_n1000_k10.csv", "--metrics", "all", "--mode", "canonical,top_label"}},
-		{name: "eval-text-c06", args: []string{"eval", g + "c06_n150_k3_exact_zeros.csv", "--bandwidth", "0.05", "--debias"}},
+		{name: "eval-text-c06", args: []string{"eval", g + "c06_n150_k3_exact_zeros.csv", "--metrics", "all", "--bandwidth", "0.05", "--debias"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := run(t, append(c.args, "--progress=false")...)

@@ -930,3 +930,154 @@ lr2_m:
 lr2_done:
 	VZEROUPPER
 	RET
+
+// func axpyRows4AVX2(accs, ws *[4]*float64, v *float64, kp, n int)
+//
+// For g = 0..3 and i = 0..n-1 in order: accs[g][l] += ws[g][i] * v[i*kp + l]
+// for l < kp (kp a multiple of 4), a product then a sum as axpyRowsAVX2 (rows
+// with w = 0 add +-0, which leaves an accumulator that is never -0
+// unchanged; a row with all four weights 0 is skipped). Columns go 8 at a
+// time (two registers per accumulator: eight accumulators, the row's two
+// registers loaded once for the four weights), then 4.
+TEXT ·axpyRows4AVX2(SB), NOSPLIT, $0-40
+	MOVQ accs+0(FP), R8
+	MOVQ ws+8(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	MOVQ v+16(FP), BX
+	MOVQ kp+24(FP), CX
+	MOVQ n+32(FP), DX
+	MOVQ CX, R14
+	SHLQ $3, R14
+	XORQ R9, R9
+	TESTQ DX, DX
+	JZ    a4_done
+
+a4_8:
+	CMPQ CX, $8
+	JB   a4_4
+	MOVQ 0(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y0
+	VMOVUPD 32(R11)(R9*1), Y1
+	MOVQ 8(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y2
+	VMOVUPD 32(R11)(R9*1), Y3
+	MOVQ 16(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y4
+	VMOVUPD 32(R11)(R9*1), Y5
+	MOVQ 24(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y6
+	VMOVUPD 32(R11)(R9*1), Y7
+	MOVQ BX, R10
+	XORQ AX, AX
+
+a4_8r:
+	MOVQ (SI)(AX*8), R11
+	ORQ  (DI)(AX*8), R11
+	ORQ  (R12)(AX*8), R11
+	ORQ  (R13)(AX*8), R11
+	SHLQ $1, R11
+	JZ   a4_8s
+	VMOVUPD 0(R10), Y8
+	VMOVUPD 32(R10), Y9
+	VBROADCASTSD (SI)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y0, Y0
+	VMULPD Y9, Y10, Y11
+	VADDPD Y11, Y1, Y1
+	VBROADCASTSD (DI)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y2, Y2
+	VMULPD Y9, Y10, Y11
+	VADDPD Y11, Y3, Y3
+	VBROADCASTSD (R12)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y4, Y4
+	VMULPD Y9, Y10, Y11
+	VADDPD Y11, Y5, Y5
+	VBROADCASTSD (R13)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y6, Y6
+	VMULPD Y9, Y10, Y11
+	VADDPD Y11, Y7, Y7
+
+a4_8s:
+	ADDQ R14, R10
+	INCQ AX
+	CMPQ AX, DX
+	JB   a4_8r
+	MOVQ 0(R8), R11
+	VMOVUPD Y0, 0(R11)(R9*1)
+	VMOVUPD Y1, 32(R11)(R9*1)
+	MOVQ 8(R8), R11
+	VMOVUPD Y2, 0(R11)(R9*1)
+	VMOVUPD Y3, 32(R11)(R9*1)
+	MOVQ 16(R8), R11
+	VMOVUPD Y4, 0(R11)(R9*1)
+	VMOVUPD Y5, 32(R11)(R9*1)
+	MOVQ 24(R8), R11
+	VMOVUPD Y6, 0(R11)(R9*1)
+	VMOVUPD Y7, 32(R11)(R9*1)
+	ADDQ $64, R9
+	ADDQ $64, BX
+	SUBQ $8, CX
+	JMP  a4_8
+
+a4_4:
+	CMPQ CX, $4
+	JB   a4_done
+	MOVQ 0(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y0
+	MOVQ 8(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y2
+	MOVQ 16(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y4
+	MOVQ 24(R8), R11
+	VMOVUPD 0(R11)(R9*1), Y6
+	MOVQ BX, R10
+	XORQ AX, AX
+
+a4_4r:
+	MOVQ (SI)(AX*8), R11
+	ORQ  (DI)(AX*8), R11
+	ORQ  (R12)(AX*8), R11
+	ORQ  (R13)(AX*8), R11
+	SHLQ $1, R11
+	JZ   a4_4s
+	VMOVUPD 0(R10), Y8
+	VBROADCASTSD (SI)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y0, Y0
+	VBROADCASTSD (DI)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y2, Y2
+	VBROADCASTSD (R12)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y4, Y4
+	VBROADCASTSD (R13)(AX*8), Y10
+	VMULPD Y8, Y10, Y11
+	VADDPD Y11, Y6, Y6
+
+a4_4s:
+	ADDQ R14, R10
+	INCQ AX
+	CMPQ AX, DX
+	JB   a4_4r
+	MOVQ 0(R8), R11
+	VMOVUPD Y0, 0(R11)(R9*1)
+	MOVQ 8(R8), R11
+	VMOVUPD Y2, 0(R11)(R9*1)
+	MOVQ 16(R8), R11
+	VMOVUPD Y4, 0(R11)(R9*1)
+	MOVQ 24(R8), R11
+	VMOVUPD Y6, 0(R11)(R9*1)
+	ADDQ $32, R9
+	ADDQ $32, BX
+	SUBQ $4, CX
+	JMP  a4_4
+
+a4_done:
+	VZEROUPPER
+	RET

@@ -1,6 +1,9 @@
 package kernel
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // benchInput256 returns 256 log-kernel-like values, none of them in a
 // group below the cut (so every exponential is computed).
@@ -51,6 +54,46 @@ func BenchmarkImplExpTerms256(b *testing.B) {
 				im.expTerms(dst, x, 0, Negligible, &acc)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/elem")
+		})
+	}
+}
+
+// BenchmarkAxpyRows times the witness's K-vector sums on 256 rows of
+// residuals (in cache) with the path in use: "one" is four axpyRows (one
+// accumulator at a time, as WeightedSumExp), "four" is axpyRows4 (each row
+// loaded once for four accumulators, as WeightedSumExp4), for K = 10
+// (padded to 12 for four) and 100; ns/madd is per useful multiply-add (K
+// per row and accumulator).
+func BenchmarkAxpyRows(b *testing.B) {
+	const n = 256
+	for _, k := range []int{10, 100} {
+		kp := (k + 3) &^ 3
+		v := make([]float64, n*kp)
+		for i := range v {
+			v[i] = float64(i%7) - 3
+		}
+		var acc, w [4][]float64
+		for g := range acc {
+			acc[g] = make([]float64, kp)
+			w[g] = make([]float64, n)
+			for i := range w[g] {
+				w[g][i] = 1e-3 * float64(i%13+1)
+			}
+		}
+		madds := float64(4 * n * k)
+		b.Run(fmt.Sprintf("K=%d/one", k), func(b *testing.B) {
+			for b.Loop() {
+				for g := range acc {
+					axpyRows(acc[g][:k], w[g], v[:n*k])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/madds, "ns/madd")
+		})
+		b.Run(fmt.Sprintf("K=%d/four", k), func(b *testing.B) {
+			for b.Loop() {
+				axpyRows4(&acc, &w, v, kp, n)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/madds, "ns/madd")
 		})
 	}
 }

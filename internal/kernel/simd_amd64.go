@@ -117,6 +117,31 @@ func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
 	}
 }
 
+//go:noescape
+func axpyRows4AVX2(accs, ws *[4]*float64, v *float64, kp, n int)
+
+// axpyRows4 is axpyRows for four accumulators and weight rows over the same
+// rows v (stride kp, a multiple of 4; n rows): the AVX2 kernel on the avx2
+// and avx512 paths (it gives axpyRows's bits: see axpyRows4AVX2), four
+// axpyRows on the generic one.
+func axpyRows4(acc *[4][]float64, w *[4][]float64, v []float64, kp, n int) {
+	if n == 0 || kp == 0 {
+		return
+	}
+	if active == &generic {
+		for g := range acc {
+			axpyRowsGeneric(acc[g][:kp], w[g][:n], v[:n*kp])
+		}
+		return
+	}
+	var ap, wp [4]*float64
+	for g := range acc {
+		ap[g], wp[g] = &acc[g][:kp][0], &w[g][:n][0]
+	}
+	_ = v[n*kp-1]
+	axpyRows4AVX2(&ap, &wp, &v[0], kp, n)
+}
+
 func axpyRows(acc, w, v []float64) {
 	switch active {
 	case &avx512:

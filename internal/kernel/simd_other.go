@@ -14,6 +14,12 @@ func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
 
 func axpyRows(acc, w, v []float64) { axpyRowsGeneric(acc, w, v) }
 
+func axpyRows4(acc *[4][]float64, w *[4][]float64, v []float64, kp, n int) {
+	for g := range acc {
+		axpyRowsGeneric(acc[g][:kp], w[g][:n], v[:n*kp])
+	}
+}
+
 // logKernelRows4 does no rows: LogKernelRows runs LogKernelRow per row.
 func logKernelRows4(dst, ls []float64, d int, fct []float64, stride int, c []float64, invh float64) int {
 	return 0

@@ -257,3 +257,74 @@ func TestLogKernelRowsBitIdentical(t *testing.T) {
 		restore()
 	}
 }
+
+// TestWeightedSumExp4: on every path, the four sums of WeightedSumExp4 have
+// the bits of four WeightedSumExp (the generic path's), for vectors of 4 to
+// 100 entries, rows across several term chunks, terms below the cut (zero
+// weights, all four at once on some rows), signed and subnormal residuals,
+// and it writes nothing past the accumulators.
+func TestWeightedSumExp4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 29))
+	for _, path := range Paths() {
+		restore, err := Use(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{4, 8, 12, 16, 100} {
+			for _, n := range []int{1, 7, 256, 300, 777} {
+				var x [4][]float64
+				var shift [4]float64
+				for g := range x {
+					x[g] = make([]float64, n)
+					for i := range x[g] {
+						x[g][i] = -40 * rng.Float64()
+						if rng.IntN(5) == 0 || i%11 == 3 {
+							x[g][i] = -60 - rng.Float64() // below the cut
+						}
+					}
+					shift[g] = 0.5 * rng.Float64()
+				}
+				v := make([]float64, n*k)
+				for i := range v {
+					v[i] = rng.NormFloat64()
+					if rng.IntN(50) == 0 {
+						v[i] = -0x1p-1060 * rng.Float64()
+					}
+				}
+				var acc, want [4][]float64
+				var ws [4]float64
+				for g := range acc {
+					acc[g] = make([]float64, k+1)
+					acc[g][k] = 42
+					want[g] = make([]float64, k)
+					for l := range want[g] {
+						want[g][l] = rng.NormFloat64()
+						acc[g][l] = want[g][l]
+					}
+					r, _ := Use("generic")
+					ws[g] = WeightedSumExp(want[g], x[g], v, shift[g])
+					r()
+				}
+				var a [4][]float64
+				for g := range a {
+					a[g] = acc[g][:k]
+				}
+				got := WeightedSumExp4(&a, &x, v, &shift)
+				for g := range acc {
+					if !sameBits(got[g], ws[g]) {
+						t.Fatalf("%s k=%d n=%d: sum %d = %v, want %v", path, k, n, g, got[g], ws[g])
+					}
+					for l := range want[g] {
+						if !sameBits(acc[g][l], want[g][l]) {
+							t.Fatalf("%s k=%d n=%d: acc[%d][%d] = %v, want %v", path, k, n, g, l, acc[g][l], want[g][l])
+						}
+					}
+					if acc[g][k] != 42 {
+						t.Fatalf("%s k=%d n=%d: wrote past acc %d", path, k, n, g)
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
