@@ -78,7 +78,7 @@ What the numbers mean:
 - Each recalibration method was fitted on the validation split and measured
   on the test split; NLL and Brier are proper scores (lower is better).
 - The report holds every metric with its bootstrap interval and the figures;
-  run "calib eval" for the full metric table in the terminal.
+  run "calib eval --metrics all" for the full metric table in the terminal.
 `
 
 // headline lists the demo's main figures, in order: the label printed and
