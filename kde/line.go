@@ -180,17 +180,25 @@ func newLine(p *problem) *line {
 }
 
 // lineExp is the expansion of one tree at one bandwidth and power: per
-// node (level by level) tau_N, G_N (-Inf for a node without a positive
-// weight), log mu_0 and mu_0..mu_{P-1}, and the leaves' normalisers.
+// node (the levels one after the other, level v from off[v]) its geometry,
+// tau_N, G_N (-Inf for a node without a positive weight), log mu_0 and
+// mu_0..mu_{P-1}, and the leaves' normalisers. A node's fields are one
+// 64-byte record, all a point's descent reads of it but the moments.
 type lineExp struct {
-	q  float64
-	c  []float64 // C_i in tree order
-	nd [][]lineNodeExp
-	mu [][]float64 // node k of level v: mu[v][k*lineTerms:]
+	q   float64
+	c   []float64 // C_i in tree order
+	nd  []lineNodeExp
+	off []int     // level v's first node in nd
+	mu  []float64 // node x of nd: mu[x*lineTerms:]
 }
 
 type lineNodeExp struct {
+	lo, hi       int32   // the node's centres
+	mid, rho     float64 // abar and rho
 	tau, g, lmu0 float64
+	// la and ra are the last a of the left child and the first a of the
+	// right one (a leaf: 0), to order the children.
+	la, ra float64
 }
 
 // betaNorm is log B(a/h + 1, b/h + 1) with the actual sum of the
@@ -213,15 +221,26 @@ func (t *lineTree) expand(c []float64, h, q float64, workers int) *lineExp {
 		e.c[i] = c[s]
 	}
 	g := make([]float64, m)
+	total := 0
+	for _, lv := range t.lv {
+		e.off = append(e.off, total)
+		total += len(lv)
+	}
+	e.nd, e.mu = make([]lineNodeExp, total), make([]float64, total*lineTerms)
 	for v, lv := range t.lv {
-		nds, mu := make([]lineNodeExp, len(lv)), make([]float64, len(lv)*lineTerms)
+		nds, mu := e.nd[e.off[v]:e.off[v]+len(lv)], e.mu[e.off[v]*lineTerms:(e.off[v]+len(lv))*lineTerms]
 		per := max(1, lineChunk/(lineLeaf<<v)) // nodes per chunk
 		parallel.For((len(lv)+per-1)/per, workers, func() struct{} { return struct{}{} }, func(_ struct{}, ch int) {
 			for k := ch * per; k < min(len(lv), (ch+1)*per); k++ {
-				t.expandNode(lv[k], &nds[k], mu[k*lineTerms:(k+1)*lineTerms], e.c, g, h, q)
+				nd, ne := lv[k], &nds[k]
+				ne.lo, ne.hi, ne.mid, ne.rho = int32(nd.lo), int32(nd.hi), nd.mid, nd.rho
+				if v > 0 && 2*k+1 < len(t.lv[v-1]) {
+					ch := t.lv[v-1]
+					ne.la, ne.ra = t.a[ch[2*k].hi-1], t.a[ch[2*k+1].lo]
+				}
+				t.expandNode(nd, ne, mu[k*lineTerms:(k+1)*lineTerms], e.c, g, h, q)
 			}
 		})
-		e.nd, e.mu = append(e.nd, nds), append(e.mu, mu)
 	}
 	return e
 }
@@ -335,25 +354,27 @@ func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack [
 	}
 	q := e.q
 	top := len(t.lv) - 1
+	plo, phi, self := int32(pt.lo), int32(pt.hi), int32(pt.self)
 	stack = append(stack[:0], int32(top), 0)
 	for len(stack) > 0 {
 		v, k := int(stack[len(stack)-2]), int(stack[len(stack)-1])
 		stack = stack[:len(stack)-2]
-		nd, ne := t.lv[v][k], e.nd[v][k]
-		if nd.hi <= pt.lo || nd.lo >= pt.hi || ne.g == math.Inf(-1) {
+		x0 := e.off[v] + k
+		ne := &e.nd[x0]
+		if ne.hi <= plo || ne.lo >= phi || ne.g == math.Inf(-1) {
 			continue
 		}
 		d := pt.T - ne.tau
-		s := q * nd.rho * d
+		s := q * ne.rho * d
 		as := math.Abs(s)
-		x := q*pt.V + ne.g + q*nd.mid*d
+		x := q*pt.V + ne.g + q*ne.mid*d
 		ub := x + ne.lmu0 + as
 		if ub < acc.lb+kernel.Negligible {
 			continue // below e^-50 of the point's sum (never while lb = -Inf)
 		}
-		whole := nd.lo >= pt.lo && nd.hi <= pt.hi && (pt.self < nd.lo || pt.self >= nd.hi)
+		whole := ne.lo >= plo && ne.hi <= phi && (self < ne.lo || self >= ne.hi)
 		if whole && (as <= lineNear || (as <= lineFar && ub-acc.lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps)) {
-			mk := e.mu[v][k*lineTerms : (k+1)*lineTerms]
+			mk := e.mu[x0*lineTerms : (x0+1)*lineTerms]
 			s2 := s * s
 			ev, od := mk[lineTerms-2], mk[lineTerms-1]
 			for j := lineTerms - 4; j >= 0; j -= 2 {
@@ -365,18 +386,17 @@ func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack [
 			continue
 		}
 		if v == 0 {
-			t.leaf(e, pt, l, max(nd.lo, pt.lo), min(nd.hi, pt.hi), acc, row)
+			t.leaf(e, pt, l, max(int(ne.lo), pt.lo), min(int(ne.hi), pt.hi), acc, row)
 			continue
 		}
 		// Children: the farther pushed first, so that the nearer is
 		// summed first (its terms raise the lower bound sooner).
-		ch := t.lv[v-1]
 		c0, c1 := 2*k, 2*k+1
-		if c1 >= len(ch) {
+		if c1 >= e.off[v]-e.off[v-1] {
 			stack = append(stack, int32(v-1), int32(c0))
 			continue
 		}
-		if pt.a-t.a[ch[c0].hi-1] < t.a[ch[c1].lo]-pt.a {
+		if pt.a-ne.la < ne.ra-pt.a {
 			c0, c1 = c1, c0 // the left child (2k) is nearer: push the right one first
 		}
 		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
