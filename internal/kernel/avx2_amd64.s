@@ -329,20 +329,34 @@ TEXT ·expTermsAVX2(SB), NOSPLIT, $0-72
 et_loop:
 	CMPQ CX, $8
 	JB   et_tail
+	// Eight terms all below the cut (or NaN) are zeros without their
+	// exponentials; adding those zeros to the lanes would change nothing.
+	// Predicate 0x12 (LE_OQ) with the cut first is cut <= x: x >= cut.
+	VCMPPD $0x12, 0(SI), Y14, Y9
+	VCMPPD $0x12, 32(SI), Y14, Y10
+	VORPD  Y10, Y9, Y3
+	VPTEST Y3, Y3
+	JNZ    et_some
+	VXORPD  Y2, Y2, Y2
+	VMOVUPD Y2, 0(DI)
+	VMOVUPD Y2, 32(DI)
+	JMP     et_next
+
+et_some:
 	VMOVUPD 0(SI), Y2
-	VCMPPD $0x1d, Y14, Y2, Y9
 	VSUBPD Y15, Y2, Y2
 	EXP4(Y2, Y3, Y4, Y5, Y6, Y7)
 	VPAND Y9, Y2, Y2
 	VMOVUPD Y2, 0(DI)
 	VADDPD Y2, Y0, Y0
 	VMOVUPD 32(SI), Y2
-	VCMPPD $0x1d, Y14, Y2, Y9
 	VSUBPD Y15, Y2, Y2
 	EXP4(Y2, Y3, Y4, Y5, Y6, Y7)
-	VPAND Y9, Y2, Y2
+	VPAND Y10, Y2, Y2
 	VMOVUPD Y2, 32(DI)
 	VADDPD Y2, Y1, Y1
+
+et_next:
 	ADDQ $64, SI
 	ADDQ $64, DI
 	SUBQ $8, CX

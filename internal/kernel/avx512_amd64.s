@@ -210,11 +210,22 @@ et_loop:
 	JB   et_tail
 	VMOVUPD (SI), Z28
 	VCMPPD $0x1d, Z26, Z28, K4
+	KORTESTB K4, K4
+	JNZ  et_some
+	// Eight terms all below the cut (or NaN): zeros, without their
+	// exponentials (adding them to the lanes would change nothing).
+	VPXORQ  Z1, Z1, Z1
+	VMOVUPD Z1, (DI)
+	JMP     et_next
+
+et_some:
 	VSUBPD Z16, Z28, Z1
 	EXP8(Z1, Z2, Z3, Z4, Z5, K1)
 	VMOVAPD.Z Z1, K4, Z1
 	VMOVUPD Z1, (DI)
 	VADDPD Z1, Z0, Z0
+
+et_next:
 	ADDQ $64, SI
 	ADDQ $64, DI
 	SUBQ $8, CX

@@ -34,8 +34,28 @@ func testInputs(rng *rand.Rand) [][]float64 {
 	}
 	lengths = append(lengths, 255, 256, 257, 1000)
 	for _, n := range lengths {
-		for rep := 0; rep < 3; rep++ {
+		for rep := 0; rep < 4; rep++ {
 			x := make([]float64, n)
+			if rep == 3 {
+				// Runs of 1 to 40 terms all below the cut (the groups
+				// the vector loops skip whole) between runs above it.
+				for i := 0; i < n; {
+					m := min(n, i+1+rng.IntN(40))
+					below := rng.IntN(2) == 0
+					for ; i < m; i++ {
+						x[i] = -rng.ExpFloat64() * 20
+						if below {
+							x[i] = -60 - rng.Float64()*100
+							if rng.IntN(10) == 0 {
+								x[i] = math.Inf(-1)
+							}
+						}
+						x[i] += 1.5
+					}
+				}
+				out = append(out, x)
+				continue
+			}
 			for i := range x {
 				switch r := rng.IntN(20); {
 				case r == 0:
