@@ -41,7 +41,10 @@ import (
 //
 // Each label's centres form a binary tree of nodes over leaves of lineLeaf
 // centres. A point's sums descend the tree from the root, nearer child
-// first; a node is
+// first (the points go in groups of lineGroup consecutive in the order of
+// a, which share the descent: queryGroup decides a node once for the group
+// from bounds over its points wherever it can, each point's decision then
+// being the rule below); a node is
 //
 //   - skipped when its sum is below e^kernel.Negligible (e^-50) of a lower
 //     bound of the point's sum (as the tiles of the exact sweeps are),
@@ -57,10 +60,12 @@ import (
 // same log-kernels; the log-kernels themselves, differences of terms of
 // magnitude up to |C_i| (about 1e6 at h = 1e-5), are rounded differently by
 // the two forms by a few ulp of those terms. Measured: about 1e-13 and
-// better on every case of line_test.go. Each point's sums
-// are computed alone, in a fixed order, so that the results are
-// bit-identical for any number of workers and on every CPU (math.FMA and
-// kernel.Exp only). Points with a coordinate exactly 0 or 1 see only the
+// better on every case of line_test.go. A point's terms are summed
+// once its descent is done, in the order they were found, relative to the
+// largest (lineAcc.finish); the groups are fixed by the data, so that the
+// results are bit-identical for any number of workers and on every CPU
+// (math.FMA and kernel's exponentials, which give the same bits on every
+// path). Points with a coordinate exactly 0 or 1 see only the
 // centres at the same end (kernel exactly 0 elsewhere; 0 log 0 = 0): their
 // sums run over that range of the tree, with T_j = V_j = 0.
 //
@@ -122,6 +127,7 @@ type line struct {
 	p     *problem
 	trees []lineTree
 	idx   []int // input index -> index in the tree of its label
+	byA   []int // the input indices in increasing order of a (stable)
 }
 
 // lineOf returns the problem's line, built on first use; nil when the
@@ -137,7 +143,11 @@ func (p *problem) lineOf() *line {
 }
 
 func newLine(p *problem) *line {
-	ln := &line{p: p, trees: make([]lineTree, p.nl), idx: make([]int, p.n)}
+	ln := &line{p: p, trees: make([]lineTree, p.nl), idx: make([]int, p.n), byA: make([]int, p.n)}
+	for j := range ln.byA {
+		ln.byA[j] = j
+	}
+	slices.SortStableFunc(ln.byA, func(x, y int) int { return cmp.Compare(p.x[2*x], p.x[2*y]) })
 	for l := range p.nl {
 		t := &ln.trees[l]
 		t.pos = make([]int, 0, p.seg[l+1]-p.seg[l])
@@ -220,7 +230,7 @@ func (t *lineTree) expand(c []float64, h, q float64, workers int) *lineExp {
 	for i, s := range t.pos {
 		e.c[i] = c[s]
 	}
-	g := make([]float64, m)
+	g, g2 := make([]float64, m), make([]float64, m)
 	total := 0
 	for _, lv := range t.lv {
 		e.off = append(e.off, total)
@@ -238,7 +248,7 @@ func (t *lineTree) expand(c []float64, h, q float64, workers int) *lineExp {
 					ch := t.lv[v-1]
 					ne.la, ne.ra = t.a[ch[2*k].hi-1], t.a[ch[2*k+1].lo]
 				}
-				t.expandNode(nd, ne, mu[k*lineTerms:(k+1)*lineTerms], e.c, g, h, q)
+				t.expandNode(nd, ne, mu[k*lineTerms:(k+1)*lineTerms], e.c, g, g2, h, q)
 			}
 		})
 	}
@@ -249,9 +259,9 @@ func (t *lineTree) expand(c []float64, h, q float64, workers int) *lineExp {
 // of expand computes at a time.
 const lineChunk = 4096
 
-// expandNode sets node nd's tau_N, G_N, log mu_0 (ne) and moments mk; g is
-// scratch over the node's centres.
-func (t *lineTree) expandNode(nd lineNode, ne *lineNodeExp, mk, c, g []float64, h, q float64) {
+// expandNode sets node nd's tau_N, G_N, log mu_0 (ne) and moments mk; g and
+// g2 are scratch over the node's centres.
+func (t *lineTree) expandNode(nd lineNode, ne *lineNodeExp, mk, c, g, g2 []float64, h, q float64) {
 	ne.g = math.Inf(-1)
 	if nd.lo >= nd.hi {
 		return
@@ -270,14 +280,38 @@ func (t *lineTree) expandNode(nd lineNode, ne *lineNodeExp, mk, c, g []float64, 
 	if ne.g == math.Inf(-1) {
 		return
 	}
-	for i := nd.lo; i < nd.hi; i++ {
-		w := kernel.Exp(g[i] - ne.g)
+	// The weights e^(g_i - G_N) (the vector exponential: kernel.Exp's
+	// bits) and the z_i, in place of g; then the moments, four centres in
+	// step: each mu_k still adds the centres' terms in order of i (a
+	// centre of weight 0 adds +0, which leaves a sum that is never -0
+	// unchanged), while the four chains of powers run side by side.
+	ws, zs := g[nd.lo:nd.hi], g2[nd.lo:nd.hi]
+	kernel.ExpSum(ws, ws, ne.g)
+	for i := range zs {
+		zs[i] = 0
+		if nd.rho > 0 {
+			zs[i] = (t.a[nd.lo+i] - nd.mid) / nd.rho
+		}
+	}
+	i := 0
+	for ; i+4 <= len(ws); i += 4 {
+		w0, w1, w2, w3 := ws[i], ws[i+1], ws[i+2], ws[i+3]
+		z0, z1, z2, z3 := zs[i], zs[i+1], zs[i+2], zs[i+3]
+		for j := range mk {
+			mk[j] += w0
+			mk[j] += w1
+			mk[j] += w2
+			mk[j] += w3
+			w0 *= z0
+			w1 *= z1
+			w2 *= z2
+			w3 *= z3
+		}
+	}
+	for ; i < len(ws); i++ {
+		w, z := ws[i], zs[i]
 		if w == 0 {
 			continue
-		}
-		z := 0.0
-		if nd.rho > 0 {
-			z = (t.a[i] - nd.mid) / nd.rho
 		}
 		for j := range mk {
 			mk[j] += w
@@ -290,29 +324,40 @@ func (t *lineTree) expandNode(nd lineNode, ne *lineNodeExp, mk, c, g []float64, 
 	ne.lmu0 = math.Log(mk[0])
 }
 
-// lineAcc accumulates one point's sums: per label sum_l e^(scale) over the
-// terms added, and lb, the log of a lower bound of the total.
+// lineAcc accumulates one point's sums: the terms e^x v of each label as
+// they are added, and lb, the log of a lower bound of their total; finish
+// turns the terms into s[l], label l's sum in units of e^scale.
 type lineAcc struct {
 	scale, lb float64
 	s         [2]float64
+	x, v      []float64 // the terms, in the order added
+	l         []int8    // their labels
 }
 
+// reset empties acc, keeping its buffers.
 func (acc *lineAcc) reset() {
 	acc.scale, acc.lb = math.Inf(-1), math.Inf(-1)
 	acc.s = [2]float64{}
+	acc.x, acc.v, acc.l = acc.x[:0], acc.v[:0], acc.l[:0]
 }
 
 // add adds e^x v to label l's sum.
 func (acc *lineAcc) add(l int, x, v float64) {
-	if x > acc.scale {
-		if acc.scale > math.Inf(-1) {
-			f := kernel.Exp(acc.scale - x)
-			acc.s[0] *= f
-			acc.s[1] *= f
-		}
-		acc.scale = x
+	acc.x, acc.v, acc.l = append(acc.x, x), append(acc.v, v), append(acc.l, int8(l))
+}
+
+// finish sets scale to the largest x of the terms and s[l] to the sum of
+// label l's terms v e^(x - scale) in the order they were added (the
+// exponentials by kernel.ExpSum, a vector pass, in place of the x).
+func (acc *lineAcc) finish() {
+	if len(acc.x) == 0 {
+		return
 	}
-	acc.s[l] += v * kernel.Exp(x-acc.scale)
+	acc.scale = kernel.Max(acc.x)
+	kernel.ExpSum(acc.x, acc.x, acc.scale)
+	for t, e := range acc.x {
+		acc.s[acc.l[t]] += acc.v[t] * e
+	}
 }
 
 // linePoint is an evaluation point of a line query.
@@ -349,13 +394,17 @@ func (ln *line) point(j, l int, h float64) linePoint {
 // query adds the q-th power sums of the point's kernels over tree l to acc
 // (label l's sum). stack and row are scratch.
 func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack []int32, row []float64) []int32 {
+	return t.queryFrom(e, pt, l, acc, stack, row, len(t.lv)-1, 0)
+}
+
+// queryFrom is query over the subtree of node k of level v.
+func (t *lineTree) queryFrom(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack []int32, row []float64, v0, k0 int) []int32 {
 	if pt.lo >= pt.hi || e == nil {
 		return stack
 	}
 	q := e.q
-	top := len(t.lv) - 1
 	plo, phi, self := int32(pt.lo), int32(pt.hi), int32(pt.self)
-	stack = append(stack[:0], int32(top), 0)
+	stack = append(stack[:0], int32(v0), int32(k0))
 	for len(stack) > 0 {
 		v, k := int(stack[len(stack)-2]), int(stack[len(stack)-1])
 		stack = stack[:len(stack)-2]
@@ -374,14 +423,7 @@ func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack [
 		}
 		whole := ne.lo >= plo && ne.hi <= phi && (self < ne.lo || self >= ne.hi)
 		if whole && (as <= lineNear || (as <= lineFar && ub-acc.lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps)) {
-			mk := e.mu[x0*lineTerms : (x0+1)*lineTerms]
-			s2 := s * s
-			ev, od := mk[lineTerms-2], mk[lineTerms-1]
-			for j := lineTerms - 4; j >= 0; j -= 2 {
-				ev = math.FMA(ev, s2, mk[j])
-				od = math.FMA(od, s2, mk[j+1])
-			}
-			acc.add(l, x, math.FMA(od, s, ev))
+			acc.add(l, x, lineSeries(e.mu[x0*lineTerms:(x0+1)*lineTerms], s))
 			acc.lb = max(acc.lb, x+ne.lmu0-as)
 			continue
 		}
@@ -402,6 +444,132 @@ func (t *lineTree) query(e *lineExp, pt *linePoint, l int, acc *lineAcc, stack [
 		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
 	}
 	return stack
+}
+
+// lineSeries is a node's series sum_k mk[k] s^k by Horner's rule in two
+// chains (even and odd powers).
+func lineSeries(mk []float64, s float64) float64 {
+	mk = mk[:lineTerms]
+	s2 := s * s
+	ev, od := mk[lineTerms-2], mk[lineTerms-1]
+	for j := lineTerms - 4; j >= 0; j -= 2 {
+		ev = math.FMA(ev, s2, mk[j])
+		od = math.FMA(od, s2, mk[j+1])
+	}
+	return math.FMA(od, s, ev)
+}
+
+// lineGroup is the number of points, consecutive in the order of a, whose
+// sums descend a tree together (queryGroup).
+const lineGroup = 2 * blockJ
+
+// queryGroup adds to accs[j] the q-th power sums of the kernels of points
+// pts[j] (consecutive in the order of a, none at an end: each sees the
+// whole tree) over tree l, as query would for each, sharing the descent:
+// a node is decided once for the group from bounds over its points (T and
+// V are monotone in a): skipped when the largest of their upper bounds is
+// below e^-50 of the smallest lower bound of their sums, expanded for every
+// point when the largest |s| meets query's rule for the point with the
+// largest error against the smallest sum, each point then evaluating the
+// series at its own s. Where the group cannot decide, each point is decided
+// alone (skip or expand) if none of them would split the node, and
+// otherwise the node is split for the group; a leaf is left to each point's
+// query. Every decision is one query's rule holding for each point, so the
+// error bound of each point's sums is query's; the sums differ from
+// query's in the rounding only (the nodes may be others).
+func (t *lineTree) queryGroup(e *lineExp, pts []linePoint, l int, accs []lineAcc, w *lineScratch) {
+	if e == nil || len(pts) == 0 {
+		return
+	}
+	q := e.q
+	tmin, tmax, vmax := pts[0].T, pts[0].T, pts[0].V
+	selfLo, selfHi := int32(math.MaxInt32), int32(-1)
+	for _, pt := range pts {
+		tmin, tmax, vmax = min(tmin, pt.T), max(tmax, pt.T), max(vmax, pt.V)
+		if pt.self >= 0 {
+			selfLo, selfHi = min(selfLo, int32(pt.self)), max(selfHi, int32(pt.self))
+		}
+	}
+	amid := (pts[0].a + pts[len(pts)-1].a) / 2
+	lbmin := func() float64 {
+		m := accs[0].lb
+		for i := range accs {
+			m = min(m, accs[i].lb)
+		}
+		return m
+	}
+	lb := lbmin()
+	stack := append(w.gstack[:0], int32(len(t.lv)-1), 0)
+	defer func() { w.gstack = stack }()
+	for len(stack) > 0 {
+		v, k := int(stack[len(stack)-2]), int(stack[len(stack)-1])
+		stack = stack[:len(stack)-2]
+		x0 := e.off[v] + k
+		ne := &e.nd[x0]
+		if ne.g == math.Inf(-1) {
+			continue
+		}
+		// Over the group: |s| <= smax, x <= xmax (mid >= 0, V <= vmax).
+		d0, d1 := tmin-ne.tau, tmax-ne.tau
+		smax := q * ne.rho * max(math.Abs(d0), math.Abs(d1))
+		ub := q*vmax + ne.g + q*ne.mid*d1 + ne.lmu0 + smax
+		if ub < lb+kernel.Negligible {
+			continue // below e^-50 of every point's sum
+		}
+		whole := selfHi < 0 || ne.hi <= selfLo || ne.lo > selfHi
+		mk := e.mu[x0*lineTerms : (x0+1)*lineTerms]
+		if whole && (smax <= lineNear || (smax <= lineFar && ub-lb+lineLogErr[int(math.Ceil(4*smax))] <= lineLogEps)) {
+			for i := range pts {
+				d := pts[i].T - ne.tau
+				s, x := q*ne.rho*d, q*pts[i].V+ne.g+q*ne.mid*d
+				accs[i].add(l, x, lineSeries(mk, s))
+				accs[i].lb = max(accs[i].lb, x+ne.lmu0-math.Abs(s))
+			}
+			lb = lbmin()
+			continue
+		}
+		if v == 0 {
+			for i := range pts {
+				w.stack = t.queryFrom(e, &pts[i], l, &accs[i], w.stack, w.row, v, k)
+			}
+			lb = lbmin()
+			continue
+		}
+		// Each point alone: done here if none of them splits the node.
+		split := !whole
+		for i := 0; i < len(pts) && !split; i++ {
+			d := pts[i].T - ne.tau
+			as := math.Abs(q * ne.rho * d)
+			x := q*pts[i].V + ne.g + q*ne.mid*d
+			ubi := x + ne.lmu0 + as
+			split = ubi >= accs[i].lb+kernel.Negligible && !(as <= lineNear || (as <= lineFar && ubi-accs[i].lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps))
+		}
+		if !split {
+			for i := range pts {
+				d := pts[i].T - ne.tau
+				s, x := q*ne.rho*d, q*pts[i].V+ne.g+q*ne.mid*d
+				as := math.Abs(s)
+				if x+ne.lmu0+as < accs[i].lb+kernel.Negligible {
+					continue
+				}
+				accs[i].add(l, x, lineSeries(mk, s))
+				accs[i].lb = max(accs[i].lb, x+ne.lmu0-as)
+			}
+			lb = lbmin()
+			continue
+		}
+		// Split for the group, the child nearer the group's middle summed
+		// first.
+		c0, c1 := 2*k, 2*k+1
+		if c1 >= e.off[v]-e.off[v-1] {
+			stack = append(stack, int32(v-1), int32(c0))
+			continue
+		}
+		if amid-ne.la < ne.ra-amid {
+			c0, c1 = c1, c0
+		}
+		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
+	}
 }
 
 // leaf adds the terms of centres [lo, hi) of a leaf (i = j masked with
@@ -429,11 +597,65 @@ func (t *lineTree) leaf(e *lineExp, pt *linePoint, l, lo, hi int, acc *lineAcc, 
 // lineScratch is a worker's scratch of the line sweeps: the descent's
 // stack and a leaf's log-kernels.
 type lineScratch struct {
-	stack []int32
-	row   []float64
+	stack, gstack []int32
+	row           []float64
+	idx           []int
+	pts           []linePoint
+	accs          []lineAcc // a group's points'
+	acc           lineAcc   // a point's at an end
 }
 
-func newLineScratch() *lineScratch { return &lineScratch{row: make([]float64, lineLeaf)} }
+func newLineScratch() *lineScratch {
+	return &lineScratch{row: make([]float64, lineLeaf), idx: make([]int, 0, lineGroup),
+		pts: make([]linePoint, 0, lineGroup), accs: make([]lineAcc, lineGroup)}
+}
+
+// groups computes every point's kernel sums over both trees at bandwidth h
+// (exps[l]: the trees' expansions at one power) and passes them to fn (its
+// input index and sums; fn may keep neither the pointer nor run long): the
+// points in the order of a in groups of lineGroup, the groups on the
+// workers, a group's points inside (0, 1) by queryGroup, those at an end
+// by query. Each group's work is the same for any number of workers.
+func (ln *line) groups(h float64, exps [2]*lineExp, fn func(j int, acc *lineAcc)) error {
+	p := ln.p
+	n := p.n
+	return parallel.ForContext(p.ctx, (n+lineGroup-1)/lineGroup, p.workers, newLineScratch, func(w *lineScratch, g int) {
+		s0, s1 := g*lineGroup, min(n, (g+1)*lineGroup)
+		idx := w.idx[:0]
+		for _, j := range ln.byA[s0:s1] {
+			if a, b := p.x[2*j], p.x[2*j+1]; a != 0 && b != 0 {
+				idx = append(idx, j)
+				continue
+			}
+			acc := &w.acc
+			acc.reset()
+			for l := range ln.trees {
+				pt := ln.point(j, l, h)
+				w.stack = ln.trees[l].query(exps[l], &pt, l, acc, w.stack, w.row)
+			}
+			acc.finish()
+			fn(j, acc)
+		}
+		accs := w.accs[:len(idx)]
+		for i := range accs {
+			accs[i].reset()
+		}
+		for l := range ln.trees {
+			pts := w.pts[:0]
+			for _, j := range idx {
+				pts = append(pts, ln.point(j, l, h))
+			}
+			ln.trees[l].queryGroup(exps[l], pts, l, accs, w)
+			w.pts = pts
+		}
+		for i, j := range idx {
+			accs[i].finish()
+			fn(j, &accs[i])
+		}
+		w.idx = idx
+		p.track.add(int64(blocks(s1) - s0/blockJ)) // the blocks of blockJ points done
+	})
+}
 
 // sums runs the line form of problem.sweepSums: for every point j (input
 // order) the shift m[j] and the power sums s[q][j*2 + l] in units of
@@ -452,32 +674,29 @@ func (ln *line) sums(h float64, powers int) (m []float64, s [][]float64) {
 	for q := range s {
 		s[q] = make([]float64, 2*n)
 	}
-	_ = parallel.ForContext(p.ctx, blocks(n), p.workers, newLineScratch, func(w *lineScratch, b int) {
-		for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
-			var scales [3]float64
-			var sums [3][2]float64
-			for q := range powers {
-				var acc lineAcc
-				acc.reset()
-				for l := range ln.trees {
-					pt := ln.point(j, l, h)
-					w.stack = ln.trees[l].query(exps[q][l], &pt, l, &acc, w.stack, w.row)
-				}
-				scales[q], sums[q] = acc.scale, acc.s
-			}
-			m[j] = scales[0]
-			if m[j] == math.Inf(-1) {
-				continue
-			}
-			for q := range powers {
-				f := math.Exp(scales[q] - float64(q+1)*m[j])
-				for l := range 2 {
-					s[q][2*j+l] = sums[q][l] * f
+	// Power q's scale of point j, then its sums in units of e^((q+1) m[j]).
+	scales := make([]float64, powers*n)
+	for q := range powers {
+		err := ln.groups(h, exps[q], func(j int, acc *lineAcc) {
+			scales[q*n+j] = acc.scale
+			s[q][2*j], s[q][2*j+1] = acc.s[0], acc.s[1]
+		})
+		if err != nil {
+			return m, s
+		}
+	}
+	for j := range m {
+		m[j] = scales[j]
+		for q := range powers {
+			for l := range 2 {
+				if m[j] == math.Inf(-1) {
+					s[q][2*j+l] = 0
+				} else {
+					s[q][2*j+l] *= math.Exp(scales[q*n+j] - float64(q+1)*m[j])
 				}
 			}
 		}
-		p.track.add(1)
-	})
+	}
 	return m, s
 }
 
@@ -494,20 +713,11 @@ func (ln *line) looLSE(hs []float64) []float64 {
 			exps[l] = ln.trees[l].expand(c, h, 1, p.workers)
 		}
 		out := lse[g*n : (g+1)*n]
-		err := parallel.ForContext(p.ctx, blocks(n), p.workers, newLineScratch, func(w *lineScratch, b int) {
-			for j := b * blockJ; j < min(n, (b+1)*blockJ); j++ {
-				var acc lineAcc
-				acc.reset()
-				for l := range ln.trees {
-					pt := ln.point(j, l, h)
-					w.stack = ln.trees[l].query(exps[l], &pt, l, &acc, w.stack, w.row)
-				}
-				out[j] = math.Inf(-1)
-				if tot := acc.s[0] + acc.s[1]; acc.scale > math.Inf(-1) && tot > 0 {
-					out[j] = acc.scale + math.Log(tot)
-				}
+		err := ln.groups(h, exps, func(j int, acc *lineAcc) {
+			out[j] = math.Inf(-1)
+			if tot := acc.s[0] + acc.s[1]; acc.scale > math.Inf(-1) && tot > 0 {
+				out[j] = acc.scale + math.Log(tot)
 			}
-			p.track.add(1)
 		})
 		if err != nil {
 			break

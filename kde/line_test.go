@@ -195,6 +195,7 @@ func TestLineRejectsShortSeries(t *testing.T) {
 			pt := ln.point(j, l, h)
 			ln.trees[l].query(ee, &pt, l, &acc, nil, make([]float64, lineLeaf))
 		}
+		acc.finish()
 		got := (acc.s[0] + acc.s[1]) * math.Exp(acc.scale-me[j])
 		worst = max(worst, math.Abs(got-(se[0][2*j]+se[0][2*j+1]))/(se[0][2*j]+se[0][2*j+1]))
 	}
