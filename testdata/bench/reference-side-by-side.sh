@@ -6,6 +6,7 @@
 # written as float64 .npy files ($3: the logits directory, e.g. ../shared/data/logits).
 set -e
 ref=$1 calib=$2 logits=$3
+# python3 must be Debian's (with python3-torch and python3-numpy): PATH=/usr/bin:$PATH where pyenv shadows it.
 dir=$(mktemp -d)
 python3 - "$logits" "$dir" <<'PY'
 import sys, numpy as np
