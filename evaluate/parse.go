@@ -58,10 +58,11 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 		return optionsError("bandwidth-objective: %v", err)
 	}
 	if t.Metrics != "" {
-		if o.Metrics, err = ParseMetrics(t.Metrics); err != nil {
+		var all bool
+		if o.Metrics, all, err = parseMetrics(t.Metrics); err != nil {
 			return err
 		}
-		o.Strict = !slices.Contains(strings.Split(strings.ReplaceAll(t.Metrics, " ", ""), ","), "all")
+		o.Strict = !all
 	}
 	if o.Bins.Binning, err = metric.ParseBinning(t.Binning); err != nil {
 		return optionsError("binning: %v", err)
@@ -78,22 +79,30 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 // ParseMetrics parses a list of metric names (see Metrics), or "all", into
 // Options.Metrics: each metric once, in the order of Metrics.
 func ParseMetrics(list string) ([]string, error) {
+	ms, _, err := parseMetrics(list)
+	return ms, err
+}
+
+// parseMetrics is ParseMetrics that also reports whether the list named
+// "all".
+func parseMetrics(list string) (ms []string, all bool, err error) {
 	seen := map[string]bool{}
 	for _, m := range strings.Split(list, ",") {
 		switch m = strings.TrimSpace(m); {
 		case m == "":
 		case m == "all":
+			all = true
 			for _, a := range Metrics {
 				seen[a] = true
 			}
 		case slices.Contains(Metrics, m):
 			seen[m] = true
 		default:
-			return nil, optionsError("metrics: unknown metric %q (valid: %s, all)", m, strings.Join(Metrics, ", "))
+			return nil, false, optionsError("metrics: unknown metric %q (valid: %s, all)", m, strings.Join(Metrics, ", "))
 		}
 	}
 	if len(seen) == 0 {
-		return nil, optionsError("metrics: no metric given")
+		return nil, false, optionsError("metrics: no metric given")
 	}
 	out := []string{}
 	for _, m := range Metrics {
@@ -101,7 +110,7 @@ func ParseMetrics(list string) ([]string, error) {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out, all, nil
 }
 
 // ParseP parses a list of exponents p in [1, kde.MaxP] into Options.P.

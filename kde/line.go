@@ -413,18 +413,15 @@ func (t *lineTree) queryFrom(e *lineExp, pt *linePoint, l int, acc *lineAcc, sta
 		if ne.hi <= plo || ne.lo >= phi || ne.g == math.Inf(-1) {
 			continue
 		}
-		d := pt.T - ne.tau
-		s := q * ne.rho * d
+		s, x := ne.at(q, pt.T, pt.V)
 		as := math.Abs(s)
-		x := q*pt.V + ne.g + q*ne.mid*d
 		ub := x + ne.lmu0 + as
 		if ub < acc.lb+kernel.Negligible {
 			continue // below e^-50 of the point's sum (never while lb = -Inf)
 		}
 		whole := ne.lo >= plo && ne.hi <= phi && (self < ne.lo || self >= ne.hi)
-		if whole && (as <= lineNear || (as <= lineFar && ub-acc.lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps)) {
-			acc.add(l, x, lineSeries(e.mu[x0*lineTerms:(x0+1)*lineTerms], s))
-			acc.lb = max(acc.lb, x+ne.lmu0-as)
+		if whole && lineExpands(as, ub, acc.lb) {
+			acc.addNode(l, x, s, ne.lmu0, e.mu[x0*lineTerms:(x0+1)*lineTerms])
 			continue
 		}
 		if v == 0 {
@@ -444,6 +441,30 @@ func (t *lineTree) queryFrom(e *lineExp, pt *linePoint, l int, acc *lineAcc, sta
 		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
 	}
 	return stack
+}
+
+// at returns, for a point with T and V (linePoint), the node's series
+// variable s = q rho (T - tau_N) and the log of its factor x = q V + G_N +
+// q abar (T - tau_N).
+func (ne *lineNodeExp) at(q, T, V float64) (s, x float64) {
+	d := T - ne.tau
+	return q * ne.rho * d, q*V + ne.g + q*ne.mid*d
+}
+
+// lineExpands reports whether a node whose series has |s| = as and whose
+// sum is at most e^ub is expanded against a point's lower bound e^lb: at
+// |s| <= lineNear, or at |s| <= lineFar where its error bound is below
+// 2^-53 of e^lb (the rule of line.go's comment; the node must also be
+// whole).
+func lineExpands(as, ub, lb float64) bool {
+	return as <= lineNear || (as <= lineFar && ub-lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps)
+}
+
+// addNode adds the node's series at s (moments mk, factor e^x) to label
+// l's sum and raises the lower bound by the node's least sum.
+func (acc *lineAcc) addNode(l int, x, s, lmu0 float64, mk []float64) {
+	acc.add(l, x, lineSeries(mk, s))
+	acc.lb = max(acc.lb, x+lmu0-math.Abs(s))
 }
 
 // lineSeries is a node's series sum_k mk[k] s^k by Horner's rule in two
@@ -500,7 +521,6 @@ func (t *lineTree) queryGroup(e *lineExp, pts []linePoint, l int, accs []lineAcc
 	}
 	lb := lbmin()
 	stack := append(w.gstack[:0], int32(len(t.lv)-1), 0)
-	defer func() { w.gstack = stack }()
 	for len(stack) > 0 {
 		v, k := int(stack[len(stack)-2]), int(stack[len(stack)-1])
 		stack = stack[:len(stack)-2]
@@ -518,12 +538,10 @@ func (t *lineTree) queryGroup(e *lineExp, pts []linePoint, l int, accs []lineAcc
 		}
 		whole := selfHi < 0 || ne.hi <= selfLo || ne.lo > selfHi
 		mk := e.mu[x0*lineTerms : (x0+1)*lineTerms]
-		if whole && (smax <= lineNear || (smax <= lineFar && ub-lb+lineLogErr[int(math.Ceil(4*smax))] <= lineLogEps)) {
+		if whole && lineExpands(smax, ub, lb) {
 			for i := range pts {
-				d := pts[i].T - ne.tau
-				s, x := q*ne.rho*d, q*pts[i].V+ne.g+q*ne.mid*d
-				accs[i].add(l, x, lineSeries(mk, s))
-				accs[i].lb = max(accs[i].lb, x+ne.lmu0-math.Abs(s))
+				s, x := ne.at(q, pts[i].T, pts[i].V)
+				accs[i].addNode(l, x, s, ne.lmu0, mk)
 			}
 			lb = lbmin()
 			continue
@@ -538,22 +556,18 @@ func (t *lineTree) queryGroup(e *lineExp, pts []linePoint, l int, accs []lineAcc
 		// Each point alone: done here if none of them splits the node.
 		split := !whole
 		for i := 0; i < len(pts) && !split; i++ {
-			d := pts[i].T - ne.tau
-			as := math.Abs(q * ne.rho * d)
-			x := q*pts[i].V + ne.g + q*ne.mid*d
+			s, x := ne.at(q, pts[i].T, pts[i].V)
+			as := math.Abs(s)
 			ubi := x + ne.lmu0 + as
-			split = ubi >= accs[i].lb+kernel.Negligible && !(as <= lineNear || (as <= lineFar && ubi-accs[i].lb+lineLogErr[int(math.Ceil(4*as))] <= lineLogEps))
+			split = ubi >= accs[i].lb+kernel.Negligible && !lineExpands(as, ubi, accs[i].lb)
 		}
 		if !split {
 			for i := range pts {
-				d := pts[i].T - ne.tau
-				s, x := q*ne.rho*d, q*pts[i].V+ne.g+q*ne.mid*d
-				as := math.Abs(s)
-				if x+ne.lmu0+as < accs[i].lb+kernel.Negligible {
+				s, x := ne.at(q, pts[i].T, pts[i].V)
+				if x+ne.lmu0+math.Abs(s) < accs[i].lb+kernel.Negligible {
 					continue
 				}
-				accs[i].add(l, x, lineSeries(mk, s))
-				accs[i].lb = max(accs[i].lb, x+ne.lmu0-as)
+				accs[i].addNode(l, x, s, ne.lmu0, mk)
 			}
 			lb = lbmin()
 			continue
@@ -570,6 +584,7 @@ func (t *lineTree) queryGroup(e *lineExp, pts []linePoint, l int, accs []lineAcc
 		}
 		stack = append(stack, int32(v-1), int32(c0), int32(v-1), int32(c1))
 	}
+	w.gstack = stack
 }
 
 // leaf adds the terms of centres [lo, hi) of a leaf (i = j masked with

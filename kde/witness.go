@@ -398,6 +398,13 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 			// tile, and its terms are added before the next tile's).
 			var group [4]int // a*ng + g of the pending sums
 			ngroup := 0
+			// rest sums the pending sums one by one.
+			rest := func() {
+				for r, x := range group[:ngroup] {
+					sum[x] += kernel.WeightedSumExp(sumE[x*kp:(x+1)*kp], w.rows[r][:nb], et, m[x])
+				}
+				ngroup = 0
+			}
 			for q, a := range sel {
 				s := s0 + a
 				ma := m[a*ng : (a+1)*ng]
@@ -450,15 +457,10 @@ func (p *problem) residualSweep(hs []float64, e []float64, pairs bool) *sweep {
 					}
 				}
 				if kp > witnessCrossPoints {
-					for r, x := range group[:ngroup] {
-						sum[x] += kernel.WeightedSumExp(sumE[x*kp:(x+1)*kp], w.rows[r][:nb], et, m[x])
-					}
-					ngroup = 0
+					rest()
 				}
 			}
-			for r, x := range group[:ngroup] {
-				sum[x] += kernel.WeightedSumExp(sumE[x*kp:(x+1)*kp], w.rows[r][:nb], et, m[x])
-			}
+			rest()
 		}
 		for a := 0; a < na; a++ {
 			j := p.order[s0+a]

@@ -173,3 +173,11 @@ func axpyRowsGeneric(acc, w, v []float64) {
 		}
 	}
 }
+
+// axpyRows4Generic is axpyRows4 on the generic path: axpyRowsGeneric for
+// each of the four accumulators.
+func axpyRows4Generic(acc, w *[4][]float64, v []float64, kp, n int) {
+	for g := range acc {
+		axpyRowsGeneric(acc[g][:kp], w[g][:n], v[:n*kp])
+	}
+}

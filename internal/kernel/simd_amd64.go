@@ -124,14 +124,12 @@ func axpyRows4AVX2(accs, ws *[4]*float64, v *float64, kp, n int)
 // rows v (stride kp, a multiple of 4; n rows): the AVX2 kernel on the avx2
 // and avx512 paths (it gives axpyRows's bits: see axpyRows4AVX2), four
 // axpyRows on the generic one.
-func axpyRows4(acc *[4][]float64, w *[4][]float64, v []float64, kp, n int) {
+func axpyRows4(acc, w *[4][]float64, v []float64, kp, n int) {
 	if n == 0 || kp == 0 {
 		return
 	}
 	if active == &generic {
-		for g := range acc {
-			axpyRowsGeneric(acc[g][:kp], w[g][:n], v[:n*kp])
-		}
+		axpyRows4Generic(acc, w, v, kp, n)
 		return
 	}
 	var ap, wp [4]*float64

@@ -14,10 +14,8 @@ func expTerms(dst, x []float64, shift, cut float64, lane *[lanes]float64) {
 
 func axpyRows(acc, w, v []float64) { axpyRowsGeneric(acc, w, v) }
 
-func axpyRows4(acc *[4][]float64, w *[4][]float64, v []float64, kp, n int) {
-	for g := range acc {
-		axpyRowsGeneric(acc[g][:kp], w[g][:n], v[:n*kp])
-	}
+func axpyRows4(acc, w *[4][]float64, v []float64, kp, n int) {
+	axpyRows4Generic(acc, w, v, kp, n)
 }
 
 // logKernelRows4 does no rows: LogKernelRows runs LogKernelRow per row.
