@@ -64,8 +64,8 @@ const AllPoints = -1
 const MaxAllPoints = 200_000
 
 // streamMetrics lists the metrics a stream computes by default: all but
-// ece_witness, whose kernel sums are K-vectors at two grids of 25
-// bandwidths (about 25 times ece_kde's canonical cost); it is streamed
+// ece_witness, whose kernel sums are K-vectors at two grids of 13
+// bandwidths (about 13 times ece_kde's canonical cost); it is streamed
 // when asked for.
 var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
 

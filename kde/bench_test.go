@@ -178,7 +178,7 @@ func BenchmarkGradient(b *testing.B) {
 	}
 }
 
-// BenchmarkWitness measures Witness (both exponents: the 25-point grid
+// BenchmarkWitness measures Witness (both exponents: the WitnessGrid
 // sweep, the cross-fitting and the p = 2 sweep at h_cv / 2) on the real
 // CIFAR-10 predictions (K = 10) and on synthetic ones with K = 100;
 // ns/pair/h is the time per ordered pair and grid bandwidth.
