@@ -10,8 +10,8 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/synth"
 )
 
