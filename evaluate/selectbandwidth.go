@@ -66,7 +66,7 @@ func (r *BandwidthReport) WriteJSON(w io.Writer) error {
 func (r *BandwidthReport) WriteText(w io.Writer) error {
 	how := "best grid value"
 	if r.Refined {
-		how = "golden-section refinement of the best grid value"
+		how = "refinement of the best grid value"
 	}
 	fmt.Fprintf(w, "%s bandwidth (n = %d, K = %d), objective %s\n", r.Notion, r.N, r.K, r.Objective)
 	fmt.Fprintf(w, "selected h = %.6g (%s), objective %.6f\n", r.Bandwidth, how, float64(r.LogLikAt))

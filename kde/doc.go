@@ -155,7 +155,8 @@
 //	l(h) = sum_j log( (1/(n-1)) sum_{i != j} k_h(f_j; f_i) )
 //
 // (l_w above with sample weights) over DefaultGrid (the reference's 20 values) and refines the best grid
-// point by a golden-section search in log h. The dot products
+// point by Brent's method in log h (parabolic steps, golden-section steps
+// where a parabola is not trusted; about 5 evaluations). The dot products
 // <f_i, log f_j> are computed once per pair for all grid points, since
 // (alpha_i - 1) . log f_j = <f_i, log f_j> / h. The Reference objective
 // reproduces the reference code (which adds -log h per term and starts its

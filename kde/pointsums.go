@@ -19,7 +19,7 @@ import (
 // given: 10^(-4 + i/5) for i = 0..20, five per decade from 1e-4 to 1 (a
 // factor 1.58 between neighbours). Every candidate costs one exponential
 // per pair of an evaluation point and a centre, so the grid is coarser
-// than the golden-section refinement of SelectBandwidth (1 % in h).
+// than the refinement of SelectBandwidth (1 % in h).
 func StreamGrid() []float64 { return mathx.LogSpace(1e-4, 1, 21) }
 
 // PointSums is the mergeable form of ECE^KDE (eq. 2, 3, 9) for a fixed set

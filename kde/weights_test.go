@@ -973,7 +973,13 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 		for g := range a.GridLL {
 			check(notion.String()+" LOO", a.GridLL[g], b.GridLL[g])
 		}
-		check("selected bandwidth", a.Bandwidth, b.Bandwidth)
+		// The refinement's parabolas divide differences of nearly equal
+		// objective values, so the last-bit differences of the sums move
+		// the chosen bandwidth by more than they move the sums (measured
+		// 3e-11 relative); it is located to 1 % anyway.
+		if d := relDiff(a.Bandwidth, b.Bandwidth); d > 1e-9 {
+			t.Errorf("%s: selected bandwidth %.17g with zero weights, %.17g removed (rel %.2g)", notion, a.Bandwidth, b.Bandwidth, d)
+		}
 		_, ga, err1 := Gradient(nil, notion, probs, labels, k, 2, w, Options{Bandwidth: 0.1})
 		_, gb, err2 := Gradient(nil, notion, rp, rl, k, 2, rw, Options{Bandwidth: 0.1})
 		if err1 != nil || err2 != nil {

@@ -50,7 +50,7 @@ func newBandwidthCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&mode, "mode", "", "notion: canonical, marginal, top_label or binary (default canonical; binary for one-column input)")
 	fs.StringVar(&objective, "bandwidth-objective", "loo", "objective: loo or reference")
-	fs.BoolVar(&o.NoRefine, "no-refine", false, "loo: return the best grid value without the golden-section refinement")
+	fs.BoolVar(&o.NoRefine, "no-refine", false, "loo: return the best grid value without the refinement (Brent's method)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines (0: all cores)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&progress, "progress", true, "show a progress bar on stderr when it is a terminal")
