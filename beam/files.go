@@ -13,9 +13,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/atomicfile"
 )
 
 // Shard is one prediction file of a sharded set, with its own labels and

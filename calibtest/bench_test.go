@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/synth"
@@ -17,7 +16,7 @@ import (
 // the prepared Statistic (one batch) and once as B separate computations
 // by the defining package. ECE^KDE at the LOO bandwidth of each notion.
 func BenchmarkResamples(b *testing.B) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestCompareMatchesGolden(t *testing.T) {
 	if err := WriteJSON(&b, c); err != nil {
 		t.Fatal(err)
 	}
-	diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/compare-k4.json.golden")
+	diffs, err := goldenjson.CompareFile(b.Bytes(), "../cmd/calib/internal/cli/testdata/compare-k4.json.golden")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-const demoDir = "../internal/demo/cifar10_resnet110-brier"
+const demoDir = "../cmd/calib/internal/demo/cifar10_resnet110-brier"
 
 func TestGoldenCSVLoads(t *testing.T) {
 	s, err := Load("../testdata/golden/ecekde/c02_n200_k3.csv", Options{})

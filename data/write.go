@@ -9,7 +9,7 @@ import (
 	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/calib-dev/calib/internal/atomicfile"
+	"github.com/calib-dev/calib/atomicfile"
 )
 
 // WriteCSV writes n rows of k probabilities (header p0..p{k-1}), followed

@@ -40,7 +40,7 @@ func TestEvaluateMatchesGolden(t *testing.T) {
 		if err := WriteJSON(&b, ev); err != nil {
 			t.Fatal(err)
 		}
-		diffs, err := goldenjson.CompareFile(b.Bytes(), "../internal/cli/testdata/"+c.golden+".json.golden")
+		diffs, err := goldenjson.CompareFile(b.Bytes(), "../cmd/calib/internal/cli/testdata/"+c.golden+".json.golden")
 		if err != nil {
 			t.Fatal(err)
 		}

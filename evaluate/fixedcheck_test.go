@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/kde"
 )
 
@@ -48,7 +47,7 @@ func fullCheck(t *testing.T, s *data.Set, notion kde.Notion, h float64) bool {
 // far too large for canonical, top-label and marginal (a case with a gap
 // of 0.3 at n = 10,000, near the threshold, among them).
 func TestFixedBandwidthCheckSampled(t *testing.T) {
-	d, err := demo.Load("test")
+	d, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/metric"
 )
 
@@ -20,7 +19,7 @@ import (
 // metrics, and equal-mass Doane bins with sharpness, mmce and
 // ece_witness).
 func FuzzStreamState(f *testing.F) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		f.Fatal(err)
 	}

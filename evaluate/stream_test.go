@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -25,7 +24,7 @@ import (
 // testdata/logits (CIFAR-10 DenseNet-121 FLSD-53, CIFAR-100 ResNet-110).
 func realSets(t *testing.T) []*data.Set {
 	t.Helper()
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 // samples 0.0180 against the full 0.0204; unweighted 0.0205 against
 // 0.0203) and whose interval held the value in 6 of 10.
 func TestStreamWeighted(t *testing.T) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +238,7 @@ func TestStreamWeighted(t *testing.T) {
 // shard and merged give the results of one pass; the same batches give
 // bit-identical results for any worker count.
 func TestStreamSumsMergeJSON(t *testing.T) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +347,7 @@ func TestStreamAllPointsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := demo.Load("test")
+	d, _ := demoSet("test")
 	b := &Batch{Set: RowsOf(d, 0, 10), Source: "x"}
 	if err := s.Add(b); err != nil {
 		t.Fatal(err)
@@ -364,7 +363,7 @@ func TestStreamAllPointsBound(t *testing.T) {
 // making every bandwidth -Inf; merging sums of other options is an error,
 // and --metrics (Strict) makes a failing metric fail the stream.
 func TestStreamEdgeCases(t *testing.T) {
-	d, _ := demo.Load("test")
+	d, _ := demoSet("test")
 	s := RowsOf(d, 0, 800)
 	probs := append([]float64(nil), s.Probs...)
 	row := probs[:s.K]
@@ -407,7 +406,7 @@ func TestStreamEdgeCases(t *testing.T) {
 // variance to 1e-12, through JSON and merged shards too.
 func TestStreamSharpnessOwnSums(t *testing.T) {
 	ctx := context.Background()
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +601,7 @@ func TestStreamDataBins(t *testing.T) {
 // mmce. Unjoined blocks, missing blocks and mixed blocks are refused.
 func TestStreamBlocks(t *testing.T) {
 	ctx := context.Background()
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +708,7 @@ func TestStreamBlocks(t *testing.T) {
 // the interval holds the full-data value.
 func TestStreamWitness(t *testing.T) {
 	ctx := context.Background()
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,7 +782,7 @@ func TestStreamWitness(t *testing.T) {
 // with Strict), the others equal the unbounded stream's; merging sums
 // that overflowed overflows.
 func TestStreamMaxCells(t *testing.T) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,7 +847,7 @@ func TestKernelSumsJSONRefused(t *testing.T) {
 // A shard whose weights are all zero is part of a weighted stream (its rows
 // count, with no weight); a stream whose weights are all zero is an error.
 func TestStreamZeroWeightShard(t *testing.T) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}

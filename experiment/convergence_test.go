@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/synth"
 )
@@ -152,7 +151,7 @@ func TestSharpnessQuick(t *testing.T) {
 // on that) and near 0 with labels drawn from the predictions, where the
 // plug-in still reads several hundredths; the table and determinism.
 func TestRealWitnessQuick(t *testing.T) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/report"
 )

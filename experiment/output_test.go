@@ -64,7 +64,7 @@ func TestSaveProvenance(t *testing.T) {
 // TestLoadLogitDir reads the embedded set's folder as a logit folder; a
 // missing folder is a *data.Error.
 func TestLoadLogitDir(t *testing.T) {
-	s, err := LoadLogitDir("../internal/demo/cifar10_resnet110-brier", "val")
+	s, err := LoadLogitDir("../cmd/calib/internal/demo/cifar10_resnet110-brier", "val")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/demo"
 )
 
 // benchSet returns n predictions of K classes: the real CIFAR-10 ResNet-110
@@ -21,7 +20,7 @@ import (
 func benchSet(b *testing.B, n, k int) ([]float64, []int) {
 	b.Helper()
 	if k == 10 && n <= 10000 {
-		s, err := demo.Load("test")
+		s, err := demoSet("test")
 		if err != nil {
 			b.Fatal(err)
 		}

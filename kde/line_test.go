@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/demo"
 	"github.com/calib-dev/calib/internal/testenv"
 )
 
@@ -218,7 +217,7 @@ func TestLineRealSets(t *testing.T) {
 		labels []int
 		k      int
 	}
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}

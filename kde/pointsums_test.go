@@ -6,14 +6,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/calib-dev/calib/internal/demo"
 )
 
 // realRows returns the first n rows of the embedded CIFAR-10 ResNet-110
 // test set (probabilities, labels, K = 10).
 func realRows(t testing.TB, n int) ([]float64, []int, int) {
-	s, err := demo.Load("test")
+	s, err := demoSet("test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // testLogits maps the logit sets of the splines golden file to their test
 // split in the repository.
 var testLogits = map[string]string{
-	"cifar10_resnet110-brier":    "../internal/demo/cifar10_resnet110-brier",
+	"cifar10_resnet110-brier":    "../cmd/calib/internal/demo/cifar10_resnet110-brier",
 	"cifar10_densenet121-flsd53": "../testdata/logits/cifar10_densenet121-flsd53",
 	"cifar100_resnet110-brier":   "../testdata/logits/cifar100_resnet110-brier",
 }

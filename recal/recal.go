@@ -27,7 +27,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/calib-dev/calib/internal/atomicfile"
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/internal/mathx"
 )
 

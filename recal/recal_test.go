@@ -18,7 +18,7 @@ import (
 
 // logitDirs maps the golden models to their logits in the repository.
 var logitDirs = map[string]string{
-	"cifar10_resnet110-brier":    "../internal/demo/cifar10_resnet110-brier",
+	"cifar10_resnet110-brier":    "../cmd/calib/internal/demo/cifar10_resnet110-brier",
 	"cifar10_densenet121-flsd53": "../testdata/logits/cifar10_densenet121-flsd53",
 	"cifar100_resnet110-brier":   "../testdata/logits/cifar100_resnet110-brier",
 }

@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/calib-dev/calib/internal/atomicfile"
+	"github.com/calib-dev/calib/atomicfile"
 )
 
 // Figure is a drawing of a fixed size: each figure type of this package

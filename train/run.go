@@ -9,8 +9,8 @@ import (
 
 	"github.com/sbinet/npyio/npy"
 
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/atomicfile"
 )
 
 // ErrInput is wrapped by Run's errors about its input: a table that cannot

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/calib-dev/calib/internal/cli"
+	"github.com/calib-dev/calib/cmd/calib/internal/cli"
 )
 
 // grace is how long an interrupted command may take to return by itself

@@ -17,7 +17,11 @@
 // `go test -short` skips the slow parts as before, whatever the variable.
 package testenv
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
 
 // Thorough reports whether the environment variable CALIB_THOROUGH is set
 // to 1: whether the tests should run their slow, full-size checks.
@@ -37,4 +41,22 @@ func ZeroOne(w []float64) {
 			w[i] = 1
 		}
 	}
+}
+
+// DemoSet is the directory name of the real prediction set that `calib
+// demo` embeds (cmd/calib/internal/demo): the CIFAR-10 ResNet-110 (Brier
+// score) validation and test logits.
+const DemoSet = "cifar10_resnet110-brier"
+
+// DemoFiles returns the paths of the demo set's split ("val" or "test"):
+// its logits (.npy, float32) and its labels (.npy). The library's tests
+// read the set from these files with data.Load (Options.Logits); only the
+// command's packages may import the embedding package.
+func DemoFiles(split string) (logits, labels string) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("testenv: no caller information")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "calib", "internal", "demo", DemoSet)
+	return filepath.Join(dir, split+"_logits.npy"), filepath.Join(dir, split+"_labels.npy")
 }

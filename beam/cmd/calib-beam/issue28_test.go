@@ -152,7 +152,7 @@ func TestBeamHostileInputs(t *testing.T) {
 // line "interrupted" (it exited 1 with "rpc error: code = Canceled").
 func TestBeamInterrupt(t *testing.T) {
 	dir := t.TempDir()
-	const d = "../../../internal/demo/cifar10_resnet110-brier/"
+	const d = "../../../cmd/calib/internal/demo/cifar10_resnet110-brier/"
 	abs, _ := filepath.Abs(d)
 	cmd, out, errb := beamCmd(t, dir, "--input", filepath.Join(abs, "test_logits.npy"), "--label-files", filepath.Join(abs, "test_labels.npy"), "--logits", "--eval-points", "all", "--metrics", "ece_kde")
 	if err := cmd.Start(); err != nil {

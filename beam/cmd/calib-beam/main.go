@@ -32,10 +32,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
+	"github.com/calib-dev/calib/atomicfile"
 	calibbeam "github.com/calib-dev/calib/beam"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/metric"
 )
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"github.com/calib-dev/calib/beam/internal/doccmp"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/cli"
 )
 
 func TestMain(m *testing.M) {
@@ -95,9 +95,11 @@ func TestOptions(t *testing.T) {
 // TestSameAsCalibEvalStream runs calib-beam on Prism over four CSV shards
 // of a real set (CIFAR-10 DenseNet-121 FLSD-53, val, 5,000 rows) and
 // compares its document with `calib eval --stream --json` over the same
-// directory (cli.Main, the oracle): every number to 1e-12 relative, the
+// directory (the calib binary, built from the calib module: the oracle):
+// every number to 1e-12 relative, the
 // timings and calib's provenance left out.
 func TestSameAsCalibEvalStream(t *testing.T) {
+	calib := buildCalib(t)
 	d := "../../../testdata/logits/cifar10_densenet121-flsd53/"
 	s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
 	if err != nil {
@@ -128,8 +130,10 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 				calibArgs = append(calibArgs, args[i], args[i+1])
 			}
 		}
-		if code := cli.Main(context.Background(), calibArgs, &want, &stderr); code != 0 {
-			t.Fatalf("calib %q: exit %d: %s", calibArgs, code, stderr.String())
+		cmd := exec.Command(calib, calibArgs...)
+		cmd.Stdout, cmd.Stderr = &want, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("calib %q: %v: %s", calibArgs, err, stderr.String())
 		}
 		c, set := parse(t, append([]string{"--input", "shards"}, args...)...)
 		var stdout bytes.Buffer
@@ -154,4 +158,22 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 			t.Errorf("%q: no ece_kde in %s", args, got)
 		}
 	}
+}
+
+// buildCalib builds the calib command of the calib module (the directory
+// three levels up: this module's replace directive points there) into a
+// temporary directory and returns the binary's path.
+func buildCalib(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "calib")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/calib")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/calib: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -45,7 +45,7 @@ func writeShards(t *testing.T, s *data.Set, dir, ext string, n int) {
 // and 0.1036 for wrn/csv and $PWD/wrn/csv, and CSV and Parquet copies
 // differed by up to 30 %).
 func TestStreamSampleIgnoresNames(t *testing.T) {
-	const d = "../../testdata/logits/cifar10_densenet121-flsd53/"
+	const d = "../../../../testdata/logits/cifar10_densenet121-flsd53/"
 	s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/calib-dev/calib/cmd/calib/internal/demo"
+	"github.com/calib-dev/calib/cmd/calib/internal/demotext"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/demo"
-	"github.com/calib-dev/calib/internal/demotext"
 )
 
 func newDemoCmd() *cobra.Command {

@@ -11,9 +11,9 @@ import (
 // Main, output discarded, progress off. The same file runs on older
 // commits (Main's signature has not changed), so benchstat compares them.
 //
-//	go test ./internal/cli -run '^$' -bench 'Command' -count 6
+//	go test ./cmd/calib/internal/cli -run '^$' -bench 'Command' -count 6
 
-const benchSet = "../../testdata/golden/ecekde/c04_n1000_k10.csv"
+const benchSet = "../../../../testdata/golden/ecekde/c04_n1000_k10.csv"
 
 func benchCommand(b *testing.B, args ...string) {
 	for b.Loop() {
@@ -36,7 +36,7 @@ func BenchmarkCommandDemo(b *testing.B) { benchCommand(b, "demo") }
 
 // demoTest is the embedded CIFAR-10 ResNet-110 test split of calib demo
 // (n = 10,000, K = 10, logits).
-const demoTest = "../../internal/demo/cifar10_resnet110-brier/"
+const demoTest = "../demo/cifar10_resnet110-brier/"
 
 // BenchmarkCommandEvalDemoTest: calib eval with no flags (every metric,
 // canonical, marginal and top-label ECE^KDE) on the demo's test split,

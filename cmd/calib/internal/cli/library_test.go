@@ -5,9 +5,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/internal/goldenjson"
 )
 
@@ -16,7 +16,7 @@ import (
 // file and metrics, times and provenance aside: the CLI adds nothing of
 // its own to the numbers.
 func TestExampleMatchesCLI(t *testing.T) {
-	t.Chdir("../../evaluate")
+	t.Chdir("../../../../evaluate")
 	const file = "testdata/c02_n200_k3.csv"
 	for _, weighted := range []bool{false, true} {
 		args := []string{"eval", file, "--metrics", "ks,accuracy,ece_bin,brier", "--json", "--progress=false"}

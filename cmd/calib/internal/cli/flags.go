@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/internal/atomicfile"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"

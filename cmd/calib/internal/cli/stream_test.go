@@ -49,7 +49,7 @@ func resultKey(metric, notion string, p *float64, r *int) string {
 // eval's KS; with --eval-points all and a fixed bandwidth ece_kde is eval's.
 // Equal-mass bins with Doane's rule and sharpness too.
 func TestEvalStream(t *testing.T) {
-	const d = "../../testdata/logits/cifar10_densenet121-flsd53/"
+	const d = "../../../../testdata/logits/cifar10_densenet121-flsd53/"
 	s, err := data.Load(d+"val_logits.npy", data.Options{Labels: d + "val_labels.npy", Logits: true})
 	if err != nil {
 		t.Fatal(err)

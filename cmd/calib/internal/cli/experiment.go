@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/cmd/calib/internal/demo"
 	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/experiment/training"
-	"github.com/calib-dev/calib/internal/demo"
 )
 
 // experimentFlags are the flags shared by the experiments.

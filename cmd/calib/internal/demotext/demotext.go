@@ -8,9 +8,9 @@ import (
 	"io"
 
 	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/cmd/calib/internal/demo"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/internal/demo"
 )
 
 // Write writes the demo's text: the headline figures of ev (the test

@@ -300,7 +300,7 @@ func TestIntervalsContainEstimate(t *testing.T) {
 		sets, metrics = append(sets, "cifar100_resnet110-brier"), "all"
 	}
 	for _, name := range sets {
-		dir := "../../testdata/logits/" + name + "/"
+		dir := "../../../../testdata/logits/" + name + "/"
 		stdout, stderr, code := run(t, "eval", dir+"test_logits.npy", "--labels", dir+"test_labels.npy", "--logits", "--metrics", metrics,
 			"--ci", "--ci-resamples", "100", "--json", "--progress=false")
 		if code != 0 {
@@ -404,7 +404,7 @@ func TestCanonicalBinnedSparseWarned(t *testing.T) {
 	// On a real CIFAR set the cells hold many samples on average (the
 	// predictions are sharp), but the canonical MCE sits in a cell of one
 	// sample: it alone is flagged.
-	d := "../../testdata/logits/cifar10_densenet121-flsd53/"
+	d := "../../../../testdata/logits/cifar10_densenet121-flsd53/"
 	stdout, stderr, code = run(t, "eval", d+"test_logits.npy", "--labels", d+"test_labels.npy", "--logits", "--metrics", "mce,ece_bin", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

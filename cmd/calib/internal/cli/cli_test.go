@@ -21,7 +21,7 @@ import (
 	"github.com/calib-dev/calib/train"
 )
 
-const golden = "../../testdata/golden/ecekde/"
+const golden = "../../../../testdata/golden/ecekde/"
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -688,7 +688,7 @@ func TestExperimentTraining(t *testing.T) {
 // bad inputs are usage errors.
 func TestTrainCommand(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := run(t, "train", "--data", "../../train/tabular/vehicle.csv.gz", "--loss", "kde-xe", "--epochs", "3", "--batch", "64", "-o", dir)
+	stdout, stderr, code := run(t, "train", "--data", "../../../../train/tabular/vehicle.csv.gz", "--loss", "kde-xe", "--epochs", "3", "--batch", "64", "-o", dir)
 	if code != 0 || !strings.Contains(stdout, "best epoch") {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -705,7 +705,7 @@ func TestTrainCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &saved); err != nil || saved.Model == nil || len(saved.Model.Dense) != 3 {
 		t.Fatalf("model.json: %v, %+v", err, saved.Model)
 	}
-	tb, err := train.ReadTable("../../train/tabular/vehicle.csv.gz")
+	tb, err := train.ReadTable("../../../../train/tabular/vehicle.csv.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,12 +731,12 @@ func TestTrainCommand(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--loss", "hinge", "-o", dir},
-		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--optimizer", "rmsprop", "-o", dir},
-		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--lr", "-1", "-o", dir},
-		{"train", "--data", "../../train/tabular/vehicle.csv.gz", "--dropout", "1", "-o", dir},
-		{"train", "--data", "../../train/tabular/vehicle.csv.gz"},
-		{"train", "--data", "../../train/tabular/nope.csv", "-o", dir},
+		{"train", "--data", "../../../../train/tabular/vehicle.csv.gz", "--loss", "hinge", "-o", dir},
+		{"train", "--data", "../../../../train/tabular/vehicle.csv.gz", "--optimizer", "rmsprop", "-o", dir},
+		{"train", "--data", "../../../../train/tabular/vehicle.csv.gz", "--lr", "-1", "-o", dir},
+		{"train", "--data", "../../../../train/tabular/vehicle.csv.gz", "--dropout", "1", "-o", dir},
+		{"train", "--data", "../../../../train/tabular/vehicle.csv.gz"},
+		{"train", "--data", "../../../../train/tabular/nope.csv", "-o", dir},
 	} {
 		if _, stderr, code := run(t, args...); code != 2 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
@@ -755,7 +755,7 @@ func TestExperimentWitnessQuick(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "witness.json")); err != nil {
 		t.Error(err)
 	}
-	stdout, stderr, code = run(t, "experiment", "witness", "--quick", "-o", dir, "../../testdata/logits/cifar100_resnet110-brier")
+	stdout, stderr, code = run(t, "experiment", "witness", "--quick", "-o", dir, "../../../../testdata/logits/cifar100_resnet110-brier")
 	if code != 0 || !strings.Contains(stdout, "cifar100_resnet110-brier") || !strings.Contains(stdout, " 100 ") {
 		t.Errorf("logit folder: exit %d: %s %s", code, stdout, stderr)
 	}
