@@ -22,8 +22,9 @@ func canceled(ctx context.Context) error {
 }
 
 // Progress receives the work done so far and the total work of a call, in
-// units of (blocks of 8 evaluation points) x (bandwidths evaluated). The
-// total may grow during SelectBandwidth (when the refinement starts). It may
+// units of (blocks of 8 evaluation points) x (bandwidths evaluated).
+// SelectBandwidth announces its refinement's largest possible work with the
+// grid's and reports what it did not use as done at the end. It may
 // be called from several goroutines at once and must return quickly. It is
 // calib's one progress function, progress.Func.
 type Progress = progress.Func
