@@ -126,7 +126,7 @@ func fitMethod(ctx context.Context, method recal.Method, s *data.Set, gridName s
 }
 
 // Options configures Compare. The zero value compares as `calib compare`
-// without flags, except for Seed (the CLI's default is 1).
+// without flags, seed included.
 type Options struct {
 	// Methods lists the methods fitted; nil means recal.Methods.
 	Methods []recal.Method
@@ -134,7 +134,8 @@ type Options struct {
 	// or "full".
 	Grid string
 	// Seed seeds the ODIR cross-validation folds and the witness's
-	// cross-fitting splits.
+	// cross-fitting splits. 0 means evaluate.DefaultSeed (1), as for
+	// evaluate.Options.
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores
 	// Progress, if not nil, is told what runs.
@@ -163,6 +164,9 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		methods = recal.Methods
 	}
 	gridName, workers, seed, curves := o.Grid, o.Workers, o.Seed, o.Bandwidths
+	if seed == 0 {
+		seed = evaluate.DefaultSeed
+	}
 	if gridName == "" {
 		gridName = "default"
 	}

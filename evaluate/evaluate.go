@@ -60,8 +60,13 @@ var ErrOptions = errors.New("evaluate: bad options")
 // implement it.
 type Progress = progress.Reporter
 
+// DefaultSeed is the seed that Options.Seed 0 stands for: the --seed
+// default of every calib command, so that the zero Options evaluates
+// exactly as `calib eval` without flags (the same bits).
+const DefaultSeed = 1
+
 // Options configures Evaluate. The zero value evaluates as `calib eval`
-// does without flags, except for Seed (calib eval's default is 1).
+// does without flags, seed included.
 type Options struct {
 	// Metrics names the metrics (see Metrics); nil means DefaultMetrics.
 	Metrics []string
@@ -129,7 +134,8 @@ type Options struct {
 	PValues         bool
 	PValueResamples int
 	// Seed seeds the bootstrap, the p-values' resamples and ece_witness's
-	// cross-fitting splits.
+	// cross-fitting splits. 0 means DefaultSeed (1), so seed 0 itself
+	// cannot be asked for.
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores; results are the same for any value
 	// Progress, if not nil, is told what runs.
@@ -205,12 +211,21 @@ type config struct {
 	ci       bool
 }
 
+// seed is the seed of every random choice: Seed, or DefaultSeed for 0.
+func (o Options) seed() uint64 {
+	if o.Seed == 0 {
+		return DefaultSeed
+	}
+	return o.Seed
+}
+
 func optionsError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrOptions, fmt.Sprintf(format, args...))
 }
 
 // resolve checks o and fills its defaults for the set s.
 func (o Options) resolve(s *data.Set) (*config, error) {
+	o.Seed = o.seed()
 	c := &config{Options: o, metrics: map[string]bool{}, explicit: o.Strict, bin: o.Bins, mmce: o.MMCEWidth}
 	var err error
 	mode := o.Mode

@@ -23,16 +23,16 @@ func loadTest(t *testing.T) *data.Set {
 // TestEvaluateMatchesGolden: the library's Options (with CI on) reproduce
 // calib eval --ci --json on the same file, checked against the CLI's golden
 // files: Metrics = Metrics against --metrics all (made before the library
-// existed), the zero value against the default (DefaultMetrics); times and
-// provenance aside.
+// existed), the zero value (CI aside: the seed too) against the default
+// (DefaultMetrics, --seed 1); times and provenance aside.
 func TestEvaluateMatchesGolden(t *testing.T) {
 	s := loadTest(t)
 	s.File = "../../testdata/golden/ecekde/c02_n200_k3.csv" // the name the CLI golden file holds
 	for _, c := range []struct {
-		metrics []string
-		golden  string
-	}{{Metrics, "eval-c02_n200_k3"}, {nil, "eval-default-c02_n200_k3"}} {
-		ev, err := Evaluate(context.Background(), s, Options{Metrics: c.metrics, CI: true, Seed: 1})
+		o      Options
+		golden string
+	}{{Options{Metrics: Metrics, CI: true, Seed: 1}, "eval-c02_n200_k3"}, {Options{CI: true}, "eval-default-c02_n200_k3"}} {
+		ev, err := Evaluate(context.Background(), s, c.o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,8 @@ func optionsError(format string, args ...any) error {
 }
 
 // DefaultSeed is the seed that Options.Seed 0 stands for: calib's --seed
-// default.
-const DefaultSeed = 1
+// default (evaluate.DefaultSeed).
+const DefaultSeed = evaluate.DefaultSeed
 
 // DefaultPerClass is the number of per-class reliability diagrams that
 // FigureOptions.PerClass 0 stands for: calib's --per-class default.
