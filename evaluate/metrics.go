@@ -594,13 +594,6 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	return out, nil
 }
 
-// binnedNotion is one notion of the binned metrics: how to bin a (resampled)
-// set.
-type binnedNotion struct {
-	name  string
-	group int
-}
-
 func (ev *evaluator) binned(m string) ([]*Result, error) {
 	c, s := ev.cfg, ev.set
 	o := c.bin

@@ -47,6 +47,27 @@ func newMMCESums(probs []float64, labels []int, k int, weights []float64, width 
 	return ms
 }
 
+// check reports whether decoded sums are whole and consistent with m
+// evaluation points: a positive finite width, m confidences in [0, 1],
+// residuals in [-1, 1], weights (if any) non-negative, finite kernel sums,
+// a non-negative row count and total weight.
+func (ms *MMCESums) check(m int) error {
+	switch {
+	case !(ms.Width > 0) || math.IsInf(ms.Width, 0):
+		return fmt.Errorf("width %v: must be positive", ms.Width)
+	case len(ms.R) != m || len(ms.E) != m || len(ms.T) != m || (ms.W != nil && len(ms.W) != m):
+		return fmt.Errorf("%d confidences, %d residuals, %d weights and %d sums for %d points", len(ms.R), len(ms.E), len(ms.W), len(ms.T), m)
+	case ms.N < 0 || !(ms.Total >= 0) || math.IsInf(ms.Total, 0):
+		return fmt.Errorf("%d rows of total weight %v", ms.N, ms.Total)
+	}
+	for j := range ms.R {
+		if !(ms.R[j] >= 0 && ms.R[j] <= 1) || !(ms.E[j] >= -1 && ms.E[j] <= 1) || !mathx.Finite(ms.T[j]) || (ms.W != nil && !(ms.W[j] >= 0 && !math.IsInf(ms.W[j], 0))) {
+			return fmt.Errorf("point %d: confidence %v, residual %v, sum %v", j, ms.R[j], ms.E[j], ms.T[j])
+		}
+	}
+	return nil
+}
+
 // Add adds a batch of rows: probs n×k, labels, weights (nil: all 1).
 func (ms *MMCESums) Add(probs []float64, labels []int, k int, weights []float64) {
 	n := len(labels)

@@ -624,8 +624,11 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("evaluate.Sums: %w", err)
 	}
-	if v.Version != streamVersion || v.Config == nil {
+	switch {
+	case v.Version != streamVersion:
 		return fmt.Errorf("evaluate.Sums: version %d, want %d", v.Version, streamVersion)
+	case v.Config == nil:
+		return fmt.Errorf("evaluate.Sums: no config (is it the state of a streamed evaluation?)")
 	}
 	*s = Sums(v)
 	s.started = s.Scores != nil
@@ -689,6 +692,11 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	}
 	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
 		return fmt.Errorf("evaluate.KernelSums: sharpness sums inconsistent with the %d points", len(v.Points))
+	}
+	if v.MMCE != nil {
+		if err := v.MMCE.check(len(v.Points)); err != nil {
+			return fmt.Errorf("evaluate.KernelSums: mmce: %w", err)
+		}
 	}
 	if v.Witness != nil && v.Witness.M() != len(v.Points) {
 		return fmt.Errorf("evaluate.KernelSums: witness sums inconsistent with the %d points", len(v.Points))

@@ -831,16 +831,37 @@ func TestStreamMaxCells(t *testing.T) {
 }
 
 // Second-pass JSON that names class edge sums it does not hold is
-// refused (it made Merge panic).
+// refused (it made Merge panic), and so are mmce sums that are not whole
+// (any JSON object was accepted); the same documents with the parts whole
+// are read.
 func TestKernelSumsJSONRefused(t *testing.T) {
-	for _, bad := range []string{
-		`{"version":1,"k":2,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[null,null],"rows":1}`,
-		`{"version":1,"k":3,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[],"rows":1}`,
-		`{"version":1,"k":2,"block":3,"blocks":2}`,
+	const mmce = `"width":0.2,"r":[0.5],"e":[0.5],"t":[0.1],"n":1,"total_w":1`
+	for _, c := range []struct{ doc, want string }{
+		{`{"version":2,"k":2,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[null,null],"rows":1}`, "class edge"},
+		{`{"version":2,"k":3,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[],"rows":1}`, "class edge"},
+		{`{"version":2,"k":2,"block":3,"blocks":2}`, "block 3 of 2"},
+		{`{"version":1,"k":2}`, "version 1, want 2"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{}}`, "mmce: width 0"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[0.5],"e":[0.5],"t":[],"n":1,"total_w":1}}`, "mmce: 1 confidences, 1 residuals, 0 weights and 0 sums for 1 points"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[1.5],"e":[0.5],"t":[0.1],"n":1,"total_w":1}}`, "mmce: point 0"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{` + mmce + `,"w":[-1]}}`, "mmce: point 0"},
+		{`{"version":2,"k":2,"points":[],"mmce":{` + mmce + `}}`, "for 0 points"},
 	} {
-		if err := json.Unmarshal([]byte(bad), new(KernelSums)); err == nil {
-			t.Errorf("%s: no error", bad)
+		err := json.Unmarshal([]byte(c.doc), new(KernelSums))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.doc, err, c.want)
 		}
+	}
+	for _, good := range []string{
+		`{"version":2,"k":2,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[{"version":1,"keys":[],"limit":5,"values":[]},{"version":1,"keys":[],"limit":5,"values":[]}],"rows":1}`,
+		`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{` + mmce + `}}`,
+	} {
+		if err := json.Unmarshal([]byte(good), new(KernelSums)); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(`{"version":2}`), new(Sums)); err == nil || !strings.Contains(err.Error(), "no config") {
+		t.Errorf("Sums without a config: %v, want an error saying so", err)
 	}
 }
 
