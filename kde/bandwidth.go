@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/textenum"
 )
 
@@ -317,21 +318,13 @@ func brentMax(f func(u float64) float64, br bracket, tol float64, maxEvals int) 
 	// bracket's width, so that the first two steps may be parabolas (with
 	// e = 0 the second would always be a golden-section step).
 	d, e := b-a, b-a
-	finite := func(zs ...float64) bool {
-		for _, z := range zs {
-			if math.IsInf(z, 0) || math.IsNaN(z) {
-				return false
-			}
-		}
-		return true
-	}
 	for ; evals < maxEvals; evals++ {
 		xm := (a + b) / 2
 		if math.Abs(x-xm) <= tol2-(b-a)/2 {
 			break
 		}
 		golden := true
-		if math.Abs(e) > tol1 && finite(fx, fw, fv) && x != w && x != v && w != v {
+		if math.Abs(e) > tol1 && mathx.Finite(fx, fw, fv) && x != w && x != v && w != v {
 			// The vertex of the parabola through (x, fx), (w, fw), (v, fv):
 			// x + p/q.
 			r := (x - w) * (fx - fv)

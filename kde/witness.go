@@ -88,16 +88,7 @@ import (
 // "Issue 29, session 4"). Its 13 values are the older grid's even-indexed
 // ones, bit for bit; pass the finer grid in WitnessOptions.Grid for the
 // older figures.
-func WitnessGrid() []float64 {
-	g := make([]float64, witnessGridSize)
-	for i := range g {
-		g[i] = 0.003 * math.Pow(1/0.003, float64(i)/(witnessGridSize-1))
-	}
-	return g
-}
-
-// witnessGridSize is the number of bandwidths of WitnessGrid.
-const witnessGridSize = 13
+func WitnessGrid() []float64 { return mathx.LogSpace(0.003, 1, 13) }
 
 // WitnessOptions configures Witness. The zero value estimates p = 1 and 2
 // on WitnessGrid with 20 cross-fitting splits (seed 0).
@@ -313,7 +304,7 @@ func Witness(probs []float64, labels []int, k int, weights []float64, opts Witne
 			return nil, fmt.Errorf("kde: witness p = 2: %w: no point of positive weight has two neighbours at h = %g", ErrTooFew, v.Bandwidth)
 		}
 		v.Value /= wkept
-		if !finiteAll(v.Value) {
+		if !mathx.Finite(v.Value) {
 			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", p, v.Value)
 		}
 		v.Root = math.Pow(math.Max(0, v.Value), 1/p)
@@ -647,13 +638,4 @@ func edgeWarning(grid []float64, best int, what string) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("the %s maximum is at the end of the bandwidth grid (h = %g): the optimum may lie outside [%g, %g]", what, grid[best], grid[0], grid[len(grid)-1])}
-}
-
-func finiteAll(xs ...float64) bool {
-	for _, x := range xs {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
 }

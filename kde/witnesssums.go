@@ -439,7 +439,7 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 			return nil, fmt.Errorf("kde: witness p = %v: %w: no evaluation point of positive weight is kept", pv, ErrTooFew)
 		}
 		v.Value /= wkept
-		if !finiteAll(v.Value) {
+		if !mathx.Finite(v.Value) {
 			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", pv, v.Value)
 		}
 		v.Root = math.Pow(math.Max(0, v.Value), 1/pv)
