@@ -30,8 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestCtrlCStopsWithin1s starts calib eval on 6,000 rows (tens of seconds
-// of work), sends SIGINT after a second and checks that the process exits
+// TestCtrlCStopsWithin1s starts calib eval on 6,000 rows with every metric
+// recomputed on each of 200 resamples (--ci-exact: minutes of work; the
+// default metrics alone finish within the second), sends SIGINT after a second and checks that the process exits
 // within one second with status 130, printing nothing on stdout.
 func TestCtrlCStopsWithin1s(t *testing.T) {
 	dir := t.TempDir()
@@ -58,7 +59,7 @@ func TestCtrlCStopsWithin1s(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args, _ := json.Marshal([]string{"eval", zf, "--labels", yf, "--logits", "--ci", "--json"})
+	args, _ := json.Marshal([]string{"eval", zf, "--labels", yf, "--logits", "--metrics", "all", "--ci-exact", "--json"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CALIB_MAIN_ARGS="+string(args))
 	var stdout, stderr bytes.Buffer
