@@ -6,24 +6,6 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
-// Estimators names the estimator behind each metric name of a Result (the
-// "estimator" key); the README defines each.
-var estimators = map[string]string{
-	"ece_kde":            "plug-in",         // eq. 4 of ece-kde.md with the leave-one-out ratio r_j of eq. 6
-	"ece_kde_debiased":   "debiased-ratio",  // the ratio's first-order bias removed (kde/doc.go)
-	"ece_bin":            "binned-plug-in",  // sum_b (n_b/n) |acc_b - conf_b|^p
-	"mce":                "binned-max",      // max over occupied bins of |acc_b - conf_b|
-	"ece_bin_debiased":   "binned-debiased", // Kumar et al.'s debiased L2 (squared, n_b - 1 correction)
-	"ks":                 "ks-cumulative",   // max_i |cumulative (y - f) sums| over sorted scores (splines.md eq. 11)
-	"sharpness":          "plug-in",         // variance of r_j around its mean (kde.Sharpness)
-	"sharpness_debiased": "debiased-ratio",  // the same with the debiased ratio
-	"mmce":               "v-statistic",     // Kumar, Sarawagi and Jain 2018, i = j terms included
-	"brier":              "mean",            // mean of per-point terms
-	"nll":                "mean",
-	"accuracy":           "mean",
-	"confidence":         "mean",
-}
-
 // define fills the definition keys of e: the estimator, the kernel, the
 // bin rule and edge rule, the interval's resamples and seed, the
 // cross-fitting seed and whether weights were used.

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,26 +27,6 @@ import (
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
 )
-
-// Metrics lists the metric names of Options.Metrics, in output order (what
-// --metrics all computes).
-var Metrics = metricNames()
-
-// DefaultMetrics are the metrics of Options.Metrics nil (calib eval without
-// --metrics or --mode), in output order: the numbers to report (README,
-// "Which number to report") and the means beside them, each O(n) or, for
-// ece_witness, one O(n^2) grid sweep:
-//
-//   - ece_witness: the converging estimate of the canonical CE_1 (and the
-//     debiased U-statistic of CE_2^2),
-//   - ece_bin: the binned ECE (top-label, class-wise, canonical),
-//   - ks: the KS calibration errors,
-//   - brier, nll, accuracy, confidence.
-//
-// The plug-in ece_kde and sharpness (a leave-one-out bandwidth search and
-// kernel regression per notion: most of the cost of all metrics), mce,
-// ece_bin_debiased and mmce are one name away ("all", or Metrics).
-var DefaultMetrics = []string{"ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
 // unknown metric, p outside [1, kde.MaxP], ...): the caller's input.
@@ -170,19 +149,6 @@ type Evaluation struct {
 	// (the table's header); Calibrated names the map applied, if any.
 	Input      string `json:"-"`
 	Calibrated string `json:"-"`
-}
-
-// Float is a float64 that encodes -Inf, +Inf and NaN as null in JSON, so
-// that no non-finite number ever reaches the output.
-type Float float64
-
-// MarshalJSON writes the shortest decimal that round-trips, or null.
-func (f Float) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }
 
 // InputKind is "logits", "binary" or "probabilities": how s was read.
@@ -513,4 +479,32 @@ func intervalMethod(m string, exact bool) metric.IntervalMethod {
 		return metric.Percentile
 	}
 	return metric.Centered
+}
+
+// variants lists the plain estimate and, with Debias, the debiased one.
+func (c *config) variants() []bool {
+	if c.Debias {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+// evaluator computes the metrics of one set.
+type evaluator struct {
+	ctx        context.Context
+	cfg        *config
+	set        *data.Set
+	progress   Progress
+	bandwidths map[kde.Notion]*chosenBandwidth
+	// shared, if not nil, shares LOO bandwidth selections with other
+	// users of the same set (report: the comparison and the bandwidth view).
+	shared Bandwidths
+}
+
+// step starts a progress step (nothing without Options.Progress).
+func (ev *evaluator) step(name string) (kde.Progress, func()) {
+	if ev.progress == nil {
+		return nil, func() {}
+	}
+	return ev.progress.Step(name)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/kde"
-	"github.com/calib-dev/calib/metric"
 )
 
 // pValueMetrics are the metrics Options.PValues tests.
@@ -121,58 +120,4 @@ func sameEntry(a, b *Result) bool {
 	eq := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	eqi := func(x, y *int) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.Metric == b.Metric && a.Notion == b.Notion && eq(a.P, b.P) && eqi(a.R, b.R)
-}
-
-// ksStatistics is the ks metric's entries as statistics of the labels
-// with every score column sorted once (metric.SortedKS.KSOutcomes): the
-// scores of top_r, within_top_r and each class column do not depend on
-// the labels, only the outcomes do. Each statistic equals the entry's
-// value bit for bit on the observed labels.
-func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
-	s, c := ev.set, ev.cfg
-	type column struct {
-		sorted   *metric.SortedKS
-		outcomes func(y []int) []float64
-	}
-	cols := make([][]column, len(group)) // the columns of each entry (class_wise: K, averaged)
-	for g, e := range group {
-		switch e.Notion {
-		case "top_r", "within_top_r":
-			r, view := *e.R, metric.TopR
-			if e.Notion == "within_top_r" {
-				view = metric.WithinTopR
-			}
-			sc, oc := view(s.Probs, s.Labels, s.K, r)
-			cols[g] = []column{{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := view(s.Probs, y, s.K, r); return o }}}
-		case "class_wise":
-			for k := 0; k < s.K; k++ {
-				sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-				cols[g] = append(cols[g], column{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := metric.ClassColumn(s.Probs, y, s.K, k); return o }})
-			}
-		}
-	}
-	return func(ys [][]int) ([][]float64, error) {
-		out := make([][]float64, len(ys))
-		parallel.For(len(ys), c.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
-			out[b] = make([]float64, len(group))
-			if ev.ctx.Err() != nil {
-				return
-			}
-			for g, cs := range cols {
-				if len(cs) == 0 {
-					out[b][g] = math.NaN()
-					continue
-				}
-				sum := 0.0
-				for _, col := range cs {
-					sum += col.sorted.KSOutcomes(col.outcomes(ys[b]))
-				}
-				if len(cs) > 1 {
-					sum /= float64(len(cs))
-				}
-				out[b][g] = sum
-			}
-		})
-		return out, ev.ctx.Err()
-	}
 }

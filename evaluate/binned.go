@@ -1,0 +1,339 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/metric"
+)
+
+// binnedMetric computes the binned metric m (its three notions share one
+// binning of the set).
+func binnedMetric(m string) func(ev *evaluator) ([]*Result, error) {
+	return func(ev *evaluator) ([]*Result, error) { return ev.binned(m) }
+}
+
+func (ev *evaluator) binned(m string) ([]*Result, error) {
+	c, s := ev.cfg, ev.set
+	o := c.bin
+	ps := c.ps
+	if m == "ece_bin_debiased" {
+		ps = []float64{2}
+	}
+	binning := o.Binning.String()
+	var out []*Result
+	val := binnedValue(m)
+	finish := func(e *Result, p float64) { finishBinnedEntry(m, e, p) }
+	if m == "mce" {
+		ps = []float64{math.NaN()} // one Result, no p
+	}
+	// The scores of each view, and their bins when a resample can reuse
+	// them (bins that do not depend on the data).
+	top, topY := metric.TopR(s.Probs, s.Labels, s.K, 1)
+	cols, colsY := make([][]float64, s.K), make([][]float64, s.K)
+	for k := range cols {
+		cols[k], colsY[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+	}
+	var topA *metric.Assignment
+	var colA []*metric.Assignment
+	var cells *metric.Cells
+	// Bins are reused on resamples when they do not depend on the data;
+	// with weights the sqrt rule depends on a resample's total weight.
+	reuse := s.Weights == nil || o.Rule == metric.Fixed
+	if o.DataIndependent() && reuse {
+		var err error
+		if topA, err = metric.AssignBins(top, s.Weights, o); err != nil {
+			return nil, err
+		}
+		colA = make([]*metric.Assignment, s.K)
+		for k := range cols {
+			if colA[k], err = metric.AssignBins(cols[k], s.Weights, o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.Rule != metric.Doane && m != "ece_bin_debiased" && reuse {
+		var err error
+		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, s.Weights, o); err != nil {
+			return nil, err
+		}
+	}
+	// bins summarises a view on a resample (nil: all samples).
+	bins := func(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
+		if a != nil {
+			return a.Summarize(sc, y, idx, s.Weights), nil
+		}
+		w := s.Weights
+		if idx != nil {
+			sc, y, w = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx), metric.Resample(w, 1, idx)
+		}
+		return metric.BinScores(sc, y, w, o)
+	}
+	classWise := func(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
+		cb := make([]*metric.Bins, s.K)
+		for k := range cb {
+			var a *metric.Assignment
+			if colA != nil {
+				a = colA[k]
+			}
+			var err error
+			if cb[k], err = bins(cols[k], colsY[k], a, idx); err != nil {
+				return metric.PerClass{}, nil, fmt.Errorf("class %d: %w", k, err)
+			}
+		}
+		return metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) }), cb, nil
+	}
+	canonical := func(p float64, idx []int) (*metric.CanonicalBinned, error) {
+		if cells != nil {
+			return cells.Estimate(p, idx), nil
+		}
+		if idx == nil {
+			return metric.Canonical(s.Probs, s.Labels, s.K, p, s.Weights, o)
+		}
+		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, metric.Resample(s.Weights, 1, idx), o)
+	}
+	for _, p := range ps {
+		// Top-label.
+		tb, err := bins(top, topY, topA, nil)
+		if err != nil {
+			return nil, err
+		}
+		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p)), group: groupTopLabel}
+		finish(e, p)
+		e.stat = func(idx []int) (float64, error) {
+			b, err := bins(top, topY, topA, idx)
+			if err != nil {
+				return 0, err
+			}
+			return val(b, p), nil
+		}
+		out = append(out, e)
+		// Class-wise: the mean over classes, with the sum and the terms.
+		pc, cb, err := classWise(p, nil)
+		if err != nil {
+			return nil, err
+		}
+		e = classWiseEntry(m, binning, p, pc, cb, o.Rule)
+		e.stat = func(idx []int) (float64, error) {
+			pc, _, err := classWise(p, idx)
+			return pc.Value, err
+		}
+		out = append(out, e)
+		// Canonical cells (not for the debiased estimator).
+		if m == "ece_bin_debiased" {
+			continue
+		}
+		pp := cellP(m, p)
+		cn, err := canonical(pp, nil)
+		if err != nil {
+			return nil, err
+		}
+		pick := func(c *metric.CanonicalBinned) float64 {
+			if m == "mce" {
+				return c.MCE
+			}
+			return c.Value
+		}
+		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn)), group: groupCanonical}
+		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
+		finish(e, p)
+		e.stat = func(idx []int) (float64, error) {
+			c, err := canonical(pp, idx)
+			if err != nil {
+				return 0, err
+			}
+			return pick(c), nil
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// binnedValue returns the value of the binned metric m for one bins
+// summary and exponent p.
+func binnedValue(m string) func(b *metric.Bins, p float64) float64 {
+	return func(b *metric.Bins, p float64) float64 {
+		switch m {
+		case "mce":
+			return b.MCE()
+		case "ece_bin_debiased":
+			return b.DebiasedL2()
+		}
+		return b.ECE(p)
+	}
+}
+
+// classWiseEntry is the class-wise entry of the binned metric m for
+// exponent p: the mean over classes of the per-class values pc of the
+// class bins cb (rule: their bin rule), with the sum and the terms.
+func classWiseEntry(m, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
+	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	maxBins := 0
+	for k, b := range cb {
+		e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
+		maxBins = max(maxBins, len(b.Count))
+		if rule != metric.Fixed {
+			e.PerClassBins = append(e.PerClassBins, len(b.Count))
+		}
+	}
+	e.Bins = ptr(maxBins)
+	finishBinnedEntry(m, e, p)
+	return e
+}
+
+// cellP is the exponent of the canonical cells' estimate for the binned
+// metric m at p: 1 for mce (whose value is the cells' MCE).
+func cellP(m string, p float64) float64 {
+	if m == "mce" {
+		return 1
+	}
+	return p
+}
+
+// finishBinnedEntry sets the p and root of a binned metric's entry from its
+// value.
+func finishBinnedEntry(m string, e *Result, p float64) {
+	v := float64(*e.Value)
+	switch m {
+	case "mce":
+		e.Root = jf(v) // the max norm has no power form: root = value
+	case "ece_bin":
+		e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
+	case "ece_bin_debiased":
+		e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
+	}
+}
+
+// canonicalWarnings returns the warnings of the canonical binned metric m
+// on n samples: sparse cells, or an MCE attained in a cell of few samples.
+func canonicalWarnings(m string, n, k int, cn *metric.CanonicalBinned) Warnings {
+	if w := sparseCellsWarning(n, cn.Cells, k, cn.B); w != "" {
+		return Warnings{warn(SparseCells, w)}
+	}
+	if m == "mce" && cn.MCECount < minPerCell {
+		return Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, k))}
+	}
+	return nil
+}
+
+// minPerCell is the mean number of samples per occupied cell under which
+// the canonical binned metrics are flagged: with fewer, most cells hold one
+// or two samples, whose label is 0 or 1, so |H_c - fbar_c| measures the
+// label noise of single samples, not the miscalibration.
+const minPerCell = 10
+
+// sparseCellsWarning returns the warning of the canonical binned metrics
+// when n samples fall in occupied cells with fewer than minPerCell samples
+// each on average, or "".
+func sparseCellsWarning(n, cells, k, b int) string {
+	if cells == 0 || float64(n)/float64(cells) >= minPerCell {
+		return ""
+	}
+	return fmt.Sprintf("n = %d samples fall in %d occupied cells (%d bins per coordinate, K = %d; %.1f samples per cell): most cells hold one or two samples, so the canonical binned values measure label noise, not miscalibration (the MCE is then near its maximum by construction); meaningless at this n: read ece_witness instead",
+		n, cells, b, k, float64(n)/float64(cells))
+}
+
+// bins returns the top-label and class-wise bins: from the sums of fixed
+// equal-width bins, or from the sketches and the scores near their edges
+// with the bounds of edges taken at bucket ends (zero when exact).
+func (s *Sums) bins(ks *KernelSums) (top *metric.Bins, tb metric.SketchBound, cb []*metric.Bins, cbb []metric.SketchBound, err error) {
+	cb = make([]*metric.Bins, s.K)
+	cbb = make([]metric.SketchBound, s.K)
+	if s.TopSketch == nil {
+		for k := range cb {
+			cb[k] = s.Class[k].Bins()
+		}
+		return s.Top.Bins(), tb, cb, cbb, nil
+	}
+	if ks == nil || ks.TopEdges == nil || len(ks.ClassEdges) != s.K {
+		return nil, tb, nil, nil, errors.New("the second pass (the scores near the bin edges) is missing")
+	}
+	if top, tb, err = s.TopSketch.Bins(s.Config.Bins, s.Weighted, ks.TopEdges); err != nil {
+		return nil, tb, nil, nil, err
+	}
+	for k, sk := range s.ClassSketch {
+		if cb[k], cbb[k], err = sk.Bins(s.Config.Bins, s.Weighted, ks.ClassEdges[k]); err != nil {
+			return nil, tb, nil, nil, fmt.Errorf("class %d: %w", k, err)
+		}
+	}
+	return top, tb, cb, cbb, nil
+}
+
+// edgeBound sets the warning and, for ece_bin with p = 1, the bound
+// interval of a binned entry whose edges were taken at sketch bucket ends:
+// moving rows of total mass M and sum w |s - o| = A (shares of W) between
+// bins moves ECE_1 by at most 2 A (metric.SketchBound).
+func edgeBound(m string, e *Result, p float64, mass, abs float64) {
+	if mass == 0 {
+		return
+	}
+	e.Warnings = append(e.Warnings, warn(ApproximateEdges, fmt.Sprintf("too many distinct scores near the data-dependent bin edges for the second pass: edges taken at the ends of sketch buckets, which holds up to %.3g%% of the weight in other bins than exact edges would", 100*mass)))
+	if m == "ece_bin" && p == 1 {
+		v := float64(*e.Value)
+		e.Interval, e.IntervalKind = []Float{Float(math.Max(0, v-2*abs)), Float(v + 2*abs)}, "bound"
+	}
+}
+
+// finishBinned reports a binned metric as evaluate.binned does, from the
+// sums of the bins (fixed equal-width, or data-dependent from the sketches).
+func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
+	c := s.Config
+	ps := c.P
+	if m == "ece_bin_debiased" {
+		ps = []float64{2}
+	}
+	if m == "mce" {
+		ps = []float64{math.NaN()}
+	}
+	val := binnedValue(m)
+	binning := c.Bins.Binning.String()
+	top, tb, cb, cbb, err := s.bins(ks)
+	if err != nil {
+		return nil, err
+	}
+	cells := s.Cells
+	if cells == nil && ks != nil {
+		cells = ks.Cells
+	}
+	if cells == nil && m != "ece_bin_debiased" {
+		return nil, errors.New("the canonical cell sums are missing")
+	}
+	var out []*Result
+	for _, p := range ps {
+		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p)), group: groupTopLabel}
+		finishBinnedEntry(m, e, p)
+		edgeBound(m, e, p, tb.Mass, tb.Abs)
+		out = append(out, e)
+		pc := metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) })
+		e = classWiseEntry(m, binning, p, pc, cb, c.Bins.Rule)
+		mass, abs := 0.0, 0.0
+		for _, b := range cbb {
+			mass, abs = max(mass, b.Mass), abs+b.Abs/float64(s.K)
+		}
+		edgeBound(m, e, p, mass, abs)
+		out = append(out, e)
+		if m == "ece_bin_debiased" {
+			continue
+		}
+		if cells.Overflow {
+			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit, cells.B, s.K, cellBytes(s.K))
+			if c.Strict {
+				return nil, &DataError{Err: err}
+			}
+			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B), group: groupCanonical, Error: err.Error()})
+			continue
+		}
+		pp := cellP(m, p)
+		cn := cells.Estimate(pp)
+		v := cn.Value
+		if m == "mce" {
+			v = cn.MCE
+		}
+		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v), group: groupCanonical}
+		e.Warnings = canonicalWarnings(m, int(s.N), s.K, cn)
+		finishBinnedEntry(m, e, p)
+		out = append(out, e)
+	}
+	return out, nil
+}

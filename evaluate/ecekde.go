@@ -1,0 +1,196 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+// Bounds on the median effective number of neighbours of the kernel
+// regressions (kde.Result.Neighbours) outside which an ECE^KDE estimate is
+// flagged: below minNeighbours each r_j rests on about one other sample's
+// label; above smoothedShare of the other samples it is about the overall
+// label frequency.
+const (
+	minNeighbours = 2
+	smoothedShare = 0.5
+)
+
+// smoothingWarning warns when the kernel regressions behind the plug-in
+// estimate v of CE_p^p at bandwidth h cannot resolve E[y | f]: when the
+// median point's regression effectively averages fewer than minNeighbours
+// other samples (r_j is about the nearest neighbour's one-hot label, so the
+// estimate measures label noise: canonical CE_1 near 2(1 - 1/K) x the
+// error rate's scale; K = 100 or 1,000 at n = 400 to 10,000 give 1.0 to 1.6
+// neighbours at any workable h), or more than smoothedShare of them (r_j
+// is about the overall label frequency ybar whatever f_j, and the estimate
+// about V_inf = (1/n) sum_j ||ybar - f_j||_p^p, the spread of the
+// predictions). A model whose regression resolves f is not flagged,
+// however miscalibrated. neighbours 0 (not computed) gives no warning.
+func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float64) *Warning {
+	n, k := s.N, s.K
+	switch {
+	case neighbours == 0:
+		return nil
+	case neighbours < minNeighbours:
+		return warn(FewNeighbours, fmt.Sprintf("at h = %.4g each kernel regression rests on about one other sample (median %.2f effective neighbours): it is close to a single neighbour's label, so the estimate (p = %g: %.4g) measures label noise, not calibration; too few samples for K = %d at this h: read ece_witness (a lower bound), or the top-label, binned and KS metrics",
+			h, neighbours, p, v, k))
+	case neighbours <= smoothedShare*float64(n-1):
+		return nil
+	}
+	// V_inf with the sample weights (nil: all 1): weighted label
+	// frequency, weighted mean over j.
+	var inf float64
+	w, wsum := s.Weights, mathx.WeightSum(s.Weights, n)
+	switch notion {
+	case kde.TopLabel:
+		c, a := metric.TopR(s.Probs, s.Labels, k, 1)
+		acc := 0.0
+		for i, x := range a {
+			acc += mathx.Weight(w, i) * x
+		}
+		acc /= wsum
+		for i, x := range c {
+			inf += mathx.Weight(w, i) * math.Pow(math.Abs(acc-x), p)
+		}
+		inf /= wsum
+	default: // canonical, binary: the whole vector
+		ybar := make([]float64, k)
+		for i, y := range s.Labels {
+			ybar[y] += mathx.Weight(w, i)
+		}
+		for c := range ybar {
+			ybar[c] /= wsum
+		}
+		for j := 0; j < n; j++ {
+			for c, f := range s.Probs[j*k : (j+1)*k] {
+				inf += mathx.Weight(w, j) * math.Pow(math.Abs(ybar[c]-f), p)
+			}
+		}
+		inf /= wsum
+	}
+	return warn(OverSmoothed, fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read ece_witness, or the binned and KS metrics",
+		h, neighbours, n-1, p, v, inf))
+}
+
+func kdeGroup(n kde.Notion) int {
+	switch n {
+	case kde.Canonical:
+		return groupCanonical
+	case kde.Marginal:
+		return groupClassWise
+	case kde.Binary:
+		return groupBinary
+	}
+	return groupTopLabel
+}
+
+func (ev *evaluator) eceKDE() ([]*Result, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(2, "ECE^KDE"); err != nil {
+		return nil, err
+	}
+	var out []*Result
+	for _, notion := range c.notions {
+		start := time.Now() // each notion's entries carry its own time
+		b, err := ev.bandwidth(notion)
+		if err != nil {
+			return nil, err
+		}
+		for _, debias := range c.variants() {
+			first := len(out)
+			name, step := "ece_kde", notion.String()+" estimate"
+			if debias {
+				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
+			}
+			progress, done := ev.step(step)
+			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
+				Neighbours: notion != kde.Marginal && !debias})
+			done()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.File, err)
+			}
+			for i, v := range res.Values {
+				e := &Result{Metric: name, Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
+					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
+					Warnings: b.warnings, group: kdeGroup(notion)}
+				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != nil {
+					e.Warnings = append(slices.Clip(e.Warnings), w)
+				}
+				if notion == kde.Marginal {
+					e.Aggregate = "sum"
+					if c.ClassMean {
+						e.Aggregate = "mean"
+					}
+					for _, x := range res.PerClass[i] {
+						e.PerClass = append(e.PerClass, Float(x))
+					}
+				}
+				if c.CIExact {
+					notion, p, h := notion, v.P, b.h
+					e.stat = func(idx []int) (float64, error) {
+						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
+							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Exact: c.Exact, Workers: 1, Debias: debias})
+						if err != nil {
+							return 0, err
+						}
+						return r.Values[0].Value, nil
+					}
+				} else if c.ci {
+					i := i
+					e.stat = func(idx []int) (float64, error) { return res.Resampled(i, idx), nil }
+				}
+				out = append(out, e)
+			}
+			if len(out) > first {
+				out[first].Seconds = ptr(time.Since(start).Seconds())
+			}
+			start = time.Now()
+		}
+	}
+	return out, nil
+}
+
+// finishKDE reports ece_kde for each notion of ks.
+func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
+	if ks == nil {
+		return nil, errors.New("ece_kde: the second pass (KernelSums) is missing")
+	}
+	c := s.Config
+	_, note, _ := streamNotions(c.Mode, s.K, s.Binary)
+	out.Modes = note
+	var rs []*Result
+	for _, ps := range ks.Notions {
+		g, method, warnings, err := c.gridBandwidth(ps)
+		if err != nil {
+			return nil, err
+		}
+		res, err := ps.Estimate(g, c.P, c.ClassMean, c.Level)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
+		}
+		for i, v := range res.Values {
+			e := s.sampled(&Result{Metric: "ece_kde", Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings,
+				group: kdeGroup(ps.Notion)}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
+			if ps.Notion == kde.Marginal {
+				e.Aggregate = "sum"
+				if c.ClassMean {
+					e.Aggregate = "mean"
+				}
+				for _, x := range res.PerClass[i] {
+					e.PerClass = append(e.PerClass, Float(x))
+				}
+			}
+			rs = append(rs, e)
+		}
+	}
+	return rs, nil
+}

@@ -1,0 +1,118 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/metric"
+)
+
+// Finish returns the Evaluation of the sums of both passes (ks nil when no
+// metric needs the second pass, see Sums.KernelPass; joined first when cut
+// into blocks): what Evaluate gives for the exact metrics (binned, with
+// data-dependent bins too, scores), KS bounds, and for ece_kde, sharpness,
+// mmce and ece_witness the estimates from the sampled evaluation points
+// with their intervals and standard errors (the Result's "interval" and
+// "se"), at the bandwidth chosen on the grid (or the fixed one).
+func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
+	if !s.started || s.N == 0 {
+		return nil, &DataError{Err: data.ErrEmpty}
+	}
+	if s.Weighted && !(s.W > 0) {
+		return nil, &DataError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.N)}
+	}
+	if s.Weighted && math.IsInf(s.W, 0) {
+		return nil, &DataError{Err: fmt.Errorf("%w: the weights sum past the float64 range (1.8e308); a stream accumulates them as given: divide them by a common factor (every number is the same)", data.ErrWeights)}
+	}
+	c := s.Config
+	if ks != nil {
+		if ks.Blocks > 1 {
+			return nil, fmt.Errorf("evaluate: kernel sums of block %d of %d: join the blocks first (ConcatKernelSums)", ks.Block, ks.Blocks)
+		}
+		if ks.Rows != s.N {
+			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.Rows, s.N)
+		}
+		for _, ps := range ks.all() {
+			if ps.N != s.N {
+				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
+			}
+		}
+		if ks.Witness != nil && ks.Witness.N != s.N {
+			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.Witness.N, s.N)
+		}
+		if ks.MMCE != nil && ks.MMCE.N != s.N {
+			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.MMCE.N, s.N)
+		}
+	}
+	out := &Evaluation{N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
+	if s.Weighted {
+		out.WeightSum = Float(s.W)
+	}
+	if s.ZeroRounded {
+		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
+	}
+	cfg := &config{bin: c.Bins, ps: c.P, boot: metric.BootstrapOptions{Seed: c.Seed}}
+	cfg.Options.Bins = c.Bins
+	var results []*Result
+	for _, d := range metricTable {
+		if !c.has(d.name) {
+			continue
+		}
+		var rs []*Result
+		var err error
+		switch d.name {
+		case "ece_kde":
+			rs, err = finishKDE(s, ks, out)
+		case "ece_bin", "mce", "ece_bin_debiased":
+			rs, err = s.finishBinned(d.name, ks)
+		case "ks":
+			rs = s.finishKS()
+		case "mmce":
+			rs, err = finishMMCE(s, ks)
+		case "sharpness":
+			rs, err = finishSharpness(s, ks)
+		case "ece_witness":
+			rs, err = finishWitness(s, ks)
+		default:
+			rs = s.finishScore(d.name)
+		}
+		if err != nil {
+			if c.Strict {
+				var de *DataError
+				if errors.As(err, &de) {
+					return nil, &DataError{Source: de.Source, Row: de.Row, Err: fmt.Errorf("%s: %w", d.name, de.Err)}
+				}
+				return nil, fmt.Errorf("evaluate: %s: %w", d.name, err)
+			}
+			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
+		}
+		for _, e := range rs {
+			cfg.define(e, &data.Set{Weights: weightsIf(s.Weighted)})
+		}
+		results = append(results, rs...)
+	}
+	sortByGroup(results)
+	out.Results = results
+	return out, nil
+}
+
+func weightsIf(w bool) []float64 {
+	if w {
+		return []float64{}
+	}
+	return nil
+}
+
+// sampled sets the keys of an estimate from m evaluation points: the
+// points, its SE and interval [lo, hi] at the stream's level, of kind
+// "sampling", or "exact" with every row a point.
+func (s *Sums) sampled(e *Result, m int, se float64, lo, hi Float) *Result {
+	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []Float{lo, hi}, ptr(s.Config.Level)
+	e.IntervalKind = "sampling"
+	if int64(m) >= s.N {
+		e.IntervalKind = "exact"
+	}
+	return e
+}

@@ -1,0 +1,408 @@
+package evaluate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+// KernelSums is the second pass of a streamed evaluation: the kernel sums
+// of ece_kde at the sampled evaluation points, one kde.PointSums per
+// notion, over every row added. Build it with Sums.KernelSums once the
+// first pass is complete.
+type KernelSums struct {
+	Version int              `json:"version"`
+	Notions []*kde.PointSums `json:"notions"`
+	// Points names the row of each evaluation point, in the order of the
+	// points of every notion.
+	Points []PointID `json:"points"`
+	K      int       `json:"k"` // columns of the rows
+	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
+	// not asked for).
+	MMCE *MMCESums `json:"mmce,omitempty"`
+	// Witness holds ece_witness's residual kernel sums.
+	Witness *kde.WitnessSums `json:"witness,omitempty"`
+	// Sharpness holds sharpness's kernel sums (top_label, or binary for
+	// one-column input, with the squared sums) when ece_kde does not
+	// already compute that notion (then its PointSums keeps the squares).
+	Sharpness *kde.PointSums `json:"sharpness,omitempty"`
+	// TopEdges and ClassEdges hold the scores near the edges of
+	// data-dependent bins (see metric.ScoreSketch), Cells the canonical
+	// cells when their number depends on the data.
+	TopEdges   *metric.EdgeValues   `json:"top_edges,omitempty"`
+	ClassEdges []*metric.EdgeValues `json:"class_edges,omitempty"`
+	Cells      *metric.CellSums     `json:"cells,omitempty"`
+	// Rows counts the rows added, for the check that the pass is complete.
+	Rows int64 `json:"rows"`
+	// Block and Blocks say which block of the evaluation points these
+	// sums hold (0 of 1: all; see Sums.KernelSumsBlock).
+	Block  int `json:"block,omitempty"`
+	Blocks int `json:"blocks,omitempty"`
+	// index finds the evaluation point of a (source, row).
+	index map[string]map[int64]int
+}
+
+// UnmarshalJSON reads the JSON form of KernelSums, checking its version
+// and that every part is there.
+func (ks *KernelSums) UnmarshalJSON(b []byte) error {
+	type plain KernelSums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("evaluate.KernelSums: %w", err)
+	}
+	if v.Version != streamVersion {
+		return fmt.Errorf("evaluate.KernelSums: version %d, want %d", v.Version, streamVersion)
+	}
+	for _, ps := range v.Notions {
+		if ps == nil || ps.M() != len(v.Points) {
+			return fmt.Errorf("evaluate.KernelSums: notions inconsistent with the %d points", len(v.Points))
+		}
+	}
+	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
+		return fmt.Errorf("evaluate.KernelSums: sharpness sums inconsistent with the %d points", len(v.Points))
+	}
+	if v.MMCE != nil {
+		if err := v.MMCE.check(len(v.Points)); err != nil {
+			return fmt.Errorf("evaluate.KernelSums: mmce: %w", err)
+		}
+	}
+	if v.Witness != nil && v.Witness.M() != len(v.Points) {
+		return fmt.Errorf("evaluate.KernelSums: witness sums inconsistent with the %d points", len(v.Points))
+	}
+	if (v.TopEdges == nil && v.ClassEdges != nil) || (v.TopEdges != nil && (len(v.ClassEdges) != v.K || slices.Contains(v.ClassEdges, nil))) {
+		return fmt.Errorf("evaluate.KernelSums: %d class edge sums for K = %d", len(v.ClassEdges), v.K)
+	}
+	if v.Blocks < 0 || v.Block < 0 || (v.Blocks > 0 && v.Block >= v.Blocks) || v.Rows < 0 {
+		return fmt.Errorf("evaluate.KernelSums: block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
+	}
+	if m := v.MMCE; m != nil && (len(m.R) != len(v.Points) || len(m.E) != len(m.R) || len(m.T) != len(m.R) || (m.W != nil && len(m.W) != len(m.R))) {
+		return fmt.Errorf("evaluate.KernelSums: mmce sums inconsistent with the %d points", len(v.Points))
+	}
+	*ks = KernelSums(v)
+	return nil
+}
+
+// PointID names a row of a streamed set: its shard and its index there.
+type PointID struct {
+	Source string `json:"source"`
+	Row    int64  `json:"row"`
+}
+
+// KernelSums returns empty second-pass sums for the sample drawn by the
+// first pass (nil when no metric needs a second pass, see KernelPass).
+func (s *Sums) KernelSums() (*KernelSums, error) { return s.KernelSumsBlock(0, 1) }
+
+// KernelSumsBlock returns empty second-pass sums for block b of nb of the
+// evaluation points: the points [b m / nb, (b+1) m / nb) of the sample, in
+// its order. This is the block-pair plan of a cluster: each (block, shard)
+// pair adds the shard's rows to its block's sums, the pairs of a block are
+// merged (Merge), and ConcatKernelSums joins the blocks into what
+// KernelSums would give, bit for bit; a worker holds one block's m / nb
+// points. The sums that are not per point (the scores near data-dependent
+// bin edges, canonical cells of the Doane and Sqrt rules) are in block 0
+// only.
+func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
+	if nb < 1 || b < 0 || b >= nb {
+		return nil, fmt.Errorf("evaluate: block %d of %d", b, nb)
+	}
+	if !s.KernelPass() {
+		return nil, nil
+	}
+	if !s.started || s.N == 0 {
+		return nil, &DataError{Err: data.ErrEmpty}
+	}
+	ks := &KernelSums{Version: streamVersion, K: s.K, Block: b, Blocks: nb}
+	if s.TopSketch != nil && b == 0 {
+		top, err := s.TopSketch.Needed(s.Config.Bins, s.Weighted)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: top-label bins: %w", err)
+		}
+		ks.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.K))
+		for k, sk := range s.ClassSketch {
+			keys, err := sk.Needed(s.Config.Bins, s.Weighted)
+			if err != nil {
+				return nil, fmt.Errorf("evaluate: class %d bins: %w", k, err)
+			}
+			ks.ClassEdges = append(ks.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.K)))
+		}
+	}
+	if s.Pooled != nil && b == 0 {
+		// The pooled coordinates' rule: the rows of positive weight
+		// (Sqrt), their K values each (Doane).
+		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.Pos), float64(s.Pos)*float64(s.K))
+		if err != nil {
+			return nil, err
+		}
+		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
+			return nil, err
+		}
+		ks.Cells.Limit = s.Config.cellLimit(s.K)
+	}
+	if s.Sample == nil {
+		return ks, nil
+	}
+	if s.Config.All && s.N > MaxAllPoints {
+		return nil, optionsError("every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
+	}
+	probs, labels, weights, ids := s.Sample.points(s.Weighted)
+	m := len(ids)
+	j0, j1 := b*m/nb, (b+1)*m/nb
+	if j0 == j1 {
+		return nil, fmt.Errorf("evaluate: %d blocks of %d evaluation points: block %d is empty", nb, m, b)
+	}
+	probs, labels, ids = probs[j0*s.K:j1*s.K], labels[j0:j1], ids[j0:j1]
+	if weights != nil {
+		weights = weights[j0:j1]
+	}
+	notions, _, err := streamNotions(s.Config.Mode, s.K, s.Binary)
+	if err != nil {
+		return nil, err
+	}
+	ks.Points = ids
+	if s.Config.has("mmce") {
+		ks.MMCE = newMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth)
+	}
+	if !s.Config.has("ece_kde") {
+		notions = nil
+	}
+	for _, n := range notions {
+		ps, err := kde.NewPointSums(n, probs, labels, s.K, weights, s.Config.Grid)
+		if err != nil {
+			return nil, err
+		}
+		ks.Notions = append(ks.Notions, ps)
+	}
+	if c := s.Config; c.has("ece_witness") {
+		scale := 0.0
+		if slices.Contains(c.WitnessP, 2) {
+			scale = 0.5 // kde.WitnessOptions.P2Scale's default
+		}
+		if ks.Witness, err = kde.NewWitnessSums(probs, labels, s.K, weights, c.WitnessGrid, scale); err != nil {
+			return nil, err
+		}
+	}
+	if s.Config.has("sharpness") {
+		ps := ks.notion(s.sharpnessNotion())
+		if ps == nil {
+			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.K, weights, s.Config.Grid); err != nil {
+				return nil, err
+			}
+			ks.Sharpness = ps
+		}
+		if err := ps.KeepSquares(); err != nil {
+			return nil, err
+		}
+	}
+	return ks, nil
+}
+
+// notion returns ece_kde's sums of notion n (nil when not computed).
+func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
+	for _, ps := range ks.Notions {
+		if ps.Notion == n {
+			return ps
+		}
+	}
+	return nil
+}
+
+// all returns every PointSums of ks: ece_kde's and sharpness's own.
+func (ks *KernelSums) all() []*kde.PointSums {
+	if ks.Sharpness == nil {
+		return ks.Notions
+	}
+	return append(slices.Clip(ks.Notions), ks.Sharpness)
+}
+
+// Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
+// ctx may be nil).
+func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
+	if ks == nil || b == nil || b.Set == nil || b.N == 0 {
+		return nil
+	}
+	if ks.index == nil {
+		ks.index = map[string]map[int64]int{}
+		for j, id := range ks.Points {
+			if ks.index[id.Source] == nil {
+				ks.index[id.Source] = map[int64]int{}
+			}
+			ks.index[id.Source][id.Row] = j
+		}
+	}
+	if b.K != ks.K || b.Labels == nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.K)}
+	}
+	self := make([]int, b.N)
+	rows := ks.index[b.Source]
+	for i := range self {
+		self[i] = -1
+		if j, ok := rows[b.Offset+int64(i)]; ok {
+			self[i] = j
+		}
+	}
+	if ks.MMCE != nil {
+		ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights)
+	}
+	if ks.TopEdges != nil {
+		if err := addScores(ks.TopEdges, ks.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
+	if ks.Cells != nil {
+		if err := ks.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
+	ks.Rows += int64(b.N)
+	for _, ps := range ks.all() {
+		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
+	if ks.Witness != nil {
+		if err := ks.Witness.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
+	return nil
+}
+
+// Merge adds another shard's kernel sums over the same sample (and the
+// same block of it).
+func (ks *KernelSums) Merge(o *KernelSums) error {
+	if ks == nil || o == nil {
+		return nil
+	}
+	if ks.Block != o.Block || ks.Blocks != o.Blocks {
+		return fmt.Errorf("evaluate: merging kernel sums of block %d of %d with block %d of %d", ks.Block, ks.Blocks, o.Block, o.Blocks)
+	}
+	if (ks.MMCE == nil) != (o.MMCE == nil) {
+		return fmt.Errorf("evaluate: merging kernel sums with and without mmce")
+	}
+	if ks.MMCE != nil {
+		if err := ks.MMCE.Merge(o.MMCE); err != nil {
+			return err
+		}
+	}
+	if (ks.Witness == nil) != (o.Witness == nil) {
+		return fmt.Errorf("evaluate: merging kernel sums with and without ece_witness")
+	}
+	if ks.Witness != nil {
+		if err := ks.Witness.Merge(o.Witness); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+	}
+	if (ks.TopEdges == nil) != (o.TopEdges == nil) || len(ks.ClassEdges) != len(o.ClassEdges) || (ks.Cells == nil) != (o.Cells == nil) {
+		return fmt.Errorf("evaluate: merging second-pass sums of different set-ups")
+	}
+	if ks.TopEdges != nil {
+		if err := ks.TopEdges.Merge(o.TopEdges); err != nil {
+			return err
+		}
+		for k := range ks.ClassEdges {
+			if err := ks.ClassEdges[k].Merge(o.ClassEdges[k]); err != nil {
+				return err
+			}
+		}
+	}
+	if ks.Cells != nil {
+		if err := ks.Cells.Merge(o.Cells); err != nil {
+			return err
+		}
+	}
+	ks.Rows += o.Rows
+	a, b := ks.all(), o.all()
+	if len(ks.Notions) != len(o.Notions) || len(a) != len(b) {
+		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(a), len(b))
+	}
+	for i := range a {
+		if err := a[i].Merge(b[i]); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+	}
+	return nil
+}
+
+// ConcatKernelSums joins the second-pass sums of every block of the
+// evaluation points (Sums.KernelSumsBlock, each merged over all shards),
+// given in any order, into the sums of all points.
+func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
+	if len(blocks) == 0 {
+		return nil, errors.New("evaluate: no blocks of kernel sums")
+	}
+	bs := slices.Clone(blocks)
+	slices.SortFunc(bs, func(a, b *KernelSums) int { return a.Block - b.Block })
+	nb := max(1, bs[0].Blocks)
+	if len(bs) != nb {
+		return nil, fmt.Errorf("evaluate: %d of the %d blocks of kernel sums", len(bs), nb)
+	}
+	a := bs[0]
+	for i, b := range bs {
+		switch {
+		case b.Block != i || max(1, b.Blocks) != nb:
+			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.Block, b.Blocks, i, nb)
+		case b.K != a.K || b.Rows != a.Rows || len(b.Notions) != len(a.Notions) || (b.Sharpness == nil) != (a.Sharpness == nil) || (b.MMCE == nil) != (a.MMCE == nil) || (b.Witness == nil) != (a.Witness == nil):
+			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.Rows, b.Rows)
+		case i > 0 && (b.TopEdges != nil || b.Cells != nil):
+			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
+		}
+	}
+	out := &KernelSums{Version: streamVersion, K: a.K, Rows: a.Rows, TopEdges: a.TopEdges, ClassEdges: a.ClassEdges, Cells: a.Cells}
+	join := func(get func(*KernelSums) *kde.PointSums) (*kde.PointSums, error) {
+		parts := make([]*kde.PointSums, nb)
+		for i, b := range bs {
+			parts[i] = get(b)
+		}
+		ps, err := kde.ConcatPointSums(parts)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		return ps, nil
+	}
+	for i := range a.Notions {
+		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Notions[i] })
+		if err != nil {
+			return nil, err
+		}
+		out.Notions = append(out.Notions, ps)
+	}
+	if a.Sharpness != nil {
+		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Sharpness })
+		if err != nil {
+			return nil, err
+		}
+		out.Sharpness = ps
+	}
+	if a.Witness != nil {
+		parts := make([]*kde.WitnessSums, nb)
+		for i, b := range bs {
+			parts[i] = b.Witness
+		}
+		ws, err := kde.ConcatWitnessSums(parts)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		out.Witness = ws
+	}
+	if a.MMCE != nil {
+		out.MMCE = &MMCESums{Width: a.MMCE.Width, N: a.MMCE.N, Total: a.MMCE.Total}
+		for _, b := range bs {
+			ms := b.MMCE
+			if ms.Width != a.MMCE.Width || ms.N != a.MMCE.N || ms.Total != a.MMCE.Total || (ms.W == nil) != (a.MMCE.W == nil) {
+				return nil, errors.New("evaluate: blocks of mmce sums of different set-ups or rows")
+			}
+			out.MMCE.R, out.MMCE.E = append(out.MMCE.R, ms.R...), append(out.MMCE.E, ms.E...)
+			out.MMCE.W, out.MMCE.T = append(out.MMCE.W, ms.W...), append(out.MMCE.T, ms.T...)
+		}
+	}
+	for _, b := range bs {
+		out.Points = append(out.Points, b.Points...)
+	}
+	return out, nil
+}

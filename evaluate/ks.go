@@ -1,0 +1,147 @@
+package evaluate
+
+import (
+	"math"
+
+	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/metric"
+)
+
+func (ev *evaluator) ks() ([]*Result, error) {
+	s := ev.set
+	var out []*Result
+	add := func(notion string, r int, sc, oc []float64) {
+		v, _ := metric.KS(sc, oc, false, s.Weights)
+		e := &Result{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
+		sorted := metric.NewSortedKS(sc, oc, s.Weights)
+		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
+		out = append(out, e)
+	}
+	for _, r := range ev.cfg.ksR {
+		if r <= s.K {
+			sc, oc := metric.TopR(s.Probs, s.Labels, s.K, r)
+			add("top_r", r, sc, oc)
+		}
+	}
+	for _, r := range ev.cfg.ksR {
+		if r >= 2 && r <= s.K {
+			sc, oc := metric.WithinTopR(s.Probs, s.Labels, s.K, r)
+			add("within_top_r", r, sc, oc)
+		}
+	}
+	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
+	e := &Result{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	for _, v := range pc.PerClass {
+		e.PerClass = append(e.PerClass, Float(v))
+	}
+	sorted := make([]*metric.SortedKS, s.K)
+	for k := range sorted {
+		sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+		sorted[k] = metric.NewSortedKS(sc, oc, s.Weights)
+	}
+	e.stat = func(idx []int) (float64, error) {
+		counts, sum := metric.Counts(s.N, idx), 0.0
+		for _, sk := range sorted {
+			sum += sk.KSResample(counts)
+		}
+		return sum / float64(s.K), nil
+	}
+	out = append(out, e)
+	return out, nil
+}
+
+// finishKS reports KS from the cell sums: the value is the midpoint of the
+// bounds lo <= KS <= hi, which the Result's interval holds ("bound").
+func (s *Sums) finishKS() []*Result {
+	c := s.Config
+	var out []*Result
+	entry := func(notion string, r int, ks *metric.KSSums) *Result {
+		lo, hi := ks.Interval()
+		e := &Result{Metric: "ks", Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound", group: groupTopLabel}
+		if r > 0 {
+			e.R = ptr(r)
+		}
+		return e
+	}
+	i := 0
+	for _, r := range c.KSR {
+		if r <= s.K {
+			out = append(out, entry("top_r", r, s.KSTop[i]))
+			i++
+		}
+	}
+	i = 0
+	for _, r := range c.KSR {
+		if r >= 2 && r <= s.K {
+			out = append(out, entry("within_top_r", r, s.KSWith[i]))
+			i++
+		}
+	}
+	e := &Result{Metric: "ks", Notion: "class_wise", IntervalKind: "bound", group: groupClassWise}
+	sum, slo, shi := 0.0, 0.0, 0.0
+	for _, ks := range s.KSClass {
+		lo, hi := ks.Interval()
+		e.PerClass = append(e.PerClass, Float((lo+hi)/2))
+		sum += (lo + hi) / 2
+		slo += lo
+		shi += hi
+	}
+	k := float64(s.K)
+	e.Value, e.Sum, e.Interval = jf(sum/k), jf(sum), []Float{Float(slo / k), Float(shi / k)}
+	return append(out, e)
+}
+
+// ksStatistics is the ks metric's entries as statistics of the labels
+// with every score column sorted once (metric.SortedKS.KSOutcomes): the
+// scores of top_r, within_top_r and each class column do not depend on
+// the labels, only the outcomes do. Each statistic equals the entry's
+// value bit for bit on the observed labels.
+func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
+	s, c := ev.set, ev.cfg
+	type column struct {
+		sorted   *metric.SortedKS
+		outcomes func(y []int) []float64
+	}
+	cols := make([][]column, len(group)) // the columns of each entry (class_wise: K, averaged)
+	for g, e := range group {
+		switch e.Notion {
+		case "top_r", "within_top_r":
+			r, view := *e.R, metric.TopR
+			if e.Notion == "within_top_r" {
+				view = metric.WithinTopR
+			}
+			sc, oc := view(s.Probs, s.Labels, s.K, r)
+			cols[g] = []column{{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := view(s.Probs, y, s.K, r); return o }}}
+		case "class_wise":
+			for k := 0; k < s.K; k++ {
+				sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+				cols[g] = append(cols[g], column{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := metric.ClassColumn(s.Probs, y, s.K, k); return o }})
+			}
+		}
+	}
+	return func(ys [][]int) ([][]float64, error) {
+		out := make([][]float64, len(ys))
+		parallel.For(len(ys), c.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+			out[b] = make([]float64, len(group))
+			if ev.ctx.Err() != nil {
+				return
+			}
+			for g, cs := range cols {
+				if len(cs) == 0 {
+					out[b][g] = math.NaN()
+					continue
+				}
+				sum := 0.0
+				for _, col := range cs {
+					sum += col.sorted.KSOutcomes(col.outcomes(ys[b]))
+				}
+				if len(cs) > 1 {
+					sum /= float64(len(cs))
+				}
+				out[b][g] = sum
+			}
+		})
+		return out, ev.ctx.Err()
+	}
+}

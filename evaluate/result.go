@@ -1,0 +1,110 @@
+package evaluate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Output groups, in order.
+const (
+	groupCanonical = iota
+	groupClassWise
+	groupTopLabel
+	groupBinary
+	groupScores
+)
+
+var groupNames = [...]string{"canonical", "class-wise", "top-label", "binary", "proper scores and basics"}
+
+// Result is one result of `calib eval --json`. The keys of the foundation's
+// contract (metric, notion, p, bandwidth, value, root for ece_kde) and of
+// the metrics issue are frozen; a metric that could not be computed has
+// "error" instead of "value".
+type Result struct {
+	Metric          string   `json:"metric"`
+	Notion          string   `json:"notion,omitempty"`
+	R               *int     `json:"r,omitempty"`
+	Binning         string   `json:"binning,omitempty"`
+	Bins            *int     `json:"bins,omitempty"`
+	P               *float64 `json:"p,omitempty"`
+	Bandwidth       *float64 `json:"bandwidth,omitempty"`
+	Value           *Float   `json:"value,omitempty"`
+	Root            *Float   `json:"root,omitempty"`
+	Sum             *Float   `json:"sum,omitempty"`
+	PerClass        []Float  `json:"per_class,omitempty"`
+	PerClassBins    []int    `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
+	Variance        *Float   `json:"variance,omitempty"`       // sharpness
+	Squared         *Float   `json:"squared,omitempty"`        // mmce
+	Width           *float64 `json:"width,omitempty"`          // mmce
+	BandwidthMethod string   `json:"bandwidth_method,omitempty"`
+	CVBandwidth     *float64 `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
+	Excluded        *int     `json:"excluded,omitempty"`
+	Aggregate       string   `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
+	Warnings        Warnings `json:"warnings,omitempty"`
+	CI              []Float  `json:"ci,omitempty"`
+	CILevel         *float64 `json:"ci_level,omitempty"`
+	CIMethod        string   `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
+	CIBias          *Float   `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
+	Seconds         *float64 `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
+	Error           string   `json:"error,omitempty"`
+
+	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
+	// number of evaluation points, the standard error of its estimate and
+	// its interval (IntervalKind "sampling": the sampling interval at
+	// IntervalLevel; "exact": every row evaluated, width 0); ks's rigorous
+	// bounds lo <= KS <= hi from the score cells (IntervalKind "bound",
+	// Value their midpoint).
+	EvalPoints    *int     `json:"eval_points,omitempty"`
+	SE            *Float   `json:"se,omitempty"`
+	Interval      []Float  `json:"interval,omitempty"`
+	IntervalLevel *float64 `json:"interval_level,omitempty"`
+	IntervalKind  string   `json:"interval_kind,omitempty"`
+
+	// The definition keys (see definition.go and the README's "What
+	// exactly each number is"): with the keys above they say everything
+	// needed to recompute the value.
+	Estimator   string  `json:"estimator,omitempty"`    // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
+	Kernel      string  `json:"kernel,omitempty"`       // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
+	BinRule     string  `json:"bin_rule,omitempty"`     // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
+	BinEdges    string  `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
+	CIResamples *int    `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
+	CISeed      *uint64 `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
+	CIExact     bool    `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
+	Seed        *uint64 `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
+	Weighted    bool    `json:"weighted"`               // sample weights were used (Set.Weights not nil)
+
+	// With Options.PValues: the p-value of the test of calibration whose
+	// statistic is this entry (calibtest.ConsistencyMany), its method and
+	// its resamples.
+	PValue          *Float `json:"p_value,omitempty"`
+	PValueMethod    string `json:"p_value_method,omitempty"`
+	PValueResamples *int   `json:"p_value_resamples,omitempty"`
+
+	group int
+	// stat recomputes the Result's value on a bootstrap resample.
+	stat func(idx []int) (float64, error)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func jf(v float64) *Float { return ptr(Float(v)) }
+
+// sortByGroup orders the entries by group, keeping the order within groups.
+func sortByGroup(es []*Result) {
+	slices.SortStableFunc(es, func(a, b *Result) int { return cmp.Compare(a.group, b.group) })
+}
+
+// Float is a float64 that encodes -Inf, +Inf and NaN as null in JSON, so
+// that no non-finite number ever reaches the output.
+type Float float64
+
+// MarshalJSON writes the shortest decimal that round-trips, or null.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}

@@ -1,0 +1,100 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+func (ev *evaluator) sharpness() ([]*Result, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(3, "sharpness"); err != nil {
+		return nil, err
+	}
+	notion, group := kde.TopLabel, groupTopLabel
+	if s.Binary {
+		notion, group = kde.Binary, groupBinary
+	}
+	b, err := ev.bandwidth(notion)
+	if err != nil {
+		return nil, err
+	}
+
+	var out []*Result
+	for _, debias := range c.variants() {
+		name := "sharpness"
+		if debias {
+			name = "sharpness_debiased"
+		}
+		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: c.Workers, Debias: debias, Context: ev.ctx})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		e := &Result{Metric: name, Notion: notion.String(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
+			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
+		if c.CIExact {
+			e.stat = func(idx []int) (float64, error) {
+				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: 1, Debias: debias})
+				if err != nil {
+					return 0, err
+				}
+				return r.Value, nil
+			}
+		} else {
+			e.stat = func(idx []int) (float64, error) {
+				if v := res.Resampled(idx); !math.IsNaN(v) {
+					return v, nil
+				}
+				return 0, fmt.Errorf("sharpness: no point kept in the resample")
+			}
+		}
+
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// sharpnessNotion is the notion of sharpness: binary for one-column
+// input, else top_label.
+func (s *Sums) sharpnessNotion() kde.Notion {
+	if s.Binary {
+		return kde.Binary
+	}
+	return kde.TopLabel
+}
+
+// finishSharpness reports sharpness from the squared kernel sums at the
+// evaluation points, at the bandwidth ece_kde's notion gets.
+func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
+	if ks == nil {
+		return nil, errors.New("sharpness: the second pass (KernelSums) is missing")
+	}
+	n := s.sharpnessNotion()
+	ps := ks.notion(n)
+	if ps == nil || ps.Squares == nil {
+		ps = ks.Sharpness
+	}
+	if ps == nil {
+		return nil, errors.New("sharpness: the kernel sums lack the squared sums")
+	}
+	c := s.Config
+	g, method, _, err := c.gridBandwidth(ps)
+	if err != nil {
+		return nil, err
+	}
+	ybar := s.Scores.Accuracy()
+	if n == kde.Binary {
+		ybar = s.Scores.LabelMean(1)
+	}
+	res, err := ps.Sharpness(g, ybar, c.Level)
+	if err != nil {
+		return nil, err
+	}
+	e := s.sampled(&Result{Metric: "sharpness", Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
+		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: kdeGroup(n)},
+		res.M, res.SE, Float(res.Lo), Float(res.Hi))
+	return []*Result{e}, nil
+}

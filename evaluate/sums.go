@@ -1,0 +1,420 @@
+package evaluate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/metric"
+)
+
+// Sums is the first pass of a streamed evaluation: the exact mergeable sums
+// of the scores, fixed bins and KS, the score sketches of data-dependent
+// bins, and the sample of the kernel estimators' evaluation points. The
+// zero value is not usable: see NewSums.
+type Sums struct {
+	Version int           `json:"version"`
+	Config  *streamConfig `json:"config"`
+	// Set-level facts, fixed by the first batch (K, Binary, Input) or
+	// added up.
+	K            int     `json:"k"`
+	Binary       bool    `json:"binary"`
+	Input        string  `json:"input"`
+	N            int64   `json:"n"`
+	Pos          int64   `json:"pos"` // rows of positive weight (N without weights)
+	W            float64 `json:"w"`
+	Weighted     bool    `json:"weighted"`
+	Renormalized int     `json:"renormalized,omitempty"`
+	Rounded      int     `json:"rounded,omitempty"`
+	ZeroRounded  bool    `json:"zero_rounded,omitempty"` // some rounded row holds an exact 0
+
+	Scores *metric.ScoreSums `json:"scores,omitempty"`
+	Top    *metric.BinSums   `json:"top,omitempty"`
+	Class  []*metric.BinSums `json:"class,omitempty"`
+	Cells  *metric.CellSums  `json:"cells,omitempty"`
+	// TopSketch and ClassSketch replace Top and Class for data-dependent
+	// bins; Pooled holds the moments of all n x K probabilities for the
+	// canonical cells' Doane rule.
+	TopSketch   *metric.ScoreSketch   `json:"top_sketch,omitempty"`
+	ClassSketch []*metric.ScoreSketch `json:"class_sketch,omitempty"`
+	Pooled      *metric.Moments       `json:"pooled,omitempty"`
+	KSTop       []*metric.KSSums      `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
+	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
+	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
+	Sample      *Sample               `json:"sample,omitempty"`
+	// Rows are the runs of rows added, by source: the same rows cannot
+	// be added twice, and they hold exactly N rows.
+	Rows    []RowRange `json:"rows"`
+	started bool
+}
+
+const streamVersion = 2
+
+// NewSums returns empty first-pass sums for the options (checked here,
+// before any data is read).
+func NewSums(o StreamOptions) (*Sums, error) {
+	c, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Sums{Version: streamVersion, Config: c}, nil
+}
+
+// start sets up the sums for the first batch's K and kind.
+func (s *Sums) start(b *Batch) error {
+	c := s.Config
+	if c.has("ks") {
+		if err := CheckKSR(Options{KSR: c.KSR}, b.K); err != nil {
+			return err
+		}
+	}
+	if c.has("ece_kde") {
+		if _, _, err := streamNotions(c.Mode, b.K, b.Binary); err != nil {
+			return err
+		}
+	}
+	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, InputKind(b.Set), b.Weights != nil, true
+	s.Scores = metric.NewScoreSums()
+	var err error
+	switch {
+	case c.sketched():
+		s.TopSketch = metric.NewScoreSketch()
+		s.ClassSketch = make([]*metric.ScoreSketch, s.K)
+		for k := range s.ClassSketch {
+			s.ClassSketch[k] = metric.NewScoreSketch()
+		}
+	case c.binned():
+		if s.Top, err = metric.NewBinSums(c.Bins); err != nil {
+			return err
+		}
+		s.Class = make([]*metric.BinSums, s.K)
+		for k := range s.Class {
+			s.Class[k], _ = metric.NewBinSums(c.Bins)
+		}
+	}
+	switch {
+	case c.dataCells():
+		s.Pooled = new(metric.Moments)
+	case c.cells():
+		if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
+			return err
+		}
+		s.Cells.Limit = c.cellLimit(s.K)
+	}
+	if c.has("ks") {
+		for _, r := range c.KSR {
+			if r <= s.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				s.KSTop = append(s.KSTop, ks)
+			}
+			if r >= 2 && r <= s.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				s.KSWith = append(s.KSWith, ks)
+			}
+		}
+		s.KSClass = make([]*metric.KSSums, s.K)
+		for k := range s.KSClass {
+			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
+		}
+	}
+	if s.kernelMetrics() {
+		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
+	}
+	return nil
+}
+
+// Add adds a batch: its rows to every sum, and to the sample's draw.
+func (s *Sums) Add(b *Batch) error {
+	if b == nil || b.Set == nil || b.N == 0 {
+		return nil
+	}
+	if b.Labels == nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: data.ErrNoLabels}
+	}
+	if !s.started {
+		if err := s.start(b); err != nil {
+			return err
+		}
+	}
+	at, err := rowsOverlap(s.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
+	if err != nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+	}
+	if b.K != s.K || b.Binary != s.Binary || InputKind(b.Set) != s.Input || (b.Weights != nil) != s.Weighted {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
+	}
+	c, k, p, y, w := s.Config, b.K, b.Probs, b.Labels, b.Weights
+	logits := b.Logits
+	if logits != nil && b.Binary { // one logit z is (0, z)
+		z := make([]float64, 2*b.N)
+		for i, v := range logits {
+			z[2*i+1] = v
+		}
+		logits = z
+	}
+	if err := s.Scores.Add(p, logits, y, k, w); err != nil {
+		return err
+	}
+	if s.Top != nil {
+		if err := addScores(s.Top, s.Class, p, y, k, w); err != nil {
+			return err
+		}
+	}
+	if s.Cells != nil {
+		if err := s.Cells.Add(p, y, w); err != nil {
+			return err
+		}
+	}
+	if s.TopSketch != nil {
+		if err := addScores(s.TopSketch, s.ClassSketch, p, y, k, w); err != nil {
+			return err
+		}
+	}
+	if s.Pooled != nil {
+		for i, v := range p {
+			s.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
+		}
+	}
+	if s.KSTop != nil || s.KSClass != nil {
+		i, j := 0, 0
+		for _, r := range c.KSR {
+			if r <= k {
+				sc, oc := metric.TopR(p, y, k, r)
+				if err := s.KSTop[i].Add(sc, oc, w); err != nil {
+					return err
+				}
+				i++
+			}
+			if r >= 2 && r <= k {
+				sc, oc := metric.WithinTopR(p, y, k, r)
+				if err := s.KSWith[j].Add(sc, oc, w); err != nil {
+					return err
+				}
+				j++
+			}
+		}
+		for cl, ks := range s.KSClass {
+			sc, oc := metric.ClassColumn(p, y, k, cl)
+			if err := ks.Add(sc, oc, w); err != nil {
+				return err
+			}
+		}
+	}
+	if s.Sample != nil {
+		s.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
+	}
+	s.Rows = addRows(s.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
+	s.N += int64(b.N)
+	s.Pos += int64(mathx.PositiveRows(w, b.N))
+	s.W += mathx.WeightSum(w, b.N)
+	s.Renormalized += b.Renormalized
+	s.Rounded += b.Rounded
+	s.ZeroRounded = s.ZeroRounded || roundedZerosWarning(b.Set) != ""
+	return nil
+}
+
+func weightedWord(w bool) string {
+	if w {
+		return " with weights"
+	}
+	return ""
+}
+
+// Merge adds the sums of another shard with the same options (its batches
+// must come from other sources, or other rows of the same sources).
+func (s *Sums) Merge(o *Sums) error {
+	if !o.started {
+		return nil
+	}
+	if !s.started {
+		if a, b := configKey(s.Config), configKey(o.Config); a != b {
+			return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+		}
+		*s = *cloneSums(o)
+		return nil
+	}
+	if s.K != o.K || s.Binary != o.Binary || s.Input != o.Input || s.Weighted != o.Weighted {
+		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.K, s.Input, o.K, o.Input)
+	}
+	if a, b := configKey(s.Config), configKey(o.Config); a != b {
+		return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+	}
+	if (s.Sample == nil) != (o.Sample == nil) || (s.Sample != nil && (s.Sample.M != o.Sample.M || s.Sample.Seed != o.Sample.Seed || s.Sample.K != o.Sample.K)) {
+		return fmt.Errorf("evaluate: merging sums with different samples")
+	}
+	rows, err := mergeRows(s.Rows, o.Rows)
+	if err != nil {
+		return fmt.Errorf("evaluate: merge: %w", err)
+	}
+	s.Rows = rows
+	s.Scores.Merge(o.Scores)
+	var errs []error
+	if s.Top != nil {
+		errs = append(errs, s.Top.Merge(o.Top))
+		for k := range s.Class {
+			errs = append(errs, s.Class[k].Merge(o.Class[k]))
+		}
+	}
+	if s.Cells != nil {
+		errs = append(errs, s.Cells.Merge(o.Cells))
+	}
+	if s.TopSketch != nil {
+		s.TopSketch.Merge(o.TopSketch)
+		for k := range s.ClassSketch {
+			s.ClassSketch[k].Merge(o.ClassSketch[k])
+		}
+	}
+	if s.Pooled != nil {
+		s.Pooled.Merge(*o.Pooled)
+	}
+	for i := range s.KSTop {
+		errs = append(errs, s.KSTop[i].Merge(o.KSTop[i]))
+	}
+	for i := range s.KSWith {
+		errs = append(errs, s.KSWith[i].Merge(o.KSWith[i]))
+	}
+	for i := range s.KSClass {
+		errs = append(errs, s.KSClass[i].Merge(o.KSClass[i]))
+	}
+	if s.Sample != nil {
+		errs = append(errs, s.Sample.merge(o.Sample))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evaluate: merge: %w", err)
+	}
+	s.N += o.N
+	s.Pos += o.Pos
+	s.W += o.W
+	s.Renormalized += o.Renormalized
+	s.Rounded += o.Rounded
+	s.ZeroRounded = s.ZeroRounded || o.ZeroRounded
+	return nil
+}
+
+// configKey is the JSON form of a configuration, for comparisons.
+func configKey(c *streamConfig) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// cloneSums returns a deep copy of s through its JSON form.
+func cloneSums(s *Sums) *Sums {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	c := new(Sums)
+	if err := c.UnmarshalJSON(b); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// UnmarshalJSON reads the JSON form of Sums, checking its version.
+func (s *Sums) UnmarshalJSON(b []byte) error {
+	type plain Sums
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("evaluate.Sums: %w", err)
+	}
+	switch {
+	case v.Version != streamVersion:
+		return fmt.Errorf("evaluate.Sums: version %d, want %d", v.Version, streamVersion)
+	case v.Config == nil:
+		return fmt.Errorf("evaluate.Sums: no config (is it the state of a streamed evaluation?)")
+	}
+	*s = Sums(v)
+	s.started = s.Scores != nil
+	if err := s.check(); err != nil {
+		return fmt.Errorf("evaluate.Sums: %w", err)
+	}
+	return nil
+}
+
+// check says whether the sums read from JSON hold every part the
+// configuration needs, with the sizes it needs.
+func (s *Sums) check() error {
+	c := s.Config
+	if c.M < 1 || c.KSCells < 1 || c.KSCells > 1<<24 || c.Bins.Bins < 1 || c.Bins.Bins > 1<<20 || len(c.Metrics) == 0 || c.MaxCells < 0 {
+		return errors.New("inconsistent configuration")
+	}
+	if !s.started {
+		if s.N != 0 || s.Top != nil || s.Sample != nil || s.Cells != nil || s.KSClass != nil {
+			return errors.New("sums without scores")
+		}
+		return nil
+	}
+	binned := c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
+	nTop, nWith := 0, 0
+	for _, r := range c.KSR {
+		if r <= s.K {
+			nTop++
+		}
+		if r >= 2 && r <= s.K {
+			nWith++
+		}
+	}
+	switch {
+	case s.K < 2:
+		return fmt.Errorf("K = %d", s.K)
+	case c.sketched() && (s.TopSketch == nil || len(s.ClassSketch) != s.K || slices.Contains(s.ClassSketch, nil)):
+		return errors.New("missing score sketches")
+	case binned && !c.sketched() && (s.Top == nil || len(s.Class) != s.K || slices.Contains(s.Class, nil)):
+		return errors.New("missing bin sums")
+	case c.dataCells() && s.Pooled == nil:
+		return errors.New("missing moments")
+	case c.cells() && !c.dataCells() && s.Cells == nil:
+		return errors.New("missing cell sums")
+	case c.has("ks") && (len(s.KSTop) != nTop || len(s.KSWith) != nWith || len(s.KSClass) != s.K ||
+		slices.Contains(s.KSTop, nil) || slices.Contains(s.KSWith, nil) || slices.Contains(s.KSClass, nil)):
+		return errors.New("missing KS sums")
+	case s.kernelMetrics() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
+		return errors.New("missing or inconsistent sample")
+	}
+	return s.checkState()
+}
+
+// KernelPass says whether the metrics need the second pass (KernelSums):
+// ece_kde, mmce and sharpness do, and binned metrics with data-dependent
+// bins (the scores near the edges).
+func (s *Sums) KernelPass() bool {
+	return s.kernelMetrics() || s.Config.sketched() || s.Config.dataCells()
+}
+
+// kernelMetrics says whether a metric needs the evaluation points.
+func (s *Sums) kernelMetrics() bool {
+	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness") || s.Config.has("ece_witness")
+}
+
+// total is the total weight of the rows (their number without weights).
+func (s *Sums) total() float64 {
+	if s.Weighted {
+		return s.W
+	}
+	return float64(s.N)
+}
+
+// addScores adds the top-label scores of a batch to top and each class
+// column to class[k] (fixed bins, sketches, or the values near their edges).
+func addScores[T interface {
+	Add(scores, outcomes, weights []float64) error
+}](top T, class []T, p []float64, y []int, k int, w []float64) error {
+	sc, oc := metric.TopR(p, y, k, 1)
+	if err := top.Add(sc, oc, w); err != nil {
+		return err
+	}
+	for cl, c := range class {
+		sc, oc := metric.ClassColumn(p, y, k, cl)
+		if err := c.Add(sc, oc, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// edgeLimit is the number of distinct scores each of the K + 1 EdgeValues
+// of a stream may hold.
+func edgeLimit(k int) int { return max(1<<16, metric.DefaultEdgeValues/(k+1)) }

@@ -1,0 +1,104 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+// eceWitness reports the converging canonical estimators (kde.Witness):
+// the cross-fitted residual witness (p = 1) and the debiased kernel
+// U-statistic (p = 2), both always (they share one grid sweep).
+func (ev *evaluator) eceWitness() ([]*Result, error) {
+	c, s := ev.cfg, ev.set
+	if err := s.Require(4, "the witness estimators"); err != nil {
+		return nil, err
+	}
+	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers, Context: ev.ctx}
+	if c.WitnessBandwidth > 0 {
+		o.Grid = []float64{c.WitnessBandwidth}
+	}
+	if c.P != nil { // the p of P that the witness has: 1, 2
+		for _, p := range c.P {
+			if (p == 1 || p == 2) && !slices.Contains(o.P, p) {
+				o.P = append(o.P, p)
+			}
+		}
+		if o.P == nil {
+			return nil, fmt.Errorf("ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+		}
+	}
+	progress, done := ev.step("canonical witness")
+	o.Progress = progress
+	res, err := kde.Witness(s.Probs, s.Labels, s.K, s.Weights, o)
+	done()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	var out []*Result
+	for i, v := range res.Values {
+		e := &Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
+			group: groupCanonical}
+		for _, w := range v.Warnings {
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+		}
+		if v.P == 2 {
+			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
+		}
+		if c.CIExact {
+			p := v.P
+			e.stat = func(idx []int) (float64, error) {
+				oo := o
+				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
+				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), oo)
+				if err != nil {
+					return 0, err
+				}
+				return r.Values[0].Value, nil
+			}
+		} else if c.ci {
+			i := i
+			e.stat = func(idx []int) (float64, error) {
+				if v := res.Resampled(i, idx); !math.IsNaN(v) {
+					return v, nil
+				}
+				return 0, fmt.Errorf("ece_witness: no point kept in the resample")
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// finishWitness reports ece_witness from the residual kernel sums at the
+// evaluation points (kde.WitnessSums.Estimate), as eceWitness does from
+// all rows.
+func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
+	if ks == nil || ks.Witness == nil {
+		return nil, errors.New("ece_witness: the second pass (KernelSums) is missing")
+	}
+	c := s.Config
+	vals, err := ks.Witness.Estimate(c.WitnessP, 0, c.Seed, c.Level)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	for _, v := range vals {
+		e := s.sampled(&Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
+			group: groupCanonical}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
+		for _, w := range v.Warnings {
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+		}
+		if v.P == 2 {
+			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
