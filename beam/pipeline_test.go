@@ -248,14 +248,14 @@ func TestPipelineEqualsStream(t *testing.T) {
 			want := streamDoc(t, shards, o)
 			t.Logf("evaluate.Stream: %.1f s", time.Since(start).Seconds())
 			sameDoc(t, got, want, 1e-12)
-			metrics := map[string]bool{}
+			metrics := map[evaluate.Metric]bool{}
 			for _, r := range ev.Results {
 				metrics[r.Metric] = true
 				if r.Error != "" {
 					t.Errorf("%s %s: %s", r.Metric, r.Notion, r.Error)
 				}
 			}
-			for _, m := range []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"} {
+			for _, m := range []evaluate.Metric{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"} {
 				if !metrics[m] {
 					t.Errorf("no %s in the document", m)
 				}
@@ -296,7 +296,7 @@ func TestPipelineRemote(t *testing.T) {
 	if len(shards) != 4 || shards[0].File != "memfs://shards/part-0.csv" {
 		t.Fatalf("shards %v", shards)
 	}
-	o := Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"ece_bin", "ks", "nll", "accuracy"}}}, Rows: 1000, Output: "memfs://out/eval.json"}
+	o := Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: evaluate.MetricSet{"ece_bin", "ks", "nll", "accuracy"}}}, Rows: 1000, Output: "memfs://out/eval.json"}
 	if _, err := Run(ctx, shards, o); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestBuildChecksOptions(t *testing.T) {
 		{shards, Options{Rows: -1}, "rows per batch"},
 		{shards, Options{EvalBlocks: -1}, "blocks of evaluation points"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Debias: true}}}, "debiased"},
-		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: []string{"nope"}}}}, "unknown metric"},
+		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: evaluate.MetricSet{"nope"}}}}, "unknown metric"},
 		{shards, Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{CI: true}}}, "bootstrap"},
 	} {
 		_, err := Run(context.Background(), c.shards, c.o)

@@ -242,7 +242,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 // the proper scores: one definition of every number, evaluate's.
 func rowOptions(h, hw float64, workers int) evaluate.Options {
 	return evaluate.Options{
-		Metrics: []string{"ece_kde", "ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy"},
+		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEWitness, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
 		Strict:  true, Mode: "canonical", P: []float64{1}, KSR: []int{1, 2},
 		Bandwidth: h, NoBandwidthCheck: true, WitnessBandwidth: hw,
 		Seed: 1, Workers: workers,
@@ -260,30 +260,27 @@ func measureRow(ctx context.Context, r *Row, h, hw float64, workers int) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range ev.Results {
-		v := *e.Value
-		switch key := e.Metric + " " + e.Notion; {
-		case key == "ece_kde canonical":
-			r.ECEKDE = v
-		case key == "ece_witness canonical":
-			r.Witness = v
-		case key == "ece_bin top_label" && *e.P == 1:
-			r.ECETopLabel = v
-		case key == "ks top_r" && *e.R == 1:
-			r.KSTop1 = v
-		case key == "ks top_r" && *e.R == 2:
-			r.KSTop2 = v
-		case key == "ks within_top_r":
-			r.KSWithinTop2 = v
-		case key == "ks class_wise":
-			r.KSClassWise = v
-		case e.Metric == "brier":
-			r.Brier = v
-		case e.Metric == "nll":
-			r.NLL = v
-		case e.Metric == "accuracy":
-			r.Accuracy = v
+	type E = evaluate.Key
+	for _, f := range []struct {
+		key evaluate.Key
+		dst *evaluate.Float
+	}{
+		{E{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}, &r.ECEKDE},
+		{E{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}, &r.Witness},
+		{E{Metric: evaluate.ECEBin, Notion: "top_label", P: 1}, &r.ECETopLabel},
+		{E{Metric: evaluate.KS, Notion: "top_r", R: 1}, &r.KSTop1},
+		{E{Metric: evaluate.KS, Notion: "top_r", R: 2}, &r.KSTop2},
+		{E{Metric: evaluate.KS, Notion: "within_top_r", R: 2}, &r.KSWithinTop2},
+		{E{Metric: evaluate.KS, Notion: "class_wise"}, &r.KSClassWise},
+		{E{Metric: evaluate.Brier}, &r.Brier},
+		{E{Metric: evaluate.NLL}, &r.NLL},
+		{E{Metric: evaluate.Accuracy}, &r.Accuracy},
+	} {
+		e := ev.Lookup(f.key)
+		if e == nil || e.Value == nil {
+			return fmt.Errorf("compare: %s: no %+v entry", s.File, f.key)
 		}
+		*f.dst = *e.Value
 	}
 	return nil
 }

@@ -33,28 +33,27 @@ func TestCompareRowIsTheMapApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: []string{"ks", "brier", "accuracy"}, KSR: []int{1, 2}, Workers: 1})
+		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ks", "brier", "accuracy"}, KSR: []int{1, 2}, Workers: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]float64{}
-		for _, e := range ev.Results {
-			key := e.Metric + " " + e.Notion
-			if e.R != nil && *e.R == 2 {
-				key += " 2"
+		want := func(k evaluate.Key) float64 {
+			if e := ev.Lookup(k); e != nil && e.Value != nil {
+				return float64(*e.Value)
 			}
-			want[key] = float64(*e.Value)
+			t.Errorf("no %+v entry", k)
+			return 0
 		}
 		for _, x := range []struct {
 			name      string
 			got, want float64
 		}{
-			{"KS top-1", float64(r.KSTop1), want["ks top_r"]},
-			{"KS top-2", float64(r.KSTop2), want["ks top_r 2"]},
-			{"KS within-top-2", float64(r.KSWithinTop2), want["ks within_top_r 2"]},
-			{"KS class-wise", float64(r.KSClassWise), want["ks class_wise"]},
-			{"Brier", float64(r.Brier), want["brier "]},
-			{"accuracy", float64(r.Accuracy), want["accuracy "]},
+			{"KS top-1", float64(r.KSTop1), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1})},
+			{"KS top-2", float64(r.KSTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 2})},
+			{"KS within-top-2", float64(r.KSWithinTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "within_top_r", R: 2})},
+			{"KS class-wise", float64(r.KSClassWise), want(evaluate.Key{Metric: evaluate.KS, Notion: "class_wise"})},
+			{"Brier", float64(r.Brier), want(evaluate.Key{Metric: evaluate.Brier})},
+			{"accuracy", float64(r.Accuracy), want(evaluate.Key{Metric: evaluate.Accuracy})},
 		} {
 			if x.got != x.want {
 				t.Errorf("%s %s: row %v, the map applied %v", r.Method, x.name, x.got, x.want)

@@ -59,9 +59,9 @@ func BenchmarkImageNetSize(b *testing.B) {
 		name string
 		opt  Options
 	}{
-		{"ece_kde/canonical", Options{Metrics: []string{"ece_kde"}, Mode: "canonical", Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
-		{"ece_kde/top_label", Options{Metrics: []string{"ece_kde"}, Mode: "top_label", Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
-		{"binned_ks", Options{Metrics: []string{"ece_bin", "mce", "ece_bin_debiased", "ks"}, Strict: true}},
+		{"ece_kde/canonical", Options{Metrics: MetricSet{"ece_kde"}, Mode: "canonical", Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
+		{"ece_kde/top_label", Options{Metrics: MetricSet{"ece_kde"}, Mode: "top_label", Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
+		{"binned_ks", Options{Metrics: MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks"}, Strict: true}},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/n=%d/K=%d", c.name, n, k), func(b *testing.B) {

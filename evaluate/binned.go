@@ -8,24 +8,56 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
-// binnedMetric computes the binned metric m (its three notions share one
-// binning of the set).
-func binnedMetric(m string) func(ev *evaluator) ([]*Result, error) {
-	return func(ev *evaluator) ([]*Result, error) { return ev.binned(m) }
+// The binned metrics: their three notions (top-label, class-wise and the
+// canonical cells; ece_bin_debiased has no canonical entry) share one
+// binning of the set.
+var (
+	eceBinDef         = binnedDef(ECEBin, "binned-plug-in")          // sum_b (n_b/n) |acc_b - conf_b|^p
+	mceDef            = binnedDef(MCE, "binned-max")                 // max over occupied bins of |acc_b - conf_b|
+	eceBinDebiasedDef = binnedDef(ECEBinDebiased, "binned-debiased") // Kumar et al.'s debiased L2 (squared, n_b - 1 correction)
+)
+
+// binnedDef is the binned metric m, whose entries name estimator.
+func binnedDef(m Metric, estimator string) metricDef {
+	return metricDef{
+		name:     m,
+		compute:  func(ev *evaluator) ([]*Result, error) { return ev.binned(m) },
+		interval: centered,
+		pValues:  (*evaluator).recomputedPValues,
+		define: func(c *config, e *Result) {
+			e.Estimator = estimator
+			defineBins(c, e)
+		},
+		finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
+		streamed: true,
+	}
 }
 
-func (ev *evaluator) binned(m string) ([]*Result, error) {
+// defineBins sets the bin rule and edge rule of a binned entry: the
+// canonical cells are always the fixed equal-width grid.
+func defineBins(c *config, e *Result) {
+	e.BinRule = c.bin.Rule.String()
+	e.BinEdges = "(lo, hi], first bin [0, hi]"
+	if c.bin.OpenLow {
+		e.BinEdges = "(lo, hi], a score of 0 in no bin"
+	}
+	if e.Notion == "canonical" {
+		e.BinRule = metric.Fixed.String()
+	}
+}
+
+func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 	c, s := ev.cfg, ev.set
 	o := c.bin
 	ps := c.ps
-	if m == "ece_bin_debiased" {
+	if m == ECEBinDebiased {
 		ps = []float64{2}
 	}
 	binning := o.Binning.String()
 	var out []*Result
 	val := binnedValue(m)
 	finish := func(e *Result, p float64) { finishBinnedEntry(m, e, p) }
-	if m == "mce" {
+	if m == MCE {
 		ps = []float64{math.NaN()} // one Result, no p
 	}
 	// The scores of each view, and their bins when a resample can reuse
@@ -53,7 +85,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 			}
 		}
 	}
-	if o.Rule != metric.Doane && m != "ece_bin_debiased" && reuse {
+	if o.Rule != metric.Doane && m != ECEBinDebiased && reuse {
 		var err error
 		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, s.Weights, o); err != nil {
 			return nil, err
@@ -121,7 +153,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 		}
 		out = append(out, e)
 		// Canonical cells (not for the debiased estimator).
-		if m == "ece_bin_debiased" {
+		if m == ECEBinDebiased {
 			continue
 		}
 		pp := cellP(m, p)
@@ -130,7 +162,7 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 			return nil, err
 		}
 		pick := func(c *metric.CanonicalBinned) float64 {
-			if m == "mce" {
+			if m == MCE {
 				return c.MCE
 			}
 			return c.Value
@@ -152,12 +184,12 @@ func (ev *evaluator) binned(m string) ([]*Result, error) {
 
 // binnedValue returns the value of the binned metric m for one bins
 // summary and exponent p.
-func binnedValue(m string) func(b *metric.Bins, p float64) float64 {
+func binnedValue(m Metric) func(b *metric.Bins, p float64) float64 {
 	return func(b *metric.Bins, p float64) float64 {
 		switch m {
-		case "mce":
+		case MCE:
 			return b.MCE()
-		case "ece_bin_debiased":
+		case ECEBinDebiased:
 			return b.DebiasedL2()
 		}
 		return b.ECE(p)
@@ -167,7 +199,7 @@ func binnedValue(m string) func(b *metric.Bins, p float64) float64 {
 // classWiseEntry is the class-wise entry of the binned metric m for
 // exponent p: the mean over classes of the per-class values pc of the
 // class bins cb (rule: their bin rule), with the sum and the terms.
-func classWiseEntry(m, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
+func classWiseEntry(m Metric, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
 	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 	maxBins := 0
 	for k, b := range cb {
@@ -184,8 +216,8 @@ func classWiseEntry(m, binning string, p float64, pc metric.PerClass, cb []*metr
 
 // cellP is the exponent of the canonical cells' estimate for the binned
 // metric m at p: 1 for mce (whose value is the cells' MCE).
-func cellP(m string, p float64) float64 {
-	if m == "mce" {
+func cellP(m Metric, p float64) float64 {
+	if m == MCE {
 		return 1
 	}
 	return p
@@ -193,25 +225,25 @@ func cellP(m string, p float64) float64 {
 
 // finishBinnedEntry sets the p and root of a binned metric's entry from its
 // value.
-func finishBinnedEntry(m string, e *Result, p float64) {
+func finishBinnedEntry(m Metric, e *Result, p float64) {
 	v := float64(*e.Value)
 	switch m {
-	case "mce":
+	case MCE:
 		e.Root = jf(v) // the max norm has no power form: root = value
-	case "ece_bin":
+	case ECEBin:
 		e.P, e.Root = ptr(p), jf(math.Pow(v, 1/p))
-	case "ece_bin_debiased":
+	case ECEBinDebiased:
 		e.P, e.Root = ptr(p), jf(math.Sqrt(math.Max(0, v)))
 	}
 }
 
 // canonicalWarnings returns the warnings of the canonical binned metric m
 // on n samples: sparse cells, or an MCE attained in a cell of few samples.
-func canonicalWarnings(m string, n, k int, cn *metric.CanonicalBinned) Warnings {
+func canonicalWarnings(m Metric, n, k int, cn *metric.CanonicalBinned) Warnings {
 	if w := sparseCellsWarning(n, cn.Cells, k, cn.B); w != "" {
 		return Warnings{warn(SparseCells, w)}
 	}
-	if m == "mce" && cn.MCECount < minPerCell {
+	if m == MCE && cn.MCECount < minPerCell {
 		return Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, k))}
 	}
 	return nil
@@ -264,12 +296,12 @@ func (s *Sums) bins(ks *KernelSums) (top *metric.Bins, tb metric.SketchBound, cb
 // interval of a binned entry whose edges were taken at sketch bucket ends:
 // moving rows of total mass M and sum w |s - o| = A (shares of W) between
 // bins moves ECE_1 by at most 2 A (metric.SketchBound).
-func edgeBound(m string, e *Result, p float64, mass, abs float64) {
+func edgeBound(m Metric, e *Result, p float64, mass, abs float64) {
 	if mass == 0 {
 		return
 	}
 	e.Warnings = append(e.Warnings, warn(ApproximateEdges, fmt.Sprintf("too many distinct scores near the data-dependent bin edges for the second pass: edges taken at the ends of sketch buckets, which holds up to %.3g%% of the weight in other bins than exact edges would", 100*mass)))
-	if m == "ece_bin" && p == 1 {
+	if m == ECEBin && p == 1 {
 		v := float64(*e.Value)
 		e.Interval, e.IntervalKind = []Float{Float(math.Max(0, v-2*abs)), Float(v + 2*abs)}, "bound"
 	}
@@ -277,13 +309,13 @@ func edgeBound(m string, e *Result, p float64, mass, abs float64) {
 
 // finishBinned reports a binned metric as evaluate.binned does, from the
 // sums of the bins (fixed equal-width, or data-dependent from the sketches).
-func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
+func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 	c := s.Config
 	ps := c.P
-	if m == "ece_bin_debiased" {
+	if m == ECEBinDebiased {
 		ps = []float64{2}
 	}
-	if m == "mce" {
+	if m == MCE {
 		ps = []float64{math.NaN()}
 	}
 	val := binnedValue(m)
@@ -296,7 +328,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 	if cells == nil && ks != nil {
 		cells = ks.Cells
 	}
-	if cells == nil && m != "ece_bin_debiased" {
+	if cells == nil && m != ECEBinDebiased {
 		return nil, errors.New("the canonical cell sums are missing")
 	}
 	var out []*Result
@@ -313,7 +345,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 		}
 		edgeBound(m, e, p, mass, abs)
 		out = append(out, e)
-		if m == "ece_bin_debiased" {
+		if m == ECEBinDebiased {
 			continue
 		}
 		if cells.Overflow {
@@ -327,7 +359,7 @@ func (s *Sums) finishBinned(m string, ks *KernelSums) ([]*Result, error) {
 		pp := cellP(m, p)
 		cn := cells.Estimate(pp)
 		v := cn.Value
-		if m == "mce" {
+		if m == MCE {
 			v = cn.MCE
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v), group: groupCanonical}

@@ -13,6 +13,34 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
+// eceKDEDef is the plug-in ECE^KDE of every notion (and, with
+// Options.Debias, its debiased-ratio variant), at the LOO bandwidth it
+// shares with sharpness.
+var eceKDEDef = metricDef{
+	name:     ECEKDE,
+	compute:  (*evaluator).eceKDE,
+	interval: centered,
+	pValues:  (*evaluator).eceKDEPValues,
+	define:   defineKDE,
+	finish:   finishKDE,
+	streamed: true,
+}
+
+// defineKDE sets the definition keys of ece_kde and sharpness: the
+// plug-in estimator (eq. 4 of ece-kde.md with the leave-one-out ratio r_j
+// of eq. 6; sharpness: the variance of r_j around its mean) or the
+// debiased ratio (kde/doc.go), and the kernel: Dirichlet on the simplex
+// for canonical, Beta on one coordinate otherwise.
+func defineKDE(_ *config, e *Result) {
+	e.Estimator, e.Kernel = "plug-in", "beta"
+	if e.Metric == ECEKDEDebiased || e.Metric == SharpnessDebiased {
+		e.Estimator = "debiased-ratio"
+	}
+	if e.Notion == kde.Canonical.String() {
+		e.Kernel = "dirichlet"
+	}
+}
+
 // Bounds on the median effective number of neighbours of the kernel
 // regressions (kde.Result.Neighbours) outside which an ECE^KDE estimate is
 // flagged: below minNeighbours each r_j rests on about one other sample's
@@ -106,9 +134,9 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 		}
 		for _, debias := range c.variants() {
 			first := len(out)
-			name, step := "ece_kde", notion.String()+" estimate"
+			name, step := ECEKDE, notion.String()+" estimate"
 			if debias {
-				name, step = "ece_kde_debiased", notion.String()+" debiased estimate"
+				name, step = ECEKDEDebiased, notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
 			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
@@ -177,7 +205,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
 		}
 		for i, v := range res.Values {
-			e := s.sampled(&Result{Metric: "ece_kde", Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
 				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings,
 				group: kdeGroup(ps.Notion)}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
 			if ps.Notion == kde.Marginal {
@@ -193,4 +221,41 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 	}
 	return rs, nil
+}
+
+// eceKDEPValues attaches to the ece_kde entries (not ece_kde_debiased)
+// their consistency-resampling p-values with the kernel shared between
+// the resamples (kde.Relabel: one sweep per notion for every exponent, at
+// the entry's bandwidth, which the LOO objective chose without the
+// labels). Each statistic is recomputed by Relabel, to about 1e-15 of the
+// entry's value.
+func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
+	c, s := ev.cfg, ev.set
+	var notions []string
+	for _, e := range entries {
+		if e.Metric == ECEKDE && e.Error == "" && !slices.Contains(notions, e.Notion) {
+			notions = append(notions, e.Notion)
+		}
+	}
+	for _, name := range notions {
+		var group []*Result
+		var ps []float64
+		for _, e := range entries {
+			if e.Metric == ECEKDE && e.Notion == name && e.Error == "" {
+				group, ps = append(group, e), append(ps, *e.P)
+			}
+		}
+		notion, err := kde.ParseNotion(name)
+		if err != nil {
+			return err
+		}
+		rl, err := kde.NewRelabel(notion, s.Probs, s.K, s.Weights, kde.Options{Bandwidth: *group[0].Bandwidth, P: ps, ClassMean: c.ClassMean, Workers: c.Workers, Context: ev.ctx})
+		if err != nil {
+			return fmt.Errorf("%s p-values: %w", name, err)
+		}
+		if err := ev.consistencyTest(group, rl.Estimates, "consistency resampling, kernel shared"); err != nil {
+			return fmt.Errorf("%s p-values: %w", name, err)
+		}
+	}
+	return nil
 }

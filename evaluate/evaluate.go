@@ -47,8 +47,9 @@ const DefaultSeed = 1
 // Options configures Evaluate. The zero value evaluates as `calib eval`
 // does without flags, seed included.
 type Options struct {
-	// Metrics names the metrics (see Metrics); nil means DefaultMetrics.
-	Metrics []string
+	// Metrics names the metrics (see Metrics), each computed once, in the
+	// order of Metrics; nil means DefaultMetrics.
+	Metrics MetricSet
 	// Strict makes a failing metric fail Evaluate; otherwise its Result
 	// has Error and the rest go on (calib eval: strict when --metrics or
 	// --mode is given).
@@ -95,9 +96,14 @@ type Options struct {
 	// metric.DefaultMMCEWidth.
 	MMCEWidth float64
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
-	// meaning 0.95; percentile or centred per metric, see intervalMethod);
-	// CIExact recomputes ece_kde, ece_witness and sharpness on every
-	// resample (and implies CI).
+	// meaning 0.95): centred on the estimate for the estimators whose
+	// resampled values are biased upward (the binned metrics, the plug-in
+	// ECE^KDE, KS, MMCE, sharpness), so that the interval always contains
+	// the estimate; the percentile interval for the means of per-point
+	// terms (the scores, and ece_witness, whose interval resamples its
+	// per-point terms). CIExact recomputes ece_kde, ece_witness and
+	// sharpness on every resample (and implies CI; the witness's interval
+	// is then centred, since a resample's repeated points push it up).
 	CI, CIExact bool
 	Resamples   int
 	Level       float64
@@ -167,7 +173,7 @@ type config struct {
 	Options
 	notions  []kde.Notion
 	note     string
-	metrics  map[string]bool
+	metrics  MetricSet
 	ps       []float64
 	bin      metric.BinOptions
 	ksR      []int
@@ -185,14 +191,31 @@ func (o Options) seed() uint64 {
 	return o.Seed
 }
 
-func optionsError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrOptions, fmt.Sprintf(format, args...))
+// OptionError is an option that cannot be used. Option names it as calib
+// eval spells it without the dashes ("metrics", "p", "ks-r", "bandwidth",
+// "mode", "eval-points", ...); Err says what is wrong with it, in words
+// that name the option where a reader needs it ("p \"x\": each p must be
+// a number in [1, 8]"). It wraps ErrOptions and Err; its text is
+// ErrOptions's, then Err's.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return ErrOptions.Error() + ": " + e.Err.Error() }
+
+// Unwrap returns ErrOptions and Err.
+func (e *OptionError) Unwrap() []error { return []error{ErrOptions, e.Err} }
+
+// optionError returns the OptionError of option with the formatted text.
+func optionError(option, format string, args ...any) error {
+	return &OptionError{Option: option, Err: fmt.Errorf(format, args...)}
 }
 
 // resolve checks o and fills its defaults for the set s.
 func (o Options) resolve(s *data.Set) (*config, error) {
 	o.Seed = o.seed()
-	c := &config{Options: o, metrics: map[string]bool{}, explicit: o.Strict, bin: o.Bins, mmce: o.MMCEWidth}
+	c := &config{Options: o, explicit: o.Strict, bin: o.Bins, mmce: o.MMCEWidth}
 	var err error
 	mode := o.Mode
 	if mode == "" {
@@ -206,27 +229,29 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	}
 	for _, p := range c.ps {
 		if !(p >= 1 && p <= kde.MaxP) {
-			return nil, optionsError("p = %v: each p must be a number in [1, %d]", p, kde.MaxP)
+			return nil, optionError("p", "p = %v: each p must be a number in [1, %d]", p, kde.MaxP)
 		}
 	}
 	if !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0) {
-		return nil, optionsError("witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", o.WitnessBandwidth)
+		return nil, optionError("witness-bandwidth", "witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", o.WitnessBandwidth)
 	}
 	if !(o.Bandwidth >= 0) || math.IsInf(o.Bandwidth, 0) {
-		return nil, optionsError("bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)
+		return nil, optionError("bandwidth", "bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)
 	}
 	ms := o.Metrics
 	if ms == nil {
 		ms = DefaultMetrics
 	}
 	for _, m := range ms {
-		if !slices.Contains(Metrics, m) {
-			return nil, optionsError("unknown metric %q (valid: %s)", m, strings.Join(Metrics, ", "))
+		if lookupDef(m) == nil {
+			return nil, optionError("metrics", "unknown metric %q (valid: %s)", m, Metrics.words())
 		}
-		c.metrics[m] = true
+		if !c.metrics.Has(m) {
+			c.metrics = append(c.metrics, m)
+		}
 	}
 	if len(c.metrics) == 0 {
-		return nil, optionsError("no metric given")
+		return nil, optionError("metrics", "no metric given")
 	}
 	if c.bin.Bins == 0 {
 		c.bin.Bins = metric.DefaultBins
@@ -236,26 +261,26 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	}
 	for _, r := range c.ksR {
 		if r < 1 {
-			return nil, optionsError("ks r = %d: each r must be >= 1", r)
+			return nil, optionError("ks-r", "ks r = %d: each r must be >= 1", r)
 		}
 	}
 	if c.mmce == 0 {
 		c.mmce = metric.DefaultMMCEWidth
 	}
 	if !(c.mmce > 0) || math.IsInf(c.mmce, 0) {
-		return nil, optionsError("MMCE width %v: must be positive", c.mmce)
+		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.mmce)
 	}
 	c.ci = o.CI || o.CIExact
 	if o.PValueResamples < 0 {
-		return nil, optionsError("%d p-value resamples", o.PValueResamples)
+		return nil, optionError("p-resamples", "%d p-value resamples", o.PValueResamples)
 	}
 	if o.PValues && s != nil && s.Labels == nil {
-		return nil, optionsError("p-values need labels")
+		return nil, optionError("p-values", "p-values need labels")
 	}
 	c.boot = metric.BootstrapOptions{Seed: o.Seed, Workers: o.Workers}
 	c.boot.Resamples, c.boot.Level = mathx.ResampleDefaults(o.Resamples, o.Level)
 	if c.boot.Resamples < 2 || !(c.boot.Level > 0 && c.boot.Level < 1) {
-		return nil, optionsError("%d resamples at level %v: need at least 2 resamples and a level in (0, 1)", c.boot.Resamples, c.boot.Level)
+		return nil, optionError("ci-resamples", "%d resamples at level %v: need at least 2 resamples and a level in (0, 1)", c.boot.Resamples, c.boot.Level)
 	}
 	return c, nil
 }
@@ -289,15 +314,15 @@ func Notions(mode string, s *data.Set) (notions []kde.Notion, note string, err e
 		}
 		n, err := kde.ParseNotion(m)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %v (or all)", ErrOptions, err)
+			return nil, "", optionError("mode", "%v (or all)", err)
 		}
 		if n == kde.Binary && s != nil && !s.Binary {
-			return nil, "", fmt.Errorf("%w: the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", ErrOptions, s.K)
+			return nil, "", optionError("mode", "the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
 		}
 		notions = append(notions, n)
 	}
 	if len(notions) == 0 {
-		return nil, "", fmt.Errorf("%w: no notion given", ErrOptions)
+		return nil, "", optionError("mode", "no notion given")
 	}
 	seen := map[kde.Notion]bool{}
 	out := notions[:0]
@@ -327,16 +352,16 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 	if s.Weights != nil {
 		out.WeightSum = Float(s.GivenWeightSum())
 	}
-	if c.metrics["ece_kde"] {
+	if c.metrics.Has(ECEKDE) {
 		out.Modes = c.note
 	}
 	if w := roundedZerosWarning(s); w != "" {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, w))
 	}
 	ev := &evaluator{ctx: ctx, cfg: c, set: s, progress: o.Progress, bandwidths: map[kde.Notion]*chosenBandwidth{}, shared: o.Bandwidths}
-	var todo []metricDef
+	var todo []*metricDef
 	for _, d := range metricTable {
-		if c.metrics[d.name] {
+		if c.metrics.Has(d.name) {
 			todo = append(todo, d)
 		}
 	}
@@ -352,7 +377,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 			if c.explicit {
 				return nil, err
 			}
-			entries = []*Result{{Metric: m, Error: oneLineError(err)}}
+			entries = []*Result{{Metric: d.name, Error: oneLineError(err)}}
 		}
 		// Each entry's time is its own: a metric that times its parts
 		// (ece_kde: each notion) has set them; otherwise the first entry
@@ -368,7 +393,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		if c.ci {
 			for _, e := range entries {
 				t0 := time.Now()
-				err := ev.interval(e)
+				err := ev.interval(d, e)
 				if e.Seconds == nil {
 					e.Seconds = ptr(0.0)
 				}
@@ -381,9 +406,9 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 				}
 			}
 		}
-		if c.PValues {
+		if c.PValues && d.pValues != nil {
 			t0 := time.Now()
-			if err := ev.pValues(d, entries); err != nil {
+			if err := d.pValues(ev, d, entries); err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -399,7 +424,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 			}
 		}
 		for _, e := range entries {
-			c.define(e, s)
+			c.define(d, e, s.Weights != nil)
 		}
 		out.Results = append(out.Results, entries...)
 	}
@@ -435,13 +460,13 @@ func oneLineError(err error) string {
 }
 
 // interval adds the bootstrap interval of an entry that has a statistic.
-func (ev *evaluator) interval(e *Result) error {
+func (ev *evaluator) interval(d *metricDef, e *Result) error {
 	if e.stat == nil || e.Error != "" {
 		return nil
 	}
 	o := ev.cfg.boot
-	progress, done := ev.step(strings.TrimSpace("bootstrap " + e.Metric + " " + e.Notion))
-	o.Progress, o.Method = progress, intervalMethod(e.Metric, ev.cfg.CIExact)
+	progress, done := ev.step(strings.TrimSpace("bootstrap " + string(e.Metric) + " " + e.Notion))
+	o.Progress, o.Method = progress, d.interval(ev.cfg.CIExact)
 	if e.Value != nil {
 		o.Estimate = float64(*e.Value)
 	}
@@ -456,29 +481,6 @@ func (ev *evaluator) interval(e *Result) error {
 		e.CIBias = jf(iv.Bias)
 	}
 	return nil
-}
-
-// intervalMethod is the bootstrap interval of a metric: centred on the
-// estimate for the estimators whose resampled values are biased upward
-// (binned ECE and MCE, the debiased binned L2 error, whose n_b - 1 a
-// resample's repeated points defeat, the plug-in ECE^KDE and its
-// debiased-ratio variant, KS, MMCE, sharpness), so that the interval always
-// contains the estimate; the percentile interval for the means of per-point
-// terms (Brier, NLL, accuracy, confidence, and ece_witness, whose default
-// interval resamples its per-point terms), whose bootstrap distribution
-// sits around the estimate.
-//
-// With --ci-exact the witness is recomputed on every resample, whose
-// repeated points are each other's nearest neighbours and push the witness
-// up: its interval is centred too.
-func intervalMethod(m string, exact bool) metric.IntervalMethod {
-	switch {
-	case m == "ece_witness" && !exact:
-		return metric.Percentile
-	case m == "brier", m == "nll", m == "accuracy", m == "confidence":
-		return metric.Percentile
-	}
-	return metric.Centered
 }
 
 // variants lists the plain estimate and, with Debias, the debiased one.

@@ -54,7 +54,7 @@ func TestEvaluateMatchesGolden(t *testing.T) {
 // stops the evaluation, and Strict turns a failing metric into an error.
 func TestEvaluateOptions(t *testing.T) {
 	s := loadTest(t)
-	for _, o := range []Options{{Metrics: []string{"nope"}}, {P: []float64{0.5}}, {P: []float64{1000}}, {Mode: "sideways"},
+	for _, o := range []Options{{Metrics: MetricSet{"nope"}}, {P: []float64{0.5}}, {P: []float64{1000}}, {Mode: "sideways"},
 		{Bandwidth: -1}, {KSR: []int{0}}, {MMCEWidth: -1}, {CI: true, Level: 2}} {
 		if _, err := Evaluate(context.Background(), s, o); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v, want ErrOptions", o, err)
@@ -66,15 +66,15 @@ func TestEvaluateOptions(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 	one, _ := data.New([]float64{0.6, 0.4}, 2, []int{0}, false, data.Options{})
-	if _, err := Evaluate(context.Background(), one, Options{Metrics: []string{"ece_kde"}, Strict: true}); err == nil {
+	if _, err := Evaluate(context.Background(), one, Options{Metrics: MetricSet{"ece_kde"}, Strict: true}); err == nil {
 		t.Error("ece_kde on one sample: no error with Strict")
 	}
-	ev, err := Evaluate(context.Background(), one, Options{Metrics: []string{"ece_kde", "brier"}})
+	ev, err := Evaluate(context.Background(), one, Options{Metrics: MetricSet{"ece_kde", "brier"}})
 	if err != nil || ev.Results[0].Error == "" || ev.Results[1].Value == nil {
 		t.Errorf("not strict: %v, %+v", err, ev)
 	}
 	var text strings.Builder
-	ev, _ = Evaluate(context.Background(), s, Options{Metrics: []string{"ece_bin", "brier"}})
+	ev, _ = Evaluate(context.Background(), s, Options{Metrics: MetricSet{"ece_bin", "brier"}})
 	if err := WriteText(&text, ev); err != nil || !strings.Contains(text.String(), "ece_bin") {
 		t.Errorf("WriteText: %v\n%s", err, text.String())
 	}

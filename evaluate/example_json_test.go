@@ -19,7 +19,7 @@ func Example_json() {
 		fmt.Println(err)
 		return
 	}
-	o := evaluate.Options{Metrics: []string{"ks", "accuracy"}, Strict: true}
+	o := evaluate.Options{Metrics: evaluate.MetricSet{"ks", "accuracy"}, Strict: true}
 	ev, err := evaluate.Evaluate(context.Background(), s, o)
 	if err != nil {
 		fmt.Println(err)

@@ -18,7 +18,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: []string{"ece_bin", "ks", "accuracy"}})
+	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ece_bin", "ks", "accuracy"}})
 	if err != nil {
 		fmt.Println(err)
 		return

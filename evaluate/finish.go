@@ -60,24 +60,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		if !c.has(d.name) {
 			continue
 		}
-		var rs []*Result
-		var err error
-		switch d.name {
-		case "ece_kde":
-			rs, err = finishKDE(s, ks, out)
-		case "ece_bin", "mce", "ece_bin_debiased":
-			rs, err = s.finishBinned(d.name, ks)
-		case "ks":
-			rs = s.finishKS()
-		case "mmce":
-			rs, err = finishMMCE(s, ks)
-		case "sharpness":
-			rs, err = finishSharpness(s, ks)
-		case "ece_witness":
-			rs, err = finishWitness(s, ks)
-		default:
-			rs = s.finishScore(d.name)
-		}
+		rs, err := d.finish(s, ks, out)
 		if err != nil {
 			if c.Strict {
 				var de *DataError
@@ -89,20 +72,13 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
 		}
 		for _, e := range rs {
-			cfg.define(e, &data.Set{Weights: weightsIf(s.Weighted)})
+			cfg.define(d, e, s.Weighted)
 		}
 		results = append(results, rs...)
 	}
 	sortByGroup(results)
 	out.Results = results
 	return out, nil
-}
-
-func weightsIf(w bool) []float64 {
-	if w {
-		return []float64{}
-	}
-	return nil
 }
 
 // sampled sets the keys of an estimate from m evaluation points: the

@@ -135,7 +135,7 @@ func TestSumsStateChecked(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return json.Unmarshal(b, new(Sums))
 	}
-	o := StreamOptions{Options: Options{Metrics: []string{"ece_bin", "brier", "accuracy", "ks"}}}
+	o := StreamOptions{Options: Options{Metrics: MetricSet{"ece_bin", "brier", "accuracy", "ks"}}}
 	if err := decode(state(s, o)); err != nil {
 		t.Fatalf("unedited: %v", err)
 	}
@@ -334,7 +334,7 @@ func TestWeightsScaleFreeBins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := []string{"ece_bin", "mce", "ece_bin_debiased"}
+	metrics := MetricSet{"ece_bin", "mce", "ece_bin_debiased"}
 	opts := []metric.BinOptions{
 		{Binning: metric.EqualMass, Bins: 4}, {Binning: metric.EqualMass, Rule: metric.Doane},
 		{Rule: metric.Sqrt}, {Rule: metric.Doane}, {Binning: metric.EqualMass, Rule: metric.Sqrt},

@@ -148,7 +148,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		return ks, nil
 	}
 	if s.Config.All && s.N > MaxAllPoints {
-		return nil, optionsError("every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
+		return nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
 	}
 	probs, labels, weights, ids := s.Sample.points(s.Weighted)
 	m := len(ids)

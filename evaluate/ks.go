@@ -8,12 +8,24 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
+// ksDef is the KS calibration error (splines.md eq. 11) of the top-r
+// scores, the within-top-r scores and each class column.
+var ksDef = metricDef{
+	name:     KS,
+	compute:  (*evaluator).ks,
+	interval: centered,
+	pValues:  (*evaluator).ksPValues,
+	define:   func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
+	finish:   func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
+	streamed: true,
+}
+
 func (ev *evaluator) ks() ([]*Result, error) {
 	s := ev.set
 	var out []*Result
 	add := func(notion string, r int, sc, oc []float64) {
 		v, _ := metric.KS(sc, oc, false, s.Weights)
-		e := &Result{Metric: "ks", Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
+		e := &Result{Metric: KS, Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
 		sorted := metric.NewSortedKS(sc, oc, s.Weights)
 		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
 		out = append(out, e)
@@ -31,7 +43,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 		}
 	}
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
-	e := &Result{Metric: "ks", Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	e := &Result{Metric: KS, Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, Float(v))
 	}
@@ -58,7 +70,7 @@ func (s *Sums) finishKS() []*Result {
 	var out []*Result
 	entry := func(notion string, r int, ks *metric.KSSums) *Result {
 		lo, hi := ks.Interval()
-		e := &Result{Metric: "ks", Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound", group: groupTopLabel}
+		e := &Result{Metric: KS, Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound", group: groupTopLabel}
 		if r > 0 {
 			e.R = ptr(r)
 		}
@@ -78,7 +90,7 @@ func (s *Sums) finishKS() []*Result {
 			i++
 		}
 	}
-	e := &Result{Metric: "ks", Notion: "class_wise", IntervalKind: "bound", group: groupClassWise}
+	e := &Result{Metric: KS, Notion: "class_wise", IntervalKind: "bound", group: groupClassWise}
 	sum, slo, shi := 0.0, 0.0, 0.0
 	for _, ks := range s.KSClass {
 		lo, hi := ks.Interval()
@@ -144,4 +156,14 @@ func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
 		})
 		return out, ev.ctx.Err()
 	}
+}
+
+// ksPValues attaches to the ks entries their consistency-resampling
+// p-values, every score column sorted once (ksStatistics).
+func (ev *evaluator) ksPValues(_ *metricDef, entries []*Result) error {
+	group := computedEntries(entries)
+	if len(group) == 0 {
+		return nil
+	}
+	return ev.consistencyTest(group, ev.ksStatistics(group), "consistency resampling, scores sorted once")
 }

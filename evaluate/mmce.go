@@ -7,11 +7,24 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
+// mmceDef is the maximum mean calibration error of Kumar, Sarawagi and
+// Jain (2018) on the top-label confidence with a Laplacian kernel: the
+// V-statistic (the i = j terms included).
+var mmceDef = metricDef{
+	name:     MMCE,
+	compute:  (*evaluator).mmce,
+	interval: centered,
+	pValues:  (*evaluator).recomputedPValues,
+	define:   func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
+	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
+	streamed: true,
+}
+
 func (ev *evaluator) mmce() ([]*Result, error) {
 	s, w := ev.set, ev.cfg.mmce
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
 	v, sq := metric.MMCE(r, cor, w, nil, s.Weights)
-	e := &Result{Metric: "mmce", Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
+	e := &Result{Metric: MMCE, Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
 	e.stat = func(idx []int) (float64, error) {
 		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, metric.Resample(s.Weights, 1, idx))
 		return v, nil
@@ -29,7 +42,7 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	c := s.Config
 	sq, se, lo, hi := ks.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	e := s.sampled(&Result{Metric: "mmce", Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
+	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
 		group: groupTopLabel}, len(ks.MMCE.R), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }

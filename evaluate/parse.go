@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -46,7 +47,10 @@ type Text struct {
 func (t Text) Parse(o *Options, s *data.Set) error {
 	var err error
 	if _, _, err = Notions(cmp.Or(o.Mode, "all"), s); err != nil {
-		return optionsError("mode: %s", strings.TrimPrefix(err.Error(), ErrOptions.Error()+": "))
+		if oe := (*OptionError)(nil); errors.As(err, &oe) {
+			return optionError("mode", "mode: %w", oe.Err)
+		}
+		return err
 	}
 	if o.P, err = ParseP(t.P); err != nil {
 		return err
@@ -55,7 +59,7 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 		return err
 	}
 	if o.Objective, err = kde.ParseObjective(t.Objective); err != nil {
-		return optionsError("bandwidth-objective: %v", err)
+		return optionError("bandwidth-objective", "bandwidth-objective: %v", err)
 	}
 	if t.Metrics != "" {
 		var all bool
@@ -65,10 +69,10 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 		o.Strict = !all
 	}
 	if o.Bins.Binning, err = metric.ParseBinning(t.Binning); err != nil {
-		return optionsError("binning: %v", err)
+		return optionError("binning", "binning: %v", err)
 	}
 	if o.Bins.Rule, err = metric.ParseBinRule(t.BinRule); err != nil {
-		return optionsError("bin-rule: %v", err)
+		return optionError("bin-rule", "bin-rule: %v", err)
 	}
 	if o.KSR, err = ParseKSR(t.KSR); err == nil && s != nil {
 		err = CheckKSR(*o, s.K)
@@ -78,17 +82,17 @@ func (t Text) Parse(o *Options, s *data.Set) error {
 
 // ParseMetrics parses a list of metric names (see Metrics), or "all", into
 // Options.Metrics: each metric once, in the order of Metrics.
-func ParseMetrics(list string) ([]string, error) {
+func ParseMetrics(list string) (MetricSet, error) {
 	ms, _, err := parseMetrics(list)
 	return ms, err
 }
 
 // parseMetrics is ParseMetrics that also reports whether the list named
 // "all".
-func parseMetrics(list string) (ms []string, all bool, err error) {
-	seen := map[string]bool{}
-	for _, m := range strings.Split(list, ",") {
-		switch m = strings.TrimSpace(m); {
+func parseMetrics(list string) (ms MetricSet, all bool, err error) {
+	seen := map[Metric]bool{}
+	for _, f := range strings.Split(list, ",") {
+		switch m := Metric(strings.TrimSpace(f)); {
 		case m == "":
 		case m == "all":
 			all = true
@@ -98,13 +102,13 @@ func parseMetrics(list string) (ms []string, all bool, err error) {
 		case slices.Contains(Metrics, m):
 			seen[m] = true
 		default:
-			return nil, false, optionsError("metrics: unknown metric %q (valid: %s, all)", m, strings.Join(Metrics, ", "))
+			return nil, false, optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", m, Metrics.words())
 		}
 	}
 	if len(seen) == 0 {
-		return nil, false, optionsError("metrics: no metric given")
+		return nil, false, optionError("metrics", "metrics: no metric given")
 	}
-	out := []string{}
+	out := MetricSet{}
 	for _, m := range Metrics {
 		if seen[m] {
 			out = append(out, m)
@@ -122,12 +126,12 @@ func ParseP(list string) ([]float64, error) {
 		}
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || !(p >= 1 && p <= kde.MaxP) {
-			return nil, optionsError("p %q: each p must be a number in [1, %d]", f, kde.MaxP)
+			return nil, optionError("p", "p %q: each p must be a number in [1, %d]", f, kde.MaxP)
 		}
 		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
-		return nil, optionsError("p: no exponent given")
+		return nil, optionError("p", "p: no exponent given")
 	}
 	return ps, nil
 }
@@ -142,7 +146,7 @@ func ParseKSR(list string) ([]int, error) {
 		}
 		r, err := strconv.Atoi(f)
 		if err != nil || r < 1 {
-			return nil, optionsError("ks-r %q: each r must be an integer >= 1", f)
+			return nil, optionError("ks-r", "ks-r %q: each r must be an integer >= 1", f)
 		}
 		rs = append(rs, r)
 	}
@@ -159,7 +163,7 @@ func ParseBandwidth(s string) (float64, error) {
 	}
 	h, err := strconv.ParseFloat(t, 64)
 	if err != nil || !(h > 0) || math.IsInf(h, 0) {
-		return 0, optionsError("bandwidth %q: want auto or a positive number", s)
+		return 0, optionError("bandwidth", "bandwidth %q: want auto or a positive number", s)
 	}
 	return h, nil
 }
@@ -181,7 +185,7 @@ func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
 		return 0, err
 	}
 	if len(ns) != 1 {
-		return 0, optionsError("bandwidth takes one notion, got %d", len(ns))
+		return 0, optionError("mode", "bandwidth takes one notion, got %d", len(ns))
 	}
 	return ns[0], nil
 }
@@ -191,12 +195,12 @@ func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
 // r above K would name no rows. Its error reads "ks-r 4: the predictions
 // have K = 3 classes, so r must be at most 3".
 func CheckKSR(o Options, k int) error {
-	if o.Metrics != nil && !slices.Contains(o.Metrics, "ks") {
+	if o.Metrics != nil && !o.Metrics.Has(KS) {
 		return nil
 	}
 	for _, r := range o.KSR {
 		if r > k {
-			return optionsError("ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
+			return optionError("ks-r", "ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
 		}
 	}
 	return nil

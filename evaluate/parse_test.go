@@ -22,7 +22,7 @@ import (
 // with the option's name.
 func TestParseLists(t *testing.T) {
 	ms, err := ParseMetrics(" ks, brier,ks,,ece_kde ")
-	if err != nil || !slices.Equal(ms, []string{"ece_kde", "ks", "brier"}) {
+	if err != nil || !slices.Equal(ms, MetricSet{"ece_kde", "ks", "brier"}) {
 		t.Errorf("ParseMetrics: %v, %v", ms, err)
 	}
 	if ms, err := ParseMetrics("brier,all"); err != nil || !slices.Equal(ms, Metrics) {
@@ -95,7 +95,7 @@ func TestBandwidthNotionAndKSR(t *testing.T) {
 	if err := CheckKSR(o, 4); err != nil {
 		t.Errorf("CheckKSR K = 4: %v", err)
 	}
-	o.Metrics = []string{"brier"}
+	o.Metrics = MetricSet{"brier"}
 	if err := CheckKSR(o, 3); err != nil {
 		t.Errorf("CheckKSR without ks: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestTextParse(t *testing.T) {
 	if err := text.Parse(&o, loadTest(t)); err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Mode: "canonical", Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: []string{"ece_kde", "ks"}, Strict: true,
+	want := Options{Mode: "canonical", Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: MetricSet{"ece_kde", "ks"}, Strict: true,
 		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KSR: []int{1, 2}}
 	if !slices.Equal(o.P, want.P) || o.Bandwidth != want.Bandwidth || o.Objective != want.Objective || !slices.Equal(o.Metrics, want.Metrics) ||
 		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KSR, want.KSR) || o.Seed != 7 || o.Mode != "canonical" {

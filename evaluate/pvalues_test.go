@@ -20,7 +20,7 @@ import (
 // 3 workers give the same evaluation; a stream refuses p-values.
 func TestPValues(t *testing.T) {
 	s := loadTest(t)
-	o := Options{Metrics: []string{"ece_kde", "ece_bin", "ks", "mmce", "brier"}, Mode: "canonical,top_label", PValues: true, PValueResamples: 99, Seed: 3, Workers: 1}
+	o := Options{Metrics: MetricSet{"ece_kde", "ece_bin", "ks", "mmce", "brier"}, Mode: "canonical,top_label", PValues: true, PValueResamples: 99, Seed: 3, Workers: 1}
 	ev, err := Evaluate(context.Background(), s, o)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestKSStatistics(t *testing.T) {
 				set.Weights[i] = 0.5 + rng.Float64()
 			}
 		}
-		c, err := Options{Metrics: []string{"ks"}, KSR: []int{1, 2, 3}}.resolve(&set)
+		c, err := Options{Metrics: MetricSet{"ks"}, KSR: []int{1, 2, 3}}.resolve(&set)
 		if err != nil {
 			t.Fatal(err)
 		}

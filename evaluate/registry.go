@@ -1,44 +1,153 @@
 package evaluate
 
-import "slices"
+import (
+	"slices"
+	"strings"
 
-// metricDef is one metric of the table: its name (Options.Metrics, the
-// JSON "metric" of its plain entries) and how its entries are computed.
+	"github.com/calib-dev/calib/metric"
+)
+
+// Metric names a metric: an element of Options.Metrics and the "metric" key
+// of a Result. The README defines each ("What exactly each number is").
+type Metric string
+
+// The metrics of Options.Metrics, in output order (Metrics), and the two
+// names that only Results carry (ECEKDEDebiased, SharpnessDebiased: the
+// variants Options.Debias adds to ECEKDE and Sharpness).
+const (
+	ECEKDE            Metric = "ece_kde"            // plug-in ECE^KDE, eq. 4 of ece-kde.md, per notion
+	ECEKDEDebiased    Metric = "ece_kde_debiased"   // ECEKDE with the debiased ratio (a Result of ECEKDE)
+	ECEWitness        Metric = "ece_witness"        // the converging canonical CE_1 and CE_2^2 (kde.Witness)
+	ECEBin            Metric = "ece_bin"            // binned ECE: sum_b (n_b/n) |acc_b - conf_b|^p
+	MCE               Metric = "mce"                // binned maximum: max_b |acc_b - conf_b|
+	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
+	KS                Metric = "ks"                 // KS calibration error, splines.md eq. 11
+	Sharpness         Metric = "sharpness"          // variance of E[y | f] (kde.Sharpness)
+	SharpnessDebiased Metric = "sharpness_debiased" // Sharpness with the debiased ratio (a Result of Sharpness)
+	MMCE              Metric = "mmce"               // maximum mean calibration error, Laplacian kernel
+	Brier             Metric = "brier"              // mean of sum_k (f_k - y_k)^2
+	NLL               Metric = "nll"                // mean of -log f_y
+	Accuracy          Metric = "accuracy"           // mean of [argmax f = y]
+	Confidence        Metric = "confidence"         // mean of max_k f_k
+)
+
+// String returns the metric's name.
+func (m Metric) String() string { return string(m) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Metric) MarshalText() ([]byte, error) { return []byte(m), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: a name of Metrics
+// (surrounding spaces ignored); other names are refused, listing the
+// valid ones.
+func (m *Metric) UnmarshalText(b []byte) error {
+	v := Metric(strings.TrimSpace(string(b)))
+	if !slices.Contains(Metrics, v) {
+		return optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", v, Metrics.words())
+	}
+	*m = v
+	return nil
+}
+
+// MetricSet is a list of metrics (Options.Metrics). Its text form is the
+// names, comma-separated, or "all" (every metric of Metrics).
+type MetricSet []Metric
+
+// String returns the names, comma-separated.
+func (ms MetricSet) String() string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ",")
+}
+
+// words returns the names separated by ", ", for messages.
+func (ms MetricSet) words() string { return strings.ReplaceAll(ms.String(), ",", ", ") }
+
+// MarshalText implements encoding.TextMarshaler: the names, comma-separated.
+func (ms MetricSet) MarshalText() ([]byte, error) { return []byte(ms.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler, as ParseMetrics.
+func (ms *MetricSet) UnmarshalText(b []byte) error {
+	v, _, err := parseMetrics(string(b))
+	if err != nil {
+		return err
+	}
+	*ms = v
+	return nil
+}
+
+// Has reports whether m is in the set.
+func (ms MetricSet) Has(m Metric) bool { return slices.Contains(ms, m) }
+
+// metricDef is one metric of the table: everything Evaluate, the
+// intervals, the p-values, the definition keys and a stream need to know
+// of it, each part written in the metric's own file.
 type metricDef struct {
-	name    string
+	name Metric
+	// compute computes every entry of the metric on the set in memory;
+	// the entries carry their group and, for the bootstrap, their stat.
 	compute func(ev *evaluator) ([]*Result, error)
+	// interval is the bootstrap interval of the metric's entries (exact:
+	// Options.CIExact); see Options.CI.
+	interval func(exact bool) metric.IntervalMethod
+	// pValues, if not nil, attaches to the entries the p-values of the
+	// tests of calibration whose statistics they are (Options.PValues).
+	pValues func(ev *evaluator, d *metricDef, entries []*Result) error
+	// define sets the definition keys that are the metric's own: the
+	// estimator, and the kernel, bin rules or seed where it has them.
+	define func(c *config, e *Result)
+	// finish reports the metric from a stream's sums; nil: it is not
+	// streamed.
+	finish func(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error)
+	// streamed says whether a stream computes the metric by default.
+	streamed bool
 }
 
 // metricTable is the one place a metric is registered: Metrics (the names
-// and the output order) and the dispatch of Evaluate come from it. Each
-// entry computes every notion of its metric; the entries carry their group.
-var metricTable = []metricDef{
-	{"ece_kde", (*evaluator).eceKDE},
-	{"ece_witness", (*evaluator).eceWitness},
-	{"ece_bin", binnedMetric("ece_bin")},
-	{"mce", binnedMetric("mce")},
-	{"ece_bin_debiased", binnedMetric("ece_bin_debiased")},
-	{"ks", (*evaluator).ks},
-	{"sharpness", (*evaluator).sharpness},
-	{"mmce", (*evaluator).mmce},
-	{"brier", scoreMetric("brier")},
-	{"nll", scoreMetric("nll")},
-	{"accuracy", scoreMetric("accuracy")},
-	{"confidence", scoreMetric("confidence")},
+// and the output order), the dispatch of Evaluate and Finish, the
+// intervals, p-values and definition keys come from it. Adding a metric is
+// one file (its metricDef and parts) and one row here.
+var metricTable = []*metricDef{
+	&eceKDEDef,
+	&witnessDef,
+	&eceBinDef,
+	&mceDef,
+	&eceBinDebiasedDef,
+	&ksDef,
+	&sharpnessDef,
+	&mmceDef,
+	&brierDef,
+	&nllDef,
+	&accuracyDef,
+	&confidenceDef,
 }
 
-// metricNames lists the names of the table in order.
-func metricNames() []string {
-	names := make([]string, len(metricTable))
-	for i, d := range metricTable {
-		names[i] = d.name
+// lookupDef returns the table's metric m (nil when m is not one).
+func lookupDef(m Metric) *metricDef {
+	for _, d := range metricTable {
+		if d.name == m {
+			return d
+		}
+	}
+	return nil
+}
+
+// tableNames lists the metrics of the table for which keep holds, in order.
+func tableNames(keep func(d *metricDef) bool) MetricSet {
+	var names MetricSet
+	for _, d := range metricTable {
+		if keep(d) {
+			names = append(names, d.name)
+		}
 	}
 	return names
 }
 
-// Metrics lists the metric names of Options.Metrics, in output order (what
+// Metrics lists the metrics of Options.Metrics, in output order (what
 // --metrics all computes).
-var Metrics = metricNames()
+var Metrics = tableNames(func(*metricDef) bool { return true })
 
 // DefaultMetrics are the metrics of Options.Metrics nil (calib eval without
 // --metrics or --mode), in output order: the numbers to report (README,
@@ -54,36 +163,23 @@ var Metrics = metricNames()
 // The plug-in ece_kde and sharpness (a leave-one-out bandwidth search and
 // kernel regression per notion: most of the cost of all metrics), mce,
 // ece_bin_debiased and mmce are one name away ("all", or Metrics).
-var DefaultMetrics = []string{"ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}
-
-// Estimators names the estimator behind each metric name of a Result (the
-// "estimator" key); the README defines each.
-var estimators = map[string]string{
-	"ece_kde":            "plug-in",         // eq. 4 of ece-kde.md with the leave-one-out ratio r_j of eq. 6
-	"ece_kde_debiased":   "debiased-ratio",  // the ratio's first-order bias removed (kde/doc.go)
-	"ece_bin":            "binned-plug-in",  // sum_b (n_b/n) |acc_b - conf_b|^p
-	"mce":                "binned-max",      // max over occupied bins of |acc_b - conf_b|
-	"ece_bin_debiased":   "binned-debiased", // Kumar et al.'s debiased L2 (squared, n_b - 1 correction)
-	"ks":                 "ks-cumulative",   // max_i |cumulative (y - f) sums| over sorted scores (splines.md eq. 11)
-	"sharpness":          "plug-in",         // variance of r_j around its mean (kde.Sharpness)
-	"sharpness_debiased": "debiased-ratio",  // the same with the debiased ratio
-	"mmce":               "v-statistic",     // Kumar, Sarawagi and Jain 2018, i = j terms included
-	"brier":              "mean",            // mean of per-point terms
-	"nll":                "mean",
-	"accuracy":           "mean",
-	"confidence":         "mean",
-}
+var DefaultMetrics = MetricSet{ECEWitness, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
 
 // streamMetrics lists the metrics a stream computes by default: all but
 // ece_witness, whose kernel sums are K-vectors at two grids of 13
 // bandwidths (about 13 times ece_kde's canonical cost); it is streamed
 // when asked for.
-var streamMetrics = []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
+var streamMetrics = tableNames(func(d *metricDef) bool { return d.streamed })
 
 // streamable lists every metric a stream can compute.
-var streamable = append(slices.Clone(streamMetrics), "ece_witness")
+var streamable = tableNames(func(d *metricDef) bool { return d.finish != nil })
 
 // StreamableMetrics returns every metric a streamed evaluation computes
 // (what --metrics all means in a stream); StreamOptions.Metrics nil means
 // these but ece_witness.
-func StreamableMetrics() []string { return slices.Clone(streamable) }
+func StreamableMetrics() MetricSet { return slices.Clone(streamable) }
+
+// centered and percentile are the interval rules of metricDef.interval
+// that do not depend on --ci-exact.
+func centered(bool) metric.IntervalMethod   { return metric.Centered }
+func percentile(bool) metric.IntervalMethod { return metric.Percentile }

@@ -86,7 +86,7 @@ func WriteText(w io.Writer, out *Evaluation) error {
 		for _, m := range e.Warnings.Strings() {
 			what := e.Notion + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
 			if e.Bandwidth == nil {
-				what = e.Metric + " " + e.Notion
+				what = string(e.Metric) + " " + e.Notion
 			}
 			if !seen[what+m] {
 				seen[what+m] = true
@@ -114,7 +114,7 @@ func WriteText(w io.Writer, out *Evaluation) error {
 // Row returns the result's cells as the table shows them: group, metric,
 // notion, p, settings, value, root, interval.
 func (e *Result) Row() []string {
-	return []string{groupNames[e.group], e.Metric, notionCell(e), pCell(e), settings(e), valueCell(e), floatCell(e.Root), intervalCell(e)}
+	return []string{groupNames[e.group], string(e.Metric), notionCell(e), pCell(e), settings(e), valueCell(e), floatCell(e.Root), intervalCell(e)}
 }
 
 func notionCell(e *Result) string {
@@ -240,7 +240,7 @@ const noteMore = "more: --metrics all adds ece_kde (the plug-in ECE^KDE of every
 // defaultMetrics reports whether out's results are of DefaultMetrics
 // exactly (calib eval without --metrics or --mode).
 func defaultMetrics(out *Evaluation) bool {
-	seen := map[string]bool{}
+	seen := map[Metric]bool{}
 	for _, e := range out.Results {
 		seen[e.Metric] = true
 	}

@@ -23,7 +23,7 @@ var groupNames = [...]string{"canonical", "class-wise", "top-label", "binary", "
 // the metrics issue are frozen; a metric that could not be computed has
 // "error" instead of "value".
 type Result struct {
-	Metric          string   `json:"metric"`
+	Metric          Metric   `json:"metric"`
 	Notion          string   `json:"notion,omitempty"`
 	R               *int     `json:"r,omitempty"`
 	Binning         string   `json:"binning,omitempty"`
@@ -107,4 +107,39 @@ func (f Float) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// Key identifies one entry of an Evaluation: its metric, its notion as the
+// JSON writes it ("" for the proper scores), its exponent p (0: the entry
+// has none, as mce and ks) and its KS r (0: none).
+type Key struct {
+	Metric Metric
+	Notion string
+	P      float64
+	R      int
+}
+
+// Key returns the key of the entry.
+func (e *Result) Key() Key {
+	k := Key{Metric: e.Metric, Notion: e.Notion}
+	if e.P != nil {
+		k.P = *e.P
+	}
+	if e.R != nil {
+		k.R = *e.R
+	}
+	return k
+}
+
+// Lookup returns the entry of the evaluation whose key is k, or nil when
+// there is none (not asked for, or not defined for the set: a KS r above
+// K, the marginal notion above K = 20 by default). An entry that failed is
+// returned with its Error set and no Value.
+func (ev *Evaluation) Lookup(k Key) *Result {
+	for _, e := range ev.Results {
+		if e.Key() == k {
+			return e
+		}
+	}
+	return nil
 }

@@ -6,22 +6,41 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
-// scoreMetric computes the mean of the per-point terms of m.
-func scoreMetric(m string) func(ev *evaluator) ([]*Result, error) {
-	return func(ev *evaluator) ([]*Result, error) { return ev.score(m) }
+// The proper scores and basics: means of per-point terms, exact in a
+// stream (metric.ScoreSums), with percentile intervals.
+var (
+	brierDef      = scoreDef(Brier, (*metric.ScoreSums).BrierScore)
+	nllDef        = scoreDef(NLL, (*metric.ScoreSums).MeanNLL)
+	accuracyDef   = scoreDef(Accuracy, (*metric.ScoreSums).Accuracy)
+	confidenceDef = scoreDef(Confidence, (*metric.ScoreSums).Confidence)
+)
+
+// scoreDef is the metric m, the mean of per-point terms; streamed, its
+// value is mean of a stream's score sums.
+func scoreDef(m Metric, mean func(*metric.ScoreSums) float64) metricDef {
+	return metricDef{
+		name:     m,
+		compute:  func(ev *evaluator) ([]*Result, error) { return ev.score(m) },
+		interval: percentile,
+		define:   func(_ *config, e *Result) { e.Estimator = "mean" },
+		finish: func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
+			return []*Result{{Metric: m, Value: jf(mean(s.Scores)), group: groupScores}}, nil
+		},
+		streamed: true,
+	}
 }
 
 // score computes brier, nll, accuracy or confidence: means of per-point
 // terms.
-func (ev *evaluator) score(m string) ([]*Result, error) {
+func (ev *evaluator) score(m Metric) ([]*Result, error) {
 	s := ev.set
 	terms := make([]float64, s.N)
 	for i := range terms {
 		row, lab := s.Probs[i*s.K:(i+1)*s.K], s.Labels[i:i+1]
 		switch m {
-		case "brier":
+		case Brier:
 			terms[i] = metric.Brier(row, lab, s.K, nil)
-		case "nll":
+		case NLL:
 			var z []float64 // the exact log-softmax from logits
 			switch {
 			case s.Logits != nil && s.Binary:
@@ -30,9 +49,9 @@ func (ev *evaluator) score(m string) ([]*Result, error) {
 				z = s.Logits[i*s.K : (i+1)*s.K]
 			}
 			terms[i] = metric.NLL(row, z, lab, s.K, nil)
-		case "accuracy":
+		case Accuracy:
 			terms[i] = metric.Accuracy(row, lab, s.K, nil)
-		case "confidence":
+		case Confidence:
 			terms[i] = metric.Confidence(row, lab, s.K, nil)
 		default:
 			return nil, fmt.Errorf("unknown metric %q", m)
@@ -61,10 +80,4 @@ func (ev *evaluator) score(m string) ([]*Result, error) {
 	e := &Result{Metric: m, Value: jf(mean(all)), group: groupScores}
 	e.stat = func(idx []int) (float64, error) { return mean(idx), nil }
 	return []*Result{e}, nil
-}
-
-// finishScore reports brier, nll, accuracy or confidence.
-func (s *Sums) finishScore(m string) []*Result {
-	v := map[string]func() float64{"brier": s.Scores.BrierScore, "nll": s.Scores.MeanNLL, "accuracy": s.Scores.Accuracy, "confidence": s.Scores.Confidence}[m]()
-	return []*Result{{Metric: m, Value: jf(v), group: groupScores}}
 }

@@ -9,6 +9,19 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
+// sharpnessDef is the variance of the kernel regression E[y | f] of the
+// top-label (binary: p1) notion around its mean (kde.Sharpness), at the
+// bandwidth ece_kde's notion gets; with Options.Debias also its
+// debiased-ratio variant.
+var sharpnessDef = metricDef{
+	name:     Sharpness,
+	compute:  (*evaluator).sharpness,
+	interval: centered,
+	define:   defineKDE,
+	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishSharpness(s, ks) },
+	streamed: true,
+}
+
 func (ev *evaluator) sharpness() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
 	if err := s.Require(3, "sharpness"); err != nil {
@@ -25,9 +38,9 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 
 	var out []*Result
 	for _, debias := range c.variants() {
-		name := "sharpness"
+		name := Sharpness
 		if debias {
-			name = "sharpness_debiased"
+			name = SharpnessDebiased
 		}
 		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: c.Workers, Debias: debias, Context: ev.ctx})
 		if err != nil {
@@ -93,7 +106,7 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := s.sampled(&Result{Metric: "sharpness", Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
+	e := s.sampled(&Result{Metric: Sharpness, Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
 		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: kdeGroup(n)},
 		res.M, res.SE, Float(res.Lo), Float(res.Hi))
 	return []*Result{e}, nil

@@ -99,7 +99,7 @@ func cellBytes(k int) int { return (2*k + 2) * 8 * 17 / 10 }
 // streamConfig is StreamOptions resolved: what Sums carries to its merge
 // partners and to Finish.
 type streamConfig struct {
-	Metrics   []string          `json:"metrics"`
+	Metrics   []Metric          `json:"metrics"`
 	Mode      string            `json:"mode"`
 	P         []float64         `json:"p"`
 	Bandwidth float64           `json:"bandwidth,omitempty"`
@@ -125,19 +125,19 @@ type streamConfig struct {
 func (o StreamOptions) resolve() (*streamConfig, error) {
 	switch {
 	case o.CI || o.CIExact:
-		return nil, optionsError("bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
+		return nil, optionError("ci", "bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
 	case o.Debias:
-		return nil, optionsError("the debiased estimators are not available in a streamed evaluation")
+		return nil, optionError("debias", "the debiased estimators are not available in a streamed evaluation")
 	case o.PValues:
-		return nil, optionsError("p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
+		return nil, optionError("p-values", "p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
 	case o.Objective != kde.LOO:
-		return nil, optionsError("a streamed evaluation chooses the bandwidth by the LOO objective only")
+		return nil, optionError("bandwidth-objective", "a streamed evaluation chooses the bandwidth by the LOO objective only")
 	case o.MaxCells < 0:
-		return nil, optionsError("%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
+		return nil, optionError("max-cells", "%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
 	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
-		return nil, optionsError("%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
+		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
-		return nil, optionsError("witness bandwidth %v: must be positive", o.WitnessBandwidth)
+		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	}
 	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
@@ -145,20 +145,20 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	}
 	for _, m := range o.Metrics {
 		if !slices.Contains(Metrics, m) {
-			return nil, optionsError("unknown metric %q (valid: %s)", m, strings.Join(Metrics, ", "))
+			return nil, optionError("metrics", "unknown metric %q (valid: %s)", m, Metrics.words())
 		}
 		if !slices.Contains(streamable, m) {
-			return nil, optionsError("%s is not available in a streamed evaluation (streamed: %s)", m, strings.Join(streamable, ", "))
+			return nil, optionError("metrics", "%s is not available in a streamed evaluation (streamed: %s)", m, streamable.words())
 		}
 		if !slices.Contains(c.Metrics, m) {
 			c.Metrics = append(c.Metrics, m)
 		}
 	}
 	if len(c.Metrics) == 0 {
-		return nil, optionsError("no metric given")
+		return nil, optionError("metrics", "no metric given")
 	}
 	// The checks of Options.resolve that need no data.
-	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: "canonical", Metrics: []string{"accuracy"}}.resolve(&data.Set{})
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: "canonical", Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
 	if err != nil {
 		return nil, err
 	}
@@ -170,19 +170,19 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		c.Bins.Bins = metric.DefaultBins
 	}
 	if _, err := metric.NewBinSums(metric.BinOptions{Bins: c.Bins.Bins}); err != nil {
-		return nil, optionsError("%v", err)
+		return nil, optionError("bins", "%v", err)
 	}
 	if c.MMCEWidth == 0 {
 		c.MMCEWidth = metric.DefaultMMCEWidth
 	}
 	if !(c.MMCEWidth > 0) || math.IsInf(c.MMCEWidth, 0) {
-		return nil, optionsError("MMCE width %v: must be positive", c.MMCEWidth)
+		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.MMCEWidth)
 	}
 	if c.KSCells == 0 {
 		c.KSCells = metric.DefaultKSCells
 	}
 	if _, err := metric.NewKSSums(c.KSCells); err != nil {
-		return nil, optionsError("%v", err)
+		return nil, optionError("ks-cells", "%v", err)
 	}
 	switch {
 	case c.M == 0:
@@ -210,12 +210,12 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 			c.WitnessP = []float64{1, 2}
 		}
 		if c.WitnessP == nil {
-			return nil, optionsError("ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+			return nil, optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
 		}
 	}
 	for i, h := range c.Grid {
 		if !(h > 0) || math.IsInf(h, 0) || (i > 0 && !(h > c.Grid[i-1])) {
-			return nil, optionsError("bandwidth grid %v: want increasing positive numbers", c.Grid)
+			return nil, optionError("grid", "bandwidth grid %v: want increasing positive numbers", c.Grid)
 		}
 	}
 	return c, nil
@@ -246,7 +246,7 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-func (c *streamConfig) has(m string) bool { return slices.Contains(c.Metrics, m) }
+func (c *streamConfig) has(m Metric) bool { return slices.Contains(c.Metrics, m) }
 
 // binned says whether a binned metric is asked for, cells whether the
 // canonical cells are (not for ece_bin_debiased).

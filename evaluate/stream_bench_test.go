@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -66,10 +65,10 @@ func BenchmarkStream(b *testing.B) {
 	h, _ := strconv.ParseFloat(os.Getenv("CALIB_STREAM_H"), 64)
 	o := StreamOptions{Options: Options{Bandwidth: h}, EvalPoints: m}
 	if m == 0 {
-		o.Metrics = []string{"ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
+		o.Metrics = MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
 	}
 	if v := os.Getenv("CALIB_STREAM_METRICS"); v != "" {
-		o.Metrics = strings.Split(v, ",")
+		o.Metrics, _ = ParseMetrics(v)
 	}
 	if v := os.Getenv("CALIB_STREAM_BINNING"); v != "" {
 		if err := o.Bins.Binning.UnmarshalText([]byte(v)); err != nil {

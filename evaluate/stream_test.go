@@ -87,7 +87,7 @@ func split(s *data.Set, n int) []*data.Set {
 
 // key identifies a Result across evaluations.
 func key(e *Result) string {
-	k := e.Metric + "/" + e.Notion
+	k := string(e.Metric) + "/" + e.Notion
 	if e.P != nil {
 		k += fmt.Sprintf("/p%v", *e.P)
 	}
@@ -110,7 +110,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		h := 0.02
 		mem, err := Evaluate(ctx, s, Options{Bandwidth: h, NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
-			Metrics: []string{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
+			Metrics: MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,13 +192,13 @@ func TestStreamWeighted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Strict: true})
+	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	holds := map[string]int{}
 	for seed := uint64(3); seed < 13; seed++ {
-		got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: []string{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
+		got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,9 +326,9 @@ func TestStreamOptionsRefused(t *testing.T) {
 	for _, o := range []StreamOptions{
 		{Options: Options{CI: true}},
 		{Options: Options{Debias: true}},
-		{Options: Options{Metrics: []string{"ece_witness"}, P: []float64{3}}},
+		{Options: Options{Metrics: MetricSet{"ece_witness"}, P: []float64{3}}},
 		{Options: Options{Objective: kde.Reference}},
-		{Options: Options{Metrics: []string{"nope"}}},
+		{Options: Options{Metrics: MetricSet{"nope"}}},
 		{Options: Options{P: []float64{0.5}}},
 		{EvalPoints: -2},
 		{Options: Options{Bins: metric.BinOptions{Bins: -3}}},
@@ -343,7 +343,7 @@ func TestStreamOptionsRefused(t *testing.T) {
 // Every row as an evaluation point is refused past MaxAllPoints rows,
 // after the first pass (the number of rows is known only then).
 func TestStreamAllPointsBound(t *testing.T) {
-	s, err := NewSums(StreamOptions{EvalPoints: AllPoints, Options: Options{Metrics: []string{"ece_kde"}}})
+	s, err := NewSums(StreamOptions{EvalPoints: AllPoints, Options: Options{Metrics: MetricSet{"ece_kde"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestStreamEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: "marginal", Metrics: []string{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
+	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: "marginal", Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
 		t.Errorf("marginal with a unique zero: %v", err)
 	}
 	a, _ := NewSums(StreamOptions{Options: Options{P: []float64{1}}})
@@ -392,10 +392,10 @@ func TestStreamEdgeCases(t *testing.T) {
 		}
 	}
 	one := RowsOf(d, 0, 1)
-	if _, err := Stream(context.Background(), SetSource(one, 10), StreamOptions{Options: Options{Metrics: []string{"ece_kde"}, Strict: true}}); err == nil {
+	if _, err := Stream(context.Background(), SetSource(one, 10), StreamOptions{Options: Options{Metrics: MetricSet{"ece_kde"}, Strict: true}}); err == nil {
 		t.Error("one row, ece_kde asked for: no error")
 	}
-	if _, err := Stream(context.Background(), SetSource(RowsOf(d, 0, 50), 10), StreamOptions{Options: Options{Metrics: []string{"ks"}, KSR: []int{11}}}); err == nil {
+	if _, err := Stream(context.Background(), SetSource(RowsOf(d, 0, 50), 10), StreamOptions{Options: Options{Metrics: MetricSet{"ks"}, KSR: []int{11}}}); err == nil {
 		t.Error("ks r = 11 > K = 10: no error")
 	}
 }
@@ -427,13 +427,13 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 	for _, tc := range []struct {
 		set     *data.Set
 		mode    string
-		metrics []string
+		metrics MetricSet
 		notion  string
 	}{
-		{s, "canonical", []string{"ece_kde", "sharpness"}, "top_label"},
-		{s, "", []string{"sharpness"}, "top_label"},
-		{bin, "", []string{"ece_kde", "sharpness"}, "binary"},
-		{bin, "top_label", []string{"sharpness"}, "binary"},
+		{s, "canonical", MetricSet{"ece_kde", "sharpness"}, "top_label"},
+		{s, "", MetricSet{"sharpness"}, "top_label"},
+		{bin, "", MetricSet{"ece_kde", "sharpness"}, "binary"},
+		{bin, "top_label", MetricSet{"sharpness"}, "binary"},
 	} {
 		o := Options{Bandwidth: 0.03, NoBandwidthCheck: true, Mode: tc.mode, Metrics: tc.metrics, Strict: true}
 		mem, err := Evaluate(ctx, tc.set, o)
@@ -488,7 +488,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 }
 
 // find returns the first result of metric m.
-func find(t *testing.T, ev *Evaluation, m string) *Result {
+func find(t *testing.T, ev *Evaluation, m Metric) *Result {
 	t.Helper()
 	for _, e := range ev.Results {
 		if e.Metric == m {
@@ -510,7 +510,7 @@ func find(t *testing.T, ev *Evaluation, m string) *Result {
 // warning; the sums go through JSON and merge.
 func TestStreamDataBins(t *testing.T) {
 	ctx := context.Background()
-	metrics := []string{"ece_bin", "mce", "ece_bin_debiased"}
+	metrics := MetricSet{"ece_bin", "mce", "ece_bin_debiased"}
 	sets := realSets(t)
 	sets[2] = RowsOf(sets[2], 0, 800) // K = 100: its 101 sketches are as large as the data at this n
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -606,7 +606,7 @@ func TestStreamBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = RowsOf(s, 0, 1500)
-	metrics := []string{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
+	metrics := MetricSet{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
 	for _, o := range []StreamOptions{
 		{Options: Options{Bandwidth: 0.02, Mode: "canonical,top_label", Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
 		{Options: Options{Mode: "marginal", Metrics: metrics}, EvalPoints: 200},
@@ -723,7 +723,7 @@ func TestStreamWitness(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []*data.Set{s, ws} {
-		mem, err := Evaluate(ctx, set, Options{Metrics: []string{"ece_witness"}, Seed: 4, Strict: true})
+		mem, err := Evaluate(ctx, set, Options{Metrics: MetricSet{"ece_witness"}, Seed: 4, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -739,7 +739,7 @@ func TestStreamWitness(t *testing.T) {
 				seed = uint64(4 + holds["draws"])
 				holds["draws"]++
 			}
-			got, err := Stream(ctx, SetSource(set, 300), StreamOptions{Options: Options{Metrics: []string{"ece_witness"}, Seed: seed}, EvalPoints: m})
+			got, err := Stream(ctx, SetSource(set, 300), StreamOptions{Options: Options{Metrics: MetricSet{"ece_witness"}, Seed: seed}, EvalPoints: m})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -787,7 +787,7 @@ func TestStreamMaxCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	o := StreamOptions{Options: Options{Metrics: []string{"ece_bin", "mce", "brier"}}}
+	o := StreamOptions{Options: Options{Metrics: MetricSet{"ece_bin", "mce", "brier"}}}
 	want, err := Stream(ctx, SetSource(s, 2000), o)
 	if err != nil {
 		t.Fatal(err)
@@ -896,7 +896,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	if err := ws.SetWeights(w); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Metrics: []string{"ece_bin", "brier", "accuracy"}}
+	o := Options{Metrics: MetricSet{"ece_bin", "brier", "accuracy"}}
 	mem, err := Evaluate(context.Background(), ws, o)
 	if err != nil {
 		t.Fatal(err)

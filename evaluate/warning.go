@@ -43,7 +43,7 @@ const (
 // prints under the table and writes in the JSON.
 type Warning struct {
 	Kind   WarningKind
-	Metric string
+	Metric Metric
 	Notion string
 	Text   string
 }

@@ -17,7 +17,7 @@ func TestTypedWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := Evaluate(context.Background(), s, Options{Metrics: []string{"ece_bin", "mce"}, Strict: true})
+	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{"ece_bin", "mce"}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

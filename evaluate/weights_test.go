@@ -25,11 +25,11 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 	for _, c := range []struct {
 		bins    string
 		pattern [4]float64
-		metrics []string
+		metrics MetricSet
 	}{
-		{"equal_width", [4]float64{0, 3, 1, 2}, []string{"ece_bin", "mce", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
-		{"equal_width", [4]float64{0, 1, 1, 0}, []string{"ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
-		{"equal_mass", [4]float64{1, 0, 1, 1}, []string{"ece_bin", "mce", "ece_bin_debiased"}},
+		{"equal_width", [4]float64{0, 3, 1, 2}, MetricSet{"ece_bin", "mce", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
+		{"equal_width", [4]float64{0, 1, 1, 0}, MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "brier", "nll", "accuracy", "confidence"}},
+		{"equal_mass", [4]float64{1, 0, 1, 1}, MetricSet{"ece_bin", "mce", "ece_bin_debiased"}},
 	} {
 		s := RowsOf(base, 0, base.N)
 		w := make([]float64, s.N)

@@ -10,6 +10,40 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
+// witnessDef is the converging canonical estimators: the cross-fitted
+// residual witness of CE_1 and the debiased U-statistic of CE_2^2
+// (kde.Witness). A stream computes it only when asked for (its kernel
+// sums are K-vectors at two grids: about 13 times ece_kde's canonical
+// cost).
+var witnessDef = metricDef{
+	name:     ECEWitness,
+	compute:  (*evaluator).eceWitness,
+	interval: witnessInterval,
+	define:   defineWitness,
+	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishWitness(s, ks) },
+}
+
+// witnessInterval is the percentile interval of the resampled per-point
+// terms; with --ci-exact the witness is recomputed on every resample,
+// whose repeated points are each other's nearest neighbours and push the
+// witness up: its interval is centred then.
+func witnessInterval(exact bool) metric.IntervalMethod {
+	if exact {
+		return metric.Centered
+	}
+	return metric.Percentile
+}
+
+// defineWitness sets the witness's keys: the Dirichlet kernel, the
+// estimator (witness-crossfit for p = 1, u-statistic for p = 2) and the
+// seed of the cross-fitting splits.
+func defineWitness(c *config, e *Result) {
+	e.Kernel, e.Estimator, e.Seed = "dirichlet", "witness-crossfit", ptr(c.boot.Seed)
+	if e.P != nil && *e.P == 2 {
+		e.Estimator = "u-statistic"
+	}
+}
+
 // eceWitness reports the converging canonical estimators (kde.Witness):
 // the cross-fitted residual witness (p = 1) and the debiased kernel
 // U-statistic (p = 2), both always (they share one grid sweep).
@@ -41,7 +75,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	}
 	var out []*Result
 	for i, v := range res.Values {
-		e := &Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+		e := &Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
 			group: groupCanonical}
 		for _, w := range v.Warnings {
@@ -89,7 +123,7 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, v := range vals {
-		e := s.sampled(&Result{Metric: "ece_witness", Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+		e := s.sampled(&Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
 			group: groupCanonical}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
 		for _, w := range v.Warnings {

@@ -23,8 +23,21 @@ import (
 // options are evaluate.ErrOptions.
 var ErrOptions = errors.New("report: bad options")
 
+// OptionError is an option of the report that cannot be used: Err says
+// what is wrong, its text naming the option ("grid \"x\": want default or
+// full"). It wraps ErrOptions and Err; its text is ErrOptions's, then
+// Err's.
+type OptionError struct {
+	Err error
+}
+
+func (e *OptionError) Error() string { return ErrOptions.Error() + ": " + e.Err.Error() }
+
+// Unwrap returns ErrOptions and Err.
+func (e *OptionError) Unwrap() []error { return []error{ErrOptions, e.Err} }
+
 func optionsError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrOptions, fmt.Sprintf(format, args...))
+	return &OptionError{Err: fmt.Errorf(format, args...)}
 }
 
 // DefaultSeed is the seed that Options.Seed 0 stands for: calib's --seed

@@ -42,14 +42,12 @@ func summaryFacts(s, val *data.Set, ev *evaluate.Evaluation) []Fact {
 	if val != nil {
 		facts = append(facts, Fact{Name: "validation set", Value: fmt.Sprintf("%s (n = %d)", val.File, val.N)})
 	}
-	for _, e := range ev.Results {
-		if e.Metric == "ece_witness" && e.P != nil && *e.P == 1 && e.Value != nil {
-			v := fmt.Sprintf("%.4f", float64(*e.Value))
-			if len(e.CI) == 2 {
-				v += fmt.Sprintf(" [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
-			}
-			facts = append(facts, Fact{Name: "calibration error to report (witness canonical CE_1)", Value: v})
+	if e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}); e != nil && e.Value != nil {
+		v := fmt.Sprintf("%.4f", float64(*e.Value))
+		if len(e.CI) == 2 {
+			v += fmt.Sprintf(" [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
 		}
+		facts = append(facts, Fact{Name: "calibration error to report (witness canonical CE_1)", Value: v})
 	}
 	return append(facts, Fact{Name: EvaluationTime, Value: fmt.Sprintf("%.1f s", ev.Seconds)})
 }
@@ -116,7 +114,7 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 		for _, w := range e.Warnings.Strings() {
 			what := e.Notion + " bandwidth"
 			if e.Bandwidth == nil {
-				what = e.Metric + " " + e.Notion
+				what = string(e.Metric) + " " + e.Notion
 			}
 			if !seen[what+w] {
 				seen[what+w] = true

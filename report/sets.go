@@ -148,13 +148,12 @@ func evaluatedCE1(ev *evaluate.Evaluation, notion kde.Notion, h float64) *float6
 	if ev == nil {
 		return nil
 	}
-	for _, e := range ev.Results {
-		if e.Metric == "ece_kde" && e.Notion == notion.String() && e.Error == "" && e.Value != nil &&
-			(e.Aggregate == "" || e.Aggregate == "sum") && // the view sums a marginal notion's classes
-			e.P != nil && *e.P == 1 && e.Bandwidth != nil && *e.Bandwidth == h {
-			v := float64(*e.Value)
-			return &v
-		}
+	e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.String(), P: 1})
+	if e == nil || e.Error != "" || e.Value == nil ||
+		(e.Aggregate != "" && e.Aggregate != "sum") || // the view sums a marginal notion's classes
+		e.Bandwidth == nil || *e.Bandwidth != h {
+		return nil
 	}
-	return nil
+	v := float64(*e.Value)
+	return &v
 }

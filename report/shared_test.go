@@ -50,7 +50,7 @@ func TestBandwidthViewSharesEstimate(t *testing.T) {
 				notion = kde.Binary
 			}
 			curves := evaluate.Bandwidths{}
-			ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: []string{"ece_kde"}, CI: true, Bandwidths: curves})
+			ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ece_kde"}, CI: true, Bandwidths: curves})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -456,24 +456,24 @@ func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMe
 		return m, err
 	}
 	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{
-		Metrics: []string{"ece_kde", "ece_bin", "nll", "accuracy"}, Strict: true,
+		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEBin, evaluate.NLL, evaluate.Accuracy}, Strict: true,
 		Mode: "canonical", P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
 	})
 	if err != nil {
 		return m, err
 	}
-	for _, e := range ev.Results {
-		v := float64(*e.Value)
-		switch {
-		case e.Metric == "ece_kde":
-			m.ECEKDE, m.Bandwidth = v, *e.Bandwidth
-		case e.Metric == "ece_bin" && e.Notion == "top_label":
-			m.TopECE = v
-		case e.Metric == "nll":
-			m.NLL = v
-		case e.Metric == "accuracy":
-			m.Accuracy = v
+	value := func(k evaluate.Key) float64 {
+		if e := ev.Lookup(k); e != nil && e.Value != nil {
+			return float64(*e.Value)
 		}
+		return math.NaN() // refused below
+	}
+	m.ECEKDE = value(evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1})
+	m.TopECE = value(evaluate.Key{Metric: evaluate.ECEBin, Notion: "top_label", P: 1})
+	m.NLL = value(evaluate.Key{Metric: evaluate.NLL})
+	m.Accuracy = value(evaluate.Key{Metric: evaluate.Accuracy})
+	if e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}); e != nil && e.Bandwidth != nil {
+		m.Bandwidth = *e.Bandwidth
 	}
 	for _, v := range []float64{m.Accuracy, m.NLL, m.ECEKDE, m.TopECE} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -80,6 +80,15 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verbose, "verbose", false, "show the runner's log on stderr and, on a failure in the pipeline, the runner's whole report (by default: one line naming the shard and row)")
 }
 
+// optionText is the text of an evaluate.OptionError without the
+// library's "bad options" (it starts with the option's name), or err's.
+func optionText(err error) string {
+	if oe := (*evaluate.OptionError)(nil); errors.As(err, &oe) {
+		return oe.Err.Error()
+	}
+	return err.Error()
+}
+
 // usageError is a bad flag (exit status 2).
 type usageError struct{ msg string }
 
@@ -126,7 +135,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	// only, as in calib eval.
 	text := c.textFor(set)
 	if err := text.Parse(&eo, nil); err != nil {
-		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+		return o, usageErrorf("%s", optionText(err))
 	}
 	switch text.Metrics {
 	case "all":
@@ -136,7 +145,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	}
 	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells, MaxCells: c.maxCells}
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
-		return o, usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+		return o, usageErrorf("%s", optionText(err))
 	}
 	o.Data = data.Options{Format: c.format, Logits: c.logits}
 	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
@@ -222,7 +231,7 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout, stderr io.
 	}
 	eo := o.Stream.Options
 	if err := c.textFor(set).Parse(&eo, checked.First); err != nil {
-		return usageErrorf("%v", strings.TrimPrefix(err.Error(), evaluate.ErrOptions.Error()+": "))
+		return usageErrorf("%s", optionText(err))
 	}
 	if len(checked.Empty) > 0 {
 		fmt.Fprintf(stderr, "calib-beam: skipped %d shard(s) without rows: %s\n", len(checked.Empty), strings.Join(checked.Empty, ", "))
@@ -300,7 +309,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	msg := strings.TrimPrefix(err.Error(), "beam: ")
 	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse (--ks-r above K): the flag's name
-		msg = "--" + strings.TrimPrefix(msg, evaluate.ErrOptions.Error()+": ")
+		msg = "--" + optionText(err)
 	}
 	fmt.Fprintln(stderr, "calib-beam:", msg)
 	var ue *usageError

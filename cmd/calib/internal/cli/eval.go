@@ -28,7 +28,7 @@ type evalFlags struct {
 func (f *evalFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.o.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
-	fs.StringVar(&f.text.Metrics, "metrics", "", "metrics, comma-separated: "+strings.Join(evaluate.Metrics, ", ")+", or all (default: "+strings.Join(evaluate.DefaultMetrics, ",")+", the numbers to report; ece_kde when --mode is given)")
+	fs.StringVar(&f.text.Metrics, "metrics", "", "metrics, comma-separated: "+strings.ReplaceAll(evaluate.Metrics.String(), ",", ", ")+", or all (default: "+evaluate.DefaultMetrics.String()+", the numbers to report; ece_kde when --mode is given)")
 	fs.StringVar(&f.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&f.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
@@ -184,7 +184,7 @@ func (f *evalFlags) paired(fs *pflag.FlagSet) error {
 func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	o := f.o
 	if f.modeSet && f.text.Metrics == "" { // --mode alone: ece_kde only, and its failure fails eval
-		o.Metrics, o.Strict = []string{"ece_kde"}, true
+		o.Metrics, o.Strict = evaluate.MetricSet{evaluate.ECEKDE}, true
 	}
 	if err := f.text.Parse(&o, s); err != nil {
 		return o, optionError("", err)

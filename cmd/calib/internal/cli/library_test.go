@@ -40,7 +40,7 @@ func TestExampleMatchesCLI(t *testing.T) {
 			}
 			args = append(args, "--weights", name)
 		}
-		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: []string{"ks", "accuracy", "ece_bin", "brier"}, Strict: true, Seed: 1})
+		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ks", "accuracy", "ece_bin", "brier"}, Strict: true, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

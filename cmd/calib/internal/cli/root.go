@@ -48,14 +48,25 @@ func usageErrorf(format string, args ...any) error {
 // with flag "" the message names the option itself ("bandwidth \"x\":
 // ...") and gets the dashes: "--bandwidth \"x\": ...".
 func optionError(flag string, err error) error {
-	msg := err.Error()
-	for _, prefix := range []error{evaluate.ErrOptions, report.ErrOptions} {
-		msg = strings.TrimPrefix(msg, prefix.Error()+": ")
-	}
+	msg := optionMessage(err)
 	if flag == "" {
 		return usageErrorf("--%s", msg)
 	}
 	return usageErrorf("%s: %s", flag, msg)
+}
+
+// optionMessage is the message of an option error without the library's
+// "bad options" (an evaluate or report OptionError's Err), or err's.
+func optionMessage(err error) string {
+	var eo *evaluate.OptionError
+	var ro *report.OptionError
+	switch {
+	case errors.As(err, &eo):
+		return eo.Err.Error()
+	case errors.As(err, &ro):
+		return ro.Err.Error()
+	}
+	return err.Error()
 }
 
 // exactArgs is cobra.ExactArgs with an input error.

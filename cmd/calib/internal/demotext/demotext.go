@@ -85,20 +85,16 @@ What the numbers mean:
 // which result it is.
 var headline = []struct {
 	label string
-	match func(e *evaluate.Result) bool
+	key   evaluate.Key
 }{
-	{"witness canonical CE_1 (report this)", func(e *evaluate.Result) bool { return e.Metric == "ece_witness" && pIs(e, 1) }},
-	{"binned ECE, top-label (15 bins)", func(e *evaluate.Result) bool { return e.Metric == "ece_bin" && e.Notion == "top_label" && pIs(e, 1) }},
-	{"KS top-1", func(e *evaluate.Result) bool {
-		return e.Metric == "ks" && e.R != nil && *e.R == 1 && e.Notion == "top_r"
-	}},
-	{"NLL", func(e *evaluate.Result) bool { return e.Metric == "nll" }},
-	{"accuracy", func(e *evaluate.Result) bool { return e.Metric == "accuracy" }},
-	{"plug-in ECE^KDE canonical CE_1 *", func(e *evaluate.Result) bool { return e.Metric == "ece_kde" && e.Notion == "canonical" && pIs(e, 1) }},
-	{"plug-in ECE^KDE top_label CE_1 *", func(e *evaluate.Result) bool { return e.Metric == "ece_kde" && e.Notion == "top_label" && pIs(e, 1) }},
+	{"witness canonical CE_1 (report this)", evaluate.Key{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}},
+	{"binned ECE, top-label (15 bins)", evaluate.Key{Metric: evaluate.ECEBin, Notion: "top_label", P: 1}},
+	{"KS top-1", evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1}},
+	{"NLL", evaluate.Key{Metric: evaluate.NLL}},
+	{"accuracy", evaluate.Key{Metric: evaluate.Accuracy}},
+	{"plug-in ECE^KDE canonical CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}},
+	{"plug-in ECE^KDE top_label CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: "top_label", P: 1}},
 }
-
-func pIs(e *evaluate.Result, p float64) bool { return e.P != nil && *e.P == p }
 
 // WriteHeadline writes the main figures of ev, each with its interval when
 // it has one: the witness canonical CE_1, the top-label binned ECE, KS
@@ -118,16 +114,15 @@ func WriteHeadline(w io.Writer, ev *evaluate.Evaluation) {
 		fmt.Fprintf(w, "test split: n = %d, K = %d\n", ev.N, ev.K)
 	}
 	for _, h := range headline {
-		for _, e := range ev.Results {
-			if e.Error != "" || e.Value == nil || !h.match(e) {
-				continue
-			}
-			iv := ""
-			if len(e.CI) == 2 {
-				iv = fmt.Sprintf("  [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
-			}
-			fmt.Fprintf(w, "  %-38s %.4f%s\n", h.label, float64(*e.Value), iv)
+		e := ev.Lookup(h.key)
+		if e == nil || e.Error != "" || e.Value == nil {
+			continue
 		}
+		iv := ""
+		if len(e.CI) == 2 {
+			iv = fmt.Sprintf("  [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
+		}
+		fmt.Fprintf(w, "  %-38s %.4f%s\n", h.label, float64(*e.Value), iv)
 	}
 	fmt.Fprintln(w, "  * biased upward by an amount that depends on the data: smooth (a training loss), not the size of the error")
 }
