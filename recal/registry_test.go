@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -118,24 +117,4 @@ func TestRegistry(t *testing.T) {
 	if err != nil || out.K != 2 || out.Binary || math.Abs(out.Probs[0]+out.Probs[1]-1) > 1e-12 {
 		t.Errorf("binary apply: %v, %v", out, err)
 	}
-}
-
-// Example_fitApply fits a temperature on a validation set, saves the map,
-// and applies the loaded map to new logits, as calib fit and calib apply
-// do (T = 2.628 minimises the mean NLL of these four rows: checked by a
-// direct scan of T).
-func Example_fitApply() {
-	val, _ := data.New([]float64{2, 0, 0, 3, 1, 1, 0, 2}, 2, []int{0, 1, 0, 0}, true, data.Options{})
-	c, err := Fit(MethodTemperature, val, FitOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	var file bytes.Buffer
-	Save(&file, c)
-	loaded, _ := Load(&file)
-	test, _ := data.New([]float64{1, -1}, 2, nil, true, data.Options{Unlabeled: true})
-	out, _ := Apply(loaded, test)
-	fmt.Printf("T = %.3f, p = %.3f\n", loaded.(*Temperature).Temperature, out.Probs)
-	// Output: T = 2.628, p = [0.682 0.318]
 }
