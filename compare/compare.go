@@ -244,7 +244,7 @@ func rowOptions(h, hw float64, workers int) evaluate.Options {
 	return evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEWitness, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
 		Strict:  true, Mode: "canonical", P: []float64{1}, KSR: []int{1, 2},
-		Bandwidth: h, NoBandwidthCheck: true, WitnessBandwidth: hw,
+		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true, WitnessBandwidth: hw,
 		Seed: 1, Workers: workers,
 	}
 }

@@ -47,7 +47,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 		return b, nil
 	}
 	c, s := ev.cfg, ev.set
-	b := &chosenBandwidth{h: c.Bandwidth, method: "fixed"}
+	b := &chosenBandwidth{h: float64(c.Bandwidth), method: "fixed"}
 	if c.Bandwidth == 0 {
 		progress, done := ev.step(notion.String() + " bandwidth")
 		cv, err := ev.shared.Select(notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress, Context: ev.ctx})

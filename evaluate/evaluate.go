@@ -62,11 +62,11 @@ type Options struct {
 	Mode string
 	// P lists the exponents p in [1, kde.MaxP] of every Lp metric; nil
 	// means {1, 2}.
-	P []float64
+	P Exponents
 	// Bandwidth is a fixed kernel bandwidth h > 0; 0 chooses it per notion
 	// by leave-one-out likelihood (Objective), shared by ece_kde and
 	// sharpness.
-	Bandwidth float64
+	Bandwidth Bandwidth
 	// NoBandwidthCheck skips the check that a fixed Bandwidth is within a
 	// factor 10 of what the data support (a leave-one-out sweep at h/10,
 	// h and 10h, which warns); for callers that chose h on other data on
@@ -91,7 +91,7 @@ type Options struct {
 	Bins metric.BinOptions
 	// KSR lists the r of the KS top-r errors (and within-top-r for r >= 2),
 	// each at most K; nil means {1, 2}.
-	KSR []int
+	KSR Ranks
 	// MMCEWidth is the width of MMCE's Laplacian kernel; 0 means
 	// metric.DefaultMMCEWidth.
 	MMCEWidth float64
@@ -235,7 +235,7 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	if !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0) {
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", o.WitnessBandwidth)
 	}
-	if !(o.Bandwidth >= 0) || math.IsInf(o.Bandwidth, 0) {
+	if !(o.Bandwidth >= 0) || math.IsInf(float64(o.Bandwidth), 0) {
 		return nil, optionError("bandwidth", "bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)
 	}
 	ms := o.Metrics

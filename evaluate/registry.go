@@ -68,7 +68,10 @@ func (ms MetricSet) words() string { return strings.ReplaceAll(ms.String(), ",",
 // MarshalText implements encoding.TextMarshaler: the names, comma-separated.
 func (ms MetricSet) MarshalText() ([]byte, error) { return []byte(ms.String()), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler, as ParseMetrics.
+// UnmarshalText implements encoding.TextUnmarshaler: metric names,
+// comma-separated, or "all"; each metric once, in the order of Metrics
+// (surrounding spaces and empty items ignored). Its errors are
+// OptionErrors of "metrics".
 func (ms *MetricSet) UnmarshalText(b []byte) error {
 	v, _, err := parseMetrics(string(b))
 	if err != nil {

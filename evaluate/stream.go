@@ -139,7 +139,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	}
-	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: o.Bandwidth, ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}

@@ -63,12 +63,12 @@ func envInt(name string, def int) int {
 func BenchmarkStream(b *testing.B) {
 	n, m := envInt("CALIB_STREAM_N", 200_000), envInt("CALIB_STREAM_M", DefaultEvalPoints)
 	h, _ := strconv.ParseFloat(os.Getenv("CALIB_STREAM_H"), 64)
-	o := StreamOptions{Options: Options{Bandwidth: h}, EvalPoints: m}
+	o := StreamOptions{Options: Options{Bandwidth: Bandwidth(h)}, EvalPoints: m}
 	if m == 0 {
 		o.Metrics = MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
 	}
 	if v := os.Getenv("CALIB_STREAM_METRICS"); v != "" {
-		o.Metrics, _ = ParseMetrics(v)
+		_ = o.Metrics.UnmarshalText([]byte(v))
 	}
 	if v := os.Getenv("CALIB_STREAM_BINNING"); v != "" {
 		if err := o.Bins.Binning.UnmarshalText([]byte(v)); err != nil {

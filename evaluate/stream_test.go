@@ -109,7 +109,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 			s = RowsOf(s, 0, 1500) // K = 100: keep the O(n^2) part short
 		}
 		h := 0.02
-		mem, err := Evaluate(ctx, s, Options{Bandwidth: h, NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: Bandwidth(h), NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
 			Metrics: MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
 			src := &shards{sets: split(s, 3), rows: 777, order: order}
-			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: h, Mode: "canonical,top_label"}, EvalPoints: AllPoints})
+			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: Bandwidth(h), Mode: "canonical,top_label"}, EvalPoints: AllPoints})
 			if err != nil {
 				t.Fatal(err)
 			}

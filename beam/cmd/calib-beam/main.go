@@ -24,7 +24,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -36,7 +35,7 @@ import (
 	calibbeam "github.com/calib-dev/calib/beam"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 )
 
 // config holds the flags of calib-beam (Beam's own flags live in Beam's
@@ -44,11 +43,10 @@ import (
 type config struct {
 	input, labels, weights, format, output string
 	logits                                 bool
-	text                                   evaluate.Text
-	mode, evalPoints                       string
-	classMean                              bool
-	bins, rows, ksCells, workers, blocks   int
-	maxCells                               int
+	text                                   evalflag.Text       // --metrics, --p, --bandwidth, --binning, --bin-rule, --ks-r
+	eval                                   evaluate.Options    // --mode, --class-mean, --bins
+	stream                                 evalflag.StreamText // --eval-points, --ks-cells, --max-cells
+	rows, workers, blocks                  int
 	seed                                   uint64
 	verbose                                bool
 }
@@ -59,21 +57,11 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.labels, "label-files", "", "labels `files` (.npy or text), one per prediction file, paired in sorted order (a file, glob or directory)")
 	fs.StringVar(&c.weights, "weight-files", "", "sample-weights `files`, one per prediction file, paired in sorted order")
 	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	evalflag.Register(fs, &c.text, &c.eval, evalflag.Beam)
+	evalflag.RegisterStream(fs, &c.stream, "")
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
 	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
-	fs.StringVar(&c.text.Metrics, "metrics", "", "metrics, comma-separated, of ece_kde, ece_witness, ece_bin, mce, ece_bin_debiased, ks, mmce, sharpness, brier, nll, accuracy, confidence, or all (default: all but ece_witness, or ece_kde when --mode is given)")
-	fs.StringVar(&c.mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all")
-	fs.StringVar(&c.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
-	fs.StringVar(&c.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out choice on a grid)")
-	fs.BoolVar(&c.classMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
-	fs.StringVar(&c.evalPoints, "eval-points", "", fmt.Sprintf("the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
-	fs.IntVar(&c.bins, "bins", metric.DefaultBins, "number of bins of the binned metrics (the fixed rule)")
-	fs.StringVar(&c.text.Binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
-	fs.StringVar(&c.text.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
 	fs.IntVar(&c.blocks, "eval-blocks", 1, "the block-pair plan: cut the evaluation points into this many blocks, each (block, shard) pair a work item of its own (for the exact estimates, --eval-points all, at moderate n); the document is the same")
-	fs.StringVar(&c.text.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
-	fs.IntVar(&c.ksCells, "ks-cells", metric.DefaultKSCells, "score cells of KS (the bounds' width is about 1/cells)")
-	fs.IntVar(&c.maxCells, "max-cells", 0, "the most occupied cells the canonical ece_bin and mce may keep (0: 2^25 / (2K + 2)); past it those two entries are errors")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
 	fs.IntVar(&c.rows, "rows", data.DefaultChunkRows, "rows per batch")
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the kernel sums of one shard on a worker (0: all cores); results are identical for any value")
@@ -108,7 +96,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.output == "" {
 		return o, usageErrorf("--output is empty: give a file, or - for stdout")
 	}
-	if c.rows < 1 || c.ksCells < 1 || c.bins < 1 {
+	if c.rows < 1 || c.stream.KSCells < 1 || c.eval.Bins.Bins < 1 {
 		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
 	}
 	if c.blocks < 1 || c.blocks > calibbeam.MaxEvalBlocks {
@@ -120,22 +108,22 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.format != "" && !slices.Contains(data.Formats, c.format) {
 		return o, usageErrorf("--format %q: valid formats are %s", c.format, strings.Join(data.Formats, ", "))
 	}
-	m, err := evalPoints(c.evalPoints)
+	m, err := c.stream.Points()
 	if err != nil {
-		return o, err
+		return o, usageErrorf("--%s", optionText(err))
 	}
 	// Each block needs an evaluation point (with --eval-points all, the
 	// rows: checked against the first pass).
 	if points := cmp.Or(m, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > points {
 		return o, usageErrorf("--eval-blocks %d: more blocks than the %d evaluation points (--eval-points)", c.blocks, points)
 	}
-	eo := evaluate.Options{Mode: c.mode, ClassMean: c.classMean, Seed: c.seed, Workers: c.workers}
-	eo.Bins.Bins = c.bins
+	eo := c.eval
+	eo.Seed, eo.Workers = c.seed, c.workers
 	// The only objective a stream takes; --mode alone means ece_kde
 	// only, as in calib eval.
 	text := c.textFor(set)
 	if err := text.Parse(&eo, nil); err != nil {
-		return o, usageErrorf("%s", optionText(err))
+		return o, usageErrorf("--%s", optionText(err))
 	}
 	switch text.Metrics {
 	case "all":
@@ -143,7 +131,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	case "":
 		eo.Metrics = nil // the streamed defaults
 	}
-	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.ksCells, MaxCells: c.maxCells}
+	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.stream.KSCells, MaxCells: c.stream.MaxCells}
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
 		return o, usageErrorf("%s", optionText(err))
 	}
@@ -155,28 +143,13 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 // textFor returns the list flags as options() parsed them (set: the
 // flags given), for a second parse against the data: --ks-r against K,
 // --mode binary against the columns.
-func (c *config) textFor(set map[string]bool) evaluate.Text {
+func (c *config) textFor(set map[string]bool) evalflag.Text {
 	text := c.text
 	text.Objective = "loo"
 	if set["mode"] && text.Metrics == "" {
 		text.Metrics = "ece_kde"
 	}
 	return text
-}
-
-// evalPoints parses --eval-points as calib eval does.
-func evalPoints(v string) (int, error) {
-	switch v = strings.TrimSpace(v); v {
-	case "":
-		return 0, nil
-	case "all":
-		return evaluate.AllPoints, nil
-	}
-	m, err := strconv.Atoi(v)
-	if err != nil || m < 1 {
-		return 0, usageErrorf("--eval-points %q: want a number >= 1, or all", v)
-	}
-	return m, nil
 }
 
 // inProcess reports whether the workers run in this process (Prism
@@ -231,7 +204,7 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout, stderr io.
 	}
 	eo := o.Stream.Options
 	if err := c.textFor(set).Parse(&eo, checked.First); err != nil {
-		return usageErrorf("%s", optionText(err))
+		return usageErrorf("--%s", optionText(err))
 	}
 	if len(checked.Empty) > 0 {
 		fmt.Fprintf(stderr, "calib-beam: skipped %d shard(s) without rows: %s\n", len(checked.Empty), strings.Join(checked.Empty, ", "))

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/kde"
 )
 
@@ -17,14 +18,14 @@ func newBandwidthCmd() *cobra.Command {
 		if o.Objective, err = kde.ParseObjective(objective); err != nil {
 			return optionError("--bandwidth-objective", err)
 		}
-		if _, err := evaluate.BandwidthNotion(mode, nil); err != nil {
+		if _, err := evalflag.BandwidthNotion(mode, nil); err != nil {
 			return optionError("--mode", err)
 		}
 		s, err := in.load(args[0])
 		if err != nil {
 			return err
 		}
-		notion, err := evaluate.BandwidthNotion(mode, s)
+		notion, err := evalflag.BandwidthNotion(mode, s)
 		if err != nil {
 			return optionError("--mode", err)
 		} else if mode == "" {

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 )
@@ -19,7 +19,7 @@ import (
 // evaluate.Options, o, and the text of its lists and names, text.
 type evalFlags struct {
 	o              evaluate.Options
-	text           evaluate.Text
+	text           evalflag.Text
 	modeSet        bool // eval's --mode was given: it means --metrics ece_kde
 	calibrator     string
 	json, progress bool
@@ -27,19 +27,11 @@ type evalFlags struct {
 
 func (f *evalFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.o.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
-	fs.StringVar(&f.text.Metrics, "metrics", "", "metrics, comma-separated: "+strings.ReplaceAll(evaluate.Metrics.String(), ",", ", ")+", or all (default: "+evaluate.DefaultMetrics.String()+", the numbers to report; ece_kde when --mode is given)")
-	fs.StringVar(&f.text.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
-	fs.StringVar(&f.text.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)")
+	evalflag.Register(fs, &f.text, &f.o, evalflag.Eval)
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
 	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and marginal (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
-	fs.BoolVar(&f.o.ClassMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
-	fs.IntVar(&f.o.Bins.Bins, "bins", metric.DefaultBins, "number of bins of the binned metrics (implies --bin-rule fixed)")
-	fs.StringVar(&f.text.Binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
-	fs.StringVar(&f.text.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
-	fs.StringVar(&f.text.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")

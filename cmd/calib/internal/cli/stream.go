@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -24,20 +24,16 @@ const autoStreamBytes = 2 << 30
 
 // streamFlags are eval's flags of the streamed evaluation.
 type streamFlags struct {
-	on         bool
-	evalPoints string
-	rows       int
-	ksCells    int
-	maxCells   int
-	skipped    []string // files of a shard directory that are not shards, with the reason
+	on      bool
+	text    evalflag.StreamText // --eval-points, --ks-cells, --max-cells
+	rows    int
+	skipped []string // files of a shard directory that are not shards, with the reason
 }
 
 func (f *streamFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or a file over 2 GiB; --stream=false turns that off): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
-	fs.StringVar(&f.evalPoints, "eval-points", "", fmt.Sprintf("with --stream: the number `M` of evaluation points of ece_kde (default %d), or all (exact; at most %d rows)", evaluate.DefaultEvalPoints, evaluate.MaxAllPoints))
 	fs.IntVar(&f.rows, "rows", 0, "with --stream: rows per chunk (0: about 1 MiB of predictions, 2^17/K rows from 1,024 to 65,536)")
-	fs.IntVar(&f.ksCells, "ks-cells", 4096, "with --stream: score cells of KS (the bounds' width is about 1/cells)")
-	fs.IntVar(&f.maxCells, "max-cells", 0, "with --stream: the most occupied cells the canonical ece_bin and mce may keep (0: 2^20 / (2K + 2), 47,662 at K = 10, about 14 MB; each cell about (2K + 2) x 14 bytes); past it those two entries are errors")
+	evalflag.RegisterStream(fs, &f.text, "with --stream: ")
 }
 
 // decide says whether eval streams PRED (a file, glob or directory) and
@@ -47,7 +43,7 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	if _, err := f.points(); err != nil {
 		return false, nil, err
 	}
-	if f.rows < 0 || f.ksCells < 1 || f.maxCells < 0 {
+	if f.rows < 0 || f.text.KSCells < 1 || f.text.MaxCells < 0 {
 		return false, nil, usageErrorf("--ks-cells must be at least 1, --rows and --max-cells at least 0")
 	}
 	st, err := os.Stat(pred)
@@ -154,18 +150,11 @@ func absPath(name string) string {
 
 // points parses --eval-points.
 func (f *streamFlags) points() (int, error) {
-	switch v := strings.TrimSpace(f.evalPoints); v {
-	case "":
-		return 0, nil
-	case "all":
-		return evaluate.AllPoints, nil
-	default:
-		m, err := strconv.Atoi(v)
-		if err != nil || m < 1 {
-			return 0, usageErrorf("--eval-points %q: want a number >= 1, or all", f.evalPoints)
-		}
-		return m, nil
+	m, err := f.text.Points()
+	if err != nil {
+		return 0, optionError("", err)
 	}
+	return m, nil
 }
 
 // stream evaluates the shards names of args[0] in two passes of chunks.
@@ -182,7 +171,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 		o.Metrics = nil // the streamed defaults
 	}
 	m, _ := sf.points()
-	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.ksCells, MaxCells: sf.maxCells}
+	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.text.KSCells, MaxCells: sf.text.MaxCells}
 	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
 		return nil, err
 	}

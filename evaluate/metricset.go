@@ -1,0 +1,54 @@
+package evaluate
+
+import (
+	"slices"
+	"strings"
+)
+
+// parseMetrics parses a list of metric names (see Metrics), or "all",
+// into each metric once, in the order of Metrics, and reports whether the
+// list named "all". Items are comma-separated; surrounding spaces and empty
+// items are ignored.
+func parseMetrics(list string) (ms MetricSet, all bool, err error) {
+	seen := map[Metric]bool{}
+	for _, f := range strings.Split(list, ",") {
+		switch m := Metric(strings.TrimSpace(f)); {
+		case m == "":
+		case m == "all":
+			all = true
+			for _, a := range Metrics {
+				seen[a] = true
+			}
+		case slices.Contains(Metrics, m):
+			seen[m] = true
+		default:
+			return nil, false, optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", m, Metrics.words())
+		}
+	}
+	if len(seen) == 0 {
+		return nil, false, optionError("metrics", "metrics: no metric given")
+	}
+	out := MetricSet{}
+	for _, m := range Metrics {
+		if seen[m] {
+			out = append(out, m)
+		}
+	}
+	return out, all, nil
+}
+
+// CheckKSR checks the KS r of o against the K of the set they will be
+// used on when o asks for ks (the default metrics, or "ks" among o.Metrics): an
+// r above K would name no rows. Its error reads "ks-r 4: the predictions
+// have K = 3 classes, so r must be at most 3".
+func CheckKSR(o Options, k int) error {
+	if o.Metrics != nil && !o.Metrics.Has(KS) {
+		return nil
+	}
+	for _, r := range o.KSR {
+		if r > k {
+			return optionError("ks-r", "ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package evaluate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+// TestCheckKSR: the KS r is checked against K only when ks is asked for.
+func TestCheckKSR(t *testing.T) {
+	o := Options{KSR: []int{1, 4}}
+	if err := CheckKSR(o, 3); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), "ks-r 4: the predictions have K = 3 classes, so r must be at most 3") {
+		t.Errorf("CheckKSR: %v", err)
+	}
+	if err := CheckKSR(o, 4); err != nil {
+		t.Errorf("CheckKSR K = 4: %v", err)
+	}
+	o.Metrics = MetricSet{"brier"}
+	if err := CheckKSR(o, 3); err != nil {
+		t.Errorf("CheckKSR without ks: %v", err)
+	}
+}
+
+// TestVocabularyText: the option types read the text of calib eval's
+// flags (empty items skipped; metrics in output order, each once; "all")
+// and write it back, and refuse bad items with OptionErrors that start
+// with the option's name.
+func TestVocabularyText(t *testing.T) {
+	var ms MetricSet
+	if err := ms.UnmarshalText([]byte(" ks, brier,ks,,ece_kde ")); err != nil || !slices.Equal(ms, MetricSet{"ece_kde", "ks", "brier"}) {
+		t.Errorf("MetricSet: %v, %v", ms, err)
+	}
+	var ps Exponents
+	if err := ps.UnmarshalText([]byte("1, 2.5,")); err != nil || !slices.Equal(ps, Exponents{1, 2.5}) || ps.String() != "1,2.5" {
+		t.Errorf("Exponents: %v, %v", ps, err)
+	}
+	var rs Ranks
+	if err := rs.UnmarshalText([]byte("1,3")); err != nil || !slices.Equal(rs, Ranks{1, 3}) || rs.String() != "1,3" {
+		t.Errorf("Ranks: %v, %v", rs, err)
+	}
+	if err := rs.UnmarshalText(nil); err != nil || rs == nil || len(rs) != 0 {
+		t.Errorf("Ranks empty: %#v, %v (want empty, not nil: no top-r error)", rs, err)
+	}
+	for in, want := range map[string]Bandwidth{"auto": 0, " AUTO ": 0, "0.05": 0.05, "1e-3": 1e-3} {
+		var h Bandwidth
+		if err := h.UnmarshalText([]byte(in)); err != nil || h != want {
+			t.Errorf("Bandwidth(%q) = %v, %v; want %v", in, h, err, want)
+		}
+	}
+	if Bandwidth(0).String() != "auto" || Bandwidth(0.05).String() != "0.05" {
+		t.Errorf("Bandwidth text %q, %q", Bandwidth(0), Bandwidth(0.05))
+	}
+	for _, c := range []struct {
+		v      interface{ UnmarshalText([]byte) error }
+		text   string
+		option string
+		want   string
+	}{
+		{new(MetricSet), "ks,nope", "metrics", `metrics: unknown metric "nope" (valid: ece_kde, `},
+		{new(MetricSet), " , ", "metrics", "metrics: no metric given"},
+		{new(Exponents), "1,0.5", "p", fmt.Sprintf(`p "0.5": each p must be a number in [1, %d]`, kde.MaxP)},
+		{new(Exponents), "1e308", "p", `p "1e308"`},
+		{new(Exponents), ",", "p", "p: no exponent given"},
+		{new(Ranks), "1,0", "ks-r", `ks-r "0": each r must be an integer >= 1`},
+		{new(Ranks), "x", "ks-r", `ks-r "x"`},
+		{new(Bandwidth), "0", "bandwidth", `bandwidth "0": want auto or a positive number`},
+		{new(Bandwidth), "Inf", "bandwidth", `bandwidth "Inf"`},
+		{new(Bandwidth), "NaN", "bandwidth", `bandwidth "NaN"`},
+	} {
+		err := c.v.UnmarshalText([]byte(c.text))
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != c.option || !errors.Is(err, ErrOptions) || !strings.HasPrefix(err.Error(), ErrOptions.Error()+": "+c.want) {
+			t.Errorf("%T %q: error %v, want an OptionError of %s with %q", c.v, c.text, err, c.option, c.want)
+		}
+	}
+}
+
+// TestSelectBandwidth: the report holds kde.SelectBandwidth's selection
+// (values compared against it directly), renders as calib bandwidth
+// prints it (null for -Inf in the JSON), and refuses a set of one sample.
+func TestSelectBandwidth(t *testing.T) {
+	s := loadTest(t)
+	r, err := SelectBandwidth(context.Background(), s, kde.TopLabel, kde.BandwidthOptions{Objective: kde.Reference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := kde.SelectBandwidth(kde.TopLabel, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: kde.Reference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Bandwidth != cv.Bandwidth || r.Index != cv.Index || r.Notion != "top_label" || r.Objective != "reference" || r.N != 200 || r.K != 3 ||
+		len(r.Grid) != len(cv.Grid) || float64(r.LogLikAt) != cv.LogLik {
+		t.Errorf("report %+v, selection %+v", r, cv)
+	}
+	r.LogLik[0] = Float(math.Inf(-1))
+	var js, text bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil || m["loglik"].([]any)[0] != nil || m["bandwidth"] != r.Bandwidth {
+		t.Errorf("JSON %s: %v", js.Bytes(), err)
+	}
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"top_label bandwidth (n = 200, K = 3), objective reference", "selected h = ", "<- best grid value"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	one := &data.Set{File: "one.csv", N: 1, K: 3, Probs: []float64{0.2, 0.3, 0.5}, Labels: []int{0}}
+	if _, err := SelectBandwidth(context.Background(), one, kde.Canonical, kde.BandwidthOptions{}); !errors.Is(err, data.ErrTooFew) {
+		t.Errorf("one sample: %v", err)
+	}
+}
+
+// TestProvenance: AddInput records a set as read (with the sum of its
+// weights) and chains; a nil set adds nothing; Version is never empty.
+func TestProvenance(t *testing.T) {
+	s := loadTest(t)
+	w := make([]float64, s.N)
+	for i := range w {
+		w[i] = 0.5
+	}
+	ws := *s
+	if err := ws.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	p := (&Provenance{}).AddInput("val", s, "y.npy").AddInput("test", &ws, "").AddInput("x", nil, "")
+	want := []Input{{Role: "val", File: s.File, Labels: "y.npy", Kind: "probabilities", N: 200, K: 3},
+		{Role: "test", File: s.File, Kind: "probabilities", N: 200, K: 3, WeightSum: 100}}
+	if !slices.Equal(p.Inputs, want) {
+		t.Errorf("inputs %+v\nwant %+v", p.Inputs, want)
+	}
+	if (*Provenance)(nil).AddInput("", s, "") != nil {
+		t.Error("nil provenance")
+	}
+	if Version() == "" {
+		t.Error("empty version")
+	}
+}
