@@ -131,15 +131,15 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p)), group: groupTopLabel}
+		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
 		finish(e, p)
-		e.stat = func(idx []int) (float64, error) {
+		ev.setStat(e, func(idx []int) (float64, error) {
 			b, err := bins(top, topY, topA, idx)
 			if err != nil {
 				return 0, err
 			}
 			return val(b, p), nil
-		}
+		})
 		out = append(out, e)
 		// Class-wise: the mean over classes, with the sum and the terms.
 		pc, cb, err := classWise(p, nil)
@@ -147,10 +147,10 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 			return nil, err
 		}
 		e = classWiseEntry(m, binning, p, pc, cb, o.Rule)
-		e.stat = func(idx []int) (float64, error) {
+		ev.setStat(e, func(idx []int) (float64, error) {
 			pc, _, err := classWise(p, idx)
 			return pc.Value, err
-		}
+		})
 		out = append(out, e)
 		// Canonical cells (not for the debiased estimator).
 		if m == ECEBinDebiased {
@@ -167,16 +167,16 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 			}
 			return c.Value
 		}
-		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn)), group: groupCanonical}
+		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
 		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
 		finish(e, p)
-		e.stat = func(idx []int) (float64, error) {
+		ev.setStat(e, func(idx []int) (float64, error) {
 			c, err := canonical(pp, idx)
 			if err != nil {
 				return 0, err
 			}
 			return pick(c), nil
-		}
+		})
 		out = append(out, e)
 	}
 	return out, nil
@@ -200,7 +200,7 @@ func binnedValue(m Metric) func(b *metric.Bins, p float64) float64 {
 // exponent p: the mean over classes of the per-class values pc of the
 // class bins cb (rule: their bin rule), with the sum and the terms.
 func classWiseEntry(m Metric, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
-	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	maxBins := 0
 	for k, b := range cb {
 		e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
@@ -333,7 +333,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, p := range ps {
-		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p)), group: groupTopLabel}
+		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p))}
 		finishBinnedEntry(m, e, p)
 		edgeBound(m, e, p, tb.Mass, tb.Abs)
 		out = append(out, e)
@@ -353,7 +353,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 			if c.Strict {
 				return nil, &DataError{Err: err}
 			}
-			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B), group: groupCanonical, Error: err.Error()})
+			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B), Error: err.Error()})
 			continue
 		}
 		pp := cellP(m, p)
@@ -362,7 +362,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		if m == MCE {
 			v = cn.MCE
 		}
-		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v), group: groupCanonical}
+		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v)}
 		e.Warnings = canonicalWarnings(m, int(s.N), s.K, cn)
 		finishBinnedEntry(m, e, p)
 		out = append(out, e)

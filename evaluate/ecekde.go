@@ -108,18 +108,6 @@ func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float6
 		h, neighbours, n-1, p, v, inf))
 }
 
-func kdeGroup(n kde.Notion) int {
-	switch n {
-	case kde.Canonical:
-		return groupCanonical
-	case kde.Marginal:
-		return groupClassWise
-	case kde.Binary:
-		return groupBinary
-	}
-	return groupTopLabel
-}
-
 func (ev *evaluator) eceKDE() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
 	if err := s.Require(2, "ECE^KDE"); err != nil {
@@ -148,7 +136,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 			for i, v := range res.Values {
 				e := &Result{Metric: name, Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
 					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
-					Warnings: b.warnings, group: kdeGroup(notion)}
+					Warnings: b.warnings}
 				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != nil {
 					e.Warnings = append(slices.Clip(e.Warnings), w)
 				}
@@ -163,17 +151,17 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				}
 				if c.CIExact {
 					notion, p, h := notion, v.P, b.h
-					e.stat = func(idx []int) (float64, error) {
+					ev.setStat(e, func(idx []int) (float64, error) {
 						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
 							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Exact: c.Exact, Workers: 1, Debias: debias})
 						if err != nil {
 							return 0, err
 						}
 						return r.Values[0].Value, nil
-					}
+					})
 				} else if c.ci {
 					i := i
-					e.stat = func(idx []int) (float64, error) { return res.Resampled(i, idx), nil }
+					ev.setStat(e, func(idx []int) (float64, error) { return res.Resampled(i, idx), nil })
 				}
 				out = append(out, e)
 			}
@@ -206,8 +194,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 		for i, v := range res.Values {
 			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
-				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings,
-				group: kdeGroup(ps.Notion)}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
+				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
 			if ps.Notion == kde.Marginal {
 				e.Aggregate = "sum"
 				if c.ClassMean {

@@ -461,7 +461,8 @@ func oneLineError(err error) string {
 
 // interval adds the bootstrap interval of an entry that has a statistic.
 func (ev *evaluator) interval(d *metricDef, e *Result) error {
-	if e.stat == nil || e.Error != "" {
+	stat := ev.stats[e]
+	if stat == nil || e.Error != "" {
 		return nil
 	}
 	o := ev.cfg.boot
@@ -470,7 +471,7 @@ func (ev *evaluator) interval(d *metricDef, e *Result) error {
 	if e.Value != nil {
 		o.Estimate = float64(*e.Value)
 	}
-	iv, err := metric.Bootstrap(ev.set.N, e.stat, o)
+	iv, err := metric.Bootstrap(ev.set.N, stat, o)
 	done()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", e.Metric, e.Notion, err)
@@ -501,6 +502,17 @@ type evaluator struct {
 	// shared, if not nil, shares LOO bandwidth selections with other
 	// users of the same set (report: the comparison and the bandwidth view).
 	shared Bandwidths
+	// stats holds, for the entries that have one, the function that
+	// recomputes the entry's value on a bootstrap resample (the rows idx).
+	stats map[*Result]func(idx []int) (float64, error)
+}
+
+// setStat records the bootstrap statistic of the entry e.
+func (ev *evaluator) setStat(e *Result, stat func(idx []int) (float64, error)) {
+	if ev.stats == nil {
+		ev.stats = map[*Result]func(idx []int) (float64, error){}
+	}
+	ev.stats[e] = stat
 }
 
 // step starts a progress step (nothing without Options.Progress).

@@ -25,9 +25,9 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	var out []*Result
 	add := func(notion string, r int, sc, oc []float64) {
 		v, _ := metric.KS(sc, oc, false, s.Weights)
-		e := &Result{Metric: KS, Notion: notion, R: ptr(r), Value: jf(v), group: groupTopLabel}
+		e := &Result{Metric: KS, Notion: notion, R: ptr(r), Value: jf(v)}
 		sorted := metric.NewSortedKS(sc, oc, s.Weights)
-		e.stat = func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil }
+		ev.setStat(e, func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil })
 		out = append(out, e)
 	}
 	for _, r := range ev.cfg.ksR {
@@ -43,7 +43,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 		}
 	}
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
-	e := &Result{Metric: KS, Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum), group: groupClassWise}
+	e := &Result{Metric: KS, Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, Float(v))
 	}
@@ -52,13 +52,13 @@ func (ev *evaluator) ks() ([]*Result, error) {
 		sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
 		sorted[k] = metric.NewSortedKS(sc, oc, s.Weights)
 	}
-	e.stat = func(idx []int) (float64, error) {
+	ev.setStat(e, func(idx []int) (float64, error) {
 		counts, sum := metric.Counts(s.N, idx), 0.0
 		for _, sk := range sorted {
 			sum += sk.KSResample(counts)
 		}
 		return sum / float64(s.K), nil
-	}
+	})
 	out = append(out, e)
 	return out, nil
 }
@@ -70,7 +70,7 @@ func (s *Sums) finishKS() []*Result {
 	var out []*Result
 	entry := func(notion string, r int, ks *metric.KSSums) *Result {
 		lo, hi := ks.Interval()
-		e := &Result{Metric: KS, Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound", group: groupTopLabel}
+		e := &Result{Metric: KS, Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound"}
 		if r > 0 {
 			e.R = ptr(r)
 		}
@@ -90,7 +90,7 @@ func (s *Sums) finishKS() []*Result {
 			i++
 		}
 	}
-	e := &Result{Metric: KS, Notion: "class_wise", IntervalKind: "bound", group: groupClassWise}
+	e := &Result{Metric: KS, Notion: "class_wise", IntervalKind: "bound"}
 	sum, slo, shi := 0.0, 0.0, 0.0
 	for _, ks := range s.KSClass {
 		lo, hi := ks.Interval()

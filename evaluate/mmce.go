@@ -24,11 +24,11 @@ func (ev *evaluator) mmce() ([]*Result, error) {
 	s, w := ev.set, ev.cfg.mmce
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
 	v, sq := metric.MMCE(r, cor, w, nil, s.Weights)
-	e := &Result{Metric: MMCE, Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w), group: groupTopLabel}
-	e.stat = func(idx []int) (float64, error) {
+	e := &Result{Metric: MMCE, Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w)}
+	ev.setStat(e, func(idx []int) (float64, error) {
 		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, metric.Resample(s.Weights, 1, idx))
 		return v, nil
-	}
+	})
 	return []*Result{e}, nil
 }
 
@@ -42,7 +42,6 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	c := s.Config
 	sq, se, lo, hi := ks.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth),
-		group: groupTopLabel}, len(ks.MMCE.R), se, root(lo), root(hi))
+	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, len(ks.MMCE.R), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }

@@ -89,8 +89,9 @@ func (ms MetricSet) Has(m Metric) bool { return slices.Contains(ms, m) }
 // of it, each part written in the metric's own file.
 type metricDef struct {
 	name Metric
-	// compute computes every entry of the metric on the set in memory;
-	// the entries carry their group and, for the bootstrap, their stat.
+	// compute computes every entry of the metric on the set in memory,
+	// recording with ev.setStat how each is recomputed on a bootstrap
+	// resample (its output group follows from its notion: Result.group).
 	compute func(ev *evaluator) ([]*Result, error)
 	// interval is the bootstrap interval of the metric's entries (exact:
 	// Options.CIExact); see Options.CI.

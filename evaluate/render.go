@@ -63,8 +63,8 @@ func WriteText(w io.Writer, out *Evaluation) error {
 		phead, ptab = "\tp-value", "\t"
 	}
 	for _, e := range out.Results {
-		if e.group != group {
-			group = e.group
+		if e.group() != group {
+			group = e.group()
 			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t%s\n", strings.ToUpper(groupNames[group]), ptab)
 			fmt.Fprintf(tw, "metric\tnotion\tp\tsettings\tvalue\troot\tinterval%s\ttime\n", phead)
 		}
@@ -114,7 +114,7 @@ func WriteText(w io.Writer, out *Evaluation) error {
 // Row returns the result's cells as the table shows them: group, metric,
 // notion, p, settings, value, root, interval.
 func (e *Result) Row() []string {
-	return []string{groupNames[e.group], string(e.Metric), notionCell(e), pCell(e), settings(e), valueCell(e), floatCell(e.Root), intervalCell(e)}
+	return []string{groupNames[e.group()], string(e.Metric), notionCell(e), pCell(e), settings(e), valueCell(e), floatCell(e.Root), intervalCell(e)}
 }
 
 func notionCell(e *Result) string {

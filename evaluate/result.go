@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/calib-dev/calib/kde"
 )
 
 // Output groups, in order.
@@ -81,19 +83,38 @@ type Result struct {
 	PValue          *Float `json:"p_value,omitempty"`
 	PValueMethod    string `json:"p_value_method,omitempty"`
 	PValueResamples *int   `json:"p_value_resamples,omitempty"`
-
-	group int
-	// stat recomputes the Result's value on a bootstrap resample.
-	stat func(idx []int) (float64, error)
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func jf(v float64) *Float { return ptr(Float(v)) }
 
+// group is the output group of an entry, from its notion: canonical;
+// class-wise (class_wise, and ece_kde's marginal); top-label (top_label,
+// and KS's top_r and within_top_r); binary; the proper scores and basics
+// (no notion). An entry of a metric that failed as a whole has no notion
+// and is listed first, with the canonical group.
+func (e *Result) group() int {
+	switch e.Notion {
+	case "canonical":
+		return groupCanonical
+	case "class_wise", kde.Marginal.String():
+		return groupClassWise
+	case "top_label", "top_r", "within_top_r":
+		return groupTopLabel
+	case kde.Binary.String():
+		return groupBinary
+	case "":
+		if e.Error == "" {
+			return groupScores
+		}
+	}
+	return groupCanonical
+}
+
 // sortByGroup orders the entries by group, keeping the order within groups.
 func sortByGroup(es []*Result) {
-	slices.SortStableFunc(es, func(a, b *Result) int { return cmp.Compare(a.group, b.group) })
+	slices.SortStableFunc(es, func(a, b *Result) int { return cmp.Compare(a.group(), b.group()) })
 }
 
 // Float is a float64 that encodes -Inf, +Inf and NaN as null in JSON, so

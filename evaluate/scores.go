@@ -24,7 +24,7 @@ func scoreDef(m Metric, mean func(*metric.ScoreSums) float64) metricDef {
 		interval: percentile,
 		define:   func(_ *config, e *Result) { e.Estimator = "mean" },
 		finish: func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
-			return []*Result{{Metric: m, Value: jf(mean(s.Scores)), group: groupScores}}, nil
+			return []*Result{{Metric: m, Value: jf(mean(s.Scores))}}, nil
 		},
 		streamed: true,
 	}
@@ -77,7 +77,7 @@ func (ev *evaluator) score(m Metric) ([]*Result, error) {
 	for i := range all {
 		all[i] = i
 	}
-	e := &Result{Metric: m, Value: jf(mean(all)), group: groupScores}
-	e.stat = func(idx []int) (float64, error) { return mean(idx), nil }
+	e := &Result{Metric: m, Value: jf(mean(all))}
+	ev.setStat(e, func(idx []int) (float64, error) { return mean(idx), nil })
 	return []*Result{e}, nil
 }

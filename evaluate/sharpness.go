@@ -27,9 +27,9 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 	if err := s.Require(3, "sharpness"); err != nil {
 		return nil, err
 	}
-	notion, group := kde.TopLabel, groupTopLabel
+	notion := kde.TopLabel
 	if s.Binary {
-		notion, group = kde.Binary, groupBinary
+		notion = kde.Binary
 	}
 	b, err := ev.bandwidth(notion)
 	if err != nil {
@@ -47,22 +47,22 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
 		e := &Result{Metric: name, Notion: notion.String(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
-			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: group}
+			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)}
 		if c.CIExact {
-			e.stat = func(idx []int) (float64, error) {
+			ev.setStat(e, func(idx []int) (float64, error) {
 				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: 1, Debias: debias})
 				if err != nil {
 					return 0, err
 				}
 				return r.Value, nil
-			}
+			})
 		} else {
-			e.stat = func(idx []int) (float64, error) {
+			ev.setStat(e, func(idx []int) (float64, error) {
 				if v := res.Resampled(idx); !math.IsNaN(v) {
 					return v, nil
 				}
 				return 0, fmt.Errorf("sharpness: no point kept in the resample")
-			}
+			})
 		}
 
 		out = append(out, e)
@@ -107,7 +107,7 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 		return nil, err
 	}
 	e := s.sampled(&Result{Metric: Sharpness, Notion: n.String(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
-		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded), group: kdeGroup(n)},
+		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)},
 		res.M, res.SE, Float(res.Lo), Float(res.Hi))
 	return []*Result{e}, nil
 }

@@ -76,8 +76,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	var out []*Result
 	for i, v := range res.Values {
 		e := &Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
-			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
-			group: groupCanonical}
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
 		}
@@ -86,7 +85,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 		}
 		if c.CIExact {
 			p := v.P
-			e.stat = func(idx []int) (float64, error) {
+			ev.setStat(e, func(idx []int) (float64, error) {
 				oo := o
 				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
 				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), oo)
@@ -94,15 +93,15 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 					return 0, err
 				}
 				return r.Values[0].Value, nil
-			}
+			})
 		} else if c.ci {
 			i := i
-			e.stat = func(idx []int) (float64, error) {
+			ev.setStat(e, func(idx []int) (float64, error) {
 				if v := res.Resampled(i, idx); !math.IsNaN(v) {
 					return v, nil
 				}
 				return 0, fmt.Errorf("ece_witness: no point kept in the resample")
-			}
+			})
 		}
 		out = append(out, e)
 	}
@@ -124,8 +123,7 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	var out []*Result
 	for _, v := range vals {
 		e := s.sampled(&Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
-			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded),
-			group: groupCanonical}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
 		}
