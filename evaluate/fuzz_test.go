@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/calib-dev/calib/metric"
@@ -17,7 +18,8 @@ import (
 // infinite value, and a Sums merged with a copy of itself is refused (the
 // same rows twice). The seeds are the state of real streams (the default
 // metrics, and equal-mass Doane bins with sharpness, mmce and
-// ece_witness).
+// ece_witness), and the states of testdata/state-v2, written before the
+// states had kinds.
 func FuzzStreamState(f *testing.F) {
 	s, err := demoSet("test")
 	if err != nil {
@@ -44,6 +46,14 @@ func FuzzStreamState(f *testing.F) {
 		}
 		a, _ := json.Marshal(sums)
 		b, _ := json.Marshal(ks)
+		f.Add(a, b)
+	}
+	for _, name := range []string{"fixed", "sketched"} { // states written before kinds were recorded
+		a, errA := os.ReadFile("testdata/state-v2/" + name + "-sums.json")
+		b, errB := os.ReadFile("testdata/state-v2/" + name + "-kernelsums.json")
+		if errA != nil || errB != nil {
+			f.Fatal(errA, errB)
+		}
 		f.Add(a, b)
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {

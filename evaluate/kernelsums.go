@@ -2,7 +2,6 @@ package evaluate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,7 +24,7 @@ type KernelSums struct {
 	K      int       `json:"k"` // columns of the rows
 	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
 	// not asked for).
-	MMCE *MMCESums `json:"mmce,omitempty"`
+	MMCE *metric.MMCESums `json:"mmce,omitempty"`
 	// Witness holds ece_witness's residual kernel sums.
 	Witness *kde.WitnessSums `json:"witness,omitempty"`
 	// Sharpness holds sharpness's kernel sums (top_label, or binary for
@@ -48,41 +47,41 @@ type KernelSums struct {
 	index map[string]map[int64]int
 }
 
-// UnmarshalJSON reads the JSON form of KernelSums, checking its version
-// and that every part is there.
+// MarshalJSON writes the JSON form: {"kind": "evaluate.KernelSums",
+// "version": 2, ...} and the exported fields, each sum in its own
+// envelope.
+func (ks *KernelSums) MarshalJSON() ([]byte, error) {
+	type plain KernelSums
+	return kernelSumsKind.Encode((*plain)(ks))
+}
+
+// UnmarshalJSON reads the JSON form of KernelSums, checking its kind,
+// version and that every part is there.
 func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	type plain KernelSums
 	var v plain
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("evaluate.KernelSums: %w", err)
-	}
-	if v.Version != streamVersion {
-		return fmt.Errorf("evaluate.KernelSums: version %d, want %d", v.Version, streamVersion)
+	if _, err := kernelSumsKind.Decode(b, &v); err != nil {
+		return err
 	}
 	for _, ps := range v.Notions {
 		if ps == nil || ps.M() != len(v.Points) {
-			return fmt.Errorf("evaluate.KernelSums: notions inconsistent with the %d points", len(v.Points))
+			return kernelSumsKind.Errorf("notions inconsistent with the %d points", len(v.Points))
 		}
 	}
 	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
-		return fmt.Errorf("evaluate.KernelSums: sharpness sums inconsistent with the %d points", len(v.Points))
+		return kernelSumsKind.Errorf("sharpness sums inconsistent with the %d points", len(v.Points))
 	}
-	if v.MMCE != nil {
-		if err := v.MMCE.check(len(v.Points)); err != nil {
-			return fmt.Errorf("evaluate.KernelSums: mmce: %w", err)
-		}
+	if v.MMCE != nil && v.MMCE.M() != len(v.Points) {
+		return kernelSumsKind.Errorf("mmce sums of %d points, not %d", v.MMCE.M(), len(v.Points))
 	}
 	if v.Witness != nil && v.Witness.M() != len(v.Points) {
-		return fmt.Errorf("evaluate.KernelSums: witness sums inconsistent with the %d points", len(v.Points))
+		return kernelSumsKind.Errorf("witness sums inconsistent with the %d points", len(v.Points))
 	}
 	if (v.TopEdges == nil && v.ClassEdges != nil) || (v.TopEdges != nil && (len(v.ClassEdges) != v.K || slices.Contains(v.ClassEdges, nil))) {
-		return fmt.Errorf("evaluate.KernelSums: %d class edge sums for K = %d", len(v.ClassEdges), v.K)
+		return kernelSumsKind.Errorf("%d class edge sums for K = %d", len(v.ClassEdges), v.K)
 	}
 	if v.Blocks < 0 || v.Block < 0 || (v.Blocks > 0 && v.Block >= v.Blocks) || v.Rows < 0 {
-		return fmt.Errorf("evaluate.KernelSums: block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
-	}
-	if m := v.MMCE; m != nil && (len(m.R) != len(v.Points) || len(m.E) != len(m.R) || len(m.T) != len(m.R) || (m.W != nil && len(m.W) != len(m.R))) {
-		return fmt.Errorf("evaluate.KernelSums: mmce sums inconsistent with the %d points", len(v.Points))
+		return kernelSumsKind.Errorf("block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
 	}
 	*ks = KernelSums(v)
 	return nil
@@ -166,7 +165,9 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 	}
 	ks.Points = ids
 	if s.Config.has("mmce") {
-		ks.MMCE = newMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth)
+		if ks.MMCE, err = metric.NewMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth); err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
 	}
 	if !s.Config.has("ece_kde") {
 		notions = nil
@@ -247,7 +248,9 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 		}
 	}
 	if ks.MMCE != nil {
-		ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights)
+		if err := ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
 	}
 	if ks.TopEdges != nil {
 		if err := addScores(ks.TopEdges, ks.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
@@ -391,16 +394,17 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 		out.Witness = ws
 	}
 	if a.MMCE != nil {
-		out.MMCE = &MMCESums{Width: a.MMCE.Width, N: a.MMCE.N, Total: a.MMCE.Total}
-		for _, b := range bs {
-			ms := b.MMCE
-			if ms.Width != a.MMCE.Width || ms.N != a.MMCE.N || ms.Total != a.MMCE.Total || (ms.W == nil) != (a.MMCE.W == nil) {
-				return nil, errors.New("evaluate: blocks of mmce sums of different set-ups or rows")
-			}
-			out.MMCE.R, out.MMCE.E = append(out.MMCE.R, ms.R...), append(out.MMCE.E, ms.E...)
-			out.MMCE.W, out.MMCE.T = append(out.MMCE.W, ms.W...), append(out.MMCE.T, ms.T...)
+		parts := make([]*metric.MMCESums, nb)
+		for i, b := range bs {
+			parts[i] = b.MMCE
 		}
+		ms, err := metric.ConcatMMCESums(parts)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		out.MMCE = ms
 	}
+
 	for _, b := range bs {
 		out.Points = append(out.Points, b.Points...)
 	}

@@ -29,8 +29,12 @@ import (
 //     on a grid of bandwidths, from which the bandwidth is chosen by the
 //     leave-one-out likelihood of the points against all rows.
 //
-// Both have Add (a batch), Merge (another shard's state) and a versioned
-// JSON form; Finish turns them into the Evaluation that Evaluate would
+// Both have Add (a batch) and Merge (another shard's state), which return
+// an error for a batch or state that does not fit, and a JSON form in the
+// one envelope of calib's states ({"kind": "evaluate.Sums", "version": 2,
+// ...}, package internal/state) with its promise: a released calib reads
+// the states any earlier released calib wrote (from version 2). Finish
+// turns them into the Evaluation that Evaluate would
 // give, with the kernel estimates' sampling intervals. Stream runs both
 // passes over a Source that can be read twice.
 

@@ -840,12 +840,12 @@ func TestKernelSumsJSONRefused(t *testing.T) {
 		{`{"version":2,"k":2,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[null,null],"rows":1}`, "class edge"},
 		{`{"version":2,"k":3,"top_edges":{"version":1,"keys":[],"limit":5,"values":[]},"class_edges":[],"rows":1}`, "class edge"},
 		{`{"version":2,"k":2,"block":3,"blocks":2}`, "block 3 of 2"},
-		{`{"version":1,"k":2}`, "version 1, want 2"},
-		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{}}`, "mmce: width 0"},
-		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[0.5],"e":[0.5],"t":[],"n":1,"total_w":1}}`, "mmce: 1 confidences, 1 residuals, 0 weights and 0 sums for 1 points"},
-		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[1.5],"e":[0.5],"t":[0.1],"n":1,"total_w":1}}`, "mmce: point 0"},
-		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{` + mmce + `,"w":[-1]}}`, "mmce: point 0"},
-		{`{"version":2,"k":2,"points":[],"mmce":{` + mmce + `}}`, "for 0 points"},
+		{`{"version":1,"k":2}`, "version 1, older than this calib reads (2 to 2)"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{}}`, "metric.MMCESums: width 0"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[0.5],"e":[0.5],"t":[],"n":1,"total_w":1}}`, "metric.MMCESums: 1 confidences, 1 residuals, 0 weights and 0 sums for 1 points"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{"width":0.2,"r":[1.5],"e":[0.5],"t":[0.1],"n":1,"total_w":1}}`, "metric.MMCESums: point 0"},
+		{`{"version":2,"k":2,"points":[{"source":"a","row":0}],"mmce":{` + mmce + `,"w":[-1]}}`, "metric.MMCESums: point 0"},
+		{`{"version":2,"k":2,"points":[],"mmce":{` + mmce + `}}`, "mmce sums of 1 points, not 0"},
 	} {
 		err := json.Unmarshal([]byte(c.doc), new(KernelSums))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

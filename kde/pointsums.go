@@ -2,7 +2,6 @@ package kde
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"github.com/calib-dev/calib/internal/kernel"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/internal/state"
 )
 
 // StreamGrid returns the candidate bandwidths of PointSums when none are
@@ -77,6 +77,14 @@ type PointSums struct {
 }
 
 const pointSumsVersion = 1
+
+// The kinds of the kernel sums' JSON forms (package internal/state: one
+// envelope {"kind", "version", ...}, one decoder, and the promise that a
+// later calib reads every earlier version).
+var (
+	pointSumsKind   = state.Kind{Name: "kde.PointSums", Version: pointSumsVersion}
+	witnessSumsKind = state.Kind{Name: "kde.WitnessSums", Version: pointSumsVersion}
+)
 
 // pointTile is the number of centres PointSums.Add handles at a time.
 const pointTile = 1024
@@ -539,7 +547,7 @@ type pointSumsJSON struct {
 func (ps *PointSums) MarshalJSON() ([]byte, error) {
 	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.Notion, K: ps.K, Grid: ps.Grid, Points: ps.Points, Labels: ps.Labels,
 		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: nullShifts(ps.Shift), Sums: ps.Sums, Squares: ps.Squares}
-	return json.Marshal(v)
+	return pointSumsKind.Encode(v)
 }
 
 // nullShifts returns the shifts with -Inf (no centre yet) as nil, for
@@ -568,22 +576,19 @@ func infShifts(shift []*float64) []float64 {
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
 func (ps *PointSums) UnmarshalJSON(b []byte) error {
 	var v pointSumsJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("kde.PointSums: %w", err)
-	}
-	if v.Version != pointSumsVersion {
-		return fmt.Errorf("kde.PointSums: version %d, want %d", v.Version, pointSumsVersion)
+	if _, err := pointSumsKind.Decode(b, &v); err != nil {
+		return err
 	}
 	m := len(v.Labels)
 	if v.K < 2 || v.Notion < Canonical || v.Notion > Binary || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
 		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) || (v.Squares != nil && len(v.Squares) != len(v.Sums)) {
-		return fmt.Errorf("kde.PointSums: inconsistent sizes")
+		return pointSumsKind.Errorf("inconsistent sizes")
 	}
 	if err := checkGrid(v.Grid); err != nil {
-		return fmt.Errorf("kde.PointSums: %w", err)
+		return pointSumsKind.Errorf("%w", err)
 	}
 	if err := checkPoints(v.Notion, v.Points, v.Labels, v.K); err != nil {
-		return fmt.Errorf("kde.PointSums: %w", err)
+		return pointSumsKind.Errorf("%w", err)
 	}
 	*ps = PointSums{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
 		N: v.N, W: v.W, Shift: infShifts(v.Shift), Sums: v.Sums, Squares: v.Squares}

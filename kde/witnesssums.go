@@ -1,7 +1,6 @@
 package kde
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -277,35 +276,32 @@ type witnessSumsJSON struct {
 
 // MarshalJSON writes the versioned JSON form.
 func (ws *WitnessSums) MarshalJSON() ([]byte, error) {
-	return json.Marshal(witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: nullShifts(ws.Shift)})
+	return witnessSumsKind.Encode(witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: nullShifts(ws.Shift)})
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
 func (ws *WitnessSums) UnmarshalJSON(b []byte) error {
 	var v witnessSumsJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("kde.WitnessSums: %w", err)
-	}
-	if v.Version != pointSumsVersion {
-		return fmt.Errorf("kde.WitnessSums: version %d, want %d", v.Version, pointSumsVersion)
+	if _, err := witnessSumsKind.Decode(b, &v); err != nil {
+		return err
 	}
 	out := WitnessSums(v.witnessSumsPlain)
 	if err := checkGrid(out.Grid); err != nil {
-		return fmt.Errorf("kde.WitnessSums: %w", err)
+		return witnessSumsKind.Errorf("%w", err)
 	}
 	m := len(out.Labels)
 	if out.K < 2 || m == 0 || len(out.Points) != m*out.K || (out.Weights != nil && len(out.Weights) != m) || !(out.Scale >= 0) {
-		return errors.New("kde.WitnessSums: inconsistent sizes")
+		return witnessSumsKind.Errorf("inconsistent sizes")
 	}
 	if err := checkPoints(Canonical, out.Points, out.Labels, out.K); err != nil {
-		return fmt.Errorf("kde.WitnessSums: %w", err)
+		return witnessSumsKind.Errorf("%w", err)
 	}
 	nb := out.bandwidths()
 	if len(v.Shift) != nb*m || len(out.S) != nb*m || len(out.E) != nb*m*out.K {
-		return errors.New("kde.WitnessSums: inconsistent sizes")
+		return witnessSumsKind.Errorf("inconsistent sizes")
 	}
 	if out.Scale > 0 && (len(out.P) != len(out.Grid)*m || len(out.Q) != len(out.Grid)*m) {
-		return errors.New("kde.WitnessSums: inconsistent pair sums")
+		return witnessSumsKind.Errorf("inconsistent pair sums")
 	}
 	out.Shift = infShifts(v.Shift)
 	*ws = out

@@ -2,7 +2,6 @@ package metric
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -180,7 +179,10 @@ func (sk *ScoreSketch) Add(scores, outcomes, weights []float64) error {
 }
 
 // Merge adds another shard's sketch.
-func (sk *ScoreSketch) Merge(o *ScoreSketch) {
+func (sk *ScoreSketch) Merge(o *ScoreSketch) error {
+	if sk.buckets == nil {
+		return errors.New("metric: ScoreSketch.Merge: the zero ScoreSketch (see NewScoreSketch)")
+	}
 	for k, ob := range o.buckets {
 		b := sk.buckets[k]
 		if b == nil {
@@ -192,6 +194,7 @@ func (sk *ScoreSketch) Merge(o *ScoreSketch) {
 	sk.Moments.Merge(o.Moments)
 	sk.N += o.N
 	sk.Pos += o.Pos
+	return nil
 }
 
 // Buckets returns the number of occupied buckets.
@@ -659,48 +662,48 @@ func (sk *ScoreSketch) MarshalJSON() ([]byte, error) {
 		v.BN, v.BW, v.BS, v.BO = append(v.BN, b.N), append(v.BW, b.W), append(v.BS, b.S), append(v.BO, b.O)
 		v.BA, v.Min, v.Max = append(v.BA, b.A), append(v.Min, b.Min), append(v.Max, b.Max)
 	}
-	return json.Marshal(v)
+	return scoreSketchKind.Encode(v)
 }
 
 // UnmarshalJSON reads the JSON form, checking its version, sizes and that
 // every bucket's scores belong to it.
 func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	var v sketchJSON
-	if err := decodeVersioned("ScoreSketch", b, &v, &v.Version); err != nil {
+	if _, err := scoreSketchKind.Decode(b, &v); err != nil {
 		return err
 	}
 	n := len(v.Keys)
 	if len(v.BN) != n || len(v.BW) != n || len(v.BS) != n || len(v.BO) != n || len(v.BA) != n || len(v.Min) != n || len(v.Max) != n {
-		return fmt.Errorf("metric: ScoreSketch: %d keys and buckets of other sizes", n)
+		return scoreSketchKind.Errorf("%d keys and buckets of other sizes", n)
 	}
 	if !mathx.Finite(v.W, v.Mean, v.M2, v.M3) || v.W < 0 || v.M2 < 0 {
-		return fmt.Errorf("metric: ScoreSketch: moments W = %v, M2 = %v", v.W, v.M2)
+		return scoreSketchKind.Errorf("moments W = %v, M2 = %v", v.W, v.M2)
 	}
 	if v.Pos < 0 || v.Pos > v.N {
-		return fmt.Errorf("metric: ScoreSketch: %d rows of positive weight of %d", v.Pos, v.N)
+		return scoreSketchKind.Errorf("%d rows of positive weight of %d", v.Pos, v.N)
 	}
 	*sk = ScoreSketch{N: v.N, Pos: v.Pos, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
 	rows := int64(0)
 	for i, k := range v.Keys {
 		bk := &SketchBucket{N: v.BN[i], W: v.BW[i], S: v.BS[i], O: v.BO[i], A: v.BA[i], Min: v.Min[i], Max: v.Max[i]}
 		if SketchKey(bk.Min) != k || SketchKey(bk.Max) != k || !(bk.Min <= bk.Max) || bk.N < 1 || sk.buckets[k] != nil {
-			return fmt.Errorf("metric: ScoreSketch: bucket %d holds scores %v..%v of other buckets", k, bk.Min, bk.Max)
+			return scoreSketchKind.Errorf("bucket %d holds scores %v..%v of other buckets", k, bk.Min, bk.Max)
 		}
 		if !mathx.Finite(bk.W, bk.S, bk.O, bk.A) || bk.W < 0 || bk.A < 0 {
-			return fmt.Errorf("metric: ScoreSketch: bucket %d has weight %v", k, bk.W)
+			return scoreSketchKind.Errorf("bucket %d has weight %v", k, bk.W)
 		}
 		rows += bk.N
 		sk.buckets[k] = bk
 	}
 	if rows != v.N {
-		return fmt.Errorf("metric: ScoreSketch: %d rows, its buckets hold %d", v.N, rows)
+		return scoreSketchKind.Errorf("%d rows, its buckets hold %d", v.N, rows)
 	}
 	bw := 0.0
 	for _, b := range sk.buckets {
 		bw += b.W
 	}
 	if math.Abs(bw-v.W) > 1e-6*math.Max(bw, v.W) {
-		return fmt.Errorf("metric: ScoreSketch: weight %v, its buckets hold %v", v.W, bw)
+		return scoreSketchKind.Errorf("weight %v, its buckets hold %v", v.W, bw)
 	}
 	return nil
 }
@@ -723,18 +726,18 @@ func (ev *EdgeValues) MarshalJSON() ([]byte, error) {
 			v.Values = append(v.Values, *x)
 		}
 	}
-	return json.Marshal(v)
+	return edgeValuesKind.Encode(v)
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and that every
 // score lies in one of its buckets.
 func (ev *EdgeValues) UnmarshalJSON(b []byte) error {
 	var v edgeValuesJSON
-	if err := decodeVersioned("EdgeValues", b, &v, &v.Version); err != nil {
+	if _, err := edgeValuesKind.Decode(b, &v); err != nil {
 		return err
 	}
 	if v.Limit < 1 || !slices.IsSorted(v.Keys) {
-		return errors.New("metric: EdgeValues: bad limit or buckets")
+		return edgeValuesKind.Errorf("bad limit or buckets")
 	}
 	*ev = EdgeValues{Keys: v.Keys, Limit: v.Limit, Overflow: v.Overflow}
 	if ev.Overflow {
@@ -743,7 +746,7 @@ func (ev *EdgeValues) UnmarshalJSON(b []byte) error {
 	ev.reset()
 	for _, x := range v.Values {
 		if _, ok := ev.values[SketchKey(x.Score)]; !ok {
-			return fmt.Errorf("metric: EdgeValues: score %v outside its buckets", x.Score)
+			return edgeValuesKind.Errorf("score %v outside its buckets", x.Score)
 		}
 		ev.add(x)
 	}

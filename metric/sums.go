@@ -1,7 +1,6 @@
 package metric
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/state"
 )
 
 // ErrNotMergeable is returned for bins whose edges depend on the data
@@ -19,18 +19,18 @@ var ErrNotMergeable = errors.New("the bins depend on the data, so their sums can
 // sumsVersion is the version of the JSON form of BinSums and ScoreSums.
 const sumsVersion = 1
 
-// decodeVersioned decodes the JSON form of one of the sums (name names it
-// in errors) into v and checks that *version, which v holds, is
-// sumsVersion.
-func decodeVersioned(name string, b []byte, v any, version *int) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("metric: %s: %w", name, err)
-	}
-	if *version != sumsVersion {
-		return fmt.Errorf("metric: %s: version %d, want %d", name, *version, sumsVersion)
-	}
-	return nil
-}
+// The kinds of the sums' JSON forms (package internal/state: one envelope
+// {"kind", "version", ...}, one decoder, and the promise that a later calib
+// reads every earlier version).
+var (
+	binSumsKind     = state.Kind{Name: "metric.BinSums", Version: sumsVersion}
+	scoreSumsKind   = state.Kind{Name: "metric.ScoreSums", Version: sumsVersion}
+	ksSumsKind      = state.Kind{Name: "metric.KSSums", Version: sumsVersion}
+	cellSumsKind    = state.Kind{Name: "metric.CellSums", Version: sumsVersion}
+	scoreSketchKind = state.Kind{Name: "metric.ScoreSketch", Version: sumsVersion}
+	edgeValuesKind  = state.Kind{Name: "metric.EdgeValues", Version: sumsVersion}
+	mmceSumsKind    = state.Kind{Name: "metric.MMCESums", Version: sumsVersion, Bare: 1} // written without a version inside evaluate.KernelSums before it moved here
+)
 
 // BinSums is the mergeable form of Bins, for bins that do not depend on
 // the data (equal-width bins, the Fixed rule): per bin b the number of
@@ -132,20 +132,27 @@ func (bs *BinSums) Bins() *Bins {
 	return out
 }
 
+// MarshalJSON writes the JSON form: {"kind": "metric.BinSums", "version":
+// 1, ...} and the exported fields.
+func (bs *BinSums) MarshalJSON() ([]byte, error) {
+	type plain BinSums
+	return binSumsKind.Encode((*plain)(bs))
+}
+
 // UnmarshalJSON reads the JSON form (MarshalJSON is the default one of the
 // exported fields), checking its version and that its arrays agree.
 func (bs *BinSums) UnmarshalJSON(b []byte) error {
 	type plain BinSums
 	var v plain
-	if err := decodeVersioned("BinSums", b, &v, &v.Version); err != nil {
+	if _, err := binSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
 	nb := len(v.Count)
 	if nb < 1 || len(v.Edges) != nb+1 || len(v.Mass) != nb || len(v.Score) != nb || len(v.Freq) != nb {
-		return fmt.Errorf("metric: BinSums: %d edges, %d counts, %d masses, %d score sums and %d outcome sums do not agree", len(v.Edges), nb, len(v.Mass), len(v.Score), len(v.Freq))
+		return binSumsKind.Errorf("%d edges, %d counts, %d masses, %d score sums and %d outcome sums do not agree", len(v.Edges), nb, len(v.Mass), len(v.Score), len(v.Freq))
 	}
 	if v.Pos < 0 || v.Pos > v.N {
-		return fmt.Errorf("metric: BinSums: %d rows of positive weight of %d", v.Pos, v.N)
+		return binSumsKind.Errorf("%d rows of positive weight of %d", v.Pos, v.N)
 	}
 	*bs = BinSums(v)
 	return nil
@@ -216,7 +223,10 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 }
 
 // Merge adds the sums of another shard.
-func (ss *ScoreSums) Merge(other *ScoreSums) {
+func (ss *ScoreSums) Merge(other *ScoreSums) error {
+	if len(ss.Label) > 0 && len(other.Label) > 0 && len(ss.Label) != len(other.Label) {
+		return fmt.Errorf("metric: ScoreSums.Merge: sums of %d and %d labels", len(ss.Label), len(other.Label))
+	}
 	ss.N += other.N
 	ss.W += other.W
 	ss.Correct += other.Correct
@@ -227,10 +237,9 @@ func (ss *ScoreSums) Merge(other *ScoreSums) {
 		ss.Label = make([]float64, len(other.Label))
 	}
 	for k, v := range other.Label {
-		if k < len(ss.Label) {
-			ss.Label[k] += v
-		}
+		ss.Label[k] += v
 	}
+	return nil
 }
 
 // LabelMean returns the weighted fraction of rows of label k (NaN when the
@@ -249,11 +258,18 @@ func (ss *ScoreSums) Confidence() float64 { return ss.Conf / ss.W }
 func (ss *ScoreSums) BrierScore() float64 { return ss.Brier / ss.W }
 func (ss *ScoreSums) MeanNLL() float64    { return ss.NLL / ss.W }
 
+// MarshalJSON writes the JSON form: {"kind": "metric.ScoreSums", "version":
+// 1, ...} and the exported fields.
+func (ss *ScoreSums) MarshalJSON() ([]byte, error) {
+	type plain ScoreSums
+	return scoreSumsKind.Encode((*plain)(ss))
+}
+
 // UnmarshalJSON reads the JSON form, checking its version.
 func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
 	type plain ScoreSums
 	var v plain
-	if err := decodeVersioned("ScoreSums", b, &v, &v.Version); err != nil {
+	if _, err := scoreSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
 	*ss = ScoreSums(v)
@@ -361,15 +377,22 @@ func (ks *KSSums) Interval() (lo, hi float64) {
 	return lo, hi
 }
 
+// MarshalJSON writes the JSON form: {"kind": "metric.KSSums", "version":
+// 1, ...} and the exported fields.
+func (ks *KSSums) MarshalJSON() ([]byte, error) {
+	type plain KSSums
+	return ksSumsKind.Encode((*plain)(ks))
+}
+
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
 func (ks *KSSums) UnmarshalJSON(b []byte) error {
 	type plain KSSums
 	var v plain
-	if err := decodeVersioned("KSSums", b, &v, &v.Version); err != nil {
+	if _, err := ksSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
 	if v.Cells < 1 || len(v.S) != v.Cells || len(v.O) != v.Cells || len(v.A) != v.Cells {
-		return fmt.Errorf("metric: KSSums: %d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
+		return ksSumsKind.Errorf("%d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
 	}
 	*ks = KSSums(v)
 	return nil
@@ -535,23 +558,30 @@ func (cs *CellSums) Estimate(p float64) *CanonicalBinned {
 	return res
 }
 
+// MarshalJSON writes the JSON form: {"kind": "metric.CellSums", "version":
+// 1, ...} and the exported fields.
+func (cs *CellSums) MarshalJSON() ([]byte, error) {
+	type plain CellSums
+	return cellSumsKind.Encode((*plain)(cs))
+}
+
 // UnmarshalJSON reads the JSON form, checking its version and the sizes of
 // its cells.
 func (cs *CellSums) UnmarshalJSON(b []byte) error {
 	type plain CellSums
 	var v plain
-	if err := decodeVersioned("CellSums", b, &v, &v.Version); err != nil {
+	if _, err := cellSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
 	if v.K < 1 || v.B < 1 || v.B > 1<<16 {
-		return fmt.Errorf("metric: CellSums: K = %d, %d bins", v.K, v.B)
+		return cellSumsKind.Errorf("K = %d, %d bins", v.K, v.B)
 	}
 	if v.Cells == nil {
 		v.Cells = map[string]*CellSum{}
 	}
 	for key, c := range v.Cells {
 		if c == nil || len(c.F) != v.K || len(c.Y) != v.K {
-			return fmt.Errorf("metric: CellSums: cell %q does not hold %d sums", key, v.K)
+			return cellSumsKind.Errorf("cell %q does not hold %d sums", key, v.K)
 		}
 	}
 	*cs = CellSums(v)

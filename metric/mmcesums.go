@@ -1,7 +1,8 @@
-package evaluate
+package metric
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -9,10 +10,9 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/calib-dev/calib/internal/mathx"
-	"github.com/calib-dev/calib/metric"
 )
 
-// MMCESums is the mergeable form of MMCE (metric.MMCE) at m fixed
+// MMCESums is the mergeable form of MMCE (MMCE) at m fixed
 // evaluation points: for each point j (top-label confidence r_j,
 // correctness c_j, weight w_j) the kernel sum over every row i added,
 //
@@ -20,11 +20,11 @@ import (
 //
 // so that MMCE^2 = (1/W^2) sum_j w_j (c_j - r_j) T_j is the weighted mean
 // over all rows j of t_j = (c_j - r_j) T_j / W. Estimate averages t_j over
-// the evaluation points (with every row a point, metric.MMCE's value to
+// the evaluation points (with every row a point, MMCE's value to
 // rounding). Add costs O(b log b + m) per batch of b rows: the batch and
 // the points are merged in order of r, and the kernel sums to the left and
 // right of each point are running sums multiplied by exp(-gap/width) at
-// each step (metric.MMCE's recurrence), so nothing overflows.
+// each step (MMCE's recurrence), so nothing overflows.
 type MMCESums struct {
 	Width float64   `json:"width"`
 	R     []float64 `json:"r"`       // the points' confidences
@@ -36,22 +36,33 @@ type MMCESums struct {
 	order []int     // points by r (built on first use)
 }
 
-// newMMCESums returns empty sums at the points of the top-label
-// confidences of probs (m×k), their labels and weights (nil: all 1).
-func newMMCESums(probs []float64, labels []int, k int, weights []float64, width float64) *MMCESums {
-	r, c := metric.TopR(probs, labels, k, 1)
-	ms := &MMCESums{Width: width, R: r, E: make([]float64, len(r)), W: weights, T: make([]float64, len(r))}
+// NewMMCESums returns empty sums at the m evaluation points probs (m×k),
+// with their labels and weights (nil: all 1), for the kernel width (> 0).
+func NewMMCESums(probs []float64, labels []int, k int, weights []float64, width float64) (*MMCESums, error) {
+	m := len(labels)
+	if k < 1 || len(probs) != m*k || (weights != nil && len(weights) != m) {
+		return nil, fmt.Errorf("metric: NewMMCESums: %d probabilities, %d labels, %d weights, K = %d", len(probs), m, len(weights), k)
+	}
+	r, c := TopR(probs, labels, k, 1)
+	ms := &MMCESums{Width: width, R: r, E: make([]float64, m), W: weights, T: make([]float64, m)}
 	for j := range r {
 		ms.E[j] = c[j] - r[j]
 	}
-	return ms
+	if err := ms.check(); err != nil {
+		return nil, fmt.Errorf("metric: NewMMCESums: %w", err)
+	}
+	return ms, nil
 }
 
-// check reports whether decoded sums are whole and consistent with m
-// evaluation points: a positive finite width, m confidences in [0, 1],
-// residuals in [-1, 1], weights (if any) non-negative, finite kernel sums,
-// a non-negative row count and total weight.
-func (ms *MMCESums) check(m int) error {
+// M returns the number of evaluation points.
+func (ms *MMCESums) M() int { return len(ms.R) }
+
+// check reports whether the sums are whole: a positive finite width, as
+// many confidences in [0, 1], residuals in [-1, 1], weights (if any,
+// non-negative) and finite kernel sums, a non-negative row count and total
+// weight.
+func (ms *MMCESums) check() error {
+	m := len(ms.R)
 	switch {
 	case !(ms.Width > 0) || math.IsInf(ms.Width, 0):
 		return fmt.Errorf("width %v: must be positive", ms.Width)
@@ -69,10 +80,18 @@ func (ms *MMCESums) check(m int) error {
 }
 
 // Add adds a batch of rows: probs n×k, labels, weights (nil: all 1).
-func (ms *MMCESums) Add(probs []float64, labels []int, k int, weights []float64) {
+func (ms *MMCESums) Add(probs []float64, labels []int, k int, weights []float64) error {
 	n := len(labels)
+	if k < 1 || len(probs) != n*k || (weights != nil && len(weights) != n) {
+		return fmt.Errorf("metric: MMCESums.Add: %d probabilities, %d labels, %d weights, K = %d", len(probs), n, len(weights), k)
+	}
+	for i, y := range labels {
+		if y < 0 || y >= k {
+			return fmt.Errorf("metric: MMCESums.Add: label %d of row %d outside 0..%d", y, i, k-1)
+		}
+	}
 	if n == 0 {
-		return
+		return nil
 	}
 	if ms.order == nil {
 		ms.order = make([]int, len(ms.R))
@@ -81,7 +100,7 @@ func (ms *MMCESums) Add(probs []float64, labels []int, k int, weights []float64)
 		}
 		slices.SortStableFunc(ms.order, func(a, b int) int { return cmp.Compare(ms.R[a], ms.R[b]) })
 	}
-	r, c := metric.TopR(probs, labels, k, 1)
+	r, c := TopR(probs, labels, k, 1)
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
@@ -118,12 +137,13 @@ func (ms *MMCESums) Add(probs []float64, labels []int, k int, weights []float64)
 	}
 	ms.N += int64(n)
 	ms.Total += mathx.WeightSum(weights, n)
+	return nil
 }
 
 // Merge adds another shard's sums at the same points.
 func (ms *MMCESums) Merge(o *MMCESums) error {
 	if ms.Width != o.Width || !slices.Equal(ms.R, o.R) || !slices.Equal(ms.E, o.E) || !slices.Equal(ms.W, o.W) {
-		return fmt.Errorf("evaluate: MMCE sums at different points or widths")
+		return fmt.Errorf("metric: MMCESums.Merge: sums at different points or widths")
 	}
 	for j, v := range o.T {
 		ms.T[j] += v
@@ -167,4 +187,48 @@ func (ms *MMCESums) Estimate(level float64) (squared, se, lo, hi float64) {
 	}
 	z := distuv.UnitNormal.Quantile((1 + level) / 2)
 	return squared, se, squared - z*se, squared + z*se
+}
+
+// MarshalJSON writes the JSON form: {"kind": "metric.MMCESums", "version":
+// 1, ...} and the exported fields.
+func (ms *MMCESums) MarshalJSON() ([]byte, error) {
+	type plain MMCESums
+	return mmceSumsKind.Encode(&struct {
+		Version int `json:"version"`
+		*plain
+	}{sumsVersion, (*plain)(ms)})
+}
+
+// UnmarshalJSON reads the JSON form, checking its version and that the
+// sums are whole (see check).
+func (ms *MMCESums) UnmarshalJSON(b []byte) error {
+	type plain MMCESums
+	var v plain
+	if _, err := mmceSumsKind.Decode(b, &v); err != nil {
+		return err
+	}
+	out := MMCESums(v)
+	if err := out.check(); err != nil {
+		return mmceSumsKind.Errorf("%v", err)
+	}
+	*ms = out
+	return nil
+}
+
+// ConcatMMCESums joins the sums of disjoint blocks of evaluation points,
+// in order, over the same rows, into the sums of all their points.
+func ConcatMMCESums(parts []*MMCESums) (*MMCESums, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("metric: ConcatMMCESums: no sums")
+	}
+	a := parts[0]
+	out := &MMCESums{Width: a.Width, N: a.N, Total: a.Total}
+	for _, p := range parts {
+		if p.Width != a.Width || p.N != a.N || p.Total != a.Total || (p.W == nil) != (a.W == nil) {
+			return nil, errors.New("metric: ConcatMMCESums: blocks of different set-ups or rows")
+		}
+		out.R, out.E = append(out.R, p.R...), append(out.E, p.E...)
+		out.W, out.T = append(out.W, p.W...), append(out.T, p.T...)
+	}
+	return out, nil
 }
