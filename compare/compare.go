@@ -62,7 +62,7 @@ type Comparison struct {
 	// Provenance is the caller's record of how the comparison was made
 	// (calib writes the version, command, options and inputs); not read
 	// here.
-	Provenance any `json:"provenance,omitempty"`
+	Provenance *data.Provenance `json:"provenance,omitempty"`
 }
 
 // RankingNote says why the plug-in ECE^KDE does not rank maps.

@@ -149,23 +149,12 @@ type Evaluation struct {
 	// Provenance is the caller's record of how the evaluation was made
 	// (calib writes the tool version, command, options and inputs); not
 	// read here.
-	Provenance any `json:"provenance,omitempty"`
+	Provenance *data.Provenance `json:"provenance,omitempty"`
 
 	// Input says what was read: "logits", "probabilities" or "binary"
 	// (the table's header); Calibrated names the map applied, if any.
 	Input      string `json:"-"`
 	Calibrated string `json:"-"`
-}
-
-// InputKind is "logits", "binary" or "probabilities": how s was read.
-func InputKind(s *data.Set) string {
-	switch {
-	case s.Logits != nil:
-		return "logits"
-	case s.Binary:
-		return "binary"
-	}
-	return "probabilities"
 }
 
 // config is Options resolved for one set.
@@ -348,7 +337,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 	}
 	s = s.ScaledWeights()
 	c.boot.Context = ctx
-	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: InputKind(s)}
+	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
 	if s.Weights != nil {
 		out.WeightSum = Float(s.GivenWeightSum())
 	}

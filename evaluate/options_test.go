@@ -123,29 +123,3 @@ func TestSelectBandwidth(t *testing.T) {
 		t.Errorf("one sample: %v", err)
 	}
 }
-
-// TestProvenance: AddInput records a set as read (with the sum of its
-// weights) and chains; a nil set adds nothing; Version is never empty.
-func TestProvenance(t *testing.T) {
-	s := loadTest(t)
-	w := make([]float64, s.N)
-	for i := range w {
-		w[i] = 0.5
-	}
-	ws := *s
-	if err := ws.SetWeights(w); err != nil {
-		t.Fatal(err)
-	}
-	p := (&Provenance{}).AddInput("val", s, "y.npy").AddInput("test", &ws, "").AddInput("x", nil, "")
-	want := []Input{{Role: "val", File: s.File, Labels: "y.npy", Kind: "probabilities", N: 200, K: 3},
-		{Role: "test", File: s.File, Kind: "probabilities", N: 200, K: 3, WeightSum: 100}}
-	if !slices.Equal(p.Inputs, want) {
-		t.Errorf("inputs %+v\nwant %+v", p.Inputs, want)
-	}
-	if (*Provenance)(nil).AddInput("", s, "") != nil {
-		t.Error("nil provenance")
-	}
-	if Version() == "" {
-		t.Error("empty version")
-	}
-}

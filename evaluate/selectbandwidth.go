@@ -30,7 +30,7 @@ type BandwidthReport struct {
 	K        int      `json:"k"`
 	// Provenance is the caller's record of how the report was made (see
 	// Evaluation.Provenance); not read here.
-	Provenance any `json:"provenance,omitempty"`
+	Provenance *data.Provenance `json:"provenance,omitempty"`
 }
 
 // SelectBandwidth chooses the kernel bandwidth of notion on s with

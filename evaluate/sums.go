@@ -87,7 +87,7 @@ func (s *Sums) start(b *Batch) error {
 			return err
 		}
 	}
-	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, InputKind(b.Set), b.Weights != nil, true
+	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, b.Set.Kind(), b.Weights != nil, true
 	s.Scores = metric.NewScoreSums()
 	var err error
 	switch {
@@ -154,8 +154,8 @@ func (s *Sums) Add(b *Batch) error {
 	if err != nil {
 		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 	}
-	if b.K != s.K || b.Binary != s.Binary || InputKind(b.Set) != s.Input || (b.Weights != nil) != s.Weighted {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, InputKind(b.Set), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
+	if b.K != s.K || b.Binary != s.Binary || b.Set.Kind() != s.Input || (b.Weights != nil) != s.Weighted {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
 	}
 	c, k, p, y, w := s.Config, b.K, b.Probs, b.Labels, b.Weights
 	logits := b.Logits

@@ -43,7 +43,7 @@ type Result interface {
 // table) and every figure as name-FIG.svg and name-FIG.png, in the order
 // of the figures' names. Each file is written atomically (whole or not at
 // all). It returns the files written.
-func Save(dir, name string, r Result, prov any) (Written, error) {
+func Save(dir, name string, r Result, prov *data.Provenance) (Written, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func WriteSummary(w io.Writer, r Result, files Written, elapsed time.Duration) e
 
 // withProvenance returns v's JSON object with a "provenance" key added (v
 // itself when prov is nil or v does not encode as an object).
-func withProvenance(v, prov any) any {
+func withProvenance(v any, prov *data.Provenance) any {
 	if prov == nil {
 		return v
 	}

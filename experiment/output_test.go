@@ -31,7 +31,7 @@ func (r *fakeResult) Figures() map[string]report.Figure { return nil }
 // prints the table, the time and the files.
 func TestSaveProvenance(t *testing.T) {
 	dir := t.TempDir()
-	files, err := Save(dir, "fake", &fakeResult{Rows: []int{1, 2}}, map[string]string{"command": "calib experiment fake"})
+	files, err := Save(dir, "fake", &fakeResult{Rows: []int{1, 2}}, &data.Provenance{Command: "calib experiment fake"})
 	if err != nil {
 		t.Fatal(err)
 	}

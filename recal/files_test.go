@@ -66,7 +66,7 @@ func TestSaveFileRoundTrip(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "m.json")
 	os.WriteFile(name, []byte("old"), 0o644)
 	for _, c := range fitAll(t, 200) {
-		if err := SaveFile(name, c, map[string]string{"command": "calib fit"}); err != nil {
+		if err := SaveFile(name, c, &data.Provenance{Command: "calib fit"}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := LoadFile(name)
@@ -74,7 +74,7 @@ func TestSaveFileRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %v", c.Info().Method, err)
 		}
 		var prov bytes.Buffer
-		if h := got.Info(); h.Method != c.Info().Method || json.Compact(&prov, h.Provenance) != nil || prov.String() != `{"command":"calib fit"}` {
+		if h := got.Info(); h.Method != c.Info().Method || json.Compact(&prov, h.Provenance) != nil || prov.String() != `{"calib_version":"","command":"calib fit","options":null}` {
 			t.Errorf("%s: loaded %+v", c.Info().Method, h)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/calib-dev/calib/atomicfile"
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 )
 
@@ -121,9 +122,8 @@ func Save(w io.Writer, c Calibrator) error {
 
 // SaveFile writes c to the file name as Save does, atomically (the file is
 // either the old one or the whole map), with provenance, when not nil, as
-// the map's "provenance" (any value that encodes as JSON: what made the
-// map).
-func SaveFile(name string, c Calibrator, provenance any) error {
+// the map's "provenance" (what made the map).
+func SaveFile(name string, c Calibrator, provenance *data.Provenance) error {
 	if provenance != nil {
 		b, err := json.Marshal(provenance)
 		if err != nil {

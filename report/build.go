@@ -94,7 +94,7 @@ type Options struct {
 	// (calib: the version, command, options and inputs). Build does not
 	// read it; it is copied to Document.Evaluation.Provenance and
 	// Document.Comparison.Provenance, whose JSON holds it.
-	Provenance any
+	Provenance *data.Provenance
 	// Facts are added at the end of the data summary (calib adds who made
 	// the report).
 	Facts []Fact

@@ -33,7 +33,7 @@ type RunOptions struct {
 	SplitSeed uint64  // the seed of StratifiedSplit
 	Config    Config  // the training (Fit)
 	// Provenance is written as model.json's "provenance" (nil: none).
-	Provenance any
+	Provenance *data.Provenance
 }
 
 // RunOutput is what Run writes to DIR/model.json.
@@ -55,7 +55,7 @@ type RunOutput struct {
 	// (logits = MLP((x - mean) / scale)).
 	Model *Model `json:"model"`
 	// Provenance is RunOptions.Provenance.
-	Provenance any `json:"provenance,omitempty"`
+	Provenance *data.Provenance `json:"provenance,omitempty"`
 	// Dir is the directory written (not in the JSON).
 	Dir string `json:"-"`
 }

@@ -19,7 +19,7 @@ import (
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	o := RunOptions{Data: "tabular/vehicle.csv.gz", Dir: dir, Val: 0.2, Test: 0.2, SplitSeed: 1,
-		Config: Config{Epochs: 1, Batch: 64}, Provenance: map[string]string{"command": "calib train"}}
+		Config: Config{Epochs: 1, Batch: 64}, Provenance: &data.Provenance{Command: "calib train"}}
 	out, err := Run(o)
 	if err != nil {
 		t.Fatal(err)

@@ -125,13 +125,13 @@ func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) 
 	if err != nil {
 		return nil, err
 	}
-	kind := evaluate.InputKind(s)
+	kind := s.Kind()
 	prov.AddInput("", s, in.o.Labels)
 	if c != nil {
 		if s, err = recal.Apply(c, s); err != nil {
 			return nil, err
 		}
-		prov.Mapping = &evaluate.Mapping{File: f.calibrator, Method: c.Info().Method}
+		prov.Mapping = &data.Mapping{File: f.calibrator, Method: c.Info().Method}
 	}
 	o, err := f.options(s)
 	if err != nil {

@@ -104,7 +104,7 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 // --calibrator to both sets (the report is then the calibrated
 // predictions') and checking the metric flags against the data (--ks-r
 // against K), and writes it to -o (atomically).
-func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Options, prov *evaluate.Provenance) (*report.Document, error) {
+func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Options, prov *data.Provenance) (*report.Document, error) {
 	if f.mapping != nil {
 		var err error
 		if test, err = recal.Apply(f.mapping, test); err != nil {
@@ -115,7 +115,7 @@ func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Op
 				return nil, err
 			}
 		}
-		prov.Mapping = &evaluate.Mapping{File: f.ef.calibrator, Method: f.mapping.Info().Method}
+		prov.Mapping = &data.Mapping{File: f.ef.calibrator, Method: f.mapping.Info().Method}
 		o.Facts = append(o.Facts, report.Fact{Name: "calibrated by", Value: prov.Mapping.String() + " (applied to the test and validation predictions before every number and figure)"})
 	}
 	if _, err := f.ef.options(test); err != nil {

@@ -100,7 +100,7 @@ func NewRoot() *cobra.Command {
 		Long:          help("calib"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       evaluate.Version(),
+		Version:       data.Version(),
 		// Every flag is checked before a command reads any data.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return validateFlags(cmd) },
 	}
@@ -201,8 +201,8 @@ func help(name string) string {
 // newProvenance records calib's version, cmd, its arguments, every flag
 // with its value (set or default) and --seed, where the command has one;
 // the caller adds the inputs (AddInput).
-func newProvenance(cmd *cobra.Command, args []string) *evaluate.Provenance {
-	p := &evaluate.Provenance{Version: evaluate.Version(), Command: cmd.CommandPath(), Args: args, Options: map[string]string{}}
+func newProvenance(cmd *cobra.Command, args []string) *data.Provenance {
+	p := &data.Provenance{Version: data.Version(), Command: cmd.CommandPath(), Args: args, Options: map[string]string{}}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" {
 			p.Options[f.Name] = f.Value.String()

@@ -186,7 +186,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 			return nil, err
 		}
 		transform = func(s *data.Set) (*data.Set, error) { return recal.Apply(c, s) }
-		prov.Mapping = &evaluate.Mapping{File: f.calibrator, Method: c.Info().Method}
+		prov.Mapping = &data.Mapping{File: f.calibrator, Method: c.Info().Method}
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.progress)
 	so.Progress = ui
@@ -205,8 +205,8 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	out.File = args[0]
 	// One input: the stream as named (a file, glob or directory), its
 	// rows over every shard.
-	prov.Inputs = append(prov.Inputs, evaluate.Input{File: args[0], Labels: in.o.Labels, Kind: out.Input, N: out.N, K: out.K,
-		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: out.WeightSum})
+	prov.Inputs = append(prov.Inputs, data.Input{File: args[0], Labels: in.o.Labels, Kind: out.Input, N: out.N, K: out.K,
+		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: float64(out.WeightSum)})
 	out.Seconds, out.Provenance = time.Since(start).Seconds(), prov
 	if prov.Mapping != nil {
 		out.Calibrated = prov.Mapping.String()

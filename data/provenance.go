@@ -1,21 +1,32 @@
-package evaluate
+package data
 
 import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-
-	"github.com/calib-dev/calib/data"
 )
 
 // modulePath is calib's module.
 const modulePath = "github.com/calib-dev/calib"
 
+// Kind is how s was read: "logits", "binary" (one column, p1) or
+// "probabilities".
+func (s *Set) Kind() string {
+	switch {
+	case s.Logits != nil:
+		return "logits"
+	case s.Binary:
+		return "binary"
+	}
+	return "probabilities"
+}
+
 // Provenance says how an output was made: the tool, the command and every
 // option (set or default), the inputs and the map applied, so that a
 // result can be reproduced. calib puts it under the "provenance" key of
-// every JSON output (Evaluation.Provenance, the map files, the
-// experiments' results); its keys are part of that contract.
+// every JSON output (evaluate.Evaluation.Provenance, compare, report and
+// train, the map files, the experiments' results); its keys are part of
+// that contract.
 type Provenance struct {
 	Version string            `json:"calib_version"`
 	Command string            `json:"command"`          // e.g. "calib eval"
@@ -32,7 +43,7 @@ type Input struct {
 	File   string `json:"file"`
 	Labels string `json:"labels,omitempty"` // the labels file, when separate
 	// Kind is "logits" (softmax or sigmoid in float64), "probabilities" or
-	// "binary" (one column, p1): InputKind.
+	// "binary" (one column, p1): Set.Kind.
 	Kind string `json:"kind"`
 	N    int    `json:"n"`
 	K    int    `json:"k"`
@@ -41,7 +52,7 @@ type Input struct {
 	Renormalized int `json:"renormalized,omitempty"`
 	Rounded      int `json:"rounded,omitempty"`
 	// WeightSum is the sum of the sample weights, when the set has them.
-	WeightSum Float `json:"weight_sum,omitempty"`
+	WeightSum float64 `json:"weight_sum,omitempty"`
 }
 
 // Mapping names the recalibration map applied before measuring.
@@ -50,19 +61,19 @@ type Mapping struct {
 	Method string `json:"method"`
 }
 
-// String names the map: "the METHOD map FILE" (Evaluation.Calibrated).
+// String names the map: "the METHOD map FILE" (evaluate.Evaluation.Calibrated).
 func (m *Mapping) String() string { return fmt.Sprintf("the %s map %s", m.Method, m.File) }
 
 // AddInput records the set s, read for role ("test", "val" or "" for the
 // one input) with its labels from the file labels ("" when they were in
 // the predictions file); a nil p or s records nothing. It returns p.
-func (p *Provenance) AddInput(role string, s *data.Set, labels string) *Provenance {
+func (p *Provenance) AddInput(role string, s *Set, labels string) *Provenance {
 	if p == nil || s == nil {
 		return p
 	}
-	in := Input{Role: role, File: s.File, Labels: labels, Kind: InputKind(s), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded}
+	in := Input{Role: role, File: s.File, Labels: labels, Kind: s.Kind(), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded}
 	if s.Weights != nil {
-		in.WeightSum = Float(s.GivenWeightSum())
+		in.WeightSum = s.GivenWeightSum()
 	}
 	p.Inputs = append(p.Inputs, in)
 	return p
