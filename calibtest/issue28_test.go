@@ -23,12 +23,12 @@ func TestResamplesThatCannotReject(t *testing.T) {
 		{Options{Resamples: MaxResamples + 1}, "want 1 to 1000000"},
 		{Options{Tests: []string{}}, "no test named"},
 	} {
-		if err := c.o.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := c.o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.o, err, c.want)
 		}
 	}
 	for _, o := range []Options{{Resamples: 19}, {Resamples: 99, Alpha: 0.01}, {}, {Resamples: MaxResamples}} {
-		if err := o.Check(); err != nil {
+		if err := o.Validate(); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}

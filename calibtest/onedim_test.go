@@ -214,7 +214,7 @@ func TestRunWeights(t *testing.T) {
 	if _, err := Run(p, y, 2, w, Options{Tests: []string{"skce"}}); err == nil {
 		t.Error("skce with weights: no error")
 	}
-	if err := (Options{Tests: []string{"nope"}}).Check(); err == nil {
+	if err := (Options{Tests: []string{"nope"}}).Validate(); err == nil {
 		t.Error("unknown test: no error")
 	}
 }

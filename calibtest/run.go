@@ -59,9 +59,9 @@ type Options struct {
 	Workers   int
 }
 
-// Check checks the options (the test names, alpha, the resamples) without
+// Validate checks the options (the test names, alpha, the resamples) without
 // data: a CLI calls it before reading any.
-func (o Options) Check() error {
+func (o Options) Validate() error {
 	for i, t := range o.Tests {
 		if t == "all" && len(o.Tests) == 1 {
 			continue
@@ -136,7 +136,7 @@ type Report struct {
 // them out, saying so in the answer) by the tests of o, and answers at
 // level alpha.
 func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*Report, error) {
-	if err := o.Check(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	weights, _ = mathx.ScaleWeights(weights) // any finite positive weights: their normalised form's answer

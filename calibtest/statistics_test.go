@@ -276,10 +276,10 @@ func TestRunAllSkips(t *testing.T) {
 	if tests, skipped := expandTests(nil, 10, false); !slices.Equal(tests, DefaultTests) || skipped != nil {
 		t.Errorf("default list: %v, skipped %v", tests, skipped)
 	}
-	if err := (Options{Tests: []string{"all", "ks"}}).Check(); err == nil {
+	if err := (Options{Tests: []string{"all", "ks"}}).Validate(); err == nil {
 		t.Error(`{"all", "ks"}: no error`)
 	}
-	if err := (Options{Tests: []string{"ks", "skce", "ks"}}).Check(); err == nil || !strings.Contains(err.Error(), `"ks" listed twice`) {
+	if err := (Options{Tests: []string{"ks", "skce", "ks"}}).Validate(); err == nil || !strings.Contains(err.Error(), `"ks" listed twice`) {
 		t.Errorf(`{"ks", "skce", "ks"}: error %v`, err)
 	}
 }

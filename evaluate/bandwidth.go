@@ -57,7 +57,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 		}
 		b.h, b.method = cv.Bandwidth, c.Objective.String()
 		for _, w := range cv.Warnings {
-			b.warnings = append(b.warnings, warn(EstimatorWarning, w))
+			b.warnings = append(b.warnings, warn(EstimatorWarning, w.Error()))
 		}
 		if cv.Refined {
 			b.method += "-refined"
@@ -230,7 +230,7 @@ func (c *streamConfig) gridBandwidth(ps *kde.PointSums) (int, string, Warnings, 
 	}
 	var warnings Warnings
 	for _, w := range sel.Warnings {
-		warnings = append(warnings, warn(EstimatorWarning, w))
+		warnings = append(warnings, warn(EstimatorWarning, w.Error()))
 	}
 	return sel.Index, "loo-grid", warnings, nil
 }

@@ -25,7 +25,7 @@ type BandwidthReport struct {
 	// LogLikAt is the objective at the selected bandwidth.
 	LogLikAt Float    `json:"loglik_at_bandwidth"`
 	Excluded int      `json:"excluded"`
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings Warnings `json:"warnings,omitempty"`
 	N        int      `json:"n"`
 	K        int      `json:"k"`
 	// Provenance is the caller's record of how the report was made (see
@@ -48,7 +48,10 @@ func SelectBandwidth(ctx context.Context, s *data.Set, notion kde.Notion, o kde.
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
 	r := &BandwidthReport{Bandwidth: cv.Bandwidth, Objective: cv.Objective.String(), Grid: cv.Grid, Notion: notion.String(),
-		Index: cv.Index, Refined: cv.Refined, LogLikAt: Float(cv.LogLik), Excluded: cv.Excluded, Warnings: cv.Warnings, N: s.N, K: s.K}
+		Index: cv.Index, Refined: cv.Refined, LogLikAt: Float(cv.LogLik), Excluded: cv.Excluded, N: s.N, K: s.K}
+	for _, w := range cv.Warnings {
+		r.Warnings = append(r.Warnings, warn(EstimatorWarning, w.Error()))
+	}
 	for _, v := range cv.GridLL {
 		r.LogLik = append(r.LogLik, Float(v))
 	}

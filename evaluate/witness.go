@@ -78,7 +78,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 		e := &Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}
 		for _, w := range v.Warnings {
-			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w.Error()))
 		}
 		if v.P == 2 {
 			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)
@@ -125,7 +125,7 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 		e := s.sampled(&Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
 		for _, w := range v.Warnings {
-			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w))
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w.Error()))
 		}
 		if v.P == 2 {
 			e.BandwidthMethod, e.CVBandwidth = "cv-half", ptr(v.CVBandwidth)

@@ -131,7 +131,7 @@ type Curve struct {
 	// at an end of the grid (the optimum may lie outside it; with
 	// duplicated predictions the LOO likelihood grows without bound as
 	// h -> 0).
-	Warnings []string
+	Warnings []error
 }
 
 // SelectBandwidth chooses the bandwidth of a notion by leave-one-out maximum
@@ -273,9 +273,9 @@ func (cv *Curve) edgeWarning() {
 	switch {
 	case len(cv.Grid) < 2:
 	case cv.Index == 0:
-		cv.Warnings = append(cv.Warnings, fmt.Sprintf("the objective is largest at the smallest grid bandwidth %.3g; the optimum may be smaller (duplicated predictions make the LOO likelihood grow without bound as h -> 0)", cv.Grid[0]))
+		cv.Warnings = append(cv.Warnings, fmt.Errorf("the objective is largest at the smallest grid bandwidth %.3g; the optimum may be smaller (duplicated predictions make the LOO likelihood grow without bound as h -> 0)", cv.Grid[0]))
 	case cv.Index == len(cv.Grid)-1:
-		cv.Warnings = append(cv.Warnings, fmt.Sprintf("the objective is largest at the largest grid bandwidth %.3g; the optimum may be larger", cv.Grid[cv.Index]))
+		cv.Warnings = append(cv.Warnings, fmt.Errorf("the objective is largest at the largest grid bandwidth %.3g; the optimum may be larger", cv.Grid[cv.Index]))
 	}
 }
 

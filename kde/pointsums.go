@@ -602,7 +602,7 @@ type Selection struct {
 	Bandwidth float64   // Grid[Index]
 	GridLL    []float64 // the objective at each grid point (-Inf where it is -Inf)
 	Excluded  int       // evaluation points (for Marginal: points x classes) with zero density at every bandwidth
-	Warnings  []string
+	Warnings  []error // when the choice is doubtful (the best bandwidth at an end of the grid)
 }
 
 // Select chooses the bandwidth of the grid that maximises the leave-one-out
@@ -676,7 +676,7 @@ func (ps *PointSums) Select() (*Selection, error) {
 	}
 	sel.Bandwidth = ps.Grid[sel.Index]
 	if G > 1 && (sel.Index == 0 || sel.Index == G-1) {
-		sel.Warnings = append(sel.Warnings, fmt.Sprintf("the leave-one-out likelihood is largest at the end of the grid (h = %g of %g..%g): the optimum may lie outside it", sel.Bandwidth, ps.Grid[0], ps.Grid[G-1]))
+		sel.Warnings = append(sel.Warnings, fmt.Errorf("the leave-one-out likelihood is largest at the end of the grid (h = %g of %g..%g): the optimum may lie outside it", sel.Bandwidth, ps.Grid[0], ps.Grid[G-1]))
 	}
 	return sel, nil
 }

@@ -150,7 +150,7 @@ type WitnessValue struct {
 	Excluded int
 	// Warnings says when the choice is doubtful (the best bandwidth at an
 	// end of the grid).
-	Warnings []string
+	Warnings []error
 }
 
 // WitnessResult is the outcome of Witness.
@@ -633,9 +633,9 @@ func geometricMean(grid []float64, x float64) float64 {
 }
 
 // edgeWarning warns when the best grid index is at an end of the grid.
-func edgeWarning(grid []float64, best int, what string) []string {
+func edgeWarning(grid []float64, best int, what string) []error {
 	if len(grid) < 2 || (best > 0 && best < len(grid)-1) {
 		return nil
 	}
-	return []string{fmt.Sprintf("the %s maximum is at the end of the bandwidth grid (h = %g): the optimum may lie outside [%g, %g]", what, grid[best], grid[0], grid[len(grid)-1])}
+	return []error{fmt.Errorf("the %s maximum is at the end of the bandwidth grid (h = %g): the optimum may lie outside [%g, %g]", what, grid[best], grid[0], grid[len(grid)-1])}
 }

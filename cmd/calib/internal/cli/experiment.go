@@ -207,7 +207,7 @@ func newTestsCmd() *cobra.Command {
 			}
 			if tests != "" {
 				o.Tests = strings.Split(tests, ",")
-				if err := (calibtest.Options{Tests: o.Tests}).Check(); err != nil {
+				if err := (calibtest.Options{Tests: o.Tests}).Validate(); err != nil {
 					return usageErrorf("--tests: %v", err)
 				}
 			}

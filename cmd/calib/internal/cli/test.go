@@ -31,7 +31,7 @@ func newTestCmd() *cobra.Command {
 		if B := o.Resamples; B < calibtest.MinResamples(o.Alpha) {
 			return usageErrorf("--resamples %d: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach --alpha %g; want at least %d resamples", B, 1/float64(B+1), o.Alpha, calibtest.MinResamples(o.Alpha))
 		}
-		if err := o.Check(); err != nil { // the test names
+		if err := o.Validate(); err != nil { // the test names
 			return usageErrorf("--tests: %s", strings.TrimPrefix(err.Error(), "calibtest: "))
 		}
 		s, err := in.load(args[0])
