@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -30,7 +31,7 @@ func BenchmarkResamples(b *testing.B) {
 		return ys
 	}
 	for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel} {
-		cv, err := kde.SelectBandwidth(nt, p, s.Labels, k, nil, kde.BandwidthOptions{})
+		cv, err := kde.SelectBandwidth(context.Background(), nt, p, s.Labels, k, nil, kde.BandwidthOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func BenchmarkResamples(b *testing.B) {
 		b.Run(fmt.Sprintf("ece_kde/%s/B=%d/separate", nt, nb), func(b *testing.B) {
 			for b.Loop() {
 				for _, y := range ys {
-					must(kde.Estimate(nt, p, y, k, nil, opts))
+					must(kde.Estimate(context.Background(), nt, p, y, k, nil, opts))
 				}
 			}
 		})

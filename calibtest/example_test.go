@@ -1,6 +1,7 @@
 package calibtest_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -32,7 +33,7 @@ func Example() {
 func ExampleConsistency() {
 	rng := rand.New(rand.NewPCG(1, 2))
 	f, y, _ := synth.Paper(3).Draw(500, rng) // the paper's miscalibrated model
-	cv, err := kde.SelectBandwidth(kde.Canonical, f, make([]int, 500), 3, nil, kde.BandwidthOptions{})
+	cv, err := kde.SelectBandwidth(context.Background(), kde.Canonical, f, make([]int, 500), 3, nil, kde.BandwidthOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -2,6 +2,7 @@ package calibtest
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -323,7 +324,7 @@ func consistencyStatistics(t string, probs []float64, labels []int, k, workers i
 		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
 			// The LOO objective is the density of the predictions: the
 			// labels do not enter it.
-			cv, err := kde.SelectBandwidth(nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
+			cv, err := kde.SelectBandwidth(context.Background(), nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
 			if err != nil {
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}

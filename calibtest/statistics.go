@@ -2,6 +2,7 @@ package calibtest
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -103,7 +104,7 @@ func MMCEStatistic(probs []float64, k int, width float64, workers int) (Statisti
 // predictions only) so that the observed statistic and the resamples are
 // the same function of the labels.
 func ECEKDEStatistic(notion kde.Notion, probs []float64, k int, weights []float64, opts kde.Options) (Statistic, error) {
-	rl, err := kde.NewRelabel(notion, probs, k, weights, opts)
+	rl, err := kde.NewRelabel(context.Background(), notion, probs, k, weights, opts)
 	if err != nil {
 		return nil, fmt.Errorf("calibtest: %w", err)
 	}
@@ -135,7 +136,7 @@ func WitnessStatistic(probs []float64, k int, p float64, opts kde.WitnessOptions
 	workers := opts.Workers
 	opts.Workers = 1 // the vectors of a batch run in parallel instead
 	return PerVector(func(y []int) (float64, error) {
-		r, err := kde.Witness(probs, y, k, nil, opts)
+		r, err := kde.Witness(context.Background(), probs, y, k, nil, opts)
 		if err != nil {
 			return 0, err
 		}

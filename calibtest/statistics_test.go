@@ -2,9 +2,9 @@ package calibtest
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/calib-dev/calib/internal/testenv"
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -86,14 +88,14 @@ var statCases = []statCase{
 			return must(WitnessStatistic(p, k, 1, kde.WitnessOptions{Splits: 4}))
 		},
 		ref: func(t *testing.T, p []float64, y []int, k int) float64 {
-			return must(kde.Witness(p, y, k, nil, kde.WitnessOptions{P: []float64{1}, Splits: 4})).Values[0].Value
+			return must(kde.Witness(context.Background(), p, y, k, nil, kde.WitnessOptions{P: []float64{1}, Splits: 4})).Values[0].Value
 		}, n: 100, resamples: 19, power: 119},
 	{name: "ece_witness p=2", tol: 0,
 		make: func(t *testing.T, p []float64, k int) Statistic {
 			return must(WitnessStatistic(p, k, 2, kde.WitnessOptions{}))
 		},
 		ref: func(t *testing.T, p []float64, y []int, k int) float64 {
-			return must(kde.Witness(p, y, k, nil, kde.WitnessOptions{P: []float64{2}})).Values[0].Value
+			return must(kde.Witness(context.Background(), p, y, k, nil, kde.WitnessOptions{P: []float64{2}})).Values[0].Value
 		}, n: 100, resamples: 19, power: 119},
 }
 
@@ -101,7 +103,7 @@ var statCases = []statCase{
 // predictions (as Run chooses it: the labels do not enter it).
 func kdeCase(nt kde.Notion, p float64) statCase {
 	opts := func(f []float64, k int) kde.Options {
-		cv := must(kde.SelectBandwidth(nt, f, make([]int, len(f)/k), k, nil, kde.BandwidthOptions{}))
+		cv := must(kde.SelectBandwidth(context.Background(), nt, f, make([]int, len(f)/k), k, nil, kde.BandwidthOptions{}))
 		return kde.Options{Bandwidth: cv.Bandwidth, P: []float64{p}}
 	}
 	return statCase{name: fmt.Sprintf("ece_kde %s p=%g", nt, p), tol: 1e-12,
@@ -109,7 +111,7 @@ func kdeCase(nt kde.Notion, p float64) statCase {
 			return must(ECEKDEStatistic(nt, f, k, nil, opts(f, k)))
 		},
 		ref: func(t *testing.T, f []float64, y []int, k int) float64 {
-			return must(kde.Estimate(nt, f, y, k, nil, opts(f, k))).Values[0].Value
+			return must(kde.Estimate(context.Background(), nt, f, y, k, nil, opts(f, k))).Values[0].Value
 		}, n: 300, resamples: 99}
 }
 

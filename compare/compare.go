@@ -122,7 +122,7 @@ func fitMethod(ctx context.Context, method recal.Method, s *data.Set, gridName s
 	if method.NeedsLogits() && s.Logits == nil {
 		return nil, fmt.Errorf("needs logits")
 	}
-	return recal.Fit(method, s, recal.FitOptions{Linear: recal.LinearOptions{Grid: gridName, Seed: seed, Workers: workers, Progress: progress, Context: ctx}})
+	return recal.Fit(ctx, method, s, recal.FitOptions{Linear: recal.LinearOptions{Grid: gridName, Seed: seed, Workers: workers, Progress: progress}})
 }
 
 // Options configures Compare. The zero value compares as `calib compare`
@@ -179,13 +179,13 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	}
 	ui.Phase("recalibration: bandwidths")
 	progress, done := ui.Step("canonical bandwidth")
-	cv, err := curves.Select(kde.Canonical, ts, kde.BandwidthOptions{Workers: workers, Progress: progress, Context: ctx})
+	cv, err := curves.Select(ctx, kde.Canonical, ts, kde.BandwidthOptions{Workers: workers, Progress: progress})
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}
 	progress, done = ui.Step("witness bandwidth (validation set)")
-	wv, err := kde.Witness(vs.Probs, vs.Labels, vs.K, vs.Weights, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress, Context: ctx})
+	wv, err := kde.Witness(ctx, vs.Probs, vs.Labels, vs.K, vs.Weights, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress})
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: witness bandwidth: %w", vs.File, err)

@@ -25,7 +25,7 @@ func TestCompareRowIsTheMapApplied(t *testing.T) {
 		if r.Error != "" {
 			t.Fatalf("%s: %s", r.Method, r.Error)
 		}
-		m, err := recal.Fit(recal.Method(r.Method), val, recal.FitOptions{Linear: recal.LinearOptions{Seed: 1, Workers: 1}})
+		m, err := recal.Fit(context.Background(), recal.Method(r.Method), val, recal.FitOptions{Linear: recal.LinearOptions{Seed: 1, Workers: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

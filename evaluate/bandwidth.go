@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,14 +27,14 @@ type Bandwidths map[kde.Notion]*kde.Curve
 // Select returns the cached LOO selection of notion on s, or computes it
 // with kde.SelectBandwidth (and caches it when o asks for the default LOO
 // selection; a nil Bandwidths caches nothing).
-func (cc Bandwidths) Select(notion kde.Notion, s *data.Set, o kde.BandwidthOptions) (*kde.Curve, error) {
+func (cc Bandwidths) Select(ctx context.Context, notion kde.Notion, s *data.Set, o kde.BandwidthOptions) (*kde.Curve, error) {
 	cacheable := cc != nil && o.Objective == kde.LOO && o.Grid == nil && !o.NoRefine && o.Tolerance == 0 && !o.Exact
 	if cacheable {
 		if cv, ok := cc[notion]; ok {
 			return cv, nil
 		}
 	}
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, o)
+	cv, err := kde.SelectBandwidth(ctx, notion, s.Probs, s.Labels, s.K, s.Weights, o)
 	if err == nil && cacheable {
 		cc[notion] = cv
 	}
@@ -50,7 +51,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 	b := &chosenBandwidth{h: float64(c.Bandwidth), method: "fixed"}
 	if c.Bandwidth == 0 {
 		progress, done := ev.step(notion.String() + " bandwidth")
-		cv, err := ev.shared.Select(notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress, Context: ev.ctx})
+		cv, err := ev.shared.Select(ev.ctx, notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress})
 		done()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)
@@ -183,7 +184,7 @@ func (ev *evaluator) checkSums(notion kde.Notion, grid []float64, idx []int) (*k
 	if err != nil {
 		return nil, err
 	}
-	return ps, ps.Add(s.Probs, s.Labels, s.Weights, kde.AddOptions{Self: self, Workers: ev.cfg.Workers, Context: ev.ctx})
+	return ps, ps.Add(ev.ctx, s.Probs, s.Labels, s.Weights, kde.AddOptions{Self: self, Workers: ev.cfg.Workers})
 }
 
 // gapMean returns the weighted mean over the points of ll[j] - at[j] (w:

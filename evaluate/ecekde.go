@@ -127,8 +127,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				name, step = ECEKDEDebiased, notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
-			res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Context: ev.ctx,
-				Neighbours: notion != kde.Marginal && !debias})
+			res, err := kde.Estimate(ev.ctx, notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Neighbours: notion != kde.Marginal && !debias})
 			done()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.File, err)
@@ -152,7 +151,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				if c.CIExact {
 					notion, p, h := notion, v.P, b.h
 					ev.setStat(e, func(idx []int) (float64, error) {
-						r, err := kde.Estimate(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
+						r, err := kde.Estimate(ev.ctx, notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx),
 							kde.Options{Bandwidth: h, P: []float64{p}, ClassMean: c.ClassMean, Exact: c.Exact, Workers: 1, Debias: debias})
 						if err != nil {
 							return 0, err
@@ -236,7 +235,7 @@ func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 		if err != nil {
 			return err
 		}
-		rl, err := kde.NewRelabel(notion, s.Probs, s.K, s.Weights, kde.Options{Bandwidth: *group[0].Bandwidth, P: ps, ClassMean: c.ClassMean, Workers: c.Workers, Context: ev.ctx})
+		rl, err := kde.NewRelabel(ev.ctx, notion, s.Probs, s.K, s.Weights, kde.Options{Bandwidth: *group[0].Bandwidth, P: ps, ClassMean: c.ClassMean, Workers: c.Workers})
 		if err != nil {
 			return fmt.Errorf("%s p-values: %w", name, err)
 		}

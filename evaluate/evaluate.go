@@ -336,7 +336,6 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		return nil, err
 	}
 	s = s.ScaledWeights()
-	c.boot.Context = ctx
 	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
 	if s.Weights != nil {
 		out.WeightSum = Float(s.GivenWeightSum())
@@ -460,7 +459,7 @@ func (ev *evaluator) interval(d *metricDef, e *Result) error {
 	if e.Value != nil {
 		o.Estimate = float64(*e.Value)
 	}
-	iv, err := metric.Bootstrap(ev.set.N, stat, o)
+	iv, err := metric.Bootstrap(ev.ctx, ev.set.N, stat, o)
 	done()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", e.Metric, e.Notion, err)

@@ -33,7 +33,7 @@ func fixedWarned(t *testing.T, s *data.Set, notion kde.Notion, h float64) bool {
 // than fixedSupportGap.
 func fullCheck(t *testing.T, s *data.Set, notion kde.Notion, h float64) bool {
 	t.Helper()
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Grid: []float64{h / 10, h, 10 * h}, NoRefine: true})
+	cv, err := kde.SelectBandwidth(context.Background(), notion, s.Probs, s.Labels, s.K, s.Weights, kde.BandwidthOptions{Grid: []float64{h / 10, h, 10 * h}, NoRefine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,12 +264,12 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	}
 	ks.Rows += int64(b.N)
 	for _, ps := range ks.all() {
-		if err := ps.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.Witness != nil {
-		if err := ks.Witness.Add(b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers, Context: ctx}); err != nil {
+		if err := ks.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}

@@ -93,7 +93,7 @@ func TestSelectBandwidth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cv, err := kde.SelectBandwidth(kde.TopLabel, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: kde.Reference})
+	cv, err := kde.SelectBandwidth(context.Background(), kde.TopLabel, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: kde.Reference})
 	if err != nil {
 		t.Fatal(err)
 	}

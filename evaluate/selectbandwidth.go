@@ -35,15 +35,14 @@ type BandwidthReport struct {
 
 // SelectBandwidth chooses the kernel bandwidth of notion on s with
 // kde.SelectBandwidth (s's sample weights, o's objective, grid, refinement,
-// workers and progress; ctx replaces o.Context) and returns its report.
+// workers and progress; ctx cancels it) and returns its report.
 // A set of fewer than 2 samples gives a *data.Error wrapping
 // data.ErrTooFew; the errors of the selection name s's file.
 func SelectBandwidth(ctx context.Context, s *data.Set, notion kde.Notion, o kde.BandwidthOptions) (*BandwidthReport, error) {
 	if err := s.Require(2, "bandwidth selection"); err != nil {
 		return nil, err
 	}
-	o.Context = ctx
-	cv, err := kde.SelectBandwidth(notion, s.Probs, s.Labels, s.K, s.Weights, o)
+	cv, err := kde.SelectBandwidth(ctx, notion, s.Probs, s.Labels, s.K, s.Weights, o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}

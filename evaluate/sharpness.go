@@ -42,7 +42,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 		if debias {
 			name = SharpnessDebiased
 		}
-		res, err := kde.Sharpness(notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: c.Workers, Debias: debias, Context: ev.ctx})
+		res, err := kde.Sharpness(ev.ctx, notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: c.Workers, Debias: debias})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
@@ -50,7 +50,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)}
 		if c.CIExact {
 			ev.setStat(e, func(idx []int) (float64, error) {
-				r, err := kde.Sharpness(notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: 1, Debias: debias})
+				r, err := kde.Sharpness(ev.ctx, notion, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), kde.Options{Bandwidth: b.h, Exact: c.Exact, Workers: 1, Debias: debias})
 				if err != nil {
 					return 0, err
 				}

@@ -52,7 +52,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	if err := s.Require(4, "the witness estimators"); err != nil {
 		return nil, err
 	}
-	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers, Context: ev.ctx}
+	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers}
 	if c.WitnessBandwidth > 0 {
 		o.Grid = []float64{c.WitnessBandwidth}
 	}
@@ -68,7 +68,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	}
 	progress, done := ev.step("canonical witness")
 	o.Progress = progress
-	res, err := kde.Witness(s.Probs, s.Labels, s.K, s.Weights, o)
+	res, err := kde.Witness(ev.ctx, s.Probs, s.Labels, s.K, s.Weights, o)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
@@ -88,7 +88,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 			ev.setStat(e, func(idx []int) (float64, error) {
 				oo := o
 				oo.P, oo.Workers, oo.Progress = []float64{p}, 1, nil
-				r, err := kde.Witness(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), oo)
+				r, err := kde.Witness(ev.ctx, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), oo)
 				if err != nil {
 					return 0, err
 				}

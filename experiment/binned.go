@@ -32,10 +32,7 @@ type BinnedVsKDEOptions struct {
 	// Progress, if not nil, is told each finished part (a step counting
 	// the parts; the phase names the last).
 	Progress progress.Reporter
-	// Context, if not nil, stops the experiment: it is passed to every
-	// kernel computation and checked after every step, and the function
-	// then returns an error wrapping Context.Err().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // BinnedRow is one estimator and notion at one subsample size: the mean
@@ -148,11 +145,11 @@ func estimate(notion, estimator string, probs []float64, labels []int, k, worker
 		}
 	}
 	n := map[string]kde.Notion{"canonical": kde.Canonical, "class-wise": kde.Marginal, "top-label": kde.TopLabel}[notion]
-	cv, err := kde.SelectBandwidth(n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
+	cv, err := kde.SelectBandwidth(context.Background(), n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return 0, err
 	}
-	r, err := kde.Estimate(n, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
+	r, err := kde.Estimate(context.Background(), n, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
 	if err != nil {
 		return 0, err
 	}
@@ -165,7 +162,8 @@ func estimate(notion, estimator string, probs []float64, labels []int, k, worker
 // the full-data value, and over random subsamples (without replacement) of
 // each size the mean estimate and the mean absolute difference to the
 // full-data value, with the slope of log |difference| against log n.
-func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKDEOptions) (*BinnedVsKDEResult, error) {
+func BinnedVsKDE(ctx context.Context, file string, probs []float64, labels []int, k int, o BinnedVsKDEOptions) (*BinnedVsKDEResult, error) {
+	o.ctx = ctx
 	classes := o.Classes
 	if classes == nil {
 		classes = []int{0, 1, 2}
@@ -223,7 +221,7 @@ func BinnedVsKDE(file string, probs []float64, labels []int, k int, o BinnedVsKD
 			res.Rows = append(res.Rows, BinnedRow{Notion: notion, Estimator: est, N: n, Estimate: stat([]float64{full}, nil, 0), AbsDiff: stat([]float64{0}, nil, 0), Full: full})
 			res.Slopes = append(res.Slopes, BinnedSlope{Notion: notion, Estimator: est, Slope: slope(xs, ds)})
 			parts.Finished(notion + " " + est)
-			if err := canceled(o.Context); err != nil {
+			if err := canceled(o.ctx); err != nil {
 				return nil, err
 			}
 		}

@@ -12,21 +12,21 @@ import (
 func TestExperimentsStopOnCancel(t *testing.T) {
 	runs := map[string]func(ctx context.Context) error{
 		"convergence": func(ctx context.Context) error {
-			_, err := Convergence(ConvergenceOptions{Quick: true, Seed: 1, Context: ctx})
+			_, err := Convergence(ctx, ConvergenceOptions{Quick: true, Seed: 1})
 			return err
 		},
 		"sharpness": func(ctx context.Context) error {
-			_, err := Sharpness(SharpnessOptions{Quick: true, Seed: 1, Context: ctx})
+			_, err := Sharpness(ctx, SharpnessOptions{Quick: true, Seed: 1})
 			return err
 		},
 		// The full sizes start with Monte Carlo ground truths of 10^7 and
 		// 10^8 samples: those stop too.
 		"convergence full": func(ctx context.Context) error {
-			_, err := Convergence(ConvergenceOptions{Seed: 1, Context: ctx})
+			_, err := Convergence(ctx, ConvergenceOptions{Seed: 1})
 			return err
 		},
 		"sharpness full": func(ctx context.Context) error {
-			_, err := Sharpness(SharpnessOptions{Seed: 1, Context: ctx})
+			_, err := Sharpness(ctx, SharpnessOptions{Seed: 1})
 			return err
 		},
 	}

@@ -96,10 +96,7 @@ type ConvergenceOptions struct {
 	// Progress, if not nil, is told each finished part (a step counting
 	// the parts; the phase names the last).
 	Progress progress.Reporter
-	// Context, if not nil, stops the experiment: it is passed to every
-	// kernel computation and checked after every step, and the function
-	// then returns an error wrapping Context.Err().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // ConvRow is one estimator at one (K, n) of the convergence study. P is
@@ -267,7 +264,8 @@ func seedOf(seed uint64, parts ...int) *rand.Rand {
 //     U-statistic.
 //  5. Many classes: K = 20 and 100 (t1, t2 = (0.6, 0.6), (1.0, 2.0) and the
 //     calibrated (0.6, 1)), n = 2,000 and 5,000: the same three estimators.
-func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
+func Convergence(ctx context.Context, o ConvergenceOptions) (*ConvergenceResult, error) {
+	o.ctx = ctx
 	p := convergencePlan(o)
 	res := &ConvergenceResult{Quick: o.Quick, Seed: o.Seed}
 	parts := progress.NewParts(o.Progress, "convergence", 0)
@@ -279,22 +277,22 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			s := Setting{K: k, T1: tt[0], T2: tt[1]}
 			su := synth.Setup{K: k, T1: tt[0], T2: tt[1]}
 			var err error
-			if s.Truth, err = su.GroundTruthContext(o.Context, 1, p.ground, o.Seed+1000, o.Workers); err != nil {
+			if s.Truth, err = su.GroundTruthContext(o.ctx, 1, p.ground, o.Seed+1000, o.Workers); err != nil {
 				return nil, err
 			}
-			if s.Truth2, err = su.GroundTruthContext(o.Context, 2, p.ground, o.Seed+1000, o.Workers); err != nil {
+			if s.Truth2, err = su.GroundTruthContext(o.ctx, 2, p.ground, o.Seed+1000, o.Workers); err != nil {
 				return nil, err
 			}
 			truth[s.Name()] = s
 			res.Settings = append(res.Settings, s)
 			progress("ground truth " + s.Name())
-			if err := canceled(o.Context); err != nil {
+			if err := canceled(o.ctx); err != nil {
 				return nil, err
 			}
 		}
 	}
 	kdeEst := func(f []float64, y []int, k int, h float64, debias bool) (float64, error) {
-		r, err := kde.Estimate(kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: h, Workers: o.Workers, Debias: debias, Context: o.Context})
+		r, err := kde.Estimate(o.ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: h, Workers: o.Workers, Debias: debias})
 		if err != nil {
 			return 0, err
 		}
@@ -302,16 +300,16 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	}
 	kdeAt := func(f []float64, y []int, k int, h float64) (float64, error) { return kdeEst(f, y, k, h, false) }
 	witness := func(f []float64, y []int, k int, seed uint64) (*kde.WitnessResult, error) {
-		return kde.Witness(f, y, k, nil, kde.WitnessOptions{Seed: seed, Workers: o.Workers, Context: o.Context})
+		return kde.Witness(o.ctx, f, y, k, nil, kde.WitnessOptions{Seed: seed, Workers: o.Workers})
 	}
 	// loo returns the plug-in CE_1 and CE_2^2 (one sweep: the ratios do
 	// not depend on p) at the bandwidth chosen by obj, and that bandwidth.
 	loo := func(f []float64, y []int, k int, obj kde.Objective) (v1, v2, h float64, err error) {
-		cv, err := kde.SelectBandwidth(kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Objective: obj, Workers: o.Workers, Context: o.Context})
+		cv, err := kde.SelectBandwidth(o.ctx, kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Objective: obj, Workers: o.Workers})
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		r, err := kde.Estimate(kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
+		r, err := kde.Estimate(o.ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -397,7 +395,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				res.Convergence = append(res.Convergence, row)
 			}
 			progress(fmt.Sprintf("convergence K=%d n=%d", k, n))
-			if err := canceled(o.Context); err != nil {
+			if err := canceled(o.ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -470,7 +468,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				down, up := crossings(p.hs, means, s.Truth.Value)
 				res.Crossings = append(res.Crossings, Crossing{Setting: s.Name(), N: n, Down: down, Up: up})
 				progress(fmt.Sprintf("sweep %s n=%d", s.Name(), n))
-				if err := canceled(o.Context); err != nil {
+				if err := canceled(o.ctx); err != nil {
 					return nil, err
 				}
 			}
@@ -507,7 +505,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 				res.Calibrated = append(res.Calibrated, row)
 			}
 			progress(fmt.Sprintf("calibrated K=%d n=%d", k, n))
-			if err := canceled(o.Context); err != nil {
+			if err := canceled(o.ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -516,11 +514,11 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 	// 5. Many classes.
 	for si, su := range p.large {
 		s := Setting{K: su.K, T1: su.T1, T2: su.T2}
-		g1, err := su.GroundTruthContext(o.Context, 1, p.ground/10, o.Seed+1000, o.Workers)
+		g1, err := su.GroundTruthContext(o.ctx, 1, p.ground/10, o.Seed+1000, o.Workers)
 		if err != nil {
 			return nil, err
 		}
-		g2, err := su.GroundTruthContext(o.Context, 2, p.ground/10, o.Seed+1000, o.Workers)
+		g2, err := su.GroundTruthContext(o.ctx, 2, p.ground/10, o.Seed+1000, o.Workers)
 		if err != nil {
 			return nil, err
 		}
@@ -547,7 +545,7 @@ func Convergence(o ConvergenceOptions) (*ConvergenceResult, error) {
 			res.LargeK = append(res.LargeK, LargeKRow{Setting: s.Name(), N: n, Truth: t1, Truth2: t2,
 				PlugIn: stat(plug, hs, failed), Witness: stat(wit, hw, failed), U: stat(u, hu, failed)})
 			progress(fmt.Sprintf("large K %s n=%d", s.Name(), n))
-			if err := canceled(o.Context); err != nil {
+			if err := canceled(o.ctx); err != nil {
 				return nil, err
 			}
 		}

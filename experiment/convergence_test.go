@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -21,7 +22,7 @@ func TestConvergenceQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the quick experiment, twice: runs without -short")
 	}
-	r, err := Convergence(ConvergenceOptions{Quick: true, Seed: 3})
+	r, err := Convergence(context.Background(), ConvergenceOptions{Quick: true, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestConvergenceQuick(t *testing.T) {
 			t.Errorf("%+v", row)
 		}
 	}
-	r2, _ := Convergence(ConvergenceOptions{Quick: true, Seed: 3, Workers: 1})
+	r2, _ := Convergence(context.Background(), ConvergenceOptions{Quick: true, Seed: 3, Workers: 1})
 	a, _ := json.Marshal(r)
 	b, _ := json.Marshal(r2)
 	if !bytes.Equal(a, b) {
@@ -92,7 +93,7 @@ func TestCrossings(t *testing.T) {
 // rows, the slopes) and checks its errors.
 func TestBinnedVsKDEQuick(t *testing.T) {
 	f, y, _ := synth.Paper(4).Draw(2000, rand.New(rand.NewPCG(1, 1)))
-	r, err := BinnedVsKDE("synthetic", f, y, 4, BinnedVsKDEOptions{Quick: true, Classes: []int{3, 0, 1}})
+	r, err := BinnedVsKDE(context.Background(), "synthetic", f, y, 4, BinnedVsKDEOptions{Quick: true, Classes: []int{3, 0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +111,10 @@ func TestBinnedVsKDEQuick(t *testing.T) {
 			t.Errorf("%+v: the difference does not shrink with n", s)
 		}
 	}
-	if _, err := BinnedVsKDE("x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 0, 1}}); err == nil {
+	if _, err := BinnedVsKDE(context.Background(), "x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 0, 1}}); err == nil {
 		t.Error("repeated class accepted")
 	}
-	if _, err := BinnedVsKDE("x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 1}}); err == nil {
+	if _, err := BinnedVsKDE(context.Background(), "x", f, y, 4, BinnedVsKDEOptions{Classes: []int{0, 1}}); err == nil {
 		t.Error("two classes accepted")
 	}
 }
@@ -122,7 +123,7 @@ func TestBinnedVsKDEQuick(t *testing.T) {
 // 1,024, finite rows, a ground truth with a small standard error, and
 // determinism across worker counts; bad options are errors.
 func TestSharpnessQuick(t *testing.T) {
-	r, err := Sharpness(SharpnessOptions{Quick: true, Seed: 2})
+	r, err := Sharpness(context.Background(), SharpnessOptions{Quick: true, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,13 +135,13 @@ func TestSharpnessQuick(t *testing.T) {
 			t.Errorf("%+v", row)
 		}
 	}
-	r2, _ := Sharpness(SharpnessOptions{Quick: true, Seed: 2, Workers: 1})
+	r2, _ := Sharpness(context.Background(), SharpnessOptions{Quick: true, Seed: 2, Workers: 1})
 	a, _ := json.Marshal(r)
 	b, _ := json.Marshal(r2)
 	if !bytes.Equal(a, b) {
 		t.Error("results differ between worker counts")
 	}
-	if _, err := Sharpness(SharpnessOptions{Location: 1.5}); err == nil {
+	if _, err := Sharpness(context.Background(), SharpnessOptions{Location: 1.5}); err == nil {
 		t.Error("location 1.5 accepted")
 	}
 }
@@ -156,7 +157,7 @@ func TestRealWitnessQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets := []RealSet{{Name: "demo", Probs: s.Probs, Labels: s.Labels, K: s.K}}
-	r, err := RealWitness(sets, RealWitnessOptions{Quick: true, Seed: 2})
+	r, err := RealWitness(context.Background(), sets, RealWitnessOptions{Quick: true, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestRealWitnessQuick(t *testing.T) {
 	if math.Abs(rs.Witness1.Mean) > 0.02 || !(rs.PlugIn1.Mean > 0.03) {
 		t.Errorf("resampled labels: witness %v (want |.| <= 0.02), plug-in %v", rs.Witness1.Mean, rs.PlugIn1.Mean)
 	}
-	r2, err := RealWitness(sets, RealWitnessOptions{Quick: true, Seed: 2, Workers: 1})
+	r2, err := RealWitness(context.Background(), sets, RealWitnessOptions{Quick: true, Seed: 2, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

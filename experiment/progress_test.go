@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -51,7 +52,7 @@ func TestExperimentProgress(t *testing.T) {
 	labels := synth.Labels(nil, probs, 3, rng)
 	sets := []RealSet{{Name: "a", Probs: probs, Labels: labels, K: 3}, {Name: "b", Probs: probs, Labels: labels, K: 3}}
 	var r recorder
-	if _, err := RealWitness(sets, RealWitnessOptions{Quick: true, Seed: 1, Progress: &r}); err != nil {
+	if _, err := RealWitness(context.Background(), sets, RealWitnessOptions{Quick: true, Seed: 1, Progress: &r}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(r.steps, []string{"real witness"}) || !slices.Equal(r.phases, []string{"a", "b"}) || r.done != 2 || r.total != 2 || r.ended != 1 {

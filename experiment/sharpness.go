@@ -33,10 +33,7 @@ type SharpnessOptions struct {
 	Quick         bool
 	Seed          uint64
 	Workers       int
-	// Context, if not nil, stops the experiment: it is passed to every
-	// kernel computation and checked after every step, and the function
-	// then returns an error wrapping Context.Err().
-	Context context.Context
+	ctx           context.Context // the call's context, its first argument
 }
 
 // SharpnessRow is eq. 7's ratio and its appendix D debiased value at one n.
@@ -86,7 +83,8 @@ func sharpSample(rng *rand.Rand, a, h, loc float64) (s, y, k float64) {
 // from n samples by eq. 7's ratio of U-statistics and by its appendix D
 // debiased version, over many repetitions, against the ground truth
 // (E[k s] / E[k])^2 from streamed Monte Carlo (E[y | s] = s).
-func Sharpness(o SharpnessOptions) (*SharpnessResult, error) {
+func Sharpness(ctx context.Context, o SharpnessOptions) (*SharpnessResult, error) {
+	o.ctx = ctx
 	h, loc, a := o.Bandwidth, o.Location, o.Slope
 	if h == 0 {
 		h = 0.5
@@ -123,7 +121,6 @@ func Sharpness(o SharpnessOptions) (*SharpnessResult, error) {
 	const batch = 1 << 16
 	nb := (ground + batch - 1) / batch
 	sk, sks := make([]float64, nb), make([]float64, nb)
-	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -154,7 +151,7 @@ func Sharpness(o SharpnessOptions) (*SharpnessResult, error) {
 	res.Truth = synth.GroundTruth{Value: truth, SE: se, Samples: ground}
 
 	for _, n := range sizes {
-		if err := canceled(o.Context); err != nil {
+		if err := canceled(o.ctx); err != nil {
 			return nil, err
 		}
 		partial, full := make([]float64, reps), make([]float64, reps)

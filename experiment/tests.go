@@ -65,7 +65,7 @@ type TestsOptions struct {
 	Seed     uint64
 	Workers  int
 	Progress progress.Reporter
-	Context  context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // SizeRow is the rejection rate of one test under H0 in one cell.
@@ -144,7 +144,8 @@ var Miscalibrations = []string{"temperature", "label_smoothing", "prior_shift"}
 //
 // Every data set has its own seed (Seed, the cell, the set), so the result
 // is the same for any Workers.
-func Tests(o TestsOptions) (*TestsResult, error) {
+func Tests(ctx context.Context, o TestsOptions) (*TestsResult, error) {
+	o.ctx = ctx
 	sizes, ks, sets, B, extraMax := o.Sizes, o.Ks, o.Sets, o.Resamples, o.ExtraMaxN
 	psizes, psets, pk := o.PowerSizes, o.PowerSets, o.PowerK
 	if o.Quick {
@@ -273,7 +274,7 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 	reports := make([]*calibtest.Report, sets)
 	var mu sync.Mutex
 	finished := int64(0)
-	err := parallel.ForContext(o.Context, sets, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, s int) {
+	err := parallel.ForContext(o.ctx, sets, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, s int) {
 		rng := rngOf(s)
 		f, y := draw(rng)
 		reports[s] = runOne(f, y, len(f)/len(y), tests, B, rng.Uint64())

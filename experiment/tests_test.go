@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"strings"
@@ -52,7 +53,7 @@ func TestTestsSmall(t *testing.T) {
 	real := RealSet{Name: "net", Probs: f, Labels: y, K: 3}
 	o := TestsOptions{Sizes: []int{60, 200}, Ks: []int{3}, Sets: 12, Resamples: 19, ExtraMaxN: 60, PowerSizes: []int{80}, PowerSets: 6, PowerK: 3,
 		Real: []RealSet{real}, Workers: 1}
-	r, err := Tests(o)
+	r, err := Tests(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestTestsSmall(t *testing.T) {
 		t.Errorf("table: %v\n%s", err, b.String())
 	}
 	o.Workers = 3
-	r3, err := Tests(o)
+	r3, err := Tests(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestTestsSmall(t *testing.T) {
 	// data are drawn (an empty log axis panicked).
 	o.NoPower, o.Ks = true, nil
 	o.Sizes = []int{60}
-	r4, err := Tests(o)
+	r4, err := Tests(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,7 @@ type RealWitnessOptions struct {
 	// Progress, if not nil, is told each finished set (a step counting the
 	// sets; the phase names the last).
 	Progress progress.Reporter
-	// Context, if not nil, stops the experiment: it is passed to every
-	// kernel computation and checked after every step, and the function
-	// then returns an error wrapping Context.Err().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // RealWitnessRow is every canonical estimate of one set under one label
@@ -73,7 +70,8 @@ type RealWitnessResult struct {
 // converging estimators of kde.Witness, with the observed labels and with
 // labels drawn from the predictions themselves (where every canonical
 // estimate should be near 0).
-func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, error) {
+func RealWitness(ctx context.Context, sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, error) {
+	o.ctx = ctx
 	reps := o.Resamples
 	if reps == 0 {
 		reps = 2
@@ -93,13 +91,13 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 			probs, labels = probs[:1000*s.K], labels[:1000]
 		}
 		n, k := len(labels), s.K
-		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, k, nil, kde.BandwidthOptions{Workers: o.Workers, Context: o.Context})
+		cv, err := kde.SelectBandwidth(o.ctx, kde.Canonical, probs, labels, k, nil, kde.BandwidthOptions{Workers: o.Workers})
 		if err != nil {
 			return nil, fmt.Errorf("experiment: %s: %w", s.Name, err)
 		}
 		type acc struct{ plug1, plug2, bin, top, w1, u2, hw []float64 }
 		measure := func(y []int, a *acc) error {
-			pe, err := kde.Estimate(kde.Canonical, probs, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers, Context: o.Context})
+			pe, err := kde.Estimate(o.ctx, kde.Canonical, probs, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
 			if err != nil {
 				return err
 			}
@@ -112,7 +110,7 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 			if err != nil {
 				return err
 			}
-			w, err := kde.Witness(probs, y, k, nil, kde.WitnessOptions{Seed: o.Seed, Workers: o.Workers, Context: o.Context})
+			w, err := kde.Witness(o.ctx, probs, y, k, nil, kde.WitnessOptions{Seed: o.Seed, Workers: o.Workers})
 			if err != nil {
 				return err
 			}
@@ -139,7 +137,7 @@ func RealWitness(sets []RealSet, o RealWitnessOptions) (*RealWitnessResult, erro
 		}
 		res.Rows = append(res.Rows, row("observed", &obs), row("resampled", &rs))
 		parts.Finished(s.Name)
-		if err := canceled(o.Context); err != nil {
+		if err := canceled(o.ctx); err != nil {
 			return nil, err
 		}
 	}

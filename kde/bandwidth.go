@@ -108,8 +108,7 @@ type BandwidthOptions struct {
 	Workers   int // goroutines; 0 means GOMAXPROCS
 	// Progress, if not nil, is told how far the computation is.
 	Progress Progress
-	// Context, if not nil, cancels the selection (see Options.Context).
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // Curve is the outcome of SelectBandwidth.
@@ -147,7 +146,8 @@ type Curve struct {
 // of weight 0 changes nothing. Invalid weights give an error wrapping
 // mathx.ErrWeights, fewer than two positive weights one wrapping
 // ErrTooFew.
-func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weights []float64, opts BandwidthOptions) (*Curve, error) {
+func SelectBandwidth(ctx context.Context, notion Notion, probs []float64, labels []int, k int, weights []float64, opts BandwidthOptions) (*Curve, error) {
+	opts.ctx = ctx
 	if err := check(notion, probs, labels, k); err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weight
 	}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	lineMode(pts, opts.Exact || opts.Objective == Reference)
-	tr := track(opts.Context, pts, opts.Progress, len(grid))
+	tr := track(opts.ctx, pts, opts.Progress, len(grid))
 	// The refinement's work is announced with the grid's, at its largest
 	// (the widest bracket), so that the reported fraction never goes back;
 	// what it does not use is reported done when it is known.
@@ -199,7 +199,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weight
 	cv := &Curve{Notion: notion, Objective: opts.Objective, Grid: append([]float64(nil), grid...), Index: -1}
 	var wkept float64
 	cv.GridLL, cv.Excluded, wkept = objective(pts, grid, opts.Objective, weights)
-	if err := canceled(opts.Context); err != nil {
+	if err := canceled(opts.ctx); err != nil {
 		return nil, err
 	}
 	if cv.Excluded == len(pts)*len(labels) {
@@ -246,7 +246,7 @@ func SelectBandwidth(notion Notion, probs []float64, labels []int, k int, weight
 		fa: cv.GridLL[ilo], fb: cv.GridLL[ihi], fx: cv.LogLik,
 	}, tol, refineEvals(math.Log(grid[ihi])-math.Log(grid[ilo]), tol))
 	unused(evals)
-	if err := canceled(opts.Context); err != nil {
+	if err := canceled(opts.ctx); err != nil {
 		return nil, err
 	}
 	if ll > cv.LogLik {

@@ -61,7 +61,7 @@ func BenchmarkEstimate(b *testing.B) {
 		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 			b.Run(fmt.Sprintf("%s/n=%d/K=%d", notion, sz.n, sz.k), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := Estimate(notion, probs, labels, sz.k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
+					if _, err := Estimate(context.Background(), notion, probs, labels, sz.k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -89,7 +89,7 @@ func BenchmarkEstimateWeighted(b *testing.B) {
 		for _, notion := range []Notion{Canonical, TopLabel} {
 			b.Run(fmt.Sprintf("notion=%s/weighted=%v", notion, weights != nil), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := Estimate(notion, probs, labels, 10, weights, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
+					if _, err := Estimate(context.Background(), notion, probs, labels, 10, weights, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -112,7 +112,7 @@ func BenchmarkEstimateContext(b *testing.B) {
 		for _, notion := range []Notion{Canonical, TopLabel} {
 			b.Run(fmt.Sprintf("notion=%s/ctx=%s", notion, c.name), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := Estimate(notion, probs, labels, 10, nil, Options{Bandwidth: 0.02, Context: c.ctx}); err != nil {
+					if _, err := Estimate(c.ctx, notion, probs, labels, 10, nil, Options{Bandwidth: 0.02}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -130,7 +130,7 @@ func BenchmarkEstimateNeighbours(b *testing.B) {
 		for _, notion := range []Notion{Canonical, TopLabel} {
 			b.Run(fmt.Sprintf("notion=%s/neighbours=%v", notion, on), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := Estimate(notion, probs, labels, 10, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}, Neighbours: on}); err != nil {
+					if _, err := Estimate(context.Background(), notion, probs, labels, 10, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}, Neighbours: on}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -153,7 +153,7 @@ func BenchmarkSelectBandwidth(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/%s/n=%d/K=10", notion, name, n), func(b *testing.B) {
 					for b.Loop() {
-						if _, err := SelectBandwidth(notion, probs, labels, 10, nil, BandwidthOptions{NoRefine: !refine}); err != nil {
+						if _, err := SelectBandwidth(context.Background(), notion, probs, labels, 10, nil, BandwidthOptions{NoRefine: !refine}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -169,7 +169,7 @@ func BenchmarkGradient(b *testing.B) {
 	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 		b.Run(fmt.Sprintf("%s/n=2000/K=10", notion), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, err := Gradient(nil, notion, probs, labels, 10, 2, nil, Options{Bandwidth: 0.05}); err != nil {
+				if _, _, err := Gradient(context.Background(), nil, notion, probs, labels, 10, 2, nil, Options{Bandwidth: 0.05}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -186,7 +186,7 @@ func BenchmarkWitness(b *testing.B) {
 		probs, labels := benchSet(b, sz.n, sz.k)
 		b.Run(fmt.Sprintf("n=%d/K=%d", sz.n, sz.k), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Witness(probs, labels, sz.k, nil, WitnessOptions{}); err != nil {
+				if _, err := Witness(context.Background(), probs, labels, sz.k, nil, WitnessOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -223,7 +223,7 @@ func BenchmarkEstimateDirichlet(b *testing.B) {
 	for _, h := range []float64{0.05, 0.02} {
 		b.Run(fmt.Sprintf("h=%g/n=%d/K=%d", h, n, k), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Estimate(Canonical, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1}}); err != nil {
+				if _, err := Estimate(context.Background(), Canonical, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -242,18 +242,18 @@ func BenchmarkLine(b *testing.B) {
 		for _, exact := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/exact=%v/bandwidth", notion, exact), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := SelectBandwidth(notion, probs, labels, 10, nil, BandwidthOptions{Exact: exact}); err != nil {
+					if _, err := SelectBandwidth(context.Background(), notion, probs, labels, 10, nil, BandwidthOptions{Exact: exact}); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
-			cv, err := SelectBandwidth(notion, probs, labels, 10, nil, BandwidthOptions{})
+			cv, err := SelectBandwidth(context.Background(), notion, probs, labels, 10, nil, BandwidthOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("%s/exact=%v/estimate", notion, exact), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := Estimate(notion, probs, labels, 10, nil, Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Neighbours: true, Exact: exact}); err != nil {
+					if _, err := Estimate(context.Background(), notion, probs, labels, 10, nil, Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Neighbours: true, Exact: exact}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -183,7 +184,7 @@ func TestBruteForce(t *testing.T) {
 						continue
 					}
 					for _, mean := range []bool{false, true} {
-						res, err := Estimate(notion, probs, labels, k, nil, Options{Bandwidth: h, P: ps, ClassMean: mean})
+						res, err := Estimate(context.Background(), notion, probs, labels, k, nil, Options{Bandwidth: h, P: ps, ClassMean: mean})
 						if err != nil {
 							t.Fatalf("K=%d n=%d h=%v %s: %v", k, n, h, notion, err)
 						}
@@ -215,7 +216,7 @@ func TestBruteForceExactZeros(t *testing.T) {
 		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 			for _, h := range []float64{0.001, 0.05, 0.5} {
 				for _, p := range []float64{1, 2} {
-					res, err := Estimate(notion, s.Probs, s.Labels, s.K, nil, Options{Bandwidth: h, P: []float64{p}})
+					res, err := Estimate(context.Background(), notion, s.Probs, s.Labels, s.K, nil, Options{Bandwidth: h, P: []float64{p}})
 					if err != nil {
 						t.Fatalf("%s %s: %v", g.Case, notion, err)
 					}
@@ -241,7 +242,7 @@ func TestBinaryEqualsCanonical(t *testing.T) {
 	for _, h := range []float64{0.01, 0.1} {
 		var vals []float64
 		for _, notion := range []Notion{Binary, Canonical, Marginal} {
-			res, err := Estimate(notion, probs, labels, 2, nil, Options{Bandwidth: h, P: []float64{1, 2}})
+			res, err := Estimate(context.Background(), notion, probs, labels, 2, nil, Options{Bandwidth: h, P: []float64{1, 2}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,17 +265,17 @@ func TestDeterminism(t *testing.T) {
 	for _, w := range []int{1, 2, 3, 8} {
 		var got []float64
 		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
-			res, err := Estimate(notion, probs, labels, 4, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}, Workers: w})
+			res, err := Estimate(context.Background(), notion, probs, labels, 4, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}, Workers: w})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, res.Values[0].Value, res.Values[1].Value)
-			_, g, err := Gradient(nil, notion, probs, labels, 4, 2, nil, Options{Bandwidth: 0.02, Workers: w})
+			_, g, err := Gradient(context.Background(), nil, notion, probs, labels, 4, 2, nil, Options{Bandwidth: 0.02, Workers: w})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, g...)
-			cv, err := SelectBandwidth(notion, probs, labels, 4, nil, BandwidthOptions{Workers: w})
+			cv, err := SelectBandwidth(context.Background(), notion, probs, labels, 4, nil, BandwidthOptions{Workers: w})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,13 +316,13 @@ func TestGradientFiniteDifferences(t *testing.T) {
 				for _, h := range []float64{0.05, 0.4} {
 					opts := Options{Bandwidth: h, ClassMean: notion == Marginal && p == 2}
 					val := func(x []float64) float64 {
-						res, err := Estimate(notion, x, labels, k, nil, Options{Bandwidth: h, P: []float64{p}, ClassMean: opts.ClassMean})
+						res, err := Estimate(context.Background(), notion, x, labels, k, nil, Options{Bandwidth: h, P: []float64{p}, ClassMean: opts.ClassMean})
 						if err != nil {
 							t.Fatal(err)
 						}
 						return res.Values[0].Value
 					}
-					v, g, err := Gradient(nil, notion, probs, labels, k, p, nil, opts)
+					v, g, err := Gradient(context.Background(), nil, notion, probs, labels, k, p, nil, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -343,7 +344,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 					}
 					checkClose(t, notion.String()+" probabilities", g, fd, 2e-5)
 
-					_, gz, err := LogitGradient(nil, notion, logits, labels, k, p, nil, opts)
+					_, gz, err := LogitGradient(context.Background(), nil, notion, logits, labels, k, p, nil, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -379,13 +380,13 @@ func TestGradientFiniteDifferences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Estimate(Binary, s.Probs, labels, 2, nil, Options{Bandwidth: 0.1, P: []float64{2}})
+		res, err := Estimate(context.Background(), Binary, s.Probs, labels, 2, nil, Options{Bandwidth: 0.1, P: []float64{2}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Values[0].Value
 	}
-	_, g, err := LogitGradient(nil, Binary, z, labels, 1, 2, nil, Options{Bandwidth: 0.1})
+	_, g, err := LogitGradient(context.Background(), nil, Binary, z, labels, 1, 2, nil, Options{Bandwidth: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func checkClose(t *testing.T, name string, got, want []float64, tol float64) {
 func TestLOOBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 8))
 	probs, labels := randomSet(rng, 120, 3, 1.5)
-	cv, err := SelectBandwidth(Canonical, probs, labels, 3, nil, BandwidthOptions{})
+	cv, err := SelectBandwidth(context.Background(), Canonical, probs, labels, 3, nil, BandwidthOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,11 +481,11 @@ func TestKnownCalibrationError(t *testing.T) {
 			labels[j] = 1
 		}
 	}
-	cv, err := SelectBandwidth(Binary, probs, labels, 2, nil, BandwidthOptions{})
+	cv, err := SelectBandwidth(context.Background(), Binary, probs, labels, 2, nil, BandwidthOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Estimate(Binary, probs, labels, 2, nil, Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}})
+	res, err := Estimate(context.Background(), Binary, probs, labels, 2, nil, Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,15 +520,15 @@ func TestProgress(t *testing.T) {
 			}
 			last.Store(0)
 		}
-		if _, err := Estimate(notion, probs, labels, 3, nil, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
+		if _, err := Estimate(context.Background(), notion, probs, labels, 3, nil, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
 			t.Fatal(err)
 		}
 		check("Estimate")
-		if _, _, err := Gradient(nil, notion, probs, labels, 3, 1, nil, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
+		if _, _, err := Gradient(context.Background(), nil, notion, probs, labels, 3, 1, nil, Options{Bandwidth: 0.1, Progress: fn}); err != nil {
 			t.Fatal(err)
 		}
 		check("Gradient")
-		if _, err := SelectBandwidth(notion, probs, labels, 3, nil, BandwidthOptions{Progress: fn}); err != nil {
+		if _, err := SelectBandwidth(context.Background(), notion, probs, labels, 3, nil, BandwidthOptions{Progress: fn}); err != nil {
 			t.Fatal(err)
 		}
 		check("SelectBandwidth")
@@ -544,7 +545,7 @@ func TestBruteForceManyTiles(t *testing.T) {
 	probs, labels := randomSet(rng, n, k, 6)
 	for _, h := range []float64{0.002, 0.05} {
 		for _, notion := range []Notion{Canonical, TopLabel} {
-			res, err := Estimate(notion, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}})
+			res, err := Estimate(context.Background(), notion, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -557,7 +558,7 @@ func TestBruteForceManyTiles(t *testing.T) {
 		}
 	}
 	hs := []float64{0.001, 0.01, 0.3}
-	cv, err := SelectBandwidth(Canonical, probs, labels, k, nil, BandwidthOptions{Grid: hs, NoRefine: true})
+	cv, err := SelectBandwidth(context.Background(), Canonical, probs, labels, k, nil, BandwidthOptions{Grid: hs, NoRefine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,27 +21,27 @@ func TestContextCancelsSweeps(t *testing.T) {
 	const h = 0.05
 	calls := map[string]func(ctx context.Context, p Progress) error{
 		"Estimate": func(ctx context.Context, p Progress) error {
-			_, err := Estimate(Marginal, probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx, Progress: p})
+			_, err := Estimate(ctx, Marginal, probs, labels, 10, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 		"SelectBandwidth": func(ctx context.Context, p Progress) error {
-			_, err := SelectBandwidth(Canonical, probs, labels, 10, nil, BandwidthOptions{Context: ctx, Progress: p})
+			_, err := SelectBandwidth(ctx, Canonical, probs, labels, 10, nil, BandwidthOptions{Progress: p})
 			return err
 		},
 		"Witness": func(ctx context.Context, p Progress) error {
-			_, err := Witness(probs, labels, 10, nil, WitnessOptions{Context: ctx, Progress: p})
+			_, err := Witness(ctx, probs, labels, 10, nil, WitnessOptions{Progress: p})
 			return err
 		},
 		"Gradient": func(ctx context.Context, p Progress) error {
-			_, _, err := Gradient(nil, Marginal, probs, labels, 10, 1, nil, Options{Bandwidth: h, Context: ctx, Progress: p})
+			_, _, err := Gradient(ctx, nil, Marginal, probs, labels, 10, 1, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 		"Sharpness": func(ctx context.Context, p Progress) error {
-			_, err := Sharpness(TopLabel, probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx, Progress: p})
+			_, err := Sharpness(ctx, TopLabel, probs, labels, 10, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 		"Regression": func(ctx context.Context, p Progress) error {
-			_, _, _, err := Regression(probs, probs, labels, 10, nil, Options{Bandwidth: h, Context: ctx, Progress: p})
+			_, _, _, err := Regression(ctx, probs, probs, labels, 10, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 	}
@@ -79,11 +79,11 @@ func TestContextCancelsSweeps(t *testing.T) {
 	}
 	// A live context gives the same value as none.
 	small, sl := randomSet(rng, 300, 4, 1)
-	a, err := Estimate(Canonical, small, sl, 4, nil, Options{Bandwidth: h})
+	a, err := Estimate(context.Background(), Canonical, small, sl, 4, nil, Options{Bandwidth: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Estimate(Canonical, small, sl, 4, nil, Options{Bandwidth: h, Context: context.Background()})
+	b, err := Estimate(context.Background(), Canonical, small, sl, 4, nil, Options{Bandwidth: h})
 	if err != nil || a.Values[0] != b.Values[0] {
 		t.Fatalf("with a context: %v, %v; without: %v", b, err, a.Values[0])
 	}
@@ -94,10 +94,10 @@ func TestContextCancelsSweeps(t *testing.T) {
 func TestMaxP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 1))
 	probs, labels := randomSet(rng, 200, 3, 1)
-	if _, err := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP + 1}}); err == nil {
+	if _, err := Estimate(context.Background(), Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP + 1}}); err == nil {
 		t.Error("p above MaxP accepted")
 	}
-	res, err := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP}})
+	res, err := Estimate(context.Background(), Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.05, P: []float64{MaxP}})
 	if err != nil || !(res.Values[0].Root > 0) {
 		t.Errorf("p = MaxP: %v, %v", res, err)
 	}

@@ -86,7 +86,7 @@ func RegressionBandwidth(probs []float64, labels []int, k int, weights []float64
 			continue // a fold whose training part weighs nothing says nothing
 		}
 		for g, h := range grid {
-			r, _, _, err := Regression(qx, tx, ty, k, tw, Options{Bandwidth: h, Workers: workers})
+			r, _, _, err := Regression(context.Background(), qx, tx, ty, k, tw, Options{Bandwidth: h, Workers: workers})
 			if err != nil {
 				return 0, fmt.Errorf("kde: regression bandwidth: %w", err)
 			}
@@ -147,9 +147,7 @@ type BandOptions struct {
 	// Workers is the number of goroutines; 0 means GOMAXPROCS. The band is
 	// bit-identical for every value.
 	Workers int
-	// Context, if not nil, stops the resampling: the call then returns an
-	// error wrapping Context.Err().
-	Context context.Context
+	ctx     context.Context // the call's context, its first argument
 }
 
 // ScoreRegressionBand returns the bootstrap percentile band of the
@@ -168,7 +166,8 @@ type BandOptions struct {
 // kernels are those of ScoreRegression, so a "resample" holding every
 // sample once reproduces it (to rounding: ScoreRegression uses the
 // table-driven exp, this math.Exp).
-func ScoreRegressionBand(queries, scores []float64, outcomes []int, weights []float64, o BandOptions) (lo, hi []float64, err error) {
+func ScoreRegressionBand(ctx context.Context, queries, scores []float64, outcomes []int, weights []float64, o BandOptions) (lo, hi []float64, err error) {
+	o.ctx = ctx
 	n := len(scores)
 	if n != len(outcomes) {
 		return nil, nil, fmt.Errorf("kde: %d scores and %d outcomes", n, len(outcomes))
@@ -196,7 +195,7 @@ func ScoreRegressionBand(queries, scores []float64, outcomes []int, weights []fl
 	// curves[b*m+q] is resample b's curve at query q (NaN: no kernel mass).
 	curves := make([]float64, nb*m)
 	type buffers struct{ cnt, num, den []float64 }
-	stopped := parallel.ForContext(o.Context, nb, o.Workers, func() *buffers {
+	stopped := parallel.ForContext(o.ctx, nb, o.Workers, func() *buffers {
 		return &buffers{make([]float64, n), make([]float64, m), make([]float64, m)}
 	}, func(buf *buffers, b int) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(b)))
@@ -322,7 +321,8 @@ func (k kernelMatrix) regress(cnt []float64, outcomes []int, num, den []float64)
 // exponent).
 //
 // With weights (nil: all 1) each point is the weighted Estimate.
-func EstimateCurve(notion Notion, probs []float64, labels []int, k int, hs, weights []float64, opts Options) ([]float64, error) {
+func EstimateCurve(ctx context.Context, notion Notion, probs []float64, labels []int, k int, hs, weights []float64, opts Options) ([]float64, error) {
+	opts.ctx = ctx
 	if err := check(notion, probs, labels, k); err != nil {
 		return nil, err
 	}
@@ -338,10 +338,10 @@ func EstimateCurve(notion Notion, probs []float64, labels []int, k int, hs, weig
 	for i, h := range hs {
 		o := opts
 		o.Bandwidth = h
-		res, err := Estimate(notion, probs, labels, k, weights, o)
+		res, err := Estimate(ctx, notion, probs, labels, k, weights, o)
 		if err != nil {
-			if opts.Context != nil && opts.Context.Err() != nil {
-				return nil, fmt.Errorf("kde: estimate curve: %w", opts.Context.Err())
+			if ctx != nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("kde: estimate curve: %w", ctx.Err())
 			}
 			out[i] = math.NaN()
 			continue

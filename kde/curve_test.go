@@ -100,7 +100,7 @@ func TestScoreRegressionBand(t *testing.T) {
 	for i := range q {
 		q[i] = 0.02 + 0.96*float64(i)/50
 	}
-	curve, _, err := ScoreRegression(q, sc, oc, nil, Options{Bandwidth: h})
+	curve, _, err := ScoreRegression(context.Background(), q, sc, oc, nil, Options{Bandwidth: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestScoreRegressionBand(t *testing.T) {
 			t.Errorf("query %v: kernel matrix %v, ScoreRegression %v", q[i], num[i]/den[i], curve[i])
 		}
 	}
-	lo, hi, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 1})
+	lo, hi, err := ScoreRegressionBand(context.Background(), q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,36 +136,36 @@ func TestScoreRegressionBand(t *testing.T) {
 	if w1, w0 := hi[45]-lo[45], hi[5]-lo[5]; !(w1 < w0) {
 		t.Errorf("band width %v near 0.9, %v near 0.1", w1, w0)
 	}
-	lo4, hi4, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 4})
+	lo4, hi4, err := ScoreRegressionBand(context.Background(), q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 5, Workers: 4})
 	if err != nil || !slices.Equal(lo, lo4) || !slices.Equal(hi, hi4) {
 		t.Errorf("4 workers differ from 1 (err %v)", err)
 	}
-	lo6, _, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 6})
+	lo6, _, err := ScoreRegressionBand(context.Background(), q, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 100, Seed: 6})
 	if err != nil || slices.Equal(lo, lo6) {
 		t.Errorf("seed 6 gives the band of seed 5 (err %v)", err)
 	}
 	// No kernel mass at 0 and 1 from scores strictly inside (0, 1) is
 	// not possible; a query outside [0, 1] has none: NaN.
-	l, u, err := ScoreRegressionBand([]float64{-0.5}, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 10})
+	l, u, err := ScoreRegressionBand(context.Background(), []float64{-0.5}, sc, oc, nil, BandOptions{Bandwidth: h, Resamples: 10})
 	if err != nil || !math.IsNaN(l[0]) || !math.IsNaN(u[0]) {
 		t.Errorf("query -0.5: [%v, %v], err %v", l[0], u[0], err)
 	}
 	for name, o := range map[string]BandOptions{"no bandwidth": {}, "level 1": {Bandwidth: h, Level: 1}, "negative resamples": {Bandwidth: h, Resamples: -1}} {
-		if _, _, err := ScoreRegressionBand(q, sc, oc, nil, o); err == nil {
+		if _, _, err := ScoreRegressionBand(context.Background(), q, sc, oc, nil, o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, _, err := ScoreRegressionBand(q, sc, oc[:10], nil, BandOptions{Bandwidth: h}); err == nil {
+	if _, _, err := ScoreRegressionBand(context.Background(), q, sc, oc[:10], nil, BandOptions{Bandwidth: h}); err == nil {
 		t.Error("length mismatch: no error")
 	}
 	bad := slices.Clone(oc)
 	bad[3] = 2
-	if _, _, err := ScoreRegressionBand(q, sc, bad, nil, BandOptions{Bandwidth: h}); err == nil {
+	if _, _, err := ScoreRegressionBand(context.Background(), q, sc, bad, nil, BandOptions{Bandwidth: h}); err == nil {
 		t.Error("outcome 2: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := ScoreRegressionBand(q, sc, oc, nil, BandOptions{Bandwidth: h, Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, _, err := ScoreRegressionBand(ctx, q, sc, oc, nil, BandOptions{Bandwidth: h}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err %v", err)
 	}
 }
@@ -178,12 +178,12 @@ func TestEstimateCurve(t *testing.T) {
 	probs, labels := randomSet(rng, 300, 3, 1)
 	hs := []float64{0.01, 0.05, 0.2}
 	for _, notion := range []Notion{Canonical, TopLabel} {
-		got, err := EstimateCurve(notion, probs, labels, 3, hs, nil, Options{P: []float64{2}, Workers: 2})
+		got, err := EstimateCurve(context.Background(), notion, probs, labels, 3, hs, nil, Options{P: []float64{2}, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, h := range hs {
-			res, err := Estimate(notion, probs, labels, 3, nil, Options{Bandwidth: h, P: []float64{2}})
+			res, err := Estimate(context.Background(), notion, probs, labels, 3, nil, Options{Bandwidth: h, P: []float64{2}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,10 +192,10 @@ func TestEstimateCurve(t *testing.T) {
 			}
 		}
 	}
-	if _, err := EstimateCurve(Canonical, probs, labels, 3, hs, nil, Options{P: []float64{1, 2}}); err == nil {
+	if _, err := EstimateCurve(context.Background(), Canonical, probs, labels, 3, hs, nil, Options{P: []float64{1, 2}}); err == nil {
 		t.Error("two exponents: no error")
 	}
-	if _, err := EstimateCurve(Canonical, probs, labels, 3, []float64{0.1, 0}, nil, Options{}); err == nil {
+	if _, err := EstimateCurve(context.Background(), Canonical, probs, labels, 3, []float64{0.1, 0}, nil, Options{}); err == nil {
 		t.Error("h = 0: no error")
 	}
 }

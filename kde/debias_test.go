@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -91,7 +92,7 @@ func TestDebiasedEstimateBrute(t *testing.T) {
 	for _, k := range []int{2, 3} {
 		probs, labels := randomSet(rng, 150, k, 1.5)
 		for _, h := range []float64{0.05, 0.3} {
-			res, err := Estimate(Canonical, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Debias: true})
+			res, err := Estimate(context.Background(), Canonical, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Debias: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,11 +136,11 @@ func TestDebiasedEstimateBrute(t *testing.T) {
 					t.Errorf("K %d h %v p %v: %v, brute force %v", k, h, res.Values[i].P, got, want[i])
 				}
 			}
-			plain, _ := Estimate(Canonical, probs, labels, k, nil, Options{Bandwidth: h})
+			plain, _ := Estimate(context.Background(), Canonical, probs, labels, k, nil, Options{Bandwidth: h})
 			t.Logf("K %d h %v: CE_1 %.5f plain, %.5f debiased", k, h, plain.Values[0].Value, res.Values[0].Value)
 		}
 	}
-	if _, _, err := Gradient(nil, Canonical, []float64{0.5, 0.5, 0.2, 0.8}, []int{0, 1}, 2, 1, nil, Options{Bandwidth: 0.1, Debias: true}); err == nil {
+	if _, _, err := Gradient(context.Background(), nil, Canonical, []float64{0.5, 0.5, 0.2, 0.8}, []int{0, 1}, 2, 1, nil, Options{Bandwidth: 0.1, Debias: true}); err == nil {
 		t.Error("Gradient accepted Debias")
 	}
 }

@@ -37,6 +37,14 @@
 //     Beta kernel on p1, which equals Canonical (and Marginal) on the two
 //     columns (1-p1, p1).
 //
+// # Cancellation
+//
+// Every function that sweeps the data takes a context as its first
+// parameter (never an options field): a done context stops the O(n^2)
+// sweeps and resampling within milliseconds, and the call returns an error
+// wrapping ctx.Err(); a nil context is never done. Not cancelling costs
+// nothing measurable.
+//
 // # Sample weights
 //
 // Every estimator takes sample weights w_j >= 0, one per sample, as the

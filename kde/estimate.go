@@ -35,11 +35,7 @@ type Options struct {
 	Workers int
 	// Progress, if not nil, is told how far the computation is.
 	Progress Progress
-	// Context, if not nil, cancels the computation: the O(n^2) sweeps stop
-	// handing out blocks of evaluation points once it is done, and the call
-	// returns an error wrapping Context.Err() (within milliseconds for
-	// n = 10^5). nil never cancels.
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 	// Terms keeps the per-point terms in the Result (for resampling).
 	Terms bool
 	// Neighbours makes Estimate report Result.Neighbours (the squared
@@ -503,7 +499,8 @@ func dPowAbs(e, p float64) float64 {
 //
 // Memory is O(nk); the O(n^2) sums are streamed in blocks on opts.Workers
 // goroutines with bit-identical results for any number of them.
-func Estimate(notion Notion, probs []float64, labels []int, k int, weights []float64, opts Options) (*Result, error) {
+func Estimate(ctx context.Context, notion Notion, probs []float64, labels []int, k int, weights []float64, opts Options) (*Result, error) {
+	opts.ctx = ctx
 	if err := check(notion, probs, labels, k); err != nil {
 		return nil, err
 	}
@@ -521,7 +518,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, weights []flo
 	res := &Result{Notion: notion, Bandwidth: h, N: len(labels), Values: make([]Value, len(ps)), weights: slices.Clone(weights)}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	lineMode(pts, opts.Exact)
-	track(opts.Context, pts, opts.Progress, 1)
+	track(opts.ctx, pts, opts.Progress, 1)
 	if notion == Marginal {
 		res.PerClass = make([][]float64, len(ps))
 		for i := range ps {
@@ -548,7 +545,7 @@ func Estimate(notion Notion, probs []float64, labels []int, k int, weights []flo
 		} else {
 			r, lse = ratios(h)
 		}
-		if err := canceled(opts.Context); err != nil {
+		if err := canceled(opts.ctx); err != nil {
 			return nil, err
 		}
 		terms, kept, nkept := pt.pointTerms(r, lse, ps)

@@ -1,6 +1,7 @@
 package kde_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -16,7 +17,7 @@ func ExampleEstimate() {
 		log.Fatal(err)
 	}
 	for _, notion := range []kde.Notion{kde.Canonical, kde.TopLabel} {
-		res, err := kde.Estimate(notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: 0.05, P: []float64{1, 2}})
+		res, err := kde.Estimate(context.Background(), notion, s.Probs, s.Labels, s.K, nil, kde.Options{Bandwidth: 0.05, P: []float64{1, 2}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func ExampleSelectBandwidth() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cv, err := kde.SelectBandwidth(kde.Canonical, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: kde.Reference})
+	cv, err := kde.SelectBandwidth(context.Background(), kde.Canonical, s.Probs, s.Labels, s.K, nil, kde.BandwidthOptions{Objective: kde.Reference})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -171,13 +172,13 @@ func TestGoldenEstimates(t *testing.T) {
 			}
 			// The exact sweeps against the reference; the default
 			// (the series for the one-dimensional notions) against them.
-			res, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}, Exact: true})
+			res, err := Estimate(context.Background(), notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}, Exact: true})
 			if err != nil {
 				t.Errorf("%s %s p=%v h=%v: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)
 				continue
 			}
 			got := res.Values[0].Value
-			if fast, err := Estimate(notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}}); err != nil {
+			if fast, err := Estimate(context.Background(), notion, g.set.Probs, g.set.Labels, g.set.K, nil, Options{Bandwidth: r.Bandwidth, P: []float64{r.P}}); err != nil {
 				t.Errorf("%s %s p=%v h=%v: default: %v", g.Case, r.Mode, r.P, r.Bandwidth, err)
 			} else if relDiff(fast.Values[0].Value, got) > 1e-11 {
 				t.Errorf("%s %s p=%v h=%v: default %v, exact %v", g.Case, r.Mode, r.P, r.Bandwidth, fast.Values[0].Value, got)
@@ -249,7 +250,7 @@ func TestGoldenLOO(t *testing.T) {
 				continue
 			}
 			want := run.want.Float64
-			cv, err := SelectBandwidth(run.notion, g.set.Probs, g.set.Labels, g.set.K, nil, BandwidthOptions{Objective: Reference})
+			cv, err := SelectBandwidth(context.Background(), run.notion, g.set.Probs, g.set.Labels, g.set.K, nil, BandwidthOptions{Objective: Reference})
 			if want.SelectedIndex < 0 {
 				// The reference failed (NaN from exact zeros or no
 				// positive value): we must not return -1.
@@ -300,7 +301,7 @@ func TestGoldenGradients(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := Options{Bandwidth: gr.Bandwidth}
-			v, grad, err := Gradient(nil, notion, g.set.Probs, g.set.Labels, g.set.K, gr.P, nil, opts)
+			v, grad, err := Gradient(context.Background(), nil, notion, g.set.Probs, g.set.Labels, g.set.K, gr.P, nil, opts)
 			if err != nil {
 				t.Fatalf("%s %s: %v", g.Case, gr.Mode, err)
 			}
@@ -323,7 +324,7 @@ func TestGoldenGradients(t *testing.T) {
 			if len(logits) != g.set.N*cols {
 				t.Fatalf("%s: %d logits for %d x %d gradients", name, len(logits), g.set.N, cols)
 			}
-			v, grad, err = LogitGradient(nil, notion, logits, g.set.Labels, cols, gr.P, nil, opts)
+			v, grad, err = LogitGradient(context.Background(), nil, notion, logits, g.set.Labels, cols, gr.P, nil, opts)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}

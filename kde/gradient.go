@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -26,7 +27,8 @@ import (
 // its gradient carries w_j / sum_j w_j on the outer term of sample j and
 // w_i inside every kernel of centre i. A sample of weight 0 gets a zero
 // gradient (it is neither a term nor a neighbour).
-func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
+func Gradient(ctx context.Context, dst []float64, notion Notion, probs []float64, labels []int, k int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
+	opts.ctx = ctx
 	if err := check(notion, probs, labels, k); err != nil {
 		return 0, nil, err
 	}
@@ -51,7 +53,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 		grad = make([]float64, n*k)
 	}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
-	track(opts.Context, pts, opts.Progress, 3) // ratios, evaluation-point part, centre part
+	track(opts.ctx, pts, opts.Progress, 3) // ratios, evaluation-point part, centre part
 	var argmax []int
 	if notion == TopLabel {
 		argmax = make([]int, n)
@@ -69,7 +71,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 			return 0, nil, fmt.Errorf("kde: %s gradient: a prediction has an exact 0 or 1, where the gradient is not finite", notion)
 		}
 		r, lse := pr.ratios(h)
-		if err := canceled(opts.Context); err != nil {
+		if err := canceled(opts.ctx); err != nil {
 			return 0, nil, err
 		}
 		means, nkept, wkept := pt.lpMeans(r, lse, []float64{p}, weights)
@@ -100,7 +102,7 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 			}
 		}
 		dx := pr.gradient(h, r, lse, G)
-		if err := canceled(opts.Context); err != nil {
+		if err := canceled(opts.ctx); err != nil {
 			return 0, nil, err
 		}
 		// The direct term: e = r - x.
@@ -144,7 +146,8 @@ func Gradient(dst []float64, notion Notion, probs []float64, labels []int, k int
 // For Binary, z has one column (the logit of p1 = sigmoid(z), so
 // dCE/dz_j = p1 (1 - p1) dCE/dp1) or two (p1 = softmax(z)_1). Otherwise
 // cols = k >= 2. weights are the sample weights of Gradient (nil: all 1).
-func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
+func LogitGradient(ctx context.Context, dst []float64, notion Notion, logits []float64, labels []int, cols int, p float64, weights []float64, opts Options) (value float64, grad []float64, err error) {
+	opts.ctx = ctx
 	n := len(labels)
 	if cols < 1 || len(logits) != n*cols {
 		return 0, nil, fmt.Errorf("kde: %d logits for %d samples of %d columns", len(logits), n, cols)
@@ -173,7 +176,7 @@ func LogitGradient(dst []float64, notion Notion, logits []float64, labels []int,
 		}
 		mathx.Softmax(probs[j*k:(j+1)*k], logits[j*k:(j+1)*k])
 	}
-	value, gp, err := Gradient(nil, notion, probs, labels, k, p, weights, opts)
+	value, gp, err := Gradient(ctx, nil, notion, probs, labels, k, p, weights, opts)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -238,11 +239,11 @@ func TestLineRealSets(t *testing.T) {
 	}
 	for _, st := range sets {
 		for _, notion := range []Notion{TopLabel, Marginal} {
-			ce, err := SelectBandwidth(notion, st.probs, st.labels, st.k, nil, BandwidthOptions{Exact: true})
+			ce, err := SelectBandwidth(context.Background(), notion, st.probs, st.labels, st.k, nil, BandwidthOptions{Exact: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cf, err := SelectBandwidth(notion, st.probs, st.labels, st.k, nil, BandwidthOptions{})
+			cf, err := SelectBandwidth(context.Background(), notion, st.probs, st.labels, st.k, nil, BandwidthOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,11 +256,11 @@ func TestLineRealSets(t *testing.T) {
 				t.Errorf("%s %s: bandwidth %v, exact %v", st.name, notion, cf.Bandwidth, ce.Bandwidth)
 			}
 			for _, h := range []float64{ce.Bandwidth, 0.02, 0.5} {
-				ex, err := Estimate(notion, st.probs, st.labels, st.k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Exact: true, Neighbours: true})
+				ex, err := Estimate(context.Background(), notion, st.probs, st.labels, st.k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Exact: true, Neighbours: true})
 				if err != nil {
 					t.Fatal(err)
 				}
-				fa, err := Estimate(notion, st.probs, st.labels, st.k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Neighbours: true})
+				fa, err := Estimate(context.Background(), notion, st.probs, st.labels, st.k, nil, Options{Bandwidth: h, P: []float64{1, 2}, Neighbours: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -17,11 +18,11 @@ func TestNeighboursBruteForce(t *testing.T) {
 		h    float64
 	}{{150, 3, 0.05}, {120, 5, 0.3}, {200, 4, 0.005}} {
 		probs, labels := randomSet(rng, c.n, c.k, 1)
-		plain, err := Estimate(Canonical, probs, labels, c.k, nil, Options{Bandwidth: c.h, P: []float64{1, 2}})
+		plain, err := Estimate(context.Background(), Canonical, probs, labels, c.k, nil, Options{Bandwidth: c.h, P: []float64{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Estimate(Canonical, probs, labels, c.k, nil, Options{Bandwidth: c.h, P: []float64{1, 2}, Neighbours: true})
+		res, err := Estimate(context.Background(), Canonical, probs, labels, c.k, nil, Options{Bandwidth: c.h, P: []float64{1, 2}, Neighbours: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +58,8 @@ func TestNeighboursBruteForce(t *testing.T) {
 	}
 	// A wide kernel averages nearly everything; a narrow one few points.
 	probs, labels := randomSet(rng, 300, 3, 1)
-	wide, _ := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 50, Neighbours: true})
-	narrow, _ := Estimate(Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.001, Neighbours: true})
+	wide, _ := Estimate(context.Background(), Canonical, probs, labels, 3, nil, Options{Bandwidth: 50, Neighbours: true})
+	narrow, _ := Estimate(context.Background(), Canonical, probs, labels, 3, nil, Options{Bandwidth: 0.001, Neighbours: true})
 	if !(wide.Neighbours > 0.9*299 && narrow.Neighbours < 10) {
 		t.Errorf("h = 50: %v neighbours, h = 0.001: %v", wide.Neighbours, narrow.Neighbours)
 	}

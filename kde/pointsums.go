@@ -240,9 +240,8 @@ type AddOptions struct {
 	// Self[i], when not nil, is the index of the evaluation point that
 	// centre i is (its own kernel is left out of that point's sums), or -1.
 	Self    []int
-	Workers int // goroutines; 0 means GOMAXPROCS; the sums are the same for any value
-	// Context, if not nil, cancels the call (the sums are then invalid).
-	Context context.Context
+	Workers int             // goroutines; 0 means GOMAXPROCS; the sums are the same for any value
+	ctx     context.Context // the call's context, its first argument
 }
 
 // Add adds a batch of kernel centres: probs n×K (rows in the simplex),
@@ -251,7 +250,8 @@ type AddOptions struct {
 // summed at the point's running shift (raised first when the tile holds a
 // larger log-kernel), so the sums depend on how the data are cut into
 // batches only through rounding.
-func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o AddOptions) error {
+func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, weights []float64, o AddOptions) error {
+	o.ctx = ctx
 	n, k := len(labels), ps.K
 	if n == 0 {
 		return nil
@@ -320,7 +320,7 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 		zero := make([]float64, pointTile)
 		const block = 4
 		nb := (m + block - 1) / block
-		err = parallel.ForContext(o.Context, nb, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, b int) {
+		err = parallel.ForContext(o.ctx, nb, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, b int) {
 			for t0 := 0; t0 < n; t0 += pointTile {
 				t1 := min(n, t0+pointTile)
 				dots, lk := buf[:t1-t0], buf[pointTile:pointTile+t1-t0]
@@ -395,7 +395,7 @@ func (ps *PointSums) Add(probs []float64, labels []int, weights []float64, o Add
 // <alpha_i - 1, log x> - norm.
 func centreNorms(fct []float64, n, d int, lw, hs []float64, o AddOptions) ([]float64, error) {
 	norm := make([]float64, len(hs)*n)
-	err := parallel.ForContext(o.Context, len(hs), o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
+	err := parallel.ForContext(o.ctx, len(hs), o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
 		h := hs[b]
 		for i := 0; i < n; i++ {
 			sum, lb := 0.0, 0.0
@@ -602,7 +602,7 @@ type Selection struct {
 	Bandwidth float64   // Grid[Index]
 	GridLL    []float64 // the objective at each grid point (-Inf where it is -Inf)
 	Excluded  int       // evaluation points (for Marginal: points x classes) with zero density at every bandwidth
-	Warnings  []error // when the choice is doubtful (the best bandwidth at an end of the grid)
+	Warnings  []error   // when the choice is doubtful (the best bandwidth at an end of the grid)
 }
 
 // Select chooses the bandwidth of the grid that maximises the leave-one-out

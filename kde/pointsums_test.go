@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -46,7 +47,7 @@ func addInBatches(t *testing.T, ps *PointSums, probs []float64, labels []int, k 
 		if w != nil {
 			wb = w[i0:i1]
 		}
-		if err := ps.Add(probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: s, Workers: workers}); err != nil {
+		if err := ps.Add(context.Background(), probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: s, Workers: workers}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestPointSumsAllPointsEqualEstimate(t *testing.T) {
 		}
 		for _, weights := range [][]float64{nil, w} {
 			h := 0.03
-			want, err := Estimate(notion, x, y, kk, weights, Options{Bandwidth: h, P: []float64{1, 2, 3}})
+			want, err := Estimate(context.Background(), notion, x, y, kk, weights, Options{Bandwidth: h, P: []float64{1, 2, 3}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +111,7 @@ func TestPointSumsSelectMatchesLOO(t *testing.T) {
 	probs, labels, k := realRows(t, 400)
 	for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
 		grid := []float64{0.003, 0.01, 0.03, 0.1, 0.3}
-		cv, err := SelectBandwidth(notion, probs, labels, k, nil, BandwidthOptions{Grid: grid, NoRefine: true})
+		cv, err := SelectBandwidth(context.Background(), notion, probs, labels, k, nil, BandwidthOptions{Grid: grid, NoRefine: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +161,7 @@ func TestPointSumsMergeAndJSON(t *testing.T) {
 		for i := range sl {
 			sl[i] = self(r[0] + i)
 		}
-		if err := parts[s].Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl, Workers: 1 + s}); err != nil {
+		if err := parts[s].Add(context.Background(), probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl, Workers: 1 + s}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,7 +214,7 @@ func TestPointSumsIntervalCoverage(t *testing.T) {
 	n := len(labels)
 	for _, notion := range []Notion{Canonical, TopLabel} {
 		h := 0.02
-		full, err := Estimate(notion, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}})
+		full, err := Estimate(context.Background(), notion, probs, labels, k, nil, Options{Bandwidth: h, P: []float64{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +278,7 @@ func TestPointSumsSharpness(t *testing.T) {
 			kk = 2
 		}
 		for _, weights := range [][]float64{nil, w} {
-			want, err := Sharpness(notion, x, y, kk, weights, Options{Bandwidth: h})
+			want, err := Sharpness(context.Background(), notion, x, y, kk, weights, Options{Bandwidth: h})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +339,7 @@ func TestPointSumsSharpness(t *testing.T) {
 		for i := range sl {
 			sl[i] = self(r[0] + i)
 		}
-		if err := ps.Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl}); err != nil {
+		if err := ps.Add(context.Background(), probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: sl}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(ps)
@@ -440,7 +441,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 	w := randWeights(rng, n, true)
 	grid := []float64{0.005, 0.01, 0.02, 0.05, 0.1}
 	for _, weights := range [][]float64{nil, w} {
-		want, err := Witness(probs, labels, k, weights, WitnessOptions{Grid: grid, Seed: 3})
+		want, err := Witness(context.Background(), probs, labels, k, weights, WitnessOptions{Grid: grid, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,7 +460,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 				if weights != nil {
 					wb = weights[i0:i1]
 				}
-				if err := ws.Add(probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: self}); err != nil {
+				if err := ws.Add(context.Background(), probs[i0*k:i1*k], labels[i0:i1], wb, AddOptions{Self: self}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -495,7 +496,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 	for i := range s {
 		s[i] = self(i)
 	}
-	if err := one.Add(probs, labels, nil, AddOptions{Self: s}); err != nil {
+	if err := one.Add(context.Background(), probs, labels, nil, AddOptions{Self: s}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := one.Estimate(nil, 0, 3, 0)
@@ -505,7 +506,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 	acc := newSums()
 	for _, r := range [][2]int{{300, 500}, {120, 300}, {0, 120}} {
 		part := newSums()
-		if err := part.Add(probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: s[r[0]:r[1]]}); err != nil {
+		if err := part.Add(context.Background(), probs[r[0]*k:r[1]*k], labels[r[0]:r[1]], nil, AddOptions{Self: s[r[0]:r[1]]}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(part)
@@ -543,7 +544,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 				sb[i] = i - r[0]
 			}
 		}
-		if err := b.Add(probs, labels, nil, AddOptions{Self: sb}); err != nil {
+		if err := b.Add(context.Background(), probs, labels, nil, AddOptions{Self: sb}); err != nil {
 			t.Fatal(err)
 		}
 		blocks = append(blocks, b)

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -21,7 +22,7 @@ import (
 // log kernel density log((1/n) sum_i k_h(x_j; f_i)) of each query. A query
 // at which every kernel is exactly zero (on a face of the simplex that no
 // kernel gives mass to) has density -Inf and a row of NaN; undefined counts
-// them. opts.Bandwidth must be set; opts.Workers, Context and Progress (one unit per
+// them. opts.Bandwidth must be set; ctx, opts.Workers and Progress (one unit per
 // block of 16 queries) as in Estimate.
 //
 // weights holds one weight w_i >= 0 per sample (nil means all 1), W their
@@ -33,7 +34,8 @@ import (
 // in which a sample of weight 0 changes nothing and unit weights give the
 // unweighted values bit for bit. Invalid weights give an error wrapping
 // mathx.ErrWeights.
-func Regression(queries, probs []float64, labels []int, k int, weights []float64, opts Options) (r, logDensity []float64, undefined int, err error) {
+func Regression(ctx context.Context, queries, probs []float64, labels []int, k int, weights []float64, opts Options) (r, logDensity []float64, undefined int, err error) {
+	opts.ctx = ctx
 	if err := check(Canonical, probs, labels, k); err != nil {
 		return nil, nil, 0, err
 	}
@@ -63,7 +65,7 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 	nb := (m + block - 1) / block
 	tr := newTracker(opts.Progress) // one unit per block of 16 queries
 	tr.expect(int64(nb))
-	stopped := parallel.ForContext(opts.Context, nb, opts.Workers, func() []float64 { return make([]float64, 2*k+p.n) }, func(buf []float64, b int) {
+	stopped := parallel.ForContext(opts.ctx, nb, opts.Workers, func() []float64 { return make([]float64, 2*k+p.n) }, func(buf []float64, b int) {
 		lx, lse, lk := buf[:k], buf[k:2*k], buf[2*k:]
 		for j := b * block; j < min(m, (b+1)*block); j++ {
 			x := queries[j*k : (j+1)*k]
@@ -120,7 +122,8 @@ func Regression(queries, probs []float64, labels []int, k int, weights []float64
 // points (1 - c, c) with label outcome. Queries where it is undefined are NaN
 // (counted by undefined). weights are the samples' weights (nil means all
 // 1), as in Regression: r(c) = sum_i w_i k_h(c; c_i) o_i / sum_i w_i k_h(c; c_i).
-func ScoreRegression(queries, scores []float64, outcomes []int, weights []float64, opts Options) (r []float64, undefined int, err error) {
+func ScoreRegression(ctx context.Context, queries, scores []float64, outcomes []int, weights []float64, opts Options) (r []float64, undefined int, err error) {
+	opts.ctx = ctx
 	if len(scores) != len(outcomes) {
 		return nil, 0, fmt.Errorf("kde: %d scores and %d outcomes", len(scores), len(outcomes))
 	}
@@ -136,7 +139,7 @@ func ScoreRegression(queries, scores []float64, outcomes []int, weights []float6
 			return nil, 0, fmt.Errorf("kde: outcome %d is %d, not 0 or 1", i, o)
 		}
 	}
-	rr, _, undefined, err := Regression(two(queries), two(scores), outcomes, 2, weights, opts)
+	rr, _, undefined, err := Regression(ctx, two(queries), two(scores), outcomes, 2, weights, opts)
 	if err != nil {
 		return nil, 0, err
 	}

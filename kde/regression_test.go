@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -21,7 +22,7 @@ func TestRegressionBruteForce(t *testing.T) {
 			vertex := make([]float64, k)
 			vertex[0] = 1
 			q = append(q, vertex...)
-			r, ld, undef, err := Regression(q, probs, labels, k, nil, Options{Bandwidth: h, Workers: 3})
+			r, ld, undef, err := Regression(context.Background(), q, probs, labels, k, nil, Options{Bandwidth: h, Workers: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestRegressionCalibrated(t *testing.T) {
 		labels []int
 		lo, hi float64
 	}{{"calibrated", labels, 0, 0.045}, {"sharpened labels", sharp, 0.2, 2}} {
-		r, _, undef, err := Regression(queries, probs, tc.labels, k, nil, Options{Bandwidth: 0.02})
+		r, _, undef, err := Regression(context.Background(), queries, probs, tc.labels, k, nil, Options{Bandwidth: 0.02})
 		if err != nil || undef != 0 {
 			t.Fatal(err, undef)
 		}
@@ -134,7 +135,7 @@ func TestScoreRegression(t *testing.T) {
 		}
 	}
 	q := []float64{0.05, 0.5, 0.95}
-	r, undef, err := ScoreRegression(q, s, o, nil, Options{Bandwidth: 0.05})
+	r, undef, err := ScoreRegression(context.Background(), q, s, o, nil, Options{Bandwidth: 0.05})
 	if err != nil || undef != 0 {
 		t.Fatal(err, undef)
 	}
@@ -142,7 +143,7 @@ func TestScoreRegression(t *testing.T) {
 	for i, v := range s {
 		two[2*i], two[2*i+1] = 1-v, v
 	}
-	rr, _, _, err := Regression([]float64{0.95, 0.05, 0.5, 0.5, 0.05, 0.95}, two, o, 2, nil, Options{Bandwidth: 0.05})
+	rr, _, _, err := Regression(context.Background(), []float64{0.95, 0.05, 0.5, 0.5, 0.05, 0.95}, two, o, 2, nil, Options{Bandwidth: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,13 +155,13 @@ func TestScoreRegression(t *testing.T) {
 	if r[0] > r[2] {
 		t.Errorf("curve not increasing on increasing data: %v", r)
 	}
-	if _, _, err := ScoreRegression(q, s, append(o[:199:199], 2), nil, Options{Bandwidth: 0.05}); err == nil {
+	if _, _, err := ScoreRegression(context.Background(), q, s, append(o[:199:199], 2), nil, Options{Bandwidth: 0.05}); err == nil {
 		t.Error("outcome 2 accepted")
 	}
-	if _, _, err := ScoreRegression([]float64{1.5}, s, o, nil, Options{Bandwidth: 0.05}); err == nil {
+	if _, _, err := ScoreRegression(context.Background(), []float64{1.5}, s, o, nil, Options{Bandwidth: 0.05}); err == nil {
 		t.Error("query 1.5 accepted")
 	}
-	if _, _, err := ScoreRegression(q, s, o, nil, Options{}); err == nil {
+	if _, _, err := ScoreRegression(context.Background(), q, s, o, nil, Options{}); err == nil {
 		t.Error("zero bandwidth accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -101,11 +102,12 @@ type relabelPart struct {
 }
 
 // NewRelabel prepares the ECE^KDE estimates of notion at opts.Bandwidth
-// (opts.P, ClassMean, Workers, Context and Progress as for Estimate; Terms,
+// (ctx, opts.P, ClassMean, Workers and Progress as for Estimate; Terms,
 // Neighbours and Debias are not supported) for the predictions probs (n×k)
 // with sample weights (nil: all 1). It costs O(nK); the sweeps are
 // Estimates'.
-func NewRelabel(notion Notion, probs []float64, k int, weights []float64, opts Options) (*Relabel, error) {
+func NewRelabel(ctx context.Context, notion Notion, probs []float64, k int, weights []float64, opts Options) (*Relabel, error) {
+	opts.ctx = ctx
 	if k < 1 || len(probs)%k != 0 {
 		return nil, fmt.Errorf("kde: relabel: %d probabilities for K = %d", len(probs), k)
 	}
@@ -132,7 +134,7 @@ func NewRelabel(notion Notion, probs []float64, k int, weights []float64, opts O
 		weights: slices.Clone(weights), workers: opts.Workers, h: h, tr: newTracker(opts.Progress)}
 	add := func(x []float64, d int, target []int, scale float64) {
 		pb := newProblem(x, d, zeros, 1, rl.weights, opts.Workers)
-		pb.ctx, pb.track = opts.Context, rl.tr
+		pb.ctx, pb.track = opts.ctx, rl.tr
 		rl.parts = append(rl.parts, relabelPart{pb: pb, c: pb.logNorm(h), target: target, scale: scale})
 	}
 	switch notion {
@@ -197,7 +199,7 @@ func (rl *Relabel) Weights() int { return int(rl.nnz.Load()) }
 // P / 8 floats), and per worker the accumulators and up to 192 n bytes of
 // one block's weights. The errors are Estimate's
 // (ErrNoDensity when no point has a positive leave-one-out density, a
-// cancelled Context, a non-finite estimate).
+// cancelled ctx, a non-finite estimate).
 func (rl *Relabel) Estimates(ys [][]int) ([][]float64, error) {
 	n, k, nb, np := rl.n, rl.k, len(ys), len(rl.ps)
 	for b, y := range ys {

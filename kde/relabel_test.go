@@ -65,7 +65,7 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 		}
 		for _, wt := range [][]float64{nil, w} {
 			opts := Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == Marginal}
-			rl, err := NewRelabel(tc.notion, x, kk, wt, opts)
+			rl, err := NewRelabel(context.Background(), tc.notion, x, kk, wt, opts)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
@@ -77,13 +77,13 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 				t.Fatalf("%s: %d weights applied", tc.name, rl.Weights())
 			}
 			opts.Workers = 1
-			rl1, _ := NewRelabel(tc.notion, x, kk, wt, opts)
+			rl1, _ := NewRelabel(context.Background(), tc.notion, x, kk, wt, opts)
 			got1, _ := rl1.Estimates(ys)
 			opts.Workers = 3
-			rl3, _ := NewRelabel(tc.notion, x, kk, wt, opts)
+			rl3, _ := NewRelabel(context.Background(), tc.notion, x, kk, wt, opts)
 			got3, _ := rl3.Estimates(ys)
 			for b, y := range ys {
-				want, err := Estimate(tc.notion, x, y, kk, wt, Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == Marginal})
+				want, err := Estimate(context.Background(), tc.notion, x, y, kk, wt, Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == Marginal})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -103,16 +103,16 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 // TestRelabelErrors checks the errors of NewRelabel and Estimates.
 func TestRelabelErrors(t *testing.T) {
 	probs, _, k := realRows(t, 50)
-	if _, err := NewRelabel(Canonical, probs, k, nil, Options{}); err == nil {
+	if _, err := NewRelabel(context.Background(), Canonical, probs, k, nil, Options{}); err == nil {
 		t.Error("no bandwidth: no error")
 	}
-	if _, err := NewRelabel(Binary, probs, k, nil, Options{Bandwidth: 0.1}); err == nil {
+	if _, err := NewRelabel(context.Background(), Binary, probs, k, nil, Options{Bandwidth: 0.1}); err == nil {
 		t.Error("binary with K = 10: no error")
 	}
-	if _, err := NewRelabel(Canonical, probs, k, nil, Options{Bandwidth: 0.1, Debias: true}); err == nil {
+	if _, err := NewRelabel(context.Background(), Canonical, probs, k, nil, Options{Bandwidth: 0.1, Debias: true}); err == nil {
 		t.Error("Debias: no error")
 	}
-	rl, err := NewRelabel(Canonical, probs, k, nil, Options{Bandwidth: 0.1})
+	rl, err := NewRelabel(context.Background(), Canonical, probs, k, nil, Options{Bandwidth: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRelabelErrors(t *testing.T) {
 		t.Error("label k: no error")
 	}
 	// A kernel so wide that every weight is applied: n(n-1).
-	rl, err = NewRelabel(Canonical, probs, k, nil, Options{Bandwidth: 100})
+	rl, err = NewRelabel(context.Background(), Canonical, probs, k, nil, Options{Bandwidth: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestRelabelErrors(t *testing.T) {
 	// A cancelled context is an error.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rl, _ = NewRelabel(Canonical, probs, k, nil, Options{Bandwidth: 0.1, Context: ctx})
+	rl, _ = NewRelabel(ctx, Canonical, probs, k, nil, Options{Bandwidth: 0.1})
 	if _, err := rl.Estimates([][]int{make([]int, 50)}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v", err)
 	}
@@ -152,7 +152,7 @@ func TestRelabelChunks(t *testing.T) {
 		ys[1][i], ys[2][i] = rng.IntN(k), rng.IntN(k)
 	}
 	for _, nt := range []Notion{Canonical, TopLabel} {
-		rl, err := NewRelabel(nt, probs, k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}})
+		rl, err := NewRelabel(context.Background(), nt, probs, k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}})
 		if err != nil {
 			t.Fatal(err)
 		}

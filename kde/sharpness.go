@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -59,7 +60,8 @@ func (res *SharpnessResult) Resampled(idx []int) float64 {
 // values bit for bit. Invalid weights give an error wrapping
 // mathx.ErrWeights, fewer than two positive weights one wrapping
 // ErrTooFew.
-func Sharpness(notion Notion, probs []float64, labels []int, k int, weights []float64, opts Options) (*SharpnessResult, error) {
+func Sharpness(ctx context.Context, notion Notion, probs []float64, labels []int, k int, weights []float64, opts Options) (*SharpnessResult, error) {
+	opts.ctx = ctx
 	if notion != TopLabel && notion != Binary {
 		return nil, fmt.Errorf("kde: sharpness is defined for top_label and binary, not %s", notion)
 	}
@@ -75,10 +77,10 @@ func Sharpness(notion Notion, probs []float64, labels []int, k int, weights []fl
 	}
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	lineMode(pts, opts.Exact)
-	track(opts.Context, pts, opts.Progress, 1)
+	track(opts.ctx, pts, opts.Progress, 1)
 	pr := pts[0].prob
 	_, sq := pr.sums(h, 2)
-	if err := canceled(opts.Context); err != nil {
+	if err := canceled(opts.ctx); err != nil {
 		return nil, err
 	}
 	s, q := sq[0], sq[1]

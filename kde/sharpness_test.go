@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -16,7 +17,7 @@ func TestSharpnessBruteForce(t *testing.T) {
 	for _, n := range []int{3, 40, 400} {
 		probs, labels := randomSet(rng, n, 3, 1.5)
 		for _, h := range []float64{0.02, 0.3} {
-			res, err := Sharpness(TopLabel, probs, labels, 3, nil, Options{Bandwidth: h})
+			res, err := Sharpness(context.Background(), TopLabel, probs, labels, 3, nil, Options{Bandwidth: h})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestSharpnessGroundTruth(t *testing.T) {
 			labels[j] = 1
 		}
 	}
-	res, err := Sharpness(Binary, probs, labels, 2, nil, Options{Bandwidth: 0.05})
+	res, err := Sharpness(context.Background(), Binary, probs, labels, 2, nil, Options{Bandwidth: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +107,11 @@ func TestCalibratedShrinks(t *testing.T) {
 					labels[j] = 1
 				}
 			}
-			cv, err := SelectBandwidth(notion, probs, labels, 3, nil, BandwidthOptions{})
+			cv, err := SelectBandwidth(context.Background(), notion, probs, labels, 3, nil, BandwidthOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Estimate(notion, probs, labels, 3, nil, Options{Bandwidth: cv.Bandwidth})
+			res, err := Estimate(context.Background(), notion, probs, labels, 3, nil, Options{Bandwidth: cv.Bandwidth})
 			if err != nil {
 				t.Fatal(err)
 			}

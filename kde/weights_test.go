@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -212,7 +213,7 @@ func TestWeightedBruteForce(t *testing.T) {
 						}
 						for _, o := range []Options{{ClassMean: notion == Marginal}, {Debias: true}} {
 							o.Bandwidth, o.P = h, ps
-							res, err := Estimate(notion, probs, labels, k, w, o)
+							res, err := Estimate(context.Background(), notion, probs, labels, k, w, o)
 							if err != nil {
 								if errors.Is(err, ErrNoDensity) && n == 3 {
 									continue // three points, one weighted 0: possible
@@ -246,7 +247,7 @@ func TestWeightedManyTiles(t *testing.T) {
 	var worst maxRel
 	for _, h := range []float64{0.002, 0.05} {
 		for _, notion := range []Notion{Canonical, TopLabel} {
-			res, err := Estimate(notion, probs, labels, k, w, Options{Bandwidth: h, P: []float64{1, 2}})
+			res, err := Estimate(context.Background(), notion, probs, labels, k, w, Options{Bandwidth: h, P: []float64{1, 2}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +358,7 @@ func TestWeightedLOOBruteForce(t *testing.T) {
 				return s
 			}
 			for _, obj := range []Objective{LOO, Reference} {
-				cv, err := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{Grid: hs, Objective: obj, NoRefine: true})
+				cv, err := SelectBandwidth(context.Background(), notion, probs, labels, k, w, BandwidthOptions{Grid: hs, Objective: obj, NoRefine: true})
 				if err != nil && obj == Reference {
 					continue // no reference log-likelihood above 0: the curve is still checked below
 				}
@@ -370,7 +371,7 @@ func TestWeightedLOOBruteForce(t *testing.T) {
 					}
 				}
 			}
-			cv, err := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{})
+			cv, err := SelectBandwidth(context.Background(), notion, probs, labels, k, w, BandwidthOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +399,7 @@ func TestWeightedNeighbours(t *testing.T) {
 		const n, k = 150, 3
 		probs, labels := randomSet(rng, n, k, 1)
 		w := randWeights(rng, n, true)
-		res, err := Estimate(Canonical, probs, labels, k, w, Options{Bandwidth: h, Neighbours: true})
+		res, err := Estimate(context.Background(), Canonical, probs, labels, k, w, Options{Bandwidth: h, Neighbours: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +451,7 @@ func TestWeightedSharpness(t *testing.T) {
 		}
 		for _, h := range []float64{0.02, 0.3} {
 			for _, debias := range []bool{false, true} {
-				res, err := Sharpness(TopLabel, probs, labels, 3, w, Options{Bandwidth: h, Debias: debias})
+				res, err := Sharpness(context.Background(), TopLabel, probs, labels, 3, w, Options{Bandwidth: h, Debias: debias})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -621,7 +622,7 @@ func TestWeightedWitness(t *testing.T) {
 	probs, labels := randomSet(rng, n, k, 1.5)
 	w := randWeights(rng, n, true)
 	grid := []float64{0.01, 0.03, 0.1, 0.3, 1}
-	res, err := Witness(probs, labels, k, w, WitnessOptions{Grid: grid, Seed: seed, Splits: splits})
+	res, err := Witness(context.Background(), probs, labels, k, w, WitnessOptions{Grid: grid, Seed: seed, Splits: splits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -699,7 +700,7 @@ func TestWeightedRegression(t *testing.T) {
 			w := randWeights(rng, 200, true)
 			q, _ := randomSet(rng, 30, k, 1.5)
 			q = append(q, probs[:5*k]...)
-			r, ld, _, err := Regression(q, probs, labels, k, w, Options{Bandwidth: h, Workers: 3})
+			r, ld, _, err := Regression(context.Background(), q, probs, labels, k, w, Options{Bandwidth: h, Workers: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -746,12 +747,12 @@ func TestWeightedRegression(t *testing.T) {
 				two[2*i], two[2*i+1] = 1-scores[i], scores[i]
 			}
 			qs := []float64{0.1, 0.5, 0.93}
-			rs, _, err := ScoreRegression(qs, scores, labels, w, Options{Bandwidth: h})
+			rs, _, err := ScoreRegression(context.Background(), qs, scores, labels, w, Options{Bandwidth: h})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for j, c := range qs {
-				rr, _, _, _ := Regression([]float64{1 - c, c}, two, labels, 2, w, Options{Bandwidth: h})
+				rr, _, _, _ := Regression(context.Background(), []float64{1 - c, c}, two, labels, 2, w, Options{Bandwidth: h})
 				if rs[j] != rr[1] {
 					t.Errorf("ScoreRegression(%v) = %v, Regression %v", c, rs[j], rr[1])
 				}
@@ -791,13 +792,13 @@ func TestWeightedGradient(t *testing.T) {
 			for _, p := range []float64{1, 2} {
 				const h = 0.1
 				val := func(x []float64) float64 {
-					res, err := Estimate(notion, x, labels, k, w, Options{Bandwidth: h, P: []float64{p}})
+					res, err := Estimate(context.Background(), notion, x, labels, k, w, Options{Bandwidth: h, P: []float64{p}})
 					if err != nil {
 						t.Fatal(err)
 					}
 					return res.Values[0].Value
 				}
-				v, g, err := Gradient(nil, notion, probs, labels, k, p, w, Options{Bandwidth: h})
+				v, g, err := Gradient(context.Background(), nil, notion, probs, labels, k, p, w, Options{Bandwidth: h})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -823,7 +824,7 @@ func TestWeightedGradient(t *testing.T) {
 						t.Errorf("%s p=%v: sample %d of weight 0 has gradient %v", notion, p, j, g[j*k:(j+1)*k])
 					}
 				}
-				lv, _, err := LogitGradient(nil, notion, logits, labels, k, p, w, Options{Bandwidth: h})
+				lv, _, err := LogitGradient(context.Background(), nil, notion, logits, labels, k, p, w, Options{Bandwidth: h})
 				if err != nil || relDiff(lv, v) > 1e-14 {
 					t.Errorf("%s: LogitGradient value %v (%v), Gradient %v", notion, lv, err, v)
 				}
@@ -848,8 +849,8 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 				{Bandwidth: 0.03, P: []float64{1, 2, 2.5}, Terms: true, Neighbours: true, ClassMean: true},
 				{Bandwidth: 0.2, P: []float64{1, 2}, Debias: true},
 			} {
-				a, err1 := Estimate(notion, probs, labels, k, nil, o)
-				b, err2 := Estimate(notion, probs, labels, k, one, o)
+				a, err1 := Estimate(context.Background(), notion, probs, labels, k, nil, o)
+				b, err2 := Estimate(context.Background(), notion, probs, labels, k, one, o)
 				if err1 != nil || err2 != nil {
 					t.Fatal(err1, err2)
 				}
@@ -866,8 +867,8 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 				}
 			}
 			for _, obj := range []Objective{LOO, Reference} {
-				a, err1 := SelectBandwidth(notion, probs, labels, k, nil, BandwidthOptions{Objective: obj})
-				b, err2 := SelectBandwidth(notion, probs, labels, k, one, BandwidthOptions{Objective: obj})
+				a, err1 := SelectBandwidth(context.Background(), notion, probs, labels, k, nil, BandwidthOptions{Objective: obj})
+				b, err2 := SelectBandwidth(context.Background(), notion, probs, labels, k, one, BandwidthOptions{Objective: obj})
 				if (err1 == nil) != (err2 == nil) {
 					t.Fatal(err1, err2)
 				}
@@ -875,15 +876,15 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 					t.Errorf("%s %s: SelectBandwidth %v %v, unit weights %v %v", notion, obj, a.Bandwidth, a.GridLL, b.Bandwidth, b.GridLL)
 				}
 			}
-			_, ga, err1 := Gradient(nil, notion, probs, labels, k, 2, nil, Options{Bandwidth: 0.1, ClassMean: true})
-			_, gb, err2 := Gradient(nil, notion, probs, labels, k, 2, one, Options{Bandwidth: 0.1, ClassMean: true})
+			_, ga, err1 := Gradient(context.Background(), nil, notion, probs, labels, k, 2, nil, Options{Bandwidth: 0.1, ClassMean: true})
+			_, gb, err2 := Gradient(context.Background(), nil, notion, probs, labels, k, 2, one, Options{Bandwidth: 0.1, ClassMean: true})
 			if err1 != nil || err2 != nil || !slices.Equal(ga, gb) {
 				t.Errorf("%s: Gradient differs with unit weights (%v %v)", notion, err1, err2)
 			}
 			if notion == TopLabel || notion == Binary {
 				for _, debias := range []bool{false, true} {
-					a, err1 := Sharpness(notion, probs, labels, k, nil, Options{Bandwidth: 0.1, Debias: debias})
-					b, err2 := Sharpness(notion, probs, labels, k, one, Options{Bandwidth: 0.1, Debias: debias})
+					a, err1 := Sharpness(context.Background(), notion, probs, labels, k, nil, Options{Bandwidth: 0.1, Debias: debias})
+					b, err2 := Sharpness(context.Background(), notion, probs, labels, k, one, Options{Bandwidth: 0.1, Debias: debias})
 					if err1 != nil || err2 != nil || a.Value != b.Value || a.Variance != b.Variance || !slices.Equal(a.Terms, b.Terms) {
 						t.Errorf("%s: Sharpness %v, unit weights %v (%v %v)", notion, a, b, err1, err2)
 					}
@@ -893,8 +894,8 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 				}
 			}
 		}
-		a, err1 := Witness(probs, labels, k, nil, WitnessOptions{Seed: 2})
-		b, err2 := Witness(probs, labels, k, one, WitnessOptions{Seed: 2})
+		a, err1 := Witness(context.Background(), probs, labels, k, nil, WitnessOptions{Seed: 2})
+		b, err2 := Witness(context.Background(), probs, labels, k, one, WitnessOptions{Seed: 2})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -908,8 +909,8 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 			}
 		}
 		q, _ := randomSet(rng, 20, k, 1)
-		ra, la, _, err1 := Regression(q, probs, labels, k, nil, Options{Bandwidth: 0.05})
-		rb, lb, _, err2 := Regression(q, probs, labels, k, one, Options{Bandwidth: 0.05})
+		ra, la, _, err1 := Regression(context.Background(), q, probs, labels, k, nil, Options{Bandwidth: 0.05})
+		rb, lb, _, err2 := Regression(context.Background(), q, probs, labels, k, one, Options{Bandwidth: 0.05})
 		if err1 != nil || err2 != nil || !slices.Equal(ra, rb) || !slices.Equal(la, lb) {
 			t.Errorf("Regression differs with unit weights (%v %v)", err1, err2)
 		}
@@ -950,8 +951,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 	}
 	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 		for _, o := range []Options{{Bandwidth: 0.04, P: []float64{1, 2}, Neighbours: true}, {Bandwidth: 0.2, P: []float64{1, 2}, Debias: true}} {
-			a, err1 := Estimate(notion, probs, labels, k, w, o)
-			b, err2 := Estimate(notion, rp, rl, k, rw, o)
+			a, err1 := Estimate(context.Background(), notion, probs, labels, k, w, o)
+			b, err2 := Estimate(context.Background(), notion, rp, rl, k, rw, o)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -965,8 +966,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 			}
 			check("neighbours", a.Neighbours, b.Neighbours)
 		}
-		a, err1 := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{})
-		b, err2 := SelectBandwidth(notion, rp, rl, k, rw, BandwidthOptions{})
+		a, err1 := SelectBandwidth(context.Background(), notion, probs, labels, k, w, BandwidthOptions{})
+		b, err2 := SelectBandwidth(context.Background(), notion, rp, rl, k, rw, BandwidthOptions{})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -980,8 +981,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 		if d := relDiff(a.Bandwidth, b.Bandwidth); d > 1e-9 {
 			t.Errorf("%s: selected bandwidth %.17g with zero weights, %.17g removed (rel %.2g)", notion, a.Bandwidth, b.Bandwidth, d)
 		}
-		_, ga, err1 := Gradient(nil, notion, probs, labels, k, 2, w, Options{Bandwidth: 0.1})
-		_, gb, err2 := Gradient(nil, notion, rp, rl, k, 2, rw, Options{Bandwidth: 0.1})
+		_, ga, err1 := Gradient(context.Background(), nil, notion, probs, labels, k, 2, w, Options{Bandwidth: 0.1})
+		_, gb, err2 := Gradient(context.Background(), nil, notion, rp, rl, k, 2, rw, Options{Bandwidth: 0.1})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -1004,8 +1005,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 		}
 	}
 	for _, debias := range []bool{false, true} {
-		a, err1 := Sharpness(TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1, Debias: debias})
-		b, err2 := Sharpness(TopLabel, rp, rl, k, rw, Options{Bandwidth: 0.1, Debias: debias})
+		a, err1 := Sharpness(context.Background(), TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1, Debias: debias})
+		b, err2 := Sharpness(context.Background(), TopLabel, rp, rl, k, rw, Options{Bandwidth: 0.1, Debias: debias})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -1013,8 +1014,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 		check("sharpness variance", a.Variance, b.Variance)
 	}
 	q, _ := randomSet(rng, 20, k, 1)
-	ra, la, _, err1 := Regression(q, probs, labels, k, w, Options{Bandwidth: 0.05})
-	rb, lb, _, err2 := Regression(q, rp, rl, k, rw, Options{Bandwidth: 0.05})
+	ra, la, _, err1 := Regression(context.Background(), q, probs, labels, k, w, Options{Bandwidth: 0.05})
+	rb, lb, _, err2 := Regression(context.Background(), q, rp, rl, k, rw, Options{Bandwidth: 0.05})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -1024,8 +1025,8 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 	for i := range la {
 		check("log density", la[i], lb[i])
 	}
-	wa, err1 := Witness(probs, labels, k, w, WitnessOptions{Seed: 1})
-	wb, err2 := Witness(rp, rl, k, rw, WitnessOptions{Seed: 1})
+	wa, err1 := Witness(context.Background(), probs, labels, k, w, WitnessOptions{Seed: 1})
+	wb, err2 := Witness(context.Background(), rp, rl, k, rw, WitnessOptions{Seed: 1})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -1052,7 +1053,7 @@ func TestWeightedDeterminism(t *testing.T) {
 		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 			for _, o := range []Options{{Bandwidth: 0.02, P: []float64{1, 2}, Neighbours: true, Terms: true}, {Bandwidth: 0.2, P: []float64{2}, Debias: true}} {
 				o.Workers = workers
-				res, err := Estimate(notion, probs, labels, k, w, o)
+				res, err := Estimate(context.Background(), notion, probs, labels, k, w, o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1061,24 +1062,24 @@ func TestWeightedDeterminism(t *testing.T) {
 				}
 				got = append(got, res.Neighbours)
 			}
-			_, g, err := Gradient(nil, notion, probs, labels, k, 2, w, Options{Bandwidth: 0.02, Workers: workers})
+			_, g, err := Gradient(context.Background(), nil, notion, probs, labels, k, 2, w, Options{Bandwidth: 0.02, Workers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, g...)
-			cv, err := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{Workers: workers})
+			cv, err := SelectBandwidth(context.Background(), notion, probs, labels, k, w, BandwidthOptions{Workers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, cv.Bandwidth, cv.LogLik)
 			got = append(got, cv.GridLL...)
 		}
-		s, err := Sharpness(TopLabel, probs, labels, k, w, Options{Bandwidth: 0.05, Workers: workers, Debias: true})
+		s, err := Sharpness(context.Background(), TopLabel, probs, labels, k, w, Options{Bandwidth: 0.05, Workers: workers, Debias: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, s.Value)
-		wr, err := Witness(probs, labels, k, w, WitnessOptions{Workers: workers})
+		wr, err := Witness(context.Background(), probs, labels, k, w, WitnessOptions{Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1086,7 +1087,7 @@ func TestWeightedDeterminism(t *testing.T) {
 			got = append(got, v.Value, v.Bandwidth)
 			got = append(got, v.Terms...)
 		}
-		r, ld, _, err := Regression(q, probs, labels, k, w, Options{Bandwidth: 0.05, Workers: workers})
+		r, ld, _, err := Regression(context.Background(), q, probs, labels, k, w, Options{Bandwidth: 0.05, Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1117,7 +1118,7 @@ func TestWeightedResampled(t *testing.T) {
 		idx[j] = rng.IntN(n)
 	}
 	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
-		res, err := Estimate(notion, probs, labels, k, w, Options{Bandwidth: 0.05, P: []float64{1, 2}, Terms: true, ClassMean: true})
+		res, err := Estimate(context.Background(), notion, probs, labels, k, w, Options{Bandwidth: 0.05, P: []float64{1, 2}, Terms: true, ClassMean: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1144,7 +1145,7 @@ func TestWeightedResampled(t *testing.T) {
 			}
 		}
 	}
-	s, err := Sharpness(TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1})
+	s, err := Sharpness(context.Background(), TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1167,20 +1168,38 @@ func TestWeightErrors(t *testing.T) {
 	}
 	o := Options{Bandwidth: 0.1}
 	calls := map[string]func(w []float64) error{
-		"Estimate": func(w []float64) error { _, err := Estimate(Canonical, probs, labels, k, w, o); return err },
+		"Estimate": func(w []float64) error {
+			_, err := Estimate(context.Background(), Canonical, probs, labels, k, w, o)
+			return err
+		},
 		"SelectBandwidth": func(w []float64) error {
-			_, err := SelectBandwidth(TopLabel, probs, labels, k, w, BandwidthOptions{})
+			_, err := SelectBandwidth(context.Background(), TopLabel, probs, labels, k, w, BandwidthOptions{})
 			return err
 		},
-		"Gradient": func(w []float64) error { _, _, err := Gradient(nil, Marginal, probs, labels, k, 1, w, o); return err },
+		"Gradient": func(w []float64) error {
+			_, _, err := Gradient(context.Background(), nil, Marginal, probs, labels, k, 1, w, o)
+			return err
+		},
 		"LogitGradient": func(w []float64) error {
-			_, _, err := LogitGradient(nil, Binary, scores, labels, 1, 1, w, o)
+			_, _, err := LogitGradient(context.Background(), nil, Binary, scores, labels, 1, 1, w, o)
 			return err
 		},
-		"Sharpness":       func(w []float64) error { _, err := Sharpness(Binary, probs, labels, k, w, o); return err },
-		"Witness":         func(w []float64) error { _, err := Witness(probs, labels, k, w, WitnessOptions{}); return err },
-		"Regression":      func(w []float64) error { _, _, _, err := Regression(probs, probs, labels, k, w, o); return err },
-		"ScoreRegression": func(w []float64) error { _, _, err := ScoreRegression(scores, scores, labels, w, o); return err },
+		"Sharpness": func(w []float64) error {
+			_, err := Sharpness(context.Background(), Binary, probs, labels, k, w, o)
+			return err
+		},
+		"Witness": func(w []float64) error {
+			_, err := Witness(context.Background(), probs, labels, k, w, WitnessOptions{})
+			return err
+		},
+		"Regression": func(w []float64) error {
+			_, _, _, err := Regression(context.Background(), probs, probs, labels, k, w, o)
+			return err
+		},
+		"ScoreRegression": func(w []float64) error {
+			_, _, err := ScoreRegression(context.Background(), scores, scores, labels, w, o)
+			return err
+		},
 	}
 	bad := map[string][]float64{
 		"short":    ones(n - 1),
@@ -1235,8 +1254,8 @@ func TestWeightScaleInvariance(t *testing.T) {
 	}
 	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
 		for _, o := range []Options{{Bandwidth: 0.03, P: []float64{1, 2}, Neighbours: true}, {Bandwidth: 0.2, P: []float64{2}, Debias: true}} {
-			a, err1 := Estimate(notion, probs, labels, k, w, o)
-			b, err2 := Estimate(notion, probs, labels, k, w2, o)
+			a, err1 := Estimate(context.Background(), notion, probs, labels, k, w, o)
+			b, err2 := Estimate(context.Background(), notion, probs, labels, k, w2, o)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -1245,8 +1264,8 @@ func TestWeightScaleInvariance(t *testing.T) {
 			}
 			check("neighbours", a.Neighbours, b.Neighbours)
 		}
-		a, err1 := SelectBandwidth(notion, probs, labels, k, w, BandwidthOptions{NoRefine: true})
-		b, err2 := SelectBandwidth(notion, probs, labels, k, w2, BandwidthOptions{NoRefine: true})
+		a, err1 := SelectBandwidth(context.Background(), notion, probs, labels, k, w, BandwidthOptions{NoRefine: true})
+		b, err2 := SelectBandwidth(context.Background(), notion, probs, labels, k, w2, BandwidthOptions{NoRefine: true})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -1254,15 +1273,15 @@ func TestWeightScaleInvariance(t *testing.T) {
 			check(notion.String()+" LOO", a.GridLL[g], b.GridLL[g])
 		}
 	}
-	sa, err1 := Sharpness(TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1, Debias: true})
-	sb, err2 := Sharpness(TopLabel, probs, labels, k, w2, Options{Bandwidth: 0.1, Debias: true})
+	sa, err1 := Sharpness(context.Background(), TopLabel, probs, labels, k, w, Options{Bandwidth: 0.1, Debias: true})
+	sb, err2 := Sharpness(context.Background(), TopLabel, probs, labels, k, w2, Options{Bandwidth: 0.1, Debias: true})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
 	check("sharpness", sa.Value, sb.Value)
 	q, _ := randomSet(rng, 10, k, 1)
-	ra, la, _, err1 := Regression(q, probs, labels, k, w, Options{Bandwidth: 0.05})
-	rb, lb, _, err2 := Regression(q, probs, labels, k, w2, Options{Bandwidth: 0.05})
+	ra, la, _, err1 := Regression(context.Background(), q, probs, labels, k, w, Options{Bandwidth: 0.05})
+	rb, lb, _, err2 := Regression(context.Background(), q, probs, labels, k, w2, Options{Bandwidth: 0.05})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -1272,8 +1291,8 @@ func TestWeightScaleInvariance(t *testing.T) {
 	for i := range la {
 		check("log density", la[i], lb[i])
 	}
-	wa, err1 := Witness(probs, labels, k, w, WitnessOptions{})
-	wb, err2 := Witness(probs, labels, k, w2, WitnessOptions{})
+	wa, err1 := Witness(context.Background(), probs, labels, k, w, WitnessOptions{})
+	wb, err2 := Witness(context.Background(), probs, labels, k, w2, WitnessOptions{})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}

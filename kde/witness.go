@@ -112,8 +112,7 @@ type WitnessOptions struct {
 	Workers int
 	// Progress, if not nil, is told how far the computation is.
 	Progress Progress
-	// Context, if not nil, cancels the computation (see Options.Context).
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // WitnessValue is one exponent's estimate.
@@ -179,7 +178,8 @@ func (res *WitnessResult) Resampled(i int, idx []int) float64 {
 // weighted forms are at the top of witness.go). Invalid weights give an
 // error wrapping mathx.ErrWeights, fewer than two positive weights one
 // wrapping ErrTooFew.
-func Witness(probs []float64, labels []int, k int, weights []float64, opts WitnessOptions) (*WitnessResult, error) {
+func Witness(ctx context.Context, probs []float64, labels []int, k int, weights []float64, opts WitnessOptions) (*WitnessResult, error) {
+	opts.ctx = ctx
 	if err := check(Canonical, probs, labels, k); err != nil {
 		return nil, err
 	}
@@ -219,14 +219,14 @@ func Witness(probs []float64, labels []int, k int, weights []float64, opts Witne
 	n, ng := len(labels), len(grid)
 	pr := newProblem(probs, k, labels, k, weights, opts.Workers)
 	t := newTracker(opts.Progress)
-	pr.track, pr.ctx = t, opts.Context
+	pr.track, pr.ctx = t, opts.ctx
 	t.expect(int64(ng * blocks(n)))
 	if slices.Contains(ps, 2) {
 		t.expect(int64(blocks(n)))
 	}
 	e := residuals(probs, labels, k)
 	sw := pr.residualSweep(grid, e, false)
-	if err := canceled(opts.Context); err != nil {
+	if err := canceled(opts.ctx); err != nil {
 		return nil, err
 	}
 	defined := sw.defined
@@ -269,7 +269,7 @@ func Witness(probs []float64, labels []int, k int, weights []float64, opts Witne
 			v.Bandwidth = scale * grid[best]
 			v.Warnings = edgeWarning(grid, best, "cross-validation CV")
 			u, ok := pr.uStatistic(v.Bandwidth, e)
-			if err := canceled(opts.Context); err != nil {
+			if err := canceled(opts.ctx); err != nil {
 				return nil, err
 			}
 			v.Terms = u

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -60,7 +61,7 @@ func TestWitnessBruteForce(t *testing.T) {
 		}
 	}
 
-	res, err := Witness(probs, labels, k, nil, WitnessOptions{Grid: grid, Seed: 3})
+	res, err := Witness(context.Background(), probs, labels, k, nil, WitnessOptions{Grid: grid, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestWitnessDeterminism(t *testing.T) {
 	probs, labels := randomSet(rng, 700, 5, 2)
 	var ref *WitnessResult
 	for _, w := range []int{1, 2, 5} {
-		res, err := Witness(probs, labels, 5, nil, WitnessOptions{Workers: w, Seed: 9})
+		res, err := Witness(context.Background(), probs, labels, 5, nil, WitnessOptions{Workers: w, Seed: 9})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func TestWitnessDeterminism(t *testing.T) {
 			}
 		}
 	}
-	other, err := Witness(probs, labels, 5, nil, WitnessOptions{Seed: 10})
+	other, err := Witness(context.Background(), probs, labels, 5, nil, WitnessOptions{Seed: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +185,14 @@ func TestWitnessErrors(t *testing.T) {
 		"negative splits": {Splits: -1},
 		"bad scale":       {P2Scale: math.Inf(1)},
 	} {
-		if _, err := Witness(probs, labels, 2, nil, o); err == nil {
+		if _, err := Witness(context.Background(), probs, labels, 2, nil, o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Witness(probs[:2], labels[:1], 2, nil, WitnessOptions{}); err == nil {
+	if _, err := Witness(context.Background(), probs[:2], labels[:1], 2, nil, WitnessOptions{}); err == nil {
 		t.Error("one sample: no error")
 	}
-	if _, err := Witness([]float64{0.2, 0.8, math.NaN(), 0.5}, []int{0, 1}, 2, nil, WitnessOptions{}); err == nil {
+	if _, err := Witness(context.Background(), []float64{0.2, 0.8, math.NaN(), 0.5}, []int{0, 1}, 2, nil, WitnessOptions{}); err == nil {
 		t.Error("NaN: no error")
 	}
 }
@@ -202,7 +203,7 @@ func witnessRuns(t *testing.T, su synth.Setup, n, reps int) (v1, v2 []float64) {
 	t.Helper()
 	for r := 0; r < reps; r++ {
 		f, y, _ := su.Draw(n, rand.New(rand.NewPCG(uint64(r), uint64(n))))
-		res, err := Witness(f, y, su.K, nil, WitnessOptions{Seed: uint64(r)})
+		res, err := Witness(context.Background(), f, y, su.K, nil, WitnessOptions{Seed: uint64(r)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package kde
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -108,7 +109,8 @@ func (ws *WitnessSums) bandwidth(b int) float64 {
 // Add adds a batch of kernel centres: probs n×K, labels and weights (nil:
 // all 1); o.Self marks the centres that are evaluation points. Each point
 // takes the batch tile by tile (pointTile centres) at its running shift.
-func (ws *WitnessSums) Add(probs []float64, labels []int, weights []float64, o AddOptions) error {
+func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, weights []float64, o AddOptions) error {
+	o.ctx = ctx
 	n, k := len(labels), ws.K
 	if n == 0 {
 		return nil
@@ -164,7 +166,7 @@ func (ws *WitnessSums) Add(probs []float64, labels []int, weights []float64, o A
 		}
 	}
 	zero := make([]float64, pointTile)
-	err = parallel.ForContext(o.Context, m, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, j int) {
+	err = parallel.ForContext(o.ctx, m, o.Workers, func() []float64 { return make([]float64, 2*pointTile) }, func(buf []float64, j int) {
 		for t0 := 0; t0 < n; t0 += pointTile {
 			t1 := min(n, t0+pointTile)
 			dots, lk := buf[:t1-t0], buf[pointTile:pointTile+t1-t0]

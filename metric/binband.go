@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,13 +25,14 @@ import (
 // full sample, or in every resample, gets NaN at both ends.
 //
 // o.Resamples (0: 200, at least 1), o.Level (0: 0.95), o.Seed, o.Workers,
-// o.Progress and o.Context are read as by Bootstrap; Method and Estimate
+// o.Progress and o.ctx are read as by Bootstrap; Method and Estimate
 // are not (the interval is always the percentile one). The intervals are
 // bit-identical for every number of workers. scores and outcomes are the
 // sample a was made from; with weights (nil: all 1) a bin's mean outcome is
 // the weighted mean and a resample carries the weights of the rows it
 // draws (Summarize).
-func (a *Assignment) FreqIntervals(scores, outcomes, weights []float64, o BootstrapOptions) (lo, hi []float64, err error) {
+func (a *Assignment) FreqIntervals(ctx context.Context, scores, outcomes, weights []float64, o BootstrapOptions) (lo, hi []float64, err error) {
+	o.ctx = ctx
 	n := len(scores)
 	if n != len(outcomes) || n != len(a.Bin) {
 		panic(fmt.Sprintf("metric: FreqIntervals: %d scores, %d outcomes, %d assigned", n, len(outcomes), len(a.Bin)))
@@ -46,7 +48,7 @@ func (a *Assignment) FreqIntervals(scores, outcomes, weights []float64, o Bootst
 	// freqs[r*bins+j] is resample r's mean outcome in bin j (NaN: empty).
 	freqs := make([]float64, nb*bins)
 	var done atomic.Int64
-	stopped := parallel.ForContext(o.Context, nb, o.Workers, func() []int { return make([]int, n) }, func(idx []int, r int) {
+	stopped := parallel.ForContext(o.ctx, nb, o.Workers, func() []int { return make([]int, n) }, func(idx []int, r int) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
 		for i := range idx {
 			idx[i] = rng.IntN(n)

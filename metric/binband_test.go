@@ -30,7 +30,7 @@ func TestFreqIntervals(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := BootstrapOptions{Resamples: 50, Level: 0.9, Seed: 7, Workers: 1}
-	lo, hi, err := a.FreqIntervals(sc, oc, nil, o)
+	lo, hi, err := a.FreqIntervals(context.Background(), sc, oc, nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +65,16 @@ func TestFreqIntervals(t *testing.T) {
 		}
 	}
 	o.Workers = 3
-	lo3, hi3, err := a.FreqIntervals(sc, oc, nil, o)
+	lo3, hi3, err := a.FreqIntervals(context.Background(), sc, oc, nil, o)
 	if err != nil || !slices.Equal(lo[5:], lo3[5:]) || !slices.Equal(hi[5:], hi3[5:]) {
 		t.Errorf("3 workers differ from 1 (err %v)", err)
 	}
-	if _, _, err := a.FreqIntervals(sc, oc, nil, BootstrapOptions{Level: 1.5}); err == nil {
+	if _, _, err := a.FreqIntervals(context.Background(), sc, oc, nil, BootstrapOptions{Level: 1.5}); err == nil {
 		t.Error("level 1.5: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := a.FreqIntervals(sc, oc, nil, BootstrapOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, _, err := a.FreqIntervals(ctx, sc, oc, nil, BootstrapOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err %v", err)
 	}
 }

@@ -87,9 +87,7 @@ type BootstrapOptions struct {
 	// done and the total (from several goroutines; done may arrive out of
 	// order).
 	Progress progress.Func
-	// Context, if not nil, stops the resampling: Bootstrap then returns an
-	// error wrapping Context.Err().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // Interval is a bootstrap interval.
@@ -116,7 +114,8 @@ type Interval struct {
 // idx with the weights Resample(weights, 1, idx) (nil stays nil), or hands
 // the full sample's weights with idx to an idx-based shortcut
 // (Assignment.Summarize, Cells.Estimate, SortedKS.KSResample with Counts).
-func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions) (Interval, error) {
+func Bootstrap(ctx context.Context, n int, stat func(idx []int) (float64, error), o BootstrapOptions) (Interval, error) {
+	o.ctx = ctx
 	b, level := mathx.ResampleDefaults(o.Resamples, o.Level)
 	if b < 2 || !(level > 0 && level < 1) || n < 1 {
 		return Interval{}, fmt.Errorf("metric: bootstrap with %d resamples at level %v of %d samples", b, level, n)
@@ -127,7 +126,7 @@ func Bootstrap(n int, stat func(idx []int) (float64, error), o BootstrapOptions)
 	vals := make([]float64, b)
 	errs := make([]error, b)
 	var done atomic.Int64
-	stopped := parallel.ForContext(o.Context, b, o.Workers, func() []int { return make([]int, n) }, func(idx []int, r int) {
+	stopped := parallel.ForContext(o.ctx, b, o.Workers, func() []int { return make([]int, n) }, func(idx []int, r int) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
 		for i := range idx {
 			idx[i] = rng.IntN(n)

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -28,19 +29,19 @@ func TestBootstrapMean(t *testing.T) {
 	}
 	sd = math.Sqrt(sd / float64(len(x)))
 	half := 1.96 * sd / math.Sqrt(float64(len(x)))
-	iv, err := Bootstrap(len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 3})
+	iv, err := Bootstrap(context.Background(), len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	near(t, "lo", iv.Lo, m-half, 0.15*half)
 	near(t, "hi", iv.Hi, m+half, 0.15*half)
 	for _, w := range []int{1, 3} {
-		iv2, _ := Bootstrap(len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 3, Workers: w})
+		iv2, _ := Bootstrap(context.Background(), len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 3, Workers: w})
 		if iv2 != iv {
 			t.Errorf("workers=%d: %+v, want %+v", w, iv2, iv)
 		}
 	}
-	iv3, _ := Bootstrap(len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 4})
+	iv3, _ := Bootstrap(context.Background(), len(x), stat, BootstrapOptions{Resamples: 2000, Seed: 4})
 	if iv3 == iv {
 		t.Error("another seed gave the same interval")
 	}

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -24,14 +25,14 @@ func TestCenteredInterval(t *testing.T) {
 		}
 		return 1 + float64(d)/float64(n), nil // duplicates push it up
 	}
-	pct, err := Bootstrap(n, stat, BootstrapOptions{Seed: 3})
+	pct, err := Bootstrap(context.Background(), n, stat, BootstrapOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(pct.Lo > 1) {
 		t.Fatalf("test premise: the percentile interval [%v, %v] should miss the estimate 1", pct.Lo, pct.Hi)
 	}
-	c, err := Bootstrap(n, stat, BootstrapOptions{Seed: 3, Method: Centered, Estimate: 1})
+	c, err := Bootstrap(context.Background(), n, stat, BootstrapOptions{Seed: 3, Method: Centered, Estimate: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func TestCenteredInterval(t *testing.T) {
 		t.Errorf("bias %v, want about 0.364", c.Bias)
 	}
 	// Clamped at 0: estimate 0.01, resampled values 0.01 + [0, 0.1].
-	c, err = Bootstrap(n, func(idx []int) (float64, error) { return 0.01 + 0.1*float64(idx[0])/float64(n), nil },
+	c, err = Bootstrap(context.Background(), n, func(idx []int) (float64, error) { return 0.01 + 0.1*float64(idx[0])/float64(n), nil },
 		BootstrapOptions{Seed: 3, Method: Centered, Estimate: 0.01})
 	if err != nil || c.Lo != 0 || !(c.Hi > 0.01) {
 		t.Errorf("clamp: [%v, %v], %v", c.Lo, c.Hi, err)
 	}
-	if _, err := Bootstrap(n, stat, BootstrapOptions{Method: IntervalMethod(7)}); err == nil {
+	if _, err := Bootstrap(context.Background(), n, stat, BootstrapOptions{Method: IntervalMethod(7)}); err == nil {
 		t.Error("unknown method accepted")
 	}
 }
@@ -106,7 +107,7 @@ func TestIntervalCoverage(t *testing.T) {
 				acc[i] = 1
 			}
 		}
-		m, err := Bootstrap(n, func(idx []int) (float64, error) {
+		m, err := Bootstrap(context.Background(), n, func(idx []int) (float64, error) {
 			sum := 0.0
 			for _, i := range idx {
 				sum += acc[i]
@@ -120,7 +121,7 @@ func TestIntervalCoverage(t *testing.T) {
 			coverMean++
 		}
 		est := ece(s, o, nil)
-		c, err := Bootstrap(n, func(idx []int) (float64, error) { return ece(s, o, idx), nil },
+		c, err := Bootstrap(context.Background(), n, func(idx []int) (float64, error) { return ece(s, o, idx), nil },
 			BootstrapOptions{Seed: uint64(r), Workers: 1, Method: Centered, Estimate: est})
 		if err != nil {
 			t.Fatal(err)

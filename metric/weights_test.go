@@ -3,12 +3,13 @@ package metric
 import (
 	"errors"
 	"fmt"
-	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/calib-dev/calib/internal/testenv"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"

@@ -2,6 +2,7 @@ package recal_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/calib-dev/calib/data"
@@ -14,7 +15,7 @@ import (
 // direct scan of T).
 func Example_fitApply() {
 	val, _ := data.New([]float64{2, 0, 0, 3, 1, 1, 0, 2}, 2, []int{0, 1, 0, 0}, true, data.Options{})
-	c, err := recal.Fit(recal.MethodTemperature, val, recal.FitOptions{})
+	c, err := recal.Fit(context.Background(), recal.MethodTemperature, val, recal.FitOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package recal
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -59,7 +60,7 @@ func fitAll(t *testing.T, n int) []Calibrator {
 	add(FitPlatt(p, y, k, "", nil))
 	add(FitBeta(p, y, k, "", nil))
 	for _, m := range []string{MethodVector, MethodMatrix, MethodDirichlet} {
-		add(FitLinear(m, p, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01}))
+		add(FitLinear(context.Background(), m, p, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01}))
 	}
 	return cs
 }
@@ -166,7 +167,10 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 	beta := func(p []float64, y []int, k int) error { _, err := FitBeta(p, y, k, "", nil); return err }
 	temp := func(z []float64, y []int, k int) error { _, err := FitTemperature(z, y, k, nil); return err }
 	linear := func(m string, o LinearOptions) func(p []float64, y []int, k int) error {
-		return func(p []float64, y []int, k int) error { _, err := FitLinear(m, p, nil, y, k, nil, o); return err }
+		return func(p []float64, y []int, k int) error {
+			_, err := FitLinear(context.Background(), m, p, nil, y, k, nil, o)
+			return err
+		}
 	}
 	dir := linear(MethodDirichlet, LinearOptions{})
 	cases := []struct {
@@ -202,14 +206,20 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 		{"dirichlet negative mu", linear(MethodDirichlet, LinearOptions{Mu: -1})(p, y, k), false, "mu = -1"},
 		{"dirichlet grid", linear(MethodDirichlet, LinearOptions{CV: true, Grid: "nope"})(p, y, k), false, `grid "nope"`},
 		{"dirichlet CV 4 rows", linear(MethodDirichlet, LinearOptions{CV: true})(p[:4*k], []int{0, 1, 0, 1}, k), true, "fold 3 of 3 has 0 of the 4 samples"},
-		{"matrix no logits", func() error { _, err := FitLinear(MethodMatrix, nil, nil, y, k, nil, LinearOptions{}); return err }(), false, "no predictions for 60 labels"},
+		{"matrix no logits", func() error {
+			_, err := FitLinear(context.Background(), MethodMatrix, nil, nil, y, k, nil, LinearOptions{})
+			return err
+		}(), false, "no predictions for 60 labels"},
 		{"matrix infinite logit", func() error {
 			v := slices.Clone(z2)
 			v[3] = math.Inf(-1)
-			_, err := FitLinear(MethodMatrix, p2, v, y, 2, nil, LinearOptions{})
+			_, err := FitLinear(context.Background(), MethodMatrix, p2, v, y, 2, nil, LinearOptions{})
 			return err
 		}(), false, "row 2, column 2: logit -Inf"},
-		{"linear method", func() error { _, err := FitLinear("nope", p, z, y, k, nil, LinearOptions{}); return err }(), false, `unknown linear method "nope"`},
+		{"linear method", func() error {
+			_, err := FitLinear(context.Background(), "nope", p, z, y, k, nil, LinearOptions{})
+			return err
+		}(), false, `unknown linear method "nope"`},
 		{"spline curve lengths", func() error {
 			_, err := FitSplineCurve([]float64{0.1, 0.2, 0.3}, []float64{1, 0}, nil, SplineOptions{})
 			return err

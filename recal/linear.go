@@ -59,12 +59,7 @@ type LinearOptions struct {
 	// Progress, if not nil, is called after each cross-validation fit
 	// with the number done and the total.
 	Progress progress.Func
-	// Context, if not nil, cancels the fit: it is checked before each
-	// cross-validation fit and after every evaluation of the objective
-	// (each L-BFGS iteration makes one or a few), and FitLinear returns an
-	// error wrapping ctx.Err() once it is done. nil means
-	// context.Background().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 
 	// loose marks the fits inside cross-validation, which only rank the
 	// grid points: they stop at a gradient of 1e-4 or after 100 iterations.
@@ -102,9 +97,10 @@ func linearInput(method string, probs, logits []float64, k int) []float64 {
 // among them, or (CV) a cross-validation fold with no held-out or no
 // training sample of weight > 0 wraps ErrTooFew. Cross-validation assigns
 // rows to folds as without weights and scores each fold by its weighted
-// mean held-out NLL. A cancelled o.Context stops the fit with an error
+// mean held-out NLL. A cancelled o.ctx stops the fit with an error
 // wrapping its Err().
-func FitLinear(method string, probs, logits []float64, labels []int, k int, weights []float64, o LinearOptions) (*Linear, error) {
+func FitLinear(ctx context.Context, method string, probs, logits []float64, labels []int, k int, weights []float64, o LinearOptions) (*Linear, error) {
+	o.ctx = ctx
 	input := InputLogits
 	switch method {
 	case MethodVector, MethodMatrix:
@@ -122,8 +118,8 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, weig
 	if err := checkLinearData(labels, weights, o); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
-	if o.Context == nil {
-		o.Context = context.Background()
+	if o.ctx == nil {
+		o.ctx = context.Background()
 	}
 	x := linearInput(method, probs, logits, k)
 	lam, mu := o.Lambda, o.Mu
@@ -136,7 +132,7 @@ func FitLinear(method string, probs, logits []float64, labels []int, k int, weig
 			return nil, err
 		}
 	}
-	if err := o.Context.Err(); err != nil {
+	if err := o.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("recal: %s: %w", method, err)
 	}
 	w, b, err := fitLinear(newLinearData(method, x, labels, weights, k, o.Workers), lam, mu, o, nil)
@@ -250,7 +246,7 @@ func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) 
 		lastF = d.objective(lam, mu, th, lastG)
 		lastX = append(lastX[:0], th...)
 	}
-	ctx := o.Context
+	ctx := o.ctx
 	p := optimize.Problem{
 		Func: func(th []float64) float64 { eval(th); return lastF },
 		Grad: func(grad, th []float64) { eval(th); copy(grad, lastG) },
@@ -554,7 +550,7 @@ func crossValidate(method string, x []float64, labels []int, weights []float64, 
 		for mi, m := range mus {
 			var last []float64
 			for li, l := range lams {
-				if err := o.Context.Err(); err != nil {
+				if err := o.ctx.Err(); err != nil {
 					return 0, 0, fmt.Errorf("recal: %s: cross-validation: %w", method, err)
 				}
 				init := prev[li]

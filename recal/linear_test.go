@@ -26,7 +26,7 @@ func TestLinearMethodsReal(t *testing.T) {
 		before := metric.NLL(test.Probs, test.Logits, test.Labels, test.K, nil)
 		for _, m := range []string{MethodVector, MethodMatrix, MethodDirichlet} {
 			start := time.Now()
-			c, err := FitLinear(m, val.Probs, val.Logits, val.Labels, val.K, nil, LinearOptions{CV: true})
+			c, err := FitLinear(context.Background(), m, val.Probs, val.Logits, val.Labels, val.K, nil, LinearOptions{CV: true})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, m, err)
 			}
@@ -55,11 +55,11 @@ func TestFitLinearContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(50*time.Millisecond, cancel)
-	c, err := FitLinear(MethodMatrix, nil, z, y, k, nil, LinearOptions{CV: true, Context: ctx})
+	c, err := FitLinear(ctx, MethodMatrix, nil, z, y, k, nil, LinearOptions{CV: true})
 	if c != nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("map %v, error %v; want context.Canceled", c != nil, err)
 	}
-	c, err = FitLinear(MethodDirichlet, nil, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01, Context: ctx})
+	c, err = FitLinear(ctx, MethodDirichlet, nil, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01})
 	if c != nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context, no CV: map %v, error %v", c != nil, err)
 	}

@@ -1,6 +1,7 @@
 package recal
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -113,7 +114,7 @@ type FitOptions struct {
 // within a looser tolerance than the maps' (SumTolerance per class) are
 // divided by their sum first. Errors of the input wrap ErrInput; bad
 // weights wrap data.ErrWeights too.
-func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
+func Fit(ctx context.Context, method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 	if _, err := ParseMethod(string(method)); err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func Fit(method Method, s *data.Set, o FitOptions) (Calibrator, error) {
 		if !o.FixedRegularization {
 			lo.CV = true
 		}
-		return FitLinear(string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, lo)
+		return FitLinear(ctx, string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, lo)
 	case MethodIsotonic:
 		return FitIsotonic(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	case MethodHistogram:

@@ -2,6 +2,7 @@ package recal
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"math"
@@ -52,7 +53,7 @@ func TestRegistry(t *testing.T) {
 		if err := fs.Parse([]string{"-method", string(m)}); err != nil || got != m {
 			t.Errorf("%s: flag.TextVar gives %q, %v", m, got, err)
 		}
-		c, err := Fit(m, s, FitOptions{Linear: LinearOptions{Seed: 1}})
+		c, err := Fit(context.Background(), m, s, FitOptions{Linear: LinearOptions{Seed: 1}})
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
@@ -66,7 +67,7 @@ func TestRegistry(t *testing.T) {
 		case MethodTemperature:
 			direct, err = FitTemperature(s.Logits, s.Labels, s.K, nil)
 		case MethodVector, MethodMatrix, MethodDirichlet:
-			direct, err = FitLinear(string(m), s.Probs, s.Logits, s.Labels, s.K, nil, LinearOptions{CV: true, Seed: 1})
+			direct, err = FitLinear(context.Background(), string(m), s.Probs, s.Logits, s.Labels, s.K, nil, LinearOptions{CV: true, Seed: 1})
 		case MethodIsotonic:
 			direct, err = FitIsotonic(s.Probs, s.Labels, s.K, "", nil)
 		case MethodHistogram:
@@ -99,13 +100,13 @@ func TestRegistry(t *testing.T) {
 	}
 	probsOnly, _ := data.New(s.Probs, s.K, s.Labels, false, data.Options{})
 	for _, m := range []Method{MethodTemperature, MethodVector, MethodMatrix} {
-		if _, err := Fit(m, probsOnly, FitOptions{}); !errors.Is(err, ErrInput) || !m.NeedsLogits() {
+		if _, err := Fit(context.Background(), m, probsOnly, FitOptions{}); !errors.Is(err, ErrInput) || !m.NeedsLogits() {
 			t.Errorf("%s without logits: %v", m, err)
 		}
 	}
 	// One-column binary logits count as (0, z).
 	b := registrySet(t, 200, 2, true)
-	c, err := Fit(MethodTemperature, b, FitOptions{})
+	c, err := Fit(context.Background(), MethodTemperature, b, FitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

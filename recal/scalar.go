@@ -2,9 +2,10 @@ package recal
 
 import (
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 
 	"github.com/calib-dev/calib/metric"
 )

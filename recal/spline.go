@@ -5,9 +5,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/calib-dev/calib/internal/mathx"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 
 	"gonum.org/v1/gonum/mat"
 

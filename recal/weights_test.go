@@ -2,6 +2,7 @@ package recal
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -71,7 +72,7 @@ func TestWeightedFitsEqualRepeatedRows(t *testing.T) {
 		type fit func(p, z []float64, y []int, w []float64) (Calibrator, error)
 		lin := func(method string) fit {
 			return func(p, z []float64, y []int, w []float64) (Calibrator, error) {
-				return FitLinear(method, p, z, y, k, w, LinearOptions{Lambda: 1e-3, Mu: 1e-3})
+				return FitLinear(context.Background(), method, p, z, y, k, w, LinearOptions{Lambda: 1e-3, Mu: 1e-3})
 			}
 		}
 		cases := []struct {
@@ -258,7 +259,7 @@ func TestFitBadWeights(t *testing.T) {
 		for fname, f := range map[string]func() error{
 			"FitTemperature": func() error { _, err := FitTemperature(z, y, k, w); return err },
 			"FitLinear": func() error {
-				_, err := FitLinear(MethodMatrix, p, z, y, k, w, LinearOptions{CV: true})
+				_, err := FitLinear(context.Background(), MethodMatrix, p, z, y, k, w, LinearOptions{CV: true})
 				return err
 			},
 			"FitSpline":      func() error { _, err := FitSpline(p, y, k, w, SplineOptions{}); return err },
@@ -269,7 +270,7 @@ func TestFitBadWeights(t *testing.T) {
 			"FitBeta":        func() error { _, err := FitBeta(p, y, k, "", w); return err },
 			"Fit": func() error {
 				s := &data.Set{N: n, K: k, Probs: p, Logits: z, Labels: y, Weights: w}
-				_, err := Fit(MethodIsotonic, s, FitOptions{})
+				_, err := Fit(context.Background(), MethodIsotonic, s, FitOptions{})
 				return err
 			},
 		} {
@@ -284,7 +285,10 @@ func TestFitBadWeights(t *testing.T) {
 	w := make([]float64, n)
 	w[0] = 1
 	for fname, f := range map[string]func() error{
-		"FitLinear":   func() error { _, err := FitLinear(MethodVector, p, z, y, k, w, LinearOptions{}); return err },
+		"FitLinear": func() error {
+			_, err := FitLinear(context.Background(), MethodVector, p, z, y, k, w, LinearOptions{})
+			return err
+		},
 		"FitSpline":   func() error { _, err := FitSpline(p, y, k, w, SplineOptions{}); return err },
 		"FitIsotonic": func() error { _, err := FitIsotonic(p, y, k, "", w); return err },
 		"FitHistogram": func() error {
@@ -302,7 +306,7 @@ func TestFitBadWeights(t *testing.T) {
 	w = intWeights(n, 32)
 	s := &data.Set{N: n, K: k, Probs: p, Logits: z, Labels: y, Weights: w}
 	for _, m := range []Method{MethodTemperature, MethodIsotonic, MethodSpline, MethodPlatt} {
-		c, err := Fit(m, s, FitOptions{})
+		c, err := Fit(context.Background(), m, s, FitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +368,7 @@ func TestWeightedLinearObjective(t *testing.T) {
 		}
 	}
 	p, z, y = logitSet(200, 3, 44)
-	c, err := FitLinear(MethodMatrix, p, z, y, 3, intWeights(200, 45), LinearOptions{CV: true})
+	c, err := FitLinear(context.Background(), MethodMatrix, p, z, y, 3, intWeights(200, 45), LinearOptions{CV: true})
 	if err != nil {
 		t.Fatal(err)
 	}

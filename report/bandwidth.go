@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -65,7 +66,7 @@ func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, w
 	cv := o.Selection
 	if cv == nil {
 		var err error
-		if cv, err = kde.SelectBandwidth(notion, probs, labels, k, weights, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
+		if cv, err = kde.SelectBandwidth(context.Background(), notion, probs, labels, k, weights, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
 			return nil, fmt.Errorf("report: bandwidth view: %w", err)
 		}
 	}
@@ -73,14 +74,14 @@ func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, w
 	v.H = mathx.LogSpace(cv.Grid[0], cv.Grid[len(cv.Grid)-1], m)
 	ko := kde.Options{P: []float64{p}, Workers: o.Workers}
 	var err error
-	if v.Estimate, err = kde.EstimateCurve(notion, probs, labels, k, v.H, weights, ko); err != nil {
+	if v.Estimate, err = kde.EstimateCurve(context.Background(), notion, probs, labels, k, v.H, weights, ko); err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
 	if chosen != nil {
 		v.Chosen = *chosen
 		return v, nil
 	}
-	at, err := kde.EstimateCurve(notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
+	at, err := kde.EstimateCurve(context.Background(), notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
 	if err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}

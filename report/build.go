@@ -450,7 +450,7 @@ func (b *builder) bandwidth() {
 	if s.Binary {
 		notion = kde.Binary
 	}
-	bv, err := bandwidthView(s, notion, b.curves, b.doc.Evaluation, b.o.Workers)
+	bv, err := bandwidthView(b.ctx, s, notion, b.curves, b.doc.Evaluation, b.o.Workers)
 	if err != nil {
 		b.fail("bandwidth view", err)
 		return

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"math"
@@ -132,7 +133,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	for i := 0; i < points; i++ {
 		r.CurveX = append(r.CurveX, lo+(hi-lo)*float64(i)/(points-1))
 	}
-	r.CurveY, _, err = kde.ScoreRegression(r.CurveX, scores, ints, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r.CurveY, _, err = kde.ScoreRegression(context.Background(), r.CurveX, scores, ints, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve: %w", err)
 	}
@@ -143,7 +144,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	// The bands: the bins' and the curve's over the same resamples
 	// (resample b draws from PCG(Seed, b) in both).
 	_, r.Level = mathx.ResampleDefaults(0, o.Level)
-	binLo, binHi, err := a.FreqIntervals(scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	binLo, binHi, err := a.FreqIntervals(context.Background(), scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability band: %w", err)
 	}
@@ -153,7 +154,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	for i := 0; i < points; i += 2 {
 		r.BandX = append(r.BandX, r.CurveX[i])
 	}
-	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(r.BandX, scores, ints, weights, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(context.Background(), r.BandX, scores, ints, weights, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve band: %w", err)
 	}

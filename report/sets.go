@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -124,14 +125,14 @@ func MostConfused(probs []float64, labels []int, k int) [2]int {
 // BandwidthViewOf returns the bandwidth view of notion on s: its LOO
 // bandwidth selection and the estimate against the bandwidth.
 func BandwidthViewOf(s *data.Set, notion kde.Notion, o Options) (*BandwidthView, error) {
-	return bandwidthView(s, notion, nil, nil, o.Workers)
+	return bandwidthView(context.Background(), s, notion, nil, nil, o.Workers)
 }
 
 // bandwidthView returns the bandwidth view of notion on s, sharing the
 // selection through curves (may be nil) and the estimate at the selected
 // bandwidth with ev, an evaluation of s (may be nil).
-func bandwidthView(s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, ev *evaluate.Evaluation, workers int) (*BandwidthView, error) {
-	cv, err := curves.Select(notion, s, kde.BandwidthOptions{Workers: workers})
+func bandwidthView(ctx context.Context, s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, ev *evaluate.Evaluation, workers int) (*BandwidthView, error) {
+	cv, err := curves.Select(ctx, notion, s, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func TestBandwidthViewSharesEstimate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shared, err := bandwidthView(s, notion, curves, ev, 1)
+			shared, err := bandwidthView(context.Background(), s, notion, curves, ev, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"math"
@@ -189,7 +190,7 @@ func NewSimplex(probs []float64, labels []int, k int, weights []float64, o Simpl
 			q = append(q, (t[0][m]+t[1][m]+t[2][m])/3)
 		}
 	}
-	r, logDens, _, err := kde.Regression(q, x, y, 3, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r, logDens, _, err := kde.Regression(context.Background(), q, x, y, 3, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: simplex kernel estimate: %w", err)
 	}

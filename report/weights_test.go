@@ -1,10 +1,11 @@
 package report
 
 import (
-	"github.com/calib-dev/calib/internal/testenv"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/calib-dev/calib/internal/testenv"
 
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/synth"

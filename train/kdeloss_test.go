@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -186,13 +187,13 @@ func TestKDECanonicalGraph(t *testing.T) {
 			for j := 0; j < tc.b; j++ {
 				data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
 			}
-			cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
+			cv, err := kde.SelectBandwidth(context.Background(), kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			h = cv.Bandwidth
 		}
-		wv, wg, err := kde.LogitGradient(nil, kde.Canonical, flat, labels, tc.k, tc.p, nil, kde.Options{Bandwidth: h})
+		wv, wg, err := kde.LogitGradient(context.Background(), nil, kde.Canonical, flat, labels, tc.k, tc.p, nil, kde.Options{Bandwidth: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +269,7 @@ func TestLOOBandwidth(t *testing.T) {
 		for j := 0; j < tc.b; j++ {
 			data.Softmax(probs[j*tc.k:(j+1)*tc.k], flat[j*tc.k:(j+1)*tc.k])
 		}
-		cv, err := kde.SelectBandwidth(kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
+		cv, err := kde.SelectBandwidth(context.Background(), kde.Canonical, probs, labels, tc.k, nil, kde.BandwidthOptions{NoRefine: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,10 +42,7 @@ type Options struct {
 	// Progress, if not nil, is told each finished run and timing (a step
 	// counting them; the phase names the last).
 	Progress progress.Reporter
-	// Context, if not nil, stops the experiment: it is passed to every
-	// kernel computation and checked after every step, and the function
-	// then returns an error wrapping Context.Err().
-	Context context.Context
+	ctx      context.Context // the call's context, its first argument
 }
 
 // Setup are the fixed settings of the study, recorded in its JSON.
@@ -193,7 +190,8 @@ const trainingVersion = 1
 // before and after temperature scaling. Runs are independent and
 // reproducible (seeded), trained Workers at a time and cached in Dir.
 // Then it times an epoch of XE, KDE-XE and MMCE per data set sequentially.
-func Run(o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.ctx = ctx
 	sets := o.Sets
 	if sets == nil {
 		sets = tabular.Names
@@ -277,7 +275,7 @@ func Run(o Options) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := canceled(o.Context); err != nil {
+				if err := canceled(o.ctx); err != nil {
 					errs[i] = err // the remaining runs are skipped
 					continue
 				}
@@ -308,7 +306,7 @@ func Run(o Options) (*Result, error) {
 	}
 	close(next)
 	wg.Wait()
-	if err := canceled(o.Context); err != nil {
+	if err := canceled(o.ctx); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(errs...); err != nil {

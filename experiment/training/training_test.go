@@ -2,6 +2,7 @@ package training
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -25,7 +26,7 @@ func TestTrainingQuick(t *testing.T) {
 	}
 	dir := t.TempDir()
 	o := Options{Quick: true, Seeds: 1, Dir: dir}
-	res, err := Run(o)
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestTrainingQuick(t *testing.T) {
 	}
 	edit(tampered, func(r *Trained) { r.Pre.Accuracy = 0.123 })
 	edit(stale, func(r *Trained) { r.Fingerprint = "old"; r.Pre.Accuracy = 0.456 })
-	again, err := Run(o)
+	again, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

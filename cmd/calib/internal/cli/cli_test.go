@@ -613,7 +613,7 @@ func TestEvalWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := kde.Witness(set.Probs, set.Labels, set.K, nil, kde.WitnessOptions{Seed: 4})
+	want, err := kde.Witness(context.Background(), set.Probs, set.Labels, set.K, nil, kde.WitnessOptions{Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func newConvergenceCmd() *cobra.Command {
 	cmd := ef.command("convergence", "ECE^KDE and binned ECE against n and against h, with the Monte Carlo ground truth (paper Fig. 2a)", exactArgs(0),
 		func(cmd *cobra.Command, args []string) error {
 			return ef.run(cmd, "convergence", func(_ string, ui *progressUI) (experiment.Result, error) {
-				return experiment.Convergence(experiment.ConvergenceOptions{Context: cmd.Context(), Quick: ef.quick, Seed: ef.seed, Workers: ef.workers,
+				return experiment.Convergence(cmd.Context(), experiment.ConvergenceOptions{Quick: ef.quick, Seed: ef.seed, Workers: ef.workers,
 					GroundSamples: groundSamples, Progress: ui})
 			})
 		})
@@ -96,7 +96,7 @@ func newBinnedVsKDECmd() *cobra.Command {
 				return usageErrorf("--%v", err)
 			}
 			return ef.run(cmd, "binned-vs-kde", func(_ string, ui *progressUI) (experiment.Result, error) {
-				res, err := experiment.BinnedVsKDE(s.File, s.Probs, s.Labels, s.K, experiment.BinnedVsKDEOptions{Context: cmd.Context(), Classes: cls, Reps: reps,
+				res, err := experiment.BinnedVsKDE(cmd.Context(), s.File, s.Probs, s.Labels, s.K, experiment.BinnedVsKDEOptions{Classes: cls, Reps: reps,
 					Quick: ef.quick, Seed: ef.seed, Workers: ef.workers, Progress: ui})
 				if err != nil {
 					return nil, usageErrorf("%v", err)
@@ -132,7 +132,7 @@ func newWitnessCmd() *cobra.Command {
 				sets = append(sets, experiment.RealSetOf(demo.Name, s))
 			}
 			return ef.run(cmd, "witness", func(_ string, ui *progressUI) (experiment.Result, error) {
-				return experiment.RealWitness(sets, experiment.RealWitnessOptions{Context: cmd.Context(), Resamples: resamples, Quick: ef.quick, Seed: ef.seed,
+				return experiment.RealWitness(cmd.Context(), sets, experiment.RealWitnessOptions{Resamples: resamples, Quick: ef.quick, Seed: ef.seed,
 					Workers: ef.workers, Progress: ui})
 			})
 		})
@@ -147,9 +147,9 @@ func newSharpnessCmd() *cobra.Command {
 	cmd := ef.command("sharpness", "Bias of the sharpness ratio: eq. 7 against its appendix D debiasing, with ground truth (paper Fig. 2b)", exactArgs(0),
 		func(cmd *cobra.Command, args []string) error {
 			return ef.run(cmd, "sharpness", func(_ string, ui *progressUI) (experiment.Result, error) {
-				o.Quick, o.Seed, o.Workers, o.Context = ef.quick, ef.seed, ef.workers, cmd.Context()
+				o.Quick, o.Seed, o.Workers = ef.quick, ef.seed, ef.workers
 				defer ui.Status("sharpness experiment")()
-				res, err := experiment.Sharpness(o)
+				res, err := experiment.Sharpness(cmd.Context(), o)
 				if err != nil {
 					return nil, usageErrorf("%v", err)
 				}
@@ -175,7 +175,7 @@ func newTrainingCmd() *cobra.Command {
 			return usageErrorf("--sets: %v", err)
 		}
 		return ef.run(cmd, "training", func(dir string, ui *progressUI) (experiment.Result, error) {
-			return training.Run(training.Options{Context: cmd.Context(), Sets: list, Seeds: seeds, Quick: ef.quick, Dir: dir, Workers: ef.workers, Progress: ui})
+			return training.Run(cmd.Context(), training.Options{Sets: list, Seeds: seeds, Quick: ef.quick, Dir: dir, Workers: ef.workers, Progress: ui})
 		})
 	})
 	fs := cmd.Flags()
@@ -220,8 +220,8 @@ func newTestsCmd() *cobra.Command {
 				o.Real = append(o.Real, experiment.RealSetOf(filepath.Base(filepath.Clean(d)), s))
 			}
 			return ef.run(cmd, "tests", func(_ string, ui *progressUI) (experiment.Result, error) {
-				o.Quick, o.Seed, o.Workers, o.Context, o.Progress = ef.quick, ef.seed, ef.workers, cmd.Context(), ui
-				return experiment.Tests(o)
+				o.Quick, o.Seed, o.Workers, o.Progress = ef.quick, ef.seed, ef.workers, ui
+				return experiment.Tests(cmd.Context(), o)
 			})
 		})
 	fs := cmd.Flags()

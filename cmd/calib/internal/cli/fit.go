@@ -30,12 +30,11 @@ func newFitCmd() *cobra.Command {
 		if m := recal.Method(method); m.NeedsLogits() && s.Logits == nil {
 			return usageErrorf("--method %s needs logits (--logits)", method)
 		}
-		o.Linear.Context = cmd.Context()
 		o.FixedRegularization = cmd.Flags().Changed("lambda") || cmd.Flags().Changed("mu")
 		ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
 		var done func()
 		o.Linear.Progress, done = ui.Step(method + " cross-validation")
-		c, err := recal.Fit(recal.Method(method), s, o)
+		c, err := recal.Fit(cmd.Context(), recal.Method(method), s, o)
 		done()
 		ui.wait()
 		if err != nil {
