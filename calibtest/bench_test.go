@@ -40,7 +40,7 @@ func BenchmarkResamples(b *testing.B) {
 		ys := draw(nb)
 		b.Run(fmt.Sprintf("ece_kde/%s/B=%d/shared", nt, nb), func(b *testing.B) {
 			for b.Loop() {
-				st := must(ECEKDEStatistic(nt, p, k, nil, opts))
+				st := must(ECEKDEStatistic(context.Background(), nt, p, k, nil, opts))
 				must(st(ys))
 			}
 		})
@@ -108,13 +108,13 @@ func BenchmarkClassWise(b *testing.B) {
 		for _, t := range []string{"ks", "spiegelhalter"} {
 			b.Run(fmt.Sprintf("%s/n=10000/K=%d/B=99", t, k), func(b *testing.B) {
 				for b.Loop() {
-					must(ClassWise(t, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
+					must(ClassWise(context.Background(), t, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
 				}
 			})
 		}
 		b.Run(fmt.Sprintf("ks+kuiper+spiegelhalter/n=10000/K=%d/B=99", k), func(b *testing.B) {
 			for b.Loop() {
-				must(ClassWiseMany([]string{"ks", "kuiper", "spiegelhalter"}, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
+				must(ClassWiseMany(context.Background(), []string{"ks", "kuiper", "spiegelhalter"}, p, y, k, nil, ConsistencyOptions{Resamples: 99, Seed: 1}))
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/bits"
@@ -50,8 +51,8 @@ type ClassWiseResult struct {
 // the data sets at n = 100, K = 100; EXPERIMENTS.md section 7). The
 // columns are sorted once; a resample costs O(n log K) to draw and
 // O(n + nK/64) for the statistics of every column (see column).
-func ClassWise(t string, probs []float64, labels []int, k int, weights []float64, o ConsistencyOptions) (*ClassWiseResult, error) {
-	rs, err := ClassWiseMany([]string{t}, probs, labels, k, weights, o)
+func ClassWise(ctx context.Context, t string, probs []float64, labels []int, k int, weights []float64, o ConsistencyOptions) (*ClassWiseResult, error) {
+	rs, err := ClassWiseMany(ctx, []string{t}, probs, labels, k, weights, o)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func ClassWise(t string, probs []float64, labels []int, k int, weights []float64
 // for ks and kuiper together). If one of the statistics has no variance in
 // any column (ErrNoVariance: for spiegelhalter every score 0, 1/2 or 1),
 // the error names it and no statistic is computed.
-func ClassWiseMany(ts []string, probs []float64, labels []int, k int, weights []float64, o ConsistencyOptions) ([]*ClassWiseResult, error) {
+func ClassWiseMany(ctx context.Context, ts []string, probs []float64, labels []int, k int, weights []float64, o ConsistencyOptions) ([]*ClassWiseResult, error) {
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: class-wise: %d probabilities for %d labels and K = %d", len(probs), n, k)
@@ -164,7 +165,7 @@ func ClassWiseMany(ts []string, probs []float64, labels []int, k int, weights []
 		res[j] = &ClassWiseResult{PerClass: per, Resamples: b, Statistic: maxDefined(per)}
 		maxima[j] = make([]float64, 0, b)
 	}
-	err = resample(probs, k, n, b, o, stat, func(v []float64) error {
+	err = resample(ctx, probs, k, n, b, o, stat, func(v []float64) error {
 		for j := range ts {
 			maxima[j] = append(maxima[j], maxDefined(v[j*k:(j+1)*k]))
 		}

@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -79,8 +80,8 @@ type ConsistencyResult struct {
 // computes T for batches of label vectors (the observed labels first, on
 // their own, then the resamples in batches of at most 2^22/n vectors).
 // The result is the same for any Workers (and any batching).
-func Consistency(probs []float64, labels []int, k int, stat Statistic, o ConsistencyOptions) (*ConsistencyResult, error) {
-	rs, err := ConsistencyMany(probs, labels, k, func(ys [][]int) ([][]float64, error) {
+func Consistency(ctx context.Context, probs []float64, labels []int, k int, stat Statistic, o ConsistencyOptions) (*ConsistencyResult, error) {
+	rs, err := ConsistencyMany(ctx, probs, labels, k, func(ys [][]int) ([][]float64, error) {
 		ts, err := stat(ys)
 		if err != nil {
 			return nil, err
@@ -106,7 +107,7 @@ type Statistics func(ys [][]int) ([][]float64, error)
 // resamples (one sweep of a kernel can give every exponent of ECE^KDE):
 // result i is statistic i's test. Each p-value is valid on its own; they
 // are not independent.
-func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o ConsistencyOptions) ([]ConsistencyResult, error) {
+func ConsistencyMany(ctx context.Context, probs []float64, labels []int, k int, stat Statistics, o ConsistencyOptions) ([]ConsistencyResult, error) {
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: consistency: %d probabilities for %d labels and K = %d", len(probs), n, k)
@@ -129,7 +130,7 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 		}
 		res[i] = ConsistencyResult{Statistic: t, Resamples: b}
 	}
-	err = resample(probs, k, n, b, o, stat, func(t []float64) error {
+	err = resample(ctx, probs, k, n, b, o, stat, func(t []float64) error {
 		if len(t) != len(res) {
 			return fmt.Errorf("calibtest: consistency: %d statistics for a resample, %d for the observed labels", len(t), len(res))
 		}
@@ -154,7 +155,7 @@ func ConsistencyMany(probs []float64, labels []int, k int, stat Statistics, o Co
 // computes stat on each batch and calls visit with each resample's
 // statistics, in the order of the resamples. A negative, infinite or NaN
 // probability is an error.
-func resample(probs []float64, k, n, b int, o ConsistencyOptions, stat Statistics, visit func(t []float64) error) error {
+func resample(ctx context.Context, probs []float64, k, n, b int, o ConsistencyOptions, stat Statistics, visit func(t []float64) error) error {
 	// Cumulative rows, for drawing a label by one uniform.
 	cum := make([]float64, n*k)
 	for i := 0; i < n; i++ {
@@ -171,6 +172,9 @@ func resample(probs []float64, k, n, b int, o ConsistencyOptions, stat Statistic
 	batch := max(1, min(b, maxBatchLabels/n))
 	ys := make([][]int, batch)
 	for r0 := 0; r0 < b; r0 += batch {
+		if ctx != nil && ctx.Err() != nil {
+			return fmt.Errorf("calibtest: consistency: %w", ctx.Err())
+		}
 		ys = ys[:min(batch, b-r0)]
 		parallel.For(len(ys), o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, q int) {
 			if ys[q] == nil {

@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -19,7 +20,7 @@ func TestConsistency(t *testing.T) {
 	var ps []float64
 	for d := 0; d < sets; d++ {
 		p, y := dirichletRows(rand.New(rand.NewPCG(uint64(d), 31)), 500, 4, true)
-		r, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Seed: uint64(d)})
+		r, err := Consistency(context.Background(), p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Seed: uint64(d)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,18 +30,18 @@ func TestConsistency(t *testing.T) {
 		t.Errorf("KS distance of %d null p-values %.3f > %.3f", sets, dist, 1.63/math.Sqrt(sets))
 	}
 	p, y := dirichletRows(rand.New(rand.NewPCG(7, 31)), 2000, 4, false)
-	a, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 1})
+	a, err := Consistency(context.Background(), p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.P >= 0.01 {
 		t.Errorf("miscalibrated: p = %v (%d of %d resamples exceed)", a.P, a.Exceed, a.Resamples)
 	}
-	b, _ := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 3})
+	b, _ := Consistency(context.Background(), p, y, 4, ece(t, p), ConsistencyOptions{Resamples: 199, Workers: 3})
 	if *a != *b {
 		t.Errorf("3 workers %+v, 1 worker %+v", *b, *a)
 	}
-	if _, err := Consistency(p, y, 4, ece(t, p), ConsistencyOptions{Resamples: -1}); err == nil {
+	if _, err := Consistency(context.Background(), p, y, 4, ece(t, p), ConsistencyOptions{Resamples: -1}); err == nil {
 		t.Error("-1 resamples: no error")
 	}
 	// Rows that cannot be drawn from.
@@ -48,7 +49,7 @@ func TestConsistency(t *testing.T) {
 		q := append([]float64(nil), p...)
 		q[5*4+1] = v
 		st := PerVector(func([]int) (float64, error) { return 0, nil }, 1)
-		if _, err := Consistency(q, y, 4, st, ConsistencyOptions{Resamples: 9}); err == nil || !strings.Contains(err.Error(), "sample 5, class 1") {
+		if _, err := Consistency(context.Background(), q, y, 4, st, ConsistencyOptions{Resamples: 9}); err == nil || !strings.Contains(err.Error(), "sample 5, class 1") {
 			t.Errorf("probability %v: error %v", v, err)
 		}
 	}

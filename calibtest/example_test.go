@@ -37,11 +37,11 @@ func ExampleConsistency() {
 	if err != nil {
 		panic(err)
 	}
-	stat, err := calibtest.ECEKDEStatistic(kde.Canonical, f, 3, nil, kde.Options{Bandwidth: cv.Bandwidth})
+	stat, err := calibtest.ECEKDEStatistic(context.Background(), kde.Canonical, f, 3, nil, kde.Options{Bandwidth: cv.Bandwidth})
 	if err != nil {
 		panic(err)
 	}
-	r, err := calibtest.Consistency(f, y, 3, stat, calibtest.ConsistencyOptions{Resamples: 199, Seed: 1})
+	r, err := calibtest.Consistency(context.Background(), f, y, 3, stat, calibtest.ConsistencyOptions{Resamples: 199, Seed: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -55,7 +55,7 @@ func ExampleRun() {
 	rng := rand.New(rand.NewPCG(3, 4))
 	f, _, _ := synth.Paper(4).Draw(2000, rng)
 	y := synth.Labels(nil, f, 4, rng) // labels drawn from the predictions: calibrated
-	rep, err := calibtest.Run(f, y, 4, nil, calibtest.Options{Resamples: 199, Seed: 1})
+	rep, err := calibtest.Run(context.Background(), f, y, 4, nil, calibtest.Options{Resamples: 199, Seed: 1})
 	if err != nil {
 		panic(err)
 	}

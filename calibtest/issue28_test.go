@@ -1,6 +1,7 @@
 package calibtest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -43,13 +44,13 @@ func TestResamplesThatCannotReject(t *testing.T) {
 func TestTestsOnFewRows(t *testing.T) {
 	p := []float64{0.2, 0.3, 0.5, 0.6, 0.3, 0.1, 0.1, 0.8, 0.1}
 	y := []int{2, 0, 1}
-	if _, err := Run(p[:6], y[:2], 3, nil, Options{Resamples: 19}); err != nil {
+	if _, err := Run(context.Background(), p[:6], y[:2], 3, nil, Options{Resamples: 19}); err != nil {
 		t.Errorf("default tests on 2 rows: %v", err)
 	}
-	if _, err := Run(p, y, 3, nil, Options{Tests: []string{"skce"}}); !errors.Is(err, ErrTooFew) || !strings.Contains(err.Error(), "at least 4 rows") {
+	if _, err := Run(context.Background(), p, y, 3, nil, Options{Tests: []string{"skce"}}); !errors.Is(err, ErrTooFew) || !strings.Contains(err.Error(), "at least 4 rows") {
 		t.Errorf("skce on 3 rows: %v", err)
 	}
-	r, err := Run(p, y, 3, nil, Options{Tests: []string{"all"}, Resamples: 19})
+	r, err := Run(context.Background(), p, y, 3, nil, Options{Tests: []string{"all"}, Resamples: 19})
 	if err != nil || !strings.Contains(r.Answer, "skce (n < 4)") {
 		t.Errorf("all on 3 rows: %v, %+v", err, r)
 	}
@@ -67,7 +68,7 @@ func TestDefaultTestsSeedFree(t *testing.T) {
 	p, y := paperRows(21, 2000, 3, false)
 	var first *Report
 	for seed := uint64(1); seed <= 5; seed++ {
-		r := must(Run(p, y, 3, nil, Options{Seed: seed, Resamples: 199}))
+		r := must(Run(context.Background(), p, y, 3, nil, Options{Seed: seed, Resamples: 199}))
 		if first == nil {
 			first = r
 			continue

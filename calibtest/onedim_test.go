@@ -2,6 +2,7 @@ package calibtest
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -204,14 +205,14 @@ func TestRunWeights(t *testing.T) {
 	p := []float64{0.9, 0.1, 0.2, 0.8, 0.6, 0.4, 0.3, 0.7}
 	y := []int{0, 1, 0, 0}
 	w := []float64{1, 2, 0, 1}
-	r, err := Run(p, y, 2, w, Options{})
+	r, err := Run(context.Background(), p, y, 2, w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Tests) != 6 || !strings.Contains(r.Answer, "skipped: ece_bin (takes no weights)") {
 		t.Errorf("%d tests, answer %q", len(r.Tests), r.Answer)
 	}
-	if _, err := Run(p, y, 2, w, Options{Tests: []string{"skce"}}); err == nil {
+	if _, err := Run(context.Background(), p, y, 2, w, Options{Tests: []string{"skce"}}); err == nil {
 		t.Error("skce with weights: no error")
 	}
 	if err := (Options{Tests: []string{"nope"}}).Validate(); err == nil {

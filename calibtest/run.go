@@ -136,7 +136,7 @@ type Report struct {
 // asked for with weights they are an error, and the default list leaves
 // them out, saying so in the answer) by the tests of o, and answers at
 // level alpha.
-func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*Report, error) {
+func Run(ctx context.Context, probs []float64, labels []int, k int, weights []float64, o Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 						names = append(names, u)
 					}
 				}
-				rs, err := ClassWiseMany(names, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+				rs, err := ClassWiseMany(ctx, names, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 				if err != nil {
 					return nil, fmt.Errorf("class_wise: %w", err)
 				}
@@ -246,12 +246,12 @@ func Run(probs []float64, labels []int, k int, weights []float64, o Options) (*R
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: %s consistency resampling takes no weights", t)
 			}
-			stats, err := consistencyStatistics(t, probs, labels, k, o.Workers)
+			stats, err := consistencyStatistics(ctx, t, probs, labels, k, o.Workers)
 			if err != nil {
 				return nil, err
 			}
 			for _, st := range stats {
-				r, err := Consistency(probs, labels, k, st.stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+				r, err := Consistency(ctx, probs, labels, k, st.stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", t, st.notion, err)
 				}
@@ -299,7 +299,7 @@ type notionStatistic struct {
 
 // consistencyStatistics returns the statistics of the consistency test t
 // (ece_bin, ece_kde, ks_error, mmce, ece_witness).
-func consistencyStatistics(t string, probs []float64, labels []int, k, workers int) ([]notionStatistic, error) {
+func consistencyStatistics(ctx context.Context, t string, probs []float64, labels []int, k, workers int) ([]notionStatistic, error) {
 	one := func(notion string, st Statistic, err error) ([]notionStatistic, error) {
 		if err != nil {
 			return nil, err
@@ -317,18 +317,18 @@ func consistencyStatistics(t string, probs []float64, labels []int, k, workers i
 		st, err := MMCEStatistic(probs, k, 0, workers)
 		return one("top_label", st, err)
 	case "ece_witness":
-		st, err := WitnessStatistic(probs, k, 1, kde.WitnessOptions{Workers: workers})
+		st, err := WitnessStatistic(ctx, probs, k, 1, kde.WitnessOptions{Workers: workers})
 		return one("canonical", st, err)
 	case "ece_kde":
 		var out []notionStatistic
 		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
 			// The LOO objective is the density of the predictions: the
 			// labels do not enter it.
-			cv, err := kde.SelectBandwidth(context.Background(), nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
+			cv, err := kde.SelectBandwidth(ctx, nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
 			if err != nil {
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}
-			st, err := ECEKDEStatistic(nt, probs, k, nil, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
+			st, err := ECEKDEStatistic(ctx, nt, probs, k, nil, kde.Options{Bandwidth: cv.Bandwidth, Workers: workers})
 			if err != nil {
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}

@@ -103,8 +103,8 @@ func MMCEStatistic(probs []float64, k int, width float64, workers int) (Statisti
 // labels (kde.SelectBandwidth's LOO objective is a function of the
 // predictions only) so that the observed statistic and the resamples are
 // the same function of the labels.
-func ECEKDEStatistic(notion kde.Notion, probs []float64, k int, weights []float64, opts kde.Options) (Statistic, error) {
-	rl, err := kde.NewRelabel(context.Background(), notion, probs, k, weights, opts)
+func ECEKDEStatistic(ctx context.Context, notion kde.Notion, probs []float64, k int, weights []float64, opts kde.Options) (Statistic, error) {
+	rl, err := kde.NewRelabel(ctx, notion, probs, k, weights, opts)
 	if err != nil {
 		return nil, fmt.Errorf("calibtest: %w", err)
 	}
@@ -125,7 +125,7 @@ func ECEKDEStatistic(notion kde.Notion, probs []float64, k int, weights []float6
 // debiased U-statistic (p = 2) of kde.Witness with opts (the bandwidth
 // chosen on each label vector, as the statistic is defined), recomputed
 // per resample: a resample costs one kde.Witness.
-func WitnessStatistic(probs []float64, k int, p float64, opts kde.WitnessOptions) (Statistic, error) {
+func WitnessStatistic(ctx context.Context, probs []float64, k int, p float64, opts kde.WitnessOptions) (Statistic, error) {
 	if err := checkRows(probs, k); err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func WitnessStatistic(probs []float64, k int, p float64, opts kde.WitnessOptions
 	workers := opts.Workers
 	opts.Workers = 1 // the vectors of a batch run in parallel instead
 	return PerVector(func(y []int) (float64, error) {
-		r, err := kde.Witness(context.Background(), probs, y, k, nil, opts)
+		r, err := kde.Witness(ctx, probs, y, k, nil, opts)
 		if err != nil {
 			return 0, err
 		}

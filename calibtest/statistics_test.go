@@ -85,14 +85,14 @@ var statCases = []statCase{
 		}, n: 200, resamples: 99},
 	{name: "ece_witness p=1", tol: 0,
 		make: func(t *testing.T, p []float64, k int) Statistic {
-			return must(WitnessStatistic(p, k, 1, kde.WitnessOptions{Splits: 4}))
+			return must(WitnessStatistic(context.Background(), p, k, 1, kde.WitnessOptions{Splits: 4}))
 		},
 		ref: func(t *testing.T, p []float64, y []int, k int) float64 {
 			return must(kde.Witness(context.Background(), p, y, k, nil, kde.WitnessOptions{P: []float64{1}, Splits: 4})).Values[0].Value
 		}, n: 100, resamples: 19, power: 119},
 	{name: "ece_witness p=2", tol: 0,
 		make: func(t *testing.T, p []float64, k int) Statistic {
-			return must(WitnessStatistic(p, k, 2, kde.WitnessOptions{}))
+			return must(WitnessStatistic(context.Background(), p, k, 2, kde.WitnessOptions{}))
 		},
 		ref: func(t *testing.T, p []float64, y []int, k int) float64 {
 			return must(kde.Witness(context.Background(), p, y, k, nil, kde.WitnessOptions{P: []float64{2}})).Values[0].Value
@@ -108,7 +108,7 @@ func kdeCase(nt kde.Notion, p float64) statCase {
 	}
 	return statCase{name: fmt.Sprintf("ece_kde %s p=%g", nt, p), tol: 1e-12,
 		make: func(t *testing.T, f []float64, k int) Statistic {
-			return must(ECEKDEStatistic(nt, f, k, nil, opts(f, k)))
+			return must(ECEKDEStatistic(context.Background(), nt, f, k, nil, opts(f, k)))
 		},
 		ref: func(t *testing.T, f []float64, y []int, k int) float64 {
 			return must(kde.Estimate(context.Background(), nt, f, y, k, nil, opts(f, k))).Values[0].Value
@@ -162,7 +162,7 @@ func TestConsistencyLevelEveryStatistic(t *testing.T) {
 		ps := make([]float64, sets)
 		for d := range ps {
 			p, y := paperRows(uint64(d), n, k, true)
-			r, err := Consistency(p, y, k, c.make(t, p, k), ConsistencyOptions{Resamples: b, Seed: uint64(d)})
+			r, err := Consistency(context.Background(), p, y, k, c.make(t, p, k), ConsistencyOptions{Resamples: b, Seed: uint64(d)})
 			if err != nil {
 				t.Fatalf("%s set %d: %v", c.name, d, err)
 			}
@@ -174,7 +174,7 @@ func TestConsistencyLevelEveryStatistic(t *testing.T) {
 			t.Logf("%s: KS distance of %d null p-values (n = %d, B = %d) %.3f", c.name, sets, n, b, dist)
 		}
 		p, y := paperRows(7, 2000, k, false)
-		r, err := Consistency(p, y, k, c.make(t, p, k), ConsistencyOptions{Resamples: power})
+		r, err := Consistency(context.Background(), p, y, k, c.make(t, p, k), ConsistencyOptions{Resamples: power})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestSKCEBootstrap(t *testing.T) {
 func TestRunAllTests(t *testing.T) {
 	const k = 3
 	p, y := paperRows(11, 300, k, false)
-	rep := must(Run(p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 1}))
+	rep := must(Run(context.Background(), p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 1}))
 	want := map[string]int{"ks": 2, "kuiper": 2, "spiegelhalter": 2, "skce": 1, "ece_bin": 1, "skce_u": 1, "ece_kde": 3, "ks_error": 1, "mmce": 1, "ece_witness": 1}
 	got := map[string]int{}
 	for _, r := range rep.Tests {
@@ -248,11 +248,11 @@ func TestRunAllTests(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", name, got[name], c)
 		}
 	}
-	rep3 := must(Run(p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 3}))
+	rep3 := must(Run(context.Background(), p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 3}))
 	if !reflect.DeepEqual(rep, rep3) {
 		t.Error("3 workers give another report")
 	}
-	if _, err := Run(p, y, k, make([]float64, 300), Options{Tests: []string{"ece_kde"}}); err == nil {
+	if _, err := Run(context.Background(), p, y, k, make([]float64, 300), Options{Tests: []string{"ece_kde"}}); err == nil {
 		t.Error("ece_kde with weights: no error")
 	}
 }
@@ -265,7 +265,7 @@ func TestRunAllSkips(t *testing.T) {
 	for i := range w {
 		w[i] = 1 + float64(i%3)
 	}
-	rep := must(Run(p, y, 3, w, Options{Tests: []string{"all"}}))
+	rep := must(Run(context.Background(), p, y, 3, w, Options{Tests: []string{"all"}}))
 	if len(rep.Tests) != 6 || !strings.Contains(rep.Answer, "skce_u (takes no weights)") || !strings.Contains(rep.Answer, "ece_witness (takes no weights)") {
 		t.Errorf("weighted all: %d rows, answer %q", len(rep.Tests), rep.Answer)
 	}
@@ -302,7 +302,7 @@ func TestClassWise(t *testing.T) {
 	}
 	for _, tt := range []string{"ks", "kuiper", "spiegelhalter"} {
 		for _, wt := range [][]float64{nil, w} {
-			r := must(ClassWise(tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2}))
+			r := must(ClassWise(context.Background(), tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2}))
 			for c := 0; c < 5; c++ {
 				s, o := metric.ClassColumn(p, y, 5, c)
 				var want float64
@@ -328,7 +328,7 @@ func TestClassWise(t *testing.T) {
 				t.Errorf("%s weighted=%v: family p %v, adjusted %v", tt, wt != nil, r.P, r.Adjusted)
 			}
 			for _, workers := range []int{1, 3} {
-				rw := must(ClassWise(tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2, Workers: workers}))
+				rw := must(ClassWise(context.Background(), tt, p, y, 5, wt, ConsistencyOptions{Resamples: 99, Seed: 2, Workers: workers}))
 				if !reflect.DeepEqual(r, rw) {
 					t.Errorf("%s: %d workers change the result", tt, workers)
 				}
@@ -338,7 +338,7 @@ func TestClassWise(t *testing.T) {
 		ps := make([]float64, sets)
 		for d := range ps {
 			p, y := paperRows(uint64(900+d), 100, 100, true)
-			ps[d] = must(ClassWise(tt, p, y, 100, nil, ConsistencyOptions{Resamples: 99, Seed: uint64(d)})).P
+			ps[d] = must(ClassWise(context.Background(), tt, p, y, 100, nil, ConsistencyOptions{Resamples: 99, Seed: uint64(d)})).P
 		}
 		if dist := uniformDistance(ps); dist > 1.95/math.Sqrt(sets) {
 			t.Errorf("%s: KS distance of %d null family p-values (K = 100, n = 100) %.3f > %.3f", tt, sets, dist, 1.95/math.Sqrt(sets))
@@ -360,31 +360,31 @@ func TestClassWiseMany(t *testing.T) {
 	o := ConsistencyOptions{Resamples: 49, Seed: 6, Workers: 2}
 	ts := []string{"spiegelhalter", "ks", "kuiper"}
 	for _, wt := range [][]float64{nil, w} {
-		rs := must(ClassWiseMany(ts, p, y, 7, wt, o))
+		rs := must(ClassWiseMany(context.Background(), ts, p, y, 7, wt, o))
 		for j, tt := range ts {
-			if r := must(ClassWise(tt, p, y, 7, wt, o)); !reflect.DeepEqual(rs[j], r) {
+			if r := must(ClassWise(context.Background(), tt, p, y, 7, wt, o)); !reflect.DeepEqual(rs[j], r) {
 				t.Errorf("%s weighted=%v: %+v, ClassWise %+v", tt, wt != nil, rs[j], r)
 			}
 		}
 	}
 	for _, bad := range [][]string{nil, {"ks", "ece"}, {"ks", "kuiper", "ks"}} {
-		if _, err := ClassWiseMany(bad, p, y, 7, nil, o); err == nil {
+		if _, err := ClassWiseMany(context.Background(), bad, p, y, 7, nil, o); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
 	q := slices.Clone(p)
 	q[3*7+2] = 1.5
-	if _, err := ClassWise("ks", q, y, 7, nil, o); err == nil || !strings.Contains(err.Error(), "sample 3, class 2") {
+	if _, err := ClassWise(context.Background(), "ks", q, y, 7, nil, o); err == nil || !strings.Contains(err.Error(), "sample 3, class 2") {
 		t.Errorf("probability 1.5: error %v", err)
 	}
 	// Scores 0, 1/2 and 1 only: ks and kuiper have a variance, spiegelhalter
 	// none; ClassWiseMany names it.
 	half := []float64{0.5, 0.5, 1, 0, 0, 1, 0.5, 0.5}
 	yh := []int{0, 0, 1, 1}
-	if _, err := ClassWise("ks", half, yh, 2, nil, o); err != nil {
+	if _, err := ClassWise(context.Background(), "ks", half, yh, 2, nil, o); err != nil {
 		t.Errorf("ks on scores 0, 1/2, 1: %v", err)
 	}
-	if _, err := ClassWiseMany([]string{"ks", "spiegelhalter"}, half, yh, 2, nil, o); !errors.Is(err, ErrNoVariance) || !strings.Contains(err.Error(), "spiegelhalter") {
+	if _, err := ClassWiseMany(context.Background(), []string{"ks", "spiegelhalter"}, half, yh, 2, nil, o); !errors.Is(err, ErrNoVariance) || !strings.Contains(err.Error(), "spiegelhalter") {
 		t.Errorf("spiegelhalter on scores 0, 1/2, 1: error %v", err)
 	}
 }
@@ -566,7 +566,7 @@ func TestClassWiseGolden(t *testing.T) {
 		if g.weighted {
 			wt = w
 		}
-		r := must(ClassWise(g.test, p, y, 4, wt, ConsistencyOptions{Resamples: 49, Seed: 9}))
+		r := must(ClassWise(context.Background(), g.test, p, y, 4, wt, ConsistencyOptions{Resamples: 49, Seed: 9}))
 		if math.Abs(r.Statistic-g.stat) > 1e-12*g.stat || r.Exceed != g.exceed || !reflect.DeepEqual(r.Adjusted, g.adjusted) {
 			t.Errorf("%s weighted=%v: statistic %v, exceed %d, adjusted %v; want %v, %d, %v", g.test, g.weighted, r.Statistic, r.Exceed, r.Adjusted, g.stat, g.exceed, g.adjusted)
 		}

@@ -14,7 +14,7 @@ import (
 func (ev *evaluator) consistencyTest(group []*Result, stat calibtest.Statistics, method string) error {
 	c, s := ev.cfg, ev.set
 	o := calibtest.ConsistencyOptions{Resamples: c.PValueResamples, Seed: c.Seed, Workers: c.Workers}
-	rs, err := calibtest.ConsistencyMany(s.Probs, s.Labels, s.K, stat, o)
+	rs, err := calibtest.ConsistencyMany(ev.ctx, s.Probs, s.Labels, s.K, stat, o)
 	if err != nil {
 		return err
 	}

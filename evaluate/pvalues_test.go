@@ -42,7 +42,7 @@ func TestPValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := calibtest.Consistency(s.Probs, s.Labels, s.K, st, co)
+	want, err := calibtest.Consistency(context.Background(), s.Probs, s.Labels, s.K, st, co)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func TestPValues(t *testing.T) {
 	if float64(*bin.PValue) != want.P {
 		t.Errorf("ece_bin top_label p = 1: p-value %v, calibtest %v", *bin.PValue, want.P)
 	}
-	kst, err := calibtest.ECEKDEStatistic(kde.Canonical, s.Probs, s.K, nil, kde.Options{Bandwidth: *kdeCan.Bandwidth})
+	kst, err := calibtest.ECEKDEStatistic(context.Background(), kde.Canonical, s.Probs, s.K, nil, kde.Options{Bandwidth: *kdeCan.Bandwidth})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kw, err := calibtest.Consistency(s.Probs, s.Labels, s.K, kst, co)
+	kw, err := calibtest.Consistency(context.Background(), s.Probs, s.Labels, s.K, kst, co)
 	if err != nil {
 		t.Fatal(err)
 	}

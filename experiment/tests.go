@@ -277,7 +277,7 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 	err := parallel.ForContext(o.ctx, sets, o.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, s int) {
 		rng := rngOf(s)
 		f, y := draw(rng)
-		reports[s] = runOne(f, y, len(f)/len(y), tests, B, rng.Uint64())
+		reports[s] = runOne(o.ctx, f, y, len(f)/len(y), tests, B, rng.Uint64())
 		if move != nil {
 			mu.Lock()
 			finished++
@@ -313,13 +313,13 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 // and kuiper share their sorts), or, when that fails, one by one, so that
 // a test that fails (e.g. Spiegelhalter when a column has no variance)
 // leaves NaN rows and not the set.
-func runOne(f []float64, y []int, k int, tests []string, B int, seed uint64) *calibtest.Report {
-	if r, err := calibtest.Run(f, y, k, nil, calibtest.Options{Tests: tests, Resamples: B, Seed: seed, Workers: 1}); err == nil {
+func runOne(ctx context.Context, f []float64, y []int, k int, tests []string, B int, seed uint64) *calibtest.Report {
+	if r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: tests, Resamples: B, Seed: seed, Workers: 1}); err == nil {
 		return r
 	}
 	all := &calibtest.Report{}
 	for _, t := range tests {
-		r, err := calibtest.Run(f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1})
+		r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1})
 		if err != nil {
 			for _, notion := range testNotions(t) {
 				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: notion, PValue: math.NaN()})

@@ -299,7 +299,7 @@ func Build(ctx context.Context, test, val *data.Set, o Options) (*Document, erro
 	doc.Metrics = metricsTable(ev)
 	if !o.NoTests && s.Labels != nil {
 		done := status(o.Progress, "testing calibration")
-		tr, err := calibtest.Run(s.Probs, s.Labels, s.K, s.Weights, calibtest.Options{Seed: o.seed(), Workers: o.Workers})
+		tr, err := calibtest.Run(ctx, s.Probs, s.Labels, s.K, s.Weights, calibtest.Options{Seed: o.seed(), Workers: o.Workers})
 		done()
 		if err != nil {
 			doc.Warnings = append(doc.Warnings, &FigureError{Figure: "hypothesis tests", Err: err})

@@ -38,7 +38,7 @@ func newTestCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r, err := calibtest.Run(s.Probs, s.Labels, s.K, s.Weights, o)
+		r, err := calibtest.Run(cmd.Context(), s.Probs, s.Labels, s.K, s.Weights, o)
 		if err != nil {
 			return err
 		}
