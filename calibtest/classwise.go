@@ -48,7 +48,7 @@ type ClassWiseResult struct {
 // asymptotic laws of the columns, it holds its level when most columns
 // hold few events (many classes, few samples: the asymptotic class-wise
 // tests with Holm's correction reject a calibrated model in 30 to 65 % of
-// the data sets at n = 100, K = 100; EXPERIMENTS.md section 7). The
+// the data sets at n = 100, K = 100; TESTS.md). The
 // columns are sorted once; a resample costs O(n log K) to draw and
 // O(n + nK/64) for the statistics of every column (see column).
 func ClassWise(ctx context.Context, t string, probs []float64, labels []int, k int, weights []float64, o ConsistencyOptions) (*ClassWiseResult, error) {

@@ -27,7 +27,7 @@ import (
 // 0.5/sqrt(B) (0.016 at B = 1,000), so the verdict does not hinge on the
 // seed. The SKCE block test (skce) is not among them: its statistic
 // depends on the seeded order of the rows, and on real predictions its
-// p-value spans 0.0003 to 0.41 over 40 seeds (EXPERIMENTS.md section 7).
+// p-value spans 0.0003 to 0.41 over 40 seeds (TESTS.md).
 var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin"}
 
 // Tests lists every test Run knows: DefaultTests, then the SKCE block
@@ -195,7 +195,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
 			// The class-wise family by consistency resampling with the
 			// maxT adjustment: the columns' asymptotic laws fail when
-			// most columns hold few events (EXPERIMENTS.md section 7).
+			// most columns hold few events (TESTS.md).
 			if classWise == nil {
 				// ks, kuiper and spiegelhalter on the same resamples.
 				var names []string

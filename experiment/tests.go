@@ -114,7 +114,7 @@ type TestsResult struct {
 // testAlphas are the levels of the size study.
 // StudyTests are the tests of the size and power studies when
 // TestsOptions.Tests is nil: calibtest.DefaultTests and the SKCE block
-// test (the default list of issue 19, whose rows EXPERIMENTS.md section 7
+// test (the default list of issue 19, whose rows TESTS.md
 // holds).
 var StudyTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
 
