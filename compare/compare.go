@@ -243,7 +243,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 func rowOptions(h, hw float64, workers int) evaluate.Options {
 	return evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEWitness, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
-		Strict:  true, Mode: "canonical", P: []float64{1}, KSR: []int{1, 2},
+		Strict:  true, Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KSR: []int{1, 2},
 		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true, WitnessBandwidth: hw,
 		Seed: 1, Workers: workers,
 	}

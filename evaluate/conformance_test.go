@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
 )
 
 // TestConformance runs one check for every metric of the table that has a
@@ -77,7 +78,7 @@ func TestConformance(t *testing.T) {
 // checkConformance is TestConformance's check of metric m on the set s.
 func checkConformance(t *testing.T, m Metric, s *data.Set) {
 	ctx := context.Background()
-	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: "canonical,marginal,top_label", Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
+	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{kde.Canonical, kde.Marginal, kde.TopLabel}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
 	mem, err := Evaluate(ctx, s, o)
 	if err != nil {
 		t.Fatal(err)

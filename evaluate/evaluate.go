@@ -55,11 +55,11 @@ type Options struct {
 	// --mode is given).
 	Strict bool
 	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
-	// DefaultMetrics leave out: name them in Metrics), comma-separated (canonical, marginal,
-	// top_label, binary), or "all" ("" means all): canonical, marginal and
-	// top_label when K <= 20, canonical and top_label above (marginal costs
-	// K times canonical), binary and top_label for one-column input.
-	Mode string
+	// DefaultMetrics leave out: name them in Metrics); nil means all that
+	// apply: canonical, marginal and top_label when K <= 20, canonical and
+	// top_label above (marginal costs K times canonical), binary and
+	// top_label for one-column input (see NotionSet).
+	Mode NotionSet
 	// P lists the exponents p in [1, kde.MaxP] of every Lp metric; nil
 	// means {1, 2}.
 	P Exponents
@@ -206,11 +206,7 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	o.Seed = o.seed()
 	c := &config{Options: o, explicit: o.Strict, bin: o.Bins, mmce: o.MMCEWidth}
 	var err error
-	mode := o.Mode
-	if mode == "" {
-		mode = "all"
-	}
-	if c.notions, c.note, err = Notions(mode, s); err != nil {
+	if c.notions, c.note, err = o.Mode.Resolve(s); err != nil {
 		return nil, err
 	}
 	if c.ps = o.P; c.ps == nil {
@@ -272,56 +268,6 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		return nil, optionError("ci-resamples", "%d resamples at level %v: need at least 2 resamples and a level in (0, 1)", c.boot.Resamples, c.boot.Level)
 	}
 	return c, nil
-}
-
-// Notions turns a mode (notions, comma-separated, or "all") into notions,
-// with a note saying what "all" meant: canonical, marginal, top_label when
-// K <= 20; canonical, top_label above (marginal costs K times canonical);
-// binary, top_label for one-column input. With s nil (before the data is
-// read) it only checks the names.
-func Notions(mode string, s *data.Set) (notions []kde.Notion, note string, err error) {
-	for _, m := range strings.Split(mode, ",") {
-		m = strings.TrimSpace(m)
-		if m == "" {
-			continue
-		}
-		if m == "all" {
-			switch {
-			case s == nil:
-				notions = append(notions, kde.Canonical)
-			case s.Binary:
-				notions = append(notions, kde.Binary, kde.TopLabel)
-				note = "all = binary, top_label (one-column input)"
-			case s.K <= 20:
-				notions = append(notions, kde.Canonical, kde.Marginal, kde.TopLabel)
-				note = "all = canonical, marginal, top_label (K <= 20)"
-			default:
-				notions = append(notions, kde.Canonical, kde.TopLabel)
-				note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for marginal with --mode marginal)", s.K)
-			}
-			continue
-		}
-		n, err := kde.ParseNotion(m)
-		if err != nil {
-			return nil, "", optionError("mode", "%v (or all)", err)
-		}
-		if n == kde.Binary && s != nil && !s.Binary {
-			return nil, "", optionError("mode", "the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
-		}
-		notions = append(notions, n)
-	}
-	if len(notions) == 0 {
-		return nil, "", optionError("mode", "no notion given")
-	}
-	seen := map[kde.Notion]bool{}
-	out := notions[:0]
-	for _, n := range notions {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out, note, nil
 }
 
 // Evaluate computes every requested metric on s, grouped by notion

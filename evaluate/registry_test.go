@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/calib-dev/calib/kde"
 )
 
 // TestRegistry: every metric of the table is whole (computed, an interval
@@ -71,7 +73,7 @@ func TestOptionErrorNamesTheOption(t *testing.T) {
 	}{
 		{Options{P: []float64{0.5}}, "p"},
 		{Options{Metrics: MetricSet{"nope"}}, "metrics"},
-		{Options{Mode: "nope", Metrics: MetricSet{ECEKDE}}, "mode"},
+		{Options{Mode: NotionSet{kde.Binary}, Metrics: MetricSet{ECEKDE}}, "mode"},
 		{Options{KSR: []int{0}}, "ks-r"},
 		{Options{Bandwidth: -1}, "bandwidth"},
 		{Options{MMCEWidth: -1}, "mmce-width"},

@@ -143,7 +143,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	}
-	c := &streamConfig{Mode: o.Mode, P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}
@@ -162,14 +162,11 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("metrics", "no metric given")
 	}
 	// The checks of Options.resolve that need no data.
-	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: "canonical", Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
 	if err != nil {
 		return nil, err
 	}
 	c.P, c.KSR, c.Level = base.ps, base.ksR, base.boot.Level
-	if _, _, err := Notions(cmpOr(o.Mode, "all"), nil); err != nil {
-		return nil, err
-	}
 	if c.Bins.Bins == 0 {
 		c.Bins.Bins = metric.DefaultBins
 	}
@@ -225,29 +222,52 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	return c, nil
 }
 
-// streamNotions is Notions for a stream: "all" (or "") means canonical and
-// top_label (binary and top_label for one-column input) whatever K, since
-// marginal costs K times canonical at every one of the n rows; marginal is
-// there when asked for.
-func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error) {
-	all := false
-	for _, m := range strings.Split(cmpOr(mode, "all"), ",") {
-		all = all || strings.TrimSpace(m) == "all"
+// modeText is the stream configuration's form of a mode: "" for all
+// (nil), else the names.
+func modeText(ns NotionSet) string {
+	if ns == nil {
+		return ""
 	}
-	if !all {
-		return Notions(mode, &data.Set{K: k, Binary: binary})
-	}
-	if binary {
-		return []kde.Notion{kde.Binary, kde.TopLabel}, "all = binary, top_label (one-column input)", nil
-	}
-	return []kde.Notion{kde.Canonical, kde.TopLabel}, "all = canonical, top_label (streamed: marginal costs K times canonical at every row; ask for it with --mode marginal)", nil
+	return ns.String()
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
+// streamNotions is NotionSet.Resolve for a stream, whose configuration
+// holds the mode as text: "all" (or "") means canonical and top_label
+// (binary and top_label for one-column input) whatever K, since marginal
+// costs K times canonical at every one of the n rows; marginal is there
+// when asked for.
+func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error) {
+	var ns NotionSet
+	if err := ns.UnmarshalText([]byte(mode)); err != nil {
+		return nil, "", err
 	}
-	return s
+	if !ns.hasAll() {
+		return ns.Resolve(&data.Set{K: k, Binary: binary})
+	}
+	all := NotionSet{kde.Canonical, kde.TopLabel}
+	note := "all = canonical, top_label (streamed: marginal costs K times canonical at every row; ask for it with --mode marginal)"
+	if binary {
+		all = NotionSet{kde.Binary, kde.TopLabel}
+		note = "all = binary, top_label (one-column input)"
+	}
+	var extra NotionSet
+	for _, n := range ns {
+		if n != allNotions {
+			extra = append(extra, n)
+		}
+	}
+	if extra != nil {
+		ex, _, err := extra.Resolve(&data.Set{K: k, Binary: binary})
+		if err != nil {
+			return nil, "", err
+		}
+		for _, n := range ex {
+			if !slices.Contains(all, n) {
+				all = append(all, n)
+			}
+		}
+	}
+	return all, note, nil
 }
 
 func (c *streamConfig) has(m Metric) bool { return slices.Contains(c.Metrics, m) }

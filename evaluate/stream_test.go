@@ -109,7 +109,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 			s = RowsOf(s, 0, 1500) // K = 100: keep the O(n^2) part short
 		}
 		h := 0.02
-		mem, err := Evaluate(ctx, s, Options{Bandwidth: Bandwidth(h), NoBandwidthCheck: true, Mode: "canonical,top_label", Strict: true,
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: Bandwidth(h), NoBandwidthCheck: true, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Strict: true,
 			Metrics: MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
 			src := &shards{sets: split(s, 3), rows: 777, order: order}
-			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: Bandwidth(h), Mode: "canonical,top_label"}, EvalPoints: AllPoints})
+			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: Bandwidth(h), Mode: NotionSet{kde.Canonical, kde.TopLabel}}, EvalPoints: AllPoints})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,13 +192,13 @@ func TestStreamWeighted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "top_label", Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Strict: true})
+	mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: NotionSet{kde.TopLabel}, Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	holds := map[string]int{}
 	for seed := uint64(3); seed < 13; seed++ {
-		got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: "top_label", Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
+		got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.TopLabel}, Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = RowsOf(s, 0, 2000)
-	o := StreamOptions{Options: Options{Mode: "canonical,top_label"}, EvalPoints: 300}
+	o := StreamOptions{Options: Options{Mode: NotionSet{kde.Canonical, kde.TopLabel}}, EvalPoints: 300}
 	whole, err := Stream(context.Background(), SetSource(s, 500), o)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 			t.Errorf("%s: merged %v, one pass %v", key(e), *e.Value, *w.Value)
 		}
 	}
-	again, err := Stream(context.Background(), SetSource(s, 500), StreamOptions{Options: Options{Mode: "canonical,top_label", Workers: 1}, EvalPoints: 300})
+	again, err := Stream(context.Background(), SetSource(s, 500), StreamOptions{Options: Options{Mode: NotionSet{kde.Canonical, kde.TopLabel}, Workers: 1}, EvalPoints: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestStreamEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: "marginal", Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
+	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
 		t.Errorf("marginal with a unique zero: %v", err)
 	}
 	a, _ := NewSums(StreamOptions{Options: Options{P: []float64{1}}})
@@ -426,14 +426,14 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 	bin.File = "binary"
 	for _, tc := range []struct {
 		set     *data.Set
-		mode    string
+		mode    NotionSet
 		metrics MetricSet
 		notion  string
 	}{
-		{s, "canonical", MetricSet{"ece_kde", "sharpness"}, "top_label"},
-		{s, "", MetricSet{"sharpness"}, "top_label"},
-		{bin, "", MetricSet{"ece_kde", "sharpness"}, "binary"},
-		{bin, "top_label", MetricSet{"sharpness"}, "binary"},
+		{s, NotionSet{kde.Canonical}, MetricSet{"ece_kde", "sharpness"}, "top_label"},
+		{s, nil, MetricSet{"sharpness"}, "top_label"},
+		{bin, nil, MetricSet{"ece_kde", "sharpness"}, "binary"},
+		{bin, NotionSet{kde.TopLabel}, MetricSet{"sharpness"}, "binary"},
 	} {
 		o := Options{Bandwidth: 0.03, NoBandwidthCheck: true, Mode: tc.mode, Metrics: tc.metrics, Strict: true}
 		mem, err := Evaluate(ctx, tc.set, o)
@@ -467,7 +467,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if own := ks.Sharpness != nil; own != (tc.mode == "canonical" || len(tc.metrics) == 1) {
+		if own := ks.Sharpness != nil; own != (slices.Equal(tc.mode, NotionSet{kde.Canonical}) || len(tc.metrics) == 1) {
 			t.Errorf("%s mode %q %v: own sharpness sums %v", tc.set.File, tc.mode, tc.metrics, own)
 		}
 		ev, err := Finish(sums, ks)
@@ -608,8 +608,8 @@ func TestStreamBlocks(t *testing.T) {
 	s = RowsOf(s, 0, 1500)
 	metrics := MetricSet{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
 	for _, o := range []StreamOptions{
-		{Options: Options{Bandwidth: 0.02, Mode: "canonical,top_label", Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
-		{Options: Options{Mode: "marginal", Metrics: metrics}, EvalPoints: 200},
+		{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
+		{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: metrics}, EvalPoints: 200},
 	} {
 		parts := split(s, 3)
 		batch := func(p *data.Set) *Batch {
@@ -689,7 +689,7 @@ func TestStreamBlocks(t *testing.T) {
 		if o.EvalPoints != AllPoints {
 			continue
 		}
-		mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: "canonical,top_label", Metrics: metrics, Bins: o.Bins, Strict: true})
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: 0.02, NoBandwidthCheck: true, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Metrics: metrics, Bins: o.Bins, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,13 @@
 package evaluate
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 )
 
@@ -113,3 +116,116 @@ func (h *Bandwidth) UnmarshalText(b []byte) error {
 	*h = Bandwidth(v)
 	return nil
 }
+
+// NotionSet lists the ECE^KDE notions of ece_kde and sharpness
+// (Options.Mode). nil means all the notions that apply (Resolve): canonical,
+// marginal and top_label when K <= 20; canonical and top_label above
+// (marginal costs K times canonical); binary and top_label for one-column
+// input. Its text form is the names, comma-separated ("toplabel" and
+// "top-label" name top_label; surrounding spaces and empty items ignored),
+// or "all" (AllNotions), alone or with names it would leave out
+// ("all,marginal" above K = 20); "" is nil.
+type NotionSet []kde.Notion
+
+// AllNotions is "all" said explicitly: the notions nil stands for, for a
+// caller whose nil means something else (report.Options.Eval.Mode nil is
+// canonical and top_label).
+var AllNotions = NotionSet{allNotions}
+
+// allNotions stands for "all" inside a NotionSet.
+const allNotions kde.Notion = -1
+
+// String returns the names, comma-separated ("all" for nil).
+func (ns NotionSet) String() string {
+	if ns == nil {
+		return "all"
+	}
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.String()
+		if n == allNotions {
+			names[i] = "all"
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (ns NotionSet) MarshalText() ([]byte, error) { return []byte(ns.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: "" gives nil, "all"
+// AllNotions. Its errors are OptionErrors of "mode": `mode: unknown notion "x"
+// (valid: canonical, marginal, top_label, binary) (or all)`.
+func (ns *NotionSet) UnmarshalText(b []byte) error {
+	var out NotionSet
+	empty := true
+	for _, f := range strings.Split(string(b), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		empty = false
+		n := allNotions
+		if f != "all" {
+			var err error
+			if n, err = kde.ParseNotion(f); err != nil {
+				return optionError("mode", "mode: %v (or all)", err)
+			}
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if empty && strings.TrimSpace(string(b)) != "" {
+		return optionError("mode", "mode: no notion given")
+	}
+	*ns = out
+	return nil
+}
+
+// Resolve returns the notions of ns for the set s, with a note saying what
+// "all" meant there (see NotionSet). With s nil (before the data is read)
+// "all" counts as canonical. The binary notion needs one-column input: its
+// error is an OptionError of "mode".
+func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err error) {
+	items := ns
+	if items == nil {
+		items = NotionSet{allNotions}
+	}
+	for _, n := range items {
+		if n != allNotions && !slices.Contains(kde.Notions, n) {
+			return nil, "", optionError("mode", "mode: unknown notion %d", int(n))
+		}
+		if n != allNotions {
+			if n == kde.Binary && s != nil && !s.Binary {
+				return nil, "", optionError("mode", "mode: the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
+			}
+			notions = append(notions, n)
+			continue
+		}
+		switch {
+		case s == nil:
+			notions = append(notions, kde.Canonical)
+		case s.Binary:
+			notions = append(notions, kde.Binary, kde.TopLabel)
+			note = "all = binary, top_label (one-column input)"
+		case s.K <= 20:
+			notions = append(notions, kde.Canonical, kde.Marginal, kde.TopLabel)
+			note = "all = canonical, marginal, top_label (K <= 20)"
+		default:
+			notions = append(notions, kde.Canonical, kde.TopLabel)
+			note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for marginal with --mode marginal)", s.K)
+		}
+	}
+	seen := map[kde.Notion]bool{}
+	out := notions[:0]
+	for _, n := range notions {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out, note, nil
+}
+
+// has reports whether ns names "all" (nil, or with other names).
+func (ns NotionSet) hasAll() bool { return ns == nil || slices.Contains(ns, allNotions) }

@@ -55,8 +55,8 @@ const DefaultPerClass = 10
 // Every result is the same for any number of workers.
 type Options struct {
 	// Eval configures the table of metrics (evaluate.Evaluate). Where its
-	// zero value differs from the report's, Build reads it so: Mode ""
-	// means "canonical,top_label" (evaluate: all notions), Metrics nil
+	// zero value differs from the report's, Build reads it so: Mode nil
+	// means canonical and top_label (evaluate: all notions; evaluate.AllNotions asks for them), Metrics nil
 	// every metric (evaluate.Metrics; evaluate: DefaultMetrics); CI is ignored
 	// (intervals are on unless NoIntervals; Eval.CIExact still implies
 	// them); Seed, Workers, Progress and Bandwidths are set by Build from
@@ -186,8 +186,8 @@ func (o Options) seed() uint64 {
 // evalOptions returns the options of evaluate.Evaluate.
 func (o Options) evalOptions(curves evaluate.Bandwidths) evaluate.Options {
 	e := o.Eval
-	if e.Mode == "" {
-		e.Mode = "canonical,top_label"
+	if e.Mode == nil {
+		e.Mode = evaluate.NotionSet{kde.Canonical, kde.TopLabel}
 	}
 	if e.Metrics == nil {
 		e.Metrics = evaluate.Metrics // the report's table: every metric

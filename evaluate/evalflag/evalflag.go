@@ -13,8 +13,6 @@
 package evalflag
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,6 +37,7 @@ type FlagSet interface {
 // other fields it sets directly. Parse reads them; Register binds them to
 // flags with their defaults.
 type Text struct {
+	Mode      string // Options.Mode: evaluate.NotionSet; "" leaves it
 	P         string // Options.P: evaluate.Exponents
 	Bandwidth string // Options.Bandwidth: evaluate.Bandwidth ("auto" or h)
 	Objective string // Options.Objective: kde.Objective
@@ -48,17 +47,19 @@ type Text struct {
 	KSR       string // Options.KSR: evaluate.Ranks
 }
 
-// Parse sets the fields of o that t holds, checking o.Mode as it goes
-// (evaluate.Notions; "" means all); a list of metrics without "all" sets
-// o.Strict too (a named metric that fails fails Evaluate; with all, as
-// without a list, it is an entry with an error). With the set s (nil:
-// before the data is read) it also checks what depends on the data: o.Mode
-// against the set's columns, the KS r against K (evaluate.CheckKSR).
+// Parse sets the fields of o that t holds; a list of metrics without
+// "all" sets o.Strict too (a named metric that fails fails Evaluate; with
+// all, as without a list, it is an entry with an error). With the set s
+// (nil: before the data is read) it also checks what depends on the data:
+// the mode against the set's columns (evaluate.NotionSet.Resolve), the KS
+// r against K (evaluate.CheckKSR).
 func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
-	if _, _, err := evaluate.Notions(cmp.Or(o.Mode, "all"), s); err != nil {
-		if oe := (*evaluate.OptionError)(nil); errors.As(err, &oe) {
-			return optionError("mode", "mode: %w", oe.Err)
+	if t.Mode != "" {
+		if err := o.Mode.UnmarshalText([]byte(t.Mode)); err != nil {
+			return err
 		}
+	}
+	if _, _, err := o.Mode.Resolve(s); err != nil {
 		return err
 	}
 	if err := o.P.UnmarshalText([]byte(t.P)); err != nil {
@@ -118,12 +119,16 @@ func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
 		}
 		return kde.Canonical, nil
 	}
-	ns, _, err := evaluate.Notions(mode, s)
+	var set evaluate.NotionSet
+	if err := set.UnmarshalText([]byte(mode)); err != nil {
+		return 0, err
+	}
+	ns, _, err := set.Resolve(s)
 	if err != nil {
 		return 0, err
 	}
 	if len(ns) != 1 {
-		return 0, optionError("mode", "bandwidth takes one notion, got %d", len(ns))
+		return 0, optionError("mode", "mode: bandwidth takes one notion, got %d", len(ns))
 	}
 	return ns[0], nil
 }
@@ -140,8 +145,8 @@ const (
 )
 
 // Register defines on fs the flags of evaluate.Options that calib eval and
-// calib-beam share, with calib eval's defaults: --mode (o.Mode),
-// --metrics, --p, --bandwidth, --binning, --bin-rule and --ks-r (t),
+// calib-beam share, with calib eval's defaults: --mode, --metrics, --p,
+// --bandwidth, --binning, --bin-rule and --ks-r (t),
 // --class-mean (o.ClassMean) and --bins (o.Bins.Bins). The values are read
 // when fs is parsed; t.Parse turns the text ones into o's fields.
 func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
@@ -153,7 +158,7 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 		auto = "leave-one-out choice on a grid"
 		bins = "number of bins of the binned metrics (the fixed rule)"
 	}
-	fs.StringVar(&o.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
+	fs.StringVar(&t.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
 	fs.StringVar(&t.Metrics, "metrics", "", "metrics, comma-separated: "+strings.ReplaceAll(evaluate.Metrics.String(), ",", ", ")+", or all (default: "+metricsDefault+")")
 	fs.StringVar(&t.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&t.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto ("+auto+")")

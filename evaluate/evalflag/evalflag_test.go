@@ -52,14 +52,14 @@ func TestBandwidthNotion(t *testing.T) {
 // OptionError naming its option.
 func TestTextParse(t *testing.T) {
 	text := Text{P: "1", Bandwidth: "0.1", Objective: "reference", Metrics: "ks,ece_kde", Binning: "equal-mass", BinRule: "doane", KSR: "1,2"}
-	o := evaluate.Options{Mode: "canonical", Seed: 7}
+	o := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7}
 	if err := text.Parse(&o, loadTest(t)); err != nil {
 		t.Fatal(err)
 	}
-	want := evaluate.Options{Mode: "canonical", Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
+	want := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
 		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KSR: []int{1, 2}}
 	if !slices.Equal(o.P, want.P) || o.Bandwidth != want.Bandwidth || o.Objective != want.Objective || !slices.Equal(o.Metrics, want.Metrics) ||
-		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KSR, want.KSR) || o.Seed != 7 || o.Mode != "canonical" {
+		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KSR, want.KSR) || o.Seed != 7 || !slices.Equal(o.Mode, evaluate.NotionSet{kde.Canonical}) {
 		t.Errorf("parsed %+v\nwant %+v", o, want)
 	}
 	base := Text{P: "1,2", Bandwidth: "auto", Objective: "loo", Binning: "equal_width", BinRule: "fixed", KSR: "1,2"}
@@ -76,7 +76,8 @@ func TestTextParse(t *testing.T) {
 		option string
 		want   string
 	}{
-		{func(_ *Text, o *evaluate.Options) { o.Mode = "nope" }, "mode", "mode: unknown notion"},
+		{func(t *Text, _ *evaluate.Options) { t.Mode = "nope" }, "mode", "mode: unknown notion"},
+		{func(t *Text, _ *evaluate.Options) { t.Mode = "binary" }, "mode", "mode: the binary notion needs one-column input"},
 		{func(t *Text, _ *evaluate.Options) { t.Objective = "x" }, "bandwidth-objective", "bandwidth-objective: unknown bandwidth objective"},
 		{func(t *Text, _ *evaluate.Options) { t.Binning = "x" }, "binning", "binning: unknown binning"},
 		{func(t *Text, _ *evaluate.Options) { t.BinRule = "x" }, "bin-rule", "bin-rule: unknown bin rule"},
@@ -114,7 +115,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KSR, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
-			o.Bins.Bins != metric.DefaultBins || o.Mode != "all" || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
+			o.Bins.Bins != metric.DefaultBins || o.Mode.String() != "all" || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
 			t.Errorf("defaults %+v, %+v", o, st)
 		}
 		if m, err := st.Points(); err != nil || m != 0 {
@@ -128,7 +129,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||
-			!slices.Equal(o.KSR, evaluate.Ranks{3}) || o.Mode != "top_label" || !o.ClassMean || o.Bins.Bins != 7 {
+			!slices.Equal(o.KSR, evaluate.Ranks{3}) || !slices.Equal(o.Mode, evaluate.NotionSet{kde.TopLabel}) || !o.ClassMean || o.Bins.Bins != 7 {
 			t.Errorf("given: %+v", o)
 		}
 		if m, err := st.Points(); err != nil || m != evaluate.AllPoints {

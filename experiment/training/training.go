@@ -14,6 +14,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/recal"
@@ -455,7 +456,7 @@ func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMe
 	}
 	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEBin, evaluate.NLL, evaluate.Accuracy}, Strict: true,
-		Mode: "canonical", P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
+		Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
 	})
 	if err != nil {
 		return m, err

@@ -85,7 +85,7 @@ func TestOptions(t *testing.T) {
 			}
 		}
 		if slices.Contains(c.args, "canonical") && err == nil {
-			if !slices.Equal(o.Stream.Metrics, evaluate.MetricSet{evaluate.ECEKDE}) || o.Stream.Mode != "canonical" || o.Stream.EvalPoints != evaluate.AllPoints || o.Stream.Bandwidth != 0.1 {
+			if !slices.Equal(o.Stream.Metrics, evaluate.MetricSet{evaluate.ECEKDE}) || o.Stream.Mode.String() != "canonical" || o.Stream.EvalPoints != evaluate.AllPoints || o.Stream.Bandwidth != 0.1 {
 				t.Errorf("--mode canonical: %+v", o.Stream)
 			}
 		}

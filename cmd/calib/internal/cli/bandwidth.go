@@ -19,7 +19,7 @@ func newBandwidthCmd() *cobra.Command {
 			return optionError("--bandwidth-objective", err)
 		}
 		if _, err := evalflag.BandwidthNotion(mode, nil); err != nil {
-			return optionError("--mode", err)
+			return optionError("", err) // "--mode: ..."
 		}
 		s, err := in.load(args[0])
 		if err != nil {
@@ -27,7 +27,7 @@ func newBandwidthCmd() *cobra.Command {
 		}
 		notion, err := evalflag.BandwidthNotion(mode, s)
 		if err != nil {
-			return optionError("--mode", err)
+			return optionError("", err)
 		} else if mode == "" {
 			mode = notion.String() // the provenance records the notion chosen
 		}

@@ -65,7 +65,7 @@ func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
 	// The report's metric defaults: every metric, ECE^KDE canonical and
 	// top-label, bootstrap intervals (report.Options' zero value).
 	fs := cmd.Flags()
-	fs.Lookup("mode").DefValue, f.ef.o.Mode = "canonical,top_label", "canonical,top_label"
+	fs.Lookup("mode").DefValue, f.ef.text.Mode = "canonical,top_label", "canonical,top_label"
 	fs.Lookup("ci").DefValue, f.ef.o.CI = "true", true
 	fs.Lookup("ci").Usage = "bootstrap intervals for every metric (default on; --ci=false turns them off)"
 	fs.Lookup("seed").Usage = "seed of the bootstrap, of ece_witness's cross-fitting splits, of the recalibration's folds and of the figures (same seed, same report; 0 means 1)"
