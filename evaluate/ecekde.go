@@ -11,6 +11,7 @@ import (
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // eceKDEDef is the plug-in ECE^KDE of every notion (and, with
@@ -36,7 +37,7 @@ func defineKDE(_ *config, e *Result) {
 	if e.Metric == ECEKDEDebiased || e.Metric == SharpnessDebiased {
 		e.Estimator = "debiased-ratio"
 	}
-	if e.Notion == kde.Canonical.String() {
+	if e.Notion == notion.Canonical {
 		e.Kernel = "dirichlet"
 	}
 }
@@ -133,7 +134,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 			for i, v := range res.Values {
-				e := &Result{Metric: name, Notion: notion.String(), P: ptr(v.P), Bandwidth: ptr(b.h),
+				e := &Result{Metric: name, Notion: notion.Name(), P: ptr(v.P), Bandwidth: ptr(b.h),
 					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
 					Warnings: b.warnings}
 				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != nil {
@@ -192,7 +193,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
 		}
 		for i, v := range res.Values {
-			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion.String(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion.Name(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
 				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
 			if ps.Notion == kde.Marginal {
 				e.Aggregate = "sum"
@@ -217,7 +218,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 // entry's value.
 func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 	c, s := ev.cfg, ev.set
-	var notions []string
+	var notions []notion.Notion
 	for _, e := range entries {
 		if e.Metric == ECEKDE && e.Error == "" && !slices.Contains(notions, e.Notion) {
 			notions = append(notions, e.Notion)
@@ -231,11 +232,11 @@ func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 				group, ps = append(group, e), append(ps, *e.P)
 			}
 		}
-		notion, err := kde.ParseNotion(name)
+		kn, err := kde.ParseNotion(string(name))
 		if err != nil {
 			return err
 		}
-		rl, err := kde.NewRelabel(ev.ctx, notion, s.Probs, s.K, s.Weights, kde.Options{Bandwidth: *group[0].Bandwidth, P: ps, ClassMean: c.ClassMean, Workers: c.Workers})
+		rl, err := kde.NewRelabel(ev.ctx, kn, s.Probs, s.K, s.Weights, kde.Options{Bandwidth: *group[0].Bandwidth, P: ps, ClassMean: c.ClassMean, Workers: c.Workers})
 		if err != nil {
 			return fmt.Errorf("%s p-values: %w", name, err)
 		}

@@ -56,7 +56,7 @@ type Options struct {
 	Strict bool
 	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
 	// DefaultMetrics leave out: name them in Metrics); nil means all that
-	// apply: canonical, marginal and top_label when K <= 20, canonical and
+	// apply: canonical, class_wise and top_label when K <= 20, canonical and
 	// top_label above (marginal costs K times canonical), binary and
 	// top_label for one-column input (see NotionSet).
 	Mode NotionSet
@@ -130,8 +130,16 @@ type Options struct {
 	Bandwidths Bandwidths
 }
 
+// DocumentVersion is the version of the evaluation document's form
+// (Evaluation.Version): 2 since ece_kde's class-wise entries are spelled
+// class_wise, as the binned and KS ones (version 1, without the key, spelled
+// them marginal; Result.Notion reads either).
+const DocumentVersion = 2
+
 // Evaluation is the result of Evaluate: what `calib eval --json` prints.
 type Evaluation struct {
+	// Version is the version of the document's form: DocumentVersion.
+	Version      int       `json:"version"`
 	N            int       `json:"n"`
 	K            int       `json:"k"`
 	Results      []*Result `json:"results"`
@@ -282,7 +290,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		return nil, err
 	}
 	s = s.ScaledWeights()
-	out := &Evaluation{N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
+	out := &Evaluation{Version: DocumentVersion, N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
 	if s.Weights != nil {
 		out.WeightSum = Float(s.GivenWeightSum())
 	}
@@ -400,7 +408,7 @@ func (ev *evaluator) interval(d *metricDef, e *Result) error {
 		return nil
 	}
 	o := ev.cfg.boot
-	progress, done := ev.step(strings.TrimSpace("bootstrap " + string(e.Metric) + " " + e.Notion))
+	progress, done := ev.step(strings.TrimSpace("bootstrap " + string(e.Metric) + " " + string(e.Notion)))
 	o.Progress, o.Method = progress, d.interval(ev.cfg.CIExact)
 	if e.Value != nil {
 		o.Estimate = float64(*e.Value)

@@ -46,7 +46,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.MMCE.N, s.N)
 		}
 	}
-	out := &Evaluation{N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
+	out := &Evaluation{Version: DocumentVersion, N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
 	if s.Weighted {
 		out.WeightSum = Float(s.W)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // ksDef is the KS calibration error (splines.md eq. 11) of the top-r
@@ -23,9 +24,9 @@ var ksDef = metricDef{
 func (ev *evaluator) ks() ([]*Result, error) {
 	s := ev.set
 	var out []*Result
-	add := func(notion string, r int, sc, oc []float64) {
+	add := func(nt notion.Notion, r int, sc, oc []float64) {
 		v, _ := metric.KS(sc, oc, false, s.Weights)
-		e := &Result{Metric: KS, Notion: notion, R: ptr(r), Value: jf(v)}
+		e := &Result{Metric: KS, Notion: nt, R: ptr(r), Value: jf(v)}
 		sorted := metric.NewSortedKS(sc, oc, s.Weights)
 		ev.setStat(e, func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil })
 		out = append(out, e)
@@ -68,9 +69,9 @@ func (ev *evaluator) ks() ([]*Result, error) {
 func (s *Sums) finishKS() []*Result {
 	c := s.Config
 	var out []*Result
-	entry := func(notion string, r int, ks *metric.KSSums) *Result {
+	entry := func(nt notion.Notion, r int, ks *metric.KSSums) *Result {
 		lo, hi := ks.Interval()
-		e := &Result{Metric: KS, Notion: notion, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound"}
+		e := &Result{Metric: KS, Notion: nt, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound"}
 		if r > 0 {
 			e.R = ptr(r)
 		}

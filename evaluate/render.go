@@ -84,9 +84,9 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	seen := map[string]bool{}
 	for _, e := range out.Results {
 		for _, m := range e.Warnings.Strings() {
-			what := e.Notion + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
+			what := string(e.Notion) + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
 			if e.Bandwidth == nil {
-				what = string(e.Metric) + " " + e.Notion
+				what = string(e.Metric) + " " + string(e.Notion)
 			}
 			if !seen[what+m] {
 				seen[what+m] = true
@@ -118,7 +118,7 @@ func (e *Result) Row() []string {
 }
 
 func notionCell(e *Result) string {
-	n := e.Notion
+	n := string(e.Notion)
 	if e.R != nil {
 		n = fmt.Sprintf("%s (r=%d)", strings.TrimSuffix(n, "_r"), *e.R)
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/notion"
 )
 
 // Output groups, in order.
@@ -25,32 +25,32 @@ var groupNames = [...]string{"canonical", "class-wise", "top-label", "binary", "
 // the metrics issue are frozen; a metric that could not be computed has
 // "error" instead of "value".
 type Result struct {
-	Metric          Metric   `json:"metric"`
-	Notion          string   `json:"notion,omitempty"`
-	R               *int     `json:"r,omitempty"`
-	Binning         string   `json:"binning,omitempty"`
-	Bins            *int     `json:"bins,omitempty"`
-	P               *float64 `json:"p,omitempty"`
-	Bandwidth       *float64 `json:"bandwidth,omitempty"`
-	Value           *Float   `json:"value,omitempty"`
-	Root            *Float   `json:"root,omitempty"`
-	Sum             *Float   `json:"sum,omitempty"`
-	PerClass        []Float  `json:"per_class,omitempty"`
-	PerClassBins    []int    `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
-	Variance        *Float   `json:"variance,omitempty"`       // sharpness
-	Squared         *Float   `json:"squared,omitempty"`        // mmce
-	Width           *float64 `json:"width,omitempty"`          // mmce
-	BandwidthMethod string   `json:"bandwidth_method,omitempty"`
-	CVBandwidth     *float64 `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
-	Excluded        *int     `json:"excluded,omitempty"`
-	Aggregate       string   `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
-	Warnings        Warnings `json:"warnings,omitempty"`
-	CI              []Float  `json:"ci,omitempty"`
-	CILevel         *float64 `json:"ci_level,omitempty"`
-	CIMethod        string   `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
-	CIBias          *Float   `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
-	Seconds         *float64 `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
-	Error           string   `json:"error,omitempty"`
+	Metric          Metric        `json:"metric"`
+	Notion          notion.Notion `json:"notion,omitempty"`
+	R               *int          `json:"r,omitempty"`
+	Binning         string        `json:"binning,omitempty"`
+	Bins            *int          `json:"bins,omitempty"`
+	P               *float64      `json:"p,omitempty"`
+	Bandwidth       *float64      `json:"bandwidth,omitempty"`
+	Value           *Float        `json:"value,omitempty"`
+	Root            *Float        `json:"root,omitempty"`
+	Sum             *Float        `json:"sum,omitempty"`
+	PerClass        []Float       `json:"per_class,omitempty"`
+	PerClassBins    []int         `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
+	Variance        *Float        `json:"variance,omitempty"`       // sharpness
+	Squared         *Float        `json:"squared,omitempty"`        // mmce
+	Width           *float64      `json:"width,omitempty"`          // mmce
+	BandwidthMethod string        `json:"bandwidth_method,omitempty"`
+	CVBandwidth     *float64      `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
+	Excluded        *int          `json:"excluded,omitempty"`
+	Aggregate       string        `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
+	Warnings        Warnings      `json:"warnings,omitempty"`
+	CI              []Float       `json:"ci,omitempty"`
+	CILevel         *float64      `json:"ci_level,omitempty"`
+	CIMethod        string        `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
+	CIBias          *Float        `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
+	Seconds         *float64      `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
+	Error           string        `json:"error,omitempty"`
 
 	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
 	// number of evaluation points, the standard error of its estimate and
@@ -90,21 +90,21 @@ func ptr[T any](v T) *T { return &v }
 func jf(v float64) *Float { return ptr(Float(v)) }
 
 // group is the output group of an entry, from its notion: canonical;
-// class-wise (class_wise, and ece_kde's marginal); top-label (top_label,
+// class-wise; top-label (top_label,
 // and KS's top_r and within_top_r); binary; the proper scores and basics
 // (no notion). An entry of a metric that failed as a whole has no notion
 // and is listed first, with the canonical group.
 func (e *Result) group() int {
 	switch e.Notion {
-	case "canonical":
+	case notion.Canonical:
 		return groupCanonical
-	case "class_wise", kde.Marginal.String():
+	case notion.ClassWise:
 		return groupClassWise
-	case "top_label", "top_r", "within_top_r":
+	case notion.TopLabel, notion.TopR, notion.WithinTopR:
 		return groupTopLabel
-	case kde.Binary.String():
+	case notion.Binary:
 		return groupBinary
-	case "":
+	case notion.None:
 		if e.Error == "" {
 			return groupScores
 		}
@@ -130,12 +130,12 @@ func (f Float) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }
 
-// Key identifies one entry of an Evaluation: its metric, its notion as the
-// JSON writes it ("" for the proper scores), its exponent p (0: the entry
+// Key identifies one entry of an Evaluation: its metric, its notion
+// (notion.None for the proper scores), its exponent p (0: the entry
 // has none, as mce and ks) and its KS r (0: none).
 type Key struct {
 	Metric Metric
-	Notion string
+	Notion notion.Notion
 	P      float64
 	R      int
 }

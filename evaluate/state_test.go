@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/calib-dev/calib/notion"
 )
 
 // TestStatesOfEarlierVersions keeps the promise of the states' envelope:
@@ -14,7 +16,9 @@ import (
 // the sums inside without a kind, MMCESums without a version; written by
 // commit 0bf4293 on 200 rows of c02_n200_k3 with every streamed metric,
 // and on 60 rows with data-dependent bins) decode, and Finish gives the
-// document that calib wrote from them then, byte for byte. Written again,
+// document that calib wrote from them then, byte for byte but for the one
+// change of the document's form since (version 2: a "version" key; the
+// class-wise ece_kde entries spelled class_wise, not marginal). Written again,
 // each state and every sum in it carries its kind, and reads back to the
 // same document.
 func TestStatesOfEarlierVersions(t *testing.T) {
@@ -50,7 +54,7 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 		if strings.Contains(string(sb)+string(kb), `"kind"`) {
 			t.Fatalf("%s: the fixtures have kinds", name)
 		}
-		got, want := finish(sb, kb), read("finish.json")
+		got, want := finish(sb, kb), documentV2(read("finish.json"))
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: the earlier states give another document:\n%s\nwant:\n%s", name, got, want)
 		}
@@ -77,5 +81,38 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 		if again := finish(sb2, kb2); !bytes.Equal(again, want) {
 			t.Errorf("%s: written again, another document:\n%s", name, again)
 		}
+	}
+}
+
+// documentV2 is an evaluation document of version 1 (calib before the
+// document had a version) as version 2 writes it: the "version" key
+// first, ece_kde's class-wise entries spelled class_wise.
+func documentV2(b []byte) []byte {
+	s := strings.Replace(string(b), `{"n":`, `{"version":2,"n":`, 1)
+	return []byte(strings.ReplaceAll(s, `"notion":"marginal"`, `"notion":"class_wise"`))
+}
+
+// TestDocumentVersion1: a document of version 1 (no "version" key, the
+// class-wise ece_kde entries spelled marginal) decodes, its entries found
+// by today's keys; written again it is version 2.
+func TestDocumentVersion1(t *testing.T) {
+	v1 := `{"n":2,"k":3,"results":[{"metric":"ece_kde","notion":"marginal","p":1,"value":0.1,"weighted":false},{"metric":"ks","notion":"class_wise","value":0.2,"weighted":false}],"seconds":0}`
+	var ev Evaluation
+	if err := json.Unmarshal([]byte(v1), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.Lookup(Key{Metric: ECEKDE, Notion: notion.ClassWise, P: 1}); e == nil || *e.Value != 0.1 || ev.Version != 0 {
+		t.Errorf("version 1 document: %+v", ev)
+	}
+	if e := ev.Lookup(Key{Metric: KS, Notion: notion.ClassWise}); e == nil || e.group() != groupClassWise {
+		t.Errorf("ks class_wise: %+v", e)
+	}
+	ev.Version = DocumentVersion
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`"version":2,`)) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
+		t.Errorf("written again: %s", b.Bytes())
 	}
 }

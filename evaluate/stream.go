@@ -245,7 +245,7 @@ func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error
 		return ns.Resolve(&data.Set{K: k, Binary: binary})
 	}
 	all := NotionSet{kde.Canonical, kde.TopLabel}
-	note := "all = canonical, top_label (streamed: marginal costs K times canonical at every row; ask for it with --mode marginal)"
+	note := "all = canonical, top_label (streamed: class_wise costs K times canonical at every row; ask for it with --mode class_wise)"
 	if binary {
 		all = NotionSet{kde.Binary, kde.TopLabel}
 		note = "all = binary, top_label (one-column input)"

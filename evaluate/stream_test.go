@@ -87,7 +87,7 @@ func split(s *data.Set, n int) []*data.Set {
 
 // key identifies a Result across evaluations.
 func key(e *Result) string {
-	k := string(e.Metric) + "/" + e.Notion
+	k := string(e.Metric) + "/" + string(e.Notion)
 	if e.P != nil {
 		k += fmt.Sprintf("/p%v", *e.P)
 	}
@@ -475,7 +475,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := find(t, ev, "sharpness")
-		if got.Notion != tc.notion || got.Notion != want.Notion {
+		if string(got.Notion) != tc.notion || got.Notion != want.Notion {
 			t.Errorf("notion %s, in memory %s, want %s", got.Notion, want.Notion, tc.notion)
 		}
 		if d := math.Abs(float64(*got.Value) - float64(*want.Value)); d > 1e-12 {

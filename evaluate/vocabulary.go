@@ -119,12 +119,13 @@ func (h *Bandwidth) UnmarshalText(b []byte) error {
 
 // NotionSet lists the ECE^KDE notions of ece_kde and sharpness
 // (Options.Mode). nil means all the notions that apply (Resolve): canonical,
-// marginal and top_label when K <= 20; canonical and top_label above
-// (marginal costs K times canonical); binary and top_label for one-column
+// class_wise and top_label when K <= 20; canonical and top_label above
+// (class_wise costs K times canonical); binary and top_label for one-column
 // input. Its text form is the names, comma-separated ("toplabel" and
 // "top-label" name top_label; surrounding spaces and empty items ignored),
 // or "all" (AllNotions), alone or with names it would leave out
-// ("all,marginal" above K = 20); "" is nil.
+// ("all,class_wise" above K = 20); "" is nil. The earlier spelling
+// "marginal" reads as class_wise (package notion).
 type NotionSet []kde.Notion
 
 // AllNotions is "all" said explicitly: the notions nil stands for, for a
@@ -155,7 +156,7 @@ func (ns NotionSet) MarshalText() ([]byte, error) { return []byte(ns.String()), 
 
 // UnmarshalText implements encoding.TextUnmarshaler: "" gives nil, "all"
 // AllNotions. Its errors are OptionErrors of "mode": `mode: unknown notion "x"
-// (valid: canonical, marginal, top_label, binary) (or all)`.
+// (valid: canonical, class_wise, top_label, binary) (or all)`.
 func (ns *NotionSet) UnmarshalText(b []byte) error {
 	var out NotionSet
 	empty := true
@@ -210,10 +211,10 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 			note = "all = binary, top_label (one-column input)"
 		case s.K <= 20:
 			notions = append(notions, kde.Canonical, kde.Marginal, kde.TopLabel)
-			note = "all = canonical, marginal, top_label (K <= 20)"
+			note = "all = canonical, class_wise, top_label (K <= 20)"
 		default:
 			notions = append(notions, kde.Canonical, kde.TopLabel)
-			note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for marginal with --mode marginal)", s.K)
+			note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for class_wise with --mode class_wise)", s.K)
 		}
 	}
 	seen := map[kde.Notion]bool{}

@@ -2,6 +2,8 @@ package evaluate
 
 import (
 	"encoding/json"
+
+	"github.com/calib-dev/calib/notion"
 )
 
 // WarningKind says what a Warning is about.
@@ -44,7 +46,7 @@ const (
 type Warning struct {
 	Kind   WarningKind
 	Metric Metric
-	Notion string
+	Notion notion.Notion
 	Text   string
 }
 

@@ -2,9 +2,9 @@ package kde
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/calib-dev/calib/internal/textenum"
+	"github.com/calib-dev/calib/notion"
 )
 
 // Notion is a notion of calibration: which conditional expectation the
@@ -15,8 +15,9 @@ const (
 	// Canonical compares the whole probability vector f with E[y | f]
 	// using the Dirichlet kernel on the simplex (eq. 9-10).
 	Canonical Notion = iota
-	// Marginal (class-wise) compares each coordinate f_k with
-	// P(y = k | f_k) using a Beta kernel on that coordinate (eq. 8).
+	// Marginal (class-wise, spelled class_wise: notion.ClassWise)
+	// compares each coordinate f_k with P(y = k | f_k) using a Beta
+	// kernel on that coordinate (eq. 8).
 	Marginal
 	// TopLabel compares the confidence c = max_k f_k with
 	// P(y = argmax f | c) using a Beta kernel on c.
@@ -26,13 +27,14 @@ const (
 	Binary
 )
 
-var notionNames = [...]string{"canonical", "marginal", "top_label", "binary"}
+// notionNames are the notions' names (package notion's spellings).
+var notionNames = [...]string{string(notion.Canonical), string(notion.ClassWise), string(notion.TopLabel), string(notion.Binary)}
 
 // Notions lists every notion in order.
 var Notions = []Notion{Canonical, Marginal, TopLabel, Binary}
 
 // String returns the notion's name as used in the JSON output and on the
-// command line: canonical, marginal, top_label or binary.
+// command line: canonical, class_wise, top_label or binary (Name).
 func (n Notion) String() string {
 	if n < 0 || int(n) >= len(notionNames) {
 		return fmt.Sprintf("Notion(%d)", int(n))
@@ -48,8 +50,7 @@ func (n Notion) MarshalText() ([]byte, error) {
 	return []byte(n.String()), nil
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler; "toplabel" and
-// "top-label" are accepted for top_label.
+// UnmarshalText implements encoding.TextUnmarshaler, as ParseNotion.
 func (n *Notion) UnmarshalText(b []byte) error {
 	v, err := ParseNotion(string(b))
 	if err != nil {
@@ -59,11 +60,20 @@ func (n *Notion) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseNotion returns the notion named s.
+// ParseNotion returns the notion named s, read as notion.Parse reads it
+// (earlier spellings too: "marginal" is Marginal, "toplabel" TopLabel).
 func ParseNotion(s string) (Notion, error) {
-	if strings.EqualFold(strings.TrimSpace(s), "toplabel") {
-		return TopLabel, nil
+	n, err := notion.Parse(s)
+	if err == nil {
+		for i, name := range notionNames {
+			if string(n) == name {
+				return Notion(i), nil
+			}
+		}
 	}
-	i, err := textenum.Parse("notion", s, notionNames[:])
-	return Notion(i), err
+	_, err = textenum.Parse("notion", s, notionNames[:])
+	return 0, err
 }
+
+// Name returns the notion's name in package notion's vocabulary.
+func (n Notion) Name() notion.Notion { return notion.Notion(n.String()) }

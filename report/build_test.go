@@ -152,8 +152,8 @@ func TestBuildOptions(t *testing.T) {
 	}
 	var notions []string
 	for _, e := range doc.Evaluation.Results {
-		if e.Metric == "ece_kde" && !slices.Contains(notions, e.Notion) {
-			notions = append(notions, e.Notion)
+		if e.Metric == "ece_kde" && !slices.Contains(notions, string(e.Notion)) {
+			notions = append(notions, string(e.Notion))
 		}
 		if len(e.CI) != 0 {
 			t.Errorf("%s %s: interval with NoIntervals", e.Metric, e.Notion)

@@ -112,9 +112,9 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 	seen := map[string]bool{}
 	for _, e := range ev.Results {
 		for _, w := range e.Warnings.Strings() {
-			what := e.Notion + " bandwidth"
+			what := string(e.Notion) + " bandwidth"
 			if e.Bandwidth == nil {
-				what = string(e.Metric) + " " + e.Notion
+				what = string(e.Metric) + " " + string(e.Notion)
 			}
 			if !seen[what+w] {
 				seen[what+w] = true

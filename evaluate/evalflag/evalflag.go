@@ -158,7 +158,7 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 		auto = "leave-one-out choice on a grid"
 		bins = "number of bins of the binned metrics (the fixed rule)"
 	}
-	fs.StringVar(&t.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, marginal, top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
+	fs.StringVar(&t.Mode, "mode", "all", "ECE^KDE notions, comma-separated: canonical, class_wise (the paper's marginal), top_label, binary (one-column input), or all; without --metrics it means --metrics ece_kde")
 	fs.StringVar(&t.Metrics, "metrics", "", "metrics, comma-separated: "+strings.ReplaceAll(evaluate.Metrics.String(), ",", ", ")+", or all (default: "+metricsDefault+")")
 	fs.StringVar(&t.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&t.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto ("+auto+")")

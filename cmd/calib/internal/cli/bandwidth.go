@@ -49,7 +49,7 @@ func newBandwidthCmd() *cobra.Command {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
-	fs.StringVar(&mode, "mode", "", "notion: canonical, marginal, top_label or binary (default canonical; binary for one-column input)")
+	fs.StringVar(&mode, "mode", "", "notion: canonical, class_wise (the paper's marginal), top_label or binary (default canonical; binary for one-column input)")
 	fs.StringVar(&objective, "bandwidth-objective", "loo", "objective: loo or reference")
 	fs.BoolVar(&o.NoRefine, "no-refine", false, "loo: return the best grid value without the refinement (Brent's method)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines (0: all cores)")

@@ -73,7 +73,7 @@ func TestEvalTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"n = 60, K = 2", "all = canonical, marginal, top_label (K <= 20)", "canonical", "marginal (sum over classes)", "top_label", "CE_p^p", "fixed", "wall time"} {
+	for _, want := range []string{"n = 60, K = 2", "all = canonical, class_wise, top_label (K <= 20)", "canonical", "class_wise (sum over classes)", "top_label", "CE_p^p", "fixed", "wall time"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -249,7 +249,7 @@ func TestEvalAllMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"ece_kde/canonical", "ece_witness/canonical", "ece_kde/marginal", "ece_kde/top_label", "ece_bin/top_label", "ece_bin/class_wise",
+	for _, want := range []string{"ece_kde/canonical", "ece_witness/canonical", "ece_kde/class_wise", "ece_kde/top_label", "ece_bin/top_label", "ece_bin/class_wise",
 		"ece_bin/canonical", "mce/top_label", "ece_bin_debiased/class_wise", "ks/top_r", "ks/within_top_r", "ks/class_wise",
 		"sharpness/top_label", "mmce/top_label", "brier/", "nll/", "accuracy/", "confidence/"} {
 		if !seen[want] {
