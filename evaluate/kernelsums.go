@@ -357,56 +357,45 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 		}
 	}
 	out := &KernelSums{Version: streamVersion, K: a.K, Rows: a.Rows, TopEdges: a.TopEdges, ClassEdges: a.ClassEdges, Cells: a.Cells}
-	join := func(get func(*KernelSums) *kde.PointSums) (*kde.PointSums, error) {
-		parts := make([]*kde.PointSums, nb)
-		for i, b := range bs {
-			parts[i] = get(b)
-		}
-		ps, err := kde.ConcatPointSums(parts)
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
-		}
-		return ps, nil
-	}
+	var err error
 	for i := range a.Notions {
-		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Notions[i] })
+		ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.Notions[i] }, kde.ConcatPointSums)
 		if err != nil {
 			return nil, err
 		}
 		out.Notions = append(out.Notions, ps)
 	}
 	if a.Sharpness != nil {
-		ps, err := join(func(b *KernelSums) *kde.PointSums { return b.Sharpness })
-		if err != nil {
+		if out.Sharpness, err = concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.Sharpness }, kde.ConcatPointSums); err != nil {
 			return nil, err
 		}
-		out.Sharpness = ps
 	}
 	if a.Witness != nil {
-		parts := make([]*kde.WitnessSums, nb)
-		for i, b := range bs {
-			parts[i] = b.Witness
+		if out.Witness, err = concatBlocks(bs, func(b *KernelSums) *kde.WitnessSums { return b.Witness }, kde.ConcatWitnessSums); err != nil {
+			return nil, err
 		}
-		ws, err := kde.ConcatWitnessSums(parts)
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
-		}
-		out.Witness = ws
 	}
 	if a.MMCE != nil {
-		parts := make([]*metric.MMCESums, nb)
-		for i, b := range bs {
-			parts[i] = b.MMCE
+		if out.MMCE, err = concatBlocks(bs, func(b *KernelSums) *metric.MMCESums { return b.MMCE }, metric.ConcatMMCESums); err != nil {
+			return nil, err
 		}
-		ms, err := metric.ConcatMMCESums(parts)
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
-		}
-		out.MMCE = ms
 	}
-
 	for _, b := range bs {
 		out.Points = append(out.Points, b.Points...)
+	}
+	return out, nil
+}
+
+// concatBlocks joins one part of the blocks' sums (get), in block order,
+// with that part's concatenation (join).
+func concatBlocks[T any](bs []*KernelSums, get func(*KernelSums) T, join func([]T) (T, error)) (T, error) {
+	parts := make([]T, len(bs))
+	for i, b := range bs {
+		parts[i] = get(b)
+	}
+	out, err := join(parts)
+	if err != nil {
+		return out, fmt.Errorf("evaluate: %w", err)
 	}
 	return out, nil
 }
