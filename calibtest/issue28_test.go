@@ -9,7 +9,7 @@ import (
 )
 
 // TestResamplesThatCannotReject: B resamples give p >= 1/(B+1), so B
-// below 1/alpha - 1 can never reject: Check refuses it (calib test
+// below 1/alpha - 1 can never reject: Validate refuses it (calib test
 // --resamples 1 was accepted), and B above MaxResamples (10^9 ran past
 // 120 s); an empty non-nil test list is refused instead of meaning the
 // default list.

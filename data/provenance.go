@@ -52,7 +52,7 @@ type Input struct {
 	Renormalized int `json:"renormalized,omitempty"`
 	Rounded      int `json:"rounded,omitempty"`
 	// WeightSum is the sum of the sample weights, when the set has them.
-	WeightSum float64 `json:"weight_sum,omitempty"`
+	WeightSum Float `json:"weight_sum,omitempty"`
 }
 
 // Mapping names the recalibration map applied before measuring.
@@ -73,7 +73,7 @@ func (p *Provenance) AddInput(role string, s *Set, labels string) *Provenance {
 	}
 	in := Input{Role: role, File: s.File, Labels: labels, Kind: s.Kind(), N: s.N, K: s.K, Renormalized: s.Renormalized, Rounded: s.Rounded}
 	if s.Weights != nil {
-		in.WeightSum = s.GivenWeightSum()
+		in.WeightSum = Float(s.GivenWeightSum())
 	}
 	p.Inputs = append(p.Inputs, in)
 	return p

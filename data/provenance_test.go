@@ -1,7 +1,9 @@
 package data
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +33,23 @@ func TestProvenance(t *testing.T) {
 	}
 	if Version() == "" {
 		t.Error("empty version")
+	}
+}
+
+// TestProvenanceWeightSumPastRange: a set whose weights sum past the
+// float64 range records its weight sum as null, and the provenance still
+// encodes (a JSON output of such a set must not fail).
+func TestProvenanceWeightSumPastRange(t *testing.T) {
+	s, err := New([]float64{0.3, 0.7, 0.6, 0.4}, 2, []int{1, 0}, false, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetWeights([]float64{1e308, 1e308}); err != nil {
+		t.Fatal(err)
+	}
+	p := (&Provenance{Command: "x"}).AddInput("", s, "")
+	b, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(b), `"weight_sum":null`) {
+		t.Errorf("provenance %s, %v", b, err)
 	}
 }

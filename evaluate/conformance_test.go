@@ -16,8 +16,8 @@ import (
 
 // TestConformance runs one check for every metric of the table that has a
 // streamed part (as go-containerregistry's validate.Image runs for every
-// image implementation), on every golden set of testdata/golden/ecekde and
-// a weighted copy of one:
+// image implementation), on every golden set of testdata/golden/ecekde, a
+// weighted copy of one and a one-column set (the binary notion):
 //
 //   - in memory = streamed: Evaluate and Stream with every row an
 //     evaluation point (one shard: the witness's cross-fitting splits
@@ -58,6 +58,26 @@ func TestConformance(t *testing.T) {
 	}
 	ws.File += " (weighted)"
 	sets = append(sets, ws)
+	// A one-column set (p1 of the first K = 2 golden set): the binary notion.
+	for _, s := range sets {
+		if s.K != 2 || s.Binary {
+			continue
+		}
+		p1 := make([]float64, s.N)
+		for i := range p1 {
+			p1[i] = s.Probs[2*i+1]
+		}
+		bs, err := data.New(p1, 1, s.Labels, false, data.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs.File = s.File + " (one column)"
+		sets = append(sets, bs)
+		break
+	}
+	if !sets[len(sets)-1].Binary {
+		t.Fatal("no one-column set")
+	}
 	checked := 0
 	for _, d := range metricTable {
 		if d.finish == nil {
@@ -79,6 +99,9 @@ func TestConformance(t *testing.T) {
 func checkConformance(t *testing.T, m Metric, s *data.Set) {
 	ctx := context.Background()
 	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{kde.Canonical, kde.Marginal, kde.TopLabel}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
+	if s.Binary {
+		o.Mode = NotionSet{kde.Binary, kde.TopLabel}
+	}
 	mem, err := Evaluate(ctx, s, o)
 	if err != nil {
 		t.Fatal(err)

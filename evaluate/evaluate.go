@@ -57,7 +57,7 @@ type Options struct {
 	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
 	// DefaultMetrics leave out: name them in Metrics); nil means all that
 	// apply: canonical, class_wise and top_label when K <= 20, canonical and
-	// top_label above (marginal costs K times canonical), binary and
+	// top_label above (class_wise costs K times canonical), binary and
 	// top_label for one-column input (see NotionSet).
 	Mode NotionSet
 	// P lists the exponents p in [1, kde.MaxP] of every Lp metric; nil
@@ -79,12 +79,12 @@ type Options struct {
 	WitnessBandwidth float64
 	Objective        kde.Objective
 	// Exact computes the one-dimensional ECE^KDE notions (top_label,
-	// binary, marginal) of ece_kde and sharpness, and their bandwidths, by
+	// binary, class_wise) of ece_kde and sharpness, and their bandwidths, by
 	// the exact O(n^2) sweeps instead of the tree of series
 	// (kde.Options.Exact; the series' kernel sums are within about 1e-13
 	// relative of the exact ones).
 	Exact     bool
-	ClassMean bool // ece_kde marginal: the mean over classes instead of the sum
+	ClassMean bool // ece_kde class_wise: the mean over classes instead of the sum
 	Debias    bool // add ece_kde_debiased and sharpness_debiased
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
 	// fixed).

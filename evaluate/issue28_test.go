@@ -90,9 +90,7 @@ func TestWeightsScaleFree(t *testing.T) {
 	}
 }
 
-func fmtG(x float64) string { return string(Float(x).appendG()) }
-
-func (f Float) appendG() []byte { b, _ := f.MarshalJSON(); return b }
+func fmtG(x float64) string { b, _ := Float(x).MarshalJSON(); return string(b) }
 
 type writerCounter int
 

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/notion"
 )
 
 // TestRegistry: every metric of the table is whole (computed, an interval
@@ -25,6 +27,15 @@ func TestRegistry(t *testing.T) {
 		if d.streamed && d.finish == nil {
 			t.Errorf("%s streamed by default without a streamed part", d.name)
 		}
+	}
+	var tested MetricSet
+	for _, d := range metricTable {
+		if d.pValues != nil {
+			tested = append(tested, d.name)
+		}
+	}
+	if want := (MetricSet{ECEKDE, ECEBin, MCE, ECEBinDebiased, KS, MMCE}); !slices.Equal(tested, want) {
+		t.Errorf("metrics with p-values %v, want %v (Options.PValues)", tested, want)
 	}
 	for _, m := range DefaultMetrics {
 		if !seen[m] {
@@ -115,6 +126,73 @@ func TestLookup(t *testing.T) {
 	for _, k := range []Key{{Metric: ECEBin, Notion: "top_label", P: 3}, {Metric: KS, Notion: "top_r"}, {Metric: NLL}} {
 		if e := ev.Lookup(k); e != nil {
 			t.Errorf("Lookup(%+v) = %+v, want nil", k, e)
+		}
+	}
+}
+
+// TestNotionSet: the text forms of a mode and what each resolves to; an
+// empty set and an unknown notion are refused.
+func TestNotionSet(t *testing.T) {
+	k3, k30, bin := &data.Set{K: 3}, &data.Set{K: 30}, &data.Set{K: 2, Binary: true}
+	for _, c := range []struct {
+		text   string
+		s      *data.Set
+		want   []kde.Notion
+		string string
+	}{
+		{"", k3, []kde.Notion{kde.Canonical, kde.Marginal, kde.TopLabel}, "all"},
+		{"all", k3, []kde.Notion{kde.Canonical, kde.Marginal, kde.TopLabel}, "all"},
+		{"all", k30, []kde.Notion{kde.Canonical, kde.TopLabel}, "all"},
+		{"all, marginal", k30, []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal}, "all,class_wise"},
+		{"all", bin, []kde.Notion{kde.Binary, kde.TopLabel}, "all"},
+		{"top-label,canonical,top_label", k3, []kde.Notion{kde.TopLabel, kde.Canonical}, "top_label,canonical"},
+		{"class_wise", nil, []kde.Notion{kde.Marginal}, "class_wise"},
+		{"all", nil, []kde.Notion{kde.Canonical}, "all"},
+	} {
+		var ns NotionSet
+		if err := ns.UnmarshalText([]byte(c.text)); err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		got, _, err := ns.Resolve(c.s)
+		if err != nil || !slices.Equal(got, c.want) || ns.String() != c.string {
+			t.Errorf("%q: %v (%q), %v; want %v (%q)", c.text, got, ns.String(), err, c.want, c.string)
+		}
+	}
+	if (NotionSet(nil)).String() != "all" || AllNotions.String() != "all" || AllNotions == nil {
+		t.Error("all")
+	}
+	for _, ns := range []NotionSet{{}, {kde.Notion(9)}, {kde.Binary}} {
+		var oe *OptionError
+		if _, _, err := ns.Resolve(k3); !errors.As(err, &oe) || oe.Option != "mode" {
+			t.Errorf("%v: %v", ns, err)
+		}
+	}
+	var ns NotionSet
+	for _, text := range []string{"sideways", " , "} {
+		if err := ns.UnmarshalText([]byte(text)); err == nil {
+			t.Errorf("%q accepted", text)
+		}
+	}
+}
+
+// TestGroupOfEntries: an entry's output group follows from its notion; a
+// score keeps its group when its interval failed, and a metric that failed
+// as a whole (no notion, no value) is listed first.
+func TestGroupOfEntries(t *testing.T) {
+	v := Float(0.5)
+	for _, c := range []struct {
+		e    Result
+		want int
+	}{
+		{Result{Metric: ECEBin, Notion: notion.ClassWise}, groupClassWise},
+		{Result{Metric: KS, Notion: notion.WithinTopR}, groupTopLabel},
+		{Result{Metric: Sharpness, Notion: notion.Binary}, groupBinary},
+		{Result{Metric: Brier, Value: &v}, groupScores},
+		{Result{Metric: Brier, Value: &v, Error: "no interval"}, groupScores},
+		{Result{Metric: ECEWitness, Error: "too few samples"}, groupCanonical},
+	} {
+		if got := c.e.group(); got != c.want {
+			t.Errorf("%+v: group %d, want %d", c.e, got, c.want)
 		}
 	}
 }

@@ -2,10 +2,11 @@ package evaluate
 
 import (
 	"cmp"
-	"math"
+	"encoding/json"
+	"fmt"
 	"slices"
-	"strconv"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/notion"
 )
 
@@ -43,7 +44,7 @@ type Result struct {
 	BandwidthMethod string        `json:"bandwidth_method,omitempty"`
 	CVBandwidth     *float64      `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
 	Excluded        *int          `json:"excluded,omitempty"`
-	Aggregate       string        `json:"aggregate,omitempty"` // marginal ece_kde: "sum" or "mean" over classes
+	Aggregate       string        `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
 	Warnings        Warnings      `json:"warnings,omitempty"`
 	CI              []Float       `json:"ci,omitempty"`
 	CILevel         *float64      `json:"ci_level,omitempty"`
@@ -92,8 +93,9 @@ func jf(v float64) *Float { return ptr(Float(v)) }
 // group is the output group of an entry, from its notion: canonical;
 // class-wise; top-label (top_label,
 // and KS's top_r and within_top_r); binary; the proper scores and basics
-// (no notion). An entry of a metric that failed as a whole has no notion
-// and is listed first, with the canonical group.
+// (no notion, with a value). An entry of a metric that failed as a whole
+// has no notion and no value, and is listed first, with the canonical
+// group.
 func (e *Result) group() int {
 	switch e.Notion {
 	case notion.Canonical:
@@ -105,7 +107,7 @@ func (e *Result) group() int {
 	case notion.Binary:
 		return groupBinary
 	case notion.None:
-		if e.Error == "" {
+		if e.Error == "" || e.Value != nil { // a score (its interval may have failed)
 			return groupScores
 		}
 	}
@@ -118,17 +120,8 @@ func sortByGroup(es []*Result) {
 }
 
 // Float is a float64 that encodes -Inf, +Inf and NaN as null in JSON, so
-// that no non-finite number ever reaches the output.
-type Float float64
-
-// MarshalJSON writes the shortest decimal that round-trips, or null.
-func (f Float) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
+// that no non-finite number ever reaches the output (data.Float).
+type Float = data.Float
 
 // Key identifies one entry of an Evaluation: its metric, its notion
 // (notion.None for the proper scores), its exponent p (0: the entry
@@ -154,7 +147,7 @@ func (e *Result) Key() Key {
 
 // Lookup returns the entry of the evaluation whose key is k, or nil when
 // there is none (not asked for, or not defined for the set: a KS r above
-// K, the marginal notion above K = 20 by default). An entry that failed is
+// K, the class_wise ECE^KDE above K = 20 by default). An entry that failed is
 // returned with its Error set and no Value.
 func (ev *Evaluation) Lookup(k Key) *Result {
 	for _, e := range ev.Results {
@@ -162,5 +155,23 @@ func (ev *Evaluation) Lookup(k Key) *Result {
 			return e
 		}
 	}
+	return nil
+}
+
+// UnmarshalJSON reads an evaluation document of any version up to
+// DocumentVersion into today's form: Version is DocumentVersion and the
+// notions have today's spellings (Result.Notion reads "marginal" as
+// class_wise). A newer document is refused.
+func (ev *Evaluation) UnmarshalJSON(b []byte) error {
+	type plain Evaluation
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("evaluate.Evaluation: %w", err)
+	}
+	if v.Version > DocumentVersion {
+		return fmt.Errorf("evaluate.Evaluation: version %d, newer than this calib reads (1 to %d)", v.Version, DocumentVersion)
+	}
+	*ev = Evaluation(v)
+	ev.Version = DocumentVersion
 	return nil
 }

@@ -93,26 +93,57 @@ func documentV2(b []byte) []byte {
 }
 
 // TestDocumentVersion1: a document of version 1 (no "version" key, the
-// class-wise ece_kde entries spelled marginal) decodes, its entries found
-// by today's keys; written again it is version 2.
+// class-wise ece_kde entries spelled marginal) decodes into today's form,
+// its entries found by today's keys, and is written again as version 2; a
+// newer version is refused.
 func TestDocumentVersion1(t *testing.T) {
 	v1 := `{"n":2,"k":3,"results":[{"metric":"ece_kde","notion":"marginal","p":1,"value":0.1,"weighted":false},{"metric":"ks","notion":"class_wise","value":0.2,"weighted":false}],"seconds":0}`
 	var ev Evaluation
 	if err := json.Unmarshal([]byte(v1), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if e := ev.Lookup(Key{Metric: ECEKDE, Notion: notion.ClassWise, P: 1}); e == nil || *e.Value != 0.1 || ev.Version != 0 {
+	if e := ev.Lookup(Key{Metric: ECEKDE, Notion: notion.ClassWise, P: 1}); e == nil || *e.Value != 0.1 || ev.Version != DocumentVersion {
 		t.Errorf("version 1 document: %+v", ev)
 	}
 	if e := ev.Lookup(Key{Metric: KS, Notion: notion.ClassWise}); e == nil || e.group() != groupClassWise {
 		t.Errorf("ks class_wise: %+v", e)
 	}
-	ev.Version = DocumentVersion
 	var b bytes.Buffer
 	if err := WriteJSON(&b, &ev); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(b.Bytes(), []byte(`"version":2,`)) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
 		t.Errorf("written again: %s", b.Bytes())
+	}
+	if err := json.Unmarshal([]byte(`{"version":3,"n":2,"k":3,"results":[]}`), &ev); err == nil {
+		t.Error("a document of version 3 read")
+	}
+}
+
+// TestStateModeSpelling: a first-pass state written with the mode spelled
+// the earlier way ("marginal", "top-label") reads in today's spelling, so
+// that it merges with a state written now with the same options.
+func TestStateModeSpelling(t *testing.T) {
+	b, err := os.ReadFile("testdata/state-v2/fixed-sums.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(b), `"mode":"canonical,top_label"`, `"mode":"marginal, top-label"`, 1)
+	if old == string(b) {
+		t.Fatal("the fixture's mode is not canonical,top_label")
+	}
+	var s Sums
+	if err := json.Unmarshal([]byte(old), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.Mode != "class_wise,top_label" {
+		t.Errorf("mode read as %q", s.Config.Mode)
+	}
+	var now Sums
+	if err := json.Unmarshal(bytes.Replace(b, []byte(`"mode":"canonical,top_label"`), []byte(`"mode":"class_wise,top_label"`), 1), &now); err != nil {
+		t.Fatal(err)
+	}
+	if configKey(s.Config) != configKey(now.Config) {
+		t.Errorf("configs differ:\n%s\n%s", configKey(s.Config), configKey(now.Config))
 	}
 }

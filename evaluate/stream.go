@@ -266,6 +266,7 @@ func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error
 				all = append(all, n)
 			}
 		}
+		note = fmt.Sprintf("all = %s, top_label, and %s as named (streamed)", all[0], extra)
 	}
 	return all, note, nil
 }

@@ -341,6 +341,14 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 	if v.Config == nil {
 		return sumsKind.Errorf("no config (is it the state of a streamed evaluation?)")
 	}
+	// The mode in today's spelling ("marginal" is class_wise, package
+	// notion), so that a state written before and one written now with the
+	// same options merge.
+	var mode NotionSet
+	if err := mode.UnmarshalText([]byte(v.Config.Mode)); err != nil {
+		return sumsKind.Errorf("config: %w", err)
+	}
+	v.Config.Mode = modeText(mode)
 	*s = Sums(v)
 	s.started = s.Scores != nil
 	if err := s.check(); err != nil {

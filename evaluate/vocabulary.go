@@ -189,8 +189,11 @@ func (ns *NotionSet) UnmarshalText(b []byte) error {
 // error is an OptionError of "mode".
 func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err error) {
 	items := ns
-	if items == nil {
+	switch {
+	case items == nil:
 		items = NotionSet{allNotions}
+	case len(items) == 0:
+		return nil, "", optionError("mode", "mode: no notion given")
 	}
 	for _, n := range items {
 		if n != allNotions && !slices.Contains(kde.Notions, n) {
@@ -228,5 +231,5 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 	return out, note, nil
 }
 
-// has reports whether ns names "all" (nil, or with other names).
+// hasAll reports whether ns names "all" (nil, or with other names).
 func (ns NotionSet) hasAll() bool { return ns == nil || slices.Contains(ns, allNotions) }

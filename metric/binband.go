@@ -25,7 +25,7 @@ import (
 // full sample, or in every resample, gets NaN at both ends.
 //
 // o.Resamples (0: 200, at least 1), o.Level (0: 0.95), o.Seed, o.Workers,
-// o.Progress and o.ctx are read as by Bootstrap; Method and Estimate
+// o.Progress and ctx are read as by Bootstrap; Method and Estimate
 // are not (the interval is always the percentile one). The intervals are
 // bit-identical for every number of workers. scores and outcomes are the
 // sample a was made from; with weights (nil: all 1) a bin's mean outcome is

@@ -233,7 +233,7 @@ func (ss *ScoreSums) Merge(other *ScoreSums) error {
 	ss.Conf += other.Conf
 	ss.Brier += other.Brier
 	ss.NLL += other.NLL
-	if ss.Label == nil && len(other.Label) > 0 {
+	if len(ss.Label) == 0 && len(other.Label) > 0 {
 		ss.Label = make([]float64, len(other.Label))
 	}
 	for k, v := range other.Label {
@@ -265,12 +265,21 @@ func (ss *ScoreSums) MarshalJSON() ([]byte, error) {
 	return scoreSumsKind.Encode((*plain)(ss))
 }
 
-// UnmarshalJSON reads the JSON form, checking its version.
+// UnmarshalJSON reads the JSON form, checking its kind, its version and
+// that its sums are finite and non-negative.
 func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
 	type plain ScoreSums
 	var v plain
 	if _, err := scoreSumsKind.Decode(b, &v); err != nil {
 		return err
+	}
+	if v.N < 0 || !(v.W >= 0) || !mathx.Finite(v.W, v.Correct, v.Conf, v.Brier, v.NLL) || v.Correct < 0 || v.Conf < 0 || v.Brier < 0 || v.NLL < 0 {
+		return scoreSumsKind.Errorf("%d rows of weight %v, sums %v, %v, %v, %v", v.N, v.W, v.Correct, v.Conf, v.Brier, v.NLL)
+	}
+	for k, w := range v.Label {
+		if !(w >= 0) || !mathx.Finite(w) {
+			return scoreSumsKind.Errorf("label %d weight %v", k, w)
+		}
 	}
 	*ss = ScoreSums(v)
 	return nil

@@ -97,7 +97,7 @@ func linearInput(method string, probs, logits []float64, k int) []float64 {
 // among them, or (CV) a cross-validation fold with no held-out or no
 // training sample of weight > 0 wraps ErrTooFew. Cross-validation assigns
 // rows to folds as without weights and scores each fold by its weighted
-// mean held-out NLL. A cancelled o.ctx stops the fit with an error
+// mean held-out NLL. A cancelled ctx stops the fit with an error
 // wrapping its Err().
 func FitLinear(ctx context.Context, method string, probs, logits []float64, labels []int, k int, weights []float64, o LinearOptions) (*Linear, error) {
 	o.ctx = ctx

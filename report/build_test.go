@@ -110,7 +110,7 @@ func TestBuildCancelled(t *testing.T) {
 // TestBuildOptions checks the options Build refuses before any work (each
 // error wraps report.ErrOptions, or evaluate.ErrOptions for a metric
 // option, or recal.ErrInput for sets of different K) and the ones it reads
-// differently from evaluate: Mode "" means canonical and top-label, and
+// differently from evaluate: Mode nil means canonical and top-label, and
 // intervals are on unless NoIntervals.
 func TestBuildOptions(t *testing.T) {
 	s, err := data.Load(golden+"c02_n200_k3.csv", data.Options{})

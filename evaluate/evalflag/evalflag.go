@@ -109,7 +109,7 @@ func optionError(option, format string, args ...any) error {
 
 // BandwidthNotion parses the mode of a bandwidth selection
 // (evaluate.SelectBandwidth, calib bandwidth --mode), which must name one
-// notion (see evaluate.Notions); "" means canonical, or binary for
+// notion (see evaluate.NotionSet); "" means canonical, or binary for
 // one-column input. With s nil (before the data is read) it checks the
 // names and their number only, "all" then counting as one.
 func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
@@ -162,7 +162,7 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 	fs.StringVar(&t.Metrics, "metrics", "", "metrics, comma-separated: "+strings.ReplaceAll(evaluate.Metrics.String(), ",", ", ")+", or all (default: "+metricsDefault+")")
 	fs.StringVar(&t.P, "p", "1,2", "exponents `p` >= 1 of every Lp metric, comma-separated")
 	fs.StringVar(&t.Bandwidth, "bandwidth", "auto", "kernel bandwidth h > 0, or auto ("+auto+")")
-	fs.BoolVar(&o.ClassMean, "class-mean", false, "ece_kde marginal: report the mean over classes instead of the sum")
+	fs.BoolVar(&o.ClassMean, "class-mean", false, "ece_kde class_wise: report the mean over classes instead of the sum")
 	fs.IntVar(&o.Bins.Bins, "bins", metric.DefaultBins, bins)
 	fs.StringVar(&t.Binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
 	fs.StringVar(&t.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")

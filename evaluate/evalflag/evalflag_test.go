@@ -115,7 +115,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KSR, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
-			o.Bins.Bins != metric.DefaultBins || o.Mode.String() != "all" || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
+			o.Bins.Bins != metric.DefaultBins || !slices.Equal(o.Mode, evaluate.AllNotions) || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
 			t.Errorf("defaults %+v, %+v", o, st)
 		}
 		if m, err := st.Points(); err != nil || m != 0 {

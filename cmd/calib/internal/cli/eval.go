@@ -29,7 +29,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	evalflag.Register(fs, &f.text, &f.o, evalflag.Eval)
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
-	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and marginal (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
+	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and class_wise (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")

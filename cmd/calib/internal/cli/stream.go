@@ -206,7 +206,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	// One input: the stream as named (a file, glob or directory), its
 	// rows over every shard.
 	prov.Inputs = append(prov.Inputs, data.Input{File: args[0], Labels: in.o.Labels, Kind: out.Input, N: out.N, K: out.K,
-		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: float64(out.WeightSum)})
+		Renormalized: out.Renormalized, Rounded: out.Rounded, WeightSum: out.WeightSum})
 	out.Seconds, out.Provenance = time.Since(start).Seconds(), prov
 	if prov.Mapping != nil {
 		out.Calibrated = prov.Mapping.String()
