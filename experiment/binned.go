@@ -120,7 +120,7 @@ func threeClass(probs []float64, labels []int, k int, classes []int) ([]float64,
 // the canonical, class-wise (mean over classes) and top-label notions.
 var binnedNotions = []string{"canonical", "class-wise", "top-label"}
 
-func estimate(notion, estimator string, probs []float64, labels []int, k, workers int) (float64, error) {
+func estimate(ctx context.Context, notion, estimator string, probs []float64, labels []int, k, workers int) (float64, error) {
 	if estimator == "binned" {
 		o := metric.BinOptions{Rule: metric.Doane}
 		switch notion {
@@ -145,11 +145,11 @@ func estimate(notion, estimator string, probs []float64, labels []int, k, worker
 		}
 	}
 	n := map[string]kde.Notion{"canonical": kde.Canonical, "class-wise": kde.Marginal, "top-label": kde.TopLabel}[notion]
-	cv, err := kde.SelectBandwidth(context.Background(), n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
+	cv, err := kde.SelectBandwidth(ctx, n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return 0, err
 	}
-	r, err := kde.Estimate(context.Background(), n, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
+	r, err := kde.Estimate(ctx, n, probs, labels, k, nil, kde.Options{Bandwidth: cv.Bandwidth, ClassMean: true, Workers: workers})
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func BinnedVsKDE(ctx context.Context, file string, probs []float64, labels []int
 	defer parts.End()
 	for _, notion := range binnedNotions {
 		for _, est := range []string{"kde", "binned"} {
-			full, err := estimate(notion, est, p, y, 3, o.Workers)
+			full, err := estimate(ctx, notion, est, p, y, 3, o.Workers)
 			if err != nil {
 				return nil, fmt.Errorf("experiment: %s %s on all %d samples: %w", notion, est, n, err)
 			}
@@ -205,7 +205,7 @@ func BinnedVsKDE(ctx context.Context, file string, probs []float64, labels []int
 				for r := 0; r < reps; r++ {
 					rng := seedOf(o.Seed, 3, m, r)
 					idx := rng.Perm(n)[:m]
-					v, err := estimate(notion, est, metric.Resample(p, 3, idx), metric.Resample(y, 1, idx), 3, o.Workers)
+					v, err := estimate(ctx, notion, est, metric.Resample(p, 3, idx), metric.Resample(y, 1, idx), 3, o.Workers)
 					if err != nil {
 						failed++
 						continue

@@ -52,7 +52,7 @@ func GridEdge(grid []float64, h float64) int {
 // density of the predictions and is much smaller where they pile up near a
 // vertex, which makes a drawn curve or surface wiggle. It needs at least 10
 // samples. The result is the same for any number of workers.
-func RegressionBandwidth(probs []float64, labels []int, k int, weights []float64, seed uint64, workers int) (float64, error) {
+func RegressionBandwidth(ctx context.Context, probs []float64, labels []int, k int, weights []float64, seed uint64, workers int) (float64, error) {
 	n := len(labels)
 	if n < 10 {
 		return 0, fmt.Errorf("kde: regression bandwidth: %d samples, need at least 10", n)
@@ -86,7 +86,7 @@ func RegressionBandwidth(probs []float64, labels []int, k int, weights []float64
 			continue // a fold whose training part weighs nothing says nothing
 		}
 		for g, h := range grid {
-			r, _, _, err := Regression(context.Background(), qx, tx, ty, k, tw, Options{Bandwidth: h, Workers: workers})
+			r, _, _, err := Regression(ctx, qx, tx, ty, k, tw, Options{Bandwidth: h, Workers: workers})
 			if err != nil {
 				return 0, fmt.Errorf("kde: regression bandwidth: %w", err)
 			}
@@ -125,12 +125,12 @@ func RegressionBandwidth(probs []float64, labels []int, k int, weights []float64
 // regression curve of 0/1 outcomes on scores (ScoreRegression):
 // RegressionBandwidth on the two-column points (1 - s, s), with the
 // weights (nil: all 1).
-func ScoreRegressionBandwidth(scores []float64, outcomes []int, weights []float64, seed uint64, workers int) (float64, error) {
+func ScoreRegressionBandwidth(ctx context.Context, scores []float64, outcomes []int, weights []float64, seed uint64, workers int) (float64, error) {
 	two := make([]float64, 2*len(scores))
 	for i, s := range scores {
 		two[2*i], two[2*i+1] = 1-s, s
 	}
-	return RegressionBandwidth(two, outcomes, 2, weights, seed, workers)
+	return RegressionBandwidth(ctx, two, outcomes, 2, weights, seed, workers)
 }
 
 // BandOptions configures ScoreRegressionBand. Bandwidth must be set; the

@@ -68,22 +68,22 @@ func TestScoreRegressionBandwidth(t *testing.T) {
 		}
 	}
 	g := RegressionGrid()
-	if h, err := ScoreRegressionBandwidth(flat, flatY, nil, 0, 0); err != nil || h != g[len(g)-1] {
+	if h, err := ScoreRegressionBandwidth(context.Background(), flat, flatY, nil, 0, 0); err != nil || h != g[len(g)-1] {
 		t.Errorf("flat: h %v, err %v", h, err)
 	}
-	h1, err := ScoreRegressionBandwidth(step, stepY, nil, 0, 1)
+	h1, err := ScoreRegressionBandwidth(context.Background(), step, stepY, nil, 0, 1)
 	if err != nil || h1 != g[0] {
 		t.Errorf("step: h %v, err %v", h1, err)
 	}
 	sc, oc := scoreSample(1500, 3)
-	a, err := ScoreRegressionBandwidth(sc, oc, nil, 4, 1)
+	a, err := ScoreRegressionBandwidth(context.Background(), sc, oc, nil, 4, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := ScoreRegressionBandwidth(sc, oc, nil, 4, 3); err != nil || b != a {
+	if b, err := ScoreRegressionBandwidth(context.Background(), sc, oc, nil, 4, 3); err != nil || b != a {
 		t.Errorf("1 worker: h %v; 3 workers: %v (%v)", a, b, err)
 	}
-	if _, err := ScoreRegressionBandwidth(sc[:9], oc[:9], nil, 0, 0); err == nil {
+	if _, err := ScoreRegressionBandwidth(context.Background(), sc[:9], oc[:9], nil, 0, 0); err == nil {
 		t.Error("9 samples: no error")
 	}
 }

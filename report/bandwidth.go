@@ -43,15 +43,15 @@ type BandwidthView struct {
 // selection grid (kde.EstimateCurve).
 //
 // With weights (nil: all 1) the selection and the estimates are weighted.
-func NewBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions) (*BandwidthView, error) {
-	return newBandwidthView(notion, probs, labels, k, weights, o, nil)
+func NewBandwidthView(ctx context.Context, notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions) (*BandwidthView, error) {
+	return newBandwidthView(ctx, notion, probs, labels, k, weights, o, nil)
 }
 
 // newBandwidthView is NewBandwidthView; chosen, if not nil, is the
 // estimate CE_p^p at the selected bandwidth, already computed on the same
 // data (the report's evaluation: the same kde.Estimate, bit for bit), so
 // that it is not computed again.
-func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions, chosen *float64) (*BandwidthView, error) {
+func newBandwidthView(ctx context.Context, notion kde.Notion, probs []float64, labels []int, k int, weights []float64, o BandwidthViewOptions, chosen *float64) (*BandwidthView, error) {
 	p := o.P
 	if p == 0 {
 		p = 1
@@ -66,7 +66,7 @@ func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, w
 	cv := o.Selection
 	if cv == nil {
 		var err error
-		if cv, err = kde.SelectBandwidth(context.Background(), notion, probs, labels, k, weights, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
+		if cv, err = kde.SelectBandwidth(ctx, notion, probs, labels, k, weights, kde.BandwidthOptions{Workers: o.Workers}); err != nil {
 			return nil, fmt.Errorf("report: bandwidth view: %w", err)
 		}
 	}
@@ -74,14 +74,14 @@ func newBandwidthView(notion kde.Notion, probs []float64, labels []int, k int, w
 	v.H = mathx.LogSpace(cv.Grid[0], cv.Grid[len(cv.Grid)-1], m)
 	ko := kde.Options{P: []float64{p}, Workers: o.Workers}
 	var err error
-	if v.Estimate, err = kde.EstimateCurve(context.Background(), notion, probs, labels, k, v.H, weights, ko); err != nil {
+	if v.Estimate, err = kde.EstimateCurve(ctx, notion, probs, labels, k, v.H, weights, ko); err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}
 	if chosen != nil {
 		v.Chosen = *chosen
 		return v, nil
 	}
-	at, err := kde.EstimateCurve(context.Background(), notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
+	at, err := kde.EstimateCurve(ctx, notion, probs, labels, k, []float64{cv.Bandwidth}, weights, ko)
 	if err != nil {
 		return nil, fmt.Errorf("report: bandwidth view: %w", err)
 	}

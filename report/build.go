@@ -377,7 +377,7 @@ func (b *builder) reliability() {
 	s, names := b.s, b.o.Figures.Names
 	rel := Section{ID: "reliability", Title: "Reliability diagrams",
 		Text: "Each diagram sorts the predictions into bins by confidence and compares, per bin, the share that was right (bars) with the mean confidence (the diagonal is perfect calibration). Orange marks the gap, grey whiskers the bootstrap interval of each bin's accuracy, and the green curve is the bin-free kernel estimate of P(correct | confidence) (Beta kernel, bandwidth by cross-validation) with its bootstrap band (the same resamples, the bandwidth held fixed). The strip underneath counts the samples per bin: read the bars where the counts are large."}
-	if r, err := ReliabilityOf(s, -1, b.o); err != nil {
+	if r, err := ReliabilityOf(b.ctx, s, -1, b.o); err != nil {
 		b.fail("top-label reliability diagram", err)
 	} else {
 		rel.Figures = append(rel.Figures, Captioned{Figure: r, Title: "Top-label confidence",
@@ -399,7 +399,7 @@ func (b *builder) reliability() {
 		first, np = 1, 2 // p1 of a binary problem
 	}
 	for c := first; c < np; c++ {
-		r, err := ReliabilityOf(s, c, b.o)
+		r, err := ReliabilityOf(b.ctx, s, c, b.o)
 		if err != nil {
 			b.fail(className(c, names)+" reliability diagram", err)
 			continue
@@ -428,7 +428,7 @@ func (b *builder) ks() {
 // simplex adds the simplex view (K >= 3).
 func (b *builder) simplex() {
 	s := b.s
-	sx, err := SimplexOf(s, b.o)
+	sx, err := SimplexOf(b.ctx, s, b.o)
 	if err != nil {
 		b.fail("simplex view", err)
 		return

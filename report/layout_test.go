@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image/color"
 	"math"
@@ -174,7 +175,7 @@ func allFigures(t *testing.T) map[string]Figure {
 		t.Fatal(err)
 	}
 	out["KS with a long label"] = &KSGraphs{Title: "top-1", Graphs: []*KSGraph{long}}
-	r, err := NewReliability(sc, oc, nil, ReliabilityOptions{Resamples: 20, Compact: true, Title: "class 9 (a long class name)", ScoreLabel: "p_9"})
+	r, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Resamples: 20, Compact: true, Title: "class 9 (a long class name)", ScoreLabel: "p_9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestComparisonTieNotBest(t *testing.T) {
 func TestPerClassCurveBand(t *testing.T) {
 	probs, labels := synthetic(2000, 10, "", 11)
 	sc, oc := metric.ClassColumn(probs, labels, 10, 3)
-	r, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
+	r, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,11 +484,11 @@ func TestPerClassCurveBand(t *testing.T) {
 	if !(w0 < wm/3) {
 		t.Errorf("band width %v near 0, %v in the middle", w0, wm)
 	}
-	again, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
+	again, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 5, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 6, Resamples: 100})
+	other, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Compact: true, Seed: 6, Resamples: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +512,7 @@ func TestPerClassCurveBand(t *testing.T) {
 	if !found {
 		t.Errorf("no legend entry for the curve's band in %v", pn.entries)
 	}
-	if none, err := NewReliability(sc, oc, nil, ReliabilityOptions{Compact: true, Resamples: -1}); err != nil || none.CurveLo != nil {
+	if none, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Compact: true, Resamples: -1}); err != nil || none.CurveLo != nil {
 		t.Errorf("Resamples -1: band %v, err %v", none.CurveLo, err)
 	}
 }
@@ -539,7 +540,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 		}
 	}
 	g := kde.RegressionGrid()
-	r, err := NewReliability(flat, flatY, nil, ReliabilityOptions{Resamples: 10, Compact: true})
+	r, err := NewReliability(context.Background(), flat, flatY, nil, ReliabilityOptions{Resamples: 10, Compact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +550,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 	if !legendHas(r.panel(), "h = 0.1, max!") {
 		t.Errorf("flat: legend %v", r.panel().entries)
 	}
-	r, err = NewReliability(step, stepY, nil, ReliabilityOptions{Resamples: 10})
+	r, err = NewReliability(context.Background(), step, stepY, nil, ReliabilityOptions{Resamples: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,7 @@ func TestBandwidthAtEndWarned(t *testing.T) {
 	if !legendHas(r.panel(), "smallest tried!") {
 		t.Errorf("step: legend %v", r.panel().entries)
 	}
-	r, err = NewReliability(flat, flatY, nil, ReliabilityOptions{Resamples: 10, Bandwidth: g[len(g)-1]})
+	r, err = NewReliability(context.Background(), flat, flatY, nil, ReliabilityOptions{Resamples: 10, Bandwidth: g[len(g)-1]})
 	if err != nil || r.BandwidthEdge != 0 || r.BandwidthWarning() != "" {
 		t.Errorf("given bandwidth: edge %d, warning %q, err %v", r.BandwidthEdge, r.BandwidthWarning(), err)
 	}
@@ -602,7 +603,7 @@ func legendHas(pn *panel, s string) bool {
 // caption warning counts the empty and sparse bins.
 func TestSimplexCounts(t *testing.T) {
 	probs, labels := synthetic(300, 3, "", 21)
-	sx, err := NewSimplex(probs, labels, 3, nil, SimplexOptions{Bins: 10, Grid: 8, Points: 50})
+	sx, err := NewSimplex(context.Background(), probs, labels, 3, nil, SimplexOptions{Bins: 10, Grid: 8, Points: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,13 +38,13 @@ func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po P
 	var err error
 	switch kind {
 	case "reliability":
-		fig, err = ReliabilityOf(test, po.Class, o)
+		fig, err = ReliabilityOf(ctx, test, po.Class, o)
 	case "ks":
 		fig, err = KSGraphsOf(test, val)
 	case "simplex":
-		fig, err = SimplexOf(test, o)
+		fig, err = SimplexOf(ctx, test, o)
 	case "bandwidth":
-		fig, err = BandwidthViewOf(test, po.Notion, o)
+		fig, err = BandwidthViewOf(ctx, test, po.Notion, o)
 	case "compare":
 		if val == nil {
 			return nil, optionsError("the compare figure needs a validation set")

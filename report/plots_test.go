@@ -104,7 +104,7 @@ func TestText(t *testing.T) {
 func TestSaveAtomic(t *testing.T) {
 	dir := t.TempDir()
 	s := set(t, 200, 3, 4, "s.csv")
-	fig, err := ReliabilityOf(s, -1, Options{})
+	fig, err := ReliabilityOf(context.Background(), s, -1, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

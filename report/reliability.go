@@ -80,7 +80,7 @@ type Reliability struct {
 //
 // With weights (nil: all 1) the bins, the curve, its bandwidth and both
 // bands are weighted (a resample carries the weights of its rows).
-func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (*Reliability, error) {
+func NewReliability(ctx context.Context, scores, outcomes, weights []float64, o ReliabilityOptions) (*Reliability, error) {
 	n := len(scores)
 	if n != len(outcomes) {
 		return nil, fmt.Errorf("report: %d scores and %d outcomes", n, len(outcomes))
@@ -115,7 +115,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	// The kernel curve.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = kde.ScoreRegressionBandwidth(scores, ints, weights, o.Seed, o.Workers); err != nil {
+		if h, err = kde.ScoreRegressionBandwidth(ctx, scores, ints, weights, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 		r.BandwidthEdge = kde.GridEdge(kde.RegressionGrid(), h)
@@ -133,7 +133,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	for i := 0; i < points; i++ {
 		r.CurveX = append(r.CurveX, lo+(hi-lo)*float64(i)/(points-1))
 	}
-	r.CurveY, _, err = kde.ScoreRegression(context.Background(), r.CurveX, scores, ints, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r.CurveY, _, err = kde.ScoreRegression(ctx, r.CurveX, scores, ints, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve: %w", err)
 	}
@@ -144,7 +144,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	// The bands: the bins' and the curve's over the same resamples
 	// (resample b draws from PCG(Seed, b) in both).
 	_, r.Level = mathx.ResampleDefaults(0, o.Level)
-	binLo, binHi, err := a.FreqIntervals(context.Background(), scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	binLo, binHi, err := a.FreqIntervals(ctx, scores, outcomes, weights, metric.BootstrapOptions{Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability band: %w", err)
 	}
@@ -154,7 +154,7 @@ func NewReliability(scores, outcomes, weights []float64, o ReliabilityOptions) (
 	for i := 0; i < points; i += 2 {
 		r.BandX = append(r.BandX, r.CurveX[i])
 	}
-	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(context.Background(), r.BandX, scores, ints, weights, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
+	r.CurveLo, r.CurveHi, err = kde.ScoreRegressionBand(ctx, r.BandX, scores, ints, weights, kde.BandOptions{Bandwidth: h, Resamples: o.Resamples, Level: r.Level, Seed: o.Seed, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: reliability curve band: %w", err)
 	}

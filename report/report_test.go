@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"io"
 	"math"
@@ -60,12 +61,12 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 	t.Helper()
 	var fs []Figure
 	sc, oc := metric.TopR(probs, labels, k, 1)
-	r, err := NewReliability(sc, oc, nil, ReliabilityOptions{Resamples: 50})
+	r, err := NewReliability(context.Background(), sc, oc, nil, ReliabilityOptions{Resamples: 50})
 	if err != nil {
 		t.Fatalf("reliability: %v", err)
 	}
 	cs, co := metric.ClassColumn(probs, labels, k, k-1)
-	rc, err := NewReliability(cs, co, nil, ReliabilityOptions{Resamples: 50, Compact: true, Bins: metric.BinOptions{Binning: metric.EqualMass}})
+	rc, err := NewReliability(context.Background(), cs, co, nil, ReliabilityOptions{Resamples: 50, Compact: true, Bins: metric.BinOptions{Binning: metric.EqualMass}})
 	if err != nil {
 		t.Fatalf("class reliability: %v", err)
 	}
@@ -73,7 +74,7 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 	if err != nil {
 		t.Fatalf("KS graph: %v", err)
 	}
-	bv, err := NewBandwidthView(kde.Canonical, probs, labels, k, nil, BandwidthViewOptions{Points: 4})
+	bv, err := NewBandwidthView(context.Background(), kde.Canonical, probs, labels, k, nil, BandwidthViewOptions{Points: 4})
 	if err != nil {
 		t.Fatalf("bandwidth view: %v", err)
 	}
@@ -82,7 +83,7 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 		Values:  [][]float64{{0.9, 0.3, 0.02, 0.03}, {0.9, 0.25, 0.01, math.NaN()}, {0.89, 0.26, 0.015, 0.01}}}
 	fs = append(fs, r, rc, &KSGraphs{Title: "top-1", Graphs: []*KSGraph{g, g}}, bv, cm)
 	if k >= 3 {
-		sx, err := NewSimplex(probs, labels, k, nil, SimplexOptions{Classes: [2]int{k - 1, 0}, Grid: 12, Points: 100})
+		sx, err := NewSimplex(context.Background(), probs, labels, k, nil, SimplexOptions{Classes: [2]int{k - 1, 0}, Grid: 12, Points: 100})
 		if err != nil {
 			t.Fatalf("simplex: %v", err)
 		}
@@ -136,7 +137,7 @@ func TestReliabilityValues(t *testing.T) {
 			o[i] = 1
 		}
 	}
-	r, err := NewReliability(s, o, nil, ReliabilityOptions{Bins: metric.BinOptions{Bins: 10}})
+	r, err := NewReliability(context.Background(), s, o, nil, ReliabilityOptions{Bins: metric.BinOptions{Bins: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +166,10 @@ func TestReliabilityValues(t *testing.T) {
 	if worst > 0.08 {
 		t.Errorf("calibrated data: kernel curve departs from the diagonal by %v", worst)
 	}
-	if _, err := NewReliability(s[:1], o[:1], nil, ReliabilityOptions{}); err == nil {
+	if _, err := NewReliability(context.Background(), s[:1], o[:1], nil, ReliabilityOptions{}); err == nil {
 		t.Error("one sample accepted")
 	}
-	if _, err := NewReliability([]float64{0.5, 0.6}, []float64{0.5, 1}, nil, ReliabilityOptions{}); err == nil {
+	if _, err := NewReliability(context.Background(), []float64{0.5, 0.6}, []float64{0.5, 1}, nil, ReliabilityOptions{}); err == nil {
 		t.Error("outcome 0.5 accepted")
 	}
 }
@@ -214,7 +215,7 @@ func inTriangle(p [2]float64, tri [3][3]float64) bool {
 // for one cell and the merging of classes into "other".
 func TestSimplexBinned(t *testing.T) {
 	probs, labels := synthetic(500, 5, "", 3)
-	sx, err := NewSimplex(probs, labels, 5, nil, SimplexOptions{Classes: [2]int{2, 4}, Bins: 4, Grid: 6, Points: -1})
+	sx, err := NewSimplex(context.Background(), probs, labels, 5, nil, SimplexOptions{Classes: [2]int{2, 4}, Bins: 4, Grid: 6, Points: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +265,11 @@ func TestSimplexBinned(t *testing.T) {
 	if total != 500 {
 		t.Errorf("binned counts sum to %d", total)
 	}
-	if _, err := NewSimplex(probs, labels, 5, nil, SimplexOptions{Classes: [2]int{1, 1}}); err == nil {
+	if _, err := NewSimplex(context.Background(), probs, labels, 5, nil, SimplexOptions{Classes: [2]int{1, 1}}); err == nil {
 		t.Error("equal classes accepted")
 	}
 	p2, l2 := synthetic(50, 2, "", 1)
-	if _, err := NewSimplex(p2, l2, 2, nil, SimplexOptions{}); err == nil {
+	if _, err := NewSimplex(context.Background(), p2, l2, 2, nil, SimplexOptions{}); err == nil {
 		t.Error("K = 2 accepted")
 	}
 }

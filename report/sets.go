@@ -28,7 +28,7 @@ func className(c int, names []string) string {
 // confidence (class < 0) or of class's probability p_class (one-vs-rest),
 // with the bins of o (FigureOptions.Bins) and its 95 % bootstrap bands
 // from 200 resamples. A class >= K is an error wrapping ErrOptions.
-func ReliabilityOf(s *data.Set, class int, o Options) (*Reliability, error) {
+func ReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*Reliability, error) {
 	ro := ReliabilityOptions{Bins: o.figureBins(), Seed: o.seed(), Workers: o.Workers}
 	var sc, oc []float64
 	if class < 0 {
@@ -41,7 +41,7 @@ func ReliabilityOf(s *data.Set, class int, o Options) (*Reliability, error) {
 		sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
 		ro.Title, ro.ScoreLabel = className(class, o.Figures.Names), fmt.Sprintf("p_%d", class)
 	}
-	return NewReliability(sc, oc, s.Weights, ro)
+	return NewReliability(ctx, sc, oc, s.Weights, ro)
 }
 
 // KSGraphsOf returns the top-1 KS calibration graphs of s and, with val
@@ -76,7 +76,7 @@ func KSGraphsOf(s, val *data.Set) (*KSGraphs, error) {
 // SimplexOf returns the simplex view of s (K >= 3; fewer classes are an
 // error wrapping ErrOptions) for the classes of o (FigureOptions.Classes,
 // or the pair the model confuses most).
-func SimplexOf(s *data.Set, o Options) (*Simplex, error) {
+func SimplexOf(ctx context.Context, s *data.Set, o Options) (*Simplex, error) {
 	if s.K < 3 {
 		return nil, optionsError("the simplex view needs K >= 3 classes, %s has %d", s.File, s.K)
 	}
@@ -90,7 +90,7 @@ func SimplexOf(s *data.Set, o Options) (*Simplex, error) {
 	if c := o.Figures.Classes; c != nil {
 		cls = [2]int{c[0], c[1]}
 	}
-	return NewSimplex(s.Probs, s.Labels, s.K, s.Weights, SimplexOptions{Classes: cls, Names: o.Figures.Names, Seed: o.seed(), Workers: o.Workers})
+	return NewSimplex(ctx, s.Probs, s.Labels, s.K, s.Weights, SimplexOptions{Classes: cls, Names: o.Figures.Names, Seed: o.seed(), Workers: o.Workers})
 }
 
 // MostConfused returns the pair of classes a < b most often confused: the
@@ -124,8 +124,8 @@ func MostConfused(probs []float64, labels []int, k int) [2]int {
 
 // BandwidthViewOf returns the bandwidth view of notion on s: its LOO
 // bandwidth selection and the estimate against the bandwidth.
-func BandwidthViewOf(s *data.Set, notion kde.Notion, o Options) (*BandwidthView, error) {
-	return bandwidthView(context.Background(), s, notion, nil, nil, o.Workers)
+func BandwidthViewOf(ctx context.Context, s *data.Set, notion kde.Notion, o Options) (*BandwidthView, error) {
+	return bandwidthView(ctx, s, notion, nil, nil, o.Workers)
 }
 
 // bandwidthView returns the bandwidth view of notion on s, sharing the
@@ -136,7 +136,7 @@ func bandwidthView(ctx context.Context, s *data.Set, notion kde.Notion, curves e
 	if err != nil {
 		return nil, err
 	}
-	return newBandwidthView(notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: workers, Selection: cv}, evaluatedCE1(ev, notion, cv.Bandwidth))
+	return newBandwidthView(ctx, notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: workers, Selection: cv}, evaluatedCE1(ev, notion, cv.Bandwidth))
 }
 
 // evaluatedCE1 returns the plug-in ece_kde of notion with p = 1 at the

@@ -61,7 +61,7 @@ func TestBandwidthViewSharesEstimate(t *testing.T) {
 			if evaluatedCE1(ev, notion, shared.Selection.Bandwidth) == nil {
 				t.Fatalf("K = %d: the evaluation's estimate was not found", k)
 			}
-			own, err := NewBandwidthView(notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: 2, Selection: shared.Selection})
+			own, err := NewBandwidthView(context.Background(), notion, s.Probs, s.Labels, s.K, s.Weights, BandwidthViewOptions{Workers: 2, Selection: shared.Selection})
 			if err != nil {
 				t.Fatal(err)
 			}

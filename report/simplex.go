@@ -107,7 +107,7 @@ func reduce(probs []float64, labels []int, k int, cls [2]int) ([]float64, []int,
 // (n×k, K >= 3) and labels, with sample weights (nil: all 1): a cell's
 // means and the kernel regression are weighted (Count stays the number of
 // samples).
-func NewSimplex(probs []float64, labels []int, k int, weights []float64, o SimplexOptions) (*Simplex, error) {
+func NewSimplex(ctx context.Context, probs []float64, labels []int, k int, weights []float64, o SimplexOptions) (*Simplex, error) {
 	if o.Classes == [2]int{} {
 		o.Classes = [2]int{0, 1}
 	}
@@ -177,7 +177,7 @@ func NewSimplex(probs []float64, labels []int, k int, weights []float64, o Simpl
 	// Kernel: the regression at each grid triangle's centroid.
 	h := o.Bandwidth
 	if h == 0 {
-		if h, err = kde.RegressionBandwidth(x, y, 3, weights, o.Seed, o.Workers); err != nil {
+		if h, err = kde.RegressionBandwidth(ctx, x, y, 3, weights, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 		s.KernelEdge = kde.GridEdge(kde.RegressionGrid(), h)
@@ -190,7 +190,7 @@ func NewSimplex(probs []float64, labels []int, k int, weights []float64, o Simpl
 			q = append(q, (t[0][m]+t[1][m]+t[2][m])/3)
 		}
 	}
-	r, logDens, _, err := kde.Regression(context.Background(), q, x, y, 3, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
+	r, logDens, _, err := kde.Regression(ctx, q, x, y, 3, weights, kde.Options{Bandwidth: h, Workers: o.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("report: simplex kernel estimate: %w", err)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -42,11 +43,11 @@ func TestWeightedFigures(t *testing.T) {
 	sc, oc := metric.TopR(probs, labels, k, 1)
 	rsc, roc := metric.TopR(rp, rl, k, 1)
 	o := ReliabilityOptions{Bandwidth: 0.05, Resamples: -1, Bins: metric.BinOptions{Binning: metric.EqualMass, Bins: 8}}
-	a, err := NewReliability(sc, oc, w, o)
+	a, err := NewReliability(context.Background(), sc, oc, w, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewReliability(rsc, roc, nil, o)
+	b, err := NewReliability(context.Background(), rsc, roc, nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +70,11 @@ func TestWeightedFigures(t *testing.T) {
 	}
 	close("KS", ga.KS, gb.KS)
 	so := SimplexOptions{Bandwidth: 0.05, Points: -1, Bins: 4, Grid: 6}
-	xa, err := NewSimplex(probs, labels, k, w, so)
+	xa, err := NewSimplex(context.Background(), probs, labels, k, w, so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	xb, err := NewSimplex(rp, rl, k, nil, so)
+	xb, err := NewSimplex(context.Background(), rp, rl, k, nil, so)
 	if err != nil {
 		t.Fatal(err)
 	}

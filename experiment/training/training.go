@@ -283,7 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				j := jobs[i]
 				cfg := trainConfig(setup, j.set, j.cfg, j.rep)
 				run, err := cachedRun(o.Dir, j.set, j.cfg, j.rep, fingerprint(setup, j.set, cfg), func() (*Trained, error) {
-					run, err := trainRun(j.tb, j.sp, cfg, kdeWorkers, setup.BinsTopECE)
+					run, err := trainRun(o.ctx, j.tb, j.sp, cfg, kdeWorkers, setup.BinsTopECE)
 					if run != nil {
 						run.Set, run.Config, run.Seed = j.set, j.cfg, j.rep
 					}
@@ -405,7 +405,7 @@ func cachedRun(dir, set string, c TrainConfig, seed uint64, fp string, fn func()
 }
 
 // trainRun trains one model and measures it.
-func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins int) (*Trained, error) {
+func trainRun(ctx context.Context, tb *train.Table, sp *train.Split, cfg train.Config, workers, bins int) (*Trained, error) {
 	fit, err := train.Fit(tb, sp, cfg)
 	if err != nil {
 		return nil, err
@@ -423,10 +423,10 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 	for _, s := range fit.EpochTime {
 		run.EpochSeconds += s / float64(len(fit.EpochTime))
 	}
-	if run.Val, err = trainMetrics(fit.ValLogits, yv, k, workers, bins); err != nil {
+	if run.Val, err = trainMetrics(ctx, fit.ValLogits, yv, k, workers, bins); err != nil {
 		return nil, fmt.Errorf("validation metrics: %w", err)
 	}
-	if run.Pre, err = trainMetrics(fit.TestLogits, yt, k, workers, bins); err != nil {
+	if run.Pre, err = trainMetrics(ctx, fit.TestLogits, yt, k, workers, bins); err != nil {
 		return nil, fmt.Errorf("test metrics: %w", err)
 	}
 	temp, err := recal.FitTemperature(fit.ValLogits, yv, k, nil)
@@ -438,7 +438,7 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 	for i, z := range fit.TestLogits {
 		scaled[i] = z / temp.Temperature
 	}
-	if run.Post, err = trainMetrics(scaled, yt, k, workers, bins); err != nil {
+	if run.Post, err = trainMetrics(ctx, scaled, yt, k, workers, bins); err != nil {
 		return nil, fmt.Errorf("test metrics after temperature scaling: %w", err)
 	}
 	return run, nil
@@ -448,13 +448,13 @@ func trainRun(tb *train.Table, sp *train.Split, cfg train.Config, workers, bins 
 // definition of every metric): accuracy, NLL (exact log-softmax), the
 // canonical ECE^KDE p = 1 at its LOO bandwidth and the top-label binned
 // ECE_1 (bins equal-width bins).
-func trainMetrics(logits []float64, labels []int, k, workers, bins int) (TrainMetrics, error) {
+func trainMetrics(ctx context.Context, logits []float64, labels []int, k, workers, bins int) (TrainMetrics, error) {
 	var m TrainMetrics
 	s, err := data.New(logits, k, labels, true, data.Options{})
 	if err != nil {
 		return m, err
 	}
-	ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{
+	ev, err := evaluate.Evaluate(ctx, s, evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEBin, evaluate.NLL, evaluate.Accuracy}, Strict: true,
 		Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
 	})
