@@ -167,14 +167,15 @@ func (f *blocksMergeFn) CreateAccumulator() *blockAcc {
 
 // AddInput merges a (block, shard) pair's sums into its block.
 func (f *blocksMergeFn) AddInput(a *blockAcc, ks *evaluate.KernelSums) (*blockAcc, error) {
-	if ks.Block < 0 || ks.Block >= len(a.Blocks) {
-		return nil, marked(fmt.Errorf("beam: kernel sums of block %d of %d", ks.Block, len(a.Blocks)))
+	block, _ := ks.Block()
+	if block < 0 || block >= len(a.Blocks) {
+		return nil, marked(fmt.Errorf("beam: kernel sums of block %d of %d", block, len(a.Blocks)))
 	}
-	m, err := (&kernelMergeFn{}).MergeAccumulators(a.Blocks[ks.Block], ks)
+	m, err := (&kernelMergeFn{}).MergeAccumulators(a.Blocks[block], ks)
 	if err != nil {
 		return nil, marked(err)
 	}
-	a.Blocks[ks.Block] = m
+	a.Blocks[block] = m
 	return a, nil
 }
 

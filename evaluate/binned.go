@@ -270,22 +270,22 @@ func sparseCellsWarning(n, cells, k, b int) string {
 // equal-width bins, or from the sketches and the scores near their edges
 // with the bounds of edges taken at bucket ends (zero when exact).
 func (s *Sums) bins(ks *KernelSums) (top *metric.Bins, tb metric.SketchBound, cb []*metric.Bins, cbb []metric.SketchBound, err error) {
-	cb = make([]*metric.Bins, s.K)
-	cbb = make([]metric.SketchBound, s.K)
-	if s.TopSketch == nil {
+	cb = make([]*metric.Bins, s.st.K)
+	cbb = make([]metric.SketchBound, s.st.K)
+	if s.st.TopSketch == nil {
 		for k := range cb {
-			cb[k] = s.Class[k].Bins()
+			cb[k] = s.st.Class[k].Bins()
 		}
-		return s.Top.Bins(), tb, cb, cbb, nil
+		return s.st.Top.Bins(), tb, cb, cbb, nil
 	}
-	if ks == nil || ks.TopEdges == nil || len(ks.ClassEdges) != s.K {
+	if ks == nil || ks.st.TopEdges == nil || len(ks.st.ClassEdges) != s.st.K {
 		return nil, tb, nil, nil, errors.New("the second pass (the scores near the bin edges) is missing")
 	}
-	if top, tb, err = s.TopSketch.Bins(s.Config.Bins, s.Weighted, ks.TopEdges); err != nil {
+	if top, tb, err = s.st.TopSketch.Bins(s.st.Config.Bins, s.st.Weighted, ks.st.TopEdges); err != nil {
 		return nil, tb, nil, nil, err
 	}
-	for k, sk := range s.ClassSketch {
-		if cb[k], cbb[k], err = sk.Bins(s.Config.Bins, s.Weighted, ks.ClassEdges[k]); err != nil {
+	for k, sk := range s.st.ClassSketch {
+		if cb[k], cbb[k], err = sk.Bins(s.st.Config.Bins, s.st.Weighted, ks.st.ClassEdges[k]); err != nil {
 			return nil, tb, nil, nil, fmt.Errorf("class %d: %w", k, err)
 		}
 	}
@@ -310,7 +310,7 @@ func edgeBound(m Metric, e *Result, p float64, mass, abs float64) {
 // finishBinned reports a binned metric as evaluate.binned does, from the
 // sums of the bins (fixed equal-width, or data-dependent from the sketches).
 func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
-	c := s.Config
+	c := s.st.Config
 	ps := c.P
 	if m == ECEBinDebiased {
 		ps = []float64{2}
@@ -324,9 +324,9 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cells := s.Cells
+	cells := s.st.Cells
 	if cells == nil && ks != nil {
-		cells = ks.Cells
+		cells = ks.st.Cells
 	}
 	if cells == nil && m != ECEBinDebiased {
 		return nil, errors.New("the canonical cell sums are missing")
@@ -341,7 +341,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		e = classWiseEntry(m, binning, p, pc, cb, c.Bins.Rule)
 		mass, abs := 0.0, 0.0
 		for _, b := range cbb {
-			mass, abs = max(mass, b.Mass), abs+b.Abs/float64(s.K)
+			mass, abs = max(mass, b.Mass), abs+b.Abs/float64(s.st.K)
 		}
 		edgeBound(m, e, p, mass, abs)
 		out = append(out, e)
@@ -349,7 +349,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 			continue
 		}
 		if cells.Overflow {
-			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit, cells.B, s.K, cellBytes(s.K))
+			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit, cells.B, s.st.K, cellBytes(s.st.K))
 			if c.Strict {
 				return nil, &DataError{Err: err}
 			}
@@ -363,7 +363,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 			v = cn.MCE
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v)}
-		e.Warnings = canonicalWarnings(m, int(s.N), s.K, cn)
+		e.Warnings = canonicalWarnings(m, int(s.st.N), s.st.K, cn)
 		finishBinnedEntry(m, e, p)
 		out = append(out, e)
 	}

@@ -179,11 +179,11 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 	if ks == nil {
 		return nil, errors.New("ece_kde: the second pass (KernelSums) is missing")
 	}
-	c := s.Config
-	_, note, _ := streamNotions(c.Mode, s.K, s.Binary)
+	c := s.st.Config
+	_, note, _ := streamNotions(c.Mode, s.st.K, s.st.Binary)
 	out.Modes = note
 	var rs []*Result
-	for _, ps := range ks.Notions {
+	for _, ps := range ks.st.Notions {
 		g, method, warnings, err := c.gridBandwidth(ps)
 		if err != nil {
 			return nil, err

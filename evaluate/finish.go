@@ -17,40 +17,40 @@ import (
 // with their intervals and standard errors (the Result's "interval" and
 // "se"), at the bandwidth chosen on the grid (or the fixed one).
 func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
-	if !s.started || s.N == 0 {
+	if !s.started || s.st.N == 0 {
 		return nil, &DataError{Err: data.ErrEmpty}
 	}
-	if s.Weighted && !(s.W > 0) {
-		return nil, &DataError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.N)}
+	if s.st.Weighted && !(s.st.W > 0) {
+		return nil, &DataError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.st.N)}
 	}
-	if s.Weighted && math.IsInf(s.W, 0) {
+	if s.st.Weighted && math.IsInf(s.st.W, 0) {
 		return nil, &DataError{Err: fmt.Errorf("%w: the weights sum past the float64 range (1.8e308); a stream accumulates them as given: divide them by a common factor (every number is the same)", data.ErrWeights)}
 	}
-	c := s.Config
+	c := s.st.Config
 	if ks != nil {
-		if ks.Blocks > 1 {
-			return nil, fmt.Errorf("evaluate: kernel sums of block %d of %d: join the blocks first (ConcatKernelSums)", ks.Block, ks.Blocks)
+		if ks.st.Blocks > 1 {
+			return nil, fmt.Errorf("evaluate: kernel sums of block %d of %d: join the blocks first (ConcatKernelSums)", ks.st.Block, ks.st.Blocks)
 		}
-		if ks.Rows != s.N {
-			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.Rows, s.N)
+		if ks.st.Rows != s.st.N {
+			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.st.Rows, s.st.N)
 		}
 		for _, ps := range ks.all() {
-			if ps.N != s.N {
-				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.N)
+			if ps.N != s.st.N {
+				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N, s.st.N)
 			}
 		}
-		if ks.Witness != nil && ks.Witness.N != s.N {
-			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.Witness.N, s.N)
+		if ks.st.Witness != nil && ks.st.Witness.N != s.st.N {
+			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.Witness.N, s.st.N)
 		}
-		if ks.MMCE != nil && ks.MMCE.N != s.N {
-			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.MMCE.N, s.N)
+		if ks.st.MMCE != nil && ks.st.MMCE.N != s.st.N {
+			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.MMCE.N, s.st.N)
 		}
 	}
-	out := &Evaluation{Version: DocumentVersion, N: int(s.N), K: s.K, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Input}
-	if s.Weighted {
-		out.WeightSum = Float(s.W)
+	out := &Evaluation{Version: DocumentVersion, N: int(s.st.N), K: s.st.K, Binary: s.st.Binary, Renormalized: s.st.Renormalized, Rounded: s.st.Rounded, Input: s.st.Input}
+	if s.st.Weighted {
+		out.WeightSum = Float(s.st.W)
 	}
-	if s.ZeroRounded {
+	if s.st.ZeroRounded {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
 	}
 	cfg := &config{bin: c.Bins, ps: c.P, boot: metric.BootstrapOptions{Seed: c.Seed}}
@@ -72,7 +72,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			rs = []*Result{{Metric: d.name, Error: oneLineError(err)}}
 		}
 		for _, e := range rs {
-			cfg.define(d, e, s.Weighted)
+			cfg.define(d, e, s.st.Weighted)
 		}
 		results = append(results, rs...)
 	}
@@ -85,9 +85,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 // points, its SE and interval [lo, hi] at the stream's level, of kind
 // "sampling", or "exact" with every row a point.
 func (s *Sums) sampled(e *Result, m int, se float64, lo, hi Float) *Result {
-	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []Float{lo, hi}, ptr(s.Config.Level)
+	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []Float{lo, hi}, ptr(s.st.Config.Level)
 	e.IntervalKind = "sampling"
-	if int64(m) >= s.N {
+	if int64(m) >= s.st.N {
 		e.IntervalKind = "exact"
 	}
 	return e

@@ -66,8 +66,8 @@ func FuzzStreamState(f *testing.F) {
 			ks = k
 		}
 		if ev, err := Finish(sums, ks); err == nil {
-			if int64(ev.N) != sums.N {
-				t.Errorf("Finish reports n = %d of sums with n = %d", ev.N, sums.N)
+			if int64(ev.N) != sums.st.N {
+				t.Errorf("Finish reports n = %d of sums with n = %d", ev.N, sums.st.N)
 			}
 			for _, r := range ev.Results {
 				if r.Value == nil {
@@ -81,9 +81,9 @@ func FuzzStreamState(f *testing.F) {
 		}
 		other := new(Sums)
 		if json.Unmarshal(a, other) == nil {
-			n := sums.N
-			if err := sums.Merge(other); err == nil && other.N > 0 {
-				t.Errorf("sums of n = %d merged with a copy of themselves: accepted (n = %d)", n, sums.N)
+			n := sums.st.N
+			if err := sums.Merge(other); err == nil && other.st.N > 0 {
+				t.Errorf("sums of n = %d merged with a copy of themselves: accepted (n = %d)", n, sums.st.N)
 			}
 		}
 		if ks != nil {

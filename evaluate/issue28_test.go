@@ -174,8 +174,8 @@ func TestSumsStateChecked(t *testing.T) {
 	if err := json.Unmarshal(b, &copyOf); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Merge(&copyOf); err == nil || !strings.Contains(err.Error(), "the same rows twice") || a.N != 200 {
-		t.Errorf("merged with itself: %v, n = %d", err, a.N)
+	if err := a.Merge(&copyOf); err == nil || !strings.Contains(err.Error(), "the same rows twice") || a.st.N != 200 {
+		t.Errorf("merged with itself: %v, n = %d", err, a.st.N)
 	}
 	if err := a.Add(&Batch{Set: RowsOf(s, 50, 60), Source: "part-0.csv", Offset: 50}); err == nil || !strings.Contains(err.Error(), "rows 51 to 60") {
 		t.Errorf("rows added twice: %v", err)
@@ -185,11 +185,11 @@ func TestSumsStateChecked(t *testing.T) {
 	c.Add(&Batch{Set: RowsOf(s, 0, 100), Source: "part-1.csv"})
 	d, _ := NewSums(o)
 	d.Add(&Batch{Set: RowsOf(s, 100, 200), Source: "part-1.csv", Offset: 100})
-	if err := c.Merge(d); err != nil || c.N != 200 || len(c.Rows) != 1 || c.Rows[0].To != 200 {
-		t.Errorf("two halves of one source: %v, n = %d, rows %+v", err, c.N, c.Rows)
+	if err := c.Merge(d); err != nil || c.st.N != 200 || len(c.st.Rows) != 1 || c.st.Rows[0].To != 200 {
+		t.Errorf("two halves of one source: %v, n = %d, rows %+v", err, c.st.N, c.st.Rows)
 	}
-	if err := a.Merge(c); err != nil || a.N != 400 {
-		t.Errorf("another source: %v, n = %d", err, a.N)
+	if err := a.Merge(c); err != nil || a.st.N != 400 {
+		t.Errorf("another source: %v, n = %d", err, a.st.N)
 	}
 }
 

@@ -16,6 +16,13 @@ import (
 // notion, over every row added. Build it with Sums.KernelSums once the
 // first pass is complete.
 type KernelSums struct {
+	st kernelSumsState
+	// index finds the evaluation point of a (source, row).
+	index map[string]map[int64]int
+}
+
+// kernelSumsState is the state of KernelSums, and its JSON form.
+type kernelSumsState struct {
 	Version int              `json:"version"`
 	Notions []*kde.PointSums `json:"notions"`
 	// Points names the row of each evaluation point, in the order of the
@@ -43,23 +50,19 @@ type KernelSums struct {
 	// sums hold (0 of 1: all; see Sums.KernelSumsBlock).
 	Block  int `json:"block,omitempty"`
 	Blocks int `json:"blocks,omitempty"`
-	// index finds the evaluation point of a (source, row).
-	index map[string]map[int64]int
 }
 
 // MarshalJSON writes the JSON form: {"kind": "evaluate.KernelSums",
 // "version": 2, ...} and the exported fields, each sum in its own
 // envelope.
 func (ks *KernelSums) MarshalJSON() ([]byte, error) {
-	type plain KernelSums
-	return kernelSumsKind.Encode((*plain)(ks))
+	return kernelSumsKind.Encode(&ks.st)
 }
 
 // UnmarshalJSON reads the JSON form of KernelSums, checking its kind,
 // version and that every part is there.
 func (ks *KernelSums) UnmarshalJSON(b []byte) error {
-	type plain KernelSums
-	var v plain
+	var v kernelSumsState
 	if _, err := kernelSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
@@ -83,7 +86,7 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	if v.Blocks < 0 || v.Block < 0 || (v.Blocks > 0 && v.Block >= v.Blocks) || v.Rows < 0 {
 		return kernelSumsKind.Errorf("block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
 	}
-	*ks = KernelSums(v)
+	ks.st, ks.index = v, nil
 	return nil
 }
 
@@ -113,88 +116,88 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 	if !s.KernelPass() {
 		return nil, nil
 	}
-	if !s.started || s.N == 0 {
+	if !s.started || s.st.N == 0 {
 		return nil, &DataError{Err: data.ErrEmpty}
 	}
-	ks := &KernelSums{Version: streamVersion, K: s.K, Block: b, Blocks: nb}
-	if s.TopSketch != nil && b == 0 {
-		top, err := s.TopSketch.Needed(s.Config.Bins, s.Weighted)
+	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
+	if s.st.TopSketch != nil && b == 0 {
+		top, err := s.st.TopSketch.Needed(s.st.Config.Bins, s.st.Weighted)
 		if err != nil {
 			return nil, fmt.Errorf("evaluate: top-label bins: %w", err)
 		}
-		ks.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.K))
-		for k, sk := range s.ClassSketch {
-			keys, err := sk.Needed(s.Config.Bins, s.Weighted)
+		ks.st.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.st.K))
+		for k, sk := range s.st.ClassSketch {
+			keys, err := sk.Needed(s.st.Config.Bins, s.st.Weighted)
 			if err != nil {
 				return nil, fmt.Errorf("evaluate: class %d bins: %w", k, err)
 			}
-			ks.ClassEdges = append(ks.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.K)))
+			ks.st.ClassEdges = append(ks.st.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.st.K)))
 		}
 	}
-	if s.Pooled != nil && b == 0 {
+	if s.st.Pooled != nil && b == 0 {
 		// The pooled coordinates' rule: the rows of positive weight
 		// (Sqrt), their K values each (Doane).
-		bins, err := s.Config.Bins.MergedBins(*s.Pooled, float64(s.Pos), float64(s.Pos)*float64(s.K))
+		bins, err := s.st.Config.Bins.MergedBins(*s.st.Pooled, float64(s.st.Pos), float64(s.st.Pos)*float64(s.st.K))
 		if err != nil {
 			return nil, err
 		}
-		if ks.Cells, err = metric.NewCellSums(s.K, bins); err != nil {
+		if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
 			return nil, err
 		}
-		ks.Cells.Limit = s.Config.cellLimit(s.K)
+		ks.st.Cells.Limit = s.st.Config.cellLimit(s.st.K)
 	}
-	if s.Sample == nil {
+	if s.st.Sample == nil {
 		return ks, nil
 	}
-	if s.Config.All && s.N > MaxAllPoints {
-		return nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.N, MaxAllPoints)
+	if s.st.Config.All && s.st.N > MaxAllPoints {
+		return nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
 	}
-	probs, labels, weights, ids := s.Sample.points(s.Weighted)
+	probs, labels, weights, ids := s.st.Sample.points(s.st.Weighted)
 	m := len(ids)
 	j0, j1 := b*m/nb, (b+1)*m/nb
 	if j0 == j1 {
 		return nil, fmt.Errorf("evaluate: %d blocks of %d evaluation points: block %d is empty", nb, m, b)
 	}
-	probs, labels, ids = probs[j0*s.K:j1*s.K], labels[j0:j1], ids[j0:j1]
+	probs, labels, ids = probs[j0*s.st.K:j1*s.st.K], labels[j0:j1], ids[j0:j1]
 	if weights != nil {
 		weights = weights[j0:j1]
 	}
-	notions, _, err := streamNotions(s.Config.Mode, s.K, s.Binary)
+	notions, _, err := streamNotions(s.st.Config.Mode, s.st.K, s.st.Binary)
 	if err != nil {
 		return nil, err
 	}
-	ks.Points = ids
-	if s.Config.has("mmce") {
-		if ks.MMCE, err = metric.NewMMCESums(probs, labels, s.K, weights, s.Config.MMCEWidth); err != nil {
+	ks.st.Points = ids
+	if s.st.Config.has("mmce") {
+		if ks.st.MMCE, err = metric.NewMMCESums(probs, labels, s.st.K, weights, s.st.Config.MMCEWidth); err != nil {
 			return nil, fmt.Errorf("evaluate: %w", err)
 		}
 	}
-	if !s.Config.has("ece_kde") {
+	if !s.st.Config.has("ece_kde") {
 		notions = nil
 	}
 	for _, n := range notions {
-		ps, err := kde.NewPointSums(n, probs, labels, s.K, weights, s.Config.Grid)
+		ps, err := kde.NewPointSums(n, probs, labels, s.st.K, weights, s.st.Config.Grid)
 		if err != nil {
 			return nil, err
 		}
-		ks.Notions = append(ks.Notions, ps)
+		ks.st.Notions = append(ks.st.Notions, ps)
 	}
-	if c := s.Config; c.has("ece_witness") {
+	if c := s.st.Config; c.has("ece_witness") {
 		scale := 0.0
 		if slices.Contains(c.WitnessP, 2) {
 			scale = 0.5 // kde.WitnessOptions.P2Scale's default
 		}
-		if ks.Witness, err = kde.NewWitnessSums(probs, labels, s.K, weights, c.WitnessGrid, scale); err != nil {
+		if ks.st.Witness, err = kde.NewWitnessSums(probs, labels, s.st.K, weights, c.WitnessGrid, scale); err != nil {
 			return nil, err
 		}
 	}
-	if s.Config.has("sharpness") {
+	if s.st.Config.has("sharpness") {
 		ps := ks.notion(s.sharpnessNotion())
 		if ps == nil {
-			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.K, weights, s.Config.Grid); err != nil {
+			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.st.K, weights, s.st.Config.Grid); err != nil {
 				return nil, err
 			}
-			ks.Sharpness = ps
+			ks.st.Sharpness = ps
 		}
 		if err := ps.KeepSquares(); err != nil {
 			return nil, err
@@ -205,7 +208,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 
 // notion returns ece_kde's sums of notion n (nil when not computed).
 func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
-	for _, ps := range ks.Notions {
+	for _, ps := range ks.st.Notions {
 		if ps.Notion == n {
 			return ps
 		}
@@ -215,10 +218,10 @@ func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
 
 // all returns every PointSums of ks: ece_kde's and sharpness's own.
 func (ks *KernelSums) all() []*kde.PointSums {
-	if ks.Sharpness == nil {
-		return ks.Notions
+	if ks.st.Sharpness == nil {
+		return ks.st.Notions
 	}
-	return append(slices.Clip(ks.Notions), ks.Sharpness)
+	return append(slices.Clip(ks.st.Notions), ks.st.Sharpness)
 }
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
@@ -229,15 +232,15 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	}
 	if ks.index == nil {
 		ks.index = map[string]map[int64]int{}
-		for j, id := range ks.Points {
+		for j, id := range ks.st.Points {
 			if ks.index[id.Source] == nil {
 				ks.index[id.Source] = map[int64]int{}
 			}
 			ks.index[id.Source][id.Row] = j
 		}
 	}
-	if b.K != ks.K || b.Labels == nil {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.K)}
+	if b.K != ks.st.K || b.Labels == nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.st.K)}
 	}
 	self := make([]int, b.N)
 	rows := ks.index[b.Source]
@@ -247,29 +250,29 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			self[i] = j
 		}
 	}
-	if ks.MMCE != nil {
-		if err := ks.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
+	if ks.st.MMCE != nil {
+		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
-	if ks.TopEdges != nil {
-		if err := addScores(ks.TopEdges, ks.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
+	if ks.st.TopEdges != nil {
+		if err := addScores(ks.st.TopEdges, ks.st.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
-	if ks.Cells != nil {
-		if err := ks.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
+	if ks.st.Cells != nil {
+		if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
-	ks.Rows += int64(b.N)
+	ks.st.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
-	if ks.Witness != nil {
-		if err := ks.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
+	if ks.st.Witness != nil {
+		if err := ks.st.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
@@ -282,46 +285,46 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 	if ks == nil || o == nil {
 		return nil
 	}
-	if ks.Block != o.Block || ks.Blocks != o.Blocks {
-		return fmt.Errorf("evaluate: merging kernel sums of block %d of %d with block %d of %d", ks.Block, ks.Blocks, o.Block, o.Blocks)
+	if ks.st.Block != o.st.Block || ks.st.Blocks != o.st.Blocks {
+		return fmt.Errorf("evaluate: merging kernel sums of block %d of %d with block %d of %d", ks.st.Block, ks.st.Blocks, o.st.Block, o.st.Blocks)
 	}
-	if (ks.MMCE == nil) != (o.MMCE == nil) {
+	if (ks.st.MMCE == nil) != (o.st.MMCE == nil) {
 		return fmt.Errorf("evaluate: merging kernel sums with and without mmce")
 	}
-	if ks.MMCE != nil {
-		if err := ks.MMCE.Merge(o.MMCE); err != nil {
+	if ks.st.MMCE != nil {
+		if err := ks.st.MMCE.Merge(o.st.MMCE); err != nil {
 			return err
 		}
 	}
-	if (ks.Witness == nil) != (o.Witness == nil) {
+	if (ks.st.Witness == nil) != (o.st.Witness == nil) {
 		return fmt.Errorf("evaluate: merging kernel sums with and without ece_witness")
 	}
-	if ks.Witness != nil {
-		if err := ks.Witness.Merge(o.Witness); err != nil {
+	if ks.st.Witness != nil {
+		if err := ks.st.Witness.Merge(o.st.Witness); err != nil {
 			return fmt.Errorf("evaluate: %w", err)
 		}
 	}
-	if (ks.TopEdges == nil) != (o.TopEdges == nil) || len(ks.ClassEdges) != len(o.ClassEdges) || (ks.Cells == nil) != (o.Cells == nil) {
+	if (ks.st.TopEdges == nil) != (o.st.TopEdges == nil) || len(ks.st.ClassEdges) != len(o.st.ClassEdges) || (ks.st.Cells == nil) != (o.st.Cells == nil) {
 		return fmt.Errorf("evaluate: merging second-pass sums of different set-ups")
 	}
-	if ks.TopEdges != nil {
-		if err := ks.TopEdges.Merge(o.TopEdges); err != nil {
+	if ks.st.TopEdges != nil {
+		if err := ks.st.TopEdges.Merge(o.st.TopEdges); err != nil {
 			return err
 		}
-		for k := range ks.ClassEdges {
-			if err := ks.ClassEdges[k].Merge(o.ClassEdges[k]); err != nil {
+		for k := range ks.st.ClassEdges {
+			if err := ks.st.ClassEdges[k].Merge(o.st.ClassEdges[k]); err != nil {
 				return err
 			}
 		}
 	}
-	if ks.Cells != nil {
-		if err := ks.Cells.Merge(o.Cells); err != nil {
+	if ks.st.Cells != nil {
+		if err := ks.st.Cells.Merge(o.st.Cells); err != nil {
 			return err
 		}
 	}
-	ks.Rows += o.Rows
+	ks.st.Rows += o.st.Rows
 	a, b := ks.all(), o.all()
-	if len(ks.Notions) != len(o.Notions) || len(a) != len(b) {
+	if len(ks.st.Notions) != len(o.st.Notions) || len(a) != len(b) {
 		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(a), len(b))
 	}
 	for i := range a {
@@ -340,48 +343,48 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 		return nil, errors.New("evaluate: no blocks of kernel sums")
 	}
 	bs := slices.Clone(blocks)
-	slices.SortFunc(bs, func(a, b *KernelSums) int { return a.Block - b.Block })
-	nb := max(1, bs[0].Blocks)
+	slices.SortFunc(bs, func(a, b *KernelSums) int { return a.st.Block - b.st.Block })
+	nb := max(1, bs[0].st.Blocks)
 	if len(bs) != nb {
 		return nil, fmt.Errorf("evaluate: %d of the %d blocks of kernel sums", len(bs), nb)
 	}
 	a := bs[0]
 	for i, b := range bs {
 		switch {
-		case b.Block != i || max(1, b.Blocks) != nb:
-			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.Block, b.Blocks, i, nb)
-		case b.K != a.K || b.Rows != a.Rows || len(b.Notions) != len(a.Notions) || (b.Sharpness == nil) != (a.Sharpness == nil) || (b.MMCE == nil) != (a.MMCE == nil) || (b.Witness == nil) != (a.Witness == nil):
-			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.Rows, b.Rows)
-		case i > 0 && (b.TopEdges != nil || b.Cells != nil):
+		case b.st.Block != i || max(1, b.st.Blocks) != nb:
+			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.st.Block, b.st.Blocks, i, nb)
+		case b.st.K != a.st.K || b.st.Rows != a.st.Rows || len(b.st.Notions) != len(a.st.Notions) || (b.st.Sharpness == nil) != (a.st.Sharpness == nil) || (b.st.MMCE == nil) != (a.st.MMCE == nil) || (b.st.Witness == nil) != (a.st.Witness == nil):
+			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.st.Rows, b.st.Rows)
+		case i > 0 && (b.st.TopEdges != nil || b.st.Cells != nil):
 			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
 		}
 	}
-	out := &KernelSums{Version: streamVersion, K: a.K, Rows: a.Rows, TopEdges: a.TopEdges, ClassEdges: a.ClassEdges, Cells: a.Cells}
+	out := &KernelSums{st: kernelSumsState{Version: streamVersion, K: a.st.K, Rows: a.st.Rows, TopEdges: a.st.TopEdges, ClassEdges: a.st.ClassEdges, Cells: a.st.Cells}}
 	var err error
-	for i := range a.Notions {
-		ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.Notions[i] }, kde.ConcatPointSums)
+	for i := range a.st.Notions {
+		ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Notions[i] }, kde.ConcatPointSums)
 		if err != nil {
 			return nil, err
 		}
-		out.Notions = append(out.Notions, ps)
+		out.st.Notions = append(out.st.Notions, ps)
 	}
-	if a.Sharpness != nil {
-		if out.Sharpness, err = concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.Sharpness }, kde.ConcatPointSums); err != nil {
+	if a.st.Sharpness != nil {
+		if out.st.Sharpness, err = concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Sharpness }, kde.ConcatPointSums); err != nil {
 			return nil, err
 		}
 	}
-	if a.Witness != nil {
-		if out.Witness, err = concatBlocks(bs, func(b *KernelSums) *kde.WitnessSums { return b.Witness }, kde.ConcatWitnessSums); err != nil {
+	if a.st.Witness != nil {
+		if out.st.Witness, err = concatBlocks(bs, func(b *KernelSums) *kde.WitnessSums { return b.st.Witness }, kde.ConcatWitnessSums); err != nil {
 			return nil, err
 		}
 	}
-	if a.MMCE != nil {
-		if out.MMCE, err = concatBlocks(bs, func(b *KernelSums) *metric.MMCESums { return b.MMCE }, metric.ConcatMMCESums); err != nil {
+	if a.st.MMCE != nil {
+		if out.st.MMCE, err = concatBlocks(bs, func(b *KernelSums) *metric.MMCESums { return b.st.MMCE }, metric.ConcatMMCESums); err != nil {
 			return nil, err
 		}
 	}
 	for _, b := range bs {
-		out.Points = append(out.Points, b.Points...)
+		out.st.Points = append(out.st.Points, b.st.Points...)
 	}
 	return out, nil
 }
@@ -399,3 +402,7 @@ func concatBlocks[T any](bs []*KernelSums, get func(*KernelSums) T, join func([]
 	}
 	return out, nil
 }
+
+// Block returns which block of the evaluation points the sums hold, and of
+// how many blocks (0 of 1: every point; see Sums.KernelSumsBlock).
+func (ks *KernelSums) Block() (block, blocks int) { return ks.st.Block, max(1, ks.st.Blocks) }

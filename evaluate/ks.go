@@ -67,7 +67,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 // finishKS reports KS from the cell sums: the value is the midpoint of the
 // bounds lo <= KS <= hi, which the Result's interval holds ("bound").
 func (s *Sums) finishKS() []*Result {
-	c := s.Config
+	c := s.st.Config
 	var out []*Result
 	entry := func(nt notion.Notion, r int, ks *metric.KSSums) *Result {
 		lo, hi := ks.Interval()
@@ -79,28 +79,28 @@ func (s *Sums) finishKS() []*Result {
 	}
 	i := 0
 	for _, r := range c.KSR {
-		if r <= s.K {
-			out = append(out, entry("top_r", r, s.KSTop[i]))
+		if r <= s.st.K {
+			out = append(out, entry("top_r", r, s.st.KSTop[i]))
 			i++
 		}
 	}
 	i = 0
 	for _, r := range c.KSR {
-		if r >= 2 && r <= s.K {
-			out = append(out, entry("within_top_r", r, s.KSWith[i]))
+		if r >= 2 && r <= s.st.K {
+			out = append(out, entry("within_top_r", r, s.st.KSWith[i]))
 			i++
 		}
 	}
 	e := &Result{Metric: KS, Notion: "class_wise", IntervalKind: "bound"}
 	sum, slo, shi := 0.0, 0.0, 0.0
-	for _, ks := range s.KSClass {
+	for _, ks := range s.st.KSClass {
 		lo, hi := ks.Interval()
 		e.PerClass = append(e.PerClass, Float((lo+hi)/2))
 		sum += (lo + hi) / 2
 		slo += lo
 		shi += hi
 	}
-	k := float64(s.K)
+	k := float64(s.st.K)
 	e.Value, e.Sum, e.Interval = jf(sum/k), jf(sum), []Float{Float(slo / k), Float(shi / k)}
 	return append(out, e)
 }

@@ -36,12 +36,12 @@ func (ev *evaluator) mmce() ([]*Result, error) {
 // value is sqrt(max(0, squared)) and the interval the roots of the
 // squared's interval (clamped at 0).
 func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
-	if ks == nil || ks.MMCE == nil {
+	if ks == nil || ks.st.MMCE == nil {
 		return nil, errors.New("mmce: the second pass (KernelSums) is missing")
 	}
-	c := s.Config
-	sq, se, lo, hi := ks.MMCE.Estimate(c.Level)
+	c := s.st.Config
+	sq, se, lo, hi := ks.st.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, len(ks.MMCE.R), se, root(lo), root(hi))
+	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, len(ks.st.MMCE.R), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }

@@ -24,7 +24,7 @@ func scoreDef(m Metric, mean func(*metric.ScoreSums) float64) metricDef {
 		interval: percentile,
 		define:   func(_ *config, e *Result) { e.Estimator = "mean" },
 		finish: func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
-			return []*Result{{Metric: m, Value: jf(mean(s.Scores))}}, nil
+			return []*Result{{Metric: m, Value: jf(mean(s.st.Scores))}}, nil
 		},
 		streamed: true,
 	}

@@ -73,7 +73,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 // sharpnessNotion is the notion of sharpness: binary for one-column
 // input, else top_label.
 func (s *Sums) sharpnessNotion() kde.Notion {
-	if s.Binary {
+	if s.st.Binary {
 		return kde.Binary
 	}
 	return kde.TopLabel
@@ -88,19 +88,19 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	n := s.sharpnessNotion()
 	ps := ks.notion(n)
 	if ps == nil || ps.Squares == nil {
-		ps = ks.Sharpness
+		ps = ks.st.Sharpness
 	}
 	if ps == nil {
 		return nil, errors.New("sharpness: the kernel sums lack the squared sums")
 	}
-	c := s.Config
+	c := s.st.Config
 	g, method, _, err := c.gridBandwidth(ps)
 	if err != nil {
 		return nil, err
 	}
-	ybar := s.Scores.Accuracy()
+	ybar := s.st.Scores.Accuracy()
 	if n == kde.Binary {
-		ybar = s.Scores.LabelMean(1)
+		ybar = s.st.Scores.LabelMean(1)
 	}
 	res, err := ps.Sharpness(g, ybar, c.Level)
 	if err != nil {

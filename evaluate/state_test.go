@@ -136,14 +136,14 @@ func TestStateModeSpelling(t *testing.T) {
 	if err := json.Unmarshal([]byte(old), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Config.Mode != "class_wise,top_label" {
-		t.Errorf("mode read as %q", s.Config.Mode)
+	if s.st.Config.Mode != "class_wise,top_label" {
+		t.Errorf("mode read as %q", s.st.Config.Mode)
 	}
 	var now Sums
 	if err := json.Unmarshal(bytes.Replace(b, []byte(`"mode":"canonical,top_label"`), []byte(`"mode":"class_wise,top_label"`), 1), &now); err != nil {
 		t.Fatal(err)
 	}
-	if configKey(s.Config) != configKey(now.Config) {
-		t.Errorf("configs differ:\n%s\n%s", configKey(s.Config), configKey(now.Config))
+	if configKey(s.st.Config) != configKey(now.st.Config) {
+		t.Errorf("configs differ:\n%s\n%s", configKey(s.st.Config), configKey(now.st.Config))
 	}
 }

@@ -99,34 +99,34 @@ func near(a, b float64) bool {
 // configuration and K, the sample against its capacity and K. Each
 // error names the field.
 func (s *Sums) checkState() error {
-	c := s.Config
-	if s.N < 1 {
-		return fmt.Errorf("n = %d: started sums hold at least one row", s.N)
+	c := s.st.Config
+	if s.st.N < 1 {
+		return fmt.Errorf("n = %d: started sums hold at least one row", s.st.N)
 	}
 	var rows int64
-	for i, r := range s.Rows {
-		if r.From < 0 || r.To <= r.From || i > 0 && compareRanges(s.Rows[i-1], r) >= 0 {
+	for i, r := range s.st.Rows {
+		if r.From < 0 || r.To <= r.From || i > 0 && compareRanges(s.st.Rows[i-1], r) >= 0 {
 			return fmt.Errorf("rows: range %d (%s, %d to %d) out of order or empty", i, r.Source, r.From, r.To)
 		}
-		if i > 0 && s.Rows[i-1].Source == r.Source && s.Rows[i-1].To > r.From {
+		if i > 0 && s.st.Rows[i-1].Source == r.Source && s.st.Rows[i-1].To > r.From {
 			return fmt.Errorf("rows: ranges of %s overlap", r.Source)
 		}
 		rows += r.To - r.From
 	}
-	if rows != s.N {
-		return fmt.Errorf("n = %d, but the row ranges hold %d rows", s.N, rows)
+	if rows != s.st.N {
+		return fmt.Errorf("n = %d, but the row ranges hold %d rows", s.st.N, rows)
 	}
-	if s.Pos < 0 || s.Pos > s.N || !s.Weighted && s.Pos != s.N {
-		return fmt.Errorf("pos = %d: want the rows of positive weight, 0 to n = %d (n without weights)", s.Pos, s.N)
+	if s.st.Pos < 0 || s.st.Pos > s.st.N || !s.st.Weighted && s.st.Pos != s.st.N {
+		return fmt.Errorf("pos = %d: want the rows of positive weight, 0 to n = %d (n without weights)", s.st.Pos, s.st.N)
 	}
 	w := s.total()
-	if !(w >= 0) || math.IsInf(w, 0) || !s.Weighted && s.W != 0 && s.W != float64(s.N) {
-		return fmt.Errorf("w = %v: want a finite weight total >= 0 (n without weights)", s.W)
+	if !(w >= 0) || math.IsInf(w, 0) || !s.st.Weighted && s.st.W != 0 && s.st.W != float64(s.st.N) {
+		return fmt.Errorf("w = %v: want a finite weight total >= 0 (n without weights)", s.st.W)
 	}
-	sc := s.Scores
+	sc := s.st.Scores
 	switch {
-	case int64(sc.N) != s.N:
-		return fmt.Errorf("scores.n = %d, n = %d", sc.N, s.N)
+	case int64(sc.N) != s.st.N:
+		return fmt.Errorf("scores.n = %d, n = %d", sc.N, s.st.N)
 	case !near(sc.W, w):
 		return fmt.Errorf("scores.weight_sum = %v, the rows' weight %v", sc.W, w)
 	case !(sc.Correct >= 0 && sc.Correct <= w*(1+1e-9)):
@@ -137,8 +137,8 @@ func (s *Sums) checkState() error {
 		return fmt.Errorf("scores.brier_sum = %v: want 0 to twice the weight total %v", sc.Brier, w)
 	case !(sc.NLL >= 0):
 		return fmt.Errorf("scores.nll_sum = %v: want >= 0", sc.NLL)
-	case sc.Label != nil && len(sc.Label) != s.K:
-		return fmt.Errorf("scores.label_weight: %d entries for K = %d", len(sc.Label), s.K)
+	case sc.Label != nil && len(sc.Label) != s.st.K:
+		return fmt.Errorf("scores.label_weight: %d entries for K = %d", len(sc.Label), s.st.K)
 	}
 	if sc.Label != nil {
 		sum := 0.0
@@ -156,8 +156,8 @@ func (s *Sums) checkState() error {
 		if want := c.Bins.Bins; len(b.Edges) != want+1 || len(b.Count) != want || len(b.Mass) != want || len(b.Score) != want || len(b.Freq) != want {
 			return fmt.Errorf("%s: %d edges and %d counts for %d bins", name, len(b.Edges), len(b.Count), want)
 		}
-		if int64(b.N) != s.N || !near(b.W, w) {
-			return fmt.Errorf("%s: n = %d, weight %v; the sums' n = %d, weight %v", name, b.N, b.W, s.N, w)
+		if int64(b.N) != s.st.N || !near(b.W, w) {
+			return fmt.Errorf("%s: n = %d, weight %v; the sums' n = %d, weight %v", name, b.N, b.W, s.st.N, w)
 		}
 		n, m := 0, 0.0
 		for i := range b.Count {
@@ -171,35 +171,35 @@ func (s *Sums) checkState() error {
 		}
 		return nil
 	}
-	if s.Top != nil {
-		if err := bins("top", s.Top); err != nil {
+	if s.st.Top != nil {
+		if err := bins("top", s.st.Top); err != nil {
 			return err
 		}
-		for k, b := range s.Class {
+		for k, b := range s.st.Class {
 			if err := bins(fmt.Sprintf("class[%d]", k), b); err != nil {
 				return err
 			}
 		}
 	}
-	if s.Cells != nil && (s.Cells.K != s.K || s.Cells.B != c.Bins.Bins || int64(s.Cells.N) != s.N) {
-		return fmt.Errorf("cells: K = %d, %d bins, n = %d; the sums' K = %d, %d bins, n = %d", s.Cells.K, s.Cells.B, s.Cells.N, s.K, c.Bins.Bins, s.N)
+	if s.st.Cells != nil && (s.st.Cells.K != s.st.K || s.st.Cells.B != c.Bins.Bins || int64(s.st.Cells.N) != s.st.N) {
+		return fmt.Errorf("cells: K = %d, %d bins, n = %d; the sums' K = %d, %d bins, n = %d", s.st.Cells.K, s.st.Cells.B, s.st.Cells.N, s.st.K, c.Bins.Bins, s.st.N)
 	}
-	for name, list := range map[string][]*metric.KSSums{"ks_top": s.KSTop, "ks_within": s.KSWith, "ks_class": s.KSClass} {
+	for name, list := range map[string][]*metric.KSSums{"ks_top": s.st.KSTop, "ks_within": s.st.KSWith, "ks_class": s.st.KSClass} {
 		for i, ks := range list {
-			if int64(ks.N) != s.N || ks.Cells != c.KSCells || !near(ks.W, w) {
-				return fmt.Errorf("%s[%d]: n = %d, %d cells, weight %v; the sums' n = %d, %d cells, weight %v", name, i, ks.N, ks.Cells, ks.W, s.N, c.KSCells, w)
+			if int64(ks.N) != s.st.N || ks.Cells != c.KSCells || !near(ks.W, w) {
+				return fmt.Errorf("%s[%d]: n = %d, %d cells, weight %v; the sums' n = %d, %d cells, weight %v", name, i, ks.N, ks.Cells, ks.W, s.st.N, c.KSCells, w)
 			}
 		}
 	}
-	if sm := s.Sample; sm != nil {
-		if sm.M != c.M || sm.Seed != c.Seed || len(sm.Rows) > sm.M || int64(len(sm.Rows)) > s.N {
-			return fmt.Errorf("sample: %d rows of capacity %d (seed %d) for %d rows; the configuration's capacity %d, seed %d", len(sm.Rows), sm.M, sm.Seed, s.N, c.M, c.Seed)
+	if sm := s.st.Sample; sm != nil {
+		if sm.M != c.M || sm.Seed != c.Seed || len(sm.Rows) > sm.M || int64(len(sm.Rows)) > s.st.N {
+			return fmt.Errorf("sample: %d rows of capacity %d (seed %d) for %d rows; the configuration's capacity %d, seed %d", len(sm.Rows), sm.M, sm.Seed, s.st.N, c.M, c.Seed)
 		}
 		seen := map[PointID]bool{}
 		for i, r := range sm.Rows {
 			id := PointID{Source: r.Source, Row: r.Row}
-			if len(r.Probs) != s.K || r.Label < 0 || r.Label >= s.K || !(r.Weight >= 0) || seen[id] {
-				return fmt.Errorf("sample: row %d (%s, row %d): %d probabilities, label %d, weight %v for K = %d, or a row twice", i, r.Source, r.Row, len(r.Probs), r.Label, r.Weight, s.K)
+			if len(r.Probs) != s.st.K || r.Label < 0 || r.Label >= s.st.K || !(r.Weight >= 0) || seen[id] {
+				return fmt.Errorf("sample: row %d (%s, row %d): %d probabilities, label %d, weight %v for K = %d, or a row twice", i, r.Source, r.Row, len(r.Probs), r.Label, r.Weight, s.st.K)
 			}
 			seen[id] = true
 		}

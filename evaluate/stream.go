@@ -394,7 +394,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	if err := pass(1, "sums", s.Add); err != nil {
 		return nil, err
 	}
-	if s.N == 0 {
+	if s.st.N == 0 {
 		if sk, ok := src.(interface{ Skipped() []string }); ok && len(sk.Skipped()) > 0 {
 			return nil, &DataError{Err: fmt.Errorf("%w: every shard is without rows (%s)", data.ErrEmpty, strings.Join(sk.Skipped(), ", "))}
 		}

@@ -352,7 +352,7 @@ func TestStreamAllPointsBound(t *testing.T) {
 	if err := s.Add(b); err != nil {
 		t.Fatal(err)
 	}
-	s.N = MaxAllPoints + 1 // as after that many rows
+	s.st.N = MaxAllPoints + 1 // as after that many rows
 	if _, err := s.KernelSums(); err == nil || !strings.Contains(err.Error(), "evaluation points") {
 		t.Errorf("n > MaxAllPoints with every row: %v", err)
 	}
@@ -467,7 +467,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if own := ks.Sharpness != nil; own != (slices.Equal(tc.mode, NotionSet{kde.Canonical}) || len(tc.metrics) == 1) {
+		if own := ks.st.Sharpness != nil; own != (slices.Equal(tc.mode, NotionSet{kde.Canonical}) || len(tc.metrics) == 1) {
 			t.Errorf("%s mode %q %v: own sharpness sums %v", tc.set.File, tc.mode, tc.metrics, own)
 		}
 		ev, err := Finish(sums, ks)

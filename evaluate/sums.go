@@ -17,6 +17,12 @@ import (
 // bins, and the sample of the kernel estimators' evaluation points. The
 // zero value is not usable: see NewSums.
 type Sums struct {
+	st      sumsState
+	started bool
+}
+
+// sumsState is the state of Sums, and its JSON form.
+type sumsState struct {
 	Version int           `json:"version"`
 	Config  *streamConfig `json:"config"`
 	// Set-level facts, fixed by the first batch (K, Binary, Input) or
@@ -48,8 +54,7 @@ type Sums struct {
 	Sample      *Sample               `json:"sample,omitempty"`
 	// Rows are the runs of rows added, by source: the same rows cannot
 	// be added twice, and they hold exactly N rows.
-	Rows    []RowRange `json:"rows"`
-	started bool
+	Rows []RowRange `json:"rows"`
 }
 
 // streamVersion is the version of the JSON forms of Sums and KernelSums.
@@ -71,12 +76,12 @@ func NewSums(o StreamOptions) (*Sums, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sums{Version: streamVersion, Config: c}, nil
+	return &Sums{st: sumsState{Version: streamVersion, Config: c}}, nil
 }
 
 // start sets up the sums for the first batch's K and kind.
 func (s *Sums) start(b *Batch) error {
-	c := s.Config
+	c := s.st.Config
 	if c.has("ks") {
 		if err := CheckKSR(Options{KSR: c.KSR}, b.K); err != nil {
 			return err
@@ -87,52 +92,52 @@ func (s *Sums) start(b *Batch) error {
 			return err
 		}
 	}
-	s.K, s.Binary, s.Input, s.Weighted, s.started = b.K, b.Binary, b.Set.Kind(), b.Weights != nil, true
-	s.Scores = metric.NewScoreSums()
+	s.st.K, s.st.Binary, s.st.Input, s.st.Weighted, s.started = b.K, b.Binary, b.Set.Kind(), b.Weights != nil, true
+	s.st.Scores = metric.NewScoreSums()
 	var err error
 	switch {
 	case c.sketched():
-		s.TopSketch = metric.NewScoreSketch()
-		s.ClassSketch = make([]*metric.ScoreSketch, s.K)
-		for k := range s.ClassSketch {
-			s.ClassSketch[k] = metric.NewScoreSketch()
+		s.st.TopSketch = metric.NewScoreSketch()
+		s.st.ClassSketch = make([]*metric.ScoreSketch, s.st.K)
+		for k := range s.st.ClassSketch {
+			s.st.ClassSketch[k] = metric.NewScoreSketch()
 		}
 	case c.binned():
-		if s.Top, err = metric.NewBinSums(c.Bins); err != nil {
+		if s.st.Top, err = metric.NewBinSums(c.Bins); err != nil {
 			return err
 		}
-		s.Class = make([]*metric.BinSums, s.K)
-		for k := range s.Class {
-			s.Class[k], _ = metric.NewBinSums(c.Bins)
+		s.st.Class = make([]*metric.BinSums, s.st.K)
+		for k := range s.st.Class {
+			s.st.Class[k], _ = metric.NewBinSums(c.Bins)
 		}
 	}
 	switch {
 	case c.dataCells():
-		s.Pooled = new(metric.Moments)
+		s.st.Pooled = new(metric.Moments)
 	case c.cells():
-		if s.Cells, err = metric.NewCellSums(s.K, c.Bins.Bins); err != nil {
+		if s.st.Cells, err = metric.NewCellSums(s.st.K, c.Bins.Bins); err != nil {
 			return err
 		}
-		s.Cells.Limit = c.cellLimit(s.K)
+		s.st.Cells.Limit = c.cellLimit(s.st.K)
 	}
 	if c.has("ks") {
 		for _, r := range c.KSR {
-			if r <= s.K {
+			if r <= s.st.K {
 				ks, _ := metric.NewKSSums(c.KSCells)
-				s.KSTop = append(s.KSTop, ks)
+				s.st.KSTop = append(s.st.KSTop, ks)
 			}
-			if r >= 2 && r <= s.K {
+			if r >= 2 && r <= s.st.K {
 				ks, _ := metric.NewKSSums(c.KSCells)
-				s.KSWith = append(s.KSWith, ks)
+				s.st.KSWith = append(s.st.KSWith, ks)
 			}
 		}
-		s.KSClass = make([]*metric.KSSums, s.K)
-		for k := range s.KSClass {
-			s.KSClass[k], _ = metric.NewKSSums(c.KSCells)
+		s.st.KSClass = make([]*metric.KSSums, s.st.K)
+		for k := range s.st.KSClass {
+			s.st.KSClass[k], _ = metric.NewKSSums(c.KSCells)
 		}
 	}
 	if s.kernelMetrics() {
-		s.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.K}
+		s.st.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.st.K}
 	}
 	return nil
 }
@@ -150,14 +155,14 @@ func (s *Sums) Add(b *Batch) error {
 			return err
 		}
 	}
-	at, err := rowsOverlap(s.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
+	at, err := rowsOverlap(s.st.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
 	if err != nil {
 		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 	}
-	if b.K != s.K || b.Binary != s.Binary || b.Set.Kind() != s.Input || (b.Weights != nil) != s.Weighted {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.K, s.Input, weightedWord(s.Weighted))}
+	if b.K != s.st.K || b.Binary != s.st.Binary || b.Set.Kind() != s.st.Input || (b.Weights != nil) != s.st.Weighted {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted))}
 	}
-	c, k, p, y, w := s.Config, b.K, b.Probs, b.Labels, b.Weights
+	c, k, p, y, w := s.st.Config, b.K, b.Probs, b.Labels, b.Weights
 	logits := b.Logits
 	if logits != nil && b.Binary { // one logit z is (0, z)
 		z := make([]float64, 2*b.N)
@@ -166,64 +171,64 @@ func (s *Sums) Add(b *Batch) error {
 		}
 		logits = z
 	}
-	if err := s.Scores.Add(p, logits, y, k, w); err != nil {
+	if err := s.st.Scores.Add(p, logits, y, k, w); err != nil {
 		return err
 	}
-	if s.Top != nil {
-		if err := addScores(s.Top, s.Class, p, y, k, w); err != nil {
+	if s.st.Top != nil {
+		if err := addScores(s.st.Top, s.st.Class, p, y, k, w); err != nil {
 			return err
 		}
 	}
-	if s.Cells != nil {
-		if err := s.Cells.Add(p, y, w); err != nil {
+	if s.st.Cells != nil {
+		if err := s.st.Cells.Add(p, y, w); err != nil {
 			return err
 		}
 	}
-	if s.TopSketch != nil {
-		if err := addScores(s.TopSketch, s.ClassSketch, p, y, k, w); err != nil {
+	if s.st.TopSketch != nil {
+		if err := addScores(s.st.TopSketch, s.st.ClassSketch, p, y, k, w); err != nil {
 			return err
 		}
 	}
-	if s.Pooled != nil {
+	if s.st.Pooled != nil {
 		for i, v := range p {
-			s.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
+			s.st.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
 		}
 	}
-	if s.KSTop != nil || s.KSClass != nil {
+	if s.st.KSTop != nil || s.st.KSClass != nil {
 		i, j := 0, 0
 		for _, r := range c.KSR {
 			if r <= k {
 				sc, oc := metric.TopR(p, y, k, r)
-				if err := s.KSTop[i].Add(sc, oc, w); err != nil {
+				if err := s.st.KSTop[i].Add(sc, oc, w); err != nil {
 					return err
 				}
 				i++
 			}
 			if r >= 2 && r <= k {
 				sc, oc := metric.WithinTopR(p, y, k, r)
-				if err := s.KSWith[j].Add(sc, oc, w); err != nil {
+				if err := s.st.KSWith[j].Add(sc, oc, w); err != nil {
 					return err
 				}
 				j++
 			}
 		}
-		for cl, ks := range s.KSClass {
+		for cl, ks := range s.st.KSClass {
 			sc, oc := metric.ClassColumn(p, y, k, cl)
 			if err := ks.Add(sc, oc, w); err != nil {
 				return err
 			}
 		}
 	}
-	if s.Sample != nil {
-		s.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
+	if s.st.Sample != nil {
+		s.st.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
 	}
-	s.Rows = addRows(s.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
-	s.N += int64(b.N)
-	s.Pos += int64(mathx.PositiveRows(w, b.N))
-	s.W += mathx.WeightSum(w, b.N)
-	s.Renormalized += b.Renormalized
-	s.Rounded += b.Rounded
-	s.ZeroRounded = s.ZeroRounded || roundedZerosWarning(b.Set) != ""
+	s.st.Rows = addRows(s.st.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
+	s.st.N += int64(b.N)
+	s.st.Pos += int64(mathx.PositiveRows(w, b.N))
+	s.st.W += mathx.WeightSum(w, b.N)
+	s.st.Renormalized += b.Renormalized
+	s.st.Rounded += b.Rounded
+	s.st.ZeroRounded = s.st.ZeroRounded || roundedZerosWarning(b.Set) != ""
 	return nil
 }
 
@@ -241,66 +246,66 @@ func (s *Sums) Merge(o *Sums) error {
 		return nil
 	}
 	if !s.started {
-		if a, b := configKey(s.Config), configKey(o.Config); a != b {
+		if a, b := configKey(s.st.Config), configKey(o.st.Config); a != b {
 			return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
 		}
 		*s = *cloneSums(o)
 		return nil
 	}
-	if s.K != o.K || s.Binary != o.Binary || s.Input != o.Input || s.Weighted != o.Weighted {
-		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.K, s.Input, o.K, o.Input)
+	if s.st.K != o.st.K || s.st.Binary != o.st.Binary || s.st.Input != o.st.Input || s.st.Weighted != o.st.Weighted {
+		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.st.K, s.st.Input, o.st.K, o.st.Input)
 	}
-	if a, b := configKey(s.Config), configKey(o.Config); a != b {
+	if a, b := configKey(s.st.Config), configKey(o.st.Config); a != b {
 		return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
 	}
-	if (s.Sample == nil) != (o.Sample == nil) || (s.Sample != nil && (s.Sample.M != o.Sample.M || s.Sample.Seed != o.Sample.Seed || s.Sample.K != o.Sample.K)) {
+	if (s.st.Sample == nil) != (o.st.Sample == nil) || (s.st.Sample != nil && (s.st.Sample.M != o.st.Sample.M || s.st.Sample.Seed != o.st.Sample.Seed || s.st.Sample.K != o.st.Sample.K)) {
 		return fmt.Errorf("evaluate: merging sums with different samples")
 	}
-	rows, err := mergeRows(s.Rows, o.Rows)
+	rows, err := mergeRows(s.st.Rows, o.st.Rows)
 	if err != nil {
 		return fmt.Errorf("evaluate: merge: %w", err)
 	}
-	s.Rows = rows
-	errs := []error{s.Scores.Merge(o.Scores)}
-	if s.Top != nil {
-		errs = append(errs, s.Top.Merge(o.Top))
-		for k := range s.Class {
-			errs = append(errs, s.Class[k].Merge(o.Class[k]))
+	s.st.Rows = rows
+	errs := []error{s.st.Scores.Merge(o.st.Scores)}
+	if s.st.Top != nil {
+		errs = append(errs, s.st.Top.Merge(o.st.Top))
+		for k := range s.st.Class {
+			errs = append(errs, s.st.Class[k].Merge(o.st.Class[k]))
 		}
 	}
-	if s.Cells != nil {
-		errs = append(errs, s.Cells.Merge(o.Cells))
+	if s.st.Cells != nil {
+		errs = append(errs, s.st.Cells.Merge(o.st.Cells))
 	}
-	if s.TopSketch != nil {
-		errs = append(errs, s.TopSketch.Merge(o.TopSketch))
-		for k := range s.ClassSketch {
-			errs = append(errs, s.ClassSketch[k].Merge(o.ClassSketch[k]))
+	if s.st.TopSketch != nil {
+		errs = append(errs, s.st.TopSketch.Merge(o.st.TopSketch))
+		for k := range s.st.ClassSketch {
+			errs = append(errs, s.st.ClassSketch[k].Merge(o.st.ClassSketch[k]))
 		}
 	}
-	if s.Pooled != nil {
-		s.Pooled.Merge(*o.Pooled)
+	if s.st.Pooled != nil {
+		s.st.Pooled.Merge(*o.st.Pooled)
 	}
-	for i := range s.KSTop {
-		errs = append(errs, s.KSTop[i].Merge(o.KSTop[i]))
+	for i := range s.st.KSTop {
+		errs = append(errs, s.st.KSTop[i].Merge(o.st.KSTop[i]))
 	}
-	for i := range s.KSWith {
-		errs = append(errs, s.KSWith[i].Merge(o.KSWith[i]))
+	for i := range s.st.KSWith {
+		errs = append(errs, s.st.KSWith[i].Merge(o.st.KSWith[i]))
 	}
-	for i := range s.KSClass {
-		errs = append(errs, s.KSClass[i].Merge(o.KSClass[i]))
+	for i := range s.st.KSClass {
+		errs = append(errs, s.st.KSClass[i].Merge(o.st.KSClass[i]))
 	}
-	if s.Sample != nil {
-		errs = append(errs, s.Sample.merge(o.Sample))
+	if s.st.Sample != nil {
+		errs = append(errs, s.st.Sample.merge(o.st.Sample))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("evaluate: merge: %w", err)
 	}
-	s.N += o.N
-	s.Pos += o.Pos
-	s.W += o.W
-	s.Renormalized += o.Renormalized
-	s.Rounded += o.Rounded
-	s.ZeroRounded = s.ZeroRounded || o.ZeroRounded
+	s.st.N += o.st.N
+	s.st.Pos += o.st.Pos
+	s.st.W += o.st.W
+	s.st.Renormalized += o.st.Renormalized
+	s.st.Rounded += o.st.Rounded
+	s.st.ZeroRounded = s.st.ZeroRounded || o.st.ZeroRounded
 	return nil
 }
 
@@ -326,15 +331,13 @@ func cloneSums(s *Sums) *Sums {
 // MarshalJSON writes the JSON form: {"kind": "evaluate.Sums", "version":
 // 2, ...} and the exported fields, each sum in its own envelope.
 func (s *Sums) MarshalJSON() ([]byte, error) {
-	type plain Sums
-	return sumsKind.Encode((*plain)(s))
+	return sumsKind.Encode(&s.st)
 }
 
 // UnmarshalJSON reads the JSON form of Sums, checking its kind, version
 // and that it holds every part its configuration needs.
 func (s *Sums) UnmarshalJSON(b []byte) error {
-	type plain Sums
-	var v plain
+	var v sumsState
 	if _, err := sumsKind.Decode(b, &v); err != nil {
 		return err
 	}
@@ -349,8 +352,8 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 		return sumsKind.Errorf("config: %w", err)
 	}
 	v.Config.Mode = modeText(mode)
-	*s = Sums(v)
-	s.started = s.Scores != nil
+	s.st = v
+	s.started = s.st.Scores != nil
 	if err := s.check(); err != nil {
 		return sumsKind.Errorf("%w", err)
 	}
@@ -360,12 +363,12 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 // check says whether the sums read from JSON hold every part the
 // configuration needs, with the sizes it needs.
 func (s *Sums) check() error {
-	c := s.Config
+	c := s.st.Config
 	if c.M < 1 || c.KSCells < 1 || c.KSCells > 1<<24 || c.Bins.Bins < 1 || c.Bins.Bins > 1<<20 || len(c.Metrics) == 0 || c.MaxCells < 0 {
 		return errors.New("inconsistent configuration")
 	}
 	if !s.started {
-		if s.N != 0 || s.Top != nil || s.Sample != nil || s.Cells != nil || s.KSClass != nil {
+		if s.st.N != 0 || s.st.Top != nil || s.st.Sample != nil || s.st.Cells != nil || s.st.KSClass != nil {
 			return errors.New("sums without scores")
 		}
 		return nil
@@ -373,28 +376,28 @@ func (s *Sums) check() error {
 	binned := c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
 	nTop, nWith := 0, 0
 	for _, r := range c.KSR {
-		if r <= s.K {
+		if r <= s.st.K {
 			nTop++
 		}
-		if r >= 2 && r <= s.K {
+		if r >= 2 && r <= s.st.K {
 			nWith++
 		}
 	}
 	switch {
-	case s.K < 2:
-		return fmt.Errorf("K = %d", s.K)
-	case c.sketched() && (s.TopSketch == nil || len(s.ClassSketch) != s.K || slices.Contains(s.ClassSketch, nil)):
+	case s.st.K < 2:
+		return fmt.Errorf("K = %d", s.st.K)
+	case c.sketched() && (s.st.TopSketch == nil || len(s.st.ClassSketch) != s.st.K || slices.Contains(s.st.ClassSketch, nil)):
 		return errors.New("missing score sketches")
-	case binned && !c.sketched() && (s.Top == nil || len(s.Class) != s.K || slices.Contains(s.Class, nil)):
+	case binned && !c.sketched() && (s.st.Top == nil || len(s.st.Class) != s.st.K || slices.Contains(s.st.Class, nil)):
 		return errors.New("missing bin sums")
-	case c.dataCells() && s.Pooled == nil:
+	case c.dataCells() && s.st.Pooled == nil:
 		return errors.New("missing moments")
-	case c.cells() && !c.dataCells() && s.Cells == nil:
+	case c.cells() && !c.dataCells() && s.st.Cells == nil:
 		return errors.New("missing cell sums")
-	case c.has("ks") && (len(s.KSTop) != nTop || len(s.KSWith) != nWith || len(s.KSClass) != s.K ||
-		slices.Contains(s.KSTop, nil) || slices.Contains(s.KSWith, nil) || slices.Contains(s.KSClass, nil)):
+	case c.has("ks") && (len(s.st.KSTop) != nTop || len(s.st.KSWith) != nWith || len(s.st.KSClass) != s.st.K ||
+		slices.Contains(s.st.KSTop, nil) || slices.Contains(s.st.KSWith, nil) || slices.Contains(s.st.KSClass, nil)):
 		return errors.New("missing KS sums")
-	case s.kernelMetrics() && (s.Sample == nil || s.Sample.M < 1 || s.Sample.K != s.K):
+	case s.kernelMetrics() && (s.st.Sample == nil || s.st.Sample.M < 1 || s.st.Sample.K != s.st.K):
 		return errors.New("missing or inconsistent sample")
 	}
 	return s.checkState()
@@ -404,20 +407,20 @@ func (s *Sums) check() error {
 // ece_kde, mmce and sharpness do, and binned metrics with data-dependent
 // bins (the scores near the edges).
 func (s *Sums) KernelPass() bool {
-	return s.kernelMetrics() || s.Config.sketched() || s.Config.dataCells()
+	return s.kernelMetrics() || s.st.Config.sketched() || s.st.Config.dataCells()
 }
 
 // kernelMetrics says whether a metric needs the evaluation points.
 func (s *Sums) kernelMetrics() bool {
-	return s.Config.has("ece_kde") || s.Config.has("mmce") || s.Config.has("sharpness") || s.Config.has("ece_witness")
+	return s.st.Config.has("ece_kde") || s.st.Config.has("mmce") || s.st.Config.has("sharpness") || s.st.Config.has("ece_witness")
 }
 
 // total is the total weight of the rows (their number without weights).
 func (s *Sums) total() float64 {
-	if s.Weighted {
-		return s.W
+	if s.st.Weighted {
+		return s.st.W
 	}
-	return float64(s.N)
+	return float64(s.st.N)
 }
 
 // addScores adds the top-label scores of a batch to top and each class
@@ -441,3 +444,9 @@ func addScores[T interface {
 // edgeLimit is the number of distinct scores each of the K + 1 EdgeValues
 // of a stream may hold.
 func edgeLimit(k int) int { return max(1<<16, metric.DefaultEdgeValues/(k+1)) }
+
+// N returns the number of rows added (merged shards' included).
+func (s *Sums) N() int64 { return s.st.N }
+
+// K returns the number of columns of the rows (0 before the first batch).
+func (s *Sums) K() int { return s.st.K }

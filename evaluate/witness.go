@@ -112,11 +112,11 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 // evaluation points (kde.WitnessSums.Estimate), as eceWitness does from
 // all rows.
 func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
-	if ks == nil || ks.Witness == nil {
+	if ks == nil || ks.st.Witness == nil {
 		return nil, errors.New("ece_witness: the second pass (KernelSums) is missing")
 	}
-	c := s.Config
-	vals, err := ks.Witness.Estimate(c.WitnessP, 0, c.Seed, c.Level)
+	c := s.st.Config
+	vals, err := ks.st.Witness.Estimate(c.WitnessP, 0, c.Seed, c.Level)
 	if err != nil {
 		return nil, err
 	}
