@@ -42,8 +42,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		if ks.st.Witness != nil && ks.st.Witness.N != s.st.N {
 			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.Witness.N, s.st.N)
 		}
-		if ks.st.MMCE != nil && ks.st.MMCE.N != s.st.N {
-			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.MMCE.N, s.st.N)
+		if ks.st.MMCE != nil && ks.st.MMCE.N() != s.st.N {
+			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.MMCE.N(), s.st.N)
 		}
 	}
 	out := &Evaluation{Version: DocumentVersion, N: int(s.st.N), K: s.st.K, Binary: s.st.Binary, Renormalized: s.st.Renormalized, Rounded: s.st.Rounded, Input: s.st.Input}

@@ -42,6 +42,6 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	c := s.st.Config
 	sq, se, lo, hi := ks.st.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, len(ks.st.MMCE.R), se, root(lo), root(hi))
+	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }
