@@ -130,7 +130,7 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 		undecided := false
 		lower := fixedSupportGap
 		for _, g := range []int{0, 2} {
-			mean, se := gapMean(ps.PointLogLik(g), at, ps.Weights)
+			mean, se := gapMean(ps.PointLogLik(g), at, ps.Weights())
 			gaps[g] = mean
 			if m == s.N {
 				se = 0
@@ -227,7 +227,7 @@ func (c *streamConfig) gridBandwidth(ps *kde.PointSums) (int, string, Warnings, 
 	}
 	sel, err := ps.Select()
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("%s bandwidth: %w", ps.Notion, err)
+		return 0, "", nil, fmt.Errorf("%s bandwidth: %w", ps.Notion(), err)
 	}
 	var warnings Warnings
 	for _, w := range sel.Warnings {

@@ -190,12 +190,12 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 		res, err := ps.Estimate(g, c.P, c.ClassMean, c.Level)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ps.Notion, err)
+			return nil, fmt.Errorf("%s: %w", ps.Notion(), err)
 		}
 		for i, v := range res.Values {
-			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion.Name(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion().Name(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
 				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
-			if ps.Notion == kde.Marginal {
+			if ps.Notion() == kde.Marginal {
 				e.Aggregate = "sum"
 				if c.ClassMean {
 					e.Aggregate = "mean"

@@ -209,7 +209,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 // notion returns ece_kde's sums of notion n (nil when not computed).
 func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
 	for _, ps := range ks.st.Notions {
-		if ps.Notion == n {
+		if ps.Notion() == n {
 			return ps
 		}
 	}

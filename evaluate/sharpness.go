@@ -87,7 +87,7 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	n := s.sharpnessNotion()
 	ps := ks.notion(n)
-	if ps == nil || ps.Squares == nil {
+	if ps == nil || !ps.HasSquares() {
 		ps = ks.st.Sharpness
 	}
 	if ps == nil {

@@ -51,6 +51,11 @@ func StreamGrid() []float64 { return mathx.LogSpace(1e-4, 1, 21) }
 // and Binary (the Beta kernel on p1; terms doubled). Memory is
 // O(parts x grid x m x labels): K x grid x m floats for Canonical.
 type PointSums struct {
+	st pointSumsState
+}
+
+// pointSumsState is the state of PointSums.
+type pointSumsState struct {
 	Version int       `json:"version"`
 	Notion  Notion    `json:"notion"`
 	K       int       `json:"k"`    // columns of the input rows
@@ -145,11 +150,11 @@ func NewPointSums(notion Notion, points []float64, labels []int, k int, weights,
 		return nil, err
 	}
 	m, parts, l := len(labels), numParts(notion, k), labelsPerPart(notion, k)
-	ps := &PointSums{Version: pointSumsVersion, Notion: notion, K: k, Grid: slices.Clone(grid),
+	ps := &PointSums{st: pointSumsState{Version: pointSumsVersion, Notion: notion, K: k, Grid: slices.Clone(grid),
 		Points: slices.Clone(points), Labels: slices.Clone(labels), Weights: slices.Clone(weights),
-		Shift: make([]float64, parts*len(grid)*m), Sums: make([]float64, parts*len(grid)*m*l)}
-	for i := range ps.Shift {
-		ps.Shift[i] = math.Inf(-1)
+		Shift: make([]float64, parts*len(grid)*m), Sums: make([]float64, parts*len(grid)*m*l)}}
+	for i := range ps.st.Shift {
+		ps.st.Shift[i] = math.Inf(-1)
 	}
 	return ps, nil
 }
@@ -193,39 +198,39 @@ func labelsPerPart(n Notion, k int) int {
 }
 
 // M returns the number of evaluation points.
-func (ps *PointSums) M() int { return len(ps.Labels) }
+func (ps *PointSums) M() int { return len(ps.st.Labels) }
 
 // KeepSquares makes Add and Merge keep the squared kernel sums (Squares)
 // too, for Sharpness; call it before the first Add. The squares come from
 // the same exponentials as the sums (kernel.SumExpSq).
 func (ps *PointSums) KeepSquares() error {
-	if ps.N != 0 {
+	if ps.st.N != 0 {
 		return errors.New("kde: KeepSquares after centres were added")
 	}
-	if ps.Squares == nil {
-		ps.Squares = make([]float64, len(ps.Sums))
+	if ps.st.Squares == nil {
+		ps.st.Squares = make([]float64, len(ps.st.Sums))
 	}
 	return nil
 }
 
 // parts returns the evaluation points of each part in log coordinates.
 func (ps *PointSums) parts() []pointPart {
-	m, k := ps.M(), ps.K
-	out := make([]pointPart, numParts(ps.Notion, k))
+	m, k := ps.M(), ps.st.K
+	out := make([]pointPart, numParts(ps.st.Notion, k))
 	var row []float64
 	for c := range out {
 		pp := &out[c]
-		pp.class, pp.nl = -1, labelsPerPart(ps.Notion, k)
-		if ps.Notion == Marginal {
+		pp.class, pp.nl = -1, labelsPerPart(ps.st.Notion, k)
+		if ps.st.Notion == Marginal {
 			pp.class = c
 		}
 		pp.d = 2
-		if ps.Notion == Canonical {
+		if ps.st.Notion == Canonical {
 			pp.d = k
 		}
 		pp.lx, pp.exact = make([]float64, m*pp.d), make([]bool, m)
 		for j := 0; j < m; j++ {
-			row, _ = partRow(ps.Notion, pp.class, ps.Points[j*k:(j+1)*k], ps.Labels[j], row)
+			row, _ = partRow(ps.st.Notion, pp.class, ps.st.Points[j*k:(j+1)*k], ps.st.Labels[j], row)
 			for q, v := range row {
 				pp.lx[j*pp.d+q] = math.Log(v)
 				pp.exact[j] = pp.exact[j] || v == 0
@@ -252,11 +257,11 @@ type AddOptions struct {
 // batches only through rounding.
 func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, weights []float64, o AddOptions) error {
 	o.ctx = ctx
-	n, k := len(labels), ps.K
+	n, k := len(labels), ps.st.K
 	if n == 0 {
 		return nil
 	}
-	if err := checkPoints(ps.Notion, probs, labels, k); err != nil {
+	if err := checkPoints(ps.st.Notion, probs, labels, k); err != nil {
 		return err
 	}
 	if err := mathx.CheckWeightValues(weights, n); err != nil {
@@ -265,7 +270,7 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 	if o.Self != nil && len(o.Self) != n {
 		return fmt.Errorf("kde: %d self indices for %d centres", len(o.Self), n)
 	}
-	m, G := ps.M(), len(ps.Grid)
+	m, G := ps.M(), len(ps.st.Grid)
 	for _, j := range o.Self {
 		if j < -1 || j >= m {
 			return fmt.Errorf("kde: self index %d outside -1..%d", j, m-1)
@@ -282,7 +287,7 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 		var row []float64
 		for i := range order {
 			order[i] = i
-			row, lab[i] = partRow(ps.Notion, pp.class, probs[i*k:(i+1)*k], labels[i], row)
+			row, lab[i] = partRow(ps.st.Notion, pp.class, probs[i*k:(i+1)*k], labels[i], row)
 			copy(rows[i*d:], row)
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return lab[a] - lab[b] })
@@ -301,7 +306,7 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 		for l := 0; l < nl; l++ {
 			seg[l+1] += seg[l]
 		}
-		norm, err := centreNorms(fct, n, d, lw, ps.Grid, o)
+		norm, err := centreNorms(fct, n, d, lw, ps.st.Grid, o)
 		if err != nil {
 			return err
 		}
@@ -332,7 +337,7 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 						kernel.LogKernelRow(dots, lx, fct[t0:], n, zero, 1)
 					}
 					skip := self[j]
-					for g, h := range ps.Grid {
+					for g, h := range ps.st.Grid {
 						mx := kernel.AffineMax(lk, dots, norm[g*n+t0:g*n+t1], 1/h)
 						if len(skip) > 0 {
 							for _, s := range skip {
@@ -346,12 +351,12 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 							continue
 						}
 						at := (c*G+g)*m + j
-						sums := ps.Sums[at*nl : (at+1)*nl]
+						sums := ps.st.Sums[at*nl : (at+1)*nl]
 						var squares []float64
-						if ps.Squares != nil {
-							squares = ps.Squares[at*nl : (at+1)*nl]
+						if ps.st.Squares != nil {
+							squares = ps.st.Squares[at*nl : (at+1)*nl]
 						}
-						if old := ps.Shift[at]; mx > old {
+						if old := ps.st.Shift[at]; mx > old {
 							if !math.IsInf(old, -1) {
 								scale := math.Exp(old - mx)
 								for l := range sums {
@@ -361,9 +366,9 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 									squares[l] *= scale * scale
 								}
 							}
-							ps.Shift[at] = mx
+							ps.st.Shift[at] = mx
 						}
-						shift := ps.Shift[at]
+						shift := ps.st.Shift[at]
 						for l := 0; l < nl; l++ {
 							if lo, hi := max(seg[l], t0), min(seg[l+1], t1); lo < hi {
 								if squares == nil {
@@ -383,8 +388,8 @@ func (ps *PointSums) Add(ctx context.Context, probs []float64, labels []int, wei
 			return fmt.Errorf("kde: %w", err)
 		}
 	}
-	ps.N += int64(n)
-	ps.W += mathx.WeightSum(weights, n)
+	ps.st.N += int64(n)
+	ps.st.W += mathx.WeightSum(weights, n)
 	return nil
 }
 
@@ -424,34 +429,34 @@ var ErrMismatch = errors.New("kde: the sums have different set-ups")
 // larger shift.
 func (ps *PointSums) Merge(o *PointSums) error {
 	switch {
-	case ps.Notion != o.Notion || ps.K != o.K:
-		return fmt.Errorf("%w: %s K = %d against %s K = %d", ErrMismatch, ps.Notion, ps.K, o.Notion, o.K)
-	case !slices.Equal(ps.Grid, o.Grid):
+	case ps.st.Notion != o.st.Notion || ps.st.K != o.st.K:
+		return fmt.Errorf("%w: %s K = %d against %s K = %d", ErrMismatch, ps.st.Notion, ps.st.K, o.st.Notion, o.st.K)
+	case !slices.Equal(ps.st.Grid, o.st.Grid):
 		return fmt.Errorf("%w: different bandwidth grids", ErrMismatch)
-	case !slices.Equal(ps.Points, o.Points) || !slices.Equal(ps.Labels, o.Labels) || !slices.Equal(ps.Weights, o.Weights):
+	case !slices.Equal(ps.st.Points, o.st.Points) || !slices.Equal(ps.st.Labels, o.st.Labels) || !slices.Equal(ps.st.Weights, o.st.Weights):
 		return fmt.Errorf("%w: different evaluation points", ErrMismatch)
-	case len(ps.Shift) != len(o.Shift) || len(ps.Sums) != len(o.Sums):
+	case len(ps.st.Shift) != len(o.st.Shift) || len(ps.st.Sums) != len(o.st.Sums):
 		return fmt.Errorf("%w: different sizes", ErrMismatch)
-	case (ps.Squares == nil) != (o.Squares == nil):
+	case (ps.st.Squares == nil) != (o.st.Squares == nil):
 		return fmt.Errorf("%w: squared sums kept in one only", ErrMismatch)
 	}
-	nl := len(ps.Sums) / max(1, len(ps.Shift))
-	for at, s2 := range o.Shift {
+	nl := len(ps.st.Sums) / max(1, len(ps.st.Shift))
+	for at, s2 := range o.st.Shift {
 		b := s2
 		if math.IsInf(b, -1) {
 			continue
 		}
-		a := ps.Shift[at]
-		dst, src := ps.Sums[at*nl:(at+1)*nl], o.Sums[at*nl:(at+1)*nl]
+		a := ps.st.Shift[at]
+		dst, src := ps.st.Sums[at*nl:(at+1)*nl], o.st.Sums[at*nl:(at+1)*nl]
 		var dq, sq []float64
-		if ps.Squares != nil {
-			dq, sq = ps.Squares[at*nl:(at+1)*nl], o.Squares[at*nl:(at+1)*nl]
+		if ps.st.Squares != nil {
+			dq, sq = ps.st.Squares[at*nl:(at+1)*nl], o.st.Squares[at*nl:(at+1)*nl]
 		}
 		switch {
 		case math.IsInf(a, -1):
 			copy(dst, src)
 			copy(dq, sq)
-			ps.Shift[at] = s2
+			ps.st.Shift[at] = s2
 		case b <= a:
 			e := math.Exp(b - a)
 			for l := range dst {
@@ -468,11 +473,11 @@ func (ps *PointSums) Merge(o *PointSums) error {
 			for l := range dq {
 				dq[l] = dq[l]*(e*e) + sq[l]
 			}
-			ps.Shift[at] = s2
+			ps.st.Shift[at] = s2
 		}
 	}
-	ps.N += o.N
-	ps.W += o.W
+	ps.st.N += o.st.N
+	ps.st.W += o.st.W
 	return nil
 }
 
@@ -492,34 +497,34 @@ func ConcatPointSums(blocks []*PointSums) (*PointSums, error) {
 	m := 0
 	for _, b := range blocks {
 		switch {
-		case b.Notion != a.Notion || b.K != a.K || !slices.Equal(b.Grid, a.Grid):
+		case b.st.Notion != a.st.Notion || b.st.K != a.st.K || !slices.Equal(b.st.Grid, a.st.Grid):
 			return nil, fmt.Errorf("%w: blocks of other notions, classes or grids", ErrMismatch)
-		case b.N != a.N || b.W != a.W:
-			return nil, fmt.Errorf("%w: blocks over %d and %d centres", ErrMismatch, a.N, b.N)
-		case (b.Weights == nil) != (a.Weights == nil) || (b.Squares == nil) != (a.Squares == nil):
+		case b.st.N != a.st.N || b.st.W != a.st.W:
+			return nil, fmt.Errorf("%w: blocks over %d and %d centres", ErrMismatch, a.st.N, b.st.N)
+		case (b.st.Weights == nil) != (a.st.Weights == nil) || (b.st.Squares == nil) != (a.st.Squares == nil):
 			return nil, fmt.Errorf("%w: blocks with and without weights or squared sums", ErrMismatch)
 		}
 		m += b.M()
 	}
-	parts, G, nl := numParts(a.Notion, a.K), len(a.Grid), labelsPerPart(a.Notion, a.K)
-	out := &PointSums{Version: pointSumsVersion, Notion: a.Notion, K: a.K, Grid: slices.Clone(a.Grid), N: a.N, W: a.W,
-		Shift: make([]float64, 0, parts*G*m), Sums: make([]float64, 0, parts*G*m*nl)}
-	if a.Squares != nil {
-		out.Squares = make([]float64, 0, parts*G*m*nl)
+	parts, G, nl := numParts(a.st.Notion, a.st.K), len(a.st.Grid), labelsPerPart(a.st.Notion, a.st.K)
+	out := &PointSums{st: pointSumsState{Version: pointSumsVersion, Notion: a.st.Notion, K: a.st.K, Grid: slices.Clone(a.st.Grid), N: a.st.N, W: a.st.W,
+		Shift: make([]float64, 0, parts*G*m), Sums: make([]float64, 0, parts*G*m*nl)}}
+	if a.st.Squares != nil {
+		out.st.Squares = make([]float64, 0, parts*G*m*nl)
 	}
 	for _, b := range blocks {
-		out.Points = append(out.Points, b.Points...)
-		out.Labels = append(out.Labels, b.Labels...)
-		out.Weights = append(out.Weights, b.Weights...)
+		out.st.Points = append(out.st.Points, b.st.Points...)
+		out.st.Labels = append(out.st.Labels, b.st.Labels...)
+		out.st.Weights = append(out.st.Weights, b.st.Weights...)
 	}
 	// Layout: Shift[(c*G + g)*m + j], Sums[((c*G + g)*m + j)*L + l].
 	for cg := 0; cg < parts*G; cg++ {
 		for _, b := range blocks {
 			mb := b.M()
-			out.Shift = append(out.Shift, b.Shift[cg*mb:(cg+1)*mb]...)
-			out.Sums = append(out.Sums, b.Sums[cg*mb*nl:(cg+1)*mb*nl]...)
-			if b.Squares != nil {
-				out.Squares = append(out.Squares, b.Squares[cg*mb*nl:(cg+1)*mb*nl]...)
+			out.st.Shift = append(out.st.Shift, b.st.Shift[cg*mb:(cg+1)*mb]...)
+			out.st.Sums = append(out.st.Sums, b.st.Sums[cg*mb*nl:(cg+1)*mb*nl]...)
+			if b.st.Squares != nil {
+				out.st.Squares = append(out.st.Squares, b.st.Squares[cg*mb*nl:(cg+1)*mb*nl]...)
 			}
 		}
 	}
@@ -545,8 +550,8 @@ type pointSumsJSON struct {
 
 // MarshalJSON writes the versioned JSON form (a shift of -Inf as null).
 func (ps *PointSums) MarshalJSON() ([]byte, error) {
-	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.Notion, K: ps.K, Grid: ps.Grid, Points: ps.Points, Labels: ps.Labels,
-		Weights: ps.Weights, N: ps.N, W: ps.W, Shift: nullShifts(ps.Shift), Sums: ps.Sums, Squares: ps.Squares}
+	v := pointSumsJSON{Version: pointSumsVersion, Notion: ps.st.Notion, K: ps.st.K, Grid: ps.st.Grid, Points: ps.st.Points, Labels: ps.st.Labels,
+		Weights: ps.st.Weights, N: ps.st.N, W: ps.st.W, Shift: nullShifts(ps.st.Shift), Sums: ps.st.Sums, Squares: ps.st.Squares}
 	return pointSumsKind.Encode(v)
 }
 
@@ -590,8 +595,8 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 	if err := checkPoints(v.Notion, v.Points, v.Labels, v.K); err != nil {
 		return pointSumsKind.Errorf("%w", err)
 	}
-	*ps = PointSums{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
-		N: v.N, W: v.W, Shift: infShifts(v.Shift), Sums: v.Sums, Squares: v.Squares}
+	*ps = PointSums{st: pointSumsState{Version: v.Version, Notion: v.Notion, K: v.K, Grid: v.Grid, Points: v.Points, Labels: v.Labels, Weights: v.Weights,
+		N: v.N, W: v.W, Shift: infShifts(v.Shift), Sums: v.Sums, Squares: v.Squares}}
 	return nil
 }
 
@@ -616,9 +621,9 @@ type Selection struct {
 // at every bandwidth are left out (Excluded). A best value at an end of
 // the grid is warned about.
 func (ps *PointSums) Select() (*Selection, error) {
-	m, G := ps.M(), len(ps.Grid)
-	parts := numParts(ps.Notion, ps.K)
-	nl := labelsPerPart(ps.Notion, ps.K)
+	m, G := ps.M(), len(ps.st.Grid)
+	parts := numParts(ps.st.Notion, ps.st.K)
+	nl := labelsPerPart(ps.st.Notion, ps.st.K)
 	sel := &Selection{GridLL: make([]float64, G)}
 	// keep[c*m + j]: point j has a positive density in part c at some
 	// bandwidth (a point without one in a part is left out of that part's
@@ -628,7 +633,7 @@ func (ps *PointSums) Select() (*Selection, error) {
 	for c := 0; c < parts; c++ {
 		for j := 0; j < m; j++ {
 			for g := 0; g < G; g++ {
-				if !math.IsInf(ps.Shift[(c*G+g)*m+j], -1) {
+				if !math.IsInf(ps.st.Shift[(c*G+g)*m+j], -1) {
 					keep[c*m+j], any[j] = true, true
 					break
 				}
@@ -647,7 +652,7 @@ func (ps *PointSums) Select() (*Selection, error) {
 	if wsum == 0 {
 		return nil, fmt.Errorf("kde: %w", ErrNoDensity)
 	}
-	for g := range ps.Grid {
+	for g := range ps.st.Grid {
 		ll := 0.0
 		for c := 0; c < parts; c++ {
 			for j := 0; j < m; j++ {
@@ -657,10 +662,10 @@ func (ps *PointSums) Select() (*Selection, error) {
 				}
 				at := (c*G+g)*m + j
 				s := 0.0
-				for _, v := range ps.Sums[at*nl : (at+1)*nl] {
+				for _, v := range ps.st.Sums[at*nl : (at+1)*nl] {
 					s += v
 				}
-				ll += w * (ps.Shift[at] + math.Log(s) - math.Log(ps.W-w))
+				ll += w * (ps.st.Shift[at] + math.Log(s) - math.Log(ps.st.W-w))
 			}
 		}
 		sel.GridLL[g] = ll / wsum
@@ -674,35 +679,35 @@ func (ps *PointSums) Select() (*Selection, error) {
 	if math.IsInf(sel.GridLL[sel.Index], -1) {
 		return nil, fmt.Errorf("kde: %w at every bandwidth of the grid", ErrNoDensity)
 	}
-	sel.Bandwidth = ps.Grid[sel.Index]
+	sel.Bandwidth = ps.st.Grid[sel.Index]
 	if G > 1 && (sel.Index == 0 || sel.Index == G-1) {
-		sel.Warnings = append(sel.Warnings, fmt.Errorf("the leave-one-out likelihood is largest at the end of the grid (h = %g of %g..%g): the optimum may lie outside it", sel.Bandwidth, ps.Grid[0], ps.Grid[G-1]))
+		sel.Warnings = append(sel.Warnings, fmt.Errorf("the leave-one-out likelihood is largest at the end of the grid (h = %g of %g..%g): the optimum may lie outside it", sel.Bandwidth, ps.st.Grid[0], ps.st.Grid[G-1]))
 	}
 	return sel, nil
 }
 
-func (ps *PointSums) weight(j int) float64 { return mathx.Weight(ps.Weights, j) }
+func (ps *PointSums) weight(j int) float64 { return mathx.Weight(ps.st.Weights, j) }
 
 // PointLogLik returns each evaluation point's term of the leave-one-out
 // log-likelihood at bandwidth Grid[g] (Select's l(h) without the weighted
 // mean): log( S_j(h) / W_-j ), summed over the classes for Marginal, -Inf
 // where the point's density is 0 (in some class, for Marginal).
 func (ps *PointSums) PointLogLik(g int) []float64 {
-	m, G := ps.M(), len(ps.Grid)
-	nl := labelsPerPart(ps.Notion, ps.K)
+	m, G := ps.M(), len(ps.st.Grid)
+	nl := labelsPerPart(ps.st.Notion, ps.st.K)
 	ll := make([]float64, m)
-	for c := range numParts(ps.Notion, ps.K) {
+	for c := range numParts(ps.st.Notion, ps.st.K) {
 		for j := range ll {
 			at := (c*G+g)*m + j
 			s := 0.0
-			for _, v := range ps.Sums[at*nl : (at+1)*nl] {
+			for _, v := range ps.st.Sums[at*nl : (at+1)*nl] {
 				s += v
 			}
-			if math.IsInf(ps.Shift[at], -1) || !(s > 0) {
+			if math.IsInf(ps.st.Shift[at], -1) || !(s > 0) {
 				ll[j] = math.Inf(-1)
 				continue
 			}
-			ll[j] += ps.Shift[at] + math.Log(s) - math.Log(ps.W-ps.weight(j))
+			ll[j] += ps.st.Shift[at] + math.Log(s) - math.Log(ps.st.W-ps.weight(j))
 		}
 	}
 	return ll
@@ -761,8 +766,8 @@ type SampledResult struct {
 // (TestPointSumsIntervalCoverage). It treats the centre sums as exact,
 // which they are: every row is a centre.
 func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64) (*SampledResult, error) {
-	if g < 0 || g >= len(ps.Grid) {
-		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.Grid)-1)
+	if g < 0 || g >= len(ps.st.Grid) {
+		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.st.Grid)-1)
 	}
 	if p == nil {
 		p = []float64{1}
@@ -778,15 +783,15 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 	if !(level > 0 && level < 1) {
 		return nil, fmt.Errorf("kde: level %v outside (0, 1)", level)
 	}
-	m, k, G := ps.M(), ps.K, len(ps.Grid)
-	parts := numParts(ps.Notion, k)
-	nl := labelsPerPart(ps.Notion, k)
+	m, k, G := ps.M(), ps.st.K, len(ps.st.Grid)
+	parts := numParts(ps.st.Notion, k)
+	nl := labelsPerPart(ps.st.Notion, k)
 	scale := 1.0
-	if ps.Notion == Binary {
+	if ps.st.Notion == Binary {
 		scale = 2
 	}
-	res := &SampledResult{Notion: ps.Notion, Bandwidth: ps.Grid[g], M: m, N: ps.N, Values: make([]SampledValue, len(p))}
-	if ps.Notion == Marginal {
+	res := &SampledResult{Notion: ps.st.Notion, Bandwidth: ps.st.Grid[g], M: m, N: ps.st.N, Values: make([]SampledValue, len(p))}
+	if ps.st.Notion == Marginal {
 		res.PerClass = make([][]float64, len(p))
 		for i := range p {
 			res.PerClass[i] = make([]float64, k)
@@ -801,18 +806,18 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 	r := make([]float64, nl)
 	for c := 0; c < parts; c++ {
 		class := -1
-		if ps.Notion == Marginal {
+		if ps.st.Notion == Marginal {
 			class = c
 		}
 		partSum, partW := make([]float64, len(p)), 0.0
 		for j := 0; j < m; j++ {
 			at := (c*G+g)*m + j
-			sums := ps.Sums[at*nl : (at+1)*nl]
+			sums := ps.st.Sums[at*nl : (at+1)*nl]
 			tot := 0.0
 			for _, v := range sums {
 				tot += v
 			}
-			if math.IsInf(ps.Shift[at], -1) || !(tot > 0) {
+			if math.IsInf(ps.st.Shift[at], -1) || !(tot > 0) {
 				res.Excluded++
 				continue
 			}
@@ -820,12 +825,12 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 			for l, v := range sums {
 				r[l] = v / tot
 			}
-			row, _ = partRow(ps.Notion, class, ps.Points[j*k:(j+1)*k], ps.Labels[j], row)
+			row, _ = partRow(ps.st.Notion, class, ps.st.Points[j*k:(j+1)*k], ps.st.Labels[j], row)
 			w := ps.weight(j)
 			partW += w
 			for i, pv := range p {
 				t := 0.0
-				if ps.Notion == Canonical {
+				if ps.st.Notion == Canonical {
 					for l := range r {
 						t += powAbs(r[l]-row[l], pv)
 					}
@@ -837,7 +842,7 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 				partSum[i] += w * t
 			}
 		}
-		if ps.Notion == Marginal {
+		if ps.st.Notion == Marginal {
 			for i := range p {
 				if partW > 0 {
 					res.PerClass[i][c] = partSum[i] / partW
@@ -856,12 +861,12 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 		return nil, fmt.Errorf("kde: %w", ErrNoDensity)
 	}
 	div := 1.0
-	if ps.Notion == Marginal && classMean {
+	if ps.st.Notion == Marginal && classMean {
 		div = float64(k)
 	}
 	for i, pv := range p {
 		v := 0.0
-		if ps.Notion == Marginal {
+		if ps.st.Notion == Marginal {
 			for _, x := range res.PerClass[i] {
 				v += x
 			}
@@ -886,7 +891,7 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 // scale (see Estimate): SE^2 = (1 - m/n) mk/(mk-1) sum_j w_j^2 (t_j/div -
 // v)^2 / wsum^2, [lo, hi] = v exp(-/+ z SE/v) (v, v when SE or v is 0).
 func (ps *PointSums) meanSE(terms []float64, kept []bool, div, v, wsum float64, mk int, level float64) (se, lo, hi float64) {
-	se = sampledSE(terms, kept, ps.Weights, ps.N, div, v, wsum, mk)
+	se = sampledSE(terms, kept, ps.st.Weights, ps.st.N, div, v, wsum, mk)
 	if se > 0 && v > 0 {
 		z := distuv.UnitNormal.Quantile((1 + level) / 2)
 		return se, v * math.Exp(-z*se/v), v * math.Exp(z*se/v)
@@ -946,12 +951,12 @@ type SampledSharpness struct {
 // (the terms are >= 0).
 func (ps *PointSums) Sharpness(g int, ybar, level float64) (*SampledSharpness, error) {
 	switch {
-	case ps.Notion != TopLabel && ps.Notion != Binary:
-		return nil, fmt.Errorf("kde: sharpness is defined for top_label and binary, not %s", ps.Notion)
-	case ps.Squares == nil:
+	case ps.st.Notion != TopLabel && ps.st.Notion != Binary:
+		return nil, fmt.Errorf("kde: sharpness is defined for top_label and binary, not %s", ps.st.Notion)
+	case ps.st.Squares == nil:
 		return nil, errors.New("kde: sharpness needs the squared kernel sums (KeepSquares)")
-	case g < 0 || g >= len(ps.Grid):
-		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.Grid)-1)
+	case g < 0 || g >= len(ps.st.Grid):
+		return nil, fmt.Errorf("kde: grid index %d outside 0..%d", g, len(ps.st.Grid)-1)
 	}
 	if level == 0 {
 		level = 0.95
@@ -960,15 +965,15 @@ func (ps *PointSums) Sharpness(g int, ybar, level float64) (*SampledSharpness, e
 		return nil, fmt.Errorf("kde: level %v outside (0, 1)", level)
 	}
 	m := ps.M()
-	res := &SampledSharpness{Notion: ps.Notion, Bandwidth: ps.Grid[g], M: m, N: ps.N}
+	res := &SampledSharpness{Notion: ps.st.Notion, Bandwidth: ps.st.Grid[g], M: m, N: ps.st.N}
 	terms, kept := make([]float64, m), make([]bool, m)
 	sum, wsum, mk := 0.0, 0.0, 0
 	for j := 0; j < m; j++ {
 		at := g*m + j
-		s0, s1, q0, q1 := ps.Sums[2*at], ps.Sums[2*at+1], ps.Squares[2*at], ps.Squares[2*at+1]
+		s0, s1, q0, q1 := ps.st.Sums[2*at], ps.st.Sums[2*at+1], ps.st.Squares[2*at], ps.st.Squares[2*at+1]
 		x := s0 + s1
 		den := x*x - (q0 + q1)
-		if math.IsInf(ps.Shift[at], -1) || !(den > 0) {
+		if math.IsInf(ps.st.Shift[at], -1) || !(den > 0) {
 			res.Excluded++
 			continue
 		}
@@ -990,3 +995,17 @@ func (ps *PointSums) Sharpness(g int, ybar, level float64) (*SampledSharpness, e
 	}
 	return res, nil
 }
+
+// Notion returns the notion of the sums.
+func (ps *PointSums) Notion() Notion { return ps.st.Notion }
+
+// N returns the number of centres (rows) added, merged shards' included.
+func (ps *PointSums) N() int64 { return ps.st.N }
+
+// Weights returns the evaluation points' weights (nil: all 1); the caller
+// must not modify them.
+func (ps *PointSums) Weights() []float64 { return ps.st.Weights }
+
+// HasSquares reports whether the sums keep the squared kernel sums of
+// sharpness (KeepSquares).
+func (ps *PointSums) HasSquares() bool { return ps.st.Squares != nil }

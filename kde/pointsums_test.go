@@ -179,8 +179,8 @@ func TestPointSumsMergeAndJSON(t *testing.T) {
 				t.Errorf("order %v p=%v: %v, one pass %v", order, got.Values[i].P, got.Values[i].Value, want.Values[i].Value)
 			}
 		}
-		if acc.N != 500 {
-			t.Errorf("N = %d", acc.N)
+		if acc.st.N != 500 {
+			t.Errorf("N = %d", acc.st.N)
 		}
 	}
 	b, err := json.Marshal(one)
@@ -191,7 +191,7 @@ func TestPointSumsMergeAndJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.Sums, one.Sums) || !slices.EqualFunc(back.Shift, one.Shift, func(a, b float64) bool { return a == b }) || back.N != one.N {
+	if !slices.Equal(back.st.Sums, one.st.Sums) || !slices.EqualFunc(back.st.Shift, one.st.Shift, func(a, b float64) bool { return a == b }) || back.st.N != one.st.N {
 		t.Error("JSON round trip changed the sums")
 	}
 	for _, bad := range []string{`{"version":2}`, `{"version":1,"k":10}`, `[`} {
@@ -350,7 +350,7 @@ func TestPointSumsSharpness(t *testing.T) {
 		if err := json.Unmarshal(b, back); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(back.Squares, ps.Squares) {
+		if !slices.Equal(back.st.Squares, ps.st.Squares) {
 			t.Fatal("JSON round trip changed the squares")
 		}
 		parts = append(parts, back)
@@ -417,8 +417,8 @@ func TestConcatPointSums(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got.Points, one.Points) || !slices.Equal(got.Labels, one.Labels) || got.N != one.N ||
-			!slices.Equal(got.Shift, one.Shift) || !slices.Equal(got.Sums, one.Sums) || !slices.Equal(got.Squares, one.Squares) {
+		if !slices.Equal(got.st.Points, one.st.Points) || !slices.Equal(got.st.Labels, one.st.Labels) || got.st.N != one.st.N ||
+			!slices.Equal(got.st.Shift, one.st.Shift) || !slices.Equal(got.st.Sums, one.st.Sums) || !slices.Equal(got.st.Squares, one.st.Squares) {
 			t.Errorf("%s: joined blocks differ from one pass", notion)
 		}
 		short, _ := NewPointSums(notion, pts[:k], ptl[:1], k, nil, []float64{0.01, 0.05})
@@ -553,7 +553,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(joined.S, one.S) || !slices.Equal(joined.E, one.E) || !slices.Equal(joined.P, one.P) || !slices.Equal(joined.Q, one.Q) || !slices.Equal(joined.Shift, one.Shift) {
+	if !slices.Equal(joined.st.S, one.st.S) || !slices.Equal(joined.st.E, one.st.E) || !slices.Equal(joined.st.P, one.st.P) || !slices.Equal(joined.st.Q, one.st.Q) || !slices.Equal(joined.st.Shift, one.st.Shift) {
 		t.Error("joined blocks differ from one pass")
 	}
 	for _, bad := range []string{`{"version":2}`, `{"version":1,"k":10,"grid":[0.1]}`} {
@@ -561,7 +561,7 @@ func TestWitnessSumsAllPoints(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	if err := acc.Merge(&WitnessSums{K: k, Grid: []float64{1}}); err == nil {
+	if err := acc.Merge(&WitnessSums{st: witnessSumsState{K: k, Grid: []float64{1}}}); err == nil {
 		t.Error("merging another grid: no error")
 	}
 }

@@ -36,6 +36,11 @@ import (
 // Memory: m x grid x (K + 1) floats, twice that and m x grid x 2 more with
 // p = 2.
 type WitnessSums struct {
+	st witnessSumsState
+}
+
+// witnessSumsState is the state of WitnessSums.
+type witnessSumsState struct {
 	Version int       `json:"version"`
 	K       int       `json:"k"`
 	Grid    []float64 `json:"grid"`
@@ -68,8 +73,8 @@ func NewWitnessSums(points []float64, labels []int, k int, weights, grid []float
 	if p2Scale < 0 || math.IsInf(p2Scale, 0) || math.IsNaN(p2Scale) {
 		return nil, fmt.Errorf("kde: witness: P2Scale %v: must be positive", p2Scale)
 	}
-	ws := &WitnessSums{Version: pointSumsVersion, K: k, Grid: slices.Clone(grid), Scale: p2Scale,
-		Points: slices.Clone(points), Labels: slices.Clone(labels), Weights: slices.Clone(weights)}
+	ws := &WitnessSums{st: witnessSumsState{Version: pointSumsVersion, K: k, Grid: slices.Clone(grid), Scale: p2Scale,
+		Points: slices.Clone(points), Labels: slices.Clone(labels), Weights: slices.Clone(weights)}}
 	ws.alloc()
 	return ws, nil
 }
@@ -77,33 +82,33 @@ func NewWitnessSums(points []float64, labels []int, k int, weights, grid []float
 // alloc sizes the sums for the grid and points.
 func (ws *WitnessSums) alloc() {
 	m, nb := ws.M(), ws.bandwidths()
-	ws.Shift, ws.S, ws.E = make([]float64, nb*m), make([]float64, nb*m), make([]float64, nb*m*ws.K)
-	for i := range ws.Shift {
-		ws.Shift[i] = math.Inf(-1)
+	ws.st.Shift, ws.st.S, ws.st.E = make([]float64, nb*m), make([]float64, nb*m), make([]float64, nb*m*ws.st.K)
+	for i := range ws.st.Shift {
+		ws.st.Shift[i] = math.Inf(-1)
 	}
-	if ws.Scale > 0 {
-		ws.P, ws.Q = make([]float64, len(ws.Grid)*m), make([]float64, len(ws.Grid)*m)
+	if ws.st.Scale > 0 {
+		ws.st.P, ws.st.Q = make([]float64, len(ws.st.Grid)*m), make([]float64, len(ws.st.Grid)*m)
 	}
 }
 
 // M returns the number of evaluation points.
-func (ws *WitnessSums) M() int { return len(ws.Labels) }
+func (ws *WitnessSums) M() int { return len(ws.st.Labels) }
 
 // bandwidths returns the number of bandwidths summed: the grid, and with
 // p = 2 the scaled grid.
 func (ws *WitnessSums) bandwidths() int {
-	if ws.Scale > 0 {
-		return 2 * len(ws.Grid)
+	if ws.st.Scale > 0 {
+		return 2 * len(ws.st.Grid)
 	}
-	return len(ws.Grid)
+	return len(ws.st.Grid)
 }
 
 // bandwidth returns bandwidth b (grid, then scaled grid).
 func (ws *WitnessSums) bandwidth(b int) float64 {
-	if g := len(ws.Grid); b >= g {
-		return ws.Scale * ws.Grid[b-g]
+	if g := len(ws.st.Grid); b >= g {
+		return ws.st.Scale * ws.st.Grid[b-g]
 	}
-	return ws.Grid[b]
+	return ws.st.Grid[b]
 }
 
 // Add adds a batch of kernel centres: probs n×K, labels and weights (nil:
@@ -111,7 +116,7 @@ func (ws *WitnessSums) bandwidth(b int) float64 {
 // takes the batch tile by tile (pointTile centres) at its running shift.
 func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, weights []float64, o AddOptions) error {
 	o.ctx = ctx
-	n, k := len(labels), ws.K
+	n, k := len(labels), ws.st.K
 	if n == 0 {
 		return nil
 	}
@@ -121,7 +126,7 @@ func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, w
 	if err := mathx.CheckWeightValues(weights, n); err != nil {
 		return fmt.Errorf("kde: %w", err)
 	}
-	m, G, nb := ws.M(), len(ws.Grid), ws.bandwidths()
+	m, G, nb := ws.M(), len(ws.st.Grid), ws.bandwidths()
 	if o.Self != nil && len(o.Self) != n {
 		return fmt.Errorf("kde: %d self indices for %d centres", len(o.Self), n)
 	}
@@ -160,7 +165,7 @@ func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, w
 	}
 	lx, exact := make([]float64, m*k), make([]bool, m)
 	for j := 0; j < m; j++ {
-		for q, v := range ws.Points[j*k : (j+1)*k] {
+		for q, v := range ws.st.Points[j*k : (j+1)*k] {
 			lx[j*k+q] = math.Log(v)
 			exact[j] = exact[j] || v == 0
 		}
@@ -189,63 +194,63 @@ func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, w
 					continue
 				}
 				at := b*m + j
-				acc := ws.E[at*k : (at+1)*k]
-				if old := ws.Shift[at]; mx > old {
+				acc := ws.st.E[at*k : (at+1)*k]
+				if old := ws.st.Shift[at]; mx > old {
 					if !math.IsInf(old, -1) {
 						f := math.Exp(old - mx)
-						ws.S[at] *= f
+						ws.st.S[at] *= f
 						for l := range acc {
 							acc[l] *= f
 						}
 						if b >= G {
-							ws.P[at-G*m] *= f * f
-							ws.Q[at-G*m] *= f * f
+							ws.st.P[at-G*m] *= f * f
+							ws.st.Q[at-G*m] *= f * f
 						}
 					}
-					ws.Shift[at] = mx
+					ws.st.Shift[at] = mx
 				}
 				if b < G {
-					ws.S[at] += kernel.WeightedSumExp(acc, lk, e[t0*k:t1*k], ws.Shift[at])
+					ws.st.S[at] += kernel.WeightedSumExp(acc, lk, e[t0*k:t1*k], ws.st.Shift[at])
 					continue
 				}
 				pa := at - G*m
-				ws.S[at], ws.P[pa], ws.Q[pa] = kernel.PairWeightedSumExp(acc, lk, e[t0*k:t1*k], ws.Shift[at], ws.S[at], ws.P[pa], ws.Q[pa])
+				ws.st.S[at], ws.st.P[pa], ws.st.Q[pa] = kernel.PairWeightedSumExp(acc, lk, e[t0*k:t1*k], ws.st.Shift[at], ws.st.S[at], ws.st.P[pa], ws.st.Q[pa])
 			}
 		}
 	})
 	if err != nil {
 		return fmt.Errorf("kde: %w", err)
 	}
-	ws.N += int64(n)
-	ws.W += mathx.WeightSum(weights, n)
+	ws.st.N += int64(n)
+	ws.st.W += mathx.WeightSum(weights, n)
 	return nil
 }
 
 // Merge adds the sums of another shard over the same points and grid.
 func (ws *WitnessSums) Merge(o *WitnessSums) error {
 	switch {
-	case ws.K != o.K || !slices.Equal(ws.Grid, o.Grid) || ws.Scale != o.Scale:
+	case ws.st.K != o.st.K || !slices.Equal(ws.st.Grid, o.st.Grid) || ws.st.Scale != o.st.Scale:
 		return fmt.Errorf("%w: witness sums of other classes or grids", ErrMismatch)
-	case !slices.Equal(ws.Points, o.Points) || !slices.Equal(ws.Labels, o.Labels) || !slices.Equal(ws.Weights, o.Weights):
+	case !slices.Equal(ws.st.Points, o.st.Points) || !slices.Equal(ws.st.Labels, o.st.Labels) || !slices.Equal(ws.st.Weights, o.st.Weights):
 		return fmt.Errorf("%w: different evaluation points", ErrMismatch)
 	}
-	m, G, k := ws.M(), len(ws.Grid), ws.K
-	for at, b := range o.Shift {
+	m, G, k := ws.M(), len(ws.st.Grid), ws.st.K
+	for at, b := range o.st.Shift {
 		if math.IsInf(b, -1) {
 			continue
 		}
-		a := ws.Shift[at]
-		da, db := ws.E[at*k:(at+1)*k], o.E[at*k:(at+1)*k]
+		a := ws.st.Shift[at]
+		da, db := ws.st.E[at*k:(at+1)*k], o.st.E[at*k:(at+1)*k]
 		fa, fb := 1.0, 1.0 // the factors bringing each side to the larger shift
 		switch {
 		case math.IsInf(a, -1):
 			fa = 0
-			ws.Shift[at] = b
+			ws.st.Shift[at] = b
 		case b <= a:
 			fb = math.Exp(b - a)
 		default:
 			fa = math.Exp(a - b)
-			ws.Shift[at] = b
+			ws.st.Shift[at] = b
 		}
 		if at >= G*m {
 			pa := at - G*m
@@ -254,21 +259,21 @@ func (ws *WitnessSums) Merge(o *WitnessSums) error {
 				dot += da[l] * db[l]
 			}
 			cross := 2 * fa * fb
-			ws.P[pa] = ws.P[pa]*fa*fa + o.P[pa]*fb*fb + cross*ws.S[at]*o.S[at]
-			ws.Q[pa] = ws.Q[pa]*fa*fa + o.Q[pa]*fb*fb + cross*dot
+			ws.st.P[pa] = ws.st.P[pa]*fa*fa + o.st.P[pa]*fb*fb + cross*ws.st.S[at]*o.st.S[at]
+			ws.st.Q[pa] = ws.st.Q[pa]*fa*fa + o.st.Q[pa]*fb*fb + cross*dot
 		}
-		ws.S[at] = ws.S[at]*fa + o.S[at]*fb
+		ws.st.S[at] = ws.st.S[at]*fa + o.st.S[at]*fb
 		for l := range da {
 			da[l] = da[l]*fa + db[l]*fb
 		}
 	}
-	ws.N += o.N
-	ws.W += o.W
+	ws.st.N += o.st.N
+	ws.st.W += o.st.W
 	return nil
 }
 
 // witnessSumsPlain is WitnessSums without its JSON methods.
-type witnessSumsPlain WitnessSums
+type witnessSumsPlain witnessSumsState
 
 // witnessSumsJSON is the JSON form: the shifts with -Inf as null.
 type witnessSumsJSON struct {
@@ -278,7 +283,7 @@ type witnessSumsJSON struct {
 
 // MarshalJSON writes the versioned JSON form.
 func (ws *WitnessSums) MarshalJSON() ([]byte, error) {
-	return witnessSumsKind.Encode(witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(*ws), Shift: nullShifts(ws.Shift)})
+	return witnessSumsKind.Encode(witnessSumsJSON{witnessSumsPlain: witnessSumsPlain(ws.st), Shift: nullShifts(ws.st.Shift)})
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
@@ -287,25 +292,25 @@ func (ws *WitnessSums) UnmarshalJSON(b []byte) error {
 	if _, err := witnessSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
-	out := WitnessSums(v.witnessSumsPlain)
-	if err := checkGrid(out.Grid); err != nil {
+	out := WitnessSums{st: witnessSumsState(v.witnessSumsPlain)}
+	if err := checkGrid(out.st.Grid); err != nil {
 		return witnessSumsKind.Errorf("%w", err)
 	}
-	m := len(out.Labels)
-	if out.K < 2 || m == 0 || len(out.Points) != m*out.K || (out.Weights != nil && len(out.Weights) != m) || !(out.Scale >= 0) {
+	m := len(out.st.Labels)
+	if out.st.K < 2 || m == 0 || len(out.st.Points) != m*out.st.K || (out.st.Weights != nil && len(out.st.Weights) != m) || !(out.st.Scale >= 0) {
 		return witnessSumsKind.Errorf("inconsistent sizes")
 	}
-	if err := checkPoints(Canonical, out.Points, out.Labels, out.K); err != nil {
+	if err := checkPoints(Canonical, out.st.Points, out.st.Labels, out.st.K); err != nil {
 		return witnessSumsKind.Errorf("%w", err)
 	}
 	nb := out.bandwidths()
-	if len(v.Shift) != nb*m || len(out.S) != nb*m || len(out.E) != nb*m*out.K {
+	if len(v.Shift) != nb*m || len(out.st.S) != nb*m || len(out.st.E) != nb*m*out.st.K {
 		return witnessSumsKind.Errorf("inconsistent sizes")
 	}
-	if out.Scale > 0 && (len(out.P) != len(out.Grid)*m || len(out.Q) != len(out.Grid)*m) {
+	if out.st.Scale > 0 && (len(out.st.P) != len(out.st.Grid)*m || len(out.st.Q) != len(out.st.Grid)*m) {
 		return witnessSumsKind.Errorf("inconsistent pair sums")
 	}
-	out.Shift = infShifts(v.Shift)
+	out.st.Shift = infShifts(v.Shift)
 	*ws = out
 	return nil
 }
@@ -332,7 +337,7 @@ type SampledWitness struct {
 func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level float64) ([]SampledWitness, error) {
 	if p == nil {
 		p = []float64{1}
-		if ws.Scale > 0 {
+		if ws.st.Scale > 0 {
 			p = append(p, 2)
 		}
 	}
@@ -345,20 +350,20 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 	if !(level > 0 && level < 1) || splits < 0 {
 		return nil, fmt.Errorf("kde: witness: level %v or %d splits", level, splits)
 	}
-	m, G, k := ws.M(), len(ws.Grid), ws.K
+	m, G, k := ws.M(), len(ws.st.Grid), ws.st.K
 	v1, cv := make([]float64, G*m), make([]float64, G*m)
 	defined := make([]bool, m)
 	gj := make([]float64, k)
-	e := residuals(ws.Points, ws.Labels, k)
+	e := residuals(ws.st.Points, ws.st.Labels, k)
 	terms := func(b, j int) (sign, cvt, dot float64, ok bool) {
 		at := b*m + j
-		if math.IsInf(ws.Shift[at], -1) || !(ws.S[at] > 0) {
+		if math.IsInf(ws.st.Shift[at], -1) || !(ws.st.S[at] > 0) {
 			return 0, 0, 0, false
 		}
 		ej := e[j*k : (j+1)*k]
-		inv := 1 / ws.S[at]
+		inv := 1 / ws.st.S[at]
 		gg := 0.0
-		for l, v := range ws.E[at*k : (at+1)*k] {
+		for l, v := range ws.st.E[at*k : (at+1)*k] {
 			switch {
 			case v > 0:
 				sign += ej[l]
@@ -392,30 +397,30 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 		v := WitnessValue{P: pv, Kept: slices.Clone(defined)}
 		switch pv {
 		case 1:
-			v.Curve = curveMeans(v1, defined, ws.Weights, m, G)
+			v.Curve = curveMeans(v1, defined, ws.st.Weights, m, G)
 			best := mathx.Argmax(v.Curve)
-			v.Bandwidth = ws.Grid[best]
+			v.Bandwidth = ws.st.Grid[best]
 			var hg float64
-			v.Terms, hg = crossFit(v1, defined, ws.Weights, m, G, splits, seed)
-			v.HalfBandwidths = geometricMean(ws.Grid, hg)
-			v.Warnings = edgeWarning(ws.Grid, best, "witness V1")
+			v.Terms, hg = crossFit(v1, defined, ws.st.Weights, m, G, splits, seed)
+			v.HalfBandwidths = geometricMean(ws.st.Grid, hg)
+			v.Warnings = edgeWarning(ws.st.Grid, best, "witness V1")
 		case 2:
-			if ws.Scale == 0 {
+			if ws.st.Scale == 0 {
 				return nil, errors.New("kde: witness p = 2: the sums have no pair sums")
 			}
-			v.Curve = curveMeans(cv, defined, ws.Weights, m, G)
+			v.Curve = curveMeans(cv, defined, ws.st.Weights, m, G)
 			best := mathx.Argmax(v.Curve)
-			v.CVBandwidth, v.Bandwidth = ws.Grid[best], ws.Scale*ws.Grid[best]
-			v.Warnings = edgeWarning(ws.Grid, best, "cross-validation CV")
+			v.CVBandwidth, v.Bandwidth = ws.st.Grid[best], ws.st.Scale*ws.st.Grid[best]
+			v.Warnings = edgeWarning(ws.st.Grid, best, "cross-validation CV")
 			v.Terms = make([]float64, m)
 			for j := range v.Kept {
 				pa := best*m + j
 				_, _, dot, ok := terms(G+best, j)
-				if !v.Kept[j] || !ok || !(ws.P[pa] > 0) {
+				if !v.Kept[j] || !ok || !(ws.st.P[pa] > 0) {
 					v.Kept[j] = false
 					continue
 				}
-				v.Terms[j] = 2*dot - ws.Q[pa]/ws.P[pa]
+				v.Terms[j] = 2*dot - ws.st.Q[pa]/ws.st.P[pa]
 			}
 		default:
 			return nil, fmt.Errorf("kde: witness: p = %v: must be 1 or 2", pv)
@@ -426,7 +431,7 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 				v.Excluded++
 				continue
 			}
-			w := mathx.Weight(ws.Weights, j)
+			w := mathx.Weight(ws.st.Weights, j)
 			v.Value += w * v.Terms[j]
 			wkept += w
 			if w > 0 {
@@ -441,8 +446,8 @@ func (ws *WitnessSums) Estimate(p []float64, splits int, seed uint64, level floa
 			return nil, fmt.Errorf("kde: witness p = %v: estimate is %v", pv, v.Value)
 		}
 		v.Root = math.Pow(math.Max(0, v.Value), 1/pv)
-		sw := SampledWitness{WitnessValue: v, M: m, N: ws.N, Lo: v.Value, Hi: v.Value}
-		if sw.SE = sampledSE(v.Terms, v.Kept, ws.Weights, ws.N, 1, v.Value, wkept, kept); sw.SE > 0 {
+		sw := SampledWitness{WitnessValue: v, M: m, N: ws.st.N, Lo: v.Value, Hi: v.Value}
+		if sw.SE = sampledSE(v.Terms, v.Kept, ws.st.Weights, ws.st.N, 1, v.Value, wkept, kept); sw.SE > 0 {
 			z := distuv.UnitNormal.Quantile((1 + level) / 2)
 			sw.Lo, sw.Hi = v.Value-z*sw.SE, v.Value+z*sw.SE
 		}
@@ -462,33 +467,36 @@ func ConcatWitnessSums(blocks []*WitnessSums) (*WitnessSums, error) {
 	a := blocks[0]
 	for _, b := range blocks {
 		switch {
-		case b.K != a.K || !slices.Equal(b.Grid, a.Grid) || b.Scale != a.Scale:
+		case b.st.K != a.st.K || !slices.Equal(b.st.Grid, a.st.Grid) || b.st.Scale != a.st.Scale:
 			return nil, fmt.Errorf("%w: witness blocks of other classes or grids", ErrMismatch)
-		case b.N != a.N || b.W != a.W || (b.Weights == nil) != (a.Weights == nil):
-			return nil, fmt.Errorf("%w: witness blocks over %d and %d centres", ErrMismatch, a.N, b.N)
+		case b.st.N != a.st.N || b.st.W != a.st.W || (b.st.Weights == nil) != (a.st.Weights == nil):
+			return nil, fmt.Errorf("%w: witness blocks over %d and %d centres", ErrMismatch, a.st.N, b.st.N)
 		}
 	}
-	out := &WitnessSums{Version: pointSumsVersion, K: a.K, Grid: slices.Clone(a.Grid), Scale: a.Scale, N: a.N, W: a.W}
+	out := &WitnessSums{st: witnessSumsState{Version: pointSumsVersion, K: a.st.K, Grid: slices.Clone(a.st.Grid), Scale: a.st.Scale, N: a.st.N, W: a.st.W}}
 	for _, b := range blocks {
-		out.Points = append(out.Points, b.Points...)
-		out.Labels = append(out.Labels, b.Labels...)
-		out.Weights = append(out.Weights, b.Weights...)
+		out.st.Points = append(out.st.Points, b.st.Points...)
+		out.st.Labels = append(out.st.Labels, b.st.Labels...)
+		out.st.Weights = append(out.st.Weights, b.st.Weights...)
 	}
-	k := a.K
+	k := a.st.K
 	for bw := 0; bw < a.bandwidths(); bw++ {
 		for _, b := range blocks {
 			m := b.M()
-			out.Shift = append(out.Shift, b.Shift[bw*m:(bw+1)*m]...)
-			out.S = append(out.S, b.S[bw*m:(bw+1)*m]...)
-			out.E = append(out.E, b.E[bw*m*k:(bw+1)*m*k]...)
+			out.st.Shift = append(out.st.Shift, b.st.Shift[bw*m:(bw+1)*m]...)
+			out.st.S = append(out.st.S, b.st.S[bw*m:(bw+1)*m]...)
+			out.st.E = append(out.st.E, b.st.E[bw*m*k:(bw+1)*m*k]...)
 		}
 	}
-	for g := 0; a.Scale > 0 && g < len(a.Grid); g++ {
+	for g := 0; a.st.Scale > 0 && g < len(a.st.Grid); g++ {
 		for _, b := range blocks {
 			m := b.M()
-			out.P = append(out.P, b.P[g*m:(g+1)*m]...)
-			out.Q = append(out.Q, b.Q[g*m:(g+1)*m]...)
+			out.st.P = append(out.st.P, b.st.P[g*m:(g+1)*m]...)
+			out.st.Q = append(out.st.Q, b.st.Q[g*m:(g+1)*m]...)
 		}
 	}
 	return out, nil
 }
+
+// N returns the number of centres (rows) added, merged shards' included.
+func (ws *WitnessSums) N() int64 { return ws.st.N }
