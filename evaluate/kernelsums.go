@@ -144,7 +144,7 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 		if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
 			return nil, err
 		}
-		ks.st.Cells.Limit = s.st.Config.cellLimit(s.st.K)
+		ks.st.Cells.SetLimit(s.st.Config.cellLimit(s.st.K))
 	}
 	if s.st.Sample == nil {
 		return ks, nil

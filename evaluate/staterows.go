@@ -87,12 +87,6 @@ func compareRanges(a, b RowRange) int {
 	return cmp.Compare(a.From, b.From)
 }
 
-// near says whether a and b agree to the rounding of sums added in
-// another order (relative 1e-9 of the larger, or 1e-300).
-func near(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*max(math.Abs(a), math.Abs(b), 1e-291)
-}
-
 // checkState checks a decoded, started Sums for consistency: the row
 // ranges against n, every count against n, every weight total against w,
 // the score sums against their ranges, the arrays against the
@@ -123,51 +117,12 @@ func (s *Sums) checkState() error {
 	if !(w >= 0) || math.IsInf(w, 0) || !s.st.Weighted && s.st.W != 0 && s.st.W != float64(s.st.N) {
 		return fmt.Errorf("w = %v: want a finite weight total >= 0 (n without weights)", s.st.W)
 	}
-	sc := s.st.Scores
-	switch {
-	case int64(sc.N) != s.st.N:
-		return fmt.Errorf("scores.n = %d, n = %d", sc.N, s.st.N)
-	case !near(sc.W, w):
-		return fmt.Errorf("scores.weight_sum = %v, the rows' weight %v", sc.W, w)
-	case !(sc.Correct >= 0 && sc.Correct <= w*(1+1e-9)):
-		return fmt.Errorf("scores.correct_sum = %v: want 0 to the weight total %v", sc.Correct, w)
-	case !(sc.Conf >= 0 && sc.Conf <= w*(1+1e-9)):
-		return fmt.Errorf("scores.confidence_sum = %v: want 0 to the weight total %v", sc.Conf, w)
-	case !(sc.Brier >= 0 && sc.Brier <= 2*w*(1+1e-9)):
-		return fmt.Errorf("scores.brier_sum = %v: want 0 to twice the weight total %v", sc.Brier, w)
-	case !(sc.NLL >= 0):
-		return fmt.Errorf("scores.nll_sum = %v: want >= 0", sc.NLL)
-	case sc.Label != nil && len(sc.Label) != s.st.K:
-		return fmt.Errorf("scores.label_weight: %d entries for K = %d", len(sc.Label), s.st.K)
-	}
-	if sc.Label != nil {
-		sum := 0.0
-		for k, v := range sc.Label {
-			if !(v >= 0) {
-				return fmt.Errorf("scores.label_weight[%d] = %v", k, v)
-			}
-			sum += v
-		}
-		if !near(sum, w) {
-			return fmt.Errorf("scores.label_weight sums to %v, the rows' weight %v", sum, w)
-		}
+	if err := s.st.Scores.Check(s.st.N, w, s.st.K); err != nil {
+		return fmt.Errorf("scores.%w", err)
 	}
 	bins := func(name string, b *metric.BinSums) error {
-		if want := c.Bins.Bins; len(b.Edges) != want+1 || len(b.Count) != want || len(b.Mass) != want || len(b.Score) != want || len(b.Freq) != want {
-			return fmt.Errorf("%s: %d edges and %d counts for %d bins", name, len(b.Edges), len(b.Count), want)
-		}
-		if int64(b.N) != s.st.N || !near(b.W, w) {
-			return fmt.Errorf("%s: n = %d, weight %v; the sums' n = %d, weight %v", name, b.N, b.W, s.st.N, w)
-		}
-		n, m := 0, 0.0
-		for i := range b.Count {
-			if b.Count[i] < 0 || !(b.Mass[i] >= 0) || !(b.Score[i] >= 0 && b.Score[i] <= b.Mass[i]*(1+1e-9)) || !(b.Freq[i] >= 0 && b.Freq[i] <= b.Mass[i]*(1+1e-9)) {
-				return fmt.Errorf("%s: bin %d: count %d, mass %v, score sum %v, outcome sum %v", name, i, b.Count[i], b.Mass[i], b.Score[i], b.Freq[i])
-			}
-			n, m = n+b.Count[i], m+b.Mass[i]
-		}
-		if n > b.N || !(m <= w*(1+1e-9)+1e-300) {
-			return fmt.Errorf("%s: the bins hold %d rows of weight %v, more than the %d rows of weight %v", name, n, m, b.N, w)
+		if err := b.Check(c.Bins.Bins, s.st.N, w); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		return nil
 	}
@@ -181,13 +136,15 @@ func (s *Sums) checkState() error {
 			}
 		}
 	}
-	if s.st.Cells != nil && (s.st.Cells.K != s.st.K || s.st.Cells.B != c.Bins.Bins || int64(s.st.Cells.N) != s.st.N) {
-		return fmt.Errorf("cells: K = %d, %d bins, n = %d; the sums' K = %d, %d bins, n = %d", s.st.Cells.K, s.st.Cells.B, s.st.Cells.N, s.st.K, c.Bins.Bins, s.st.N)
+	if s.st.Cells != nil {
+		if err := s.st.Cells.Check(s.st.K, c.Bins.Bins, s.st.N); err != nil {
+			return fmt.Errorf("cells: %w", err)
+		}
 	}
 	for name, list := range map[string][]*metric.KSSums{"ks_top": s.st.KSTop, "ks_within": s.st.KSWith, "ks_class": s.st.KSClass} {
 		for i, ks := range list {
-			if int64(ks.N) != s.st.N || ks.Cells != c.KSCells || !near(ks.W, w) {
-				return fmt.Errorf("%s[%d]: n = %d, %d cells, weight %v; the sums' n = %d, %d cells, weight %v", name, i, ks.N, ks.Cells, ks.W, s.st.N, c.KSCells, w)
+			if err := ks.Check(c.KSCells, s.st.N, w); err != nil {
+				return fmt.Errorf("%s[%d]: %w", name, i, err)
 			}
 		}
 	}

@@ -818,15 +818,16 @@ func TestStreamMaxCells(t *testing.T) {
 	}
 	a, _ := metric.NewCellSums(s.K, 15)
 	b, _ := metric.NewCellSums(s.K, 15)
-	a.Limit, b.Limit = 1000, 1000
+	a.SetLimit(1000)
+	b.SetLimit(1000)
 	a.Add(s.Probs[:100*s.K], s.Labels[:100], nil)
-	b.Limit = 3
+	b.SetLimit(3)
 	b.Add(s.Probs[:100*s.K], s.Labels[:100], nil)
-	if !b.Overflow || a.Overflow || len(b.Cells) != 0 || b.N != 100 {
-		t.Fatalf("overflow %v %v, %d cells, n %d", a.Overflow, b.Overflow, len(b.Cells), b.N)
+	if !b.Overflowed() || a.Overflowed() || b.Occupied() != 0 || b.N() != 100 {
+		t.Fatalf("overflow %v %v, %d cells, n %d", a.Overflowed(), b.Overflowed(), b.Occupied(), b.N())
 	}
-	if err := a.Merge(b); err != nil || !a.Overflow || a.N != 200 {
-		t.Errorf("merging an overflowed shard: %v, overflow %v, n %d", err, a.Overflow, a.N)
+	if err := a.Merge(b); err != nil || !a.Overflowed() || a.N() != 200 {
+		t.Errorf("merging an overflowed shard: %v, overflow %v, n %d", err, a.Overflowed(), a.N())
 	}
 }
 

@@ -118,7 +118,7 @@ func (s *Sums) start(b *Batch) error {
 		if s.st.Cells, err = metric.NewCellSums(s.st.K, c.Bins.Bins); err != nil {
 			return err
 		}
-		s.st.Cells.Limit = c.cellLimit(s.st.K)
+		s.st.Cells.SetLimit(c.cellLimit(s.st.K))
 	}
 	if c.has("ks") {
 		for _, r := range c.KSR {

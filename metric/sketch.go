@@ -82,9 +82,9 @@ func (b *SketchBucket) merge(o *SketchBucket) {
 // such as k/10), and merging shards in another order can move it the same
 // way.
 type ScoreSketch struct {
-	N   int64
-	Pos int64 // rows of positive weight: the count of the weights' normalised form
-	Moments
+	n       int64
+	pos     int64 // rows of positive weight: the count of the weights' normalised form
+	moments Moments
 	buckets map[uint32]*SketchBucket
 }
 
@@ -169,12 +169,12 @@ func (sk *ScoreSketch) Add(scores, outcomes, weights []float64) error {
 		b.O += float64(w * outcomes[i])
 		b.A += float64(w * math.Abs(s-outcomes[i]))
 		b.Min, b.Max = min(b.Min, s), max(b.Max, s)
-		sk.Moments.Add(w, s, 0, 0)
+		sk.moments.Add(w, s, 0, 0)
 		if w > 0 {
-			sk.Pos++
+			sk.pos++
 		}
 	}
-	sk.N += int64(len(scores))
+	sk.n += int64(len(scores))
 	return nil
 }
 
@@ -191,9 +191,9 @@ func (sk *ScoreSketch) Merge(o *ScoreSketch) error {
 		}
 		b.merge(ob)
 	}
-	sk.Moments.Merge(o.Moments)
-	sk.N += o.N
-	sk.Pos += o.Pos
+	sk.moments.Merge(o.moments)
+	sk.n += o.n
+	sk.pos += o.pos
 	return nil
 }
 
@@ -214,9 +214,9 @@ func (sk *ScoreSketch) keys() []uint32 {
 // without weights, their weight with them.
 func (sk *ScoreSketch) total(weighted bool) float64 {
 	if weighted {
-		return sk.W
+		return sk.moments.W
 	}
-	return float64(sk.N)
+	return float64(sk.n)
 }
 
 func (b *SketchBucket) mass(weighted bool) float64 {
@@ -230,7 +230,7 @@ func (b *SketchBucket) mass(weighted bool) float64 {
 // counting the rows of positive weight (the total of the weights'
 // normalised form).
 func (sk *ScoreSketch) numBins(o BinOptions) (int, error) {
-	return o.MergedBins(sk.Moments, float64(sk.Pos), float64(sk.Pos))
+	return o.MergedBins(sk.moments, float64(sk.pos), float64(sk.pos))
 }
 
 // maxMergedBins bounds the bins of MergedBins (the Sqrt rule at 2^40
@@ -260,7 +260,7 @@ func (o BinOptions) MergedBins(mo Moments, n, values float64) (int, error) {
 // (two per edge, see weightedQuantiles) and each edge's interpolation
 // fraction.
 func (sk *ScoreSketch) positions(b int, weighted bool) (pos [][2]float64, frac []float64) {
-	return normalisedPositions(b, float64(sk.Pos), sk.total(weighted))
+	return normalisedPositions(b, float64(sk.pos), sk.total(weighted))
 }
 
 // locate returns the bucket (index into keys) holding the order statistic
@@ -373,11 +373,11 @@ const DefaultEdgeValues = 1 << 22
 // Overflow (Bins then uses bucket ends). The zero value is not usable: see
 // NewEdgeValues.
 type EdgeValues struct {
-	Keys     []uint32 `json:"keys"`
-	Limit    int      `json:"limit"`
-	Overflow bool     `json:"overflow,omitempty"`
-	values   map[uint32]map[float64]*ValueSum
-	count    int
+	keys       []uint32
+	limit      int
+	overflowed bool
+	values     map[uint32]map[float64]*ValueSum
+	count      int
 }
 
 // NewEdgeValues returns empty second-pass sums for the needed buckets,
@@ -386,21 +386,21 @@ func NewEdgeValues(keys []uint32, limit int) *EdgeValues {
 	if limit <= 0 {
 		limit = DefaultEdgeValues
 	}
-	ev := &EdgeValues{Keys: slices.Clone(keys), Limit: limit}
+	ev := &EdgeValues{keys: slices.Clone(keys), limit: limit}
 	ev.reset()
 	return ev
 }
 
 func (ev *EdgeValues) reset() {
 	ev.values = map[uint32]map[float64]*ValueSum{}
-	for _, k := range ev.Keys {
+	for _, k := range ev.keys {
 		ev.values[k] = map[float64]*ValueSum{}
 	}
 	ev.count = 0
 }
 
 func (ev *EdgeValues) overflow() {
-	ev.Overflow = true
+	ev.overflowed = true
 	ev.values, ev.count = nil, 0
 }
 
@@ -411,7 +411,7 @@ func (ev *EdgeValues) add(v ValueSum) {
 	}
 	x := m[v.Score]
 	if x == nil {
-		if ev.count >= ev.Limit {
+		if ev.count >= ev.limit {
 			ev.overflow()
 			return
 		}
@@ -433,13 +433,13 @@ func (ev *EdgeValues) Add(scores, outcomes, weights []float64) error {
 	if err := checkBatch(weights, len(scores)); err != nil {
 		return err
 	}
-	if ev.Overflow || len(ev.Keys) == 0 {
+	if ev.overflowed || len(ev.keys) == 0 {
 		return nil
 	}
 	for i, s := range scores {
 		w := mathx.Weight(weights, i)
 		ev.add(ValueSum{Score: s, N: 1, W: w, O: float64(w * outcomes[i])})
-		if ev.Overflow {
+		if ev.overflowed {
 			return nil
 		}
 	}
@@ -448,19 +448,19 @@ func (ev *EdgeValues) Add(scores, outcomes, weights []float64) error {
 
 // Merge adds another shard's values over the same buckets.
 func (ev *EdgeValues) Merge(o *EdgeValues) error {
-	if !slices.Equal(ev.Keys, o.Keys) {
+	if !slices.Equal(ev.keys, o.keys) {
 		return errors.New("metric: EdgeValues.Merge: different buckets")
 	}
-	if o.Overflow {
+	if o.overflowed {
 		ev.overflow()
 	}
-	if ev.Overflow {
+	if ev.overflowed {
 		return nil
 	}
 	for _, m := range o.values {
 		for _, v := range m {
 			ev.add(*v)
-			if ev.Overflow {
+			if ev.overflowed {
 				return nil
 			}
 		}
@@ -472,10 +472,10 @@ func (ev *EdgeValues) Merge(o *EdgeValues) error {
 // held has as many rows as the sketch counted there (both passes read the
 // same rows).
 func (ev *EdgeValues) check(sk *ScoreSketch) error {
-	if ev == nil || ev.Overflow {
+	if ev == nil || ev.overflowed {
 		return nil
 	}
-	for _, k := range ev.Keys {
+	for _, k := range ev.keys {
 		n := int64(0)
 		for _, v := range ev.values[k] {
 			n += v.N
@@ -498,7 +498,7 @@ func bucketN(b *SketchBucket) int64 {
 // sorted returns bucket k's distinct scores in increasing order (nil when
 // not held).
 func (ev *EdgeValues) sorted(k uint32) []*ValueSum {
-	if ev == nil || ev.Overflow {
+	if ev == nil || ev.overflowed {
 		return nil
 	}
 	m, ok := ev.values[k]
@@ -589,9 +589,9 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 			}
 		}
 	}
-	out := &Bins{Edges: e, Count: make([]int, b), Mass: make([]float64, b), Score: make([]float64, b), Freq: make([]float64, b), N: int(sk.N), W: sk.W, Pos: int(sk.Pos)}
+	out := &Bins{Edges: e, Count: make([]int, b), Mass: make([]float64, b), Score: make([]float64, b), Freq: make([]float64, b), N: int(sk.n), W: sk.moments.W, Pos: int(sk.pos)}
 	if !weighted {
-		out.W = float64(sk.N)
+		out.W = float64(sk.n)
 	}
 	var moved, movedAbs float64
 	for _, k := range keys {
@@ -631,7 +631,7 @@ func (sk *ScoreSketch) Bins(o BinOptions, weighted bool, ev *EdgeValues) (*Bins,
 		}
 	}
 	out.toMeans()
-	if tw := sk.W; tw > 0 && moved > 0 {
+	if tw := sk.moments.W; tw > 0 && moved > 0 {
 		bound = SketchBound{Mass: moved / tw, Abs: movedAbs / tw}
 	}
 	return out, bound, nil
@@ -656,7 +656,7 @@ type sketchJSON struct {
 
 // MarshalJSON writes the versioned JSON form.
 func (sk *ScoreSketch) MarshalJSON() ([]byte, error) {
-	v := sketchJSON{Version: sumsVersion, N: sk.N, Pos: sk.Pos, Moments: sk.Moments, Keys: sk.keys()}
+	v := sketchJSON{Version: sumsVersion, N: sk.n, Pos: sk.pos, Moments: sk.moments, Keys: sk.keys()}
 	for _, k := range v.Keys {
 		b := sk.buckets[k]
 		v.BN, v.BW, v.BS, v.BO = append(v.BN, b.N), append(v.BW, b.W), append(v.BS, b.S), append(v.BO, b.O)
@@ -682,7 +682,7 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 	if v.Pos < 0 || v.Pos > v.N {
 		return scoreSketchKind.Errorf("%d rows of positive weight of %d", v.Pos, v.N)
 	}
-	*sk = ScoreSketch{N: v.N, Pos: v.Pos, Moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
+	*sk = ScoreSketch{n: v.N, pos: v.Pos, moments: v.Moments, buckets: make(map[uint32]*SketchBucket, n)}
 	rows := int64(0)
 	for i, k := range v.Keys {
 		bk := &SketchBucket{N: v.BN[i], W: v.BW[i], S: v.BS[i], O: v.BO[i], A: v.BA[i], Min: v.Min[i], Max: v.Max[i]}
@@ -720,8 +720,8 @@ type edgeValuesJSON struct {
 // MarshalJSON writes the versioned JSON form (the scores in increasing
 // order).
 func (ev *EdgeValues) MarshalJSON() ([]byte, error) {
-	v := edgeValuesJSON{Version: sumsVersion, Keys: ev.Keys, Limit: ev.Limit, Overflow: ev.Overflow, Values: []ValueSum{}}
-	for _, k := range ev.Keys {
+	v := edgeValuesJSON{Version: sumsVersion, Keys: ev.keys, Limit: ev.limit, Overflow: ev.overflowed, Values: []ValueSum{}}
+	for _, k := range ev.keys {
 		for _, x := range ev.sorted(k) {
 			v.Values = append(v.Values, *x)
 		}
@@ -739,8 +739,8 @@ func (ev *EdgeValues) UnmarshalJSON(b []byte) error {
 	if v.Limit < 1 || !slices.IsSorted(v.Keys) {
 		return edgeValuesKind.Errorf("bad limit or buckets")
 	}
-	*ev = EdgeValues{Keys: v.Keys, Limit: v.Limit, Overflow: v.Overflow}
-	if ev.Overflow {
+	*ev = EdgeValues{keys: v.Keys, limit: v.Limit, overflowed: v.Overflow}
+	if ev.overflowed {
 		return nil
 	}
 	ev.reset()

@@ -179,11 +179,11 @@ func TestScoreSketchBound(t *testing.T) {
 	a, b := NewEdgeValues([]uint32{SketchKey(0.9)}, 1), NewEdgeValues([]uint32{SketchKey(0.9)}, 1)
 	a.Add([]float64{0.9}, []float64{1}, nil)
 	b.Add([]float64{0.9, math.Nextafter(0.9, 1)}, []float64{1, 0}, nil)
-	if !b.Overflow || a.Overflow {
-		t.Fatalf("overflow: %v %v", a.Overflow, b.Overflow)
+	if !b.overflowed || a.overflowed {
+		t.Fatalf("overflow: %v %v", a.overflowed, b.overflowed)
 	}
 	a.Merge(b)
-	if !a.Overflow {
+	if !a.overflowed {
 		t.Error("merging an overflowed shard did not overflow")
 	}
 	if err := a.Merge(NewEdgeValues(nil, 1)); err == nil {

@@ -42,6 +42,11 @@ var (
 // the rounding of the sums (added in another order: 1e-15 relative in the
 // tests). The zero value is not usable: see NewBinSums.
 type BinSums struct {
+	st binSumsState
+}
+
+// binSumsState is the state of BinSums, and its JSON form.
+type binSumsState struct {
 	Version int       `json:"version"`
 	Edges   []float64 `json:"edges"`
 	Count   []int     `json:"count"`
@@ -65,8 +70,8 @@ func NewBinSums(o BinOptions) (*BinSums, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &BinSums{Version: sumsVersion, Edges: o.edges(nil, nil, b), Count: make([]int, b), Mass: make([]float64, b),
-		Score: make([]float64, b), Freq: make([]float64, b), OpenLow: o.OpenLow}, nil
+	return &BinSums{st: binSumsState{Version: sumsVersion, Edges: o.edges(nil, nil, b), Count: make([]int, b), Mass: make([]float64, b),
+		Score: make([]float64, b), Freq: make([]float64, b), OpenLow: o.OpenLow}}, nil
 }
 
 // checkBatch checks a batch's weights (nil: all 1): as many as samples,
@@ -88,46 +93,46 @@ func (bs *BinSums) Add(scores, outcomes, weights []float64) error {
 	if err := checkBatch(weights, len(scores)); err != nil {
 		return err
 	}
-	o := BinOptions{Binning: EqualWidth, Rule: Fixed, Bins: len(bs.Count), OpenLow: bs.OpenLow}
-	for i, k := range o.assign(scores, bs.Edges) {
+	o := BinOptions{Binning: EqualWidth, Rule: Fixed, Bins: len(bs.st.Count), OpenLow: bs.st.OpenLow}
+	for i, k := range o.assign(scores, bs.st.Edges) {
 		w := mathx.Weight(weights, i)
-		bs.W += w
+		bs.st.W += w
 		if w > 0 {
-			bs.Pos++
+			bs.st.Pos++
 		}
 		if k >= 0 {
-			bs.Count[k]++
-			bs.Mass[k] += w
-			bs.Score[k] += float64(w * scores[i])
-			bs.Freq[k] += float64(w * outcomes[i])
+			bs.st.Count[k]++
+			bs.st.Mass[k] += w
+			bs.st.Score[k] += float64(w * scores[i])
+			bs.st.Freq[k] += float64(w * outcomes[i])
 		}
 	}
-	bs.N += len(scores)
+	bs.st.N += len(scores)
 	return nil
 }
 
 // Merge adds the sums of another shard with the same bins.
 func (bs *BinSums) Merge(other *BinSums) error {
-	if !slices.Equal(bs.Edges, other.Edges) || bs.OpenLow != other.OpenLow {
-		return fmt.Errorf("metric: BinSums.Merge: the bins differ (%d and %d edges)", len(bs.Edges), len(other.Edges))
+	if !slices.Equal(bs.st.Edges, other.st.Edges) || bs.st.OpenLow != other.st.OpenLow {
+		return fmt.Errorf("metric: BinSums.Merge: the bins differ (%d and %d edges)", len(bs.st.Edges), len(other.st.Edges))
 	}
-	for b := range bs.Count {
-		bs.Count[b] += other.Count[b]
-		bs.Mass[b] += other.Mass[b]
-		bs.Score[b] += other.Score[b]
-		bs.Freq[b] += other.Freq[b]
+	for b := range bs.st.Count {
+		bs.st.Count[b] += other.st.Count[b]
+		bs.st.Mass[b] += other.st.Mass[b]
+		bs.st.Score[b] += other.st.Score[b]
+		bs.st.Freq[b] += other.st.Freq[b]
 	}
-	bs.N += other.N
-	bs.W += other.W
-	bs.Pos += other.Pos
+	bs.st.N += other.st.N
+	bs.st.W += other.st.W
+	bs.st.Pos += other.st.Pos
 	return nil
 }
 
 // Bins returns the bins of every sample added or merged: the means S_b /
 // W_b and F_b / W_b of the non-empty bins, for ECE, MCE and DebiasedL2.
 func (bs *BinSums) Bins() *Bins {
-	out := &Bins{Edges: slices.Clone(bs.Edges), Count: slices.Clone(bs.Count), Mass: slices.Clone(bs.Mass),
-		Score: slices.Clone(bs.Score), Freq: slices.Clone(bs.Freq), N: bs.N, W: bs.W, Pos: bs.Pos}
+	out := &Bins{Edges: slices.Clone(bs.st.Edges), Count: slices.Clone(bs.st.Count), Mass: slices.Clone(bs.st.Mass),
+		Score: slices.Clone(bs.st.Score), Freq: slices.Clone(bs.st.Freq), N: bs.st.N, W: bs.st.W, Pos: bs.st.Pos}
 	out.toMeans()
 	return out
 }
@@ -135,15 +140,13 @@ func (bs *BinSums) Bins() *Bins {
 // MarshalJSON writes the JSON form: {"kind": "metric.BinSums", "version":
 // 1, ...} and the exported fields.
 func (bs *BinSums) MarshalJSON() ([]byte, error) {
-	type plain BinSums
-	return binSumsKind.Encode((*plain)(bs))
+	return binSumsKind.Encode(&bs.st)
 }
 
 // UnmarshalJSON reads the JSON form (MarshalJSON is the default one of the
 // exported fields), checking its version and that its arrays agree.
 func (bs *BinSums) UnmarshalJSON(b []byte) error {
-	type plain BinSums
-	var v plain
+	var v binSumsState
 	if _, err := binSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
@@ -154,7 +157,7 @@ func (bs *BinSums) UnmarshalJSON(b []byte) error {
 	if v.Pos < 0 || v.Pos > v.N {
 		return binSumsKind.Errorf("%d rows of positive weight of %d", v.Pos, v.N)
 	}
-	*bs = BinSums(v)
+	bs.st = v
 	return nil
 }
 
@@ -166,6 +169,11 @@ func (bs *BinSums) UnmarshalJSON(b []byte) error {
 // Accuracy, Confidence, Brier and NLL divide by W, as the functions of
 // those names do on all the rows (up to the rounding of the sums).
 type ScoreSums struct {
+	st scoreSumsState
+}
+
+// scoreSumsState is the state of ScoreSums, and its JSON form.
+type scoreSumsState struct {
 	Version int     `json:"version"`
 	N       int     `json:"n"`
 	W       float64 `json:"weight_sum"`
@@ -179,7 +187,7 @@ type ScoreSums struct {
 }
 
 // NewScoreSums returns empty sums.
-func NewScoreSums() *ScoreSums { return &ScoreSums{Version: sumsVersion} }
+func NewScoreSums() *ScoreSums { return &ScoreSums{st: scoreSumsState{Version: sumsVersion}} }
 
 // Add adds a batch of rows: probs n×k, logits n×k or nil (for NLL),
 // labels and weights (nil: all 1). Bad weights are an error wrapping
@@ -197,11 +205,11 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 		}
 	}
 	top, correct := TopR(probs, labels, k, 1)
-	if ss.Label == nil && len(labels) > 0 {
-		ss.Label = make([]float64, k)
+	if ss.st.Label == nil && len(labels) > 0 {
+		ss.st.Label = make([]float64, k)
 	}
-	if len(labels) > 0 && len(ss.Label) != k {
-		return fmt.Errorf("metric: ScoreSums.Add: K = %d, where the sums have %d labels", k, len(ss.Label))
+	if len(labels) > 0 && len(ss.st.Label) != k {
+		return fmt.Errorf("metric: ScoreSums.Add: K = %d, where the sums have %d labels", k, len(ss.st.Label))
 	}
 	for i, y := range labels {
 		w := mathx.Weight(weights, i)
@@ -211,33 +219,33 @@ func (ss *ScoreSums) Add(probs, logits []float64, labels []int, k int, weights [
 			z = logits[i*k : (i+1)*k]
 		}
 		brier, nll := brierRow(row, y), nllRow(row, z, y)
-		ss.W += w
-		ss.Correct += float64(w * correct[i])
-		ss.Conf += float64(w * top[i])
-		ss.Brier += float64(w * brier)
-		ss.NLL += float64(w * nll)
-		ss.Label[y] += w
+		ss.st.W += w
+		ss.st.Correct += float64(w * correct[i])
+		ss.st.Conf += float64(w * top[i])
+		ss.st.Brier += float64(w * brier)
+		ss.st.NLL += float64(w * nll)
+		ss.st.Label[y] += w
 	}
-	ss.N += len(labels)
+	ss.st.N += len(labels)
 	return nil
 }
 
 // Merge adds the sums of another shard.
 func (ss *ScoreSums) Merge(other *ScoreSums) error {
-	if len(ss.Label) > 0 && len(other.Label) > 0 && len(ss.Label) != len(other.Label) {
-		return fmt.Errorf("metric: ScoreSums.Merge: sums of %d and %d labels", len(ss.Label), len(other.Label))
+	if len(ss.st.Label) > 0 && len(other.st.Label) > 0 && len(ss.st.Label) != len(other.st.Label) {
+		return fmt.Errorf("metric: ScoreSums.Merge: sums of %d and %d labels", len(ss.st.Label), len(other.st.Label))
 	}
-	ss.N += other.N
-	ss.W += other.W
-	ss.Correct += other.Correct
-	ss.Conf += other.Conf
-	ss.Brier += other.Brier
-	ss.NLL += other.NLL
-	if len(ss.Label) == 0 && len(other.Label) > 0 {
-		ss.Label = make([]float64, len(other.Label))
+	ss.st.N += other.st.N
+	ss.st.W += other.st.W
+	ss.st.Correct += other.st.Correct
+	ss.st.Conf += other.st.Conf
+	ss.st.Brier += other.st.Brier
+	ss.st.NLL += other.st.NLL
+	if len(ss.st.Label) == 0 && len(other.st.Label) > 0 {
+		ss.st.Label = make([]float64, len(other.st.Label))
 	}
-	for k, v := range other.Label {
-		ss.Label[k] += v
+	for k, v := range other.st.Label {
+		ss.st.Label[k] += v
 	}
 	return nil
 }
@@ -245,31 +253,29 @@ func (ss *ScoreSums) Merge(other *ScoreSums) error {
 // LabelMean returns the weighted fraction of rows of label k (NaN when the
 // total weight is 0 or the label outside the sums).
 func (ss *ScoreSums) LabelMean(k int) float64 {
-	if k < 0 || k >= len(ss.Label) {
+	if k < 0 || k >= len(ss.st.Label) {
 		return math.NaN()
 	}
-	return ss.Label[k] / ss.W
+	return ss.st.Label[k] / ss.st.W
 }
 
 // Accuracy, Confidence, BrierScore and MeanNLL return the weighted means
 // (NaN when the total weight is 0).
-func (ss *ScoreSums) Accuracy() float64   { return ss.Correct / ss.W }
-func (ss *ScoreSums) Confidence() float64 { return ss.Conf / ss.W }
-func (ss *ScoreSums) BrierScore() float64 { return ss.Brier / ss.W }
-func (ss *ScoreSums) MeanNLL() float64    { return ss.NLL / ss.W }
+func (ss *ScoreSums) Accuracy() float64   { return ss.st.Correct / ss.st.W }
+func (ss *ScoreSums) Confidence() float64 { return ss.st.Conf / ss.st.W }
+func (ss *ScoreSums) BrierScore() float64 { return ss.st.Brier / ss.st.W }
+func (ss *ScoreSums) MeanNLL() float64    { return ss.st.NLL / ss.st.W }
 
 // MarshalJSON writes the JSON form: {"kind": "metric.ScoreSums", "version":
 // 1, ...} and the exported fields.
 func (ss *ScoreSums) MarshalJSON() ([]byte, error) {
-	type plain ScoreSums
-	return scoreSumsKind.Encode((*plain)(ss))
+	return scoreSumsKind.Encode(&ss.st)
 }
 
 // UnmarshalJSON reads the JSON form, checking its kind, its version and
 // that its sums are finite and non-negative.
 func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
-	type plain ScoreSums
-	var v plain
+	var v scoreSumsState
 	if _, err := scoreSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
@@ -281,7 +287,7 @@ func (ss *ScoreSums) UnmarshalJSON(b []byte) error {
 			return scoreSumsKind.Errorf("label %d weight %v", k, w)
 		}
 	}
-	*ss = ScoreSums(v)
+	ss.st = v
 	return nil
 }
 
@@ -309,6 +315,11 @@ const DefaultKSCells = 4096
 // cell holds little weight or its samples are nearly calibrated (a
 // confident correct prediction adds |s - o| near 0).
 type KSSums struct {
+	st ksSumsState
+}
+
+// ksSumsState is the state of KSSums, and its JSON form.
+type ksSumsState struct {
 	Version int       `json:"version"`
 	Cells   int       `json:"cells"`
 	S       []float64 `json:"score_sum"`
@@ -326,7 +337,7 @@ func NewKSSums(cells int) (*KSSums, error) {
 	if cells < 1 || cells > 1<<24 {
 		return nil, fmt.Errorf("metric: KS sums on %d cells (want 1 to 2^24)", cells)
 	}
-	return &KSSums{Version: sumsVersion, Cells: cells, S: make([]float64, cells), O: make([]float64, cells), A: make([]float64, cells)}, nil
+	return &KSSums{st: ksSumsState{Version: sumsVersion, Cells: cells, S: make([]float64, cells), O: make([]float64, cells), A: make([]float64, cells)}}, nil
 }
 
 // Add adds samples: scores (clamped to [0, 1]), outcomes and weights (nil:
@@ -338,47 +349,47 @@ func (ks *KSSums) Add(scores, outcomes, weights []float64) error {
 	if err := checkBatch(weights, len(scores)); err != nil {
 		return err
 	}
-	g := float64(ks.Cells)
+	g := float64(ks.st.Cells)
 	for i, s := range scores {
-		c := min(ks.Cells-1, max(0, int(math.Floor(s*g))))
+		c := min(ks.st.Cells-1, max(0, int(math.Floor(s*g))))
 		w := mathx.Weight(weights, i)
-		ks.S[c] += float64(w * s)
-		ks.O[c] += float64(w * outcomes[i])
-		ks.A[c] += float64(w * math.Abs(s-outcomes[i]))
-		ks.W += w
+		ks.st.S[c] += float64(w * s)
+		ks.st.O[c] += float64(w * outcomes[i])
+		ks.st.A[c] += float64(w * math.Abs(s-outcomes[i]))
+		ks.st.W += w
 	}
-	ks.N += len(scores)
+	ks.st.N += len(scores)
 	return nil
 }
 
 // Merge adds the sums of another shard on the same cells.
 func (ks *KSSums) Merge(other *KSSums) error {
-	if other.Cells != ks.Cells {
-		return fmt.Errorf("metric: KSSums.Merge: %d and %d cells", ks.Cells, other.Cells)
+	if other.st.Cells != ks.st.Cells {
+		return fmt.Errorf("metric: KSSums.Merge: %d and %d cells", ks.st.Cells, other.st.Cells)
 	}
-	for c := range ks.S {
-		ks.S[c] += other.S[c]
-		ks.O[c] += other.O[c]
-		ks.A[c] += other.A[c]
+	for c := range ks.st.S {
+		ks.st.S[c] += other.st.S[c]
+		ks.st.O[c] += other.st.O[c]
+		ks.st.A[c] += other.st.A[c]
 	}
-	ks.N += other.N
-	ks.W += other.W
+	ks.st.N += other.st.N
+	ks.st.W += other.st.W
 	return nil
 }
 
 // Interval returns lo <= KS <= hi (see KSSums); 0, 0 without weight.
 func (ks *KSSums) Interval() (lo, hi float64) {
-	if !(ks.W > 0) {
+	if !(ks.st.W > 0) {
 		return 0, 0
 	}
 	cs, co, prev := 0.0, 0.0, 0.0
-	for c := range ks.S {
-		t := ks.S[c] - ks.O[c]
-		pos, neg := max(0, (ks.A[c]+t)/2)/ks.W, max(0, (ks.A[c]-t)/2)/ks.W
+	for c := range ks.st.S {
+		t := ks.st.S[c] - ks.st.O[c]
+		pos, neg := max(0, (ks.st.A[c]+t)/2)/ks.st.W, max(0, (ks.st.A[c]-t)/2)/ks.st.W
 		hi = max(hi, math.Abs(prev+pos), math.Abs(prev-neg))
-		cs += ks.S[c]
-		co += ks.O[c]
-		d := cs/ks.W - co/ks.W
+		cs += ks.st.S[c]
+		co += ks.st.O[c]
+		d := cs/ks.st.W - co/ks.st.W
 		lo = max(lo, math.Abs(d))
 		hi = max(hi, math.Abs(d))
 		prev = d
@@ -389,21 +400,19 @@ func (ks *KSSums) Interval() (lo, hi float64) {
 // MarshalJSON writes the JSON form: {"kind": "metric.KSSums", "version":
 // 1, ...} and the exported fields.
 func (ks *KSSums) MarshalJSON() ([]byte, error) {
-	type plain KSSums
-	return ksSumsKind.Encode((*plain)(ks))
+	return ksSumsKind.Encode(&ks.st)
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and sizes.
 func (ks *KSSums) UnmarshalJSON(b []byte) error {
-	type plain KSSums
-	var v plain
+	var v ksSumsState
 	if _, err := ksSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
 	if v.Cells < 1 || len(v.S) != v.Cells || len(v.O) != v.Cells || len(v.A) != v.Cells {
 		return ksSumsKind.Errorf("%d cells but %d, %d and %d sums", v.Cells, len(v.S), len(v.O), len(v.A))
 	}
-	*ks = KSSums(v)
+	ks.st = v
 	return nil
 }
 
@@ -419,6 +428,12 @@ func (ks *KSSums) UnmarshalJSON(b []byte) error {
 // drop every cell and are Overflow (Estimate is then meaningless: check
 // Overflow), so that memory stays bounded whatever the data.
 type CellSums struct {
+	st  cellSumsState
+	key []byte
+}
+
+// cellSumsState is the state of CellSums, and its JSON form.
+type cellSumsState struct {
 	Version int                 `json:"version"`
 	K       int                 `json:"k"`
 	B       int                 `json:"bins"`
@@ -429,12 +444,11 @@ type CellSums struct {
 	// Overflow says that more were occupied.
 	Limit    int  `json:"limit,omitempty"`
 	Overflow bool `json:"overflow,omitempty"`
-	key      []byte
 }
 
 // overflow drops the cells: more than Limit are occupied.
 func (cs *CellSums) overflow() {
-	cs.Overflow, cs.Cells = true, map[string]*CellSum{}
+	cs.st.Overflow, cs.st.Cells = true, map[string]*CellSum{}
 }
 
 // CellSum holds one cell's sums.
@@ -454,14 +468,14 @@ func NewCellSums(k, b int) (*CellSums, error) {
 	if k < 1 || b < 1 || b > 1<<16 {
 		return nil, fmt.Errorf("metric: cell sums for K = %d and %d bins per dimension (want K >= 1, 1 to 65536 bins)", k, b)
 	}
-	return &CellSums{Version: sumsVersion, K: k, B: b, Cells: map[string]*CellSum{}}, nil
+	return &CellSums{st: cellSumsState{Version: sumsVersion, K: k, B: b, Cells: map[string]*CellSum{}}}, nil
 }
 
 // Add adds a batch of rows: probs n×K, labels in 0..K-1 and weights (nil:
 // all 1). Bad weights are an error wrapping mathx.ErrWeights, and nothing is
 // added.
 func (cs *CellSums) Add(probs []float64, labels []int, weights []float64) error {
-	k := cs.K
+	k := cs.st.K
 	if len(probs) != len(labels)*k {
 		return fmt.Errorf("metric: CellSums.Add: %d probabilities for %d labels and K = %d", len(probs), len(labels), k)
 	}
@@ -480,21 +494,21 @@ func (cs *CellSums) Add(probs []float64, labels []int, weights []float64) error 
 			if m > 0 {
 				cs.key = append(cs.key, ',')
 			}
-			cs.key = strconv.AppendInt(cs.key, int64(min(int(math.Floor(float64(cs.B)*v)), cs.B-1)), 10)
+			cs.key = strconv.AppendInt(cs.key, int64(min(int(math.Floor(float64(cs.st.B)*v)), cs.st.B-1)), 10)
 		}
 		w := mathx.Weight(weights, i)
-		cs.W += w
-		if cs.Overflow {
+		cs.st.W += w
+		if cs.st.Overflow {
 			continue
 		}
-		c := cs.Cells[string(cs.key)]
+		c := cs.st.Cells[string(cs.key)]
 		if c == nil {
-			if cs.Limit > 0 && len(cs.Cells) >= cs.Limit {
+			if cs.st.Limit > 0 && len(cs.st.Cells) >= cs.st.Limit {
 				cs.overflow()
 				continue
 			}
 			c = &CellSum{F: make([]float64, k), Y: make([]float64, k)}
-			cs.Cells[string(cs.key)] = c
+			cs.st.Cells[string(cs.key)] = c
 		}
 		c.Count++
 		c.Mass += w
@@ -503,32 +517,32 @@ func (cs *CellSums) Add(probs []float64, labels []int, weights []float64) error 
 		}
 		c.Y[y] += w
 	}
-	cs.N += len(labels)
+	cs.st.N += len(labels)
 	return nil
 }
 
 // Merge adds the sums of another shard with the same K and B.
 func (cs *CellSums) Merge(other *CellSums) error {
-	if other.K != cs.K || other.B != cs.B {
-		return fmt.Errorf("metric: CellSums.Merge: K = %d, B = %d and K = %d, B = %d", cs.K, cs.B, other.K, other.B)
+	if other.st.K != cs.st.K || other.st.B != cs.st.B {
+		return fmt.Errorf("metric: CellSums.Merge: K = %d, B = %d and K = %d, B = %d", cs.st.K, cs.st.B, other.st.K, other.st.B)
 	}
-	cs.N += other.N
-	cs.W += other.W
-	if other.Overflow {
+	cs.st.N += other.st.N
+	cs.st.W += other.st.W
+	if other.st.Overflow {
 		cs.overflow()
 	}
-	for key, o := range other.Cells {
-		if cs.Overflow {
+	for key, o := range other.st.Cells {
+		if cs.st.Overflow {
 			break
 		}
-		c := cs.Cells[key]
+		c := cs.st.Cells[key]
 		if c == nil {
-			if cs.Limit > 0 && len(cs.Cells) >= cs.Limit {
+			if cs.st.Limit > 0 && len(cs.st.Cells) >= cs.st.Limit {
 				cs.overflow()
 				break
 			}
-			c = &CellSum{F: make([]float64, cs.K), Y: make([]float64, cs.K)}
-			cs.Cells[key] = c
+			c = &CellSum{F: make([]float64, cs.st.K), Y: make([]float64, cs.st.K)}
+			cs.st.Cells[key] = c
 		}
 		c.Count += o.Count
 		c.Mass += o.Mass
@@ -543,19 +557,19 @@ func (cs *CellSums) Merge(other *CellSums) error {
 // Estimate returns the canonical binned estimate for the exponent p (see
 // CanonicalBinned) of every sample added or merged.
 func (cs *CellSums) Estimate(p float64) *CanonicalBinned {
-	res := &CanonicalBinned{B: cs.B}
-	keys := make([]string, 0, len(cs.Cells))
-	for key := range cs.Cells {
+	res := &CanonicalBinned{B: cs.st.B}
+	keys := make([]string, 0, len(cs.st.Cells))
+	for key := range cs.st.Cells {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		c := cs.Cells[key]
+		c := cs.st.Cells[key]
 		if !(c.Mass > 0) {
 			continue
 		}
 		res.Cells++
-		for m := 0; m < cs.K; m++ {
+		for m := 0; m < cs.st.K; m++ {
 			d := math.Abs(c.Y[m]-c.F[m]) / c.Mass
 			if d > res.MCE {
 				res.MCE, res.MCECount = d, c.Count
@@ -563,22 +577,20 @@ func (cs *CellSums) Estimate(p float64) *CanonicalBinned {
 			res.Value += c.Mass * math.Pow(d, p)
 		}
 	}
-	res.Value /= cs.W
+	res.Value /= cs.st.W
 	return res
 }
 
 // MarshalJSON writes the JSON form: {"kind": "metric.CellSums", "version":
 // 1, ...} and the exported fields.
 func (cs *CellSums) MarshalJSON() ([]byte, error) {
-	type plain CellSums
-	return cellSumsKind.Encode((*plain)(cs))
+	return cellSumsKind.Encode(&cs.st)
 }
 
 // UnmarshalJSON reads the JSON form, checking its version and the sizes of
 // its cells.
 func (cs *CellSums) UnmarshalJSON(b []byte) error {
-	type plain CellSums
-	var v plain
+	var v cellSumsState
 	if _, err := cellSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
@@ -593,6 +605,6 @@ func (cs *CellSums) UnmarshalJSON(b []byte) error {
 			return cellSumsKind.Errorf("cell %q does not hold %d sums", key, v.K)
 		}
 	}
-	*cs = CellSums(v)
+	cs.st = v
 	return nil
 }

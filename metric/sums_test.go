@@ -125,8 +125,8 @@ func TestScoreSumsMatchInMemory(t *testing.T) {
 				near(t, name+" confidence", total.Confidence(), Confidence(probs, labels, k, weights), 1e-12)
 				near(t, name+" brier", total.BrierScore(), Brier(probs, labels, k, weights), 1e-12)
 				near(t, name+" nll", total.MeanNLL(), NLL(probs, lg, labels, k, weights), 1e-12)
-				if total.N != n {
-					t.Errorf("%s: N = %d, want %d", name, total.N, n)
+				if total.st.N != n {
+					t.Errorf("%s: N = %d, want %d", name, total.st.N, n)
 				}
 			}
 		}
@@ -169,8 +169,8 @@ func TestSumsMergeAndMarshal(t *testing.T) {
 	_ = ra.Merge(right) // a + (b + c)
 	near(t, "associativity", left.Bins().ECE(1), ra.Bins().ECE(1), 1e-15)
 	rt := clone(left)
-	for i := range rt.Score {
-		if math.Float64bits(rt.Score[i]) != math.Float64bits(left.Score[i]) || rt.Count[i] != left.Count[i] {
+	for i := range rt.st.Score {
+		if math.Float64bits(rt.st.Score[i]) != math.Float64bits(left.st.Score[i]) || rt.st.Count[i] != left.st.Count[i] {
 			t.Fatalf("JSON round trip changed bin %d", i)
 		}
 	}
@@ -207,7 +207,7 @@ func TestSumsMergeAndMarshal(t *testing.T) {
 	}
 	lo, hi := ks.Interval()
 	lo2, hi2 := ks2.Interval()
-	if lo != lo2 || hi != hi2 || ks2.N != 4 {
+	if lo != lo2 || hi != hi2 || ks2.st.N != 4 {
 		t.Errorf("KSSums JSON round trip: [%v, %v] became [%v, %v]", lo, hi, lo2, hi2)
 	}
 	if err := json.Unmarshal([]byte(`{"version":1,"cells":3,"score_sum":[0],"outcome_sum":[0],"abs_sum":[0]}`), &ks2); err == nil {
@@ -216,7 +216,7 @@ func TestSumsMergeAndMarshal(t *testing.T) {
 	if _, err := NewKSSums(-1); err == nil {
 		t.Error("NewKSSums(-1): no error")
 	}
-	if err := ks.Merge(&KSSums{Cells: 8}); err == nil {
+	if err := ks.Merge(&KSSums{st: ksSumsState{Cells: 8}}); err == nil {
 		t.Error("merging 64 cells with 8: no error")
 	}
 }
