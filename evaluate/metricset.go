@@ -6,27 +6,25 @@ import (
 )
 
 // parseMetrics parses a list of metric names (see Metrics), or "all",
-// into each metric once, in the order of Metrics, and reports whether the
-// list named "all". Items are comma-separated; surrounding spaces and empty
-// items are ignored.
-func parseMetrics(list string) (ms MetricSet, all bool, err error) {
+// into each metric once, in the order of Metrics. Items are
+// comma-separated; surrounding spaces and empty items are ignored.
+func parseMetrics(list string) (MetricSet, error) {
 	seen := map[Metric]bool{}
 	for _, f := range strings.Split(list, ",") {
 		switch m := Metric(strings.TrimSpace(f)); {
 		case m == "":
 		case m == "all":
-			all = true
 			for _, a := range Metrics {
 				seen[a] = true
 			}
 		case slices.Contains(Metrics, m):
 			seen[m] = true
 		default:
-			return nil, false, optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", m, Metrics.words())
+			return nil, optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", m, Metrics.words())
 		}
 	}
 	if len(seen) == 0 {
-		return nil, false, optionError("metrics", "metrics: no metric given")
+		return nil, optionError("metrics", "metrics: no metric given")
 	}
 	out := MetricSet{}
 	for _, m := range Metrics {
@@ -34,7 +32,7 @@ func parseMetrics(list string) (ms MetricSet, all bool, err error) {
 			out = append(out, m)
 		}
 	}
-	return out, all, nil
+	return out, nil
 }
 
 // CheckKSR checks the KS r of o against the K of the set they will be

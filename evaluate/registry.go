@@ -73,7 +73,7 @@ func (ms MetricSet) MarshalText() ([]byte, error) { return []byte(ms.String()), 
 // (surrounding spaces and empty items ignored). Its errors are
 // OptionErrors of "metrics".
 func (ms *MetricSet) UnmarshalText(b []byte) error {
-	v, _, err := parseMetrics(string(b))
+	v, err := parseMetrics(string(b))
 	if err != nil {
 		return err
 	}
