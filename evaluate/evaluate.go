@@ -26,6 +26,7 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
+	"github.com/calib-dev/calib/smooth"
 )
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
@@ -95,6 +96,10 @@ type Options struct {
 	// MMCEWidth is the width of MMCE's Laplacian kernel; 0 means
 	// metric.DefaultMMCEWidth.
 	MMCEWidth float64
+	// SmECE configures smece: the zero value is relplot 1.0.3's smECE at
+	// its fixed point sigma*; Sigma fixes the bandwidth (relplot's
+	// smECE_sigma), Convention smooth.Relplot101 is relplot 1.0.1's.
+	SmECE smooth.Options
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
 	// meaning 0.95): centred on the estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
@@ -262,6 +267,15 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	}
 	if !(c.mmce > 0) || math.IsInf(c.mmce, 0) {
 		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.mmce)
+	}
+	if sg := o.SmECE.Sigma; !(sg >= 0 && sg <= 1) {
+		return nil, optionError("smece-sigma", "smece sigma %v: want a bandwidth in (0, 1], or 0 (the fixed point)", sg)
+	}
+	if e := o.SmECE.Eps; !(e >= 0 && e < 1) {
+		return nil, optionError("smece-sigma", "smece eps %v: want a number in [0, 1)", e)
+	}
+	if cv := o.SmECE.Convention; cv != smooth.Relplot && cv != smooth.Relplot101 {
+		return nil, optionError("convention", "smece convention %v is not one (valid: relplot, relplot-1.0.1)", cv)
 	}
 	c.ci = o.CI || o.CIExact
 	if o.PValueResamples < 0 {

@@ -18,6 +18,7 @@ const (
 	ECEKDE            Metric = "ece_kde"            // plug-in ECE^KDE, eq. 4 of ece-kde.md, per notion
 	ECEKDEDebiased    Metric = "ece_kde_debiased"   // ECEKDE with the debiased ratio (a Result of ECEKDE)
 	ECEWitness        Metric = "ece_witness"        // the converging canonical CE_1 and CE_2^2 (kde.Witness)
+	SmECE             Metric = "smece"              // smooth ECE of Błasiok and Nakkiran, relplot 1.0.3's (package smooth)
 	ECEBin            Metric = "ece_bin"            // binned ECE: sum_b (n_b/n) |acc_b - conf_b|^p
 	MCE               Metric = "mce"                // binned maximum: max_b |acc_b - conf_b|
 	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
@@ -116,6 +117,7 @@ type metricDef struct {
 var metricTable = []*metricDef{
 	&eceKDEDef,
 	&witnessDef,
+	&smeceDef,
 	&eceBinDef,
 	&mceDef,
 	&eceBinDebiasedDef,
@@ -160,6 +162,8 @@ var Metrics = tableNames(func(*metricDef) bool { return true })
 //
 //   - ece_witness: the converging estimate of the canonical CE_1 (and the
 //     debiased U-statistic of CE_2^2),
+//   - smece: the smooth ECE at its fixed point (relplot 1.0.3's smECE;
+//     top-label, class-wise where ece_kde's notions include it),
 //   - ece_bin: the binned ECE (top-label, class-wise, canonical),
 //   - ks: the KS calibration errors,
 //   - brier, nll, accuracy, confidence.
@@ -167,7 +171,7 @@ var Metrics = tableNames(func(*metricDef) bool { return true })
 // The plug-in ece_kde and sharpness (a leave-one-out bandwidth search and
 // kernel regression per notion: most of the cost of all metrics), mce,
 // ece_bin_debiased and mmce are one name away ("all", or Metrics).
-var DefaultMetrics = MetricSet{ECEWitness, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
+var DefaultMetrics = MetricSet{ECEWitness, SmECE, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
 
 // streamMetrics lists the metrics a stream computes by default: all but
 // ece_witness, whose kernel sums are K-vectors at two grids of 13

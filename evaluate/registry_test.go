@@ -42,10 +42,12 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("default metric %s not registered", m)
 		}
 	}
-	if got := len(Metrics); got != 12 {
-		t.Errorf("%d metrics, want 12", got)
+	if got := len(Metrics); got != 13 {
+		t.Errorf("%d metrics, want 13", got)
 	}
-	if !slices.Equal(streamable, append(MetricSet{ECEKDE, ECEWitness}, Metrics[2:]...)) || streamMetrics.Has(ECEWitness) || len(streamMetrics) != 11 {
+	notStreamed := MetricSet{SmECE}
+	want := slices.DeleteFunc(slices.Clone(Metrics), notStreamed.Has)
+	if !slices.Equal(streamable, want) || streamMetrics.Has(ECEWitness) || len(streamMetrics) != len(want)-1 {
 		t.Errorf("streamable %v, stream defaults %v", streamable, streamMetrics)
 	}
 }
@@ -66,7 +68,7 @@ func TestMetricSetText(t *testing.T) {
 	err := m.UnmarshalText([]byte("ece"))
 	var oe *OptionError
 	if !errors.As(err, &oe) || oe.Option != "metrics" || !errors.Is(err, ErrOptions) ||
-		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_kde, ece_witness, ece_bin, mce, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
+		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_kde, ece_witness, smece, ece_bin, mce, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

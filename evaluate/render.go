@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -176,7 +177,12 @@ func pCell(e *Result) string {
 
 func settings(e *Result) string {
 	var parts []string
-	if e.Bandwidth != nil {
+	switch {
+	case e.Metric == SmECE && e.Bandwidth != nil:
+		parts = append(parts, fmt.Sprintf("sigma=%.4g %s", *e.Bandwidth, strings.ReplaceAll(e.BandwidthMethod, "-", " ")))
+	case e.Metric == SmECE && len(e.PerClassBandwidth) > 0:
+		parts = append(parts, fmt.Sprintf("sigma=%.4g to %.4g %s", slices.Min(e.PerClassBandwidth), slices.Max(e.PerClassBandwidth), strings.ReplaceAll(e.BandwidthMethod, "-", " ")))
+	case e.Bandwidth != nil:
 		parts = append(parts, fmt.Sprintf("h=%.4g %s", *e.Bandwidth, strings.ReplaceAll(e.BandwidthMethod, "-", " ")))
 		if e.CVBandwidth != nil {
 			parts = append(parts, fmt.Sprintf("h_cv=%.4g", *e.CVBandwidth))
@@ -196,6 +202,9 @@ func settings(e *Result) string {
 	}
 	if e.EvalPoints != nil {
 		parts = append(parts, fmt.Sprintf("m=%d points", *e.EvalPoints))
+	}
+	if e.Convention != "" {
+		parts = append(parts, e.Convention)
 	}
 	if len(parts) == 0 {
 		return "-"

@@ -26,32 +26,34 @@ var groupNames = [...]string{"canonical", "class-wise", "top-label", "binary", "
 // the metrics issue are frozen; a metric that could not be computed has
 // "error" instead of "value".
 type Result struct {
-	Metric          Metric        `json:"metric"`
-	Notion          notion.Notion `json:"notion,omitempty"`
-	R               *int          `json:"r,omitempty"`
-	Binning         string        `json:"binning,omitempty"`
-	Bins            *int          `json:"bins,omitempty"`
-	P               *float64      `json:"p,omitempty"`
-	Bandwidth       *float64      `json:"bandwidth,omitempty"`
-	Value           *Float        `json:"value,omitempty"`
-	Root            *Float        `json:"root,omitempty"`
-	Sum             *Float        `json:"sum,omitempty"`
-	PerClass        []Float       `json:"per_class,omitempty"`
-	PerClassBins    []int         `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
-	Variance        *Float        `json:"variance,omitempty"`       // sharpness
-	Squared         *Float        `json:"squared,omitempty"`        // mmce
-	Width           *float64      `json:"width,omitempty"`          // mmce
-	BandwidthMethod string        `json:"bandwidth_method,omitempty"`
-	CVBandwidth     *float64      `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
-	Excluded        *int          `json:"excluded,omitempty"`
-	Aggregate       string        `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
-	Warnings        Warnings      `json:"warnings,omitempty"`
-	CI              []Float       `json:"ci,omitempty"`
-	CILevel         *float64      `json:"ci_level,omitempty"`
-	CIMethod        string        `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
-	CIBias          *Float        `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
-	Seconds         *float64      `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
-	Error           string        `json:"error,omitempty"`
+	Metric       Metric        `json:"metric"`
+	Notion       notion.Notion `json:"notion,omitempty"`
+	R            *int          `json:"r,omitempty"`
+	Binning      string        `json:"binning,omitempty"`
+	Bins         *int          `json:"bins,omitempty"`
+	P            *float64      `json:"p,omitempty"`
+	Bandwidth    *float64      `json:"bandwidth,omitempty"`
+	Value        *Float        `json:"value,omitempty"`
+	Root         *Float        `json:"root,omitempty"`
+	Sum          *Float        `json:"sum,omitempty"`
+	PerClass     []Float       `json:"per_class,omitempty"`
+	PerClassBins []int         `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
+	// PerClassBandwidth: class-wise smece, each class's sigma*.
+	PerClassBandwidth []float64 `json:"per_class_bandwidth,omitempty"`
+	Variance          *Float    `json:"variance,omitempty"` // sharpness
+	Squared           *Float    `json:"squared,omitempty"`  // mmce
+	Width             *float64  `json:"width,omitempty"`    // mmce
+	BandwidthMethod   string    `json:"bandwidth_method,omitempty"`
+	CVBandwidth       *float64  `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
+	Excluded          *int      `json:"excluded,omitempty"`
+	Aggregate         string    `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
+	Warnings          Warnings  `json:"warnings,omitempty"`
+	CI                []Float   `json:"ci,omitempty"`
+	CILevel           *float64  `json:"ci_level,omitempty"`
+	CIMethod          string    `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
+	CIBias            *Float    `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
+	Seconds           *float64  `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
+	Error             string    `json:"error,omitempty"`
 
 	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
 	// number of evaluation points, the standard error of its estimate and
@@ -72,6 +74,7 @@ type Result struct {
 	Kernel      string  `json:"kernel,omitempty"`       // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
 	BinRule     string  `json:"bin_rule,omitempty"`     // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
 	BinEdges    string  `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
+	Convention  string  `json:"convention,omitempty"`   // whose definition the value follows ("relplot", "sklearn", ...; none: calib's)
 	CIResamples *int    `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
 	CISeed      *uint64 `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
 	CIExact     bool    `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)

@@ -292,7 +292,7 @@ func TestEvalAllMetrics(t *testing.T) {
 			t.Errorf("default: %v", r)
 		}
 	}
-	if !slices.Equal(got, []string{"ece_witness", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}) {
+	if !slices.Equal(got, []string{"ece_witness", "ece_bin", "smece", "ks", "brier", "nll", "accuracy", "confidence"}) {
 		t.Errorf("default metrics %v", got)
 	}
 }

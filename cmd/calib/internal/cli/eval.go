@@ -33,6 +33,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
+	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in (0, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.o.Resamples, "ci-resamples", 200, "bootstrap resamples")
