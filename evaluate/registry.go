@@ -21,6 +21,7 @@ const (
 	SmECE             Metric = "smece"              // smooth ECE of Błasiok and Nakkiran, relplot 1.0.3's (package smooth)
 	ECEBin            Metric = "ece_bin"            // binned ECE: sum_b (n_b/n) |acc_b - conf_b|^p
 	MCE               Metric = "mce"                // binned maximum: max_b |acc_b - conf_b|
+	ECESweep          Metric = "ece_sweep"          // the monotonic-sweep ECE of Roelofs et al. (metric.SweepECE)
 	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
 	KS                Metric = "ks"                 // KS calibration error, splines.md eq. 11
 	Sharpness         Metric = "sharpness"          // variance of E[y | f] (kde.Sharpness)
@@ -120,6 +121,7 @@ var metricTable = []*metricDef{
 	&smeceDef,
 	&eceBinDef,
 	&mceDef,
+	&eceSweepDef,
 	&eceBinDebiasedDef,
 	&ksDef,
 	&sharpnessDef,

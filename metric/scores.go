@@ -166,3 +166,11 @@ func weightedMean(x, w []float64) float64 {
 	}
 	return s / mathx.WeightSum(w, len(x))
 }
+
+// checkPair panics unless scores and outcomes have the same length: the
+// package's caller-bug policy.
+func checkPair(name string, scores, outcomes []float64) {
+	if len(scores) != len(outcomes) {
+		panic(fmt.Sprintf("metric: %s: length mismatch (%d scores, %d outcomes)", name, len(scores), len(outcomes)))
+	}
+}

@@ -383,6 +383,12 @@ func (b *builder) reliability() {
 		rel.Figures = append(rel.Figures, Captioned{Figure: r, Title: "Top-label confidence",
 			Caption: strings.TrimSpace(fmt.Sprintf("Confidence of the predicted class against accuracy. Binned ECE %.2f%%; bars below the diagonal mean over-confidence, above it under-confidence. %s", 100*r.ECE, r.BandwidthWarning()))})
 	}
+	if r, err := SmoothReliabilityOf(b.ctx, s, -1, b.o); err != nil {
+		b.fail("smooth top-label reliability diagram", err)
+	} else {
+		rel.Figures = append(rel.Figures, Captioned{Figure: r, Title: "Top-label confidence, smoothed",
+			Caption: fmt.Sprintf("The smooth reliability diagram of Błasiok and Nakkiran (relplot's): P(correct | confidence) smoothed by a Gaussian reflected at 0 and 1 whose width sigma = %.3g is the fixed point of the smooth ECE (smECE %.2f%%, as relplot 1.0.3 computes it), drawn wider where confidences are denser, with its bootstrap band; the strip shows the density of the confidences.", r.Curve.Sigma, 100*r.Curve.Value)})
+	}
 	b.doc.Sections = append(b.doc.Sections, rel)
 	per := b.o.Figures.PerClass
 	if per == 0 {

@@ -53,13 +53,13 @@ func Example() {
 	}
 	// Output:
 	// Is it calibrated?: 0 figure(s)
-	// Reliability diagrams: 1 figure(s)
+	// Reliability diagrams: 2 figure(s)
 	// Per-class reliability: 2 figure(s)
 	// KS calibration graphs: 1 figure(s)
 	// Calibration on the simplex: 1 figure(s)
 	// Bandwidth of ECE^KDE: 1 figure(s)
 	// Recalibration methods: 1 figure(s)
-	// ece_kde ece_witness ece_bin mce ece_bin_debiased ks smece sharpness mmce brier nll accuracy confidence
+	// ece_kde ece_witness ece_bin mce ece_bin_debiased ks smece ece_sweep sharpness mmce brier nll accuracy confidence
 	// 3 rows compared; 0 warnings
 }
 

@@ -14,20 +14,21 @@ import (
 )
 
 // Plots lists the figures of Plot by the names `calib plot` gives them.
-var Plots = []string{"reliability", "ks", "simplex", "bandwidth", "compare"}
+var Plots = []string{"reliability", "smooth", "ks", "simplex", "bandwidth", "compare"}
 
 // PlotOptions says what Plot draws where a figure has a choice. The zero
-// value draws the class-0 reliability diagram and the canonical bandwidth
+// value draws the class-0 reliability diagrams and the canonical bandwidth
 // view; calib plot's defaults are Class -1 and kde.Canonical.
 type PlotOptions struct {
-	// Class is the class whose probability the reliability diagram draws;
+	// Class is the class whose probability the reliability diagrams draw;
 	// -1 draws the top-label confidence.
 	Class  int
 	Notion kde.Notion // the notion of the bandwidth view
 }
 
 // Plot makes the figure kind (one of Plots) of test, as `calib plot` draws
-// it: "reliability" (ReliabilityOf po.Class), "ks" (KSGraphsOf, after the
+// it: "reliability" (ReliabilityOf po.Class), "smooth"
+// (SmoothReliabilityOf po.Class), "ks" (KSGraphsOf, after the
 // spline map fitted on val when val is not nil), "simplex" (SimplexOf),
 // "bandwidth" (BandwidthViewOf po.Notion) and "compare" (ComparisonOf the
 // comparison of o's methods fitted on val, which it needs). An unknown kind
@@ -39,6 +40,8 @@ func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po P
 	switch kind {
 	case "reliability":
 		fig, err = ReliabilityOf(ctx, test, po.Class, o)
+	case "smooth":
+		fig, err = SmoothReliabilityOf(ctx, test, po.Class, o)
 	case "ks":
 		fig, err = KSGraphsOf(test, val)
 	case "simplex":

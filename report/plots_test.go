@@ -42,6 +42,8 @@ func TestPlot(t *testing.T) {
 		switch fig.(type) {
 		case *Reliability:
 			ok = kind == "reliability"
+		case *SmoothReliability:
+			ok = kind == "smooth"
 		case *KSGraphs:
 			ok = kind == "ks"
 		case *Simplex:
@@ -58,7 +60,7 @@ func TestPlot(t *testing.T) {
 	for _, c := range []struct {
 		kind string
 		want string
-	}{{"nope", `unknown figure "nope" (valid: reliability, ks, simplex, bandwidth, compare)`}, {"compare", "the compare figure needs a validation set"}} {
+	}{{"nope", `unknown figure "nope" (valid: reliability, smooth, ks, simplex, bandwidth, compare)`}, {"compare", "the compare figure needs a validation set"}} {
 		if _, err := Plot(context.Background(), c.kind, s, nil, o, PlotOptions{}); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.kind, err, c.want)
 		}

@@ -74,6 +74,14 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 	if err != nil {
 		t.Fatalf("KS graph: %v", err)
 	}
+	sr, err := NewSmoothReliability(context.Background(), sc, oc, nil, SmoothReliabilityOptions{Resamples: 30})
+	if err != nil {
+		t.Fatalf("smooth reliability: %v", err)
+	}
+	src, err := NewSmoothReliability(context.Background(), cs, co, nil, SmoothReliabilityOptions{Resamples: 30, Compact: true, Title: "class 9 (a long class name), smooth", ScoreLabel: "p_9"})
+	if err != nil {
+		t.Fatalf("class smooth reliability: %v", err)
+	}
 	bv, err := NewBandwidthView(context.Background(), kde.Canonical, probs, labels, k, nil, BandwidthViewOptions{Points: 4})
 	if err != nil {
 		t.Fatalf("bandwidth view: %v", err)
@@ -81,7 +89,7 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 	cm := &Comparison{Methods: []string{"uncalibrated", "a", "b"},
 		Metrics: []ComparisonMetric{{Name: "accuracy", Scale: 100, Unit: "%", Higher: true}, {Name: "NLL"}, {Name: "KS", Scale: 100, Unit: "%"}, {Name: "ECE"}},
 		Values:  [][]float64{{0.9, 0.3, 0.02, 0.03}, {0.9, 0.25, 0.01, math.NaN()}, {0.89, 0.26, 0.015, 0.01}}}
-	fs = append(fs, r, rc, &KSGraphs{Title: "top-1", Graphs: []*KSGraph{g, g}}, bv, cm)
+	fs = append(fs, r, rc, sr, src, &KSGraphs{Title: "top-1", Graphs: []*KSGraph{g, g}}, bv, cm)
 	if k >= 3 {
 		sx, err := NewSimplex(context.Background(), probs, labels, k, nil, SimplexOptions{Classes: [2]int{k - 1, 0}, Grid: 12, Points: 100})
 		if err != nil {

@@ -44,6 +44,27 @@ func ReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*Rel
 	return NewReliability(ctx, sc, oc, s.Weights, ro)
 }
 
+// SmoothReliabilityOf returns the smooth reliability diagram (relplot's)
+// of s's top-label confidence (class < 0) or of class's probability
+// p_class (one-vs-rest), at the bandwidth sigma* of the smooth ECE, with
+// its 95 % bootstrap band from 200 resamples. A class >= K is an error
+// wrapping ErrOptions.
+func SmoothReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*SmoothReliability, error) {
+	so := SmoothReliabilityOptions{Seed: o.seed(), Workers: o.Workers}
+	var sc, oc []float64
+	if class < 0 {
+		sc, oc = metric.TopR(s.Probs, s.Labels, s.K, 1)
+		so.Title = "Top-label, smooth"
+	} else {
+		if class >= s.K {
+			return nil, optionsError("class %d: %s has K = %d, so classes are 0..%d", class, s.File, s.K, s.K-1)
+		}
+		sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
+		so.Title, so.ScoreLabel = className(class, o.Figures.Names)+", smooth", fmt.Sprintf("p_%d", class)
+	}
+	return NewSmoothReliability(ctx, sc, oc, s.Weights, so)
+}
+
 // KSGraphsOf returns the top-1 KS calibration graphs of s and, with val
 // (may be nil), of s after the top-1 spline map fitted on val.
 func KSGraphsOf(s, val *data.Set) (*KSGraphs, error) {

@@ -27,7 +27,7 @@ func (f *plotFlags) register(cmd *cobra.Command) {
 	f.ff.register(cmd, true)
 	fs := cmd.Flags()
 	fs.StringVarP(&f.out, "output", "o", "", "the figure `FILE` (.png, .svg or .pdf)")
-	fs.IntVar(&f.po.Class, "class", -1, "reliability: the class whose probability is drawn (default: the top-label confidence)")
+	fs.IntVar(&f.po.Class, "class", -1, "reliability, smooth: the class whose probability is drawn (default: the top-label confidence)")
 	fs.StringVar(&f.notion, "notion", "canonical", "bandwidth: the ECE^KDE notion (canonical, class_wise, top_label, binary)")
 	fs.StringVar(&f.val, "val", "", "validation predictions `FILE` (ks: the spline map; compare: every method)")
 	fs.StringVar(&f.valLabels, "val-labels", "", "validation labels `FILE` (if not in the validation file)")
@@ -60,7 +60,7 @@ func (f *plotFlags) options(kind string) (report.Options, error) {
 
 func newPlotCmd() *cobra.Command {
 	var pf plotFlags
-	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *cobra.Command, args []string) error {
+	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *cobra.Command, args []string) error {
 		kind := args[0]
 		o, err := pf.options(kind)
 		if err != nil {
@@ -74,7 +74,7 @@ func newPlotCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if kind == "reliability" && pf.po.Class >= s.K {
+		if (kind == "reliability" || kind == "smooth") && pf.po.Class >= s.K {
 			return usageErrorf("--class %d: classes are 0..%d", pf.po.Class, s.K-1)
 		}
 		fig, err := report.Plot(cmd.Context(), kind, s, vs, o, pf.po)
