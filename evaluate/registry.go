@@ -22,6 +22,9 @@ const (
 	ECEBin            Metric = "ece_bin"            // binned ECE: sum_b (n_b/n) |acc_b - conf_b|^p
 	MCE               Metric = "mce"                // binned maximum: max_b |acc_b - conf_b|
 	ECESweep          Metric = "ece_sweep"          // the monotonic-sweep ECE of Roelofs et al. (metric.SweepECE)
+	ATB               Metric = "atb"                // the averaged two-bin error of Hartline, Hu and Wu (metric.ATB)
+	ATBDebiased       Metric = "atb_debiased"       // ATB_2 less its expectation under calibration (a Result of ATB)
+	TCE               Metric = "tce"                // the test-based calibration error of Matsubara et al. (metric.TCE)
 	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
 	KS                Metric = "ks"                 // KS calibration error, splines.md eq. 11
 	Sharpness         Metric = "sharpness"          // variance of E[y | f] (kde.Sharpness)
@@ -122,6 +125,8 @@ var metricTable = []*metricDef{
 	&eceBinDef,
 	&mceDef,
 	&eceSweepDef,
+	&atbDef,
+	&tceDef,
 	&eceBinDebiasedDef,
 	&ksDef,
 	&sharpnessDef,
