@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/metric"
 )
 
@@ -33,13 +34,19 @@ func binnedDef(m Metric, estimator string) metricDef {
 	}
 }
 
-// defineBins sets the bin rule and edge rule of a binned entry: the
-// canonical cells are always the fixed equal-width grid.
+// defineBins sets the bin rule, edge rule and convention of a binned
+// entry: the canonical cells are always the fixed equal-width grid; an
+// entry of another library's convention says its edge rule.
 func defineBins(c *config, e *Result) {
 	e.BinRule = c.bin.Rule.String()
 	e.BinEdges = "(lo, hi], first bin [0, hi]"
 	if c.bin.OpenLow {
 		e.BinEdges = "(lo, hi], a score of 0 in no bin"
+	}
+	if e.Convention == "" {
+		e.Convention = string(convention.Calib)
+	} else if n := convention.Name(e.Convention); n != convention.Calib {
+		e.BinRule, e.BinEdges = metric.Fixed.String(), n.Edges()
 	}
 	if e.Notion == "canonical" {
 		e.BinRule = metric.Fixed.String()
@@ -126,20 +133,28 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, metric.Resample(s.Weights, 1, idx), o)
 	}
 	for _, p := range ps {
-		// Top-label.
-		tb, err := bins(top, topY, topA, nil)
-		if err != nil {
-			return nil, err
-		}
-		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
-		finish(e, p)
-		ev.setStat(e, func(idx []int) (float64, error) {
-			b, err := bins(top, topY, topA, idx)
-			if err != nil {
-				return 0, err
+		// Top-label (or another library's entry: Options.Convention).
+		var e *Result
+		if c.Convention != convention.Calib && m != ECEBinDebiased {
+			var err error
+			if e, err = ev.conventionEntry(m, p); err != nil {
+				return nil, err
 			}
-			return val(b, p), nil
-		})
+		} else {
+			tb, err := bins(top, topY, topA, nil)
+			if err != nil {
+				return nil, err
+			}
+			e = &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
+			ev.setStat(e, func(idx []int) (float64, error) {
+				b, err := bins(top, topY, topA, idx)
+				if err != nil {
+					return 0, err
+				}
+				return val(b, p), nil
+			})
+		}
+		finish(e, p)
 		out = append(out, e)
 		// Class-wise: the mean over classes, with the sum and the terms.
 		pc, cb, err := classWise(p, nil)
@@ -368,4 +383,38 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// conventionEntry is the top-label (or binary) entry of ece_bin (at p) or
+// mce under Options.Convention: that library's curve of the scores it
+// bins (convention.CurveOf), with the set's bins and binning.
+func (ev *evaluator) conventionEntry(m Metric, p float64) (*Result, error) {
+	c, s := ev.cfg, ev.set
+	n, o := c.Convention, c.bin
+	if o.Rule != metric.Fixed {
+		return nil, fmt.Errorf("%s: convention %s: the %v bin rule is calib's; the libraries take a number of bins", m, n, o.Rule)
+	}
+	value := func(cv *convention.Curve) float64 {
+		if m == MCE {
+			return cv.MCE()
+		}
+		return cv.ECE(p)
+	}
+	cv, nt, err := convention.CurveOf(n, s.Probs, s.Labels, s.K, s.Binary, s.Weights, o.Bins, o.Binning)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m, err)
+	}
+	binning := o.Binning.String()
+	if n == convention.Hendrycks {
+		binning = "equal_count"
+	}
+	e := &Result{Metric: m, Notion: nt, Binning: binning, Bins: ptr(len(cv.Bins)), Convention: string(n), Value: jf(value(cv))}
+	ev.setStat(e, func(idx []int) (float64, error) {
+		cv, _, err := convention.CurveOf(n, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, s.Binary, metric.Resample(s.Weights, 1, idx), o.Bins, o.Binning)
+		if err != nil {
+			return 0, err
+		}
+		return value(cv), nil
+	})
+	return e, nil
 }

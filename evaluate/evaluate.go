@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
@@ -100,6 +101,13 @@ type Options struct {
 	// its fixed point sigma*; Sigma fixes the bandwidth (relplot's
 	// smECE_sigma), Convention smooth.Relplot101 is relplot 1.0.1's.
 	SmECE smooth.Options
+	// Convention is the library whose definition the top-label (or, where
+	// the library measures p1, binary) entries of ece_bin and mce follow
+	// (package convention; "" and convention.Calib are calib's own). The
+	// class-wise and canonical entries are calib's whatever it is.
+	Convention convention.Name
+	// ACEBins is the number of bins of ace; 0 means DefaultACEBins.
+	ACEBins int
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
 	// meaning 0.95): centred on the estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
@@ -276,6 +284,14 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	}
 	if cv := o.SmECE.Convention; cv != smooth.Relplot && cv != smooth.Relplot101 {
 		return nil, optionError("convention", "smece convention %v is not one (valid: relplot, relplot-1.0.1)", cv)
+	}
+	if cv, err := convention.Parse(string(o.Convention)); err != nil {
+		return nil, optionError("convention", "%v", err)
+	} else {
+		c.Convention = cv
+	}
+	if o.ACEBins < 0 {
+		return nil, optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", o.ACEBins, DefaultACEBins)
 	}
 	c.ci = o.CI || o.CIExact
 	if o.PValueResamples < 0 {

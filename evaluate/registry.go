@@ -25,6 +25,7 @@ const (
 	ATB               Metric = "atb"                // the averaged two-bin error of Hartline, Hu and Wu (metric.ATB)
 	ATBDebiased       Metric = "atb_debiased"       // ATB_2 less its expectation under calibration (a Result of ATB)
 	TCE               Metric = "tce"                // the test-based calibration error of Matsubara et al. (metric.TCE)
+	ACE               Metric = "ace"                // "ACE" in robustness_metrics', torch-uncertainty's and netcal's meanings (convention)
 	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
 	KS                Metric = "ks"                 // KS calibration error, splines.md eq. 11
 	Sharpness         Metric = "sharpness"          // variance of E[y | f] (kde.Sharpness)
@@ -127,6 +128,7 @@ var metricTable = []*metricDef{
 	&eceSweepDef,
 	&atbDef,
 	&tceDef,
+	&aceDef,
 	&eceBinDebiasedDef,
 	&ksDef,
 	&sharpnessDef,

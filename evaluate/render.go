@@ -205,6 +205,9 @@ func settings(e *Result) string {
 	if e.EvalPoints != nil {
 		parts = append(parts, fmt.Sprintf("m=%d points", *e.EvalPoints))
 	}
+	if e.Threshold != nil && *e.Threshold > 0 {
+		parts = append(parts, fmt.Sprintf("threshold %g (TACE)", *e.Threshold))
+	}
 	if e.Convention != "" {
 		parts = append(parts, e.Convention)
 	}

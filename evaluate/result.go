@@ -70,16 +70,17 @@ type Result struct {
 	// The definition keys (see definition.go and the README's "What
 	// exactly each number is"): with the keys above they say everything
 	// needed to recompute the value.
-	Estimator   string  `json:"estimator,omitempty"`    // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
-	Kernel      string  `json:"kernel,omitempty"`       // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
-	BinRule     string  `json:"bin_rule,omitempty"`     // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
-	BinEdges    string  `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
-	Convention  string  `json:"convention,omitempty"`   // whose definition the value follows ("relplot", "sklearn", ...; none: calib's)
-	CIResamples *int    `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
-	CISeed      *uint64 `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
-	CIExact     bool    `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
-	Seed        *uint64 `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
-	Weighted    bool    `json:"weighted"`               // sample weights were used (Set.Weights not nil)
+	Estimator   string   `json:"estimator,omitempty"`    // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
+	Kernel      string   `json:"kernel,omitempty"`       // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
+	BinRule     string   `json:"bin_rule,omitempty"`     // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
+	BinEdges    string   `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
+	Convention  string   `json:"convention,omitempty"`   // whose definition the value follows ("calib", "sklearn", "relplot", ...; convention.Name)
+	Threshold   *float64 `json:"threshold,omitempty"`    // ace (robustness_metrics): the probabilities kept are those above it
+	CIResamples *int     `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
+	CISeed      *uint64  `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
+	CIExact     bool     `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
+	Seed        *uint64  `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
+	Weighted    bool     `json:"weighted"`               // sample weights were used (Set.Weights not nil)
 
 	// With Options.PValues: the p-value of the test of calibration whose
 	// statistic is this entry (calibtest.ConsistencyMany), its method and
@@ -128,12 +129,18 @@ type Float = data.Float
 
 // Key identifies one entry of an Evaluation: its metric, its notion
 // (notion.None for the proper scores), its exponent p (0: the entry
-// has none, as mce and ks) and its KS r (0: none).
+// has none, as mce and ks), its KS r (0: none) and, for the metrics that
+// report several entries of one notion and p, its variant: the binning
+// of ece_sweep ("equal_width", "equal_mass") and tce ("pava",
+// "equal_mass"); the convention of ace ("robustness_metrics",
+// "torch_uncertainty", "netcal"), with "/tace" for robustness_metrics'
+// threshold 0.01.
 type Key struct {
-	Metric Metric
-	Notion notion.Notion
-	P      float64
-	R      int
+	Metric  Metric
+	Notion  notion.Notion
+	P       float64
+	R       int
+	Variant string
 }
 
 // Key returns the key of the entry.
@@ -144,6 +151,15 @@ func (e *Result) Key() Key {
 	}
 	if e.R != nil {
 		k.R = *e.R
+	}
+	switch e.Metric {
+	case ECESweep, TCE:
+		k.Variant = e.Binning
+	case ACE:
+		k.Variant = e.Convention
+		if e.Threshold != nil && *e.Threshold > 0 {
+			k.Variant += "/tace"
+		}
 	}
 	return k
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -89,8 +90,12 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 // first, ece_kde's class-wise entries spelled class_wise.
 func documentV2(b []byte) []byte {
 	s := strings.Replace(string(b), `{"n":`, `{"version":2,"n":`, 1)
-	return []byte(strings.ReplaceAll(s, `"notion":"marginal"`, `"notion":"class_wise"`))
+	s = strings.ReplaceAll(s, `"notion":"marginal"`, `"notion":"class_wise"`)
+	// Since issue 31 every binned entry names its convention (calib's).
+	return binnedConvention.ReplaceAll([]byte(s), []byte(`$1"convention":"calib",`))
 }
+
+var binnedConvention = regexp.MustCompile(`("bin_edges":"[^"]*",)`)
 
 // TestDocumentVersion1: a document of version 1 (no "version" key, the
 // class-wise ece_kde entries spelled marginal) decodes into today's form,

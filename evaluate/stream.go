@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -142,6 +143,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
+	case o.Convention != "" && o.Convention != convention.Calib:
+		return nil, optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
 	}
 	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/numpy"
 )
 
 // Convention names whose smooth ECE is computed (see the package doc).
@@ -256,7 +257,7 @@ func (s *sample) at(sigma float64) float64 {
 	for k, v := range rt {
 		abs[k] = math.Abs(v) * dt[k]
 	}
-	return pairwiseSum(abs) / pairwiseSum(dt)
+	return numpy.Sum(abs) / numpy.Sum(dt)
 }
 
 // fastSample is relplot 1.0.1's smECE_fast: its grid of g points grows by
@@ -288,5 +289,5 @@ func (s *fastSample) at(sigma float64) float64 {
 	for i, v := range c {
 		c[i] = math.Abs(v)
 	}
-	return pairwiseSum(c) / float64(s.g)
+	return numpy.Sum(c) / float64(s.g)
 }

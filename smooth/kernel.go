@@ -223,36 +223,3 @@ func interpolate(t, y []float64) []float64 {
 	}
 	return out
 }
-
-// pairwiseSum is numpy's np.sum of a contiguous float64 array (its
-// pairwise_sum): a plain sum below 8 elements, 8 accumulators up to 128,
-// the halves (the first a multiple of 8) above.
-func pairwiseSum(a []float64) float64 {
-	n := len(a)
-	switch {
-	case n < 8:
-		s := 0.0
-		for _, v := range a {
-			s += v
-		}
-		return s
-	case n <= 128:
-		var r [8]float64
-		copy(r[:], a[:8])
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			for j := range r {
-				r[j] += a[i+j]
-			}
-		}
-		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			s += a[i]
-		}
-		return s
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
-	}
-}

@@ -3,16 +3,19 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/smooth"
 )
 
 // evalFlags are the metric flags of eval, report and demo: they map onto
@@ -22,6 +25,7 @@ type evalFlags struct {
 	text           evalflag.Text
 	modeSet        bool // eval's --mode was given: it means --metrics ece_kde
 	calibrator     string
+	convention     string
 	json, progress bool
 }
 
@@ -33,6 +37,8 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
+	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
+	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
 	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in (0, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
@@ -181,6 +187,16 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	}
 	if err := f.text.Parse(&o, s); err != nil {
 		return o, optionError("", err)
+	}
+	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(f.convention)), "_", "-") {
+	case "relplot-1.0.1", "relplot-1.0":
+		o.Convention, o.SmECE.Convention = convention.Relplot, smooth.Relplot101
+	default:
+		n, err := convention.Parse(f.convention)
+		if err != nil {
+			return o, usageErrorf("--convention %q: %v", f.convention, strings.TrimPrefix(err.Error(), "convention: "))
+		}
+		o.Convention = n
 	}
 	return o, nil
 }

@@ -112,6 +112,7 @@ var flagRules = map[string]flagRule{
 	"train/p":             exponent,
 	"ks-r":                listRule(positiveInt),
 	"mmce-width":          positiveReal,
+	"ace-bins":            positiveInt,
 	"smece-sigma":         floatRule(func(x float64) bool { return x >= 0 && x <= 1 }, "a number in (0, 1], or 0 (the fixed point)"),
 	"tolerance":           floatRule(func(x float64) bool { return x > 0 && x < 1 }, "a number in (0, 1)"),
 	"knots":               intRule(2, 1000, "an integer in [2, 1000]"),

@@ -2,12 +2,18 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/calib-dev/calib/atomicfile"
+	"github.com/calib-dev/calib/convention"
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/report"
 )
 
@@ -17,6 +23,7 @@ type plotFlags struct {
 	ff                                figureFlags
 	po                                report.PlotOptions
 	out, val, valLabels, notion, grid string
+	convention                        string
 	seed                              uint64
 	workers                           int
 }
@@ -28,6 +35,7 @@ func (f *plotFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVarP(&f.out, "output", "o", "", "the figure `FILE` (.png, .svg or .pdf)")
 	fs.IntVar(&f.po.Class, "class", -1, "reliability, smooth: the class whose probability is drawn (default: the top-label confidence)")
+	fs.StringVar(&f.convention, "convention", "calib", "reliability -o FILE.json: whose bins the data follow (calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics, torch_uncertainty)")
 	fs.StringVar(&f.notion, "notion", "canonical", "bandwidth: the ECE^KDE notion (canonical, class_wise, top_label, binary)")
 	fs.StringVar(&f.val, "val", "", "validation predictions `FILE` (ks: the spline map; compare: every method)")
 	fs.StringVar(&f.valLabels, "val-labels", "", "validation labels `FILE` (if not in the validation file)")
@@ -45,8 +53,18 @@ func (f *plotFlags) options(kind string) (report.Options, error) {
 	if !slices.Contains(report.Plots, kind) {
 		return o, usageErrorf("unknown figure %q (valid: %s)", kind, strings.Join(report.Plots, ", "))
 	}
-	if err := requireOutput(f.out, "FILE.{png,svg,pdf}", report.Formats...); err != nil {
+	exts := report.Formats
+	if kind == "reliability" || kind == "smooth" {
+		exts = append(slices.Clone(exts), "json")
+	}
+	if err := requireOutput(f.out, "FILE.{png,svg,pdf}", exts...); err != nil {
 		return o, err
+	}
+	if _, err := convention.Parse(f.convention); err != nil {
+		return o, usageErrorf("--convention %q: %v", f.convention, strings.TrimPrefix(err.Error(), "convention: "))
+	}
+	if f.convention != "calib" && (kind != "reliability" || !f.json()) {
+		return o, usageErrorf("--convention %s: only the data of a reliability diagram (-o FILE.json) follow another library's bins; the figures are drawn with calib's", f.convention)
 	}
 	var err error
 	if f.po.Notion, err = kde.ParseNotion(f.notion); err != nil {
@@ -77,6 +95,9 @@ func newPlotCmd() *cobra.Command {
 		if (kind == "reliability" || kind == "smooth") && pf.po.Class >= s.K {
 			return usageErrorf("--class %d: classes are 0..%d", pf.po.Class, s.K-1)
 		}
+		if pf.json() {
+			return pf.writeData(cmd, kind, s, o)
+		}
 		fig, err := report.Plot(cmd.Context(), kind, s, vs, o, pf.po)
 		if err != nil {
 			return err
@@ -89,4 +110,36 @@ func newPlotCmd() *cobra.Command {
 	})
 	pf.register(cmd)
 	return cmd
+}
+
+// json reports whether -o names a JSON file: the diagram's data.
+func (f *plotFlags) json() bool { return strings.EqualFold(filepath.Ext(f.out), ".json") }
+
+// writeData writes the data of a reliability (under --convention) or
+// smooth diagram to -o.
+func (f *plotFlags) writeData(cmd *cobra.Command, kind string, s *data.Set, o report.Options) error {
+	var v any
+	if kind == "smooth" {
+		d, err := report.SmoothCurveDataOf(cmd.Context(), s, f.po.Class, o)
+		if err != nil {
+			return err
+		}
+		v = d
+	} else {
+		n, _ := convention.Parse(f.convention)
+		b := o.Figures.Bins
+		if b.Bins == 0 {
+			b.Bins = metric.DefaultBins
+		}
+		d, err := report.CurveDataOf(s, f.po.Class, n, b.Bins, b.Binning)
+		if err != nil {
+			return err
+		}
+		v = d
+	}
+	if err := atomicfile.Write(f.out, func(w io.Writer) error { return report.WriteJSON(w, v) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s data written to %s\n", kind, f.out)
+	return nil
 }
