@@ -188,7 +188,9 @@ func settings(e *Result) string {
 			parts = append(parts, fmt.Sprintf("h_cv=%.4g", *e.CVBandwidth))
 		}
 	}
-	if e.Bins != nil && e.Metric == ECESweep {
+	if e.Bins == nil && e.Binning != "" && e.Metric == ECESweep {
+		parts = append(parts, "sweep: "+strings.ReplaceAll(e.Binning, "_", "-"))
+	} else if e.Bins != nil && e.Metric == ECESweep {
 		parts = append(parts, fmt.Sprintf("sweep: %d %s bins", *e.Bins, strings.ReplaceAll(e.Binning, "_", "-")))
 	} else if e.Bins != nil {
 		parts = append(parts, fmt.Sprintf("%d %s bins", *e.Bins, strings.ReplaceAll(e.Binning, "_", "-")))

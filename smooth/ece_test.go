@@ -176,3 +176,24 @@ func TestErrors(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+// TestTorchUncertaintyProperties: the two numeric checks of
+// torch-uncertainty's SmoothCalibrationError tests (tests/metrics/
+// classification/test_calibration.py), which publish no relplot value:
+// 100 confidences of 0.8 with accuracy 0.8 give below 1e-4, and 100
+// confidences of 1 all wrong give 1 within 1e-2 (here with relplot's
+// reflected kernel; torch-uncertainty's default is a logit kernel).
+func TestTorchUncertaintyProperties(t *testing.T) {
+	f, right, wrong, ones := make([]float64, 100), make([]float64, 100), make([]float64, 100), make([]float64, 100)
+	for i := range f {
+		f[i], right[i], ones[i] = 0.8, 0.8, 1
+	}
+	got, err := smooth.ECE(context.Background(), f, right, nil, smooth.Options{Sigma: 0.1})
+	if err != nil || got.Value >= 1e-4 {
+		t.Errorf("perfect calibration: %v, %v", got.Value, err)
+	}
+	got, err = smooth.ECE(context.Background(), ones, wrong, nil, smooth.Options{})
+	if err != nil || math.Abs(got.Value-1) > 1e-2 {
+		t.Errorf("total miscalibration: %v, %v", got.Value, err)
+	}
+}
