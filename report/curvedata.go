@@ -55,10 +55,10 @@ func CurveDataOf(s *data.Set, class int, n convention.Name, bins int, binning me
 	if class < 0 {
 		cv, nt, err = convention.CurveOf(n, s.Probs, s.Labels, s.K, s.Binary, s.Weights, bins, binning)
 	} else {
-		if class >= s.K {
-			return nil, optionsError("class %d: %s has K = %d, so classes are 0..%d", class, s.File, s.K, s.K-1)
+		sc, oc, _, _, serr := diagramScores(s, class, Options{})
+		if serr != nil {
+			return nil, serr
 		}
-		sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, class)
 		cv, err = convention.NewCurve(n, sc, oc, s.Weights, bins, binning)
 		nt, d.Class = notion.ClassWise, &class
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -133,5 +134,41 @@ func TestSaveAtomic(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 2 {
 		t.Errorf("%d files, want 2", len(es))
+	}
+}
+
+// TestCurveData: the data of a reliability diagram under a convention are
+// that convention's curve (its ECE and bins), every interval holds its
+// frequency, a class >= K is an option error; the smooth diagram's data
+// are its curve's.
+func TestCurveData(t *testing.T) {
+	s := set(t, 300, 3, 4, "test.csv")
+	for _, n := range convention.Names {
+		if n == convention.Hendrycks {
+			continue // 300 scores: 3 bins of 100, the last skipped
+		}
+		d, err := CurveDataOf(s, -1, n, 10, metric.EqualWidth)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		cv, _, err := convention.CurveOf(n, s.Probs, s.Labels, s.K, s.Binary, nil, 10, metric.EqualWidth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.ECE != cv.ECE(1) || len(d.Bins) != len(cv.Bins) || d.Convention != n {
+			t.Errorf("%s: ECE %v with %d bins, curve %v with %d", n, d.ECE, len(d.Bins), cv.ECE(1), len(cv.Bins))
+		}
+		for i, b := range d.Bins {
+			if b.Count > 0 && !(b.Interval[0] <= b.Freq && b.Freq <= b.Interval[1]) {
+				t.Errorf("%s bin %d: frequency %v outside %v", n, i, b.Freq, b.Interval)
+			}
+		}
+	}
+	if _, err := CurveDataOf(s, 3, convention.Calib, 10, metric.EqualWidth); !errors.Is(err, ErrOptions) {
+		t.Errorf("class 3 of K = 3: %v", err)
+	}
+	sd, err := SmoothCurveDataOf(context.Background(), s, 1, Options{})
+	if err != nil || sd.Notion != "class_wise" || *sd.Class != 1 || len(sd.T) != 200 || len(sd.Lo) != 200 {
+		t.Errorf("smooth data: %+v, %v", sd, err)
 	}
 }

@@ -182,8 +182,12 @@ func (r *Reliability) BandwidthWarning() string {
 }
 
 // Size is 5 × 6 inches, or 3.6 × 4.8 when Compact.
-func (r *Reliability) Size() (vg.Length, vg.Length) {
-	if r.Compact {
+func (r *Reliability) Size() (vg.Length, vg.Length) { return diagramSize(r.Compact) }
+
+// diagramSize is the size of a reliability diagram: 5 × 6 inches, or
+// 3.6 × 4.8 for small multiples.
+func diagramSize(compact bool) (vg.Length, vg.Length) {
+	if compact {
 		return 3.6 * vg.Inch, 4.8 * vg.Inch
 	}
 	return 5 * vg.Inch, 6 * vg.Inch
@@ -195,30 +199,38 @@ func (r *Reliability) Draw(c draw.Canvas) { r.draw(c) }
 
 // draw draws the diagram and returns its layout.
 func (r *Reliability) draw(c draw.Canvas) figureLayout {
+	maxc := r.maxCount()
+	// Count strip: bars of the bin counts under the plot's data area.
+	label := fmt.Sprintf("samples per bin (largest %d of %d)", maxc, r.N)
+	return drawWithStrip(c, r.panel(), r.Compact, label, func(sc draw.Canvas, xOf func(float64) vg.Length, y0, y1 vg.Length) {
+		for _, b := range r.Bins {
+			if b.Count == 0 {
+				continue
+			}
+			yt := y0 + vg.Length(float64(b.Count)/float64(maxc))*(y1-y0)
+			sc.FillPolygon(colGrey, []vg.Point{{X: xOf(b.Lo), Y: y0}, {X: xOf(b.Hi), Y: y0}, {X: xOf(b.Hi), Y: yt}, {X: xOf(b.Lo), Y: yt}})
+		}
+	})
+}
+
+// drawWithStrip draws a diagram's panel over the top 83 % of c and, in the
+// strip below on the same horizontal scale, a labelled baseline and what
+// fill draws between y0 and y1 (xOf maps [0, 1] to the panel's data
+// area); it returns the layout.
+func drawWithStrip(c draw.Canvas, pn *panel, compact bool, text string, fill func(sc draw.Canvas, xOf func(float64) vg.Length, y0, y1 vg.Length)) figureLayout {
 	ht := c.Max.Y - c.Min.Y
 	strip := ht * 0.17
 	top := draw.Crop(c, 0, 0, strip, 0)
-	pn := r.panel()
 	g := grid(top, [][]*panel{{pn}})
 	da := pn.plot.DataCanvas(g.Canvases[0][0])
-	// Count strip: bars of the bin counts under the plot's data area.
 	sc := draw.Crop(c, 0, 0, 0, -(ht - strip))
 	size := vg.Length(tickSize)
-	if r.Compact {
+	if compact {
 		size = compactTickSize
 	}
-	label := place(fmt.Sprintf("samples per bin (largest %d of %d)", r.maxCount(), r.N), size,
-		vg.Point{X: da.Min.X, Y: sc.Max.Y - face(size).Extents().Ascent - vg.Millimeter})
+	label := place(text, size, vg.Point{X: da.Min.X, Y: sc.Max.Y - face(size).Extents().Ascent - vg.Millimeter})
 	y0, y1 := sc.Min.Y+vg.Millimeter*2, label.Box.Min.Y-vg.Millimeter
-	maxc := r.maxCount()
-	xOf := func(v float64) vg.Length { return da.Min.X + vg.Length(v)*(da.Max.X-da.Min.X) }
-	for _, b := range r.Bins {
-		if b.Count == 0 {
-			continue
-		}
-		yt := y0 + vg.Length(float64(b.Count)/float64(maxc))*(y1-y0)
-		sc.FillPolygon(colGrey, []vg.Point{{X: xOf(b.Lo), Y: y0}, {X: xOf(b.Hi), Y: y0}, {X: xOf(b.Hi), Y: yt}, {X: xOf(b.Lo), Y: yt}})
-	}
+	fill(sc, func(v float64) vg.Length { return da.Min.X + vg.Length(v)*(da.Max.X-da.Min.X) }, y0, y1)
 	sc.StrokeLine2(draw.LineStyle{Color: colGrey, Width: vg.Points(0.5)}, da.Min.X, y0, da.Max.X, y0)
 	label.draw(sc, color.Black)
 	return figureLayout{Grids: []gridLayout{g}, Texts: []placedText{label}}

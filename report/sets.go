@@ -29,19 +29,27 @@ func className(c int, names []string) string {
 // with the bins of o (FigureOptions.Bins) and its 95 % bootstrap bands
 // from 200 resamples. A class >= K is an error wrapping ErrOptions.
 func ReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*Reliability, error) {
-	ro := ReliabilityOptions{Bins: o.figureBins(), Seed: o.seed(), Workers: o.Workers}
-	var sc, oc []float64
+	sc, oc, title, label, err := diagramScores(s, class, o)
+	if err != nil {
+		return nil, err
+	}
+	return NewReliability(ctx, sc, oc, s.Weights, ReliabilityOptions{Bins: o.figureBins(), Seed: o.seed(), Workers: o.Workers, Title: title, ScoreLabel: label})
+}
+
+// diagramScores returns the scores and outcomes of a diagram of s, with
+// its title and score label: the top-label confidence (class < 0) or
+// class's probability p_class against [label = class]. A class >= K is an
+// error wrapping ErrOptions.
+func diagramScores(s *data.Set, class int, o Options) (sc, oc []float64, title, label string, err error) {
 	if class < 0 {
 		sc, oc = metric.TopR(s.Probs, s.Labels, s.K, 1)
-		ro.Title = "Top-label"
-	} else {
-		if class >= s.K {
-			return nil, optionsError("class %d: %s has K = %d, so classes are 0..%d", class, s.File, s.K, s.K-1)
-		}
-		sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
-		ro.Title, ro.ScoreLabel = className(class, o.Figures.Names), fmt.Sprintf("p_%d", class)
+		return sc, oc, "Top-label", "", nil
 	}
-	return NewReliability(ctx, sc, oc, s.Weights, ro)
+	if class >= s.K {
+		return nil, nil, "", "", optionsError("class %d: %s has K = %d, so classes are 0..%d", class, s.File, s.K, s.K-1)
+	}
+	sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
+	return sc, oc, className(class, o.Figures.Names), fmt.Sprintf("p_%d", class), nil
 }
 
 // SmoothReliabilityOf returns the smooth reliability diagram (relplot's)
@@ -50,19 +58,11 @@ func ReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*Rel
 // its 95 % bootstrap band from 200 resamples. A class >= K is an error
 // wrapping ErrOptions.
 func SmoothReliabilityOf(ctx context.Context, s *data.Set, class int, o Options) (*SmoothReliability, error) {
-	so := SmoothReliabilityOptions{Seed: o.seed(), Workers: o.Workers}
-	var sc, oc []float64
-	if class < 0 {
-		sc, oc = metric.TopR(s.Probs, s.Labels, s.K, 1)
-		so.Title = "Top-label, smooth"
-	} else {
-		if class >= s.K {
-			return nil, optionsError("class %d: %s has K = %d, so classes are 0..%d", class, s.File, s.K, s.K-1)
-		}
-		sc, oc = metric.ClassColumn(s.Probs, s.Labels, s.K, class)
-		so.Title, so.ScoreLabel = className(class, o.Figures.Names)+", smooth", fmt.Sprintf("p_%d", class)
+	sc, oc, title, label, err := diagramScores(s, class, o)
+	if err != nil {
+		return nil, err
 	}
-	return NewSmoothReliability(ctx, sc, oc, s.Weights, so)
+	return NewSmoothReliability(ctx, sc, oc, s.Weights, SmoothReliabilityOptions{Seed: o.seed(), Workers: o.Workers, Title: title + ", smooth", ScoreLabel: label})
 }
 
 // KSGraphsOf returns the top-1 KS calibration graphs of s and, with val

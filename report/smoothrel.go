@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"fmt"
-	"image/color"
 	"math"
 	"slices"
 
@@ -66,45 +65,25 @@ func NewSmoothReliability(ctx context.Context, scores, outcomes, weights []float
 }
 
 // Size is 5 × 6 inches, or 3.6 × 4.8 when Compact.
-func (r *SmoothReliability) Size() (vg.Length, vg.Length) {
-	if r.Compact {
-		return 3.6 * vg.Inch, 4.8 * vg.Inch
-	}
-	return 5 * vg.Inch, 6 * vg.Inch
-}
+func (r *SmoothReliability) Size() (vg.Length, vg.Length) { return diagramSize(r.Compact) }
 
 // Draw draws the diagram: the heading (title and legend), the curve with
 // its band, and the density strip below on the same horizontal scale.
 func (r *SmoothReliability) Draw(c draw.Canvas) { r.draw(c) }
 
 func (r *SmoothReliability) draw(c draw.Canvas) figureLayout {
-	ht := c.Max.Y - c.Min.Y
-	strip := ht * 0.17
-	top := draw.Crop(c, 0, 0, strip, 0)
-	pn := r.panel()
-	g := grid(top, [][]*panel{{pn}})
-	da := pn.plot.DataCanvas(g.Canvases[0][0])
-	sc := draw.Crop(c, 0, 0, 0, -(ht - strip))
-	size := vg.Length(tickSize)
-	if r.Compact {
-		size = compactTickSize
-	}
-	label := place(fmt.Sprintf("density of the scores (n = %d)", r.N), size,
-		vg.Point{X: da.Min.X, Y: sc.Max.Y - face(size).Extents().Ascent - vg.Millimeter})
-	y0, y1 := sc.Min.Y+vg.Millimeter*2, label.Box.Min.Y-vg.Millimeter
 	cv := r.Curve
-	top1 := slices.Max(cv.Density)
-	if top1 > 0 {
-		poly := []vg.Point{{X: da.Min.X, Y: y0}}
-		for k, t := range cv.T {
-			poly = append(poly, vg.Point{X: da.Min.X + vg.Length(t)*(da.Max.X-da.Min.X), Y: y0 + vg.Length(cv.Density[k]/top1)*(y1-y0)})
+	return drawWithStrip(c, r.panel(), r.Compact, fmt.Sprintf("density of the scores (n = %d)", r.N), func(sc draw.Canvas, xOf func(float64) vg.Length, y0, y1 vg.Length) {
+		top := slices.Max(cv.Density)
+		if !(top > 0) {
+			return
 		}
-		poly = append(poly, vg.Point{X: da.Max.X, Y: y0})
-		sc.FillPolygon(colGrey, poly)
-	}
-	sc.StrokeLine2(draw.LineStyle{Color: colGrey, Width: vg.Points(0.5)}, da.Min.X, y0, da.Max.X, y0)
-	label.draw(sc, color.Black)
-	return figureLayout{Grids: []gridLayout{g}, Texts: []placedText{label}}
+		poly := []vg.Point{{X: xOf(0), Y: y0}}
+		for k, t := range cv.T {
+			poly = append(poly, vg.Point{X: xOf(t), Y: y0 + vg.Length(cv.Density[k]/top)*(y1-y0)})
+		}
+		sc.FillPolygon(colGrey, append(poly, vg.Point{X: xOf(1), Y: y0}))
+	})
 }
 
 // panel returns the curve's plot with its title and legend.
