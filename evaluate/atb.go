@@ -3,6 +3,7 @@ package evaluate
 import (
 	"math"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
 )
@@ -27,48 +28,67 @@ var atbDef = metricDef{
 
 func (ev *evaluator) atb() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
-	// value returns ATB_p or, debiased, ATB_2 - ATBBias, of one view.
-	value := func(f, y, w []float64, p float64, debiased bool) (float64, error) {
-		v, err := metric.ATB(f, y, w, p)
-		if debiased {
-			v -= metric.ATBBias(f, w)
-		}
-		return v, err
-	}
 	type view struct {
-		n    notion.Notion
-		f, y [][]float64 // one column, or K for class_wise
+		n   notion.Notion
+		f   [][]float64 // one column, or K for class_wise
+		atb []*metric.SortedATB
+		noW bool
 	}
 	var views []view
+	add := func(n notion.Notion, cols ...[2][]float64) error {
+		v := view{n: n}
+		for _, c := range cols {
+			a, err := metric.NewSortedATB(c[0], c[1])
+			if err != nil {
+				return err
+			}
+			v.f, v.atb = append(v.f, c[0]), append(v.atb, a)
+		}
+		views = append(views, v)
+		return nil
+	}
 	if s.Binary {
 		f, y := metric.ClassColumn(s.Probs, s.Labels, s.K, 1)
-		views = append(views, view{notion.Binary, [][]float64{f}, [][]float64{y}})
+		if err := add(notion.Binary, [2][]float64{f, y}); err != nil {
+			return nil, err
+		}
 	}
 	f, y := metric.TopR(s.Probs, s.Labels, s.K, 1)
-	views = append(views, view{notion.TopLabel, [][]float64{f}, [][]float64{y}})
-	cw := view{n: notion.ClassWise}
-	for k := range s.K {
-		f, y := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-		cw.f, cw.y = append(cw.f, f), append(cw.y, y)
+	if err := add(notion.TopLabel, [2][]float64{f, y}); err != nil {
+		return nil, err
 	}
-	views = append(views, cw)
-	// mean returns the view's value: the mean over its columns.
-	mean := func(v view, w []float64, idx []int, p float64, debiased bool) (float64, []float64, error) {
-		per := make([]float64, len(v.f))
-		sum := 0.0
-		for k := range v.f {
-			f, y := v.f[k], v.y[k]
-			if idx != nil {
-				f, y = metric.Resample(f, 1, idx), metric.Resample(y, 1, idx)
+	cols := make([][2][]float64, s.K)
+	for k := range cols {
+		cols[k][0], cols[k][1] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+	}
+	if err := add(notion.ClassWise, cols...); err != nil {
+		return nil, err
+	}
+	// mean returns the view's value on the resample of the counts (nil:
+	// the set): the mean over its columns of ATB_p, or of ATB_2 less its
+	// bias.
+	mean := func(v view, counts []float64, p float64, debiased bool) (float64, []float64, error) {
+		w := s.Weights
+		if counts != nil {
+			w = make([]float64, len(counts))
+			for i, c := range counts {
+				w[i] = c * mathx.Weight(s.Weights, i)
 			}
-			x, err := value(f, y, w, p, debiased)
+		}
+		per := make([]float64, len(v.atb))
+		sum := 0.0
+		for k, a := range v.atb {
+			x, err := a.Value(w, p)
 			if err != nil {
 				return 0, nil, err
+			}
+			if debiased {
+				x -= metric.ATBBiasCounts(v.f[k], s.Weights, counts)
 			}
 			per[k] = x
 			sum += x
 		}
-		return sum / float64(len(v.f)), per, nil
+		return sum / float64(len(v.atb)), per, nil
 	}
 	var out []*Result
 	for _, v := range views {
@@ -77,7 +97,7 @@ func (ev *evaluator) atb() ([]*Result, error) {
 				if debiased && p != 2 {
 					continue
 				}
-				val, per, err := mean(v, s.Weights, nil, p, debiased)
+				val, per, err := mean(v, nil, p, debiased)
 				if err != nil {
 					return nil, err
 				}
@@ -95,7 +115,7 @@ func (ev *evaluator) atb() ([]*Result, error) {
 					}
 				}
 				ev.setStat(e, func(idx []int) (float64, error) {
-					x, _, err := mean(v, metric.Resample(s.Weights, 1, idx), idx, p, debiased)
+					x, _, err := mean(v, metric.ResampleCounts(s.N, idx, nil), p, debiased)
 					return x, err
 				})
 				out = append(out, e)

@@ -17,8 +17,10 @@ import (
 // class of one-column input (binary, relplot's own input) and, where
 // ece_kde's notions include class_wise (K <= 20, or --mode naming it),
 // each class's column against its indicator, averaged over classes. Each
-// entry's bootstrap recomputes it on the resample, sigma* searched again
-// (as relplot's own interval of the smECE does).
+// entry's bootstrap recomputes it on the resample at the full sample's
+// sigma* (one bandwidth per resample); with Options.CIExact at the
+// resample's own fixed point, searched again (as relplot's own interval
+// of the smECE does, 11 bandwidths per resample).
 var smeceDef = metricDef{
 	name:     SmECE,
 	compute:  (*evaluator).smece,
@@ -42,11 +44,21 @@ func (ev *evaluator) smece() ([]*Result, error) {
 		}
 		return r, nil
 	}
-	stat := func(e *Result, f, y []float64) {
-		ev.setStat(e, func(idx []int) (float64, error) {
-			r, err := one(metric.Resample(f, 1, idx), metric.Resample(y, 1, idx), metric.Resample(s.Weights, 1, idx))
-			return r.Value, err
-		})
+	// at returns smECE of the resample idx: at the full sample's sigma,
+	// or (CIExact) at the resample's own fixed point.
+	at := func(f, y []float64, sigma float64, idx []int) (float64, error) {
+		ro := o
+		if !c.CIExact {
+			ro.Sigma = sigma
+		}
+		r, err := smooth.ECE(ev.ctx, metric.Resample(f, 1, idx), metric.Resample(y, 1, idx), metric.Resample(s.Weights, 1, idx), ro)
+		if err != nil {
+			return 0, fmt.Errorf("smece: %w", err)
+		}
+		return r.Value, nil
+	}
+	stat := func(e *Result, f, y []float64, sigma float64) {
+		ev.setStat(e, func(idx []int) (float64, error) { return at(f, y, sigma, idx) })
 	}
 	var views []notion.Notion
 	if s.Binary {
@@ -71,7 +83,7 @@ func (ev *evaluator) smece() ([]*Result, error) {
 				return nil, err
 			}
 			e := &Result{Metric: SmECE, Notion: v, Bandwidth: ptr(r.Sigma), Value: jf(r.Value)}
-			stat(e, f, y)
+			stat(e, f, y, r.Sigma)
 			out = append(out, e)
 		case notion.ClassWise:
 			cols, ys := make([][]float64, s.K), make([][]float64, s.K)
@@ -88,15 +100,15 @@ func (ev *evaluator) smece() ([]*Result, error) {
 				e.PerClassBandwidth = append(e.PerClassBandwidth, r.Sigma)
 			}
 			e.Value, e.Sum = jf(sum/float64(s.K)), jf(sum)
+			sigmas := e.PerClassBandwidth
 			ev.setStat(e, func(idx []int) (float64, error) {
-				w := metric.Resample(s.Weights, 1, idx)
 				sum := 0.0
 				for k := range cols {
-					r, err := one(metric.Resample(cols[k], 1, idx), metric.Resample(ys[k], 1, idx), w)
+					v, err := at(cols[k], ys[k], sigmas[k], idx)
 					if err != nil {
 						return 0, fmt.Errorf("class %d: %w", k, err)
 					}
-					sum += r.Value
+					sum += v
 				}
 				return sum / float64(len(cols)), nil
 			})

@@ -27,30 +27,42 @@ import (
 // p_t (1 - p_t) / W^2 (their Theorem 35, weights added), minimised at r
 // = p; ATBBias is that term at p = r. Scores must lie in [0, 1].
 func ATB(scores, outcomes, weights []float64, p float64) (float64, error) {
-	checkPair("ATB", scores, outcomes)
-	checkWeights("ATB", weights, len(scores))
-	if !(p >= 1) || math.IsInf(p, 0) {
-		return 0, fmt.Errorf("metric: ATB: p = %v, want a finite p >= 1", p)
+	a, err := NewSortedATB(scores, outcomes)
+	if err != nil {
+		return 0, err
 	}
-	idx := make([]int, 0, len(scores))
-	W := 0.0
+	return a.Value(weights, p)
+}
+
+// SortedATB is a set of scores sorted once, whose ATB any weights (a
+// bootstrap resample's counts times the weights) give in O(n).
+type SortedATB struct {
+	scores, outcomes []float64
+	order            []int
+}
+
+// NewSortedATB sorts the scores (which must lie in [0, 1]) for ATB.
+func NewSortedATB(scores, outcomes []float64) (*SortedATB, error) {
+	checkPair("ATB", scores, outcomes)
 	for i, r := range scores {
 		if !(r >= 0 && r <= 1) {
-			return 0, fmt.Errorf("metric: ATB: score %d is %v, not in [0, 1]", i, r)
-		}
-		w := weightOf(weights, i)
-		if w > 0 {
-			idx = append(idx, i)
-			W += w
+			return nil, fmt.Errorf("metric: ATB: score %d is %v, not in [0, 1]", i, r)
 		}
 	}
-	if len(idx) == 0 {
-		return 0, fmt.Errorf("metric: ATB: no sample of positive weight")
+	order := make([]int, len(scores))
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
-	S := 0.0
-	for _, i := range idx {
-		S += weightOf(weights, i) * (scores[i] - outcomes[i])
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	return &SortedATB{scores: scores, outcomes: outcomes, order: order}, nil
+}
+
+// Value returns ATB_p with the weights w (nil: all 1; a resample: its
+// counts times the weights): see ATB.
+func (a *SortedATB) Value(w []float64, p float64) (float64, error) {
+	checkWeights("ATB", w, len(a.scores))
+	if !(p >= 1) || math.IsInf(p, 0) {
+		return 0, fmt.Errorf("metric: ATB: p = %v, want a finite p >= 1", p)
 	}
 	pw := func(x float64) float64 {
 		if p == 2 {
@@ -58,33 +70,72 @@ func ATB(scores, outcomes, weights []float64, p float64) (float64, error) {
 		}
 		return math.Pow(math.Abs(x), p)
 	}
-	total := scores[idx[0]] * pw(S) // q in [0, v_1]: every score >= q
-	L := 0.0
-	for j, i := range idx {
-		L += weightOf(weights, i) * (scores[i] - outcomes[i])
-		if j+1 < len(idx) && scores[idx[j+1]] == scores[i] {
-			continue // ties: q moves past the whole group at once
+	var W, S float64
+	first := -1
+	for _, i := range a.order {
+		if v := weightOf(w, i); v > 0 {
+			W += v
+			S += v * (a.scores[i] - a.outcomes[i])
+			if first < 0 {
+				first = i
+			}
 		}
-		next := 1.0
-		if j+1 < len(idx) {
-			next = scores[idx[j+1]]
-		}
-		total += (next - scores[i]) * (pw(L) + pw(S-L))
 	}
+	if first < 0 {
+		return 0, fmt.Errorf("metric: ATB: no sample of positive weight")
+	}
+	total := a.scores[first] * pw(S) // q in [0, v_1]: every score >= q
+	L := 0.0
+	last := -1 // the previous point of positive weight, in sorted order
+	for _, i := range a.order {
+		v := weightOf(w, i)
+		if !(v > 0) {
+			continue
+		}
+		if last >= 0 && a.scores[i] != a.scores[last] {
+			// q moves from the previous distinct score to this one.
+			total += (a.scores[i] - a.scores[last]) * (pw(L) + pw(S-L))
+		}
+		L += v * (a.scores[i] - a.outcomes[i])
+		last = i
+	}
+	total += (1 - a.scores[last]) * (pw(L) + pw(S-L))
 	return total / math.Pow(W, p), nil
+}
+
+// ResampleCounts returns the weights of the bootstrap resample idx of the n
+// points as counts (times w when not nil): Value of them is ATB_p of the
+// resample.
+func ResampleCounts(n int, idx []int, w []float64) []float64 {
+	c := make([]float64, n)
+	for _, i := range idx {
+		c[i]++
+	}
+	if w != nil {
+		for i := range c {
+			c[i] *= w[i]
+		}
+	}
+	return c
 }
 
 // ATBBias returns sum_t w_t^2 r_t (1 - r_t) / W^2: the expectation of
 // ATB_2 over outcomes drawn from the scores themselves (a calibrated
 // model's), which ATB_2 minus it estimates without bias then (ATB_2(r,
 // p) = 0 at p = r).
-func ATBBias(scores, weights []float64) float64 {
+func ATBBias(scores, weights []float64) float64 { return ATBBiasCounts(scores, weights, nil) }
+
+// ATBBiasCounts is ATBBias of a bootstrap resample given by its counts
+// (nil: all 1; ResampleCounts without weights): a row drawn c times adds
+// c w^2 r (1 - r), and c w to W.
+func ATBBiasCounts(scores, weights, counts []float64) float64 {
 	checkWeights("ATBBias", weights, len(scores))
+	checkWeights("ATBBias", counts, len(scores))
 	var s, W float64
 	for i, r := range scores {
-		w := weightOf(weights, i)
-		s += w * w * r * (1 - r)
-		W += w
+		w, c := weightOf(weights, i), weightOf(counts, i)
+		s += c * w * w * r * (1 - r)
+		W += c * w
 	}
 	if W == 0 {
 		return 0

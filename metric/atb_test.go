@@ -125,3 +125,54 @@ func TestATBTruthful(t *testing.T) {
 		}
 	}
 }
+
+// TestATBResampleCounts: the presorted ATB of a resample's counts equals
+// ATB of the resampled rows.
+func TestATBResampleCounts(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	n := 300
+	sc, oc, w := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range sc {
+		sc[i] = float64(r.IntN(50)) / 49
+		if r.Float64() < sc[i] {
+			oc[i] = 1
+		}
+		w[i] = r.Float64()
+	}
+	a, err := NewSortedATB(sc, oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		idx := make([]int, n)
+		for j := range idx {
+			idx[j] = r.IntN(n)
+		}
+		for _, weights := range [][]float64{nil, w} {
+			got, err := a.Value(ResampleCounts(n, idx, weights), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ATB(Resample(sc, 1, idx), Resample(oc, 1, idx), Resample(weights, 1, idx), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got-want) > 1e-12*want {
+				t.Errorf("weighted %v: counts %v, rows %v", weights != nil, got, want)
+			}
+		}
+	}
+}
+
+// TestATBBiasCounts: the bias of a resample by counts equals the bias of
+// the resampled rows.
+func TestATBBiasCounts(t *testing.T) {
+	sc := []float64{0.2, 0.5, 0.9, 0.7}
+	w := []float64{1, 2, 0.5, 3}
+	idx := []int{0, 0, 2, 3, 3, 3}
+	got := ATBBiasCounts(sc, w, ResampleCounts(4, idx, nil))
+	want := ATBBias(Resample(sc, 1, idx), Resample(w, 1, idx))
+	if math.Abs(got-want) > 1e-15 {
+		t.Errorf("counts %v, rows %v", got, want)
+	}
+}

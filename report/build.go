@@ -23,6 +23,14 @@ import (
 // options are evaluate.ErrOptions.
 var ErrOptions = errors.New("report: bad options")
 
+// ReportMetrics are the metrics of the report's table (Options.Evaluate
+// Metrics nil): every metric but ace and tce, which are other libraries'
+// definitions whose bootstrap intervals cost seconds (calib eval
+// --metrics ace,tce computes them).
+var ReportMetrics = slices.DeleteFunc(slices.Clone(evaluate.Metrics), func(m evaluate.Metric) bool {
+	return m == evaluate.ACE || m == evaluate.TCE
+})
+
 // OptionError is an option of the report that cannot be used: Err says
 // what is wrong, its text naming the option ("grid \"x\": want default or
 // full"). It wraps ErrOptions and Err; its text is ErrOptions's, then
@@ -57,7 +65,7 @@ type Options struct {
 	// Eval configures the table of metrics (evaluate.Evaluate). Where its
 	// zero value differs from the report's, Build reads it so: Mode nil
 	// means canonical and top_label (evaluate: all notions; evaluate.AllNotions asks for them), Metrics nil
-	// every metric (evaluate.Metrics; evaluate: DefaultMetrics); CI is ignored
+	// ReportMetrics (evaluate: DefaultMetrics); CI is ignored
 	// (intervals are on unless NoIntervals; Eval.CIExact still implies
 	// them); Seed, Workers, Progress and Bandwidths are set by Build from
 	// the fields below.
@@ -190,7 +198,7 @@ func (o Options) evalOptions(curves evaluate.Bandwidths) evaluate.Options {
 		e.Mode = evaluate.NotionSet{kde.Canonical, kde.TopLabel}
 	}
 	if e.Metrics == nil {
-		e.Metrics = evaluate.Metrics // the report's table: every metric
+		e.Metrics = ReportMetrics // the report's table
 	}
 	e.CI = !o.NoIntervals
 	e.Seed, e.Workers, e.Progress, e.Bandwidths = o.seed(), o.Workers, o.Progress, curves
