@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/calib-dev/calib/convention"
@@ -56,6 +57,11 @@ func (ev *evaluator) ace() ([]*Result, error) {
 		bins = DefaultACEBins
 	}
 	var out []*Result
+	// failed is the entry of a part the library cannot compute (too few
+	// scores for the bins): its error; the other parts stand.
+	failed := func(nt notion.Notion, conv convention.Name, p, th *float64, err error) {
+		out = append(out, &Result{Metric: ACE, Notion: nt, Bins: ptr(bins), P: p, Threshold: th, Convention: string(conv), Error: oneLineError(fmt.Errorf("ace: %w", err))})
+	}
 	// robustness_metrics: class-conditional, ACE and TACE.
 	for _, th := range []float64{0, 0.01} {
 		for _, p := range c.ps {
@@ -65,7 +71,8 @@ func (ev *evaluator) ace() ([]*Result, error) {
 			o := convention.GCEOptions{Bins: bins, Adaptive: true, ClassConditional: true, Threshold: th, L2: p == 2}
 			v, err := convention.GCE(s.Probs, s.Labels, s.K, o)
 			if err != nil {
-				return nil, err
+				failed(notion.ClassWise, convention.RobustnessMetrics, ptr(p), ptr(th), err)
+				continue
 			}
 			e := &Result{Metric: ACE, Notion: notion.ClassWise, Binning: metric.EqualMass.String(), Bins: ptr(bins), P: ptr(p), Threshold: ptr(th),
 				Convention: string(convention.RobustnessMetrics), Value: jf(math.Pow(v, p)), Root: jf(v)}
@@ -81,7 +88,8 @@ func (ev *evaluator) ace() ([]*Result, error) {
 	for _, p := range c.ps {
 		v, _, err := convention.TopLabelACE(top, cor, bins, p)
 		if err != nil {
-			return nil, err
+			failed(notion.TopLabel, convention.TorchUncertainty, ptr(p), nil, err)
+			continue
 		}
 		e := &Result{Metric: ACE, Notion: notion.TopLabel, Binning: "equal_count", Bins: ptr(bins), P: ptr(p),
 			Convention: string(convention.TorchUncertainty), Value: jf(v), Root: jf(math.Pow(v, 1/p))}
@@ -91,19 +99,25 @@ func (ev *evaluator) ace() ([]*Result, error) {
 		})
 		out = append(out, e)
 	}
-	// netcal: the average over non-empty bins.
-	cv, nt, err := convention.CurveOf(convention.Netcal, s.Probs, s.Labels, s.K, s.Binary, nil, bins, metric.EqualWidth)
+	// netcal: the average over non-empty bins, its view (binary or
+	// top-label) decided once on the whole set.
+	view, err := convention.ViewOf(convention.Netcal, s.Labels, s.K, s.Binary)
 	if err != nil {
-		return nil, err
+		failed(notion.TopLabel, convention.Netcal, nil, nil, err)
+		return out, nil
+	}
+	cv, nt, err := view.Curve(convention.Netcal, s.Probs, s.Labels, s.K, nil, bins, metric.EqualWidth)
+	if err != nil {
+		failed(notion.TopLabel, convention.Netcal, nil, nil, err)
+		return out, nil
 	}
 	e := &Result{Metric: ACE, Notion: nt, Binning: metric.EqualWidth.String(), Bins: ptr(bins), Convention: string(convention.Netcal), Value: jf(cv.Average())}
 	ev.setStat(e, func(idx []int) (float64, error) {
-		cv, _, err := convention.CurveOf(convention.Netcal, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, s.Binary, nil, bins, metric.EqualWidth)
+		cv, _, err := view.Curve(convention.Netcal, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, nil, bins, metric.EqualWidth)
 		if err != nil {
 			return 0, err
 		}
 		return cv.Average(), nil
 	})
-	out = append(out, e)
-	return out, nil
+	return append(out, e), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // The binned metrics: their three notions (top-label, class-wise and the
@@ -136,10 +137,7 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 		// Top-label (or another library's entry: Options.Convention).
 		var e *Result
 		if c.Convention != convention.Calib && m != ECEBinDebiased {
-			var err error
-			if e, err = ev.conventionEntry(m, p); err != nil {
-				return nil, err
-			}
+			e = ev.conventionEntry(m, p)
 		} else {
 			tb, err := bins(top, topY, topA, nil)
 			if err != nil {
@@ -154,7 +152,11 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 				return val(b, p), nil
 			})
 		}
-		finish(e, p)
+		if e.Error == "" {
+			finish(e, p)
+		} else if m != MCE {
+			e.P = ptr(p)
+		}
 		out = append(out, e)
 		// Class-wise: the mean over classes, with the sum and the terms.
 		pc, cb, err := classWise(p, nil)
@@ -387,12 +389,17 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 
 // conventionEntry is the top-label (or binary) entry of ece_bin (at p) or
 // mce under Options.Convention: that library's curve of the scores it
-// bins (convention.CurveOf), with the set's bins and binning.
-func (ev *evaluator) conventionEntry(m Metric, p float64) (*Result, error) {
+// bins (convention.ViewOf, decided once on the whole set), with the set's
+// bins and binning. What the library cannot do (weights, equal-mass bins)
+// is the entry's error; calib's other entries stand.
+func (ev *evaluator) conventionEntry(m Metric, p float64) *Result {
 	c, s := ev.cfg, ev.set
 	n, o := c.Convention, c.bin
+	failed := func(err error) *Result {
+		return &Result{Metric: m, Notion: notion.TopLabel, Convention: string(n), Error: oneLineError(fmt.Errorf("%s: %w", m, err))}
+	}
 	if o.Rule != metric.Fixed {
-		return nil, fmt.Errorf("%s: convention %s: the %v bin rule is calib's; the libraries take a number of bins", m, n, o.Rule)
+		return failed(fmt.Errorf("convention %s: the %v bin rule is calib's; the libraries take a number of bins", n, o.Rule))
 	}
 	value := func(cv *convention.Curve) float64 {
 		if m == MCE {
@@ -400,9 +407,13 @@ func (ev *evaluator) conventionEntry(m Metric, p float64) (*Result, error) {
 		}
 		return cv.ECE(p)
 	}
-	cv, nt, err := convention.CurveOf(n, s.Probs, s.Labels, s.K, s.Binary, s.Weights, o.Bins, o.Binning)
+	view, err := convention.ViewOf(n, s.Labels, s.K, s.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m, err)
+		return failed(err)
+	}
+	cv, nt, err := view.Curve(n, s.Probs, s.Labels, s.K, s.Weights, o.Bins, o.Binning)
+	if err != nil {
+		return failed(err)
 	}
 	binning := o.Binning.String()
 	if n == convention.Hendrycks {
@@ -410,11 +421,11 @@ func (ev *evaluator) conventionEntry(m Metric, p float64) (*Result, error) {
 	}
 	e := &Result{Metric: m, Notion: nt, Binning: binning, Bins: ptr(len(cv.Bins)), Convention: string(n), Value: jf(value(cv))}
 	ev.setStat(e, func(idx []int) (float64, error) {
-		cv, _, err := convention.CurveOf(n, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, s.Binary, metric.Resample(s.Weights, 1, idx), o.Bins, o.Binning)
+		cv, _, err := view.Curve(n, metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, metric.Resample(s.Weights, 1, idx), o.Bins, o.Binning)
 		if err != nil {
 			return 0, err
 		}
 		return value(cv), nil
 	})
-	return e, nil
+	return e
 }

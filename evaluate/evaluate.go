@@ -276,8 +276,8 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	if !(c.mmce > 0) || math.IsInf(c.mmce, 0) {
 		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.mmce)
 	}
-	if sg := o.SmECE.Sigma; !(sg >= 0 && sg <= 1) {
-		return nil, optionError("smece-sigma", "smece sigma %v: want a bandwidth in (0, 1], or 0 (the fixed point)", sg)
+	if sg := o.SmECE.Sigma; !(sg == 0 || (sg >= smooth.MinSigma && sg <= 1)) {
+		return nil, optionError("smece-sigma", "smece sigma %v: want a bandwidth in [%g, 1], or 0 (the fixed point)", sg, smooth.MinSigma)
 	}
 	if e := o.SmECE.Eps; !(e >= 0 && e < 1) {
 		return nil, optionError("smece-sigma", "smece eps %v: want a number in [0, 1)", e)

@@ -43,12 +43,18 @@ func (m Metric) String() string { return string(m) }
 // MarshalText implements encoding.TextMarshaler.
 func (m Metric) MarshalText() ([]byte, error) { return []byte(m), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler: a name of Metrics
-// (surrounding spaces ignored); other names are refused, listing the
-// valid ones.
+// resultOnly are the metrics only Results carry: the variants a metric of
+// Metrics adds to its entries.
+var resultOnly = MetricSet{ECEKDEDebiased, SharpnessDebiased, ATBDebiased}
+
+// UnmarshalText implements encoding.TextUnmarshaler: a name of Metrics, or
+// of the variants only Results carry (ece_kde_debiased,
+// sharpness_debiased, atb_debiased), surrounding spaces ignored; other
+// names are refused, listing the valid ones (MetricSet takes Metrics
+// only).
 func (m *Metric) UnmarshalText(b []byte) error {
 	v := Metric(strings.TrimSpace(string(b)))
-	if !slices.Contains(Metrics, v) {
+	if !slices.Contains(Metrics, v) && !resultOnly.Has(v) {
 		return optionError("metrics", "metrics: unknown metric %q (valid: %s, all)", v, Metrics.words())
 	}
 	*m = v

@@ -18,9 +18,10 @@ import (
 // ece_kde's notions include class_wise (K <= 20, or --mode naming it),
 // each class's column against its indicator, averaged over classes. Each
 // entry's bootstrap recomputes it on the resample at the full sample's
-// sigma* (one bandwidth per resample); with Options.CIExact at the
-// resample's own fixed point, searched again (as relplot's own interval
-// of the smECE does, 11 bandwidths per resample).
+// sigma* (one bandwidth per resample); with Options.CIExact, and for
+// relplot 1.0.1's convention (whose value depends on its search's grid),
+// at the resample's own fixed point, searched again (as relplot's own
+// interval of the smECE does, 11 bandwidths per resample).
 var smeceDef = metricDef{
 	name:     SmECE,
 	compute:  (*evaluator).smece,
@@ -48,7 +49,9 @@ func (ev *evaluator) smece() ([]*Result, error) {
 	// or (CIExact) at the resample's own fixed point.
 	at := func(f, y []float64, sigma float64, idx []int) (float64, error) {
 		ro := o
-		if !c.CIExact {
+		// relplot 1.0.1's value comes from the largest grid its search
+		// visited: only a search again gives it on a resample.
+		if !c.CIExact && o.Convention != smooth.Relplot101 {
 			ro.Sigma = sigma
 		}
 		r, err := smooth.ECE(ev.ctx, metric.Resample(f, 1, idx), metric.Resample(y, 1, idx), metric.Resample(s.Weights, 1, idx), ro)

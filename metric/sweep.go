@@ -80,9 +80,21 @@ func MonotonicSweep(scores, outcomes, weights []float64, binning Binning) (*Swee
 		}
 		return true
 	}
+	// Outcomes that never decrease along the sorted scores make every B
+	// monotone (bins are runs of the sorted points, and the means of
+	// consecutive runs of a non-decreasing sequence do not decrease): the
+	// sweep ends at n - 1 without trying each B (a perfect model's
+	// scores, which would cost O(n^2)).
+	sortedUp := true
+	for j := 1; j < m && sortedUp; j++ {
+		sortedUp = outcomes[idx[j]] >= outcomes[idx[j-1]]
+	}
 	best := 1
 	var st []int
-	for b := 2; b < m; b++ {
+	if sortedUp && m > 2 {
+		best = m - 1
+	}
+	for b := 2; b < m && !sortedUp; b++ {
 		st = starts(b, st)
 		if !monotone(st) {
 			break

@@ -189,3 +189,35 @@ func TestSweepECE(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSortedOutcomes: outcomes that never decrease along the scores
+// (a perfect model) take the shortcut to B = n - 1, as the brute force
+// reaches it.
+func TestSweepSortedOutcomes(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{3, 10, 257} {
+		sc, oc := make([]float64, n), make([]float64, n)
+		for i := range sc {
+			sc[i] = r.Float64()
+			oc[i] = 1
+		}
+		oc[0] = 0
+		if sc[0] > sc[1] { // the one wrong prediction has the lowest score
+			sc[0], sc[1] = sc[1], sc[0]
+		}
+		for i := range sc {
+			if sc[i] < sc[0] {
+				sc[0], sc[i] = sc[i], sc[0]
+			}
+		}
+		for _, b := range []Binning{EqualMass, EqualWidth} {
+			s, err := MonotonicSweep(sc, oc, nil, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := bruteSweep(sc, oc, b); s.Bins != n-1 || !slices.Equal(s.Assign, want) {
+				t.Errorf("n %d %v: %d bins, %v; brute %v", n, b, s.Bins, s.Assign, want)
+			}
+		}
+	}
+}

@@ -51,14 +51,20 @@ func (c *Convention) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MinSigma is the smallest bandwidth ECE takes: its grid has
+// 10/MinSigma points (memory and time grow as 1/sigma; relplot's search
+// never goes below 2/1024).
+const MinSigma = 1e-4
+
 // DefaultEps is relplot's eps of smECE: a sigma below it counts as below
 // the fixed point without being computed.
 const DefaultEps = 0.001
 
 // Options are the options of ECE. The zero value is relplot 1.0.3's smECE.
 type Options struct {
-	// Sigma, if not 0, is the bandwidth in (0, 1] at which the smooth ECE
-	// is computed (relplot's smECE_sigma); 0 means the fixed point sigma*.
+	// Sigma, if not 0, is the bandwidth in [MinSigma, 1] at which the
+	// smooth ECE is computed (relplot's smECE_sigma); 0 means the fixed
+	// point sigma*.
 	Sigma float64
 	// Eps is the search's floor (relplot's eps); 0 means DefaultEps.
 	Eps float64
@@ -95,8 +101,8 @@ func ECE(ctx context.Context, f, y, w []float64, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if o.Sigma < 0 || o.Sigma > 1 || math.IsNaN(o.Sigma) {
-		return Result{}, fmt.Errorf("%w: sigma %v is not in (0, 1]", ErrInput, o.Sigma)
+	if !(o.Sigma == 0 || (o.Sigma >= MinSigma && o.Sigma <= 1)) {
+		return Result{}, fmt.Errorf("%w: sigma %v is not in [%g, 1]", ErrInput, o.Sigma, MinSigma)
 	}
 	eps := o.Eps
 	if eps == 0 {

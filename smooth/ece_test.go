@@ -162,6 +162,7 @@ func TestErrors(t *testing.T) {
 		{"outcome -1", []float64{0.5}, []float64{-1}, nil, smooth.Options{}, smooth.ErrInput},
 		{"sigma 2", []float64{0.5}, []float64{1}, nil, smooth.Options{Sigma: 2}, smooth.ErrInput},
 		{"sigma NaN", []float64{0.5}, []float64{1}, nil, smooth.Options{Sigma: math.NaN()}, smooth.ErrInput},
+		{"sigma below MinSigma", []float64{0.5}, []float64{1}, nil, smooth.Options{Sigma: 1e-5}, smooth.ErrInput},
 		{"zero weights", []float64{0.5}, []float64{1}, []float64{0}, smooth.Options{}, mathx.ErrWeights},
 		{"negative weight", []float64{0.5}, []float64{1}, []float64{-1}, smooth.Options{}, mathx.ErrWeights},
 	} {
@@ -180,13 +181,16 @@ func TestErrors(t *testing.T) {
 // TestTorchUncertaintyProperties: the two numeric checks of
 // torch-uncertainty's SmoothCalibrationError tests (tests/metrics/
 // classification/test_calibration.py), which publish no relplot value:
-// 100 confidences of 0.8 with accuracy 0.8 give below 1e-4, and 100
+// 100 confidences of 0.8, 80 of them right, give below 1e-4, and 100
 // confidences of 1 all wrong give 1 within 1e-2 (here with relplot's
 // reflected kernel; torch-uncertainty's default is a logit kernel).
 func TestTorchUncertaintyProperties(t *testing.T) {
 	f, right, wrong, ones := make([]float64, 100), make([]float64, 100), make([]float64, 100), make([]float64, 100)
 	for i := range f {
-		f[i], right[i], ones[i] = 0.8, 0.8, 1
+		f[i], ones[i] = 0.8, 1
+		if i < 80 { // 80 of the 100 right: the residuals cancel in every kernel sum
+			right[i] = 1
+		}
 	}
 	got, err := smooth.ECE(context.Background(), f, right, nil, smooth.Options{Sigma: 0.1})
 	if err != nil || got.Value >= 1e-4 {

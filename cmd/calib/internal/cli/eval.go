@@ -39,7 +39,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
 	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
-	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in (0, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
+	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.o.Resamples, "ci-resamples", 200, "bootstrap resamples")

@@ -60,13 +60,13 @@ func (f *plotFlags) options(kind string) (report.Options, error) {
 	if err := requireOutput(f.out, "FILE.{png,svg,pdf}", exts...); err != nil {
 		return o, err
 	}
-	if _, err := convention.Parse(f.convention); err != nil {
+	n, err := convention.Parse(f.convention)
+	if err != nil {
 		return o, usageErrorf("--convention %q: %v", f.convention, strings.TrimPrefix(err.Error(), "convention: "))
 	}
-	if f.convention != "calib" && (kind != "reliability" || !f.json()) {
+	if n != convention.Calib && (kind != "reliability" || !f.json()) {
 		return o, usageErrorf("--convention %s: only the data of a reliability diagram (-o FILE.json) follow another library's bins; the figures are drawn with calib's", f.convention)
 	}
-	var err error
 	if f.po.Notion, err = kde.ParseNotion(f.notion); err != nil {
 		return o, optionError("--notion", err)
 	}
