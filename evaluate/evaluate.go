@@ -27,6 +27,7 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
+	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
 )
 
@@ -108,6 +109,9 @@ type Options struct {
 	Convention convention.Name
 	// ACEBins is the number of bins of ace; 0 means DefaultACEBins.
 	ACEBins int
+	// VariationalFamily is the recalibration family of ece_variational;
+	// "" means DefaultVariationalFamily (temperature scaling).
+	VariationalFamily recal.Method
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
 	// meaning 0.95): centred on the estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
@@ -289,6 +293,11 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		return nil, optionError("convention", "%v", err)
 	} else {
 		c.Convention = cv
+	}
+	if f := o.VariationalFamily; f != "" {
+		if _, err := recal.ParseMethod(string(f)); err != nil {
+			return nil, optionError("variational-family", "%v", err)
+		}
 	}
 	if o.ACEBins < 0 {
 		return nil, optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", o.ACEBins, DefaultACEBins)

@@ -27,7 +27,7 @@ func TestNewMetricsIdentityResample(t *testing.T) {
 		idx[i] = i
 	}
 	for _, o := range []Options{
-		{Metrics: MetricSet{SmECE, ECESweep, ATB, TCE, ACE, ECEBin, MCE}},
+		{Metrics: MetricSet{SmECE, ECESweep, ATB, TCE, ACE, ECEBin, MCE, ECEVariational}},
 		{Metrics: MetricSet{SmECE, ECESweep, ECEBin, MCE}, Convention: convention.RobustnessMetrics},
 		{Metrics: MetricSet{SmECE, ECEBin, MCE}, Convention: convention.Netcal, SmECE: smooth.Options{Convention: smooth.Relplot101}},
 		{Metrics: MetricSet{ECEBin, MCE}, Convention: convention.Torchmetrics},
@@ -73,7 +73,7 @@ func TestResultOnlyMetricsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{ATB, ACE}})
+	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{ATB, ACE, ECEVariational}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ const (
 	ATBDebiased       Metric = "atb_debiased"       // ATB_2 less its expectation under calibration (a Result of ATB)
 	TCE               Metric = "tce"                // the test-based calibration error of Matsubara et al. (metric.TCE)
 	ACE               Metric = "ace"                // "ACE" in robustness_metrics', torch-uncertainty's and netcal's meanings (convention)
+	ECEVariational    Metric = "ece_variational"    // the cross-fitted gain of a recalibration family (package variational)
 	ECEBinDebiased    Metric = "ece_bin_debiased"   // Kumar et al.'s debiased binned L2 error
 	KS                Metric = "ks"                 // KS calibration error, splines.md eq. 11
 	Sharpness         Metric = "sharpness"          // variance of E[y | f] (kde.Sharpness)
@@ -135,6 +136,7 @@ var metricTable = []*metricDef{
 	&atbDef,
 	&tceDef,
 	&aceDef,
+	&variationalDef,
 	&eceBinDebiasedDef,
 	&ksDef,
 	&sharpnessDef,

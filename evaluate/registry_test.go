@@ -42,10 +42,10 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("default metric %s not registered", m)
 		}
 	}
-	if got := len(Metrics); got != 17 {
-		t.Errorf("%d metrics, want 17", got)
+	if got := len(Metrics); got != 18 {
+		t.Errorf("%d metrics, want 18", got)
 	}
-	notStreamed := MetricSet{SmECE, ECESweep, ATB, TCE, ACE}
+	notStreamed := MetricSet{SmECE, ECESweep, ATB, TCE, ACE, ECEVariational}
 	want := slices.DeleteFunc(slices.Clone(Metrics), notStreamed.Has)
 	if !slices.Equal(streamable, want) || streamMetrics.Has(ECEWitness) || len(streamMetrics) != len(want)-1 {
 		t.Errorf("streamable %v, stream defaults %v", streamable, streamMetrics)
@@ -68,7 +68,7 @@ func TestMetricSetText(t *testing.T) {
 	err := m.UnmarshalText([]byte("ece"))
 	var oe *OptionError
 	if !errors.As(err, &oe) || oe.Option != "metrics" || !errors.Is(err, ErrOptions) ||
-		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_kde, ece_witness, smece, ece_bin, mce, ece_sweep, atb, tce, ace, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
+		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_kde, ece_witness, smece, ece_bin, mce, ece_sweep, atb, tce, ace, ece_variational, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

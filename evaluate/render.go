@@ -207,6 +207,9 @@ func settings(e *Result) string {
 	if e.EvalPoints != nil {
 		parts = append(parts, fmt.Sprintf("m=%d points", *e.EvalPoints))
 	}
+	if e.Loss != "" && e.Folds != nil {
+		parts = append(parts, fmt.Sprintf("%s loss, %s, %d folds", e.Loss, e.Family, *e.Folds))
+	}
 	if e.Threshold != nil && *e.Threshold > 0 {
 		parts = append(parts, fmt.Sprintf("threshold %g (TACE)", *e.Threshold))
 	}

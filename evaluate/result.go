@@ -76,6 +76,9 @@ type Result struct {
 	BinEdges    string   `json:"bin_edges,omitempty"`    // binned metrics: which bin a score on an edge falls in
 	Convention  string   `json:"convention,omitempty"`   // whose definition the value follows ("calib", "sklearn", "relplot", ...; convention.Name)
 	Threshold   *float64 `json:"threshold,omitempty"`    // ace (robustness_metrics): the probabilities kept are those above it
+	Loss        string   `json:"loss,omitempty"`         // ece_variational: the proper loss ("lp", "log", "brier")
+	Family      string   `json:"family,omitempty"`       // ece_variational: the recalibration family (a recal method)
+	Folds       *int     `json:"folds,omitempty"`        // ece_variational: the cross-fitting folds
 	CIResamples *int     `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
 	CISeed      *uint64  `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
 	CIExact     bool     `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
@@ -134,7 +137,7 @@ type Float = data.Float
 // of ece_sweep ("equal_width", "equal_mass") and tce ("pava",
 // "equal_mass"); the convention of ace ("robustness_metrics",
 // "torch_uncertainty", "netcal"), with "/tace" for robustness_metrics'
-// threshold 0.01.
+// threshold 0.01; the loss of ece_variational ("lp", "log", "brier").
 type Key struct {
 	Metric  Metric
 	Notion  notion.Notion
@@ -155,6 +158,8 @@ func (e *Result) Key() Key {
 	switch e.Metric {
 	case ECESweep, TCE:
 		k.Variant = e.Binning
+	case ECEVariational:
+		k.Variant = e.Loss
 	case ACE:
 		k.Variant = e.Convention
 		if e.Threshold != nil && *e.Threshold > 0 {

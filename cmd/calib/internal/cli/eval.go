@@ -26,6 +26,7 @@ type evalFlags struct {
 	modeSet        bool // eval's --mode was given: it means --metrics ece_kde
 	calibrator     string
 	convention     string
+	family         string
 	json, progress bool
 }
 
@@ -38,6 +39,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
+	fs.StringVar(&f.family, "variational-family", string(evaluate.DefaultVariationalFamily), "ece_variational: the recalibration family whose cross-fitted gain it is (a calib fit method: temperature, vector, matrix-odir, dirichlet-odir, isotonic, spline, ...)")
 	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
 	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
@@ -187,6 +189,13 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	}
 	if err := f.text.Parse(&o, s); err != nil {
 		return o, optionError("", err)
+	}
+	if f.family != "" {
+		m, err := recal.ParseMethod(f.family)
+		if err != nil {
+			return o, usageErrorf("--variational-family %q: %v", f.family, err)
+		}
+		o.VariationalFamily = m
 	}
 	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(f.convention)), "_", "-") {
 	case "relplot-1.0.1", "relplot-1.0":

@@ -1,0 +1,391 @@
+// Package variational estimates a calibration error as the gain of the
+// best recalibration of a family, fitted on other folds: the variational
+// estimator of Berta, Braun, Holzmüller, Bach and Jordan (2026, arXiv
+// 2602.24230), as probmetrics' MetricsWithCalibration computes it
+// (dholzmueller/probmetrics @34123ba, metrics.py).
+//
+// # Definition
+//
+// For a proper loss l and a recalibration map g fitted on the other folds
+// (stratified K-fold: each row's g never saw it), the estimate is
+//
+//	CE = (1/n) sum_i [ l(f_i, y_i) - l(g(f_i), y_i) ]
+//
+// over the out-of-fold rows of every fold together. Its expectation is at
+// most the calibration error the loss measures (a map fitted on finite
+// data does not beat the true recalibration E[y | f]), with equality when
+// the family holds it; an in-sample fit (probmetrics' "_all" names) is not
+// a lower bound and is not offered. The losses:
+//
+//   - Log: -log g_y (log-probabilities clipped at log of float32's
+//     smallest normal, as probmetrics does): CE is the KL divergence part
+//     of the log loss's calibration-refinement split.
+//   - Brier: sum_k (g_k - y_k)^2: the squared L2 calibration error.
+//   - Lp (probmetrics' ProperLpLoss, centred at the prediction f):
+//     l(g, y) = <s, y - g> - ||g - f||_p with s = -grad ||.||_p(g - f) =
+//     -sign(g - f) |g - f|^(p-1) / ||g - f||_p^(p-1) (and l = 0 where g =
+//     f), so that l(f, y) = 0 and CE_i = <grad ||.||_p(g_i - f_i), y_i -
+//     f_i>: for p = 1, sum_k sign(g_ik - f_ik) (y_ik - f_ik). Its
+//     expectation is the canonical L_p calibration error E||E[y | f] -
+//     f||_p when g is the true recalibration.
+//
+// Notions: canonical (the K-vector), binary (one-column input: p1 alone,
+// probmetrics' "binary-as-1d") and top-label (probmetrics' TopClassLoss:
+// the coordinate k = argmax f of f, g and y, with the canonical map g).
+//
+// The interval is the mean's normal interval over the n per-row gains,
+// conditional on the fitted maps: it shows the sampling spread of the
+// rows, not the fits' variation between data sets.
+package variational
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/notion"
+	"github.com/calib-dev/calib/recal"
+)
+
+// Loss names a proper loss.
+type Loss string
+
+// The losses.
+const (
+	Lp    Loss = "lp"    // probmetrics' ProperLpLoss (Options.P)
+	Log   Loss = "log"   // the log loss
+	Brier Loss = "brier" // the Brier score
+)
+
+// Options configures CalibrationError. The zero value is the L1 error
+// (Lp, p = 1) of the canonical notion by temperature scaling on 5
+// stratified folds with seed 0.
+type Options struct {
+	Loss Loss    // "" means Lp
+	P    float64 // the p of Lp, >= 1; 0 means 1
+	// Method is the recalibration family; "" means temperature (fitted on
+	// the logits, or on log-probabilities for probability input).
+	Method recal.Method
+	// Fit configures the family (recal.Fit).
+	Fit recal.FitOptions
+	// Folds is the number of stratified folds, at least 2; 0 means 5.
+	Folds int
+	// Seed seeds the folds: rows of each label are shuffled by PCG(Seed,
+	// label) and dealt to the folds in turn.
+	Seed uint64
+	// Notion is canonical (""), top_label, or binary (one-column input).
+	Notion notion.Notion
+}
+
+// Result is a variational calibration error.
+type Result struct {
+	Value float64 // the mean gain, CE
+	// PerFold is the mean gain of each fold's rows.
+	PerFold []float64
+	// SE is the standard error of the mean of the per-row gains; Lo and
+	// Hi the 95 % normal interval Value -+ 1.96 SE.
+	SE, Lo, Hi float64
+	N, Folds   int
+	// Gains are the per-row gains l(f_i, y_i) - l(g(f_i), y_i), whose
+	// (weighted) mean is Value: a bootstrap of the rows resamples them.
+	Gains []float64
+}
+
+// ErrInput is wrapped by the errors of input the estimator cannot take.
+var ErrInput = errors.New("variational: invalid input")
+
+// CalibrationError returns the variational calibration error of the set s
+// (its probabilities, logits if any, labels and sample weights: the gains
+// are weighted means, the maps fitted with the weights) under o:
+// CrossFit, then Recalibrated.Error.
+func CalibrationError(ctx context.Context, s *data.Set, o Options) (Result, error) {
+	r, err := CrossFit(ctx, s, o)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.Error(o)
+}
+
+// Recalibrated holds a set's out-of-fold recalibrated probabilities: each
+// row's from the map fitted on the other folds.
+type Recalibrated struct {
+	set   *data.Set
+	g     []float64 // n×K
+	fold  []int
+	folds int
+}
+
+// CrossFit fits o.Method on all folds but one, for each fold, and applies
+// it to the rows of that fold (o.Loss, P and Notion are not read).
+func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error) {
+	if o.Method == "" {
+		o.Method = recal.MethodTemperature
+	}
+	if o.Folds == 0 {
+		o.Folds = 5
+	}
+	switch {
+	case o.Folds < 2:
+		return nil, fmt.Errorf("%w: %d folds, want at least 2", ErrInput, o.Folds)
+	case s.Labels == nil:
+		return nil, fmt.Errorf("%w: no labels", ErrInput)
+	case s.N < o.Folds:
+		return nil, fmt.Errorf("%w: %d rows for %d folds", ErrInput, s.N, o.Folds)
+	}
+	fold := Folds(s.Labels, o.Folds, o.Seed)
+	g := make([]float64, len(s.Probs))
+	for f := range o.Folds {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var train, test []int
+		for i, fi := range fold {
+			if fi == f {
+				test = append(test, i)
+			} else {
+				train = append(train, i)
+			}
+		}
+		c, err := recal.Fit(ctx, o.Method, withLogits(rows(s, train), o.Method), o.Fit)
+		if err != nil {
+			return nil, fmt.Errorf("variational: fold %d: %w", f, err)
+		}
+		out, err := recal.Apply(c, withLogits(rows(s, test), o.Method))
+		if err != nil {
+			return nil, fmt.Errorf("variational: fold %d: %w", f, err)
+		}
+		for j, i := range test {
+			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
+		}
+	}
+	return &Recalibrated{set: s, g: g, fold: fold, folds: o.Folds}, nil
+}
+
+// Error returns the variational calibration error of the loss, p and
+// notion of o from the out-of-fold maps (o.Method, Folds and Seed are
+// those of the fit).
+func (rc *Recalibrated) Error(o Options) (Result, error) {
+	s := rc.set
+	if o.Loss == "" {
+		o.Loss = Lp
+	}
+	if o.P == 0 {
+		o.P = 1
+	}
+	switch {
+	case o.Loss != Lp && o.Loss != Log && o.Loss != Brier:
+		return Result{}, fmt.Errorf("%w: unknown loss %q (valid: lp, log, brier)", ErrInput, o.Loss)
+	case !(o.P >= 1) || math.IsInf(o.P, 0):
+		return Result{}, fmt.Errorf("%w: p = %v, want a finite p >= 1", ErrInput, o.P)
+	}
+	switch o.Notion {
+	case "", notion.Canonical, notion.TopLabel:
+	case notion.Binary:
+		if !s.Binary {
+			return Result{}, fmt.Errorf("%w: the binary notion needs one-column input", ErrInput)
+		}
+	default:
+		return Result{}, fmt.Errorf("%w: notion %q (valid: canonical, top_label, binary)", ErrInput, o.Notion)
+	}
+	gains := make([]float64, s.N)
+	for i := range gains {
+		gains[i] = gain(o, s.Probs[i*s.K:(i+1)*s.K], rc.g[i*s.K:(i+1)*s.K], s.Labels[i], s.Binary)
+	}
+	r := Result{N: s.N, Folds: rc.folds, PerFold: make([]float64, rc.folds), Gains: gains}
+	fw := make([]float64, rc.folds)
+	var sw, sg, sg2, w2 float64
+	for i, d := range gains {
+		w := weight(s.Weights, i)
+		sw += w
+		w2 += w * w
+		sg += w * d
+		r.PerFold[rc.fold[i]] += w * d
+		fw[rc.fold[i]] += w
+	}
+	r.Value = sg / sw
+	for i, d := range gains {
+		sg2 += weight(s.Weights, i) * (d - r.Value) * (d - r.Value)
+	}
+	for f := range fw {
+		if fw[f] > 0 {
+			r.PerFold[f] /= fw[f]
+		}
+	}
+	// The weighted mean's standard error with the effective number of rows
+	// (sum w)^2 / sum w^2 (n without weights).
+	if neff := sw * sw / w2; neff > 1 {
+		r.SE = math.Sqrt(sg2 / sw / (neff - 1))
+	}
+	r.Lo, r.Hi = r.Value-1.959963984540054*r.SE, r.Value+1.959963984540054*r.SE
+	return r, nil
+}
+
+// Folds returns the fold (0..folds-1) of each row: the rows of each label,
+// shuffled by PCG(seed, label), dealt to the folds in turn, continuing
+// from the fold where the previous label stopped (as scikit-learn's
+// StratifiedKFold balances the folds' sizes and label shares).
+func Folds(labels []int, folds int, seed uint64) []int {
+	by := map[int][]int{}
+	maxLabel := 0
+	for i, y := range labels {
+		by[y] = append(by[y], i)
+		maxLabel = max(maxLabel, y)
+	}
+	out := make([]int, len(labels))
+	next := 0
+	for y := 0; y <= maxLabel; y++ {
+		idx := by[y]
+		rng := rand.New(rand.NewPCG(seed, uint64(y)))
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for _, i := range idx {
+			out[i] = next
+			next = (next + 1) % folds
+		}
+	}
+	return out
+}
+
+// rows returns the rows idx of s as a set (weights and logits carried).
+func rows(s *data.Set, idx []int) *data.Set {
+	out := &data.Set{N: len(idx), K: s.K, Binary: s.Binary, File: s.File}
+	out.Probs = make([]float64, 0, len(idx)*s.K)
+	out.Labels = make([]int, 0, len(idx))
+	lk := 0
+	if s.Logits != nil {
+		lk = len(s.Logits) / s.N
+		out.Logits = make([]float64, 0, len(idx)*lk)
+	}
+	for _, i := range idx {
+		out.Probs = append(out.Probs, s.Probs[i*s.K:(i+1)*s.K]...)
+		out.Labels = append(out.Labels, s.Labels[i])
+		if s.Logits != nil {
+			out.Logits = append(out.Logits, s.Logits[i*lk:(i+1)*lk]...)
+		}
+		if s.Weights != nil {
+			out.Weights = append(out.Weights, s.Weights[i])
+		}
+	}
+	return out
+}
+
+// withLogits gives a set without logits the log-probabilities as logits
+// (their softmax is the probabilities) when the method reads logits.
+func withLogits(s *data.Set, m recal.Method) *data.Set {
+	if s.Logits != nil || !m.NeedsLogits() {
+		return s
+	}
+	out := *s
+	out.Binary = false // K columns of log-probabilities
+	out.Logits = make([]float64, len(s.Probs))
+	for i, p := range s.Probs {
+		out.Logits[i] = math.Log(max(p, minProb))
+	}
+	return &out
+}
+
+// minProb is float32's smallest normal: probmetrics clips the log loss's
+// log-probabilities at its log, and log-probabilities for temperature
+// scaling likewise.
+const minProb = 0x1p-126
+
+func weight(w []float64, i int) float64 {
+	if w == nil {
+		return 1
+	}
+	return w[i]
+}
+
+// gain returns l(f, y) - l(g, y) for one row (f, g its K probabilities).
+func gain(o Options, f, g []float64, y int, binary bool) float64 {
+	switch o.Notion {
+	case notion.TopLabel:
+		k := argmax(f)
+		yk := 0.0
+		if y == k {
+			yk = 1
+		}
+		return gain1(o, f[k], g[k], yk)
+	case notion.Binary:
+		return gain1(o, f[1], g[1], float64(y))
+	}
+	switch o.Loss {
+	case Log:
+		return -clippedLog(f[y]) + clippedLog(g[y])
+	case Brier:
+		var lf, lg float64
+		for k := range f {
+			yk := 0.0
+			if k == y {
+				yk = 1
+			}
+			lf += (f[k] - yk) * (f[k] - yk)
+			lg += (g[k] - yk) * (g[k] - yk)
+		}
+		return lf - lg
+	}
+	// Lp: l(f, y) = 0; CE_i = -l(g, y) = -(<s, y - g> - ||g - f||_p).
+	norm := 0.0
+	for k := range f {
+		norm += math.Pow(math.Abs(g[k]-f[k]), o.P)
+	}
+	norm = math.Pow(norm, 1/o.P)
+	if norm == 0 {
+		return 0
+	}
+	dot := 0.0
+	for k := range f {
+		d := g[k] - f[k]
+		yk := 0.0
+		if k == y {
+			yk = 1
+		}
+		s := -sign(d) * math.Pow(math.Abs(d), o.P-1) / math.Pow(norm, o.P-1)
+		dot += s * (yk - g[k])
+	}
+	return -(dot - norm)
+}
+
+// gain1 is gain for one coordinate: the binary loss of the score f and
+// its recalibration g against the outcome y in {0, 1} (the log and Brier
+// losses of the pair (1 - x, x)... as probmetrics' binary-as-1d and
+// TopClassLoss compute them on the one column).
+func gain1(o Options, f, g, y float64) float64 {
+	switch o.Loss {
+	case Log:
+		lf := -(y*clippedLog(f) + (1-y)*clippedLog(1-f))
+		lg := -(y*clippedLog(g) + (1-y)*clippedLog(1-g))
+		return lf - lg
+	case Brier:
+		return (f-y)*(f-y) - (g-y)*(g-y)
+	}
+	d := g - f
+	if d == 0 {
+		return 0
+	}
+	return sign(d) * (y - f) // one coordinate: grad |d| = sign(d), whatever p
+}
+
+func clippedLog(p float64) float64 { return math.Log(max(p, minProb)) }
+
+func sign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}
+
+func argmax(x []float64) int {
+	a := 0
+	for k := 1; k < len(x); k++ {
+		if x[k] > x[a] {
+			a = k
+		}
+	}
+	return a
+}
