@@ -405,4 +405,3 @@ func argmax(x []float64) int {
 	}
 	return a
 }
-
