@@ -692,6 +692,12 @@ func (sk *ScoreSketch) UnmarshalJSON(b []byte) error {
 		if !mathx.Finite(bk.W, bk.S, bk.O, bk.A) || bk.W < 0 || bk.A < 0 {
 			return scoreSketchKind.Errorf("bucket %d has weight %v", k, bk.W)
 		}
+		// The sums of w s, w o and w |s - o| over the bucket's rows, with
+		// s in [Min, Max] and o in [0, 1], lie within these (to rounding).
+		tol := 1e-9 * math.Max(1, bk.W)
+		if bk.S < bk.W*bk.Min-tol || bk.S > bk.W*bk.Max+tol || bk.O < -tol || bk.O > bk.W+tol || bk.A > bk.W+tol {
+			return scoreSketchKind.Errorf("bucket %d of weight %v has sums %v (scores), %v (outcomes), %v (gaps) outside what its rows can hold", k, bk.W, bk.S, bk.O, bk.A)
+		}
 		rows += bk.N
 		sk.buckets[k] = bk
 	}
