@@ -248,23 +248,8 @@ func (r *Reliability) maxCount() int {
 // panel returns the reliability plot (without the count strip) with its
 // title and legend.
 func (r *Reliability) panel() *panel {
-	title := r.Title
-	if title == "" {
-		title = "Reliability diagram"
-	}
-	p := NewPlot(r.ScoreLabel, "observed frequency")
-	sansPlot(p, r.Compact)
-	pn := &panel{plot: p, title: fmt.Sprintf("%s (ECE %.2f%%)", title, 100*r.ECE), compact: r.Compact}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-	p.Y.Tick.Marker = unitTicks{}
-	p.X.Tick.Marker = unitTicks{}
-	// Legend texts: long in the full figure, short in the small multiples.
-	name := func(long, short string) string {
-		if r.Compact {
-			return short
-		}
-		return long
-	}
+	pn, name := diagramPanel(r.Title, "Reliability diagram", fmt.Sprintf("(ECE %.2f%%)", 100*r.ECE), r.ScoreLabel, "observed frequency", r.Compact)
+	p := pn.plot
 	box := func(x0, x1, y0, y1 float64) plotter.XYs {
 		return plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 	}
@@ -305,11 +290,7 @@ func (r *Reliability) panel() *panel {
 			pn.add(fmt.Sprintf(name("%.0f%% bootstrap interval per bin", "%.0f%% interval (bin)"), 100*r.Level), l)
 		}
 	}
-	diag, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
-	diag.LineStyle.Color = colGrey
-	diag.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(diag)
-	pn.add(name("perfect calibration", "diagonal"), diag)
+	addDiagonal(pn, name)
 	// The curve's band, as one polygon over each run of defined points.
 	var runs []plotter.XYer
 	var run []int
@@ -368,6 +349,38 @@ func (r *Reliability) panel() *panel {
 		p.Add(s)
 	}
 	return pn
+}
+
+// diagramPanel returns the panel of a reliability diagram on the unit
+// square, titled "TITLE NUMBER" (TITLE defaulting to fallback), and the
+// chooser of its legend texts: long in the full figure, short in the
+// small multiples.
+func diagramPanel(title, fallback, number, xLabel, yLabel string, compact bool) (*panel, func(long, short string) string) {
+	if title == "" {
+		title = fallback
+	}
+	p := NewPlot(xLabel, yLabel)
+	sansPlot(p, compact)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	p.Y.Tick.Marker = unitTicks{}
+	p.X.Tick.Marker = unitTicks{}
+	name := func(long, short string) string {
+		if compact {
+			return short
+		}
+		return long
+	}
+	return &panel{plot: p, title: title + " " + number, compact: compact}, name
+}
+
+// addDiagonal draws the dashed diagonal of perfect calibration on the
+// panel, with its legend entry.
+func addDiagonal(pn *panel, name func(long, short string) string) {
+	diag, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	diag.LineStyle.Color = colGrey
+	diag.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	pn.plot.Add(diag)
+	pn.add(name("perfect calibration", "diagonal"), diag)
 }
 
 // unitTicks marks 0, 0.2, ..., 1 (labelled) and the tenths between.

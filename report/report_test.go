@@ -13,6 +13,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/smooth"
 )
 
 // synthetic draws n predictions of K classes (softmax of N(0, 2^2)
@@ -74,11 +75,11 @@ func figures(t *testing.T, probs []float64, labels []int, k int) []Figure {
 	if err != nil {
 		t.Fatalf("KS graph: %v", err)
 	}
-	sr, err := NewSmoothReliability(context.Background(), sc, oc, nil, SmoothReliabilityOptions{Resamples: 30})
+	sr, err := NewSmoothReliability(context.Background(), sc, oc, nil, SmoothReliabilityOptions{Curve: smooth.CurveOptions{Resamples: 30}})
 	if err != nil {
 		t.Fatalf("smooth reliability: %v", err)
 	}
-	src, err := NewSmoothReliability(context.Background(), cs, co, nil, SmoothReliabilityOptions{Resamples: 30, Compact: true, Title: "class 9 (a long class name), smooth", ScoreLabel: "p_9"})
+	src, err := NewSmoothReliability(context.Background(), cs, co, nil, SmoothReliabilityOptions{Curve: smooth.CurveOptions{Resamples: 30}, Compact: true, Title: "class 9 (a long class name), smooth", ScoreLabel: "p_9"})
 	if err != nil {
 		t.Fatalf("class smooth reliability: %v", err)
 	}

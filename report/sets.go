@@ -10,6 +10,7 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
+	"github.com/calib-dev/calib/smooth"
 )
 
 // The figures of a prediction set, as Build makes them (and `calib plot`
@@ -62,7 +63,7 @@ func SmoothReliabilityOf(ctx context.Context, s *data.Set, class int, o Options)
 	if err != nil {
 		return nil, err
 	}
-	return NewSmoothReliability(ctx, sc, oc, s.Weights, SmoothReliabilityOptions{Seed: o.seed(), Workers: o.Workers, Title: title + ", smooth", ScoreLabel: label})
+	return NewSmoothReliability(ctx, sc, oc, s.Weights, SmoothReliabilityOptions{Curve: smooth.CurveOptions{Seed: o.seed(), Workers: o.Workers}, Title: title + ", smooth", ScoreLabel: label})
 }
 
 // KSGraphsOf returns the top-1 KS calibration graphs of s and, with val

@@ -17,14 +17,8 @@ import (
 // value is relplot's diagram: the bandwidth sigma* of the smooth ECE, 200
 // points, a 95 % bootstrap band from 200 resamples (seed 0).
 type SmoothReliabilityOptions struct {
-	// Sigma, Points, Resamples (-1: no band), Level, Seed and Workers are
-	// those of smooth.CurveOptions.
-	Sigma     float64
-	Points    int
-	Resamples int
-	Level     float64
-	Seed      uint64
-	Workers   int
+	// Curve configures the curve and its band (smooth.NewCurve).
+	Curve smooth.CurveOptions
 	// Title and ScoreLabel name the figure and its horizontal axis
 	// ("confidence" when empty).
 	Title, ScoreLabel string
@@ -52,8 +46,7 @@ func NewSmoothReliability(ctx context.Context, scores, outcomes, weights []float
 	if len(scores) != len(outcomes) {
 		return nil, fmt.Errorf("report: %d scores and %d outcomes", len(scores), len(outcomes))
 	}
-	c, err := smooth.NewCurve(ctx, scores, outcomes, weights, smooth.CurveOptions{Sigma: o.Sigma, Points: o.Points,
-		Resamples: o.Resamples, Level: o.Level, Seed: o.Seed, Workers: o.Workers})
+	c, err := smooth.NewCurve(ctx, scores, outcomes, weights, o.Curve)
 	if err != nil {
 		return nil, fmt.Errorf("report: smooth reliability diagram: %w", err)
 	}
@@ -89,22 +82,8 @@ func (r *SmoothReliability) draw(c draw.Canvas) figureLayout {
 // panel returns the curve's plot with its title and legend.
 func (r *SmoothReliability) panel() *panel {
 	cv := r.Curve
-	title := r.Title
-	if title == "" {
-		title = "Smooth reliability diagram"
-	}
-	p := NewPlot(r.ScoreLabel, "E[outcome | score]")
-	sansPlot(p, r.Compact)
-	pn := &panel{plot: p, title: fmt.Sprintf("%s (smECE %.2f%%)", title, 100*cv.Value), compact: r.Compact}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-	p.Y.Tick.Marker = unitTicks{}
-	p.X.Tick.Marker = unitTicks{}
-	name := func(long, short string) string {
-		if r.Compact {
-			return short
-		}
-		return long
-	}
+	pn, name := diagramPanel(r.Title, "Smooth reliability diagram", fmt.Sprintf("(smECE %.2f%%)", 100*cv.Value), r.ScoreLabel, "E[outcome | score]", r.Compact)
+	p := pn.plot
 	if cv.Lo != nil {
 		var poly plotter.XYs
 		for k, t := range cv.T {
@@ -119,11 +98,7 @@ func (r *SmoothReliability) panel() *panel {
 		p.Add(pb)
 		pn.add(fmt.Sprintf(name("%.0f%% bootstrap band (sigma fixed)", "%.0f%% band"), 100*cv.Level), pb)
 	}
-	diag, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
-	diag.LineStyle.Color = colGrey
-	diag.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(diag)
-	pn.add(name("perfect calibration", "diagonal"), diag)
+	addDiagonal(pn, name)
 	// The curve, one segment per mesh interval, wider where the density
 	// is higher (relplot draws dots sized by it).
 	top := slices.Max(cv.Density)
