@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/numpy"
 	"github.com/calib-dev/calib/metric"
 )
@@ -72,15 +73,7 @@ func GCE(probs []float64, labels []int, k int, o GCEOptions) (float64, error) {
 		}
 		return 0
 	}
-	argmax := func(i int) int {
-		a := 0
-		for j := 1; j < k; j++ {
-			if probs[i*k+j] > probs[i*k+a] {
-				a = j
-			}
-		}
-		return a
-	}
+	argmax := func(i int) int { return mathx.Argmax(probs[i*k : (i+1)*k]) }
 	var total float64
 	if !o.ClassConditional {
 		var x, y []float64

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/numpy"
 	"github.com/calib-dev/calib/metric"
 )
@@ -174,7 +175,7 @@ func (c *Curve) sklearn(scores, outcomes, w []float64, bins int, binning metric.
 	inner := e[1 : len(e)-1]
 	for i, x := range scores {
 		b, _ := slices.BinarySearch(inner, x) // the number of inner edges < x
-		v := weight(w, i)
+		v := mathx.Weight(w, i)
 		c.add(b, x, outcomes[i], v)
 		c.Total += v
 	}
@@ -284,7 +285,7 @@ func (c *Curve) relplot(scores, outcomes, w []float64, bins int) {
 	c.Bins[nb-1].Lo, c.Bins[nb-1].Hi = min(float64(nb-1)*size, 1), 1
 	for i, x := range scores {
 		b := int(x / size)
-		v := weight(w, i)
+		v := mathx.Weight(w, i)
 		c.add(b, x, outcomes[i], v)
 		if w == nil {
 			c.residual[b] += x - outcomes[i]
@@ -336,13 +337,6 @@ func (c *Curve) keras(scores, outcomes []float64, bins int) {
 		c.Total++
 	}
 	c.means()
-}
-
-func weight(w []float64, i int) float64 {
-	if w == nil {
-		return 1
-	}
-	return w[i]
 }
 
 // ECE returns the curve's ECE^p: sum over the bins that count (not

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // ATB returns the averaged two-bin calibration error of Hartline, Hu and
@@ -73,7 +75,7 @@ func (a *SortedATB) Value(w []float64, p float64) (float64, error) {
 	var W, S float64
 	first := -1
 	for _, i := range a.order {
-		if v := weightOf(w, i); v > 0 {
+		if v := mathx.Weight(w, i); v > 0 {
 			W += v
 			S += v * (a.scores[i] - a.outcomes[i])
 			if first < 0 {
@@ -88,7 +90,7 @@ func (a *SortedATB) Value(w []float64, p float64) (float64, error) {
 	L := 0.0
 	last := -1 // the previous point of positive weight, in sorted order
 	for _, i := range a.order {
-		v := weightOf(w, i)
+		v := mathx.Weight(w, i)
 		if !(v > 0) {
 			continue
 		}
@@ -133,7 +135,7 @@ func ATBBiasCounts(scores, weights, counts []float64) float64 {
 	checkWeights("ATBBias", counts, len(scores))
 	var s, W float64
 	for i, r := range scores {
-		w, c := weightOf(weights, i), weightOf(counts, i)
+		w, c := mathx.Weight(weights, i), mathx.Weight(counts, i)
 		s += c * w * w * r * (1 - r)
 		W += c * w
 	}
@@ -141,12 +143,4 @@ func ATBBiasCounts(scores, weights, counts []float64) float64 {
 		return 0
 	}
 	return s / (W * W)
-}
-
-// weightOf is w[i], 1 when w is nil.
-func weightOf(w []float64, i int) float64 {
-	if w == nil {
-		return 1
-	}
-	return w[i]
 }

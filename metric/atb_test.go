@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // bruteATB integrates the definition over q on a fine midpoint grid:
@@ -11,14 +13,14 @@ import (
 func bruteATB(r, y, w []float64, p float64, grid int) float64 {
 	W := 0.0
 	for i := range r {
-		W += weightOf(w, i)
+		W += mathx.Weight(w, i)
 	}
 	s := 0.0
 	for g := range grid {
 		q := (float64(g) + 0.5) / float64(grid)
 		var lo, hi float64
 		for i := range r {
-			d := weightOf(w, i) * (r[i] - y[i])
+			d := mathx.Weight(w, i) * (r[i] - y[i])
 			if r[i] < q {
 				lo += d
 			} else {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/numpy"
 	"github.com/calib-dev/calib/internal/parallel"
 )
 
@@ -78,7 +79,7 @@ func NewCurve(ctx context.Context, f, y, w []float64, o CurveOptions) (*Curve, e
 		return nil, fmt.Errorf("%w: %d curve points", ErrInput, points)
 	}
 	s, _ := newSample(f, y, w) // checked by ECE
-	c := &Curve{Sigma: r.Sigma, Value: r.Value, T: linspace(points)}
+	c := &Curve{Sigma: r.Sigma, Value: r.Value, T: numpy.Linspace(0, 1, points)}
 	c.Mean = s.mean(r.Sigma, c.T)
 	c.Density = s.density(r.Sigma, c.T)
 	if o.Resamples < 0 {

@@ -258,7 +258,7 @@ func (s *sample) final() bool   { return false }
 // at is relplot's smooth_ece(f, y, sigma): np.sum(np.abs(rs) * density)
 // / np.sum(density) on the mesh.
 func (s *sample) at(sigma float64) float64 {
-	rt, dt := s.smoothed(sigma, linspace(meshSize(sigma)))
+	rt, dt := s.smoothed(sigma, numpy.Linspace(0, 1, meshSize(sigma)))
 	abs := make([]float64, len(rt))
 	for k, v := range rt {
 		abs[k] = math.Abs(v) * dt[k]

@@ -3,6 +3,7 @@ package smooth
 import (
 	"math"
 
+	"github.com/calib-dev/calib/internal/numpy"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -24,21 +25,6 @@ func gridSize(sigma float64) int { return max(2000, roundHalfEven(20/sigma))/2 +
 // meshSize is the number of evaluation points of relplot's smooth_ece:
 // max(round(10/sigma), 200).
 func meshSize(sigma float64) int { return max(roundHalfEven(10/sigma), 200) }
-
-// linspace returns numpy's linspace(0, 1, n): k * (1/(n-1)), the last
-// point exactly 1.
-func linspace(n int) []float64 {
-	t := make([]float64, n)
-	if n == 1 {
-		return t
-	}
-	step := 1 / float64(n-1)
-	for k := range t {
-		t[k] = float64(k) * step
-	}
-	t[n-1] = 1
-	return t
-}
 
 // splat adds the values v_i (v nil: 1; w not nil: times w_i) at the
 // points f_i to dst (len G) by linear splatting, as relplot's
@@ -96,7 +82,7 @@ type kernel struct {
 // largest output) is no small share of the smoothed values, as it is of
 // the smooth ECE's sums; the curve's ratios there need the direct sums.
 func newKernel(sigma float64, g int, exact bool) *kernel {
-	t := linspace(g)
+	t := numpy.Linspace(0, 1, g)
 	v := sigma * sigma
 	norm := math.Sqrt(2*math.Pi) * sigma
 	lo, hi := g, 0

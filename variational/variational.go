@@ -46,6 +46,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/recal"
 )
@@ -148,7 +149,7 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	// TestFoldsDoNotLeakLabels).
 	pred := make([]int, s.N)
 	for i := range pred {
-		pred[i] = argmax(s.Probs[i*s.K : (i+1)*s.K])
+		pred[i] = mathx.Argmax(s.Probs[i*s.K : (i+1)*s.K])
 	}
 	fold := Folds(pred, o.Folds, o.Seed)
 	g := make([]float64, len(s.Probs))
@@ -213,7 +214,7 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	fw := make([]float64, rc.folds)
 	var sw, sg, sg2, w2 float64
 	for i, d := range gains {
-		w := weight(s.Weights, i)
+		w := mathx.Weight(s.Weights, i)
 		sw += w
 		w2 += w * w
 		sg += w * d
@@ -222,7 +223,7 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	}
 	r.Value = sg / sw
 	for i, d := range gains {
-		sg2 += weight(s.Weights, i) * (d - r.Value) * (d - r.Value)
+		sg2 += mathx.Weight(s.Weights, i) * (d - r.Value) * (d - r.Value)
 	}
 	for f := range fw {
 		if fw[f] > 0 {
@@ -307,18 +308,11 @@ func withLogits(s *data.Set, m recal.Method) *data.Set {
 // scaling likewise.
 const minProb = 0x1p-126
 
-func weight(w []float64, i int) float64 {
-	if w == nil {
-		return 1
-	}
-	return w[i]
-}
-
 // gain returns l(f, y) - l(g, y) for one row (f, g its K probabilities).
 func gain(o Options, f, g []float64, y int, binary bool) float64 {
 	switch o.Notion {
 	case notion.TopLabel:
-		k := argmax(f)
+		k := mathx.Argmax(f)
 		yk := 0.0
 		if y == k {
 			yk = 1
@@ -394,14 +388,4 @@ func sign(x float64) float64 {
 		return -1
 	}
 	return 0
-}
-
-func argmax(x []float64) int {
-	a := 0
-	for k := 1; k < len(x); k++ {
-		if x[k] > x[a] {
-			a = k
-		}
-	}
-	return a
 }
