@@ -9,7 +9,7 @@
 //
 // A Curve is the reliability curve of one convention: its bins, in the
 // library's layout (extra bins included), from which ECE, MCE and
-// Average follow. Scores says which scores the library bins for a
+// Average follow. ViewOf says which scores the library bins for a
 // prediction set (the top-label confidence, or the positive class's
 // probability for binary input).
 //

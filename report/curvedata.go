@@ -45,7 +45,7 @@ type CurveData struct {
 }
 
 // CurveDataOf returns the reliability curve's data of s under convention
-// n: of the scores the convention bins (convention.Scores) when class < 0,
+// n: of the scores the convention bins (convention.ViewOf) when class < 0,
 // else of p_class against [label = class]; with B bins of the binning.
 func CurveDataOf(s *data.Set, class int, n convention.Name, bins int, binning metric.Binning) (*CurveData, error) {
 	var cv *convention.Curve

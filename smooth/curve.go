@@ -67,7 +67,11 @@ type Curve struct {
 // outcomes y with the sample weights w (nil: all 1), with the smooth ECE
 // at its bandwidth. Inputs are checked as by ECE.
 func NewCurve(ctx context.Context, f, y, w []float64, o CurveOptions) (*Curve, error) {
-	r, err := ECE(ctx, f, y, w, Options{Sigma: o.Sigma})
+	s, err := newSample(f, y, w)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.ece(ctx, Options{Sigma: o.Sigma})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,6 @@ func NewCurve(ctx context.Context, f, y, w []float64, o CurveOptions) (*Curve, e
 	if points < 2 {
 		return nil, fmt.Errorf("%w: %d curve points", ErrInput, points)
 	}
-	s, _ := newSample(f, y, w) // checked by ECE
 	c := &Curve{Sigma: r.Sigma, Value: r.Value, T: numpy.Linspace(0, 1, points)}
 	c.Mean = s.mean(r.Sigma, c.T)
 	c.Density = s.density(r.Sigma, c.T)

@@ -101,6 +101,11 @@ func ECE(ctx context.Context, f, y, w []float64, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return s.ece(ctx, o)
+}
+
+// ece is ECE of the checked sample.
+func (s *sample) ece(ctx context.Context, o Options) (Result, error) {
 	if !(o.Sigma == 0 || (o.Sigma >= MinSigma && o.Sigma <= 1)) {
 		return Result{}, fmt.Errorf("%w: sigma %v is not in [%g, 1]", ErrInput, o.Sigma, MinSigma)
 	}
