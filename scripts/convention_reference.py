@@ -40,24 +40,14 @@ import scipy.special
 import torch
 from sklearn.calibration import calibration_curve
 
+import reference_stubs
+
 
 def load_file(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-class _Stub(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(name)
-
-    def __call__(self, *a, **k):
-        if len(a) == 1 and callable(a[0]) and not k:
-            return a[0]
-        return lambda f: f
 
 
 def torchmetrics_module(root):
@@ -80,9 +70,8 @@ def main():
     tm = torchmetrics_module("/tmp/tm")
     sys.path.insert(0, "/tmp/netcal")
     from netcal.metrics import ECE, MCE, ACE
-    for name in ["matplotlib", "matplotlib.pyplot", "matplotlib.collections", "seaborn", "pandas",
-                 "sklearn.ensemble", "deprecation"]:
-        sys.modules.setdefault(name, _Stub(name))
+    reference_stubs.install(["matplotlib", "matplotlib.pyplot", "matplotlib.collections", "seaborn", "pandas",
+                             "sklearn.ensemble", "deprecation"])
     sys.path.insert(0, "/tmp/relplot/18ff21a/src")
     rp = importlib.import_module("relplot.metrics")
     hd = load_file("calibration_tools", "/tmp/hendrycks/calibration_tools.py")
