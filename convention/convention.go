@@ -53,8 +53,9 @@ package convention
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/calib-dev/calib/internal/textenum"
 )
 
 // Name names a convention: a library's definition of the binned
@@ -94,27 +95,27 @@ func (n *Name) UnmarshalText(b []byte) error {
 	return err
 }
 
-// Parse returns the convention named s (any case, '-' for '_', "" for
-// Calib).
+// Parse returns the convention named s under the one rule of calib's
+// named enumerations (internal/textenum: any case, '-' for '_'), "" for
+// Calib; torch-uncertainty and scikit-learn are read too.
 func Parse(s string) (Name, error) {
-	v := Name(strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_"))
-	if v == "" {
+	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_") {
+	case "":
 		return Calib, nil
-	}
-	switch v {
-	case "torch_uncertainty", "torchuncertainty":
-		v = TorchUncertainty
+	case "torchuncertainty":
+		return TorchUncertainty, nil
 	case "scikit_learn":
-		v = Sklearn
+		return Sklearn, nil
 	}
-	if !slices.Contains(Names, v) {
-		words := make([]string, len(Names))
-		for i, x := range Names {
-			words[i] = string(x)
-		}
-		return "", fmt.Errorf("convention: unknown convention %q (valid: %s)", s, strings.Join(words, ", "))
+	words := make([]string, len(Names))
+	for i, x := range Names {
+		words[i] = string(x)
 	}
-	return v, nil
+	i, err := textenum.Parse("convention", s, words)
+	if err != nil {
+		return "", fmt.Errorf("convention: %w", err)
+	}
+	return Names[i], nil
 }
 
 // Weighted reports whether the convention takes sample weights (the
