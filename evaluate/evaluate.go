@@ -27,8 +27,8 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
-	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
+	"github.com/calib-dev/calib/variational"
 )
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
@@ -109,9 +109,11 @@ type Options struct {
 	Convention convention.Name
 	// ACEBins is the number of bins of ace; 0 means DefaultACEBins.
 	ACEBins int
-	// VariationalFamily is the recalibration family of ece_variational;
-	// "" means DefaultVariationalFamily (temperature scaling).
-	VariationalFamily recal.Method
+	// VariationalFamily is the comma-separated list of recalibration
+	// families of ece_variational (variational.ParseFamilies: recal
+	// method names, "log-spline-shared", "auto"); "" means
+	// DefaultVariationalFamily.
+	VariationalFamily string
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
 	// meaning 0.95): centred on the estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
@@ -294,10 +296,8 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	} else {
 		c.Convention = cv
 	}
-	if f := o.VariationalFamily; f != "" {
-		if _, err := recal.ParseMethod(string(f)); err != nil {
-			return nil, optionError("variational-family", "%v", err)
-		}
+	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
+		return nil, optionError("variational-family", "%v", err)
 	}
 	if o.ACEBins < 0 {
 		return nil, optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", o.ACEBins, DefaultACEBins)

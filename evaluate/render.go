@@ -209,6 +209,9 @@ func settings(e *Result) string {
 	}
 	if e.Loss != "" && e.Folds != nil {
 		parts = append(parts, fmt.Sprintf("%s loss, %s, %d folds", e.Loss, e.Family, *e.Folds))
+		if e.Over != nil && e.Under != nil {
+			parts = append(parts, fmt.Sprintf("over %.4g, under %.4g", float64(*e.Over), float64(*e.Under)))
+		}
 	}
 	if e.Threshold != nil && *e.Threshold > 0 {
 		parts = append(parts, fmt.Sprintf("threshold %g (TACE)", *e.Threshold))

@@ -59,6 +59,7 @@ func fitAll(t *testing.T, n int) []Calibrator {
 	add(FitHistogram(p, y, k, 5, "", nil))
 	add(FitPlatt(p, y, k, "", nil))
 	add(FitBeta(p, y, k, "", nil))
+	add(FitLogSpline(context.Background(), p, z, y, k, nil, LogSplineOptions{}))
 	for _, m := range []string{MethodVector, MethodMatrix, MethodDirichlet} {
 		add(FitLinear(context.Background(), m, p, z, y, k, nil, LinearOptions{Lambda: 0.01, Mu: 0.01}))
 	}

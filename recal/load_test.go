@@ -100,6 +100,9 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"dirichlet-odir", func(m map[string]any) { set(m, InputLogits, "input") }, ErrMap, `input "logits", want "probabilities"`},
 		{"matrix-odir", func(m map[string]any) { set(m, -0.1, "lambda") }, ErrMap, "lambda = -0.1, want a finite number >= 0"},
 		{"vector", func(m map[string]any) { set(m, []any{1.0}, "w") }, ErrSchema, "1 weights and 3 intercepts"},
+		{"log-spline", func(m map[string]any) { set(m, -100.0, "knots", 1) }, ErrMap, "knots[1] = -100 is not above the knot before it"},
+		{"log-spline", func(m map[string]any) { set(m, []any{1.0}, "hinges") }, ErrSchema, "hinges"},
+		{"log-spline", func(m map[string]any) { set(m, InputProbabilities, "input") }, ErrMap, `input "probabilities", want "logits"`},
 		{"beta", func(m map[string]any) { set(m, -2.0, "a") }, ErrMap, "a = -2, want a finite number >= 0"},
 		{"platt", func(m map[string]any) { set(m, "nope", "mode") }, ErrSchema, `mode "nope"`},
 		{"spline", func(m map[string]any) {

@@ -29,7 +29,7 @@ const (
 
 // Methods lists every method, in the order of the comparison tables.
 var Methods = []Method{MethodSpline, MethodTemperature, MethodVector, MethodMatrix, MethodDirichlet,
-	MethodIsotonic, MethodHistogram, MethodPlatt, MethodBeta}
+	MethodIsotonic, MethodHistogram, MethodPlatt, MethodBeta, MethodLogSpline}
 
 // String returns the method's name.
 func (m Method) String() string { return string(m) }
@@ -97,7 +97,8 @@ func (m Method) NeedsLogits() bool {
 // scalar methods on the top-label confidence, and the linear maps with
 // lambda and mu chosen by cross-validation (seed 0, the default grid).
 type FitOptions struct {
-	Spline SplineOptions // spline
+	Spline    SplineOptions    // spline
+	LogSpline LogSplineOptions // log-spline
 	// Linear configures vector, matrix-odir and dirichlet-odir. Unless
 	// FixedRegularization is set, Linear.CV is turned on (lambda and mu
 	// cross-validated) and Linear.Lambda and Linear.Mu are not used.
@@ -140,6 +141,8 @@ func Fit(ctx context.Context, method Method, s *data.Set, o FitOptions) (Calibra
 			lo.CV = true
 		}
 		return FitLinear(ctx, string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, lo)
+	case MethodLogSpline:
+		return FitLogSpline(ctx, s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, o.LogSpline)
 	case MethodIsotonic:
 		return FitIsotonic(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	case MethodHistogram:
@@ -188,6 +191,8 @@ func newMap(m Method) Calibrator {
 		return &Beta{}
 	case MethodVector, MethodMatrix, MethodDirichlet:
 		return &Linear{}
+	case MethodLogSpline:
+		return &LogSpline{}
 	}
 	return nil
 }

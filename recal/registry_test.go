@@ -68,6 +68,8 @@ func TestRegistry(t *testing.T) {
 			direct, err = FitTemperature(s.Logits, s.Labels, s.K, nil)
 		case MethodVector, MethodMatrix, MethodDirichlet:
 			direct, err = FitLinear(context.Background(), string(m), s.Probs, s.Logits, s.Labels, s.K, nil, LinearOptions{CV: true, Seed: 1})
+		case MethodLogSpline:
+			direct, err = FitLogSpline(context.Background(), s.Probs, s.Logits, s.Labels, s.K, nil, LogSplineOptions{})
 		case MethodIsotonic:
 			direct, err = FitIsotonic(s.Probs, s.Labels, s.K, "", nil)
 		case MethodHistogram:

@@ -84,6 +84,9 @@ func TestWeightedFitsEqualRepeatedRows(t *testing.T) {
 			{"vector", 1e-6, lin(MethodVector)},
 			{"matrix-odir", 1e-6, lin(MethodMatrix)},
 			{"dirichlet-odir", 1e-6, lin(MethodDirichlet)},
+			{"log-spline", 1e-6, func(p, z []float64, y []int, w []float64) (Calibrator, error) {
+				return FitLogSpline(context.Background(), p, z, y, k, w, LogSplineOptions{})
+			}},
 			{"platt", 1e-6, func(p, z []float64, y []int, w []float64) (Calibrator, error) { return FitPlatt(p, y, k, "", w) }},
 			{"beta", 1e-6, func(p, z []float64, y []int, w []float64) (Calibrator, error) { return FitBeta(p, y, k, "", w) }},
 			{"isotonic", 1e-12, func(p, z []float64, y []int, w []float64) (Calibrator, error) { return FitIsotonic(p, y, k, "", w) }},

@@ -30,8 +30,22 @@
 //     f||_p when g is the true recalibration.
 //
 // Notions: canonical (the K-vector), binary (one-column input: p1 alone,
-// probmetrics' "binary-as-1d") and top-label (probmetrics' TopClassLoss:
-// the coordinate k = argmax f of f, g and y, with the canonical map g).
+// probmetrics' "binary-as-1d"), top-label (probmetrics' TopClassLoss: the
+// coordinate k = argmax f of f, g and y, with the canonical map g, so its
+// expectation is at most E|E[y_k | f] - f_k|, which is at least the
+// top-label error E|E[y_k | f_k] - f_k|) and class-wise (ClassWise: maps
+// of each f_k alone, summed over classes). Top-label and binary results
+// split into over- and under-confidence (probmetrics' OverConfidenceLoss
+// and UnderConfidenceLoss).
+//
+// # Families
+//
+// Each family (Family: a recal method and its options) is cross-fitted;
+// the estimate is the largest of theirs. The default, AutoFamilies, is
+// temperature scaling and log-spline scaling (recal.LogSpline) without and
+// with class biases: between them they hold a temperature, label
+// smoothing's inverse and a shift of the class priors, the miscalibrations
+// that many-class models show, with at most K + 9 parameters.
 //
 // The interval is the mean's normal interval over the n per-row gains,
 // conditional on the fitted maps: it shows the sampling spread of the
@@ -39,6 +53,7 @@
 package variational
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,16 +77,16 @@ const (
 )
 
 // Options configures CalibrationError. The zero value is the L1 error
-// (Lp, p = 1) of the canonical notion by temperature scaling on 5
-// stratified folds with seed 0.
+// (Lp, p = 1) of the canonical notion by the automatic choice among
+// AutoFamilies on 5 folds stratified by the predicted class, seed 0.
 type Options struct {
 	Loss Loss    // "" means Lp
 	P    float64 // the p of Lp, >= 1; 0 means 1
-	// Method is the recalibration family; "" means temperature (fitted on
-	// the logits, or on log-probabilities for probability input).
-	Method recal.Method
-	// Fit configures the family (recal.Fit).
-	Fit recal.FitOptions
+	// Families are the recalibration families (logit maps read the
+	// logits, or log-probabilities for probability input); nil means
+	// AutoFamilies. With more than one, CrossFit fits each and keeps the
+	// one whose out-of-fold maps gain the most log loss (see CrossFit).
+	Families []Family
 	// Folds is the number of stratified folds, at least 2; 0 means 5.
 	Folds int
 	// Seed seeds the folds: the rows of each predicted class (argmax f)
@@ -79,8 +94,11 @@ type Options struct {
 	// (Folds). probmetrics stratifies by the label; that leaks the label
 	// into the row's own map (see CrossFit).
 	Seed uint64
-	// Notion is canonical (""), top_label, or binary (one-column input).
+	// Notion is canonical (""), top_label, or binary (one-column input);
+	// class_wise is ClassWise's.
 	Notion notion.Notion
+
+	noFit bool // CrossFit: only check the input and deal the folds
 }
 
 // Result is a variational calibration error.
@@ -95,6 +113,20 @@ type Result struct {
 	// Gains are the per-row gains l(f_i, y_i) - l(g(f_i), y_i), whose
 	// (weighted) mean is Value: a bootstrap of the rows resamples them.
 	Gains []float64
+	// Over and Under split Value (top-label and binary notions; 0
+	// otherwise) as probmetrics' OverConfidenceLoss and
+	// UnderConfidenceLoss do: the gain of g clipped so that it only
+	// lowers (Over) or only raises (Under) the confidence in the predicted
+	// class (confidenceClips). Over + Under = Value but for rows at f =
+	// 1/2 (binary), which count in neither.
+	Over, Under float64
+	// Family is the family whose estimate this is, the largest of
+	// Candidates (Recalibrated.Error).
+	Family     string
+	Candidates []Candidate
+	// Unfitted lists the classes ClassWise left as they were under
+	// Family.
+	Unfitted []int
 }
 
 // ErrInput is wrapped by the errors of input the estimator cannot take.
@@ -112,20 +144,43 @@ func CalibrationError(ctx context.Context, s *data.Set, o Options) (Result, erro
 	return r.Error(o)
 }
 
-// Recalibrated holds a set's out-of-fold recalibrated probabilities: each
-// row's from the map fitted on the other folds.
+// Recalibrated holds a set's out-of-fold recalibrated probabilities under
+// each family: each row's from the map fitted on the other folds.
 type Recalibrated struct {
 	set   *data.Set
-	g     []float64 // n×K
+	fits  []familyFit
 	fold  []int
 	folds int
 }
 
-// CrossFit fits o.Method on all folds but one, for each fold, and applies
-// it to the rows of that fold (o.Loss, P and Notion are not read).
+// familyFit is one family's out-of-fold probabilities (n×K), or the error
+// of a fold's fit.
+type familyFit struct {
+	name string
+	g    []float64
+	err  error
+}
+
+// Candidate is one family's estimate (Err set, Value NaN, where a fold's
+// fit failed).
+type Candidate struct {
+	Family string
+	Value  float64
+	Err    error
+}
+
+// CrossFit fits each of o.Families on all folds but one, for each fold,
+// and applies it to the rows of that fold (o.Loss, P and Notion are not
+// read). A family whose fit fails on some fold is passed over when
+// another fits (Error lists it with its error); the error is returned
+// when none does.
 func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error) {
-	if o.Method == "" {
-		o.Method = recal.MethodTemperature
+	families := o.Families
+	if families == nil {
+		families = AutoFamilies()
+	}
+	if len(families) == 0 {
+		return nil, fmt.Errorf("%w: no recalibration family", ErrInput)
 	}
 	if o.Folds == 0 {
 		o.Folds = 5
@@ -151,9 +206,33 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	for i := range pred {
 		pred[i] = mathx.Argmax(s.Probs[i*s.K : (i+1)*s.K])
 	}
-	fold := Folds(pred, o.Folds, o.Seed)
+	rc := &Recalibrated{set: s, fold: Folds(pred, o.Folds, o.Seed), folds: o.Folds}
+	if o.noFit {
+		return rc, nil
+	}
+	var firstErr error
+	fitted := false
+	for _, fam := range families {
+		g, err := crossFit(ctx, s, fam, rc.fold, o.Folds)
+		if err != nil && (ctx.Err() != nil || len(families) == 1) {
+			return nil, err
+		}
+		// One of several may fail where the others fit (a temperature at
+		// the end of its range on degenerate logits).
+		rc.fits = append(rc.fits, familyFit{name: fam.Name, g: g, err: err})
+		firstErr = cmp.Or(firstErr, err)
+		fitted = fitted || err == nil
+	}
+	if !fitted {
+		return nil, firstErr
+	}
+	return rc, nil
+}
+
+// crossFit returns the out-of-fold probabilities of one family.
+func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int) ([]float64, error) {
 	g := make([]float64, len(s.Probs))
-	for f := range o.Folds {
+	for f := range folds {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -165,37 +244,37 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 				train = append(train, i)
 			}
 		}
-		c, err := recal.Fit(ctx, o.Method, withLogits(rows(s, train), o.Method), o.Fit)
+		c, err := recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
 		if err != nil {
-			return nil, fmt.Errorf("variational: fold %d: %w", f, err)
+			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
-		out, err := recal.Apply(c, withLogits(rows(s, test), o.Method))
+		if ls, ok := c.(*recal.LogSpline); ok {
+			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
+		}
+		out, err := recal.Apply(c, withLogits(rows(s, test), fam.Method))
 		if err != nil {
-			return nil, fmt.Errorf("variational: fold %d: %w", f, err)
+			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
 		for j, i := range test {
 			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
 		}
 	}
-	return &Recalibrated{set: s, g: g, fold: fold, folds: o.Folds}, nil
+	return g, nil
 }
 
 // Error returns the variational calibration error of the loss, p and
-// notion of o from the out-of-fold maps (o.Method, Folds and Seed are
-// those of the fit).
+// notion of o: the largest of the families' estimates (the first on
+// ties), each a lower bound in expectation of the error the loss
+// measures. The choice reads the rows' labels, so the largest of a few
+// estimates of the same rows is slightly optimistic: measured in
+// EXPERIMENTS.md on calibrated models, where the truth is 0.
+// Result.Family names the family chosen, Result.Candidates lists them
+// all.
 func (rc *Recalibrated) Error(o Options) (Result, error) {
 	s := rc.set
-	if o.Loss == "" {
-		o.Loss = Lp
-	}
-	if o.P == 0 {
-		o.P = 1
-	}
-	switch {
-	case o.Loss != Lp && o.Loss != Log && o.Loss != Brier:
-		return Result{}, fmt.Errorf("%w: unknown loss %q (valid: lp, log, brier)", ErrInput, o.Loss)
-	case !(o.P >= 1) || math.IsInf(o.P, 0):
-		return Result{}, fmt.Errorf("%w: p = %v, want a finite p >= 1", ErrInput, o.P)
+	o, err := o.withLoss()
+	if err != nil {
+		return Result{}, err
 	}
 	switch o.Notion {
 	case "", notion.Canonical, notion.TopLabel:
@@ -206,10 +285,82 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("%w: notion %q (valid: canonical, top_label, binary)", ErrInput, o.Notion)
 	}
-	gains := make([]float64, s.N)
-	for i := range gains {
-		gains[i] = gain(o, s.Probs[i*s.K:(i+1)*s.K], rc.g[i*s.K:(i+1)*s.K], s.Labels[i], s.Binary)
+	return rc.best(func(g []float64) Result { return rc.errorOf(o, g) }), nil
+}
+
+// best returns the largest of the families' results (the first on
+// ties), each from est of its out-of-fold probabilities, with Family and
+// Candidates set.
+func (rc *Recalibrated) best(est func(g []float64) Result) Result {
+	var r Result
+	found := false
+	cands := make([]Candidate, len(rc.fits))
+	for i, f := range rc.fits {
+		cands[i] = Candidate{Family: f.name, Value: math.NaN(), Err: f.err}
+		if f.err != nil {
+			continue
+		}
+		fr := est(f.g)
+		cands[i].Value = fr.Value
+		if !found || fr.Value > r.Value {
+			r, found = fr, true
+			r.Family = f.name
+		}
 	}
+	r.Candidates = cands
+	return r
+}
+
+// errorOf returns the estimate of one family's out-of-fold probabilities
+// g (o checked).
+func (rc *Recalibrated) errorOf(o Options, g []float64) Result {
+	s := rc.set
+	gains := make([]float64, s.N)
+	var over, under []float64
+	if o.Notion == notion.TopLabel || o.Notion == notion.Binary {
+		over, under = make([]float64, s.N), make([]float64, s.N)
+	}
+	for i := range gains {
+		f, g, y := s.Probs[i*s.K:(i+1)*s.K], g[i*s.K:(i+1)*s.K], s.Labels[i]
+		if over == nil {
+			gains[i] = gain(o, f, g, y)
+			continue
+		}
+		fs, gs, ys := scalar(o.Notion, f, g, y)
+		gains[i] = gain1(o, fs, gs, ys)
+		lo, hi := confidenceClips(o.Notion, fs, gs)
+		over[i], under[i] = gain1(o, fs, lo, ys), gain1(o, fs, hi, ys)
+	}
+	r := rc.summarize(gains)
+	if over != nil {
+		r.Over, r.Under = rc.summarize(over).Value, rc.summarize(under).Value
+	}
+	return r
+}
+
+// withLoss returns o with the default loss and p set, or an error
+// wrapping ErrInput for an unknown loss or a p that is not a finite
+// number >= 1.
+func (o Options) withLoss() (Options, error) {
+	if o.Loss == "" {
+		o.Loss = Lp
+	}
+	if o.P == 0 {
+		o.P = 1
+	}
+	switch {
+	case o.Loss != Lp && o.Loss != Log && o.Loss != Brier:
+		return o, fmt.Errorf("%w: unknown loss %q (valid: lp, log, brier)", ErrInput, o.Loss)
+	case !(o.P >= 1) || math.IsInf(o.P, 0):
+		return o, fmt.Errorf("%w: p = %v, want a finite p >= 1", ErrInput, o.P)
+	}
+	return o, nil
+}
+
+// summarize returns the (weighted) mean of the per-row gains, per fold
+// and overall, with its standard error and normal interval.
+func (rc *Recalibrated) summarize(gains []float64) Result {
+	s := rc.set
 	r := Result{N: s.N, Folds: rc.folds, PerFold: make([]float64, rc.folds), Gains: gains}
 	fw := make([]float64, rc.folds)
 	var sw, sg, sg2, w2 float64
@@ -236,7 +387,7 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 		r.SE = math.Sqrt(sg2 / sw / (neff - 1))
 	}
 	r.Lo, r.Hi = r.Value-1.959963984540054*r.SE, r.Value+1.959963984540054*r.SE
-	return r, nil
+	return r
 }
 
 // Folds returns the fold (0..folds-1) of each row: the rows of each
@@ -308,19 +459,38 @@ func withLogits(s *data.Set, m recal.Method) *data.Set {
 // scaling likewise.
 const minProb = 0x1p-126
 
-// gain returns l(f, y) - l(g, y) for one row (f, g its K probabilities).
-func gain(o Options, f, g []float64, y int, binary bool) float64 {
-	switch o.Notion {
-	case notion.TopLabel:
-		k := mathx.Argmax(f)
-		yk := 0.0
-		if y == k {
-			yk = 1
-		}
-		return gain1(o, f[k], g[k], yk)
-	case notion.Binary:
-		return gain1(o, f[1], g[1], float64(y))
+// scalar returns the one coordinate a one-dimensional notion reads of a
+// row: top-label, that of k = argmax f (probmetrics' TopClassLoss);
+// binary, p1; with the outcome 1{y = k}.
+func scalar(nt notion.Notion, f, g []float64, y int) (fs, gs, ys float64) {
+	k := 1
+	if nt == notion.TopLabel {
+		k = mathx.Argmax(f)
 	}
+	if y == k {
+		ys = 1
+	}
+	return f[k], g[k], ys
+}
+
+// confidenceClips returns the recalibrated score g clipped to count only
+// over-confidence (lo) or only under-confidence (hi): the confidence in
+// the predicted class recalibrated down, or up. Top-label: lo = min(g,
+// f), hi = max(g, f). Binary, probmetrics' _clip_p_values: for f > 1/2
+// the same; for f < 1/2 (class 0 predicted) reversed; at f = 1/2 both f.
+func confidenceClips(nt notion.Notion, f, g float64) (lo, hi float64) {
+	switch {
+	case nt == notion.TopLabel || f > 0.5:
+		return min(g, f), max(g, f)
+	case f < 0.5:
+		return max(g, f), min(g, f)
+	}
+	return f, f
+}
+
+// gain returns l(f, y) - l(g, y) for one row of the canonical notion (f,
+// g its K probabilities).
+func gain(o Options, f, g []float64, y int) float64 {
 	switch o.Loss {
 	case Log:
 		return -clippedLog(f[y]) + clippedLog(g[y])

@@ -16,6 +16,7 @@ import (
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
+	"github.com/calib-dev/calib/variational"
 )
 
 // evalFlags are the metric flags of eval, report and demo: they map onto
@@ -39,7 +40,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
-	fs.StringVar(&f.family, "variational-family", string(evaluate.DefaultVariationalFamily), "ece_variational: the recalibration family whose cross-fitted gain it is (a calib fit method: temperature, vector, matrix-odir, dirichlet-odir, isotonic, spline, ...)")
+	fs.StringVar(&f.family, "variational-family", evaluate.DefaultVariationalFamily, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline); the one with the largest out-of-fold log-loss gain is reported")
 	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
 	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
@@ -191,11 +192,10 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 		return o, optionError("", err)
 	}
 	if f.family != "" {
-		m, err := recal.ParseMethod(f.family)
-		if err != nil {
+		if _, err := variational.ParseFamilies(f.family); err != nil {
 			return o, usageErrorf("--variational-family %q: %v", f.family, err)
 		}
-		o.VariationalFamily = m
+		o.VariationalFamily = f.family
 	}
 	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(f.convention)), "_", "-") {
 	case "relplot-1.0.1", "relplot-1.0":

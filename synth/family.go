@@ -1,0 +1,234 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Miscalibration names an invertible map from the true class
+// probabilities h to the reported predictions f, so that E[y | f] = h.
+type Miscalibration string
+
+// The miscalibrations of a Family.
+const (
+	// Calibrated reports the truth: f = h (CE = 0).
+	Calibrated Miscalibration = "calibrated"
+	// Temperature reports f = softmax(log h / Param): over-confident for
+	// Param < 1, under-confident above 1.
+	Tempering Miscalibration = "temperature"
+	// Smoothing reports f = (1 - Param) h + Param / K (label smoothing:
+	// under-confident, every class at least Param / K).
+	Smoothing Miscalibration = "smoothing"
+	// PriorShift reports f proportional to h_k w_k with log w_k drawn
+	// once per family from N(0, Param^2) (PCG(Seed, 0)): the class priors
+	// of training differ from those of use.
+	PriorShift Miscalibration = "prior_shift"
+	// Entropic reports f = softmax(log h / t(h)) with a temperature that
+	// grows with the truth's normalised entropy H(h) / log K in [0, 1]:
+	// t = Param^(1 - 2 H): over-confident on easy rows, under-confident
+	// on hard ones (no single temperature or coordinate map inverts it).
+	Entropic Miscalibration = "entropic"
+)
+
+// Family is a synthetic setting with a known calibration error: truths
+// h ~ Dirichlet(Alpha 1_K) (flat at Alpha = 1, sharp for small Alpha),
+// labels y ~ Categorical(h), predictions f = m(h) for the invertible
+// miscalibration m. Seed fixes the prior shift's weights.
+type Family struct {
+	K     int
+	Alpha float64
+	Miscalibration
+	Param float64
+	Seed  uint64
+}
+
+// String names the family, e.g. "temperature 0.7, K = 20, Dir(1)".
+func (fa Family) String() string {
+	if fa.Miscalibration == Calibrated {
+		return fmt.Sprintf("calibrated, K = %d, Dir(%g)", fa.K, fa.Alpha)
+	}
+	return fmt.Sprintf("%s %g, K = %d, Dir(%g)", fa.Miscalibration, fa.Param, fa.K, fa.Alpha)
+}
+
+func (fa Family) check() error {
+	switch {
+	case fa.K < 2:
+		return fmt.Errorf("synth: family %v: K < 2", fa)
+	case !(fa.Alpha > 0) || math.IsInf(fa.Alpha, 0):
+		return fmt.Errorf("synth: family %v: alpha must be positive", fa)
+	}
+	switch fa.Miscalibration {
+	case Calibrated:
+	case Tempering, Entropic:
+		if !(fa.Param > 0) || math.IsInf(fa.Param, 0) {
+			return fmt.Errorf("synth: family %v: the temperature must be positive", fa)
+		}
+	case Smoothing:
+		if !(fa.Param >= 0 && fa.Param < 1) {
+			return fmt.Errorf("synth: family %v: the smoothing must be in [0, 1)", fa)
+		}
+	case PriorShift:
+		if !(fa.Param >= 0) || math.IsInf(fa.Param, 0) {
+			return fmt.Errorf("synth: family %v: the shift's spread must be >= 0", fa)
+		}
+	default:
+		return fmt.Errorf("synth: unknown miscalibration %q", fa.Miscalibration)
+	}
+	return nil
+}
+
+// Dirichlet fills dst (n×k) with draws from Dirichlet(alpha 1_k) and
+// returns it, in log space so that small alpha does not underflow: log
+// G_k = log Gamma(alpha + 1) + log(U) / alpha (Marsaglia and Tsang 2000,
+// with their boost for alpha < 1), normalised by log-sum-exp. Entries may
+// be 0 only where exp underflows (below about 1e-308).
+func Dirichlet(dst []float64, k int, alpha float64, rng *rand.Rand) []float64 {
+	if k < 1 || len(dst)%k != 0 || !(alpha > 0) {
+		panic(fmt.Sprintf("synth: Dirichlet: %d values for K = %d, alpha %v", len(dst), k, alpha))
+	}
+	for i := 0; i < len(dst); i += k {
+		row := dst[i : i+k]
+		mx := math.Inf(-1)
+		for m := range row {
+			lg := logGamma1(alpha, rng)
+			row[m] = lg
+			mx = math.Max(mx, lg)
+		}
+		s := 0.0
+		for m := range row {
+			row[m] = math.Exp(row[m] - mx)
+			s += row[m]
+		}
+		for m := range row {
+			row[m] /= s
+		}
+	}
+	return dst
+}
+
+// logGamma1 returns the log of a Gamma(alpha, 1) draw: Marsaglia and
+// Tsang's method for shape alpha + 1 >= 1, times U^(1/alpha) for alpha < 1.
+func logGamma1(alpha float64, rng *rand.Rand) float64 {
+	a := alpha
+	boost := 0.0
+	if a < 1 {
+		boost = math.Log(1-rng.Float64()) / a // U in (0, 1]
+		a++
+	}
+	d := a - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := rng.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := 1 - rng.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return math.Log(d) + math.Log(v) + boost
+		}
+	}
+}
+
+// weights returns the prior shift's log-weights.
+func (fa Family) weights() []float64 {
+	rng := rand.New(rand.NewPCG(fa.Seed, 0))
+	w := make([]float64, fa.K)
+	for m := range w {
+		w[m] = fa.Param * rng.NormFloat64()
+	}
+	return w
+}
+
+// Report writes the predictions f = m(h) of the truths h (n×K) to dst (nil
+// allocates) and returns it.
+func (fa Family) Report(dst, h []float64) []float64 {
+	k := fa.K
+	if dst == nil {
+		dst = make([]float64, len(h))
+	}
+	var logw []float64
+	if fa.Miscalibration == PriorShift {
+		logw = fa.weights()
+	}
+	z := make([]float64, k)
+	for i := 0; i < len(h); i += k {
+		row, out := h[i:i+k], dst[i:i+k]
+		switch fa.Miscalibration {
+		case Calibrated:
+			copy(out, row)
+		case Smoothing:
+			for m, v := range row {
+				out[m] = (1-fa.Param)*v + fa.Param/float64(k)
+			}
+		case Tempering, Entropic, PriorShift:
+			t := fa.Param
+			if fa.Miscalibration == Entropic {
+				ent := 0.0
+				for _, v := range row {
+					if v > 0 {
+						ent -= v * math.Log(v)
+					}
+				}
+				t = math.Pow(fa.Param, 1-2*ent/math.Log(float64(k)))
+			}
+			mx := math.Inf(-1)
+			for m, v := range row {
+				if fa.Miscalibration == PriorShift {
+					z[m] = math.Log(v) + logw[m]
+				} else {
+					z[m] = math.Log(v) / t
+				}
+				mx = math.Max(mx, z[m])
+			}
+			s := 0.0
+			for m := range z {
+				z[m] = math.Exp(z[m] - mx) // exp(-Inf) = 0 for h_m = 0
+				s += z[m]
+			}
+			for m := range z {
+				out[m] = z[m] / s
+			}
+		}
+	}
+	return dst
+}
+
+// Draw returns n predictions f (n×K), labels drawn from the truths and
+// the truths h = E[y | f] (n×K). It panics on an invalid family.
+func (fa Family) Draw(n int, rng *rand.Rand) (f []float64, labels []int, h []float64) {
+	if err := fa.check(); err != nil {
+		panic(err)
+	}
+	h = Dirichlet(make([]float64, n*fa.K), fa.K, fa.Alpha, rng)
+	f = fa.Report(nil, h)
+	labels = Labels(nil, h, fa.K, rng)
+	return f, labels, h
+}
+
+// GroundTruth returns the canonical CE_q^q = E ||h - f||_q^q of the family
+// (q >= 1) by Monte Carlo, as Setup.GroundTruth does (blocks of 65,536
+// from PCG(seed, b), combined in order).
+func (fa Family) GroundTruth(ctx context.Context, q float64, samples int, seed uint64, workers int) (GroundTruth, error) {
+	if err := fa.check(); err != nil {
+		return GroundTruth{}, err
+	}
+	if !(q >= 1) || samples < 2 {
+		return GroundTruth{}, fmt.Errorf("synth: ground truth: q = %v, %d samples", q, samples)
+	}
+	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
+		k := fa.K
+		h := Dirichlet(make([]float64, m*k), k, fa.Alpha, rng)
+		f := fa.Report(nil, h)
+		for i := 0; i < m; i++ {
+			v := 0.0
+			for c := 0; c < k; c++ {
+				v += math.Pow(math.Abs(h[i*k+c]-f[i*k+c]), q)
+			}
+			out[i] = v
+		}
+	})
+}

@@ -1,0 +1,122 @@
+package variational
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/calib-dev/calib/data"
+)
+
+// ClassWise returns the class-wise variational calibration error: each
+// family of o fitted, for each class k, on the binary view (1 - f_k, f_k)
+// with outcome 1{y = k}, on the canonical folds (stratified by the
+// predicted class), and the gain of its maps g_k(f_k) on the classes'
+// coordinates summed over classes,
+//
+//	CE_cw = sum_k (1/n) sum_i [ l(f_ik, y_ik) - l(g_k(f_ik), y_ik) ],
+//
+// the largest over the families (as Recalibrated.Error chooses). Its
+// expectation is at most sum_k E||E[y_k | f_k] - f_k|| for the Lp loss
+// (the class-wise, marginal L_p error: a map of f_k alone cannot beat
+// E[y_k | f_k]), the class-wise log and Brier calibration errors
+// likewise. The per-row gains are the sums over classes, so SE and the
+// interval are those of their mean. Where a family fails to fit a class
+// (a fold with no row of the class) that class keeps f_k under it (gain
+// 0, still a lower bound), listed in Result.Unfitted. o.Notion is not
+// read; Over and Under are 0. It is CrossFitClassWise, then
+// ClassMaps.Error.
+func ClassWise(ctx context.Context, s *data.Set, o Options) (Result, error) {
+	cm, err := CrossFitClassWise(ctx, s, o)
+	if err != nil {
+		return Result{}, err
+	}
+	return cm.Error(o)
+}
+
+// ClassMaps holds, for each family, each class's out-of-fold
+// recalibrated probability g_k(f_ik) (ClassWise).
+type ClassMaps struct {
+	base     *Recalibrated // the set, the folds, and per family the n×K g_k(f_ik)
+	unfitted [][]int       // per family
+}
+
+// CrossFitClassWise fits the class maps of ClassWise (o.Loss, P and
+// Notion are not read).
+func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps, error) {
+	o.noFit = true
+	base, err := CrossFit(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	families := o.Families
+	if families == nil {
+		families = AutoFamilies()
+	}
+	cm := &ClassMaps{base: base, unfitted: make([][]int, len(families))}
+	for j, fam := range families {
+		g := make([]float64, len(s.Probs))
+		for k := range s.K {
+			gk, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			for i := range s.N {
+				if err != nil {
+					g[i*s.K+k] = s.Probs[i*s.K+k]
+				} else {
+					g[i*s.K+k] = gk[2*i+1]
+				}
+			}
+			if err != nil {
+				cm.unfitted[j] = append(cm.unfitted[j], k)
+			}
+		}
+		base.fits = append(base.fits, familyFit{name: fam.Name, g: g})
+	}
+	return cm, nil
+}
+
+// Error returns the class-wise error of o's loss and p (o.Notion is not
+// read): the largest over the families.
+func (cm *ClassMaps) Error(o Options) (Result, error) {
+	o, err := o.withLoss()
+	if err != nil {
+		return Result{}, err
+	}
+	s := cm.base.set
+	r := cm.base.best(func(g []float64) Result {
+		total := make([]float64, s.N)
+		for i := range total {
+			for k := range s.K {
+				ys := 0.0
+				if s.Labels[i] == k {
+					ys = 1
+				}
+				total[i] += gain1(o, s.Probs[i*s.K+k], g[i*s.K+k], ys)
+			}
+		}
+		return cm.base.summarize(total)
+	})
+	for j, f := range cm.base.fits {
+		if f.name == r.Family {
+			r.Unfitted = cm.unfitted[j]
+		}
+	}
+	return r, nil
+}
+
+// classView returns the binary view of class k: two columns (1 - f_k,
+// f_k), the outcome 1{y = k}, the weights; no logits (withLogits gives
+// the log-probabilities, whose softmax is the pair).
+func classView(s *data.Set, k int) *data.Set {
+	v := &data.Set{N: s.N, K: 2, File: fmt.Sprintf("%s (class %d)", s.File, k), Weights: s.Weights,
+		Probs: make([]float64, 2*s.N), Labels: make([]int, s.N)}
+	for i := range s.N {
+		f := s.Probs[i*s.K+k]
+		v.Probs[2*i], v.Probs[2*i+1] = 1-f, f
+		if s.Labels[i] == k {
+			v.Labels[i] = 1
+		}
+	}
+	return v
+}
