@@ -71,5 +71,7 @@ func ExampleRun() {
 	// spiegelhalter top_label reject=false
 	// spiegelhalter class_wise reject=false
 	// ece_bin top_label reject=false
+	// temperature_score canonical reject=false
+	// prior_score canonical reject=false
 	// no evidence of miscalibration at the 5 % level for any notion; the smallest p-value is 0.324 (spiegelhalter, top_label)
 }

@@ -25,10 +25,13 @@ import (
 // top-label binned ECE (15 equal-width bins). Every one is a function of
 // the data, or a resampled p-value whose Monte Carlo error is at most
 // 0.5/sqrt(B) (0.016 at B = 1,000), so the verdict does not hinge on the
-// seed. The SKCE block test (skce) is not among them: its statistic
-// depends on the seeded order of the rows, and on real predictions its
-// p-value spans 0.0003 to 0.41 over 40 seeds (TESTS.md).
-var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin"}
+// seed; and the score tests of a temperature and of a prior shift
+// (temperature_score, prior_score: consistency resampling of Rao's score
+// statistics, score.go), which keep their power with many classes. The
+// SKCE block test (skce) is not among them: its statistic depends on the
+// seeded order of the rows, and on real predictions its p-value spans
+// 0.0003 to 0.41 over 40 seeds (TESTS.md).
+var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "temperature_score", "prior_score"}
 
 // Tests lists every test Run knows: DefaultTests, then the SKCE block
 // z-test (skce: canonical, blocks of sqrt(n) rows in a seeded order), the
@@ -318,6 +321,12 @@ func consistencyStatistics(ctx context.Context, t string, probs []float64, label
 		return one("top_label", st, err)
 	case "ece_witness":
 		st, err := WitnessStatistic(ctx, probs, k, 1, kde.WitnessOptions{Workers: workers})
+		return one("canonical", st, err)
+	case "temperature_score":
+		st, err := TemperatureScoreStatistic(probs, k, workers)
+		return one("canonical", st, err)
+	case "prior_score":
+		st, err := PriorScoreStatistic(probs, k, workers)
 		return one("canonical", st, err)
 	case "ece_kde":
 		var out []notionStatistic

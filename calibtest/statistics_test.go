@@ -232,7 +232,7 @@ func TestRunAllTests(t *testing.T) {
 	const k = 3
 	p, y := paperRows(11, 300, k, false)
 	rep := must(Run(context.Background(), p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 1}))
-	want := map[string]int{"ks": 2, "kuiper": 2, "spiegelhalter": 2, "skce": 1, "ece_bin": 1, "skce_u": 1, "ece_kde": 3, "ks_error": 1, "mmce": 1, "ece_witness": 1}
+	want := map[string]int{"ks": 2, "kuiper": 2, "spiegelhalter": 2, "skce": 1, "ece_bin": 1, "skce_u": 1, "ece_kde": 3, "ks_error": 1, "mmce": 1, "ece_witness": 1, "temperature_score": 1, "prior_score": 1}
 	got := map[string]int{}
 	for _, r := range rep.Tests {
 		got[r.Test]++

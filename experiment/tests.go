@@ -116,7 +116,7 @@ type TestsResult struct {
 // TestsOptions.Tests is nil: calibtest.DefaultTests and the SKCE block
 // test (the default list of issue 19, whose rows TESTS.md
 // holds).
-var StudyTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin"}
+var StudyTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin", "temperature_score", "prior_score"}
 
 var testAlphas = []float64{0.05, 0.01}
 

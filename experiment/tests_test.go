@@ -57,9 +57,9 @@ func TestTestsSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// synthetic: n = 60 with the extras (8 + 4 rows), n = 200 (8); net at n = 60 (8).
-	if len(r.Size) != 28 {
-		t.Errorf("%d size rows, want 28", len(r.Size))
+	// synthetic: n = 60 with the extras (10 + 4 rows), n = 200 (10); net at n = 60 (10).
+	if len(r.Size) != 34 {
+		t.Errorf("%d size rows, want 34", len(r.Size))
 	}
 	for _, s := range r.Size {
 		for i := range s.Rate {
@@ -71,7 +71,7 @@ func TestTestsSmall(t *testing.T) {
 			t.Errorf("%s %s: %d sets and %d failed of 12", s.Test, s.Notion, s.Sets, s.Failed)
 		}
 	}
-	if len(r.Power) != 3*8 || len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "net at n = 200") {
+	if len(r.Power) != 3*10 || len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "net at n = 200") {
 		t.Errorf("%d power rows, skipped %v", len(r.Power), r.Skipped)
 	}
 	var b strings.Builder

@@ -33,12 +33,15 @@ const (
 )
 
 // Family is a synthetic setting with a known calibration error: truths
-// h ~ Dirichlet(Alpha 1_K) (flat at Alpha = 1, sharp for small Alpha),
-// labels y ~ Categorical(h), predictions f = m(h) for the invertible
-// miscalibration m. Seed fixes the prior shift's weights.
+// h = softmax(log x / T1) of x ~ Dirichlet(Alpha 1_K) (flat at Alpha = 1,
+// sharp for small Alpha; T1 = 0 means 1, h = x), labels y ~
+// Categorical(h), predictions f = m(h) for the invertible miscalibration
+// m. Seed fixes the prior shift's weights. The ECE^KDE paper's setting
+// (Setup) is {Alpha: 1, T1: 0.6, Tempering, Param: 0.6}.
 type Family struct {
 	K     int
 	Alpha float64
+	T1    float64
 	Miscalibration
 	Param float64
 	Seed  uint64
@@ -46,10 +49,23 @@ type Family struct {
 
 // String names the family, e.g. "temperature 0.7, K = 20, Dir(1)".
 func (fa Family) String() string {
-	if fa.Miscalibration == Calibrated {
-		return fmt.Sprintf("calibrated, K = %d, Dir(%g)", fa.K, fa.Alpha)
+	truth := fmt.Sprintf("Dir(%g)", fa.Alpha)
+	if fa.T1 != 0 && fa.T1 != 1 {
+		truth += fmt.Sprintf(" at T1 %g", fa.T1)
 	}
-	return fmt.Sprintf("%s %g, K = %d, Dir(%g)", fa.Miscalibration, fa.Param, fa.K, fa.Alpha)
+	if fa.Miscalibration == Calibrated {
+		return fmt.Sprintf("calibrated, K = %d, %s", fa.K, truth)
+	}
+	return fmt.Sprintf("%s %g, K = %d, %s", fa.Miscalibration, fa.Param, fa.K, truth)
+}
+
+// truths returns n truths h (n×K).
+func (fa Family) truths(n int, rng *rand.Rand) []float64 {
+	h := Dirichlet(make([]float64, n*fa.K), fa.K, fa.Alpha, rng)
+	if fa.T1 != 0 && fa.T1 != 1 {
+		Temperature(h, h, fa.K, fa.T1)
+	}
+	return h
 }
 
 func (fa Family) check() error {
@@ -58,6 +74,8 @@ func (fa Family) check() error {
 		return fmt.Errorf("synth: family %v: K < 2", fa)
 	case !(fa.Alpha > 0) || math.IsInf(fa.Alpha, 0):
 		return fmt.Errorf("synth: family %v: alpha must be positive", fa)
+	case !(fa.T1 >= 0) || math.IsInf(fa.T1, 0):
+		return fmt.Errorf("synth: family %v: T1 must be positive (or 0)", fa)
 	}
 	switch fa.Miscalibration {
 	case Calibrated:
@@ -203,7 +221,7 @@ func (fa Family) Draw(n int, rng *rand.Rand) (f []float64, labels []int, h []flo
 	if err := fa.check(); err != nil {
 		panic(err)
 	}
-	h = Dirichlet(make([]float64, n*fa.K), fa.K, fa.Alpha, rng)
+	h = fa.truths(n, rng)
 	f = fa.Report(nil, h)
 	labels = Labels(nil, h, fa.K, rng)
 	return f, labels, h
@@ -221,7 +239,7 @@ func (fa Family) GroundTruth(ctx context.Context, q float64, samples int, seed u
 	}
 	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
 		k := fa.K
-		h := Dirichlet(make([]float64, m*k), k, fa.Alpha, rng)
+		h := fa.truths(m, rng)
 		f := fa.Report(nil, h)
 		for i := 0; i < m; i++ {
 			v := 0.0

@@ -59,8 +59,8 @@ func (f *experimentFlags) run(cmd *cobra.Command, name string, run func(dir stri
 }
 
 func newExperimentCmd() *cobra.Command {
-	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training) and measure the tests' size and power (tests)", nil, nil)
-	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd())
+	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training), measure the tests' size and power (tests) and every estimator against ground truth (estimators)", nil, nil)
+	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd())
 	return cmd
 }
 
@@ -250,4 +250,22 @@ func intList(flag, s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+func newEstimatorsCmd() *cobra.Command {
+	var ef experimentFlags
+	var o experiment.EstimatorsOptions
+	cmd := ef.command("estimators", "Every canonical calibration-error estimator against the Monte Carlo truth: bias, spread, RMSE and interval coverage, K = 2 to 100", exactArgs(0),
+		func(cmd *cobra.Command, args []string) error {
+			if o.Reps < 0 || o.GroundSamples < 0 {
+				return usageErrorf("--reps and --ground-samples must not be negative (0: the default)")
+			}
+			return ef.run(cmd, "estimators", func(_ string, ui *progressUI) (experiment.Result, error) {
+				o.Quick, o.Seed, o.Workers, o.Progress = ef.quick, ef.seed, ef.workers, ui
+				return experiment.Estimators(cmd.Context(), o)
+			})
+		})
+	cmd.Flags().IntVar(&o.Reps, "reps", 0, "data sets per cell (default 8, 2 with --quick)")
+	cmd.Flags().IntVar(&o.GroundSamples, "ground-samples", 0, "Monte Carlo samples of each ground truth (default 200,000, 20,000 with --quick)")
+	return cmd
 }

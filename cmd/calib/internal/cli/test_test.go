@@ -31,7 +31,7 @@ func TestCalibTest(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.N != 10000 || r.K != 10 || r.Alpha != 0.01 || len(r.Tests) != 7 || !strings.HasPrefix(r.Answer, "miscalibrated at the 1 % level") {
+	if r.N != 10000 || r.K != 10 || r.Alpha != 0.01 || len(r.Tests) != 9 || !strings.HasPrefix(r.Answer, "miscalibrated at the 1 % level") {
 		t.Fatalf("%+v", r)
 	}
 	for _, e := range r.Tests {

@@ -1,0 +1,63 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/calib-dev/calib/synth"
+)
+
+// TestEstimatorsSmall: one cell (temperature 0.7, K = 4, n = 1,000, 3 data
+// sets): a row per estimator and target with the cell's Monte Carlo
+// truth; the variational estimate (which holds a temperature) within 20 %
+// of CE_1 on average, the witness within 25 %; coverage counts no more
+// than the intervals; the same seed gives the same rows; the table names
+// every estimator.
+func TestEstimatorsSmall(t *testing.T) {
+	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
+	o := EstimatorsOptions{Cells: []EstimatorCell{{fam, 1000}}, Reps: 3, GroundSamples: 50000, Seed: 3}
+	r, err := Estimators(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, _ := fam.GroundTruth(context.Background(), 1, 50000, 3^0x9e3779b97f4a7c15, 0)
+	want := map[string]bool{EstVariational + " " + TargetCE1: true, EstVariational + " " + TargetCE22: true, EstVariationalTemp + " " + TargetCE1: true,
+		EstWitness + " " + TargetCE1: true, EstUStatistic + " " + TargetCE22: true, EstPlugIn + " " + TargetCE1: true, EstPlugIn + " " + TargetCE22: true,
+		EstBinned + " " + TargetCE1: true}
+	for _, row := range r.Rows {
+		name := row.Estimator + " " + row.Target
+		if !want[name] {
+			t.Errorf("unexpected row %s", name)
+		}
+		delete(want, name)
+		if row.Target == TargetCE1 && row.Truth != truth.Value {
+			t.Errorf("%s: truth %v, want %v", name, row.Truth, truth.Value)
+		}
+		if row.Covered > row.Intervals || row.Stat.Reps != 3 {
+			t.Errorf("%s: %d of %d intervals, %d data sets", name, row.Covered, row.Intervals, row.Stat.Reps)
+		}
+		tol := map[string]float64{EstVariational: 0.2, EstVariationalTemp: 0.2, EstWitness: 0.25}[row.Estimator]
+		if row.Target == TargetCE1 && tol > 0 && math.Abs(row.Stat.Mean/row.Truth-1) > tol {
+			t.Errorf("%s: mean %v, truth %v", name, row.Stat.Mean, row.Truth)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("missing rows %v", want)
+	}
+	again, err := Estimators(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.Rows {
+		if again.Rows[i].Stat.Mean != r.Rows[i].Stat.Mean {
+			t.Errorf("row %d: %v then %v", i, r.Rows[i].Stat.Mean, again.Rows[i].Stat.Mean)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil || !strings.Contains(b.String(), "variational-temperature") || !strings.Contains(b.String(), "u-statistic") {
+		t.Errorf("table %q: %v", b.String(), err)
+	}
+}
