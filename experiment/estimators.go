@@ -136,8 +136,11 @@ type EstimatorRow struct {
 	Bias      float64 `json:"bias"`
 	RMSE      float64 `json:"rmse"`
 	// Covered counts the data sets whose 95 % interval held the truth,
-	// of Intervals (0 where the estimator gives none).
+	// of Intervals (0 where the estimator gives none); Below those whose
+	// one-sided 95 % lower bound (value - 1.645 SE, SE the interval's
+	// half-width / 1.96) was at most the truth.
 	Covered   int `json:"covered"`
+	Below     int `json:"below"`
 	Intervals int `json:"intervals"`
 	// Seconds is the mean time per data set.
 	Seconds float64 `json:"seconds"`
@@ -314,6 +317,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 					if e.lo <= truth.Value && truth.Value <= e.hi {
 						row.Covered++
 					}
+					if se := (e.hi - e.lo) / (2 * 1.959963984540054); e.value-1.6448536269514722*se <= truth.Value {
+						row.Below++
+					}
 				}
 				if e.chosen != "" {
 					chosen[e.chosen]++
@@ -365,19 +371,21 @@ func termsInterval(terms []float64, kept []bool, value float64) (lo, hi float64)
 // WriteTable prints one line per cell, target and estimator.
 func (r *EstimatorsResult) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "Canonical calibration-error estimators against the Monte Carlo truth (%d data sets per cell, %d samples per truth).\n", r.Reps, r.GroundSamples)
-	fmt.Fprintf(w, "ratio: mean / truth; cover: data sets whose 95 %% interval held the truth; s: seconds per data set.\n\n")
+	fmt.Fprintf(w, "ratio: mean / truth; cover: data sets whose 95 %% interval held the truth; lower: whose one-sided 95 %% lower bound\n")
+	fmt.Fprintf(w, "(value - 1.645 SE) was at most the truth; s: seconds per data set.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "family\talpha\tK\tn\ttarget\ttruth\testimator\tmean\tsd\tratio\trmse\tcover\ts\tchosen\t")
+	fmt.Fprintln(tw, "family\talpha\tK\tn\ttarget\ttruth\testimator\tmean\tsd\tratio\trmse\tcover\tlower\ts\tchosen\t")
 	for _, row := range r.Rows {
-		ratio, cover := "-", "-"
+		ratio, cover, lower := "-", "-", "-"
 		if row.Truth > 1e-9 {
 			ratio = fmt.Sprintf("%.2f", row.Stat.Mean/row.Truth)
 		}
 		if row.Intervals > 0 {
 			cover = fmt.Sprintf("%d/%d", row.Covered, row.Intervals)
+			lower = fmt.Sprintf("%d/%d", row.Below, row.Intervals)
 		}
-		fmt.Fprintf(tw, "%s\t%.3g\t%d\t%d\t%s\t%.4f\t%s\t%.4f\t%.4f\t%s\t%.4f\t%s\t%.2f\t%s\t\n", row.Family, row.Alpha, row.K, row.N, row.Target,
-			row.Truth, row.Estimator, row.Stat.Mean, row.Stat.SD, ratio, row.RMSE, cover, row.Seconds, row.Chosen)
+		fmt.Fprintf(tw, "%s\t%.3g\t%d\t%d\t%s\t%.4f\t%s\t%.4f\t%.4f\t%s\t%.4f\t%s\t%s\t%.2f\t%s\t\n", row.Family, row.Alpha, row.K, row.N, row.Target,
+			row.Truth, row.Estimator, row.Stat.Mean, row.Stat.SD, ratio, row.RMSE, cover, lower, row.Seconds, row.Chosen)
 	}
 	return tw.Flush()
 }

@@ -36,7 +36,7 @@ func TestEstimatorsSmall(t *testing.T) {
 		if row.Target == TargetCE1 && row.Truth != truth.Value {
 			t.Errorf("%s: truth %v, want %v", name, row.Truth, truth.Value)
 		}
-		if row.Covered > row.Intervals || row.Stat.Reps != 3 {
+		if row.Covered > row.Intervals || row.Below > row.Intervals || row.Stat.Reps != 3 {
 			t.Errorf("%s: %d of %d intervals, %d data sets", name, row.Covered, row.Intervals, row.Stat.Reps)
 		}
 		tol := map[string]float64{EstVariational: 0.2, EstVariationalTemp: 0.2, EstWitness: 0.25}[row.Estimator]
