@@ -13,8 +13,8 @@ import (
 // (2026) as probmetrics computes it (package variational): the
 // cross-fitted gain of the recalibration families of
 // Options.VariationalFamily (by default temperature scaling and log-spline
-// scaling without and with class biases, the one with the largest
-// out-of-fold log-loss gain kept) on 5 folds stratified by the predicted
+// scaling without and with class biases, the simplest kept unless a
+// richer one's per-row gains beat it significantly) on 5 folds stratified by the predicted
 // class, seeded by Options.Seed, for the Lp loss at each p, the log loss
 // and the Brier score; canonical and top-label (binary too for one-column
 // input) from one cross-fit, class-wise (per-class maps) when K <= 20.

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"context"
+	_ "embed"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"maps"
@@ -60,9 +62,12 @@ type EstimatorsOptions struct {
 	// plug-in) where n^2 K exceeds it (their cost); 0 means 2.5e9 (n =
 	// 5,000 at K = 100).
 	KernelMaxWork float64
-	Quick         bool
-	Seed          uint64
-	Workers       int
+	// Parts are the parts run: "synthetic" (Cells) and "paper" (the
+	// variational paper's published settings, PaperRow); nil means both.
+	Parts   []string
+	Quick   bool
+	Seed    uint64
+	Workers int
 	// Progress, if not nil, is told each finished cell.
 	Progress progress.Reporter
 	ctx      context.Context
@@ -148,8 +153,57 @@ type EstimatorRow struct {
 	Chosen string `json:"chosen,omitempty"`
 }
 
+// PaperRow is one published setting of the variational paper (Berta et
+// al. 2026, synthetic multiclass; synth.Distortion): its printed truth and
+// estimators' means over its seeds (experiment/published), beside the
+// Monte Carlo truth of the same setting and calib's variational estimates
+// (canonical L1) over Reps data sets of the same n.
+type PaperRow struct {
+	H          string  `json:"h_func"`
+	K          int     `json:"k"`
+	N          int     `json:"n"`
+	PaperTruth float64 `json:"paper_truth"`
+	PaperRuns  int     `json:"paper_runs"`
+	Truth      float64 `json:"truth"`
+	TruthSE    float64 `json:"truth_se"`
+	// Variational (AutoFamilies) and VariationalTemp (temperature alone):
+	// calib's estimates; Covered and Below count the auto estimate's 95 %
+	// intervals holding the truth and its one-sided lower bounds below it.
+	Variational     Stat `json:"variational"`
+	VariationalTemp Stat `json:"variational_temperature"`
+	Covered         int  `json:"covered"`
+	Below           int  `json:"below"`
+	// Published holds the paper's estimators' mean and sd over its seeds:
+	// TSPredictor (temperature scaling), IsotonicPredictor,
+	// BetterCatBoost, Binning_Classic.
+	Published map[string][2]float64 `json:"published"`
+}
+
+//go:embed published/variational_paper.csv
+var variationalPaperCSV string
+
+// publishedRows parses experiment/published/variational_paper.csv.
+func publishedRows() ([]PaperRow, error) {
+	recs, err := csv.NewReader(strings.NewReader(variationalPaperCSV)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		return nil, fmt.Errorf("experiment: the published table: %v", err)
+	}
+	head := recs[0]
+	var out []PaperRow
+	for _, r := range recs[1:] {
+		num := func(i int) float64 { v, _ := strconv.ParseFloat(r[i], 64); return v }
+		row := PaperRow{H: r[0], K: int(num(1)), N: int(num(2)), PaperRuns: int(num(3)), PaperTruth: num(4), Published: map[string][2]float64{}}
+		for i := 5; i+1 < len(r); i += 2 {
+			row.Published[strings.TrimSuffix(head[i], "_mean")] = [2]float64{num(i), num(i + 1)}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
 // EstimatorsResult holds the rows.
 type EstimatorsResult struct {
+	Paper         []PaperRow     `json:"paper,omitempty"`
 	Rows          []EstimatorRow `json:"rows"`
 	Reps          int            `json:"reps"`
 	GroundSamples int            `json:"ground_samples"`
@@ -202,9 +256,69 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		return nil, fmt.Errorf("experiment: estimators: %d data sets, %d ground samples", reps, samples)
 	}
 	res := &EstimatorsResult{Reps: reps, GroundSamples: samples, Quick: o.Quick, Seed: o.Seed}
-	parts := progress.NewParts(o.Progress, "estimators", len(cells))
+	runParts := o.Parts
+	if runParts == nil {
+		runParts = []string{"synthetic", "paper"}
+	}
+	for _, p := range runParts {
+		if p != "synthetic" && p != "paper" {
+			return nil, fmt.Errorf("experiment: estimators: unknown part %q (valid: synthetic, paper)", p)
+		}
+	}
+	var paper []PaperRow
+	if slices.Contains(runParts, "paper") {
+		var err error
+		if paper, err = publishedRows(); err != nil {
+			return nil, err
+		}
+		if o.Quick {
+			paper = slices.DeleteFunc(paper, func(r PaperRow) bool { return r.K != 3 || r.N != 1069 })
+		}
+	}
+	if !slices.Contains(runParts, "synthetic") {
+		cells = nil
+	}
+	parts := progress.NewParts(o.Progress, "estimators", len(cells)+len(paper))
 	defer parts.End()
 	temp, _ := variational.FamilyOf("temperature")
+	for pi, row := range paper {
+		d := synth.Distortion{K: row.K, Alpha: 0.5, H: row.H}
+		truth, err := d.GroundTruth(ctx, 1, samples, o.Seed^0x9e3779b97f4a7c15, o.Workers)
+		if err != nil {
+			return nil, err
+		}
+		row.Truth, row.TruthSE = truth.Value, truth.SE
+		var auto, tv []float64
+		for r := range reps {
+			f, y, _ := d.Draw(row.N, seedOf(o.Seed, 13, pi, r))
+			s, err := data.New(f, row.K, y, false, data.Options{})
+			if err != nil {
+				return nil, err
+			}
+			a, err := variational.CalibrationError(ctx, s, variational.Options{Seed: o.Seed})
+			if err != nil {
+				return nil, fmt.Errorf("experiment: %s K = %d n = %d: %w", row.H, row.K, row.N, err)
+			}
+			auto = append(auto, a.Value)
+			if a.Lo <= truth.Value && truth.Value <= a.Hi {
+				row.Covered++
+			}
+			if a.Value-1.6448536269514722*a.SE <= truth.Value {
+				row.Below++
+			}
+			t, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: o.Seed})
+			if err != nil {
+				return nil, fmt.Errorf("experiment: %s K = %d n = %d: %w", row.H, row.K, row.N, err)
+			}
+			tv = append(tv, t.Value)
+			if err := canceled(ctx); err != nil {
+				return nil, err
+			}
+		}
+		row.Variational, row.VariationalTemp = stat(auto, nil, 0), stat(tv, nil, 0)
+		res.Paper = append(res.Paper, row)
+		parts.Finished(fmt.Sprintf("%s, K = %d, n = %d", row.H, row.K, row.N))
+	}
 	for ci, c := range cells {
 		fam, n, k := c.Family, c.N, c.Family.K
 		truth1, err := fam.GroundTruth(ctx, 1, samples, o.Seed^0x9e3779b97f4a7c15, o.Workers)
@@ -386,6 +500,26 @@ func (r *EstimatorsResult) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.3g\t%d\t%d\t%s\t%.4f\t%s\t%.4f\t%.4f\t%s\t%.4f\t%s\t%s\t%.2f\t%s\t\n", row.Family, row.Alpha, row.K, row.N, row.Target,
 			row.Truth, row.Estimator, row.Stat.Mean, row.Stat.SD, ratio, row.RMSE, cover, lower, row.Seconds, row.Chosen)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Paper) > 0 {
+		return r.writePaper(w)
+	}
+	return nil
+}
+
+// writePaper prints the published settings' table.
+func (r *EstimatorsResult) writePaper(w io.Writer) error {
+	fmt.Fprintf(w, "\nThe variational paper's published settings (f ~ Dir(0.5), canonical L1; its means over its seeds beside calib's over %d data sets).\n", r.Reps)
+	fmt.Fprintf(w, "cover / lower: calib's auto estimate's 95 %% intervals holding the truth / one-sided lower bounds below it.\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "h\tK\tn\tpaper truth\ttruth\tcalib auto\tsd\tcalib temperature\tpaper TS\tpaper isotonic\tpaper CatBoost\tpaper binning\tcover\tlower\t")
+	for _, p := range r.Paper {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%d/%d\t%d/%d\t\n", p.H, p.K, p.N, p.PaperTruth, p.Truth,
+			p.Variational.Mean, p.Variational.SD, p.VariationalTemp.Mean, p.Published["TSPredictor"][0], p.Published["IsotonicPredictor"][0],
+			p.Published["BetterCatBoost"][0], p.Published["Binning_Classic"][0], p.Covered, p.Variational.Reps, p.Below, p.Variational.Reps)
 	}
 	return tw.Flush()
 }

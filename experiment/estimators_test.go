@@ -18,7 +18,7 @@ import (
 // every estimator.
 func TestEstimatorsSmall(t *testing.T) {
 	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	o := EstimatorsOptions{Cells: []EstimatorCell{{fam, 1000}}, Reps: 3, GroundSamples: 50000, Seed: 3}
+	o := EstimatorsOptions{Cells: []EstimatorCell{{fam, 1000}}, Parts: []string{"synthetic"}, Reps: 3, GroundSamples: 50000, Seed: 3}
 	r, err := Estimators(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +59,34 @@ func TestEstimatorsSmall(t *testing.T) {
 	var b bytes.Buffer
 	if err := r.WriteTable(&b); err != nil || !strings.Contains(b.String(), "variational-temperature") || !strings.Contains(b.String(), "u-statistic") {
 		t.Errorf("table %q: %v", b.String(), err)
+	}
+}
+
+// TestEstimatorsPaper: the published table parses (24 settings, the
+// paper's temperature-scaling mean for overconfident_mc, K = 3, n = 1069
+// is 0.450154); the quick paper part runs its 4 settings at K = 3, n =
+// 1069, each Monte Carlo truth within 0.005 of the printed one; an
+// unknown part is refused.
+func TestEstimatorsPaper(t *testing.T) {
+	rows, err := publishedRows()
+	if err != nil || len(rows) != 24 {
+		t.Fatalf("%d published rows: %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if r.H == "overconfident_mc" && r.K == 3 && r.N == 1069 && r.Published["TSPredictor"][0] != 0.450154 {
+			t.Errorf("TSPredictor %v", r.Published["TSPredictor"])
+		}
+	}
+	res, err := Estimators(context.Background(), EstimatorsOptions{Parts: []string{"paper"}, Quick: true, Reps: 2, GroundSamples: 100000})
+	if err != nil || len(res.Paper) != 4 || len(res.Rows) != 0 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	for _, p := range res.Paper {
+		if math.Abs(p.Truth-p.PaperTruth) > 0.005 || p.Variational.Reps != 2 {
+			t.Errorf("%s: truth %v, the paper's %v; %+v", p.H, p.Truth, p.PaperTruth, p.Variational)
+		}
+	}
+	if _, err := Estimators(context.Background(), EstimatorsOptions{Parts: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown part "nope"`) {
+		t.Errorf("unknown part: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package recal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -166,22 +167,22 @@ func massQuantiles(u []float64, m int, weights []float64, k int) []float64 {
 	if m == 0 {
 		return []float64{}
 	}
-	idx := make([]int, len(u))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return u[idx[a]] < u[idx[b]] })
+	type entry struct{ u, mass float64 }
+	es := make([]entry, len(u))
 	total := 0.0
 	for i, v := range u {
-		total += math.Exp(v) * mathx.Weight(weights, i/k)
+		es[i] = entry{v, math.Exp(v) * mathx.Weight(weights, i/k)}
+		total += es[i].mass
 	}
+	// Entries of equal u are interchangeable: the knot is that u.
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.u, b.u) })
 	var knots []float64
 	acc, j := 0.0, 1
-	for _, i := range idx {
-		acc += math.Exp(u[i]) * mathx.Weight(weights, i/k)
+	for _, e := range es {
+		acc += e.mass
 		for j <= m && acc >= total*float64(j)/float64(m+1) {
-			if len(knots) == 0 || u[i] > knots[len(knots)-1] {
-				knots = append(knots, u[i])
+			if len(knots) == 0 || e.u > knots[len(knots)-1] {
+				knots = append(knots, e.u)
 			}
 			j++
 		}

@@ -250,3 +250,106 @@ func (fa Family) GroundTruth(ctx context.Context, q float64, samples int, seed u
 		}
 	})
 }
+
+// Distortion is a setting of the variational paper's synthetic multiclass
+// experiments (Berta et al. 2026; ElSacho/Evaluating_Lp_Calibration_Errors,
+// code/calibration_generators.py): predictions f ~ Dirichlet(Alpha 1_K)
+// (0.5 in the paper), the truth h = H(f) computed from f, labels y ~
+// Categorical(h); the canonical L1 error is E||h - f||_1. H is one of the
+// paper's functions of z = log f (clipped below at the log of float64's
+// smallest normal, as its multiclass_probs_to_logits does):
+// "perfectly_calibrated_mc" (h = f), "overconfident_mc" (softmax(0.3 z)),
+// "underconfident_mc" (softmax(2 z)), "harmonic_distortion_mc"
+// (softmax(z + 0.5 sin(5 z))).
+type Distortion struct {
+	K     int
+	Alpha float64
+	H     string
+}
+
+// DistortionNames lists the paper's functions.
+var DistortionNames = []string{"perfectly_calibrated_mc", "overconfident_mc", "underconfident_mc", "harmonic_distortion_mc"}
+
+func (d Distortion) check() error {
+	if d.K < 2 || !(d.Alpha > 0) || math.IsInf(d.Alpha, 0) {
+		return fmt.Errorf("synth: distortion K = %d, alpha %v", d.K, d.Alpha)
+	}
+	for _, n := range DistortionNames {
+		if n == d.H {
+			return nil
+		}
+	}
+	return fmt.Errorf("synth: unknown distortion %q", d.H)
+}
+
+// truth writes H(f) of the rows of f to h.
+func (d Distortion) truth(h, f []float64) {
+	k := d.K
+	z := make([]float64, k)
+	floor := math.Log(0x1p-1022)
+	for i := 0; i < len(f); i += k {
+		for j, p := range f[i : i+k] {
+			u := math.Max(math.Log(p), floor)
+			switch d.H {
+			case "overconfident_mc":
+				u *= 0.3
+			case "underconfident_mc":
+				u *= 2
+			case "harmonic_distortion_mc":
+				u += 0.5 * math.Sin(5*u)
+			}
+			z[j] = u
+		}
+		if d.H == "perfectly_calibrated_mc" {
+			copy(h[i:i+k], f[i:i+k])
+			continue
+		}
+		mx := math.Inf(-1)
+		for _, u := range z {
+			mx = math.Max(mx, u)
+		}
+		s := 0.0
+		for j := range z {
+			z[j] = math.Exp(z[j] - mx)
+			s += z[j]
+		}
+		for j := range z {
+			h[i+j] = z[j] / s
+		}
+	}
+}
+
+// Draw returns n predictions (n×K), labels drawn from the truths and the
+// truths. It panics on an invalid setting.
+func (d Distortion) Draw(n int, rng *rand.Rand) (f []float64, labels []int, h []float64) {
+	if err := d.check(); err != nil {
+		panic(err)
+	}
+	f = Dirichlet(make([]float64, n*d.K), d.K, d.Alpha, rng)
+	h = make([]float64, len(f))
+	d.truth(h, f)
+	return f, Labels(nil, h, d.K, rng), h
+}
+
+// GroundTruth returns E||h - f||_q^q by Monte Carlo, as Family.GroundTruth.
+func (d Distortion) GroundTruth(ctx context.Context, q float64, samples int, seed uint64, workers int) (GroundTruth, error) {
+	if err := d.check(); err != nil {
+		return GroundTruth{}, err
+	}
+	if !(q >= 1) || samples < 2 {
+		return GroundTruth{}, fmt.Errorf("synth: ground truth: q = %v, %d samples", q, samples)
+	}
+	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
+		k := d.K
+		f := Dirichlet(make([]float64, m*k), k, d.Alpha, rng)
+		h := make([]float64, len(f))
+		d.truth(h, f)
+		for i := 0; i < m; i++ {
+			v := 0.0
+			for c := 0; c < k; c++ {
+				v += math.Pow(math.Abs(h[i*k+c]-f[i*k+c]), q)
+			}
+			out[i] = v
+		}
+	})
+}

@@ -15,7 +15,8 @@ import (
 //
 //	CE_cw = sum_k (1/n) sum_i [ l(f_ik, y_ik) - l(g_k(f_ik), y_ik) ],
 //
-// the largest over the families (as Recalibrated.Error chooses). Its
+// one family's, chosen as Recalibrated.Error chooses (on the summed
+// per-row gains). Its
 // expectation is at most sum_k E||E[y_k | f_k] - f_k|| for the Lp loss
 // (the class-wise, marginal L_p error: a map of f_k alone cannot beat
 // E[y_k | f_k]), the class-wise log and Brier calibration errors
@@ -77,7 +78,7 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 }
 
 // Error returns the class-wise error of o's loss and p (o.Notion is not
-// read): the largest over the families.
+// read), of the family chosen as Recalibrated.Error chooses.
 func (cm *ClassMaps) Error(o Options) (Result, error) {
 	o, err := o.withLoss()
 	if err != nil {
