@@ -14,6 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -524,5 +528,95 @@ func (r *EstimatorsResult) writePaper(w io.Writer) error {
 	return tw.Flush()
 }
 
-// Figures returns no figures yet: the table is the result.
-func (r *EstimatorsResult) Figures() map[string]report.Figure { return nil }
+// Figures returns "ratio": mean / truth of the CE_1 estimators against
+// K at n = 5,000, one panel per miscalibrated family on flat truths and
+// one per family on sharp truths (the many-class cells), and "calibrated":
+// the CE_1 estimates of the calibrated model against K (truth 0).
+func (r *EstimatorsResult) Figures() map[string]report.Figure {
+	if len(r.Rows) == 0 {
+		return nil
+	}
+	return map[string]report.Figure{"ratio": &estFigure{r, false}, "calibrated": &estFigure{r, true}}
+}
+
+type estFigure struct {
+	r          *EstimatorsResult
+	calibrated bool
+}
+
+func (f *estFigure) Size() (vg.Length, vg.Length) {
+	if f.calibrated {
+		return 6 * vg.Inch, 4.5 * vg.Inch
+	}
+	return 14 * vg.Inch, 8 * vg.Inch
+}
+
+// estimatorOrder is the order (and colour) of the estimators in the
+// figures.
+var estimatorOrder = []string{EstVariational, EstVariationalTemp, EstWitness, EstPlugIn, EstBinned}
+
+func (f *estFigure) Draw(c draw.Canvas) {
+	type panelKey struct {
+		family string
+		sharp  bool
+	}
+	var keys []panelKey
+	byPanel := map[panelKey][]EstimatorRow{}
+	for _, row := range f.r.Rows {
+		if row.Target != TargetCE1 || row.N != 5000 || (row.Family == "calibrated") != f.calibrated {
+			continue
+		}
+		k := panelKey{row.Family, row.Alpha < 1}
+		if f.calibrated {
+			k.sharp = false
+		}
+		if _, ok := byPanel[k]; !ok {
+			keys = append(keys, k)
+		}
+		byPanel[k] = append(byPanel[k], row)
+	}
+	var plots []*plot.Plot
+	for _, k := range keys {
+		title := k.family + ", Dir(1), n = 5,000"
+		if k.sharp {
+			title = k.family + ", Dir(1/K), n = 5,000"
+		}
+		ylabel := "mean / truth (±SE)"
+		if f.calibrated {
+			title, ylabel = "calibrated (truth 0), n = 5,000", "mean CE_1 estimate (±SE)"
+		}
+		p := logXPlot(title, "K (log scale)", ylabel)
+		for i, est := range estimatorOrder {
+			var xs, ys, se []float64
+			for _, row := range byPanel[k] {
+				if row.Estimator != est || (f.calibrated && row.Alpha < 1) {
+					continue
+				}
+				scale := 1.0
+				if !f.calibrated {
+					scale = row.Truth
+				}
+				xs, ys, se = append(xs, float64(row.K)), append(ys, row.Stat.Mean/scale), append(se, row.Stat.SE/scale)
+			}
+			addSeries(p, est, report.Palette[i%len(report.Palette)], xs, ys, se, false)
+		}
+		if !f.calibrated {
+			truthLine(p, 2, 100, 1)
+			p.Y.Min, p.Y.Max = 0, 2
+		}
+		plots = append(plots, p)
+	}
+	if len(plots) == 0 {
+		return
+	}
+	const cols = 4
+	var grid [][]*plot.Plot
+	for i := 0; i < len(plots); i += cols {
+		row := plots[i:min(i+cols, len(plots))]
+		for len(row) < cols && len(plots) > cols {
+			row = append(row, nil)
+		}
+		grid = append(grid, row)
+	}
+	report.DrawGrid(c, grid)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/synth"
 )
 
@@ -88,5 +89,41 @@ func TestEstimatorsPaper(t *testing.T) {
 	}
 	if _, err := Estimators(context.Background(), EstimatorsOptions{Parts: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown part "nope"`) {
 		t.Errorf("unknown part: %v", err)
+	}
+}
+
+// TestEstimatorsFigures: both figures draw from rows at n = 5,000 (flat,
+// sharp and calibrated cells) to PNG and SVG without error; no rows, no
+// figures.
+func TestEstimatorsFigures(t *testing.T) {
+	var r EstimatorsResult
+	if r.Figures() != nil {
+		t.Error("figures of no rows")
+	}
+	for _, fam := range []string{"temperature", "smoothing", "calibrated"} {
+		for _, alpha := range []float64{1, 0.05} {
+			for _, k := range []int{4, 20} {
+				for i, est := range estimatorOrder {
+					truth := 0.2
+					if fam == "calibrated" {
+						truth = 0
+					}
+					r.Rows = append(r.Rows, EstimatorRow{Family: fam, Alpha: alpha, K: k, N: 5000, Target: TargetCE1, Truth: truth, Estimator: est,
+						Stat: Stat{Mean: 0.1 * float64(i+1), SE: 0.01, Reps: 3}})
+				}
+			}
+		}
+	}
+	figs := r.Figures()
+	if len(figs) != 2 {
+		t.Fatalf("%d figures", len(figs))
+	}
+	for name, f := range figs {
+		for _, format := range []string{"png", "svg"} {
+			var b bytes.Buffer
+			if err := report.Write(&b, f, format); err != nil || b.Len() < 1000 {
+				t.Errorf("%s %s: %d bytes, %v", name, format, b.Len(), err)
+			}
+		}
 	}
 }

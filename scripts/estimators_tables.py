@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Markdown tables of `calib experiment estimators` (its estimators.json) for
+EXPERIMENTS.md: the many-class table, the table against n, calibrated models,
+interval coverage by estimator, and the variational paper's settings.
+
+    python3 scripts/estimators_tables.py DIR/estimators.json
+"""
+import json
+import sys
+from collections import defaultdict
+
+r = json.load(open(sys.argv[1]))
+rows = r["rows"]
+EST = ["variational", "variational-temperature", "witness", "plug-in", "binned"]
+
+
+def ratio(row):
+    return row["stat"]["mean"] / row["truth"] if row["truth"] > 1e-9 else float("nan")
+
+
+def cell(rows, fam, alpha, k, n, est, target="CE_1"):
+    for x in rows:
+        if (x["family"], x["k"], x["n"], x["estimator"], x["target"]) == (fam, k, n, est, target) and abs(x["alpha"] - alpha) < 1e-12:
+            return x
+    return None
+
+
+def fmt_ratio(x):
+    if x is None:
+        return "-"
+    if x["truth"] <= 1e-9:
+        return f'{x["stat"]["mean"]:+.3f}'
+    return f"{ratio(x):.2f}"
+
+
+fams = ["paper", "temperature", "smoothing", "prior_shift", "entropic", "calibrated"]
+print("### Many classes: mean / truth of the CE_1 estimates at n = 5,000 (calibrated: the mean itself)\n")
+print("| truths | family | K | truth | " + " | ".join(EST) + " |")
+print("|" + " --- |" * (4 + len(EST)))
+for sharp in (False, True):
+    for k in (20, 50, 100):
+        for fam in fams:
+            alpha = 1 / k if sharp else 1.0
+            xs = [cell(rows, fam, alpha, k, 5000, e) for e in EST]
+            if all(x is None for x in xs):
+                continue
+            t = next(x for x in xs if x is not None)["truth"]
+            print(f'| {"Dir(1/K)" if sharp else "Dir(1)"} | {fam} | {k} | {t:.4f} | ' + " | ".join(fmt_ratio(x) for x in xs) + " |")
+
+print("\n### Against n (flat truths): mean / truth of the CE_1 estimates\n")
+print("| family | K | n | truth | " + " | ".join(EST) + " |")
+print("|" + " --- |" * (4 + len(EST)))
+for k in (2, 4, 10):
+    for fam in fams:
+        for n in (100, 1000, 5000, 20000):
+            xs = [cell(rows, fam, 1.0, k, n, e) for e in EST]
+            if all(x is None for x in xs):
+                continue
+            t = next(x for x in xs if x is not None)["truth"]
+            print(f"| {fam} | {k} | {n} | {t:.4f} | " + " | ".join(fmt_ratio(x) for x in xs) + " |")
+
+print("\n### Interval coverage of the truth, all cells (CE_1 and CE_2^2 targets)\n")
+print("| estimator | target | cells | data sets | 95 % interval held the truth | one-sided 95 % lower bound <= truth | of which calibrated: interval, lower bound |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+agg = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0])
+for x in rows:
+    if x["intervals"] == 0:
+        continue
+    a = agg[(x["estimator"], x["target"])]
+    a[0] += 1
+    a[1] += x["intervals"]
+    a[2] += x["covered"]
+    a[3] += x["below"]
+    if x["family"] == "calibrated":
+        a[4] += x["intervals"]
+        a[5] += x["covered"]
+        a[6] += x["below"]
+for (e, t), a in sorted(agg.items()):
+    cal = f"{a[5]}/{a[4]}, {a[6]}/{a[4]}" if a[4] else "-"
+    print(f"| {e} | {t} | {a[0]} | {a[1]} | {a[2]}/{a[1]} ({100*a[2]/a[1]:.0f} %) | {a[3]}/{a[1]} ({100*a[3]/a[1]:.0f} %) | {cal} |")
+
+print("\n### Coverage by K (CE_1): interval / lower bound\n")
+ks = sorted({x["k"] for x in rows})
+print("| estimator | " + " | ".join(f"K = {k}" for k in ks) + " |")
+print("|" + " --- |" * (1 + len(ks)))
+for e in ("variational", "variational-temperature", "witness"):
+    parts = []
+    for k in ks:
+        sel = [x for x in rows if x["estimator"] == e and x["target"] == "CE_1" and x["k"] == k and x["intervals"] > 0]
+        iv = sum(x["intervals"] for x in sel)
+        if iv == 0:
+            parts.append("-")
+            continue
+        parts.append(f'{100*sum(x["covered"] for x in sel)/iv:.0f} % / {100*sum(x["below"] for x in sel)/iv:.0f} %')
+    print(f"| {e} | " + " | ".join(parts) + " |")
+
+if r.get("paper"):
+    print("\n### The variational paper's published settings (f ~ Dir(0.5), canonical L1)\n")
+    print("| h | K | n | paper's truth | truth | calib auto (sd) | calib temperature | paper TS | paper isotonic | paper CatBoost | paper binning | interval / lower bound held |")
+    print("|" + " --- |" * 12)
+    for p in r["paper"]:
+        pub = p["published"]
+        v = p["variational"]
+        print(f'| {p["h_func"]} | {p["k"]} | {p["n"]} | {p["paper_truth"]:.4f} | {p["truth"]:.4f} | {v["mean"]:.4f} ({v["sd"]:.4f}) | '
+              f'{p["variational_temperature"]["mean"]:.4f} | {pub["TSPredictor"][0]:.4f} | {pub["IsotonicPredictor"][0]:.4f} | '
+              f'{pub["BetterCatBoost"][0]:.4f} | {pub["Binning_Classic"][0]:.4f} | {p["covered"]}/{v["reps"]}, {p["below"]}/{v["reps"]} |')
+
+chosen = defaultdict(lambda: defaultdict(int))
+for x in rows:
+    if x["estimator"] == "variational" and x["target"] == "CE_1" and x.get("chosen"):
+        for part in x["chosen"].split(","):
+            name, c = part.split(":")
+            chosen[x["family"]][name] += int(c)
+print("\n### Families the variational estimator chose (CE_1, all cells)\n")
+print("| family | " + " | ".join(["temperature", "log-spline-shared", "log-spline"]) + " |")
+print("| --- | --- | --- | --- |")
+for fam in fams:
+    if fam in chosen:
+        print(f"| {fam} | " + " | ".join(str(chosen[fam].get(n, 0)) for n in ["temperature", "log-spline-shared", "log-spline"]) + " |")
