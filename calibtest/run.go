@@ -374,12 +374,14 @@ func answer(r *Report) string {
 	return fmt.Sprintf("miscalibrated at the %s level: %s reject (smallest p-value %.3g, %s, %s); each test holds its own level, not the family's", level, strings.Join(rejected, ", "), best.PValue, best.Test, best.Notion)
 }
 
-// WriteJSON writes the report as one JSON object (NaN p-values as null).
+// WriteJSON writes the report as one JSON object (NaN p-values and
+// infinite statistics as null).
 func (r *Report) WriteJSON(w io.Writer) error {
 	type res struct {
 		Result
-		PValue   *float64   `json:"p_value"`
-		PerClass []*float64 `json:"per_class,omitempty"`
+		Statistic *float64   `json:"statistic"` // null when infinite (prior_score: a label of a class without mass)
+		PValue    *float64   `json:"p_value"`
+		PerClass  []*float64 `json:"per_class,omitempty"`
 	}
 	out := struct {
 		*Report
@@ -387,6 +389,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}{Report: r}
 	for _, t := range r.Tests {
 		x := res{Result: t}
+		if !math.IsNaN(t.Statistic) && !math.IsInf(t.Statistic, 0) {
+			x.Statistic = &t.Statistic
+		}
 		if !math.IsNaN(t.PValue) {
 			x.PValue = &t.PValue
 		}

@@ -26,9 +26,10 @@ import (
 //   - Prior shift (probabilities proportional to f_k e^{b_k}, b_0 = 0):
 //     the scores S_k = sum_i (1{y_i = k} - f_ik), the observed minus the
 //     predicted count of each class, with covariance V = sum_i (diag f_i -
-//     f_i f_i^T); the statistic is S^T V^+ S over the first K - 1 classes
-//     (the last is their negative sum), chi-square with K - 1 degrees of
-//     freedom asymptotically.
+//     f_i f_i^T); the statistic is S^T V^-1 S over the classes with
+//     probability mass but the last (their counts sum to n), chi-square
+//     with K - 1 degrees of freedom asymptotically; a label of a class
+//     without mass makes it +Inf.
 
 // scoreFloor is the smallest probability whose log the temperature score
 // reads (float32's smallest normal, as the variational log loss).
@@ -104,9 +105,12 @@ func TemperatureScoreStatistic(probs []float64, k int, workers int) (Statistic, 
 }
 
 // priorScore holds the prior-shift score test's predicted counts and the
-// Cholesky factor of its H0 covariance over the first K - 1 classes.
+// Cholesky factor of its H0 covariance over the classes it tests: the
+// first K - 1 classes that have probability mass (a class with none has
+// no H0 variance; observing it makes the statistic +Inf).
 type priorScore struct {
 	expected []float64 // sum_i f_ik
+	classes  []int     // the classes in the quadratic form
 	chol     mat.Cholesky
 	k        int
 }
@@ -115,41 +119,76 @@ func newPriorScore(probs []float64, k int) (*priorScore, error) {
 	if err := checkRows(probs, k); err != nil {
 		return nil, err
 	}
-	m := k - 1
 	ps := &priorScore{expected: make([]float64, k), k: k}
+	for i := 0; i < len(probs); i += k {
+		for a, p := range probs[i : i+k] {
+			ps.expected[a] += p
+		}
+	}
+	for a, e := range ps.expected {
+		if e > 0 {
+			ps.classes = append(ps.classes, a)
+		}
+	}
+	// The counts of the classes with mass sum to n: one of them is
+	// determined by the others.
+	if len(ps.classes) > 0 {
+		ps.classes = ps.classes[:len(ps.classes)-1]
+	}
+	m := len(ps.classes)
+	if m == 0 {
+		return ps, nil
+	}
 	v := mat.NewSymDense(m, nil)
 	for i := 0; i < len(probs); i += k {
 		row := probs[i : i+k]
-		for a := range k {
-			ps.expected[a] += row[a]
-		}
-		for a := range m {
+		for a, ca := range ps.classes {
 			for b := a; b < m; b++ {
-				c := -row[a] * row[b]
+				cb := ps.classes[b]
+				c := -row[ca] * row[cb]
 				if a == b {
-					c += row[a]
+					c += row[ca]
 				}
 				v.SetSym(a, b, v.At(a, b)+c)
 			}
 		}
 	}
 	if !ps.chol.Factorize(v) {
-		return nil, fmt.Errorf("calibtest: prior score: the predicted class counts' covariance is singular (a class with no probability mass)")
+		// Rounding can leave the covariance of nearly one-hot rows just
+		// short of positive definite: a relative jitter of 1e-12.
+		jitter := 0.0
+		for a := range m {
+			jitter = math.Max(jitter, v.At(a, a))
+		}
+		for a := range m {
+			v.SetSym(a, a, v.At(a, a)+1e-12*jitter)
+		}
+		if !ps.chol.Factorize(v) {
+			return nil, fmt.Errorf("calibtest: prior score: the predicted class counts' covariance is singular")
+		}
 	}
 	return ps, nil
 }
 
-// stat returns S^T V^-1 S over the first K - 1 classes.
+// stat returns S^T V^-1 S over ps.classes, or +Inf when a class without
+// probability mass occurs in the labels.
 func (ps *priorScore) stat(labels []int) (float64, error) {
-	m := ps.k - 1
-	s := make([]float64, m)
-	for a := range m {
-		s[a] = -ps.expected[a]
-	}
+	count := make([]float64, ps.k)
 	for _, y := range labels {
-		if y < m {
-			s[y]++
+		count[y]++
+	}
+	for a, e := range ps.expected {
+		if e == 0 && count[a] > 0 {
+			return math.Inf(1), nil
 		}
+	}
+	m := len(ps.classes)
+	if m == 0 {
+		return 0, nil
+	}
+	s := make([]float64, m)
+	for a, c := range ps.classes {
+		s[a] = count[c] - ps.expected[c]
 	}
 	sv := mat.NewVecDense(m, s)
 	var x mat.VecDense

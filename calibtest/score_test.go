@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/synth"
@@ -116,5 +117,35 @@ func TestScorePower(t *testing.T) {
 	rep, err := Run(context.Background(), f, y, k, nil, Options{Tests: []string{"temperature_score"}, Resamples: 999})
 	if err != nil || len(rep.Tests) != 1 || !rep.Tests[0].Reject {
 		t.Errorf("Run: %+v, %v", rep, err)
+	}
+}
+
+// TestPriorScoreZeroMass: a class no row gives probability to is left out
+// of the quadratic form (one-hot and zero columns do not make the
+// covariance singular); observing it gives +Inf, which Run turns into the
+// smallest p-value 1/(B + 1) (its resamples never draw it).
+func TestPriorScoreZeroMass(t *testing.T) {
+	probs := []float64{
+		1, 0, 0, 0,
+		0, 1, 0, 0,
+		0.5, 0.5, 0, 0,
+		0.2, 0.3, 0.5, 0,
+		0.6, 0.2, 0.2, 0,
+	}
+	x, err := PriorScore(probs, []int{0, 1, 0, 2, 0}, 4)
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) || x < 0 {
+		t.Errorf("zero column: %v, %v", x, err)
+	}
+	x, err = PriorScore(probs, []int{0, 1, 0, 3, 0}, 4)
+	if err != nil || !math.IsInf(x, 1) {
+		t.Errorf("a label of the zero column: %v, %v", x, err)
+	}
+	rep, err := Run(context.Background(), probs, []int{0, 1, 0, 3, 0}, 4, nil, Options{Tests: []string{"prior_score"}, Resamples: 99})
+	if err != nil || rep.Tests[0].PValue != 0.01 || !rep.Tests[0].Reject {
+		t.Fatalf("Run: %+v, %v", rep, err)
+	}
+	var b strings.Builder
+	if err := rep.WriteJSON(&b); err != nil || !strings.Contains(b.String(), `"statistic": null`) {
+		t.Errorf("JSON %s: %v", b.String(), err)
 	}
 }
