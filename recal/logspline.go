@@ -353,6 +353,10 @@ func (l *LogSpline) Calibrate(probs, logits []float64, k int) ([]float64, error)
 	for i := 0; i < n; i++ {
 		for j, v := range u[i*k : (i+1)*k] {
 			z[j] = l.B[j] + l.Psi(v)
+			if math.IsNaN(z[j]) || math.IsInf(z[j], 0) {
+				// Only from a loaded map whose finite parameters overflow.
+				return nil, fmt.Errorf("recal: log-spline map: %w: row %d: b + psi(log p) = %v: the map's parameters overflow", ErrInput, i+1, z[j])
+			}
 		}
 		mathx.Softmax(out[i*k:(i+1)*k], z)
 	}

@@ -143,3 +143,16 @@ func TestLogSplineOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestLogSplineOverflow: a loaded map with finite but huge parameters
+// that overflow psi is an error wrapping ErrInput, not NaN probabilities.
+func TestLogSplineOverflow(t *testing.T) {
+	l := &LogSpline{Header: Header{SchemaVersion: SchemaVersion, Method: string(MethodLogSpline), Input: InputLogits, K: 3},
+		Slope: 1e308, Knots: []float64{}, Hinges: []float64{}, B: []float64{0, 0, 0}}
+	if err := validate(l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Calibrate([]float64{0.01, 0.49, 0.5}, nil, 3); !errors.Is(err, ErrInput) {
+		t.Errorf("overflow: %v", err)
+	}
+}
