@@ -231,33 +231,6 @@ func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) 
 			}
 		}
 	}
-	// gonum asks for the value and the gradient at each point by separate
-	// calls; both come from one pass, so the pass caches the gradient of
-	// the last point.
-	var lastX, lastG []float64
-	var lastF float64
-	eval := func(th []float64) {
-		if lastX != nil && slices.Equal(th, lastX) {
-			return
-		}
-		if lastG == nil {
-			lastG = make([]float64, len(th))
-		}
-		lastF = d.objective(lam, mu, th, lastG)
-		lastX = append(lastX[:0], th...)
-	}
-	ctx := o.ctx
-	p := optimize.Problem{
-		Func: func(th []float64) float64 { eval(th); return lastF },
-		Grad: func(grad, th []float64) { eval(th); copy(grad, lastG) },
-		// Checked by gonum after every evaluation.
-		Status: func() (optimize.Status, error) {
-			if err := ctx.Err(); err != nil {
-				return optimize.Failure, err
-			}
-			return optimize.NotTerminated, nil
-		},
-	}
 	// Stop when the gradient's largest entry is below 1e-5 or the
 	// objective moved less than 1e-9 over 10 iterations (the NLL is a mean,
 	// so these are relative to its per-sample scale).
@@ -267,22 +240,11 @@ func fitLinear(d *linearData, lam, mu float64, o LinearOptions, init []float64) 
 		settings = &optimize.Settings{GradientThreshold: 1e-4, MajorIterations: 100,
 			Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 5}}
 	}
-	res, err := optimize.Minimize(p, slices.Clone(theta), settings, &optimize.LBFGS{})
-	if cerr := ctx.Err(); cerr != nil {
-		return nil, nil, fmt.Errorf("recal: %s: %w", method, cerr)
+	x, err := minimizeLBFGS(o.ctx, method, func(th, grad []float64) float64 { return d.objective(lam, mu, th, grad) }, theta, settings, 0)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err != nil && res == nil {
-		return nil, nil, fmt.Errorf("recal: %s: L-BFGS: %w", method, err)
-	}
-	if res.Status != optimize.GradientThreshold && res.Status != optimize.FunctionConvergence && res.Status != optimize.IterationLimit {
-		return nil, nil, fmt.Errorf("recal: %s: L-BFGS stopped with status %v", method, res.Status)
-	}
-	for _, v := range res.X {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, nil, fmt.Errorf("recal: %s: the fit diverged", method)
-		}
-	}
-	return res.X[:nw], res.X[nw:], nil
+	return x[:nw], x[nw:], nil
 }
 
 // objective returns the objective at th and, if grad is not nil, its

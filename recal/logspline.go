@@ -127,14 +127,7 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 	}
 	u := logProbs(probs, logits, k)
 	knots := massQuantiles(u, m, weights, k)
-	d := &logSplineData{u: u, labels: labels, weights: weights, k: k, knots: knots, workers: o.Workers,
-		wsum: mathx.WeightSum(weights, len(labels)), bucket: make([]uint8, len(u))}
-	for i, v := range u {
-		d.bucket[i] = uint8(sort.SearchFloat64s(knots, v)) // knots below v (or equal)
-		for int(d.bucket[i]) < len(knots) && knots[d.bucket[i]] <= v {
-			d.bucket[i]++
-		}
-	}
+	d := newLogSplineData(u, labels, weights, k, knots, o.Workers)
 	nb := k
 	if o.Shared {
 		nb = 0
@@ -148,7 +141,12 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 			copy(th[1+len(knots):], st.B)
 		}
 	}
-	x, err := minimizeLBFGS(ctx, "log-spline", d.objective, th)
+	// To a gradient of 1e-8 or a change below 1e-12 over 10 iterations.
+	// Near 1e-8 the objective's rounding can stop the line search: a point
+	// whose gradient is below the linear maps' 1e-5 is converged.
+	settings := &optimize.Settings{GradientThreshold: 1e-8, MajorIterations: 1000,
+		Converger: &optimize.FunctionConverge{Absolute: 1e-12, Iterations: 10}}
+	x, err := minimizeLBFGS(ctx, "log-spline", d.objective, th, settings, 1e-5)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +186,17 @@ func massQuantiles(u []float64, m int, weights []float64, k int) []float64 {
 		}
 	}
 	return knots
+}
+
+// newLogSplineData returns the fit's data with each entry's bucket, the
+// number of knots at or below its u.
+func newLogSplineData(u []float64, labels []int, weights []float64, k int, knots []float64, workers int) *logSplineData {
+	d := &logSplineData{u: u, labels: labels, weights: weights, k: k, knots: knots, workers: workers,
+		wsum: mathx.WeightSum(weights, len(labels)), bucket: make([]uint8, len(u))}
+	for i, v := range u {
+		d.bucket[i] = uint8(sort.Search(len(knots), func(j int) bool { return knots[j] > v }))
+	}
+	return d
 }
 
 type logSplineData struct {
@@ -287,12 +296,14 @@ func (d *logSplineData) objective(th, grad []float64) float64 {
 	return loss
 }
 
-// minimizeLBFGS minimises f (which writes its gradient) from th by
-// L-BFGS until the largest gradient entry is below 1e-8 or the objective
-// moved less than 1e-12 over 10 iterations (at most 1000 iterations), or
-// the line search fails where that entry is below 1e-5; a cancelled ctx
-// stops it with an error.
-func minimizeLBFGS(ctx context.Context, name string, f func(th, grad []float64) float64, th []float64) ([]float64, error) {
+// minimizeLBFGS minimises f (which writes its gradient) from th by L-BFGS
+// under settings; a cancelled ctx stops it with an error. It fails unless
+// it stopped on the gradient, the objective's convergence or the
+// iteration limit, or (settle > 0) on a failed line search where the
+// gradient's largest entry is at most settle. gonum asks for the value and
+// the gradient at each point by separate calls; both come from one pass
+// of f, so the pass caches the gradient of the last point.
+func minimizeLBFGS(ctx context.Context, name string, f func(th, grad []float64) float64, th []float64, settings *optimize.Settings, settle float64) ([]float64, error) {
 	var lastX, lastG []float64
 	var lastF float64
 	eval := func(x []float64) {
@@ -315,8 +326,6 @@ func minimizeLBFGS(ctx context.Context, name string, f func(th, grad []float64) 
 			return optimize.NotTerminated, nil
 		},
 	}
-	settings := &optimize.Settings{GradientThreshold: 1e-8, MajorIterations: 1000,
-		Converger: &optimize.FunctionConverge{Absolute: 1e-12, Iterations: 10}}
 	res, err := optimize.Minimize(p, slices.Clone(th), settings, &optimize.LBFGS{})
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("recal: %s: %w", name, cerr)
@@ -324,9 +333,7 @@ func minimizeLBFGS(ctx context.Context, name string, f func(th, grad []float64) 
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("recal: %s: L-BFGS: %w", name, err)
 	}
-	// Near 1e-8 the objective's rounding can stop the line search: a
-	// point whose gradient is below the linear maps' 1e-5 is converged.
-	settled := res.Status == optimize.Failure && res.Gradient != nil && floats.Norm(res.Gradient, math.Inf(1)) <= 1e-5
+	settled := settle > 0 && res.Status == optimize.Failure && res.Gradient != nil && floats.Norm(res.Gradient, math.Inf(1)) <= settle
 	if !settled && res.Status != optimize.GradientThreshold && res.Status != optimize.FunctionConvergence && res.Status != optimize.IterationLimit {
 		return nil, fmt.Errorf("recal: %s: L-BFGS stopped with status %v (%v)", name, res.Status, err)
 	}

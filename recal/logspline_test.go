@@ -23,16 +23,14 @@ func TestLogSplineGradient(t *testing.T) {
 	if len(knots) != 4 {
 		t.Fatalf("%d knots", len(knots))
 	}
-	d := &logSplineData{u: u, labels: y, weights: w, k: k, knots: knots, wsum: 0, bucket: make([]uint8, len(u))}
-	for _, v := range w {
-		d.wsum += v
-	}
+	d := newLogSplineData(u, y, w, k, knots, 1)
 	used := map[uint8]bool{}
 	for i, v := range u {
-		for int(d.bucket[i]) < len(knots) && knots[d.bucket[i]] <= v {
-			d.bucket[i]++
-		}
 		used[d.bucket[i]] = true
+		// The bucket counts the knots at or below u.
+		if b := int(d.bucket[i]); (b > 0 && knots[b-1] > v) || (b < len(knots) && knots[b] <= v) {
+			t.Fatalf("entry %d: u = %v in bucket %d of knots %v", i, v, b, knots)
+		}
 	}
 	if len(used) != 5 {
 		t.Fatalf("buckets used: %v", used)
