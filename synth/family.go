@@ -238,16 +238,8 @@ func (fa Family) GroundTruth(ctx context.Context, q float64, samples int, seed u
 		return GroundTruth{}, fmt.Errorf("synth: ground truth: q = %v, %d samples", q, samples)
 	}
 	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
-		k := fa.K
 		h := fa.truths(m, rng)
-		f := fa.Report(nil, h)
-		for i := 0; i < m; i++ {
-			v := 0.0
-			for c := 0; c < k; c++ {
-				v += math.Pow(math.Abs(h[i*k+c]-f[i*k+c]), q)
-			}
-			out[i] = v
-		}
+		lqPowers(out, h, fa.Report(nil, h), fa.K, q)
 	})
 }
 
@@ -344,12 +336,6 @@ func (d Distortion) GroundTruth(ctx context.Context, q float64, samples int, see
 		f := Dirichlet(make([]float64, m*k), k, d.Alpha, rng)
 		h := make([]float64, len(f))
 		d.truth(h, f)
-		for i := 0; i < m; i++ {
-			v := 0.0
-			for c := 0; c < k; c++ {
-				v += math.Pow(math.Abs(h[i*k+c]-f[i*k+c]), q)
-			}
-			out[i] = v
-		}
+		lqPowers(out, h, f, k, q)
 	})
 }

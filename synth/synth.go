@@ -160,15 +160,19 @@ func (s Setup) GroundTruthContext(ctx context.Context, q float64, samples int, s
 	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
 		k := s.K
 		p := Temperature(nil, UniformSimplex(make([]float64, m*k), k, rng), k, s.T1)
-		f := Temperature(nil, p, k, s.T2)
-		for i := 0; i < m; i++ {
-			v := 0.0
-			for c := 0; c < k; c++ {
-				v += math.Pow(math.Abs(p[i*k+c]-f[i*k+c]), q)
-			}
-			out[i] = v
-		}
+		lqPowers(out, p, Temperature(nil, p, k, s.T2), k, q)
 	})
+}
+
+// lqPowers writes ||h_i - f_i||_q^q of each row (h, f n×k) to out.
+func lqPowers(out, h, f []float64, k int, q float64) {
+	for i := range out {
+		v := 0.0
+		for c := 0; c < k; c++ {
+			v += math.Pow(math.Abs(h[i*k+c]-f[i*k+c]), q)
+		}
+		out[i] = v
+	}
 }
 
 // monteCarlo averages the values that draw writes (m per call, from the
