@@ -223,11 +223,19 @@ func familyName(f synth.Family) string {
 	return string(f.Miscalibration)
 }
 
-// estimateOf is one estimator's value on one data set, with its 95 %
-// interval (lo = hi = NaN where it has none).
+// estimateOf is one estimator's value on one data set, with the standard
+// error of its 95 % normal interval value -+ 1.96 se (NaN where it has
+// none).
 type estimateOf struct {
-	value, lo, hi float64
-	chosen        string
+	value, se float64
+	chosen    string
+}
+
+// holds reports whether the 95 % normal interval value -+ 1.96 se holds
+// the truth, and whether the one-sided 95 % lower bound value - 1.645 se
+// is at most the truth.
+func holds(value, se, truth float64) (interval, lower bool) {
+	return value-1.959963984540054*se <= truth && truth <= value+1.959963984540054*se, value-1.6448536269514722*se <= truth
 }
 
 // Estimators runs every canonical calibration-error estimator on data
@@ -304,12 +312,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 				return nil, fmt.Errorf("experiment: %s K = %d n = %d: %w", row.H, row.K, row.N, err)
 			}
 			auto = append(auto, a.Value)
-			if a.Lo <= truth.Value && truth.Value <= a.Hi {
-				row.Covered++
-			}
-			if a.Value-1.6448536269514722*a.SE <= truth.Value {
-				row.Below++
-			}
+			in, below := holds(a.Value, a.SE, truth.Value)
+			row.Covered += boolCount(in)
+			row.Below += boolCount(below)
 			t, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: o.Seed})
 			if err != nil {
 				return nil, fmt.Errorf("experiment: %s K = %d n = %d: %w", row.H, row.K, row.N, err)
@@ -360,9 +365,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			rc, err := variational.CrossFit(ctx, s, variational.Options{Seed: o.Seed})
 			if err == nil {
 				r1, err1 := rc.Error(variational.Options{})
-				add(EstVariational, TargetCE1, estimateOf{r1.Value, r1.Lo, r1.Hi, r1.Family}, err1)
+				add(EstVariational, TargetCE1, estimateOf{r1.Value, r1.SE, r1.Family}, err1)
 				r2, err2 := rc.Error(variational.Options{Loss: variational.Brier})
-				add(EstVariational, TargetCE22, estimateOf{r2.Value, r2.Lo, r2.Hi, r2.Family}, err2)
+				add(EstVariational, TargetCE22, estimateOf{r2.Value, r2.SE, r2.Family}, err2)
 			} else {
 				add(EstVariational, TargetCE1, estimateOf{}, err)
 				add(EstVariational, TargetCE22, estimateOf{}, err)
@@ -370,7 +375,7 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			secs[EstVariational] += time.Since(t0).Seconds()
 			t0 = time.Now()
 			rt, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: o.Seed})
-			add(EstVariationalTemp, TargetCE1, estimateOf{rt.Value, rt.Lo, rt.Hi, ""}, err)
+			add(EstVariationalTemp, TargetCE1, estimateOf{rt.Value, rt.SE, ""}, err)
 			secs[EstVariationalTemp] += time.Since(t0).Seconds()
 			if kernel {
 				t0 = time.Now()
@@ -382,24 +387,21 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 						continue
 					}
 					v := w.Values[i]
-					lo, hi := termsInterval(v.Terms, v.Kept, v.Value)
-					add(est, target, estimateOf{v.Value, lo, hi, ""}, nil)
+					add(est, target, estimateOf{v.Value, termsSE(v.Terms, v.Kept), ""}, nil)
 				}
 				secs[EstWitness] += time.Since(t0).Seconds()
 				t0 = time.Now()
+				var pe *kde.Result
 				cv, err := kde.SelectBandwidth(ctx, kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Workers: o.Workers})
 				if err == nil {
-					pe, err := kde.Estimate(ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
-					if err == nil {
-						add(EstPlugIn, TargetCE1, estimateOf{pe.Values[0].Value, math.NaN(), math.NaN(), ""}, nil)
-						add(EstPlugIn, TargetCE22, estimateOf{pe.Values[1].Value, math.NaN(), math.NaN(), ""}, nil)
+					pe, err = kde.Estimate(ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
+				}
+				for i, target := range []string{TargetCE1, TargetCE22} {
+					if err != nil {
+						add(EstPlugIn, target, estimateOf{}, err)
 					} else {
-						add(EstPlugIn, TargetCE1, estimateOf{}, err)
-						add(EstPlugIn, TargetCE22, estimateOf{}, err)
+						add(EstPlugIn, target, estimateOf{pe.Values[i].Value, math.NaN(), ""}, nil)
 					}
-				} else {
-					add(EstPlugIn, TargetCE1, estimateOf{}, err)
-					add(EstPlugIn, TargetCE22, estimateOf{}, err)
 				}
 				secs[EstPlugIn] += time.Since(t0).Seconds()
 			}
@@ -407,7 +409,7 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 				t0 = time.Now()
 				b, err := metric.Canonical(f, y, k, 1, nil, metric.BinOptions{Bins: 2})
 				if err == nil {
-					add(EstBinned, TargetCE1, estimateOf{b.Value, math.NaN(), math.NaN(), ""}, nil)
+					add(EstBinned, TargetCE1, estimateOf{b.Value, math.NaN(), ""}, nil)
 				} else {
 					add(EstBinned, TargetCE1, estimateOf{}, err)
 				}
@@ -430,14 +432,11 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			for _, e := range vals[kk] {
 				xs = append(xs, e.value)
 				sq += (e.value - truth.Value) * (e.value - truth.Value)
-				if !math.IsNaN(e.lo) {
+				if !math.IsNaN(e.se) {
 					row.Intervals++
-					if e.lo <= truth.Value && truth.Value <= e.hi {
-						row.Covered++
-					}
-					if se := (e.hi - e.lo) / (2 * 1.959963984540054); e.value-1.6448536269514722*se <= truth.Value {
-						row.Below++
-					}
+					in, below := holds(e.value, e.se, truth.Value)
+					row.Covered += boolCount(in)
+					row.Below += boolCount(below)
 				}
 				if e.chosen != "" {
 					chosen[e.chosen]++
@@ -465,9 +464,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 	return res, nil
 }
 
-// termsInterval returns the 95 % normal interval of the mean of the kept
-// terms: value -+ 1.96 sd / sqrt(kept).
-func termsInterval(terms []float64, kept []bool, value float64) (lo, hi float64) {
+// termsSE returns the standard error sd / sqrt(kept) of the mean of the
+// kept terms (NaN below 2).
+func termsSE(terms []float64, kept []bool) float64 {
 	var m, ss float64
 	n := 0
 	for i, t := range terms {
@@ -480,10 +479,16 @@ func termsInterval(terms []float64, kept []bool, value float64) (lo, hi float64)
 		ss += d * (t - m)
 	}
 	if n < 2 {
-		return math.NaN(), math.NaN()
+		return math.NaN()
 	}
-	half := 1.959963984540054 * math.Sqrt(ss/float64(n-1)/float64(n))
-	return value - half, value + half
+	return math.Sqrt(ss / float64(n-1) / float64(n))
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // WriteTable prints one line per cell, target and estimator.
