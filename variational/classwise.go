@@ -49,10 +49,7 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 	if err != nil {
 		return nil, err
 	}
-	families := o.Families
-	if families == nil {
-		families = AutoFamilies()
-	}
+	families := o.families()
 	cm := &ClassMaps{base: base, unfitted: make([][]int, len(families))}
 	for j, fam := range families {
 		g := make([]float64, len(s.Probs))

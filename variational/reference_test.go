@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/notion"
@@ -74,19 +75,8 @@ func TestProbmetricsLosses(t *testing.T) {
 				case "brier":
 					got = gain(Options{Loss: Brier}, f, g, y)
 				case "top_lp1", "top_log", "top_brier", "binary_lp1", "binary_brier", "over_lp1", "over_brier", "under_lp1", "under_brier":
-					nt := notion.TopLabel
-					if name[:3] != "top" {
-						nt = notion.Binary
-					}
-					o := Options{Loss: Loss(map[string]string{"lp1": "lp", "log": "log", "brier": "brier"}[name[len(name)-len(lossSuffix(name)):]]), P: 1}
-					fs, gs, ys := scalar(nt, f, g, y)
-					lo, hi := confidenceClips(nt, fs, gs)
-					switch name[:3] {
-					case "ove":
-						gs = lo
-					case "und":
-						gs = hi
-					}
+					o := Options{Loss: Loss(map[string]string{"lp1": "lp", "log": "log", "brier": "brier"}[lossSuffix(name)]), P: 1}
+					fs, gs, ys := oneColumn(name, f, g, y)
 					got = gain1(o, fs, gs, ys)
 				default:
 					t.Fatalf("unknown reference %q", name)
@@ -94,18 +84,7 @@ func TestProbmetricsLosses(t *testing.T) {
 				sum += got
 				if (name == "top_lp1" || name == "binary_lp1" || name == "over_lp1" || name == "under_lp1") && math.Abs(got-w) > 1e-12 {
 					// The reference's broadcast (see above).
-					nt := notion.TopLabel
-					if name != "top_lp1" {
-						nt = notion.Binary
-					}
-					fs, gs, ys := scalar(nt, f, g, y)
-					lo, hi := confidenceClips(nt, fs, gs)
-					switch name[:3] {
-					case "ove":
-						gs = lo
-					case "und":
-						gs = hi
-					}
+					fs, gs, ys := oneColumn(name, f, g, y)
 					if pm := oneColumnLpAsProbmetrics(fs, gs, ys); math.Abs(pm-w) > 1e-12 {
 						t.Errorf("K = %d, %s, row %d: probmetrics %v, its broadcast formula %v", k, name, i, w, pm)
 					}
@@ -146,6 +125,25 @@ func oneColumnLpAsProbmetrics(f, g, y float64) float64 {
 		return dot - norm
 	}
 	return l(f) - l(g)
+}
+
+// oneColumn returns the one coordinate of a row that the reference's
+// one-column entry name reads ("top_..." the top label's, else p1) and g
+// clipped as its over_ or under_ wrapper clips it.
+func oneColumn(name string, f, g []float64, y int) (fs, gs, ys float64) {
+	nt := notion.Binary
+	if strings.HasPrefix(name, "top_") {
+		nt = notion.TopLabel
+	}
+	fs, gs, ys = scalar(nt, f, g, y)
+	lo, hi := confidenceClips(nt, fs, gs)
+	switch {
+	case strings.HasPrefix(name, "over_"):
+		gs = lo
+	case strings.HasPrefix(name, "under_"):
+		gs = hi
+	}
+	return fs, gs, ys
 }
 
 // lossSuffix returns the loss part of a reference name ("lp1", "log",

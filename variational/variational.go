@@ -176,10 +176,7 @@ type Candidate struct {
 // another fits (Error lists it with its error); the error is returned
 // when none does.
 func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error) {
-	families := o.Families
-	if families == nil {
-		families = AutoFamilies()
-	}
+	families := o.families()
 	if len(families) == 0 {
 		return nil, fmt.Errorf("%w: no recalibration family", ErrInput)
 	}
@@ -354,6 +351,14 @@ func (rc *Recalibrated) errorOf(o Options, g []float64) Result {
 		r.Over, r.Under = rc.summarize(over).Value, rc.summarize(under).Value
 	}
 	return r
+}
+
+// families returns o.Families, or AutoFamilies for nil.
+func (o Options) families() []Family {
+	if o.Families == nil {
+		return AutoFamilies()
+	}
+	return o.Families
 }
 
 // withLoss returns o with the default loss and p set, or an error
