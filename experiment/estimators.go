@@ -23,15 +23,27 @@ import (
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
+	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/synth"
 	"github.com/calib-dev/calib/variational"
 )
 
 // The targets of EstimatorsResult rows: the canonical CE_1 = E||h - f||_1
-// and CE_2^2 = E||h - f||_2^2 (h = E[y | f]).
+// and CE_2^2 = E||h - f||_2^2 (h = E[y | f]); the top-label (confidence)
+// errors of synth.TopLabel, with c = max_k f_k, a = h at that class and
+// r(c) = E[a | c] - c: TL_1 = E|r(c)|, TL_2^2 = E r(c)^2 and KS =
+// max_t |E[(a - c) 1{c <= t}]|; the population ATB_1 and ATB_2 of
+// metric.ATB (the scores c against the outcomes a of a large sample) and
+// the population smECE (smooth.ECE of the same).
 const (
-	TargetCE1  = "CE_1"
-	TargetCE22 = "CE_2^2"
+	TargetCE1   = "CE_1"
+	TargetCE22  = "CE_2^2"
+	TargetTL1   = "TL_1"
+	TargetTL22  = "TL_2^2"
+	TargetKS    = "KS"
+	TargetATB1  = "ATB_1"
+	TargetATB2  = "ATB_2"
+	TargetSmECE = "smECE"
 )
 
 // Estimator names of the estimators experiment.
@@ -41,7 +53,24 @@ const (
 	EstWitness         = "witness"                 // kde.Witness, p = 1
 	EstUStatistic      = "u-statistic"             // kde.Witness, p = 2
 	EstPlugIn          = "plug-in"                 // kde.Estimate at the LOO bandwidth
+	EstPlugInReference = "plug-in-reference"       // kde.Estimate at the reference code's bandwidth (kde.Reference)
 	EstBinned          = "binned"                  // metric.Canonical, 2 bins per class
+	EstBinnedDoane     = "binned-doane"            // metric.Canonical, the Doane rule's bins per class
+	EstBinnedSqrt      = "binned-sqrt"             // metric.Canonical, ceil(sqrt(n)) bins per class
+
+	// Top-label (confidence) estimators, calib eval's top_label entries.
+	EstECEBin         = "ece-bin"          // 15 equal-width bins, p = 1 (ece_bin), bootstrap interval
+	EstECEBinMass     = "ece-bin-mass"     // 15 equal-mass bins, p = 1
+	EstECEBinDoane    = "ece-bin-doane"    // equal-width bins, Doane's rule
+	EstECEBinSqrt     = "ece-bin-sqrt"     // equal-mass bins, ceil(sqrt(n)) of them
+	EstECEDebiased    = "ece-bin-debiased" // Kumar et al.'s debiased L2, 15 equal-width bins (ece_bin_debiased)
+	EstECEDebiasedMas = "ece-bin-debiased-mass"
+	EstSweep          = "ece-sweep"       // metric.SweepECE, equal mass (Roelofs et al.'s choice)
+	EstSweepWidth     = "ece-sweep-width" // metric.SweepECE, equal width
+	EstSmECE          = "smece"           // smooth.ECE (relplot 1.0.3)
+	EstATB            = "atb"             // metric.ATB, p = 1
+	EstATBDebiased    = "atb-debiased"    // metric.ATB, p = 2, less metric.ATBBias
+	EstKS             = "ks"              // metric.KS, top-1, bootstrap interval
 )
 
 // EstimatorCell is one setting of the estimators experiment: a synthetic
@@ -223,19 +252,44 @@ func familyName(f synth.Family) string {
 	return string(f.Miscalibration)
 }
 
-// estimateOf is one estimator's value on one data set, with the standard
-// error of its 95 % normal interval value -+ 1.96 se (NaN where it has
-// none).
+// estimateOf is one estimator's value on one data set with its 95 %
+// interval [lo, hi] and one-sided 95 % lower bound (NaN where it has
+// none), and the variational family chosen.
 type estimateOf struct {
-	value, se float64
-	chosen    string
+	value, lo, hi, lower float64
+	chosen               string
 }
 
-// holds reports whether the 95 % normal interval value -+ 1.96 se holds
-// the truth, and whether the one-sided 95 % lower bound value - 1.645 se
-// is at most the truth.
-func holds(value, se, truth float64) (interval, lower bool) {
-	return value-1.959963984540054*se <= truth && truth <= value+1.959963984540054*se, value-1.6448536269514722*se <= truth
+// normal is the estimate with the normal interval value -+ 1.96 se and
+// the lower bound value - 1.645 se (NaN for a NaN se).
+func normal(value, se float64, chosen string) estimateOf {
+	return estimateOf{value, value - 1.959963984540054*se, value + 1.959963984540054*se, value - 1.6448536269514722*se, chosen}
+}
+
+// point is an estimate without an interval.
+func point(value float64) estimateOf {
+	return estimateOf{value, math.NaN(), math.NaN(), math.NaN(), ""}
+}
+
+// bootstrapped is the estimate with calib's bootstrap percentile
+// intervals (metric.Bootstrap, 200 resamples of the rows): the 95 % one
+// and, from the same resamples, the 5 % quantile as the lower bound.
+func bootstrapped(ctx context.Context, value float64, n int, seed uint64, workers int, stat func(idx []int) (float64, error)) (estimateOf, error) {
+	two, err := metric.Bootstrap(ctx, n, stat, metric.BootstrapOptions{Seed: seed, Workers: workers})
+	if err != nil {
+		return estimateOf{}, err
+	}
+	one, err := metric.Bootstrap(ctx, n, stat, metric.BootstrapOptions{Seed: seed, Workers: workers, Level: 0.9})
+	if err != nil {
+		return estimateOf{}, err
+	}
+	return estimateOf{value, two.Lo, two.Hi, one.Lo, ""}, nil
+}
+
+// holds reports whether the interval holds the truth and whether the
+// lower bound is at most the truth.
+func (e estimateOf) holds(truth float64) (interval, lower bool) {
+	return e.lo <= truth && truth <= e.hi, e.lower <= truth
 }
 
 // Estimators runs every canonical calibration-error estimator on data
@@ -312,7 +366,7 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 				return nil, fmt.Errorf("experiment: %s K = %d n = %d: %w", row.H, row.K, row.N, err)
 			}
 			auto = append(auto, a.Value)
-			in, below := holds(a.Value, a.SE, truth.Value)
+			in, below := normal(a.Value, a.SE, "").holds(truth.Value)
 			row.Covered += boolCount(in)
 			row.Below += boolCount(below)
 			t, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: o.Seed})
@@ -338,6 +392,11 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		if err != nil {
 			return nil, err
 		}
+		truths, err := topLabelTruths(ctx, fam, samples, o.Seed^0x9e3779b97f4a7c15, o.Workers)
+		if err != nil {
+			return nil, err
+		}
+		truths[TargetCE1], truths[TargetCE22] = truth1, truth2
 		kernel := float64(n)*float64(n)*float64(k) <= maxWork
 		type key struct{ est, target string }
 		vals := map[key][]estimateOf{}
@@ -345,6 +404,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		failed := map[key]int{}
 		var order []key
 		add := func(est, target string, e estimateOf, err error) {
+			if _, ok := truths[target]; !ok {
+				panic("experiment: no truth for " + target)
+			}
 			kk := key{est, target}
 			if !slices.Contains(order, kk) {
 				order = append(order, kk)
@@ -365,9 +427,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			rc, err := variational.CrossFit(ctx, s, variational.Options{Seed: o.Seed})
 			if err == nil {
 				r1, err1 := rc.Error(variational.Options{})
-				add(EstVariational, TargetCE1, estimateOf{r1.Value, r1.SE, r1.Family}, err1)
+				add(EstVariational, TargetCE1, normal(r1.Value, r1.SE, r1.Family), err1)
 				r2, err2 := rc.Error(variational.Options{Loss: variational.Brier})
-				add(EstVariational, TargetCE22, estimateOf{r2.Value, r2.SE, r2.Family}, err2)
+				add(EstVariational, TargetCE22, normal(r2.Value, r2.SE, r2.Family), err2)
 			} else {
 				add(EstVariational, TargetCE1, estimateOf{}, err)
 				add(EstVariational, TargetCE22, estimateOf{}, err)
@@ -375,7 +437,7 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			secs[EstVariational] += time.Since(t0).Seconds()
 			t0 = time.Now()
 			rt, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: o.Seed})
-			add(EstVariationalTemp, TargetCE1, estimateOf{rt.Value, rt.SE, ""}, err)
+			add(EstVariationalTemp, TargetCE1, normal(rt.Value, rt.SE, ""), err)
 			secs[EstVariationalTemp] += time.Since(t0).Seconds()
 			if kernel {
 				t0 = time.Now()
@@ -387,43 +449,53 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 						continue
 					}
 					v := w.Values[i]
-					add(est, target, estimateOf{v.Value, termsSE(v.Terms, v.Kept), ""}, nil)
+					add(est, target, normal(v.Value, termsSE(v.Terms, v.Kept), ""), nil)
 				}
 				secs[EstWitness] += time.Since(t0).Seconds()
-				t0 = time.Now()
-				var pe *kde.Result
-				cv, err := kde.SelectBandwidth(ctx, kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Workers: o.Workers})
-				if err == nil {
-					pe, err = kde.Estimate(ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
-				}
-				for i, target := range []string{TargetCE1, TargetCE22} {
-					if err != nil {
-						add(EstPlugIn, target, estimateOf{}, err)
-					} else {
-						add(EstPlugIn, target, estimateOf{pe.Values[i].Value, math.NaN(), ""}, nil)
+				for _, b := range []struct {
+					est string
+					kde.Objective
+				}{{EstPlugIn, kde.LOO}, {EstPlugInReference, kde.Reference}} {
+					t0 = time.Now()
+					var pe *kde.Result
+					cv, err := kde.SelectBandwidth(ctx, kde.Canonical, f, y, k, nil, kde.BandwidthOptions{Objective: b.Objective, Workers: o.Workers})
+					if err == nil {
+						pe, err = kde.Estimate(ctx, kde.Canonical, f, y, k, nil, kde.Options{Bandwidth: cv.Bandwidth, P: []float64{1, 2}, Workers: o.Workers})
 					}
+					for i, target := range []string{TargetCE1, TargetCE22} {
+						if err != nil {
+							add(b.est, target, estimateOf{}, err)
+						} else {
+							add(b.est, target, point(pe.Values[i].Value), nil)
+						}
+					}
+					secs[b.est] += time.Since(t0).Seconds()
 				}
-				secs[EstPlugIn] += time.Since(t0).Seconds()
 			}
 			if k <= 20 {
-				t0 = time.Now()
-				b, err := metric.Canonical(f, y, k, 1, nil, metric.BinOptions{Bins: 2})
-				if err == nil {
-					add(EstBinned, TargetCE1, estimateOf{b.Value, math.NaN(), ""}, nil)
-				} else {
-					add(EstBinned, TargetCE1, estimateOf{}, err)
+				for _, b := range []struct {
+					est string
+					metric.BinOptions
+				}{{EstBinned, metric.BinOptions{Bins: 2}}, {EstBinnedDoane, metric.BinOptions{Rule: metric.Doane}}, {EstBinnedSqrt, metric.BinOptions{Rule: metric.Sqrt}}} {
+					t0 = time.Now()
+					v, err := metric.Canonical(f, y, k, 1, nil, b.BinOptions)
+					if err == nil {
+						add(b.est, TargetCE1, point(v.Value), nil)
+					} else {
+						add(b.est, TargetCE1, estimateOf{}, err)
+					}
+					secs[b.est] += time.Since(t0).Seconds()
 				}
-				secs[EstBinned] += time.Since(t0).Seconds()
+			}
+			if err := topLabelEstimates(ctx, f, y, k, seedOf(o.Seed, 17, ci, r).Uint64(), o.Workers, add, secs); err != nil {
+				return nil, err
 			}
 			if err := canceled(ctx); err != nil {
 				return nil, err
 			}
 		}
 		for _, kk := range order {
-			truth := truth1
-			if kk.target == TargetCE22 {
-				truth = truth2
-			}
+			truth := truths[kk.target]
 			row := EstimatorRow{Setting: fmt.Sprintf("%v, n = %d", fam, n), Family: familyName(fam), Alpha: fam.Alpha, K: k, N: n,
 				Target: kk.target, Truth: truth.Value, TruthSE: truth.SE, Estimator: kk.est}
 			var xs []float64
@@ -432,9 +504,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 			for _, e := range vals[kk] {
 				xs = append(xs, e.value)
 				sq += (e.value - truth.Value) * (e.value - truth.Value)
-				if !math.IsNaN(e.se) {
+				if !math.IsNaN(e.lo) {
 					row.Intervals++
-					in, below := holds(e.value, e.se, truth.Value)
+					in, below := e.holds(truth.Value)
 					row.Covered += boolCount(in)
 					row.Below += boolCount(below)
 				}
@@ -462,6 +534,129 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		parts.Finished(fmt.Sprintf("%v, n = %d", fam, n))
 	}
 	return res, nil
+}
+
+// topLabelTruths returns the truths of the top-label targets of the
+// family: synth.TopLabelTruth of a confidence sample of the given size,
+// and metric.ATB and smooth.ECE of that sample's confidences against the
+// probabilities a of their class (the population values, the sample
+// standing for the population; their SE is left 0).
+func topLabelTruths(ctx context.Context, fam synth.Family, samples int, seed uint64, workers int) (map[string]synth.GroundTruth, error) {
+	conf, acc, err := fam.Confidence(ctx, samples, seed, workers)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := synth.TopLabelTruth(conf, acc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]synth.GroundTruth{TargetTL1: tl.L1, TargetTL22: tl.L2, TargetKS: tl.KS}
+	for _, p := range []float64{1, 2} {
+		v, err := metric.ATB(conf, acc, nil, p)
+		if err != nil {
+			return nil, err
+		}
+		out[map[float64]string{1: TargetATB1, 2: TargetATB2}[p]] = synth.GroundTruth{Value: v, Samples: samples}
+	}
+	sm, err := smooth.ECE(ctx, conf, acc, nil, smooth.Options{})
+	if err != nil {
+		return nil, err
+	}
+	out[TargetSmECE] = synth.GroundTruth{Value: sm.Value, Samples: samples}
+	return out, nil
+}
+
+// topLabelEstimates adds the top-label estimators' values on one data set
+// (calib eval's top_label entries: scores the confidences, outcomes
+// whether the label is the predicted class), timing each in secs.
+func topLabelEstimates(ctx context.Context, f []float64, y []int, k int, seed uint64, workers int,
+	add func(est, target string, e estimateOf, err error), secs map[string]float64) error {
+	scores, outcomes := metric.TopR(f, y, k, 1)
+	n := len(scores)
+	timed := func(est string, run func()) {
+		t0 := time.Now()
+		run()
+		secs[est] += time.Since(t0).Seconds()
+	}
+	bins := func(idx []int, o metric.BinOptions) (*metric.Bins, error) {
+		if idx == nil {
+			return metric.BinScores(scores, outcomes, nil, o)
+		}
+		return metric.BinScores(metric.Resample(scores, 1, idx), metric.Resample(outcomes, 1, idx), nil, o)
+	}
+	for _, b := range []struct {
+		est, target string
+		metric.BinOptions
+		debiased bool
+	}{
+		{EstECEBin, TargetTL1, metric.BinOptions{}, false},
+		{EstECEBinMass, TargetTL1, metric.BinOptions{Binning: metric.EqualMass}, false},
+		{EstECEBinDoane, TargetTL1, metric.BinOptions{Rule: metric.Doane}, false},
+		{EstECEBinSqrt, TargetTL1, metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Sqrt}, false},
+		{EstECEDebiased, TargetTL22, metric.BinOptions{}, true},
+		{EstECEDebiasedMas, TargetTL22, metric.BinOptions{Binning: metric.EqualMass}, true},
+	} {
+		timed(b.est, func() {
+			bs, err := bins(nil, b.BinOptions)
+			if err != nil {
+				add(b.est, b.target, estimateOf{}, err)
+				return
+			}
+			if b.debiased {
+				add(b.est, b.target, point(bs.DebiasedL2()), nil)
+				return
+			}
+			e := point(bs.ECE(1))
+			if b.est == EstECEBin {
+				e, err = bootstrapped(ctx, e.value, n, seed, workers, func(idx []int) (float64, error) {
+					bs, err := bins(idx, b.BinOptions)
+					if err != nil {
+						return 0, err
+					}
+					return bs.ECE(1), nil
+				})
+			}
+			add(b.est, b.target, e, err)
+		})
+		if err := canceled(ctx); err != nil {
+			return err
+		}
+	}
+	for _, b := range []struct {
+		est string
+		metric.Binning
+	}{{EstSweep, metric.EqualMass}, {EstSweepWidth, metric.EqualWidth}} {
+		timed(b.est, func() {
+			v, _, err := metric.SweepECE(scores, outcomes, nil, b.Binning, 1)
+			add(b.est, TargetTL1, point(v), err)
+		})
+	}
+	timed(EstSmECE, func() {
+		sm, err := smooth.ECE(ctx, scores, outcomes, nil, smooth.Options{})
+		add(EstSmECE, TargetTL1, point(sm.Value), err)
+		add(EstSmECE, TargetSmECE, point(sm.Value), err)
+	})
+	timed(EstATB, func() {
+		a, err := metric.NewSortedATB(scores, outcomes)
+		var v1, v2 float64
+		if err == nil {
+			v1, err = a.Value(nil, 1)
+		}
+		if err == nil {
+			v2, err = a.Value(nil, 2)
+		}
+		add(EstATB, TargetATB1, point(v1), err)
+		add(EstATBDebiased, TargetATB2, point(v2-metric.ATBBias(scores, nil)), err)
+	})
+	timed(EstKS, func() {
+		v, _ := metric.KS(scores, outcomes, false, nil)
+		e, err := bootstrapped(ctx, v, n, seed, workers, func(idx []int) (float64, error) {
+			v, _ := metric.KS(metric.Resample(scores, 1, idx), metric.Resample(outcomes, 1, idx), false, nil)
+			return v, nil
+		})
+		add(EstKS, TargetKS, e, err)
+	})
+	return canceled(ctx)
 }
 
 // termsSE returns the standard error sd / sqrt(kept) of the mean of the
@@ -493,9 +688,9 @@ func boolCount(b bool) int {
 
 // WriteTable prints one line per cell, target and estimator.
 func (r *EstimatorsResult) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "Canonical calibration-error estimators against the Monte Carlo truth (%d data sets per cell, %d samples per truth).\n", r.Reps, r.GroundSamples)
+	fmt.Fprintf(w, "Calibration-error estimators against the Monte Carlo truth of their targets (%d data sets per cell, %d samples per truth).\n", r.Reps, r.GroundSamples)
 	fmt.Fprintf(w, "ratio: mean / truth; cover: data sets whose 95 %% interval held the truth; lower: whose one-sided 95 %% lower bound\n")
-	fmt.Fprintf(w, "(value - 1.645 SE) was at most the truth; s: seconds per data set.\n\n")
+	fmt.Fprintf(w, "(value - 1.645 SE; bootstrap: the 5 %% quantile) was at most the truth; s: seconds per data set.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "family\talpha\tK\tn\ttarget\ttruth\testimator\tmean\tsd\tratio\trmse\tcover\tlower\ts\tchosen\t")
 	for _, row := range r.Rows {
@@ -536,17 +731,31 @@ func (r *EstimatorsResult) writePaper(w io.Writer) error {
 // Figures returns "ratio": mean / truth of the CE_1 estimators against
 // K at n = 5,000, one panel per miscalibrated family on flat truths and
 // one per family on sharp truths (the many-class cells), and "calibrated":
-// the CE_1 estimates of the calibrated model against K (truth 0).
+// the CE_1 estimates of the calibrated model against K (truth 0);
+// "toplabel" and "toplabel-calibrated" are the same for the top-label
+// estimators, each against the truth of its own target (TL_1, KS or
+// ATB_1).
 func (r *EstimatorsResult) Figures() map[string]report.Figure {
 	if len(r.Rows) == 0 {
 		return nil
 	}
-	return map[string]report.Figure{"ratio": &estFigure{r, false}, "calibrated": &estFigure{r, true}}
+	canonical := []string{TargetCE1}
+	top := []string{TargetTL1, TargetKS, TargetATB1}
+	return map[string]report.Figure{
+		"ratio":               &estFigure{r, false, canonical, estimatorOrder},
+		"calibrated":          &estFigure{r, true, canonical, estimatorOrder},
+		"toplabel":            &estFigure{r, false, top, topLabelOrder},
+		"toplabel-calibrated": &estFigure{r, true, top, topLabelOrder},
+	}
 }
 
+// estFigure draws the rows of the targets at n = 5,000, a series per
+// estimator of order.
 type estFigure struct {
 	r          *EstimatorsResult
 	calibrated bool
+	targets    []string
+	order      []string
 }
 
 func (f *estFigure) Size() (vg.Length, vg.Length) {
@@ -556,9 +765,12 @@ func (f *estFigure) Size() (vg.Length, vg.Length) {
 	return 14 * vg.Inch, 8 * vg.Inch
 }
 
-// estimatorOrder is the order (and colour) of the estimators in the
-// figures.
-var estimatorOrder = []string{EstVariational, EstVariationalTemp, EstWitness, EstPlugIn, EstBinned}
+// estimatorOrder and topLabelOrder are the order (and colour) of the
+// estimators in the figures.
+var (
+	estimatorOrder = []string{EstVariational, EstVariationalTemp, EstWitness, EstPlugIn, EstBinned}
+	topLabelOrder  = []string{EstECEBin, EstECEBinMass, EstSweep, EstSmECE, EstKS, EstATB}
+)
 
 func (f *estFigure) Draw(c draw.Canvas) {
 	type panelKey struct {
@@ -568,7 +780,7 @@ func (f *estFigure) Draw(c draw.Canvas) {
 	var keys []panelKey
 	byPanel := map[panelKey][]EstimatorRow{}
 	for _, row := range f.r.Rows {
-		if row.Target != TargetCE1 || row.N != 5000 || (row.Family == "calibrated") != f.calibrated {
+		if !slices.Contains(f.targets, row.Target) || row.N != 5000 || (row.Family == "calibrated") != f.calibrated {
 			continue
 		}
 		k := panelKey{row.Family, row.Alpha < 1}
@@ -588,10 +800,10 @@ func (f *estFigure) Draw(c draw.Canvas) {
 		}
 		ylabel := "mean / truth (±SE)"
 		if f.calibrated {
-			title, ylabel = "calibrated (truth 0), n = 5,000", "mean CE_1 estimate (±SE)"
+			title, ylabel = "calibrated (truth 0), n = 5,000", "mean "+f.targets[0]+" estimate (±SE)"
 		}
 		p := logXPlot(title, "K (log scale)", ylabel)
-		for i, est := range estimatorOrder {
+		for i, est := range f.order {
 			var xs, ys, se []float64
 			for _, row := range byPanel[k] {
 				if row.Estimator != est || (f.calibrated && row.Alpha < 1) {

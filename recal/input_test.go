@@ -40,7 +40,7 @@ func logitSet(n, k int, seed uint64) (probs, logits []float64, labels []int) {
 
 // fitAll fits one map of every method on n rows of K = 3 (the linear maps
 // at fixed lambda and mu).
-func fitAll(t *testing.T, n int) []Calibrator {
+func fitAll(t testing.TB, n int) []Calibrator {
 	t.Helper()
 	const k = 3
 	p, z, y := logitSet(n, k, 1)

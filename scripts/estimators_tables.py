@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables of `calib experiment estimators` (its estimators.json) for
-EXPERIMENTS.md: the many-class table, the table against n, calibrated models,
-interval coverage by estimator, and the variational paper's settings.
+EXPERIMENTS.md: the summary of every estimator against the truth of its target,
+the many-class table, the table against n, calibrated models, the top-label
+estimators, interval coverage by estimator, and the variational paper's settings.
 
     python3 scripts/estimators_tables.py DIR/estimators.json
 """
@@ -34,6 +35,43 @@ def fmt_ratio(x):
 
 
 fams = ["paper", "temperature", "smoothing", "prior_shift", "entropic", "calibrated"]
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    i = q * (len(xs) - 1)
+    lo = int(i)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+
+
+print("### Every estimator against the truth of its target (all cells with n >= 1,000)\n")
+print("ratio: the cell's mean over its data sets / the truth, over the miscalibrated cells (median and 10 to 90 % of the cells); "
+      "rel. RMSE: the cell's RMSE / truth (median over those cells); calibrated: the cells' means on calibrated models (truth 0), "
+      "least and largest; s: mean seconds per data set at n = 5,000.\n")
+print("| estimator | target | cells | median ratio | ratio 10 % to 90 % | median rel. RMSE | calibrated | s at n = 5,000 |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+seen = []
+for x in rows:
+    key = (x["estimator"], x["target"])
+    if key not in seen:
+        seen.append(key)
+for est, target in seen:
+    sel = [x for x in rows if (x["estimator"], x["target"]) == (est, target) and x["n"] >= 1000 and x["stat"]["reps"] > 0]
+    mis = [x for x in sel if x["family"] != "calibrated" and x["truth"] > 1e-9]
+    if not sel:
+        continue
+    cal = [x["stat"]["mean"] for x in sel if x["family"] == "calibrated"]
+    rat = [ratio(x) for x in mis]
+    rr = [x["rmse"] / x["truth"] for x in mis]
+    secs = [x["seconds"] for x in sel if x["n"] == 5000]
+    cal_s = f"{min(cal):+.4f} to {max(cal):+.4f}" if cal else "-"
+    sec_s = f"{sum(secs)/len(secs):.3f}" if secs else "-"
+    print(f"| {est} | {target} | {len(sel)} | {quantile(rat, 0.5):.2f} | {quantile(rat, 0.1):.2f} to {quantile(rat, 0.9):.2f} | "
+          f"{quantile(rr, 0.5):.2f} | {cal_s} | {sec_s} |")
+print()
 print("### Many classes: mean / truth of the CE_1 estimates at n = 5,000 (calibrated: the mean itself)\n")
 print("| truths | family | K | truth | " + " | ".join(EST) + " |")
 print("|" + " --- |" * (4 + len(EST)))
@@ -59,7 +97,23 @@ for k in (2, 4, 10):
             t = next(x for x in xs if x is not None)["truth"]
             print(f"| {fam} | {k} | {n} | {t:.4f} | " + " | ".join(fmt_ratio(x) for x in xs) + " |")
 
-print("\n### Interval coverage of the truth, all cells (CE_1 and CE_2^2 targets)\n")
+TOP = [("ece-bin", "TL_1"), ("ece-bin-mass", "TL_1"), ("ece-bin-doane", "TL_1"), ("ece-bin-sqrt", "TL_1"), ("ece-sweep", "TL_1"),
+       ("ece-sweep-width", "TL_1"), ("smece", "TL_1"), ("ks", "KS"), ("atb", "ATB_1")]
+print("\n### Top-label estimators: mean / truth of their targets (calibrated: the mean itself)\n")
+print("| truths | family | K | n | TL_1 | " + " | ".join(e for e, _ in TOP) + " |")
+print("|" + " --- |" * (5 + len(TOP)))
+for sharp in (False, True):
+    for k in (2, 4, 10, 20, 50, 100):
+        for fam in fams:
+            for n in (100, 1000, 5000, 20000):
+                alpha = 1 / k if sharp else 1.0
+                xs = [cell(rows, fam, alpha, k, n, e, t) for e, t in TOP]
+                if all(x is None for x in xs):
+                    continue
+                t = next(x for x in xs if x is not None)["truth"]
+                print(f'| {"Dir(1/K)" if sharp else "Dir(1)"} | {fam} | {k} | {n} | {t:.4f} | ' + " | ".join(fmt_ratio(x) for x in xs) + " |")
+
+print("\n### Interval coverage of the truth, all cells\n")
 print("| estimator | target | cells | data sets | 95 % interval held the truth | one-sided 95 % lower bound <= truth | of which calibrated: interval, lower bound |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 agg = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0])
@@ -79,20 +133,20 @@ for (e, t), a in sorted(agg.items()):
     cal = f"{a[5]}/{a[4]}, {a[6]}/{a[4]}" if a[4] else "-"
     print(f"| {e} | {t} | {a[0]} | {a[1]} | {a[2]}/{a[1]} ({100*a[2]/a[1]:.0f} %) | {a[3]}/{a[1]} ({100*a[3]/a[1]:.0f} %) | {cal} |")
 
-print("\n### Coverage by K (CE_1): interval / lower bound\n")
+print("\n### Coverage by K: interval / lower bound\n")
 ks = sorted({x["k"] for x in rows})
 print("| estimator | " + " | ".join(f"K = {k}" for k in ks) + " |")
 print("|" + " --- |" * (1 + len(ks)))
-for e in ("variational", "variational-temperature", "witness"):
+for e, target in (("variational", "CE_1"), ("variational-temperature", "CE_1"), ("witness", "CE_1"), ("ece-bin", "TL_1"), ("ks", "KS")):
     parts = []
     for k in ks:
-        sel = [x for x in rows if x["estimator"] == e and x["target"] == "CE_1" and x["k"] == k and x["intervals"] > 0]
+        sel = [x for x in rows if x["estimator"] == e and x["target"] == target and x["k"] == k and x["intervals"] > 0]
         iv = sum(x["intervals"] for x in sel)
         if iv == 0:
             parts.append("-")
             continue
         parts.append(f'{100*sum(x["covered"] for x in sel)/iv:.0f} % / {100*sum(x["below"] for x in sel)/iv:.0f} %')
-    print(f"| {e} | " + " | ".join(parts) + " |")
+    print(f"| {e} ({target}) | " + " | ".join(parts) + " |")
 
 if r.get("paper"):
     print("\n### The variational paper's published settings (f ~ Dir(0.5), canonical L1)\n")
