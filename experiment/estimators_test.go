@@ -89,8 +89,9 @@ func TestEstimatorsSmall(t *testing.T) {
 // TestEstimatorsPaper: the published table parses (24 settings, the
 // paper's temperature-scaling mean for overconfident_mc, K = 3, n = 1069
 // is 0.450154); the quick paper part runs its 4 settings at K = 3, n =
-// 1069, each Monte Carlo truth within 0.005 of the printed one; an
-// unknown part is refused.
+// 1069, each Monte Carlo truth within 0.005 of the printed one, with every
+// estimator's row (8 targets; the top-label truth 0 exactly on the
+// calibrated setting only); an unknown part is refused.
 func TestEstimatorsPaper(t *testing.T) {
 	rows, err := publishedRows()
 	if err != nil || len(rows) != 24 {
@@ -106,8 +107,21 @@ func TestEstimatorsPaper(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	for _, p := range res.Paper {
-		if math.Abs(p.Truth-p.PaperTruth) > 0.005 || p.Variational.Reps != 2 {
-			t.Errorf("%s: truth %v, the paper's %v; %+v", p.H, p.Truth, p.PaperTruth, p.Variational)
+		if math.Abs(p.Truth-p.PaperTruth) > 0.005 || p.Variational.Reps != 2 || p.Witness.Reps != 2 {
+			t.Errorf("%s: truth %v, the paper's %v; %+v, witness %+v", p.H, p.Truth, p.PaperTruth, p.Variational, p.Witness)
+		}
+		targets := map[string]bool{}
+		for _, x := range p.Rows {
+			targets[x.Target] = true
+			if x.Family != p.H || x.K != 3 || x.N != 1069 || x.Stat.Reps != 2 {
+				t.Errorf("%s: row %+v", p.H, x)
+			}
+			if x.Target == TargetTL1 && (x.Truth == 0) != (p.H == "perfectly_calibrated_mc") {
+				t.Errorf("%s: TL_1 truth %v", p.H, x.Truth)
+			}
+		}
+		if len(targets) != 8 {
+			t.Errorf("%s: targets %v", p.H, targets)
 		}
 	}
 	if _, err := Estimators(context.Background(), EstimatorsOptions{Parts: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown part "nope"`) {

@@ -22,18 +22,37 @@ func (fa Family) Confidence(ctx context.Context, samples int, seed uint64, worke
 	if err := fa.check(); err != nil {
 		return nil, nil, err
 	}
+	return confidence(ctx, fa.K, samples, seed, workers, func(rng *rand.Rand, m int) (f, h []float64) {
+		h = fa.truths(m, rng)
+		return fa.Report(nil, h), h
+	})
+}
+
+// Confidence is Family.Confidence for the setting.
+func (d Distortion) Confidence(ctx context.Context, samples int, seed uint64, workers int) (conf, acc []float64, err error) {
+	if err := d.check(); err != nil {
+		return nil, nil, err
+	}
+	return confidence(ctx, d.K, samples, seed, workers, func(rng *rand.Rand, m int) (f, h []float64) {
+		f = Dirichlet(make([]float64, m*d.K), d.K, d.Alpha, rng)
+		h = make([]float64, len(f))
+		d.truth(h, f)
+		return f, h
+	})
+}
+
+// confidence is Confidence of the predictions and truths (m×k) that draw
+// returns for a block.
+func confidence(ctx context.Context, k, samples int, seed uint64, workers int, draw func(rng *rand.Rand, m int) (f, h []float64)) (conf, acc []float64, err error) {
 	if samples < 2 {
 		return nil, nil, fmt.Errorf("synth: confidence sample: %d samples", samples)
 	}
 	conf, acc = make([]float64, samples), make([]float64, samples)
 	nb := (samples + groundBlock - 1) / groundBlock
-	k := fa.K
 	stopped := parallel.ForContext(ctx, nb, workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
 		lo := b * groundBlock
 		m := min(groundBlock, samples-lo)
-		rng := rand.New(rand.NewPCG(seed, uint64(b)))
-		h := fa.truths(m, rng)
-		f := fa.Report(nil, h)
+		f, h := draw(rand.New(rand.NewPCG(seed, uint64(b))), m)
 		for i := range m {
 			top := 0
 			for c := 1; c < k; c++ {

@@ -15,7 +15,7 @@ import (
 // are within 5 SE (plus 1e-4 of the runs' discretisation) of them; a
 // calibrated family reads exactly 0; and at K = 2 under a temperature TL_1
 // is half the canonical CE_1 (the top class determines the row), within
-// 5 combined SE.
+// 5 combined SE, as under the variational paper's over-confident setting.
 func TestTopLabelClosedForm(t *testing.T) {
 	ctx := context.Background()
 	const n, e = 200000, 0.1
@@ -75,6 +75,25 @@ func TestTopLabelClosedForm(t *testing.T) {
 	}
 	if d := math.Abs(tl.L1.Value - canon.Value/2); d > 5*math.Hypot(tl.L1.SE, canon.SE/2)+1e-4 {
 		t.Errorf("temperature, K = 2: TL_1 = %v, canonical CE_1 / 2 = %v", tl.L1.Value, canon.Value/2)
+	}
+	// The variational paper's settings: at K = 2 the same identity; its
+	// calibrated setting reads 0.
+	d := Distortion{K: 2, Alpha: 0.5, H: "overconfident_mc"}
+	if conf, acc, err = d.Confidence(ctx, n, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err = TopLabelTruth(conf, acc); err != nil {
+		t.Fatal(err)
+	}
+	if canon, err = d.GroundTruth(ctx, 1, n, 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if dd := math.Abs(tl.L1.Value - canon.Value/2); dd > 5*math.Hypot(tl.L1.SE, canon.SE/2)+1e-4 {
+		t.Errorf("overconfident_mc, K = 2: TL_1 = %v, canonical CE_1 / 2 = %v", tl.L1.Value, canon.Value/2)
+	}
+	conf, acc, _ = Distortion{K: 10, Alpha: 0.5, H: "perfectly_calibrated_mc"}.Confidence(ctx, 5000, 1, 0)
+	if tl, err := TopLabelTruth(conf, acc); err != nil || tl.L1.Value != 0 || tl.KS.Value != 0 {
+		t.Errorf("perfectly_calibrated_mc: %+v, %v", tl, err)
 	}
 	// Sorted, and the same for any worker count.
 	c1, a1, _ := fa.Confidence(ctx, 70000, 9, 1)
