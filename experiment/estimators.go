@@ -172,8 +172,10 @@ type EstimatorRow struct {
 	TruthSE   float64 `json:"truth_se"`
 	Estimator string  `json:"estimator"`
 	Stat      Stat    `json:"stat"`
-	Bias      float64 `json:"bias"`
-	RMSE      float64 `json:"rmse"`
+	// Bias and RMSE are the mean's and the estimates' against the truth
+	// (0 where no data set gave a value: Stat.Reps 0).
+	Bias float64 `json:"bias"`
+	RMSE float64 `json:"rmse"`
 	// Covered counts the data sets whose 95 % interval held the truth,
 	// of Intervals (0 where the estimator gives none); Below those whose
 	// one-sided 95 % lower bound (value - 1.645 SE, SE the interval's
@@ -540,9 +542,8 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 			}
 		}
 		row.Stat = stat(xs, nil, failed[kk])
-		row.Bias = row.Stat.Mean - truth.Value
 		if len(xs) > 0 {
-			row.RMSE = math.Sqrt(sq / float64(len(xs)))
+			row.Bias, row.RMSE = row.Stat.Mean-truth.Value, math.Sqrt(sq/float64(len(xs)))
 		}
 		est := kk.est
 		if est == EstUStatistic {

@@ -38,9 +38,10 @@ type Result interface {
 }
 
 // Save writes the outputs of the experiment name under dir (created if
-// needed): name.json (r as indented JSON, with a "provenance" key holding
-// prov when prov is not nil and r encodes as an object), name.txt (the
-// table) and every figure as name-FIG.svg and name-FIG.png, in the order
+// needed): name.txt (the table), name.json (r as indented JSON, with a
+// "provenance" key holding prov when prov is not nil and r encodes as an
+// object; where r does not encode, the table is kept and the error
+// returned with it) and every figure as name-FIG.svg and name-FIG.png, in the order
 // of the figures' names. Each file is written atomically (whole or not at
 // all). It returns the files written.
 func Save(dir, name string, r Result, prov *data.Provenance) (Written, error) {
@@ -48,10 +49,6 @@ func Save(dir, name string, r Result, prov *data.Provenance) (Written, error) {
 		return nil, err
 	}
 	var out Written
-	b, err := json.MarshalIndent(withProvenance(r, prov), "", " ")
-	if err != nil {
-		return nil, fmt.Errorf("experiment: %s JSON: %w", name, err)
-	}
 	write := func(file string, data []byte) error {
 		p := filepath.Join(dir, file)
 		if err := atomicfile.WriteBytes(p, data); err != nil {
@@ -60,14 +57,18 @@ func Save(dir, name string, r Result, prov *data.Provenance) (Written, error) {
 		out = append(out, p)
 		return nil
 	}
-	if err := write(name+".json", append(b, '\n')); err != nil {
-		return nil, err
-	}
 	var tb bytes.Buffer
 	if err := r.WriteTable(&tb); err != nil {
 		return nil, err
 	}
 	if err := write(name+".txt", tb.Bytes()); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(withProvenance(r, prov), "", " ")
+	if err != nil {
+		return out, fmt.Errorf("experiment: %s JSON: %w", name, err)
+	}
+	if err := write(name+".json", append(b, '\n')); err != nil {
 		return nil, err
 	}
 	figs := r.Figures()
