@@ -27,7 +27,7 @@ def cell(rows, fam, alpha, k, n, est, target="CE_1"):
 
 
 def fmt_ratio(x):
-    if x is None:
+    if x is None or x["stat"]["mean"] is None:
         return "-"
     if x["truth"] <= 1e-9:
         return f'{x["stat"]["mean"]:+.3f}'
@@ -60,7 +60,7 @@ def summary(rows, title, nmin):
         if key not in seen:
             seen.append(key)
     for est, target in seen:
-        sel = [x for x in rows if (x["estimator"], x["target"]) == (est, target) and x["n"] >= nmin and x["stat"]["reps"] > 0]
+        sel = [x for x in rows if (x["estimator"], x["target"]) == (est, target) and x["n"] >= nmin and x["stat"]["mean"] is not None]
         if not sel:
             continue
         cal = [x["stat"]["mean"] for x in sel if x["family"] in ("calibrated", "perfectly_calibrated_mc")]
@@ -156,13 +156,13 @@ for e, target in (("variational", "CE_1"), ("variational-temperature", "CE_1"), 
 
 if r.get("paper"):
     print("\n### The variational paper's published settings (f ~ Dir(0.5), canonical L1)\n")
-    print("| h | K | n | paper's truth | truth | calib auto (sd) | calib temperature | paper TS | paper isotonic | paper CatBoost | paper binning | interval / lower bound held |")
-    print("|" + " --- |" * 12)
+    print("| h | K | n | paper's truth | truth | calib auto (sd) | calib temperature | calib witness | paper TS | paper isotonic | paper CatBoost | paper binning | interval / lower bound held |")
+    print("|" + " --- |" * 13)
     for p in r["paper"]:
         pub = p["published"]
         v = p["variational"]
         print(f'| {p["h_func"]} | {p["k"]} | {p["n"]} | {p["paper_truth"]:.4f} | {p["truth"]:.4f} | {v["mean"]:.4f} ({v["sd"]:.4f}) | '
-              f'{p["variational_temperature"]["mean"]:.4f} | {pub["TSPredictor"][0]:.4f} | {pub["IsotonicPredictor"][0]:.4f} | '
+              f'{p["variational_temperature"]["mean"]:.4f} | {p["witness"]["mean"]:.4f} | {pub["TSPredictor"][0]:.4f} | {pub["IsotonicPredictor"][0]:.4f} | '
               f'{pub["BetterCatBoost"][0]:.4f} | {pub["Binning_Classic"][0]:.4f} | {p["covered"]}/{v["reps"]}, {p["below"]}/{v["reps"]} |')
 
 chosen = defaultdict(lambda: defaultdict(int))
