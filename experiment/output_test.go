@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +28,15 @@ func (r *fakeResult) WriteTable(w io.Writer) error {
 }
 func (r *fakeResult) Figures() map[string]report.Figure { return nil }
 
-// TestSaveProvenance: Save writes the JSON with the provenance key added
-// (and without it for nil), the table, and nothing else; WriteSummary
+// nanResult does not encode as JSON.
+type nanResult struct {
+	fakeResult
+	X float64
+}
+
+// TestSaveProvenance: Save writes the table, the JSON with the provenance
+// key added (and without it for nil), and nothing else; a result that does
+// not encode (a NaN) keeps its table and returns the error; WriteSummary
 // prints the table, the time and the files.
 func TestSaveProvenance(t *testing.T) {
 	dir := t.TempDir()
@@ -35,8 +44,13 @@ func TestSaveProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Written{filepath.Join(dir, "fake.json"), filepath.Join(dir, "fake.txt")}); !slices.Equal(files, want) {
+	if want := (Written{filepath.Join(dir, "fake.txt"), filepath.Join(dir, "fake.json")}); !slices.Equal(files, want) {
 		t.Errorf("wrote %v, want %v", files, want)
+	}
+	bad := t.TempDir()
+	kept, err := Save(bad, "nan", &nanResult{X: math.NaN()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "nan JSON") || !slices.Equal(kept, Written{filepath.Join(bad, "nan.txt")}) {
+		t.Errorf("a NaN: wrote %v, %v", kept, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "fake.json"))
 	var got map[string]any
