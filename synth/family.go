@@ -221,10 +221,14 @@ func (fa Family) Draw(n int, rng *rand.Rand) (f []float64, labels []int, h []flo
 	if err := fa.check(); err != nil {
 		panic(err)
 	}
+	f, h = fa.sample(rng, n)
+	return f, Labels(nil, h, fa.K, rng), h
+}
+
+// sample draws n truths h and returns their predictions f and h (n×K).
+func (fa Family) sample(rng *rand.Rand, n int) (f, h []float64) {
 	h = fa.truths(n, rng)
-	f = fa.Report(nil, h)
-	labels = Labels(nil, h, fa.K, rng)
-	return f, labels, h
+	return fa.Report(nil, h), h
 }
 
 // GroundTruth returns the canonical CE_q^q = E ||h - f||_q^q of the family
@@ -238,8 +242,8 @@ func (fa Family) GroundTruth(ctx context.Context, q float64, samples int, seed u
 		return GroundTruth{}, fmt.Errorf("synth: ground truth: q = %v, %d samples", q, samples)
 	}
 	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
-		h := fa.truths(m, rng)
-		lqPowers(out, h, fa.Report(nil, h), fa.K, q)
+		f, h := fa.sample(rng, m)
+		lqPowers(out, h, f, fa.K, q)
 	})
 }
 
@@ -317,10 +321,17 @@ func (d Distortion) Draw(n int, rng *rand.Rand) (f []float64, labels []int, h []
 	if err := d.check(); err != nil {
 		panic(err)
 	}
+	f, h = d.sample(rng, n)
+	return f, Labels(nil, h, d.K, rng), h
+}
+
+// sample draws n predictions f ~ Dir(Alpha) and returns f and h = H(f)
+// (n×K).
+func (d Distortion) sample(rng *rand.Rand, n int) (f, h []float64) {
 	f = Dirichlet(make([]float64, n*d.K), d.K, d.Alpha, rng)
 	h = make([]float64, len(f))
 	d.truth(h, f)
-	return f, Labels(nil, h, d.K, rng), h
+	return f, h
 }
 
 // GroundTruth returns E||h - f||_q^q by Monte Carlo, as Family.GroundTruth.
@@ -332,10 +343,7 @@ func (d Distortion) GroundTruth(ctx context.Context, q float64, samples int, see
 		return GroundTruth{}, fmt.Errorf("synth: ground truth: q = %v, %d samples", q, samples)
 	}
 	return monteCarlo(ctx, samples, seed, workers, func(rng *rand.Rand, m int, out []float64) {
-		k := d.K
-		f := Dirichlet(make([]float64, m*k), k, d.Alpha, rng)
-		h := make([]float64, len(f))
-		d.truth(h, f)
-		lqPowers(out, h, f, k, q)
+		f, h := d.sample(rng, m)
+		lqPowers(out, h, f, d.K, q)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
 )
 
@@ -22,10 +23,7 @@ func (fa Family) Confidence(ctx context.Context, samples int, seed uint64, worke
 	if err := fa.check(); err != nil {
 		return nil, nil, err
 	}
-	return confidence(ctx, fa.K, samples, seed, workers, func(rng *rand.Rand, m int) (f, h []float64) {
-		h = fa.truths(m, rng)
-		return fa.Report(nil, h), h
-	})
+	return confidence(ctx, fa.K, samples, seed, workers, fa.sample)
 }
 
 // Confidence is Family.Confidence for the setting.
@@ -33,17 +31,12 @@ func (d Distortion) Confidence(ctx context.Context, samples int, seed uint64, wo
 	if err := d.check(); err != nil {
 		return nil, nil, err
 	}
-	return confidence(ctx, d.K, samples, seed, workers, func(rng *rand.Rand, m int) (f, h []float64) {
-		f = Dirichlet(make([]float64, m*d.K), d.K, d.Alpha, rng)
-		h = make([]float64, len(f))
-		d.truth(h, f)
-		return f, h
-	})
+	return confidence(ctx, d.K, samples, seed, workers, d.sample)
 }
 
-// confidence is Confidence of the predictions and truths (m×k) that draw
+// confidence is Confidence of the predictions and truths (m×k) that sample
 // returns for a block.
-func confidence(ctx context.Context, k, samples int, seed uint64, workers int, draw func(rng *rand.Rand, m int) (f, h []float64)) (conf, acc []float64, err error) {
+func confidence(ctx context.Context, k, samples int, seed uint64, workers int, sample func(rng *rand.Rand, m int) (f, h []float64)) (conf, acc []float64, err error) {
 	if samples < 2 {
 		return nil, nil, fmt.Errorf("synth: confidence sample: %d samples", samples)
 	}
@@ -52,15 +45,10 @@ func confidence(ctx context.Context, k, samples int, seed uint64, workers int, d
 	stopped := parallel.ForContext(ctx, nb, workers, func() struct{} { return struct{}{} }, func(_ struct{}, b int) {
 		lo := b * groundBlock
 		m := min(groundBlock, samples-lo)
-		f, h := draw(rand.New(rand.NewPCG(seed, uint64(b))), m)
+		f, h := sample(rand.New(rand.NewPCG(seed, uint64(b))), m)
 		for i := range m {
-			top := 0
-			for c := 1; c < k; c++ {
-				if f[i*k+c] > f[i*k+top] {
-					top = c
-				}
-			}
-			conf[lo+i], acc[lo+i] = f[i*k+top], h[i*k+top]
+			top := i*k + mathx.Argmax(f[i*k:(i+1)*k])
+			conf[lo+i], acc[lo+i] = f[top], h[top]
 		}
 	})
 	if stopped != nil {
