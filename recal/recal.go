@@ -124,16 +124,26 @@ func Save(w io.Writer, c Calibrator) error {
 // either the old one or the whole map), with provenance, when not nil, as
 // the map's "provenance" (what made the map).
 func SaveFile(name string, c Calibrator, provenance *data.Provenance) error {
-	if provenance != nil {
-		b, err := json.Marshal(provenance)
-		if err != nil {
-			return fmt.Errorf("recal: provenance: %w", err)
-		}
-		if p, ok := c.(interface{ SetProvenance(json.RawMessage) }); ok {
-			p.SetProvenance(b)
-		}
+	if err := Record(c, provenance); err != nil {
+		return err
 	}
 	return atomicfile.Write(name, func(w io.Writer) error { return Save(w, c) })
+}
+
+// Record sets the map's "provenance" (what made the map) to provenance, when
+// not nil, so that Save writes it.
+func Record(c Calibrator, provenance *data.Provenance) error {
+	if provenance == nil {
+		return nil
+	}
+	b, err := json.Marshal(provenance)
+	if err != nil {
+		return fmt.Errorf("recal: provenance: %w", err)
+	}
+	if p, ok := c.(interface{ SetProvenance(json.RawMessage) }); ok {
+		p.SetProvenance(b)
+	}
+	return nil
 }
 
 // inlineArrays returns the indented JSON b with the whitespace removed

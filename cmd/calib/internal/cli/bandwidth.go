@@ -21,7 +21,7 @@ func newBandwidthCmd() *cobra.Command {
 		if _, err := evalflag.BandwidthNotion(mode, nil); err != nil {
 			return optionError("", err) // "--mode: ..."
 		}
-		s, err := in.load(args[0])
+		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}

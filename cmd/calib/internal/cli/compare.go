@@ -22,11 +22,11 @@ func newCompareCmd() *cobra.Command {
 		if o.Methods, err = recal.ParseMethods(methods); err != nil {
 			return usageErrorf("--methods: %v", err)
 		}
-		vs, err := (&inputFlags{o: data.Options{Labels: valLabels, Weights: valWeights, Logits: logits}, labelsFlag: "--val-labels"}).load(val)
+		vs, err := (&inputFlags{o: data.Options{Labels: valLabels, Weights: valWeights, Logits: logits}, labelsFlag: "--val-labels"}).load(cmd.Context(), val)
 		if err != nil {
 			return err
 		}
-		ts, err := (&inputFlags{o: data.Options{Labels: testLabels, Weights: testWeights, Logits: logits}, labelsFlag: "--test-labels"}).load(test)
+		ts, err := (&inputFlags{o: data.Options{Labels: testLabels, Weights: testWeights, Logits: logits}, labelsFlag: "--test-labels"}).load(cmd.Context(), test)
 		if err != nil {
 			return err
 		}

@@ -69,7 +69,15 @@ func newEvalCmd() *cobra.Command {
 		}
 		var out *evaluate.Evaluation
 		var err error
-		stream, names, err := sf.decide(cmd, args[0])
+		var stream bool
+		var names []string
+		if _, ok := arraysOf(cmd.Context(), args[0]); ok {
+			// Arrays in memory: evaluated whole, whatever a file of
+			// that name would be.
+			err = sf.inMemory(cmd.Flags(), args[0])
+		} else {
+			stream, names, err = sf.decide(cmd, args[0])
+		}
 		if err != nil {
 			return err
 		}
@@ -131,7 +139,7 @@ func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) 
 			return nil, err
 		}
 	}
-	s, err := in.load(args[0])
+	s, err := in.load(cmd.Context(), args[0])
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,12 @@ func newFitCmd() *cobra.Command {
 		if err := checkMethod(cmd, method); err != nil {
 			return err
 		}
-		if err := requireOutput(out, "MAP.json", "json"); err != nil {
-			return err
+		if out != "-" { // -o -: the map to stdout
+			if err := requireOutput(out, "MAP.json", "json"); err != nil {
+				return err
+			}
 		}
-		s, err := in.load(args[0])
+		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
@@ -40,7 +42,18 @@ func newFitCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.File, err)
 		}
-		if err := recal.SaveFile(out, c, newProvenance(cmd, args).AddInput("val", s, in.o.Labels)); err != nil {
+		prov := newProvenance(cmd, args).AddInput("val", s, in.o.Labels)
+		if out == "-" {
+			if err := recal.Record(c, prov); err != nil {
+				return err
+			}
+			if err := recal.Save(cmd.OutOrStdout(), c); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s map fitted on %s (n = %d, K = %d)\n", method, s.File, s.N, s.K)
+			return nil
+		}
+		if err := recal.SaveFile(out, c, prov); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s map fitted on %s (n = %d, K = %d) written to %s\n", method, s.File, s.N, s.K, out)
@@ -50,7 +63,7 @@ func newFitCmd() *cobra.Command {
 	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
 	fs.StringVar(&method, "method", "", "method (required): "+strings.Join(recal.MethodNames(), ", "))
-	fs.StringVarP(&out, "output", "o", "", "write the map to `FILE` (JSON)")
+	fs.StringVarP(&out, "output", "o", "", "write the map to `FILE` (JSON; -: to stdout, the summary line to stderr)")
 	fs.IntVar(&o.Spline.Knots, "knots", recal.DefaultKnots, "spline: number of knots")
 	fs.BoolVar(&o.Spline.ReferenceInterpolation, "reference-interpolation", false, "spline: reproduce the reference code's swapped interpolation weights")
 	fs.BoolVar(&o.Spline.Constrained, "constrained", false, "spline: keep 0 <= score + slope <= 1 at every validation point (the QP of the paper's section 4.1)")
@@ -106,7 +119,7 @@ func newApplyCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := in.loadWith(args[1], true, c.Info().Columns())
+		s, err := in.loadWith(cmd.Context(), args[1], true, c.Info().Columns())
 		if err != nil {
 			return err
 		}

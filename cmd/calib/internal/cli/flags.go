@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -225,17 +226,25 @@ func (f *inputFlags) registerWeights(fs *pflag.FlagSet, val bool) {
 }
 
 // load reads and validates the prediction file.
-func (f *inputFlags) load(name string) (*data.Set, error) { return f.loadWith(name, false, 0) }
+func (f *inputFlags) load(ctx context.Context, name string) (*data.Set, error) {
+	return f.loadWith(ctx, name, false, 0)
+}
 
 // loadWith reads the prediction file (data.Load); unlabeled allows a file
 // without labels; k (0: unknown) is the number of prediction columns
 // expected, so that a CSV with k+1 columns has its labels last. Every
 // error is the input's (a file that cannot be opened too); a missing
 // labels column names the flag that gives them.
-func (f *inputFlags) loadWith(name string, unlabeled bool, k int) (*data.Set, error) {
+func (f *inputFlags) loadWith(ctx context.Context, name string, unlabeled bool, k int) (*data.Set, error) {
 	o := f.o
 	o.Unlabeled, o.K = unlabeled, k
-	s, err := data.Load(name, o)
+	var s *data.Set
+	var err error
+	if a, ok := arraysOf(ctx, name); ok {
+		s, err = a.Load(name, o)
+	} else {
+		s, err = data.Load(name, o)
+	}
 	if errors.Is(err, data.ErrNoLabels) {
 		err = fmt.Errorf("%w (%s FILE)", err, cmp.Or(f.labelsFlag, "--labels"))
 	}
@@ -248,13 +257,13 @@ func (f *inputFlags) loadWith(name string, unlabeled bool, k int) (*data.Set, er
 // loadVal loads a validation set named by --val with the same input flags
 // and its own labels file (nil when name is ""); it must have want classes
 // (want 0: any).
-func (f *inputFlags) loadVal(name, labels string, want int) (*data.Set, error) {
+func (f *inputFlags) loadVal(ctx context.Context, name, labels string, want int) (*data.Set, error) {
 	if name == "" {
 		return nil, nil
 	}
 	vf := *f
 	vf.o.Labels, vf.labelsFlag, vf.o.Weights = labels, "--val-labels", f.valWeights
-	vs, err := vf.load(name)
+	vs, err := vf.load(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -84,11 +84,11 @@ func newPlotCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := pf.in.load(args[1])
+		s, err := pf.in.load(cmd.Context(), args[1])
 		if err != nil {
 			return err
 		}
-		vs, err := pf.in.loadVal(pf.val, pf.valLabels, s.K)
+		vs, err := pf.in.loadVal(cmd.Context(), pf.val, pf.valLabels, s.K)
 		if err != nil {
 			return err
 		}

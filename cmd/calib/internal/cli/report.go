@@ -151,11 +151,11 @@ func newReportCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := in.load(args[0])
+		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		vs, err := in.loadVal(val, valLabels, s.K)
+		vs, err := in.loadVal(cmd.Context(), val, valLabels, s.K)
 		if err != nil {
 			return err
 		}

@@ -113,25 +113,16 @@ func NewRoot() *cobra.Command {
 // Main runs calib with the arguments args (without the program name) and
 // returns the exit status; errors are printed to stderr on one line.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRoot()
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if ctx.Err() != nil {
+	code, err := Exec(ctx, args, nil, stdout, stderr)
+	switch {
+	case code == ExitInterrupted:
 		// Interrupted: whatever the command returned, nothing more is
 		// printed (outputs are written atomically, so none is partial).
 		fmt.Fprintln(stderr, "calib: interrupted")
-		return ExitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "calib: %s\n", oneLineError(err))
 	}
-	if err == nil {
-		return ExitOK
-	}
-	fmt.Fprintf(stderr, "calib: %s\n", oneLineError(err))
-	if isInputError(err) {
-		return ExitInput
-	}
-	return ExitFailure
+	return code
 }
 
 // flagValueKinds names, for pflag's parse errors, what the flag wanted.

@@ -82,6 +82,17 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	return true, names, nil
 }
 
+// inMemory refuses the streaming flags for a set held in memory (Exec's
+// arrays), which is evaluated whole.
+func (f *streamFlags) inMemory(fs *pflag.FlagSet, pred string) error {
+	for _, name := range []string{"stream", "eval-points", "rows", "ks-cells", "max-cells"} {
+		if fs.Changed(name) {
+			return usageErrorf("--%s applies to a streamed evaluation of files; %s is an array in memory, evaluated whole", name, pred)
+		}
+	}
+	return nil
+}
+
 // pairShards pairs the prediction files names of pred with the labels
 // and weights files that --labels and --weights name (each "", one file
 // for one prediction file, or a file, glob or directory of one file per

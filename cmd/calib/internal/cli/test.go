@@ -34,7 +34,7 @@ func newTestCmd() *cobra.Command {
 		if err := o.Validate(); err != nil { // the test names
 			return usageErrorf("--tests: %s", strings.TrimPrefix(err.Error(), "calibtest: "))
 		}
-		s, err := in.load(args[0])
+		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,500 @@
+//go:build cgo
+
+// Command libcalib is calib's C ABI: built with
+//
+//	go build -buildmode=c-shared -o libcalib.so ./cmd/calib/libcalib
+//
+// it is a shared library (and libcalib.h, its header) that the Python
+// package python/calib loads. Every entry point takes contiguous arrays by
+// pointer and, where the command line has flags, a JSON object of options
+// whose keys are the flags of the calib command (without the dashes; "_"
+// may stand for "-") and whose values are what the flag takes: true or
+// false, a number, a string, or a list (joined by commas):
+//
+//	{"metrics": ["ece_kde", "ks"], "ci": true, "seed": 3}
+//
+// calib_run runs calib eval, test or bandwidth (returning the JSON that
+// --json prints) or calib fit (returning the map that -o writes) on the
+// arrays, exactly as the command line runs it on a file holding them: the
+// same flags, checks, messages and numbers. calib_apply applies a map;
+// calib_ece_kde_grad returns an ECE^KDE estimate and its gradient.
+//
+// Return codes: 0 success; 2 bad input or options (the message is the
+// command line's, which names the array, the 1-based row and column and
+// what is wrong); 1 any other failure; 130 cancelled (calib_cancel); 3 a
+// Go panic, recovered at the boundary: the library then refuses every
+// later call with code 4, for its state is not known to be sound. A
+// message (the result or the error) is returned in *out, allocated with
+// malloc: free it with calib_free.
+//
+// Cancellation: calib_call_new returns a handle; a call given it stops
+// (code 130) soon after another thread calls calib_cancel(handle);
+// calib_call_free releases it. Handle 0 means not cancellable.
+//
+// Arrays: x holds n rows of cols predictions, row-major, float64 (dtype
+// 0; read in place, never copied or written) or float32 (dtype 1;
+// converted); labels n integers of int32 (ldtype 1), int64 (2) or float64
+// (3, each a whole number), or none (0); weights n float64 or NULL.
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/calib-dev/calib/cmd/calib/internal/cli"
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/kde"
+)
+
+func main() {}
+
+// Return codes of the entry points.
+const (
+	codeOK        = 0
+	codeFailure   = 1
+	codeInput     = 2
+	codePanic     = 3
+	codePoisoned  = 4
+	codeCancelled = 130
+)
+
+// Data types of x and labels.
+const (
+	dtypeFloat64 = 0
+	dtypeFloat32 = 1
+
+	labelsNone    = 0
+	labelsInt32   = 1
+	labelsInt64   = 2
+	labelsFloat64 = 3
+)
+
+// poisoned holds the message of the first recovered panic; once set, every
+// call is refused.
+var poisoned atomic.Pointer[string]
+
+// calls maps a cancellation handle to the cancel function of its context.
+var calls = struct {
+	sync.Mutex
+	next   int64
+	cancel map[int64]context.CancelFunc
+	ctx    map[int64]context.Context
+}{cancel: map[int64]context.CancelFunc{}, ctx: map[int64]context.Context{}}
+
+//export calib_call_new
+func calib_call_new() C.int64_t {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls.Lock()
+	defer calls.Unlock()
+	calls.next++
+	calls.cancel[calls.next], calls.ctx[calls.next] = cancel, ctx
+	return C.int64_t(calls.next)
+}
+
+//export calib_cancel
+func calib_cancel(h C.int64_t) {
+	calls.Lock()
+	cancel := calls.cancel[int64(h)]
+	calls.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+//export calib_call_free
+func calib_call_free(h C.int64_t) {
+	calls.Lock()
+	cancel := calls.cancel[int64(h)]
+	delete(calls.cancel, int64(h))
+	delete(calls.ctx, int64(h))
+	calls.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// contextOf returns the context of handle h (Background for 0 or an
+// unknown handle).
+func contextOf(h C.int64_t) context.Context {
+	calls.Lock()
+	defer calls.Unlock()
+	if ctx := calls.ctx[int64(h)]; ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+//export calib_free
+func calib_free(p *C.char) { C.free(unsafe.Pointer(p)) }
+
+//export calib_version
+func calib_version() *C.char { return C.CString(data.Version()) }
+
+// guard runs f, the body of an entry point, and turns what it returns into
+// a code and *out: the result on success, else the error's one-line
+// message. A panic is recovered here (and poisons the library); a
+// poisoned library runs nothing.
+func guard(out **C.char, f func() (string, int, error)) (code C.int) {
+	if msg := poisoned.Load(); msg != nil {
+		*out = C.CString("calib: the library stopped after an internal error in an earlier call (" + *msg + "); restart the process")
+		return codePoisoned
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("panic: %v", r)
+			poisoned.CompareAndSwap(nil, &msg)
+			*out = C.CString("calib: internal error (" + msg + "); the library refuses further calls: restart the process. Please report it with this stack: " + oneLine(string(debug.Stack())))
+			code = codePanic
+		}
+	}()
+	res, c, err := f()
+	if err != nil {
+		*out = C.CString(oneLine(err.Error()))
+		return C.int(c)
+	}
+	*out = C.CString(res)
+	return codeOK
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// inputError is an error in the arrays or options (code 2).
+func inputError(format string, args ...any) (string, int, error) {
+	return "", codeInput, fmt.Errorf(format, args...)
+}
+
+// values returns the n×cols predictions at x: the caller's float64 buffer
+// itself, or float32 values converted.
+func values(x unsafe.Pointer, dtype C.int, n, cols C.int64_t) ([]float64, error) {
+	if n < 0 || cols < 1 || n > math.MaxInt32 || cols > math.MaxInt32 || (n > 0 && x == nil) {
+		return nil, fmt.Errorf("predictions: shape (%d, %d): want n >= 0 rows of at least 1 column", n, cols)
+	}
+	size := int(n) * int(cols)
+	if size == 0 {
+		return []float64{}, nil
+	}
+	switch dtype {
+	case dtypeFloat64:
+		return unsafe.Slice((*float64)(x), size), nil
+	case dtypeFloat32:
+		f := unsafe.Slice((*float32)(x), size)
+		v := make([]float64, size)
+		for i, x := range f {
+			v[i] = float64(x)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("predictions: data type code %d: want float64 (0) or float32 (1)", dtype)
+}
+
+// labelsOf returns the n labels at p (nil for ldtype 0); float64 labels
+// must be whole numbers.
+func labelsOf(p unsafe.Pointer, ldtype C.int, n C.int64_t, name string) ([]int, error) {
+	if ldtype == labelsNone {
+		return nil, nil
+	}
+	if n > 0 && p == nil {
+		return nil, fmt.Errorf("labels: NULL pointer for %d labels", n)
+	}
+	y := make([]int, n)
+	switch ldtype {
+	case labelsInt32:
+		for i, v := range unsafe.Slice((*int32)(p), n) {
+			y[i] = int(v)
+		}
+	case labelsInt64:
+		for i, v := range unsafe.Slice((*int64)(p), n) {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, &data.Error{File: name, Row: i + 1, Err: fmt.Errorf("%w: %d is outside the range of labels", data.ErrLabel, v)}
+			}
+			y[i] = int(v)
+		}
+	case labelsFloat64:
+		for i, v := range unsafe.Slice((*float64)(p), n) {
+			if v != math.Trunc(v) || math.IsInf(v, 0) || math.Abs(v) > math.MaxInt32 {
+				return nil, &data.Error{File: name, Row: i + 1, Err: fmt.Errorf("%w: %v is not an integer", data.ErrLabel, v)}
+			}
+			y[i] = int(v)
+		}
+	default:
+		return nil, fmt.Errorf("labels: data type code %d: want int32 (1), int64 (2) or float64 (3)", ldtype)
+	}
+	return y, nil
+}
+
+// arrays gathers the caller's arrays.
+func arrays(x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, name string) (cli.Arrays, error) {
+	v, err := values(x, dtype, n, cols)
+	if err != nil {
+		return cli.Arrays{}, err
+	}
+	y, err := labelsOf(labels, ldtype, n, name)
+	if err != nil {
+		return cli.Arrays{}, err
+	}
+	a := cli.Arrays{Values: v, Cols: int(cols), Labels: y}
+	if weights != nil {
+		a.Weights = unsafe.Slice((*float64)(unsafe.Pointer(weights)), n)
+	}
+	return a, nil
+}
+
+//export calib_input_address
+func calib_input_address(x unsafe.Pointer, dtype C.int, n, cols C.int64_t) C.uintptr_t {
+	v, err := values(x, dtype, n, cols)
+	if err != nil || len(v) == 0 {
+		return 0
+	}
+	return C.uintptr_t(uintptr(unsafe.Pointer(&v[0])))
+}
+
+// request is calib_run's JSON document.
+type request struct {
+	Command string          `json:"command"` // eval, test, bandwidth or fit
+	Name    string          `json:"name"`    // what the messages call the predictions ("probs")
+	Options json.RawMessage `json:"options"` // the command's flags
+}
+
+// commands lists the commands calib_run runs and the flags it sets itself.
+var commands = map[string][]string{
+	"eval":      {"--json", "--progress=false"},
+	"test":      {"--json"},
+	"bandwidth": {"--json", "--progress=false"},
+	"fit":       {"-o", "-", "--progress=false"},
+}
+
+// reserved are the flags calib_run sets or that name files.
+var reserved = []string{"json", "progress", "output", "o", "labels", "weights", "format", "help", "h", "calibrator"}
+
+// Args turns the options object into command-line flags: "--key=value"
+// for each key in order, true as "--key", a list joined by commas, null
+// left out; keys may use "_" for "-".
+func Args(options []byte) ([]string, error) {
+	if len(bytes.TrimSpace(options)) == 0 || string(bytes.TrimSpace(options)) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(options))
+	dec.UseNumber()
+	t, err := dec.Token()
+	if err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("options: want a JSON object of flags")
+	}
+	var args []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("options: %v", err)
+		}
+		key := strings.ReplaceAll(t.(string), "_", "-")
+		if slices.Contains(reserved, key) {
+			return nil, fmt.Errorf("options: %q is set by the caller of the library (the arrays are passed as arrays, the result returned)", t)
+		}
+		if key == "" || strings.HasPrefix(key, "-") {
+			return nil, fmt.Errorf("options: %q is not a flag name", t)
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("options: %q: %v", key, err)
+		}
+		s, ok, err := flagValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("options: %q: %v", key, err)
+		}
+		if ok {
+			args = append(args, "--"+key+"="+s)
+		}
+	}
+	return args, nil
+}
+
+// flagValue is the text of a flag's value; ok is false for null.
+func flagValue(v any) (string, bool, error) {
+	switch v := v.(type) {
+	case nil:
+		return "", false, nil
+	case bool:
+		return fmt.Sprint(v), true, nil
+	case json.Number:
+		return v.String(), true, nil
+	case string:
+		return v, true, nil
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			s, ok, err := flagValue(e)
+			if _, list := e.([]any); err != nil || !ok || list {
+				return "", false, fmt.Errorf("element %d: want a number, string or boolean", i)
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), true, nil
+	}
+	return "", false, fmt.Errorf("want a number, string, boolean, list or null")
+}
+
+//export calib_args
+func calib_args(options *C.char, out **C.char) C.int {
+	return guard(out, func() (string, int, error) {
+		args, err := Args([]byte(C.GoString(options)))
+		if err != nil {
+			return "", codeInput, err
+		}
+		b, _ := json.Marshal(args)
+		return string(b), codeOK, nil
+	})
+}
+
+//export calib_run
+func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
+	return guard(out, func() (string, int, error) {
+		var r request
+		if err := json.Unmarshal([]byte(C.GoString(req)), &r); err != nil {
+			return inputError("request: %v", err)
+		}
+		own, ok := commands[r.Command]
+		if !ok {
+			return inputError("command %q: want eval, test, bandwidth or fit", r.Command)
+		}
+		if r.Name == "" {
+			r.Name = "predictions"
+		}
+		flags, err := Args(r.Options)
+		if err != nil {
+			return "", codeInput, err
+		}
+		a, err := arrays(x, dtype, n, cols, labels, ldtype, weights, r.Name)
+		if err != nil {
+			return "", codeInput, err
+		}
+		args := append(append([]string{r.Command, r.Name}, flags...), own...)
+		var stdout bytes.Buffer
+		code, err := cli.Exec(contextOf(h), args, map[string]cli.Arrays{r.Name: a}, &stdout, io.Discard)
+		if err != nil {
+			return "", code, err
+		}
+		return stdout.String(), codeOK, nil
+	})
+}
+
+// applyRequest is calib_apply's JSON document.
+type applyRequest struct {
+	Map    json.RawMessage `json:"map"`    // the map, as calib fit writes it
+	Name   string          `json:"name"`   // what the messages call the predictions
+	Logits bool            `json:"logits"` // x holds logits
+}
+
+//export calib_apply
+func calib_apply(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, dst *C.double, dstLen C.int64_t, out **C.char) C.int {
+	return guard(out, func() (string, int, error) {
+		var r applyRequest
+		if err := json.Unmarshal([]byte(C.GoString(req)), &r); err != nil {
+			return inputError("request: %v", err)
+		}
+		if r.Name == "" {
+			r.Name = "predictions"
+		}
+		a, err := arrays(x, dtype, n, cols, nil, labelsNone, nil, r.Name)
+		if err != nil {
+			return "", codeInput, err
+		}
+		s, err := cli.ApplyArrays(r.Map, r.Name, a, r.Logits)
+		if err != nil {
+			return "", codeInput, err
+		}
+		if int64(len(s.Probs)) != int64(dstLen) {
+			return inputError("output: room for %d values, the map gives %d (n = %d, K = %d)", dstLen, len(s.Probs), s.N, s.K)
+		}
+		copy(unsafe.Slice((*float64)(unsafe.Pointer(dst)), dstLen), s.Probs)
+		return fmt.Sprintf(`{"n":%d,"k":%d}`, s.N, s.K), codeOK, nil
+	})
+}
+
+// gradRequest is calib_ece_kde_grad's JSON document.
+type gradRequest struct {
+	Name      string  `json:"name"`
+	Bandwidth float64 `json:"bandwidth"`
+	P         float64 `json:"p"`
+	Mode      string  `json:"mode"`   // notion: canonical, top_label, class_wise, binary
+	Logits    bool    `json:"logits"` // x holds logits: the gradient is with respect to them
+	Exact     bool    `json:"exact"`
+}
+
+//export calib_ece_kde_grad
+func calib_ece_kde_grad(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, grad *C.double, value *C.double, out **C.char) C.int {
+	return guard(out, func() (string, int, error) {
+		r := gradRequest{P: 1, Mode: "canonical"}
+		dec := json.NewDecoder(strings.NewReader(C.GoString(req)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			return inputError("options: %v", err)
+		}
+		if r.Name == "" {
+			r.Name = "predictions"
+		}
+		notion, err := kde.ParseNotion(r.Mode)
+		if err != nil {
+			return inputError("mode %q: %v", r.Mode, err)
+		}
+		if !(r.Bandwidth > 0) || math.IsInf(r.Bandwidth, 0) {
+			return inputError("bandwidth %v: want a finite number > 0", r.Bandwidth)
+		}
+		if !(r.P >= 1 && r.P <= kde.MaxP) {
+			return inputError("p %v: want a number in [1, %g]", r.P, float64(kde.MaxP))
+		}
+		a, err := arrays(x, dtype, n, cols, labels, ldtype, weights, r.Name)
+		if err != nil {
+			return "", codeInput, err
+		}
+		// The arrays pass the loaders' checks first (messages naming the
+		// row and column), then the gradient's own (entries in (0, 1)).
+		s, err := a.Load(r.Name, data.Options{Logits: r.Logits})
+		if err != nil {
+			return "", codeInput, err
+		}
+		o := kde.Options{Bandwidth: r.Bandwidth, Exact: r.Exact}
+		g := unsafe.Slice((*float64)(unsafe.Pointer(grad)), int(n)*int(cols))
+		var v float64
+		ctx := contextOf(h)
+		if r.Logits {
+			v, _, err = kde.LogitGradient(ctx, g, notion, a.Values, s.Labels, int(cols), r.P, s.Weights, o)
+		} else {
+			if s.Binary {
+				return inputError("%s: one probability column: pass the two columns (1 - p1, p1), or logits", r.Name)
+			}
+			v, _, err = kde.Gradient(ctx, g, notion, s.Probs, s.Labels, s.K, r.P, s.Weights, o)
+		}
+		if ctx.Err() != nil {
+			return "", codeCancelled, fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		if err != nil {
+			if errors.Is(err, kde.ErrTooFew) || strings.HasPrefix(err.Error(), "kde:") {
+				return "", codeInput, fmt.Errorf("%s: %w", r.Name, err)
+			}
+			return "", codeFailure, err
+		}
+		*value = C.double(v)
+		return "", codeOK, nil
+	})
+}
+
+//export calib_debug_panic
+func calib_debug_panic(out **C.char) C.int {
+	return guard(out, func() (string, int, error) { panic("calib_debug_panic called (a test of the recovery)") })
+}

@@ -1,0 +1,261 @@
+"""calib's functions over arrays: each runs the calib command of the same
+name in the Go library, on the caller's arrays, and returns what its --json
+prints."""
+
+import json
+
+from . import _native
+
+__all__ = [
+    "Evaluation", "Entry", "evaluate", "test", "bandwidth",
+    "ece_witness", "ece_kde", "ece_binned", "ks_error", "smece", "ece_variational",
+    "version",
+]
+
+
+def _options(options, **named):
+    """The command's flags: options (keys are flag names, "_" for "-") and
+    the named ones that are not None."""
+    out = {}
+    for k, v in list(options.items()) + list(named.items()):
+        if v is None:
+            continue
+        if isinstance(v, (list, tuple)):
+            v = [_scalar(e) for e in v]
+        else:
+            v = _scalar(v)
+        out[k] = v
+    return out
+
+
+def _scalar(v):
+    # numpy scalars, and anything with __index__/__float__, as JSON numbers;
+    # a float keeps every bit (repr is the shortest round-trip form).
+    if isinstance(v, (bool, str)) or v is None:
+        return v
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    raise ValueError(f"option value {v!r}: want a number, string, boolean or a list of them")
+
+
+def _run(command, probs, labels, weights, logits, options, name=None):
+    name = name or ("logits" if logits else "probs")
+    x, dtype = _native.predictions(probs, name)
+    y, lcode = _native.label_array(labels, x.shape[0])
+    w = _native.weight_array(weights, x.shape[0])
+    if logits:
+        options = dict(options, logits=True)
+    code, msg = _native.backend().run(command, name, options, x, dtype, y, lcode, w)
+    _native.check(code, msg)
+    return msg
+
+
+class Entry(dict):
+    """One entry of an evaluation (a dict of calib eval --json's fields:
+    metric, notion, p, value, root, and the estimator's own), also readable
+    as attributes: e.value, e.lo, e.hi."""
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __repr__(self):
+        what = " ".join(f"{k}={self[k]}" for k in ("metric", "notion", "p", "r") if self.get(k) is not None)
+        return f"<Entry {what} value={self.get('value')}>"
+
+
+class Evaluation:
+    """The result of evaluate: calib eval --json's object.
+
+    ``results`` lists the entries (Entry); ``ev["ece_bin"]`` is the first
+    entry of that metric, ``ev.get(metric, notion=..., p=...)`` the first
+    that matches, ``ev.value(...)`` its value. ``to_json()`` returns the
+    JSON text as the CLI prints it, ``to_dict()`` the parsed object and
+    ``to_pandas()`` a DataFrame of the entries (pandas needed)."""
+
+    def __init__(self, text):
+        self._text = text
+        self._doc = json.loads(text)
+        self.results = [Entry(r) for r in self._doc.get("results", [])]
+        self.n = self._doc.get("n")
+        self.k = self._doc.get("k")
+        self.warnings = self._doc.get("warnings", [])
+
+    def to_json(self):
+        return self._text
+
+    def to_dict(self):
+        return json.loads(self._text)
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self):
+        return len(self.results)
+
+    def __getitem__(self, key):
+        if isinstance(key, int):
+            return self.results[key]
+        if isinstance(key, tuple):
+            return self.get(*key)
+        e = self.get(key)
+        if e is None:
+            raise KeyError(key)
+        return e
+
+    def __getattr__(self, key):
+        if key.startswith("_"):
+            raise AttributeError(key)
+        e = self.get(key)
+        if e is None:
+            raise AttributeError(f"no entry for metric {key!r}; metrics: {sorted({r['metric'] for r in self.results})}")
+        return e
+
+    def get(self, metric, notion=None, p=None, r=None):
+        """The first entry of metric (with that notion, exponent p and, for
+        ks, r, where given), or None."""
+        for e in self.results:
+            if e.get("metric") != metric:
+                continue
+            if notion is not None and e.get("notion") != notion:
+                continue
+            if p is not None and e.get("p") != p:
+                continue
+            if r is not None and e.get("r") != r:
+                continue
+            return e
+        return None
+
+    def value(self, metric, notion=None, p=None, r=None):
+        """The value of get(metric, notion, p, r); KeyError if none."""
+        e = self.get(metric, notion, p, r)
+        if e is None:
+            raise KeyError((metric, notion, p, r))
+        return e["value"]
+
+    def to_pandas(self):
+        import pandas as pd  # optional dependency
+
+        return pd.DataFrame(self.results)
+
+    def __repr__(self):
+        lines = [f"<Evaluation n={self.n} K={self.k}"]
+        for e in self.results:
+            what = " ".join(str(e[k]) for k in ("metric", "notion") if e.get(k) is not None)
+            if e.get("p") is not None:
+                what += f" p={e['p']}"
+            if e.get("r") is not None:
+                what += f" r={e['r']}"
+            lines.append(f"  {what}: {e.get('value')}")
+        return "\n".join(lines) + ">"
+
+
+def evaluate(probs, labels, *, logits=False, weights=None, metrics=None, mode=None, p=None, ci=False, seed=None, workers=None, **options):
+    """Measure the calibration of predictions: ``calib eval --json`` on the
+    arrays.
+
+    probs: (n, K) probabilities (rows on the simplex), or logits with
+    ``logits=True`` (softmax; one column: sigmoid); a vector is the binary
+    case's p1. labels: n integers in 0..K-1. weights: n sample weights
+    (None: all 1). metrics, mode, p, ci, seed, workers and every other
+    keyword are calib eval's flags (``bins=15``, ``convention="sklearn"``,
+    ``p_values=True``, ...): the same names, checks and numbers as the
+    command line. Returns an Evaluation. Bad input raises ValueError with
+    the command line's message (which names the 1-based row and column).
+
+    Definitions (see the README): ece_kde is the ECE^KDE estimate of
+    CE_p^p = E||E[Y|f(X)] - f(X)||_p^p with a Dirichlet kernel (paper eq. 2),
+    ece_bin the binned ECE sum_b (n_b/n) |acc_b - conf_b|^p, ks the
+    Kolmogorov-Smirnov error max_t |E[(Y - f) 1{f <= t}]| (splines paper
+    eq. 7), ece_witness the cross-fitted witness lower bound of CE_p.
+    """
+    opts = _options(options, metrics=metrics, mode=mode, p=p, ci=ci or None, seed=seed, workers=workers)
+    return Evaluation(_run("eval", probs, labels, weights, logits, opts))
+
+
+def test(probs, labels, *, logits=False, weights=None, tests=None, resamples=None, alpha=None, seed=None, workers=None):
+    """Test whether the predictions are calibrated: ``calib test --json`` on
+    the arrays. tests: names (list or comma-separated; "all"), default the
+    CLI's. Returns the parsed JSON (a dict with one entry per test: statistic,
+    p-value, verdict)."""
+    if isinstance(tests, str):
+        tests = [t.strip() for t in tests.split(",")]
+    opts = _options({}, tests=tests, resamples=resamples, alpha=alpha, seed=seed, workers=workers)
+    return json.loads(_run("test", probs, labels, weights, logits, opts))
+
+
+def bandwidth(probs, labels, *, logits=False, weights=None, mode=None, objective=None, no_refine=None, workers=None):
+    """Choose the ECE^KDE bandwidth by leave-one-out maximum likelihood:
+    ``calib bandwidth --json`` on the arrays. Returns the parsed JSON
+    (``["bandwidth"]`` is h)."""
+    opts = _options({}, mode=mode, bandwidth_objective=objective, no_refine=no_refine, workers=workers)
+    return json.loads(_run("bandwidth", probs, labels, weights, logits, opts))
+
+
+def _entry(ev, metric, notion=None, p=None, r=None):
+    e = ev.get(metric, notion, p, r)
+    if e is None:
+        raise KeyError(f"calib eval gave no {metric} entry (notion {notion}, p {p})")
+    return e["value"]
+
+
+def ece_witness(probs, labels, *, p=1, logits=False, weights=None, **options):
+    """The canonical calibration error CE_p (p = 1 or 2) by the cross-fitted
+    witness (the value of calib eval's ece_witness entry)."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_witness", p=p, **options)
+    return _entry(ev, "ece_witness", "canonical", p)
+
+
+def ece_kde(probs, labels, *, p=1, mode="canonical", bandwidth="auto", logits=False, weights=None, **options):
+    """The ECE^KDE estimate of CE_p^p (ECE^KDE paper eq. 2) for mode
+    (canonical, top_label, class_wise or binary) at the bandwidth (a number,
+    or "auto": leave-one-out maximum likelihood)."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_kde", mode=mode, p=p, bandwidth=bandwidth, **options)
+    return _entry(ev, "ece_kde", mode, p)
+
+
+def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, convention=None, logits=False, weights=None, **options):
+    """The binned ECE sum_b (n_b / n) |acc_b - conf_b|^p of the top-label
+    confidence (mode="top_label", the usual ECE) or per class (class_wise)
+    with equal-width bins (binning="equal_mass": equal-mass) under a tool's
+    convention (convention="sklearn", "torchmetrics", ...)."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_bin", p=p, bins=bins, binning=binning, convention=convention, **options)
+    return _entry(ev, "ece_bin", mode, p)
+
+
+def ks_error(probs, labels, *, logits=False, weights=None, **options):
+    """The top-label Kolmogorov-Smirnov calibration error
+    max_t |E[(1{y = argmax f} - max f) 1{max f <= t}]| (splines paper eq. 7,
+    12); for one column (binary input) the KS error of p1."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ks", **options)
+    for notion, r in (("top_r", 1), ("top_label", None), ("binary", None)):
+        e = ev.get("ks", notion, r=r)
+        if e is not None:
+            return e["value"]
+    return ev.results[0]["value"]
+
+
+def smece(probs, labels, *, logits=False, weights=None, **options):
+    """relplot's smooth ECE (smECE) of the top-label confidence (binary
+    input: of p1)."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="smece", **options)
+    e = ev.get("smece", "top_label") or ev.get("smece", "binary") or ev.results[0]
+    return e["value"]
+
+
+def ece_variational(probs, labels, *, logits=False, weights=None, **options):
+    """The canonical L1 calibration error by the cross-fitted variational
+    estimate (the gain of the best recalibration map; the number the README
+    says to report at any K). Returns the Entry (value, lo, hi, family)."""
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_variational", **options)
+    e = ev.get("ece_variational", "canonical") or ev.results[0]
+    return e
+
+
+def version():
+    """The version of the Go library (calib --version)."""
+    return _native.backend().version()

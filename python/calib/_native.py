@@ -1,0 +1,385 @@
+"""The bridge to the Go library (libcalib, calib's C ABI; see
+cmd/calib/libcalib): loading it, the arrays it takes, cancellable calls in a
+worker thread, and the out-of-process backend used where the library cannot
+live in this process.
+
+Go's runtime rules, and how they are kept:
+
+* The library is loaded lazily, on the first call, and the process id is
+  recorded. A child made by fork() after that (multiprocessing's default
+  start method on Linux) cannot use it: the Go runtime's threads do not
+  survive fork (golang/go#15538), and a call would hang. Such a child, and a
+  process holding another Go runtime (only one can live in a process,
+  golang/go#18976: two Go-built extensions crash), use the out-of-process
+  backend: a fresh interpreter (``python -m calib._worker``) that loads the
+  library and answers the same calls over a pipe. CALIB_BACKEND=inprocess
+  or =subprocess forces one; with CALIB_FALLBACK=error the conflict raises
+  RuntimeError at once instead.
+* A Go panic is recovered at the library's boundary; every later call then
+  fails with a clear RuntimeError (the library's state is not trusted).
+* Every call runs in a worker thread with the GIL released (ctypes releases
+  it during a foreign call); Ctrl-C in the calling thread cancels the call,
+  which returns within a second, and raises KeyboardInterrupt.
+"""
+
+import ctypes
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+LIBRARY_NAME = "libcalib.so"
+
+# Return codes of the C ABI.
+OK, FAILURE, INPUT, PANIC, POISONED, CANCELLED = 0, 1, 2, 3, 4, 130
+
+
+class CalibError(RuntimeError):
+    """A failure inside calib that is not the input's fault."""
+
+
+def library_path():
+    """The path of libcalib: $CALIB_LIBRARY, else the one installed with the
+    package."""
+    return os.environ.get("CALIB_LIBRARY") or os.path.join(_HERE, "_lib", LIBRARY_NAME)
+
+
+# ---------------------------------------------------------------- arrays
+
+
+def predictions(x, name):
+    """x as a C-contiguous 2-D float64 or float32 array (float64 input that is
+    already contiguous is returned as is: the library reads the caller's
+    buffer), with the ABI's dtype code. One-dimensional input is one column
+    (the binary case: p1, or its logit)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    try:
+        a = np.asarray(x)
+    except ValueError as e:  # ragged nested lists
+        raise ValueError(f"{name}: not an array of shape (n, K): {e}") from None
+    if a.dtype == object or a.dtype.kind not in "fiub":
+        raise ValueError(f"{name}: dtype {a.dtype}: want real numbers (float64 or float32; integers and booleans are converted)")
+    if a.ndim == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2:
+        raise ValueError(f"{name}: shape {a.shape}: want (n, K) predictions, or (n,) for one column")
+    if a.shape[1] == 0:
+        raise ValueError(f"{name}: shape {a.shape}: no columns")
+    if a.dtype == np.float32:
+        return np.ascontiguousarray(a), 1
+    return np.ascontiguousarray(a, dtype=np.float64), 0
+
+
+def label_array(y, n, name="labels"):
+    """y as a contiguous int32, int64 or float64 vector of n labels and its
+    ABI code (0 and None for no labels)."""
+    if y is None:
+        return None, 0
+    if hasattr(y, "detach") and hasattr(y, "cpu"):
+        y = y.detach().cpu().numpy()
+    a = np.asarray(y)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a.reshape(-1)
+    if a.ndim != 1:
+        raise ValueError(f"{name}: shape {a.shape}: want one label per row, shape ({n},)")
+    if a.shape[0] != n:
+        raise ValueError(f"{name}: {a.shape[0]} labels for {n} prediction rows")
+    kind = a.dtype.kind
+    if kind == "b" or (kind in "iu" and a.dtype.itemsize < 4):
+        a = a.astype(np.int32)
+    elif kind == "u":
+        if a.size and a.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{name}: label {a.max()} is outside the range of labels")
+        a = a.astype(np.int64)
+    elif kind == "f":
+        a = a.astype(np.float64, copy=False)
+    elif kind != "i":
+        raise ValueError(f"{name}: dtype {a.dtype}: want integer labels")
+    a = np.ascontiguousarray(a)
+    code = {np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.float64): 3}[a.dtype]
+    return a, code
+
+
+def weight_array(w, n, name="weights"):
+    """w as a contiguous float64 vector of n sample weights (None: all 1)."""
+    if w is None:
+        return None
+    if hasattr(w, "detach") and hasattr(w, "cpu"):
+        w = w.detach().cpu().numpy()
+    a = np.asarray(w)
+    if a.dtype == object or a.dtype.kind not in "fiub":
+        raise ValueError(f"{name}: dtype {a.dtype}: want real numbers")
+    a = np.ascontiguousarray(a, dtype=np.float64).reshape(-1) if a.ndim <= 1 else a
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"{name}: shape {np.shape(w)}: want one weight per row, shape ({n},)")
+    return a
+
+
+def _ptr(a):
+    return None if a is None else ctypes.c_void_p(a.ctypes.data)
+
+
+# ---------------------------------------------------------------- in process
+
+
+class _Library:
+    """libcalib loaded in this process."""
+
+    def __init__(self, path):
+        if not os.path.exists(path):
+            raise CalibError(f"calib: the Go library is not installed at {path}; reinstall the package (pip install ./python builds it with Go) or set CALIB_LIBRARY")
+        lib = ctypes.CDLL(path)
+        i64, c_int, vp, cp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)
+        dp = ctypes.POINTER(ctypes.c_double)
+        lib.calib_call_new.restype = i64
+        lib.calib_call_new.argtypes = []
+        lib.calib_cancel.argtypes = [i64]
+        lib.calib_call_free.argtypes = [i64]
+        lib.calib_free.argtypes = [vp]
+        lib.calib_version.restype = vp
+        lib.calib_input_address.restype = ctypes.c_size_t
+        lib.calib_input_address.argtypes = [vp, c_int, i64, i64]
+        lib.calib_args.restype = c_int
+        lib.calib_args.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
+        lib.calib_run.restype = c_int
+        lib.calib_run.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, c_int, vp, ctypes.POINTER(vp)]
+        lib.calib_apply.restype = c_int
+        lib.calib_apply.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, i64, ctypes.POINTER(vp)]
+        lib.calib_ece_kde_grad.restype = c_int
+        lib.calib_ece_kde_grad.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, c_int, vp, vp, dp, ctypes.POINTER(vp)]
+        lib.calib_debug_panic.restype = c_int
+        lib.calib_debug_panic.argtypes = [ctypes.POINTER(vp)]
+        del cp
+        self.lib = lib
+        self.path = path
+
+    def _string(self, p):
+        if not p:
+            return ""
+        try:
+            return ctypes.string_at(p).decode("utf-8", "replace")
+        finally:
+            self.lib.calib_free(p)
+
+    def _call(self, fn, *args):
+        """Run fn(handle, *args, &out) in a worker thread; Ctrl-C cancels it.
+        Returns (code, message)."""
+        lib = self.lib
+        h = lib.calib_call_new()
+        out = ctypes.c_void_p()
+        box = {}
+
+        def work():
+            try:
+                box["code"] = fn(h, *args, ctypes.byref(out))
+            except BaseException as e:  # pragma: no cover - ctypes errors
+                box["error"] = e
+
+        t = threading.Thread(target=work, name="calib-call", daemon=True)
+        t.start()
+        try:
+            while t.is_alive():
+                t.join(0.05)
+        except KeyboardInterrupt:
+            lib.calib_cancel(h)
+            t.join(5)
+            if not t.is_alive():
+                lib.calib_call_free(h)
+                self._string(out.value)
+            raise
+        lib.calib_call_free(h)
+        if "error" in box:
+            raise box["error"]
+        return box["code"], self._string(out.value)
+
+    def version(self):
+        return self._string(self.lib.calib_version())
+
+    def args(self, options):
+        out = ctypes.c_void_p()
+        code = self.lib.calib_args(json.dumps(options).encode(), ctypes.byref(out))
+        return code, self._string(out.value)
+
+    def input_address(self, x, dtype):
+        return self.lib.calib_input_address(_ptr(x), dtype, x.shape[0], x.shape[1])
+
+    def run(self, command, name, options, x, dtype, labels, lcode, weights):
+        req = json.dumps({"command": command, "name": name, "options": options}).encode()
+        return self._call(self.lib.calib_run, req, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights))
+
+    def apply(self, map_json, name, logits, x, dtype, k):
+        dst = np.empty((x.shape[0], k), dtype=np.float64)
+        req = json.dumps({"map": json.loads(map_json), "name": name, "logits": bool(logits)}).encode()
+        code, msg = self._call(self.lib.calib_apply, req, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(dst), dst.size)
+        return code, msg, dst
+
+    def grad(self, options, x, dtype, labels, lcode, weights):
+        g = np.empty(x.shape, dtype=np.float64)
+        v = ctypes.c_double()
+        req = json.dumps(options).encode()
+        code, msg = self._call(self.lib.calib_ece_kde_grad, req, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights), _ptr(g), ctypes.byref(v))
+        return code, msg, v.value, g
+
+    def debug_panic(self):
+        out = ctypes.c_void_p()
+        code = self.lib.calib_debug_panic(ctypes.byref(out))
+        return code, self._string(out.value)
+
+
+# ---------------------------------------------------------------- out of process
+
+
+class _Worker:
+    """The same calls, answered by a fresh interpreter that loads the library
+    (python -m calib._worker) over a pipe: length-prefixed pickles."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        self.proc = None
+        self.lock = threading.Lock()
+
+    def _start(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(_HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env["CALIB_BACKEND"] = "inprocess"
+        env["CALIB_LIBRARY"] = library_path()
+        self.proc = subprocess.Popen([sys.executable, "-m", "calib._worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def _request(self, method, *args):
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            p = self.proc
+            try:
+                body = pickle.dumps((method, args), protocol=pickle.HIGHEST_PROTOCOL)
+                p.stdin.write(struct.pack("<Q", len(body)) + body)
+                p.stdin.flush()
+                head = _read(p.stdout, 8)
+                reply = pickle.loads(_read(p.stdout, struct.unpack("<Q", head)[0]))
+            except KeyboardInterrupt:
+                p.kill()
+                p.wait()
+                self.proc = None
+                raise
+            except (OSError, EOFError) as e:
+                p.kill()
+                self.proc = None
+                raise CalibError(f"calib: the out-of-process backend ({self.reason}) stopped: {e}") from None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def __getattr__(self, method):
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return lambda *args: self._request(method, *args)
+
+
+def _read(f, n):
+    b = f.read(n)
+    if len(b) != n:
+        raise EOFError("the worker closed its pipe")
+    return b
+
+
+# ---------------------------------------------------------------- the backend
+
+_state = {"backend": None, "pid": None, "lock": threading.Lock()}
+
+
+def other_go_runtimes(own):
+    """Shared objects mapped into this process, other than own, that hold a
+    Go runtime (an ELF section .go.buildinfo)."""
+    found = []
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    except OSError:
+        return found
+    own = os.path.realpath(own) if own else None
+    for p in sorted(paths):
+        if not p.startswith("/") or ".so" not in os.path.basename(p):
+            continue
+        rp = os.path.realpath(p)
+        if rp == own or not os.path.exists(rp):
+            continue
+        if _has_go_buildinfo(rp):
+            found.append(rp)
+    return found
+
+
+def _has_go_buildinfo(path):
+    """Whether the ELF file at path has a .go.buildinfo section."""
+    try:
+        with open(path, "rb") as f:
+            h = f.read(64)
+            if len(h) < 64 or h[:4] != b"\x7fELF" or h[4] != 2:  # 64-bit ELF only
+                return False
+            end = "<" if h[5] == 1 else ">"
+            shoff, = struct.unpack(end + "Q", h[40:48])
+            shentsize, shnum, shstrndx = struct.unpack(end + "HHH", h[58:64])
+            if shoff == 0 or shnum == 0 or shstrndx >= shnum:
+                return False
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            def section(i):
+                s = table[i * shentsize:(i + 1) * shentsize]
+                name, = struct.unpack(end + "I", s[0:4])
+                off, size = struct.unpack(end + "QQ", s[24:40])
+                return name, off, size
+            _, stroff, strsize = section(shstrndx)
+            f.seek(stroff)
+            names = f.read(min(strsize, 1 << 20))
+            for i in range(shnum):
+                name, _, _ = section(i)
+                if names[name:name + 14] == b".go.buildinfo\x00":
+                    return True
+    except (OSError, struct.error):
+        return False
+    return False
+
+
+def backend():
+    """The backend of this process: the library in process, or the
+    out-of-process worker where the runtime rules forbid it."""
+    st = _state
+    pid = os.getpid()
+    with st["lock"]:
+        if st["backend"] is not None and st["pid"] == pid:
+            return st["backend"]
+        forced = os.environ.get("CALIB_BACKEND", "")
+        reason = None
+        if st["backend"] is not None and isinstance(st["backend"], _Library):
+            reason = f"this process (pid {pid}) was forked from pid {st['pid']}, which had loaded calib's Go library; a Go runtime does not survive fork()"
+        elif forced != "inprocess":
+            others = other_go_runtimes(library_path())
+            if others:
+                reason = "another Go runtime is loaded in this process (" + ", ".join(others) + "); only one can live in a process"
+        if forced == "subprocess" and reason is None:
+            reason = "CALIB_BACKEND=subprocess"
+        if reason is not None and forced != "inprocess":
+            if os.environ.get("CALIB_FALLBACK") == "error":
+                raise CalibError("calib: " + reason + " (CALIB_FALLBACK=error: no out-of-process backend)")
+            b = _Worker(reason)
+        else:
+            b = _Library(library_path())
+        st["backend"], st["pid"] = b, pid
+        return b
+
+
+def check(code, msg):
+    """Raise the error that the ABI's code means."""
+    if code == OK:
+        return
+    if code == INPUT:
+        raise ValueError(msg)
+    if code == CANCELLED:
+        raise KeyboardInterrupt(msg)
+    raise CalibError(msg)

@@ -1,0 +1,273 @@
+"""Recalibration maps with scikit-learn's conventions.
+
+Calibrator fits one of calib fit's maps on validation predictions and
+applies it (calib apply): the map is the JSON that calib fit writes, so a
+map fitted here applies with ``calib apply`` and one fitted by ``calib fit``
+loads here, with the same numbers bit for bit. CalibratedClassifier wraps
+any fitted (or unfitted) scikit-learn classifier with such a map, as
+scikit-learn's CalibratedClassifierCV does with its three methods.
+"""
+
+import json
+
+import numpy as np
+
+from . import _api, _native
+
+__all__ = ["Calibrator", "CalibratedClassifier", "METHODS"]
+
+#: calib fit's methods (calib fit --help).
+METHODS = (
+    "temperature", "vector", "matrix", "matrix-odir", "dirichlet", "dirichlet-odir", "spline",
+    "isotonic", "histogram", "platt", "beta", "log-spline", "log-spline-shared",
+)
+
+
+#: The methods whose maps calib fit fits on logits only (--logits):
+#: recal.Method.NeedsLogits.
+LOGIT_METHODS = ("temperature", "vector", "matrix")
+
+
+class _Params:
+    """get_params/set_params from the __init__ signature (scikit-learn's
+    protocol, without needing scikit-learn)."""
+
+    @classmethod
+    def _param_names(cls):
+        import inspect
+
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
+
+    def get_params(self, deep=True):
+        out = {}
+        for k in self._param_names():
+            v = getattr(self, k)
+            out[k] = v
+            if deep and hasattr(v, "get_params") and not isinstance(v, type):
+                for kk, vv in v.get_params().items():
+                    out[f"{k}__{kk}"] = vv
+        return out
+
+    def set_params(self, **params):
+        names = self._param_names()
+        nested = {}
+        for k, v in params.items():
+            key, sep, sub = k.partition("__")
+            if key not in names:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}: valid parameters are {names}")
+            if sep:
+                nested.setdefault(key, {})[sub] = v
+            else:
+                setattr(self, key, v)
+        for key, sub in nested.items():
+            getattr(self, key).set_params(**sub)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._param_names())
+        return f"{type(self).__name__}({args})"
+
+
+class Calibrator(_Params):
+    """A recalibration map fitted by calib (``calib fit --method METHOD``).
+
+    Parameters: method, one of METHODS; logits, whether X holds logits (the
+    maps of temperature, vector, matrix and dirichlet read logits; given
+    probabilities they read log p); options, a dict of calib fit's other
+    flags (``{"knots": 8}``, ``{"lambda": 0.01}``, ``{"scalar_mode":
+    "one_vs_rest"}``).
+
+    After fit: ``map_`` (the map as calib fit writes it, a JSON string),
+    ``method_``, ``n_classes_`` (K), ``n_features_in_`` (columns of X),
+    ``classes_`` (0..K-1). predict_proba(X) and transform(X) return the
+    calibrated probabilities (n, K); predict(X) their arg-max.
+    """
+
+    def __init__(self, method="temperature", logits=False, options=None):
+        self.method = method
+        self.logits = logits
+        self.options = options
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the map on validation predictions X (n, K) with labels y
+        (weights: sample_weight) and return self."""
+        if self.method not in METHODS:
+            raise ValueError(f"method {self.method!r}: want one of {', '.join(METHODS)}")
+        opts = _api._options(dict(self.options or {}), method=self.method)
+        self.map_ = _api._run("fit", X, y, sample_weight, self.logits, opts, name="X")
+        self._set_fitted()
+        return self
+
+    def _set_fitted(self):
+        doc = json.loads(self.map_)
+        self.method_ = doc["method"]
+        self.n_classes_ = int(doc["k"])
+        self.classes_ = np.arange(self.n_classes_)
+        self.input_ = doc["input"]
+        self.n_features_in_ = self.n_classes_
+
+    def _check_fitted(self):
+        if not hasattr(self, "map_"):
+            try:
+                from sklearn.exceptions import NotFittedError
+            except ImportError:  # pragma: no cover
+                NotFittedError = AttributeError
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit (or load) first")
+
+    def predict_proba(self, X):
+        """The calibrated probabilities of X: an (n, K) float64 array whose
+        rows are on the simplex (calib apply)."""
+        self._check_fitted()
+        x, dtype = _native.predictions(X, "X")
+        code, msg, out = _native.backend().apply(self.map_, "X", bool(self.logits), x, dtype, self.n_classes_)
+        _native.check(code, msg)
+        return out
+
+    transform = predict_proba
+
+    def fit_transform(self, X, y, sample_weight=None):
+        return self.fit(X, y, sample_weight).transform(X)
+
+    def predict(self, X):
+        """The arg-max class of the calibrated probabilities."""
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def save(self, path):
+        """Write the map to path, as calib fit -o writes it."""
+        self._check_fitted()
+        with open(path, "w") as f:
+            f.write(self.map_)
+
+    @classmethod
+    def load(cls, path, logits=None):
+        """A Calibrator holding the map at path (written by calib fit or
+        save). logits: whether X will hold logits (default: the map's
+        input kind)."""
+        with open(path) as f:
+            text = f.read()
+        try:
+            doc = json.loads(text)
+            method, kind = doc["method"], doc["input"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}: not a calib map: {e}") from None
+        c = cls(method=method, logits=(kind == "logits") if logits is None else logits)
+        c.map_ = text
+        c._set_fitted()
+        return c
+
+    def __getstate__(self):
+        return dict(self.__dict__)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def _more_tags(self):
+        return {"requires_positive_X": True, "poor_score": True}
+
+
+class CalibratedClassifier(_Params):
+    """A classifier whose probabilities are recalibrated by a calib map, as
+    scikit-learn's CalibratedClassifierCV but with any of calib's methods.
+
+    estimator: a scikit-learn classifier with predict_proba (None: a
+    LogisticRegression). method: isotonic by default (it passes
+    scikit-learn's check_estimator); temperature and platt refuse data on
+    which the classifier separates the classes perfectly (the fitted
+    temperature would be 0) with a ValueError. cv: "prefit" (the estimator is fitted; the map is
+    fitted on the X, y given to fit, which should be held out), or a number
+    of folds k >= 2 (the map is fitted on the estimator's out-of-fold
+    probabilities, then the estimator is refitted on all the data:
+    CalibratedClassifierCV's ensemble=False). method and options: the
+    Calibrator's.
+
+    After fit: ``estimator_`` (the fitted classifier), ``calibrator_``,
+    ``classes_``, ``n_features_in_``.
+    """
+
+    def __init__(self, estimator=None, method="isotonic", cv=5, options=None):
+        self.estimator = estimator
+        self.method = method
+        self.cv = cv
+        self.options = options
+
+    def _base(self):
+        if self.estimator is not None:
+            return self.estimator
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression()
+
+    def fit(self, X, y, sample_weight=None):
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import check_X_y
+
+        X, y = check_X_y(X, y, accept_sparse=False)
+        check_classification_targets(y)
+        classes, yi = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"y holds one class ({classes[0]!r}): a classifier needs at least 2 classes")
+        self.classes_ = classes
+        self.n_features_in_ = X.shape[1]
+        fit_params = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight, dtype=np.float64)}
+        if self.cv == "prefit":
+            est = self._base()
+            if not hasattr(est, "classes_"):
+                raise ValueError("cv='prefit' needs a fitted estimator")
+            probs = est.predict_proba(X)
+            self.estimator_ = est
+        else:
+            k = int(self.cv)
+            if k < 2:
+                raise ValueError(f"cv={self.cv!r}: want 'prefit' or a number of folds >= 2")
+            counts = np.bincount(yi)
+            folds = max(2, min(k, int(counts.min())))
+            est = clone(self._base())
+            if counts.min() >= 2:
+                splitter = StratifiedKFold(n_splits=folds)
+                probs = cross_val_predict(est, X, yi, cv=splitter, method="predict_proba", fit_params=fit_params)
+            else:
+                probs = clone(est).fit(X, yi, **fit_params).predict_proba(X)
+            self.estimator_ = clone(est).fit(X, yi, **fit_params)
+        logits = self.method in LOGIT_METHODS
+        self.calibrator_ = Calibrator(self.method, logits=logits, options=self.options).fit(_map_input(probs, logits), yi, sample_weight)
+        return self
+
+    def predict_proba(self, X):
+        from sklearn.utils.validation import check_array, check_is_fitted
+
+        check_is_fitted(self, "calibrator_")
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input")
+        return self.calibrator_.predict_proba(_map_input(self.estimator_.predict_proba(X), self.calibrator_.logits))
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        from sklearn.metrics import accuracy_score
+
+        return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
+
+    def _more_tags(self):
+        return {
+            "_xfail_checks": {
+                "check_sample_weights_invariance": "the cross-fitting's folds depend on the samples, so a zero weight is not the same as removing the sample (as for CalibratedClassifierCV)",
+            }
+        }
+
+
+def _map_input(p, logits):
+    """A classifier's probabilities as a map's input: float64 rows that sum
+    to 1 (its float rounding renormalised), or for a logits map their
+    logarithms (log 0 taken at the smallest positive float64, so finite)."""
+    p = np.asarray(p, dtype=np.float64)
+    p = np.clip(p, 0.0, 1.0)
+    s = p.sum(axis=1, keepdims=True)
+    p = p / np.where(s > 0, s, 1.0)
+    if logits:
+        return np.log(np.maximum(p, np.finfo(np.float64).tiny))
+    return p

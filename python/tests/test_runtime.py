@@ -1,0 +1,188 @@
+"""The Go runtime's rules (one runtime per process, none after fork, a
+recovered panic) and the calls' plumbing (zero copy, Ctrl-C, the GIL),
+each in a fresh interpreter so that the test process stays clean."""
+
+import json
+import os
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import calib
+from calib import _native
+from conftest import run_python, strip_run
+
+SETUP = """
+import os, sys, time, json
+import numpy as np
+import calib
+rng = np.random.default_rng(1)
+P = rng.dirichlet(np.ones(4), size=400)
+Y = rng.integers(0, 4, size=400)
+def value():
+    return calib.evaluate(P, Y, metrics="ece_bin,brier").to_json()
+"""
+
+
+def ok(p):
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+    return p.stdout
+
+
+def test_zero_copy_for_contiguous_float64():
+    a = np.random.default_rng(0).dirichlet(np.ones(5), size=100)
+    x, dtype = _native.predictions(a, "probs")
+    assert x is a and dtype == 0
+    assert _native.backend().input_address(x, dtype) == a.ctypes.data  # the library reads a's own buffer
+    f = a.astype(np.float32)
+    x, dtype = _native.predictions(f, "probs")
+    assert dtype == 1 and _native.backend().input_address(x, dtype) != f.ctypes.data  # converted in Go
+    t = np.asfortranarray(a)
+    x, _ = _native.predictions(t, "probs")
+    assert x is not t and x.flags.c_contiguous
+
+
+def test_fork_before_first_use_works():
+    out = ok(run_python(SETUP + """
+pid = os.fork()
+if pid == 0:
+    try:
+        v = value()
+        ok = type(calib._native.backend()).__name__ == "_Library"
+        os._exit(0 if ok and "ece_bin" in v else 3)
+    except BaseException as e:
+        print(e, file=sys.stderr); os._exit(4)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), "ece_bin" in value())
+"""))
+    assert out.split() == ["0", "True"]
+
+
+def test_fork_after_first_use_falls_back():
+    out = ok(run_python(SETUP + """
+parent = value()
+pid = os.fork()
+if pid == 0:
+    t = time.monotonic()
+    try:
+        v = value()
+        same = json.loads(v)["results"][0]["value"] == json.loads(parent)["results"][0]["value"]
+        kind = type(calib._native.backend()).__name__
+        print(kind, same, round(time.monotonic() - t, 3), flush=True)
+        os._exit(0)
+    except BaseException as e:
+        print("error", e, flush=True); os._exit(4)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""))
+    kind, same, seconds, code = out.split()
+    assert (kind, same, code) == ("_Worker", "True", "0")
+    assert float(seconds) < 5, "the out-of-process backend took too long to start"
+
+
+def test_fork_after_first_use_error_within_a_second():
+    out = ok(run_python(SETUP + """
+value()
+pid = os.fork()
+if pid == 0:
+    t = time.monotonic()
+    try:
+        value(); print("no error", flush=True)
+    except calib.CalibError as e:
+        print(round(time.monotonic() - t, 3), "|", e, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+""", env={"CALIB_FALLBACK": "error"}))
+    seconds, msg = out.split("|", 1)
+    assert float(seconds) < 1
+    assert "forked" in msg and "fork()" in msg
+
+
+def test_second_go_runtime_detected(tmp_path):
+    other = tmp_path / "libother.so"
+    shutil.copyfile(_native.library_path(), other)
+    code = SETUP.replace("import calib", "import ctypes\nctypes.CDLL(%r)\nimport calib" % str(other)) + """
+v = value()
+print(type(calib._native.backend()).__name__, calib._native.backend().reason)
+"""
+    out = ok(run_python(code))
+    assert out.startswith("_Worker another Go runtime") and "libother.so" in out
+    p = run_python(code, env={"CALIB_FALLBACK": "error"})
+    assert p.returncode != 0 and "another Go runtime" in p.stderr and "libother.so" in p.stderr
+
+
+def test_worker_backend_gives_the_same_numbers():
+    """The out-of-process backend (forced) runs every entry point."""
+    code = SETUP + """
+cal = calib.Calibrator("isotonic").fit(P, Y)
+print(json.dumps([value(), cal.predict_proba(P[:3]).tolist(), type(calib._native.backend()).__name__]))
+"""
+    a = json.loads(ok(run_python(code, env={"CALIB_BACKEND": "subprocess"})))
+    b = json.loads(ok(run_python(code, env={"CALIB_BACKEND": "inprocess"})))
+    assert a[2] == "_Worker" and b[2] == "_Library"
+    assert strip_run(json.loads(a[0])) == strip_run(json.loads(b[0]))
+    assert a[1] == b[1]
+
+
+def test_recovered_panic_poisons_later_calls():
+    out = ok(run_python(SETUP + """
+code, msg = calib._native.backend().debug_panic()
+print(code, "internal error" in msg)
+try:
+    value(); print("no error")
+except calib.CalibError as e:
+    print("refused", "earlier call" in str(e))
+"""))
+    assert out.split() == ["3", "True", "refused", "True"]
+
+
+def test_keyboard_interrupt_within_a_second():
+    out = ok(run_python(SETUP + """
+import signal, threading
+P = rng.dirichlet(np.ones(10), size=3000)
+Y = rng.integers(0, 10, size=3000)
+sent = {}
+def interrupt():
+    sent["t"] = time.monotonic()
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Timer(1.0, interrupt).start()
+t0 = time.monotonic()
+try:
+    calib.evaluate(P, Y, metrics="ece_kde", mode="canonical", ci_exact=True, ci_resamples=100000)
+    print("finished", time.monotonic() - t0)
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - sent["t"], 3))
+print("after", "brier" in value())
+""", timeout=120))
+    first, after = out.split()[:2], out.split()[2:]
+    assert first[0] == "interrupted", out
+    assert float(first[1]) < 1.0, f"KeyboardInterrupt came {first[1]} s after Ctrl-C"
+    assert after == ["after", "True"]
+
+
+def test_gil_released_during_a_call():
+    """Another Python thread runs while Go computes."""
+    rng = np.random.default_rng(2)
+    P = rng.dirichlet(np.ones(10), size=3000)
+    Y = rng.integers(0, 10, size=3000)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    start = time.monotonic()
+    calib.evaluate(P, Y, metrics="ece_kde", mode="canonical")
+    end = time.monotonic()
+    stop.set()
+    t.join()
+    during = [x for x in ticks if start < x < end]
+    assert end - start > 0.05
+    assert len(during) >= 0.3 * (end - start) / 0.005, f"{len(during)} ticks in {end - start:.3f} s"
