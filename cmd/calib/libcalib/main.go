@@ -321,6 +321,12 @@ func Args(options []byte) ([]string, error) {
 			args = append(args, "--"+key+"="+s)
 		}
 	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, fmt.Errorf("options: the JSON object is not closed")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("options: data after the JSON object")
+	}
 	return args, nil
 }
 

@@ -1,0 +1,86 @@
+//go:build cgo
+
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestArgs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{``, nil, ""},
+		{`null`, nil, ""},
+		{`{}`, nil, ""},
+		{`{"metrics": ["ece_kde", "ks"], "ci": true, "seed": 18446744073709551615, "ci_level": 0.9, "mode": null}`,
+			[]string{"--metrics=ece_kde,ks", "--ci=true", "--seed=18446744073709551615", "--ci-level=0.9"}, ""},
+		{`{"p": [1, 2.5], "exact": false, "convention": "sklearn"}`, []string{"--p=1,2.5", "--exact=false", "--convention=sklearn"}, ""},
+		{`[1]`, nil, "want a JSON object"},
+		{`{"json": false}`, nil, "set by the caller"},
+		{`{"labels": "y.npy"}`, nil, "set by the caller"},
+		{`{"-x": 1}`, nil, "not a flag name"},
+		{`{"bins": {"a": 1}}`, nil, "want a number"},
+		{`{"p": [[1]]}`, nil, "element 0"},
+		{`{"p": [null]}`, nil, "element 0"},
+		{`{"bins": 15`, nil, "not closed"},
+		{`{"bins": 15} {}`, nil, "data after"},
+	} {
+		got, err := Args([]byte(c.in))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Args(%s): error %v, want one with %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("Args(%s) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// FuzzArgs: any bytes give flags or an error, never a panic; accepted
+// options give one "--name=value" per non-null key.
+func FuzzArgs(f *testing.F) {
+	for _, s := range []string{`{"metrics": ["ece_kde"], "ci": true}`, `{"p": [1, 2]}`, `{"a": null}`, `{`, `[]`, `{"x": "a,b"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		args, err := Args(b)
+		if err != nil {
+			return
+		}
+		for _, a := range args {
+			if !strings.HasPrefix(a, "--") || !strings.Contains(a, "=") {
+				t.Fatalf("Args(%q) gave %q", b, a)
+			}
+		}
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil {
+			n := 0
+			for _, v := range m {
+				if v != nil {
+					n++
+				}
+			}
+			if len(m) == len(args)+countNull(m) && n != len(args) {
+				t.Fatalf("Args(%q): %d flags for %d non-null keys", b, len(args), n)
+			}
+		}
+	})
+}
+
+func countNull(m map[string]any) int {
+	n := 0
+	for _, v := range m {
+		if v == nil {
+			n++
+		}
+	}
+	return n
+}
