@@ -48,6 +48,27 @@ class BuildGo(build_py):
             os.remove(header)
 
 
+try:
+    from wheel.bdist_wheel import bdist_wheel as _bdist_wheel
+
+    class BdistWheel(_bdist_wheel):
+        """Wheels tagged py3-none-PLATFORM: the library is loaded with
+        ctypes, so any CPython 3 on that platform takes the wheel; the
+        platform is the Go library's (--plat-name for a cross build)."""
+
+        def finalize_options(self):
+            super().finalize_options()
+            self.root_is_pure = False
+
+        def get_tag(self):
+            _, _, plat = super().get_tag()
+            return "py3", "none", plat
+
+    CMDCLASS = {"bdist_wheel": BdistWheel}
+except ImportError:  # no wheel package: pip builds without it
+    CMDCLASS = {}
+
+
 class BinaryDistribution(Distribution):
     """The package holds a platform-specific shared library."""
 
@@ -55,4 +76,4 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildGo}, distclass=BinaryDistribution)
+setup(cmdclass={"build_py": BuildGo, **CMDCLASS}, distclass=BinaryDistribution)

@@ -127,3 +127,28 @@ func readFile(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// BenchmarkExecArrays is the Go side of the Python package's overhead
+// (scripts/python_bench.py overhead): calib eval on arrays in memory, the
+// first 1,000 rows of the CIFAR-10 DenseNet-121 validation logits, as the
+// C ABI runs it.
+func BenchmarkExecArrays(b *testing.B) {
+	s, err := data.Load("../../../../testdata/realsets/cifar10_densenet121-flsd53/logits.npy", data.Options{Logits: true, Labels: "../../../../testdata/realsets/cifar10_densenet121-flsd53/labels.npy"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := map[string]Arrays{"logits": {Values: s.Logits[:1000*s.K], Cols: s.K, Labels: s.Labels[:1000]}}
+	for _, c := range []struct{ name, metrics string }{{"default", ""}, {"brier", "brier"}} {
+		args := []string{"eval", "logits", "--json", "--progress=false", "--logits"}
+		if c.metrics != "" {
+			args = append(args, "--metrics", c.metrics)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if code, err := Exec(context.Background(), args, a, io.Discard, io.Discard); code != ExitOK {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
