@@ -15,6 +15,7 @@ and PyTorch (calib.torch) are used where installed.
 """
 
 from ._api import (
+    Accumulator,
     Entry,
     Evaluation,
     bandwidth,
@@ -34,7 +35,7 @@ from .calibrator import METHODS, CalibratedClassifier, Calibrator
 __version__ = "0.1.0"
 
 __all__ = [
-    "evaluate", "Evaluation", "Entry", "test", "bandwidth",
+    "evaluate", "Evaluation", "Entry", "test", "bandwidth", "Accumulator",
     "ece_witness", "ece_kde", "ece_binned", "ks_error", "smece", "ece_variational",
     "Calibrator", "CalibratedClassifier", "METHODS", "CalibError", "version",
 ]

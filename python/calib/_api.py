@@ -7,7 +7,7 @@ import json
 from . import _native
 
 __all__ = [
-    "Evaluation", "Entry", "evaluate", "test", "bandwidth",
+    "Evaluation", "Entry", "evaluate", "test", "bandwidth", "Accumulator",
     "ece_witness", "ece_kde", "ece_binned", "ks_error", "smece", "ece_variational",
     "version",
 ]
@@ -254,6 +254,90 @@ def ece_variational(probs, labels, *, logits=False, weights=None, **options):
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_variational", **options)
     e = ev.get("ece_variational", "canonical") or ev.results[0]
     return e
+
+
+class Accumulator:
+    """A streamed evaluation fed batch by batch: calib eval --stream's exact
+    sums, for a training loop or a data loader.
+
+        acc = calib.Accumulator(logits=True, metrics="ece_bin,ks,nll,brier")
+        for x, y in loader:
+            acc.add(model(x), y)
+        ev = acc.finish()              # an Evaluation
+
+    The keywords are calib eval's flags, as for evaluate; the metrics must
+    be one-pass ones (the default: ece_bin, ks, brier, nll, accuracy,
+    confidence): ece_kde, ece_witness, mmce, sharpness and binned metrics
+    with data-dependent bins need a second pass over the data and are
+    refused. The result equals calib eval --stream on the rows in the order
+    they were added (the sums are exact: ece_bin, ks at its --ks-cells
+    score cells, the scores). merge(other) adds another accumulator's rows
+    (made with the same options, in this process or, through pickle, in
+    another: a data loader's workers); an Accumulator pickles as its state.
+    """
+
+    DEFAULT_METRICS = "ece_bin,ks,brier,nll,accuracy,confidence"
+
+    def __init__(self, *, logits=False, metrics=None, name="batch", **options):
+        self._options = _options(dict(options), metrics=metrics or self.DEFAULT_METRICS, logits=True if logits else None)
+        self._name = name
+        self._open(None)
+
+    def _open(self, state):
+        self._backend = _native.backend()
+        code, msg = self._backend.stream_new(self._name, self._options, state)
+        _native.check(code, msg)
+        self._h = int(msg)
+
+    def add(self, probs, labels, weights=None):
+        """Add a batch: (m, K) predictions (logits if the accumulator was
+        made with logits=True), m labels, m weights or None. Returns the
+        number of rows added so far."""
+        x, dtype = _native.predictions(probs, "logits" if self._options.get("logits") else "probs")
+        y, lcode = _native.label_array(labels, x.shape[0])
+        if y is None:
+            raise ValueError("labels: a batch needs its labels")
+        w = _native.weight_array(weights, x.shape[0])
+        code, msg = self._backend.stream_add(self._h, x, dtype, y, lcode, w)
+        _native.check(code, msg)
+        return int(msg)
+
+    def merge(self, other):
+        """Add the rows of another Accumulator (same options). Returns the
+        number of rows."""
+        if not isinstance(other, Accumulator):
+            raise TypeError(f"merge takes an Accumulator, not {type(other).__name__}")
+        code, msg = self._backend.stream_merge(self._h, other._h)
+        _native.check(code, msg)
+        return int(msg)
+
+    def state(self):
+        """The sums as JSON (evaluate.Sums's state, the --stream state)."""
+        code, msg = self._backend.stream_state(self._h)
+        _native.check(code, msg)
+        return msg
+
+    def finish(self):
+        """The Evaluation of the rows added so far (more may be added
+        after)."""
+        code, msg = self._backend.stream_finish(self._h)
+        _native.check(code, msg)
+        return Evaluation(msg)
+
+    def __getstate__(self):
+        return {"options": self._options, "name": self._name, "state": self.state()}
+
+    def __setstate__(self, st):
+        self._options, self._name = st["options"], st["name"]
+        self._open(st["state"])
+
+    def __del__(self):
+        h, b = getattr(self, "_h", None), getattr(self, "_backend", None)
+        if h is not None and b is not None and _native.same_process(b):
+            try:
+                b.stream_free(h)
+            except Exception:  # interpreter shutdown
+                pass
 
 
 def version():

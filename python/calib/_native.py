@@ -154,6 +154,17 @@ class _Library:
         lib.calib_apply.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, i64, ctypes.POINTER(vp)]
         lib.calib_ece_kde_grad.restype = c_int
         lib.calib_ece_kde_grad.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, c_int, vp, vp, dp, ctypes.POINTER(vp)]
+        lib.calib_stream_new.restype = c_int
+        lib.calib_stream_new.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
+        lib.calib_stream_add.restype = c_int
+        lib.calib_stream_add.argtypes = [i64, vp, c_int, i64, i64, vp, c_int, vp, ctypes.POINTER(vp)]
+        lib.calib_stream_merge.restype = c_int
+        lib.calib_stream_merge.argtypes = [i64, i64, ctypes.POINTER(vp)]
+        lib.calib_stream_state.restype = c_int
+        lib.calib_stream_state.argtypes = [i64, ctypes.POINTER(vp)]
+        lib.calib_stream_finish.restype = c_int
+        lib.calib_stream_finish.argtypes = [i64, ctypes.POINTER(vp)]
+        lib.calib_stream_free.argtypes = [i64]
         lib.calib_debug_panic.restype = c_int
         lib.calib_debug_panic.argtypes = [ctypes.POINTER(vp)]
         del cp
@@ -226,6 +237,31 @@ class _Library:
         req = json.dumps(options).encode()
         code, msg = self._call(self.lib.calib_ece_kde_grad, req, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights), _ptr(g), ctypes.byref(v))
         return code, msg, v.value, g
+
+    def _plain(self, fn, *args):
+        """fn(*args, &out) in this thread (a short call): (code, message)."""
+        out = ctypes.c_void_p()
+        code = fn(*args, ctypes.byref(out))
+        return code, self._string(out.value)
+
+    def stream_new(self, name, options, state):
+        req = json.dumps({"name": name, "options": options, "state": json.loads(state) if state else None}).encode()
+        return self._plain(self.lib.calib_stream_new, req)
+
+    def stream_add(self, h, x, dtype, labels, lcode, weights):
+        return self._plain(self.lib.calib_stream_add, h, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights))
+
+    def stream_merge(self, h, other):
+        return self._plain(self.lib.calib_stream_merge, h, other)
+
+    def stream_state(self, h):
+        return self._plain(self.lib.calib_stream_state, h)
+
+    def stream_finish(self, h):
+        return self._plain(self.lib.calib_stream_finish, h)
+
+    def stream_free(self, h):
+        self.lib.calib_stream_free(h)
 
     def debug_panic(self):
         out = ctypes.c_void_p()
@@ -372,6 +408,12 @@ def backend():
             b = _Library(library_path())
         st["backend"], st["pid"] = b, pid
         return b
+
+
+def same_process(b):
+    """Whether the backend b belongs to this process (not to the parent of
+    a forked child, where calling it would hang)."""
+    return _state["backend"] is b and _state["pid"] == os.getpid()
 
 
 def check(code, msg):

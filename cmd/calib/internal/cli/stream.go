@@ -168,12 +168,12 @@ func (f *streamFlags) points() (int, error) {
 	return m, nil
 }
 
-// stream evaluates the shards names of args[0] in two passes of chunks.
-func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
-	start, prov := time.Now(), newProvenance(cmd, args)
+// streamOptions are the options of a streamed evaluation, checked (by
+// evaluate.NewSums) before any data is read.
+func (f *evalFlags) streamOptions(sf *streamFlags) (evaluate.StreamOptions, error) {
 	o, err := f.options(nil)
 	if err != nil {
-		return nil, err
+		return evaluate.StreamOptions{}, err
 	}
 	switch {
 	case f.text.Metrics == "all":
@@ -181,9 +181,66 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	case f.text.Metrics == "" && !f.modeSet:
 		o.Metrics = nil // the streamed defaults
 	}
-	m, _ := sf.points()
+	m, err := sf.points()
+	if err != nil {
+		return evaluate.StreamOptions{}, err
+	}
 	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.text.KSCells, MaxCells: sf.text.MaxCells}
-	if _, err := evaluate.NewSums(so); err != nil { // the options, before any data is read
+	if _, err := evaluate.NewSums(so); err != nil {
+		return evaluate.StreamOptions{}, err
+	}
+	return so, nil
+}
+
+// StreamOptions parses calib eval's flags args (without PRED) as calib
+// eval --stream reads them and returns the options of a streamed
+// evaluation and of reading its batches (--logits, --tolerance,
+// --renormalize): the C ABI's accumulators, fed batch by batch. The
+// flags that name files or drive the command (--stream, --rows, --labels,
+// --weights, --format, --calibrator, --json, --progress) are refused.
+func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) {
+	var in inputFlags
+	var ef evalFlags
+	var sf streamFlags
+	cmd := &cobra.Command{Use: "eval"}
+	in.register(cmd.Flags())
+	in.registerWeights(cmd.Flags(), false)
+	ef.register(cmd)
+	sf.register(cmd.Flags())
+	fs := cmd.Flags()
+	if err := fs.Parse(args); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, inputError{flagError(err)}
+	}
+	if fs.NArg() > 0 {
+		return evaluate.StreamOptions{}, data.Options{}, usageErrorf("unexpected argument %q: give flags only", fs.Arg(0))
+	}
+	for _, name := range []string{"stream", "rows", "labels", "weights", "format", "calibrator", "json", "progress"} {
+		if fs.Changed(name) {
+			return evaluate.StreamOptions{}, data.Options{}, usageErrorf("--%s does not apply to batches added in memory", name)
+		}
+	}
+	if err := validateFlags(cmd); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
+	if err := ef.evalOnly(fs); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
+	so, err := ef.streamOptions(&sf)
+	if err != nil {
+		var oe *evaluate.OptionError
+		if errors.As(err, &oe) {
+			err = optionError("", err)
+		}
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
+	return so, in.o, nil
+}
+
+// stream evaluates the shards names of args[0] in two passes of chunks.
+func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
+	start, prov := time.Now(), newProvenance(cmd, args)
+	so, err := f.streamOptions(sf)
+	if err != nil {
 		return nil, err
 	}
 	shards, err := pairShards(args[0], names, in.o.Labels, in.o.Weights)

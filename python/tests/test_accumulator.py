@@ -1,0 +1,92 @@
+"""calib.Accumulator against calib eval --stream: the same JSON for the same
+rows (in batches of any size, merged or pickled), and its refusals."""
+
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import calib
+from conftest import REALSETS, run_cli, strip_run
+
+D = os.path.join(REALSETS, "cifar100_resnet110-brier")
+
+
+def data():
+    return np.load(os.path.join(D, "logits.npy")), np.load(os.path.join(D, "labels.npy"))
+
+
+def cli_stream(cli, *flags):
+    _, out, _ = run_cli(cli, "eval", os.path.join(D, "logits.npy"), "--labels", os.path.join(D, "labels.npy"), "--logits", "--stream", "--rows", "300", "--json", *flags)
+    return strip_run(json.loads(out))
+
+
+def test_batches_match_cli_stream(cli):
+    z, y = data()
+    want = cli_stream(cli, "--metrics", calib.Accumulator.DEFAULT_METRICS)
+    acc = calib.Accumulator(logits=True)
+    for i in range(0, len(y), 300):
+        acc.add(z[i:i + 300], y[i:i + 300])
+    assert strip_run(acc.finish().to_dict()) == want
+    # Other batch sizes: the same sums but for the last bits of the
+    # order-dependent float sums.
+    acc = calib.Accumulator(logits=True)
+    for i in range(0, len(y), 777):
+        acc.add(z[i:i + 777], y[i:i + 777])
+    got = acc.finish()
+    for e, w in zip(got.results, want["results"]):
+        assert e["metric"] == w["metric"] and abs(e["value"] - w["value"]) <= 1e-12 * max(1, abs(w["value"]))
+
+
+def test_options_and_weights_match_cli(cli, tmp_path):
+    z, y = data()
+    w = np.random.default_rng(4).uniform(0.5, 2, size=len(y))
+    np.save(tmp_path / "w.npy", w)
+    want = cli_stream(cli, "--metrics", "ece_bin,mce,ks,nll", "--bins", "10", "--p", "1,2", "--weights", str(tmp_path / "w.npy"))
+    acc = calib.Accumulator(logits=True, metrics="ece_bin,mce,ks,nll", bins=10, p=[1, 2])
+    for i in range(0, len(y), 300):
+        acc.add(z[i:i + 300], y[i:i + 300], weights=w[i:i + 300])
+    assert strip_run(acc.finish().to_dict()) == want
+
+
+def test_merge_and_pickle():
+    z, y = data()
+    whole = calib.Accumulator(logits=True)
+    whole.add(z, y)
+    a, b = calib.Accumulator(logits=True), calib.Accumulator(logits=True)
+    a.add(z[:1000], y[:1000])
+    b.add(z[1000:], y[1000:])
+    b2 = pickle.loads(pickle.dumps(b))  # as a data loader's worker would send it
+    assert a.merge(b2) == len(y)
+    got, want = a.finish(), whole.finish()
+    for e, w in zip(got.results, want.results):
+        assert e["metric"] == w["metric"] and abs(e["value"] - w["value"]) <= 1e-12 * max(1, abs(w["value"]))
+    with pytest.raises(ValueError, match="itself"):
+        a.merge(a)
+    other = calib.Accumulator(logits=True, metrics="brier")
+    other.add(z[:5], y[:5])
+    with pytest.raises(ValueError, match="different options"):
+        a.merge(other)
+
+
+def test_refusals():
+    z, y = data()
+    with pytest.raises(ValueError, match="second pass"):
+        calib.Accumulator(metrics="ece_kde")
+    with pytest.raises(ValueError, match="does not apply to batches"):
+        calib.Accumulator(rows=10)
+    with pytest.raises(ValueError, match="unknown flag"):
+        calib.Accumulator(nonesuch=1)
+    acc = calib.Accumulator(logits=True)
+    with pytest.raises(ValueError, match="no samples"):
+        acc.finish()
+    acc.add(z[:10], y[:10])
+    with pytest.raises(ValueError, match=r"rows 11 to 12 of the stream\): row 2, column 1: not a finite"):
+        bad = z[10:12].astype(np.float64)
+        bad[1, 0] = np.nan
+        acc.add(bad, y[10:12])
+    with pytest.raises(ValueError, match="10 columns of logits, where the stream began with 100"):
+        acc.add(z[:5, :10], y[:5] % 10)
+    assert acc.add(z[10:20], y[10:20]) == 20
