@@ -30,9 +30,19 @@ from ._api import (
     version,
 )
 from ._native import CalibError
-from .calibrator import METHODS, CalibratedClassifier, Calibrator
+from .calibrator import METHODS, Calibrator
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # calib.CalibratedClassifier lives in calib.sklearn, which imports
+    # scikit-learn: loaded when first asked for.
+    if name == "CalibratedClassifier":
+        from .sklearn import CalibratedClassifier
+
+        return CalibratedClassifier
+    raise AttributeError(f"module 'calib' has no attribute {name!r}")
 
 __all__ = [
     "evaluate", "Evaluation", "Entry", "test", "bandwidth", "Accumulator",

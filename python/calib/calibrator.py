@@ -5,7 +5,8 @@ applies it (calib apply): the map is the JSON that calib fit writes, so a
 map fitted here applies with ``calib apply`` and one fitted by ``calib fit``
 loads here, with the same numbers bit for bit. CalibratedClassifier wraps
 any fitted (or unfitted) scikit-learn classifier with such a map, as
-scikit-learn's CalibratedClassifierCV does with its three methods.
+scikit-learn's CalibratedClassifierCV does with its three methods (module calib.sklearn,
+imported when first used: it needs scikit-learn).
 """
 
 import json
@@ -14,7 +15,7 @@ import numpy as np
 
 from . import _api, _native
 
-__all__ = ["Calibrator", "CalibratedClassifier", "METHODS"]
+__all__ = ["Calibrator", "METHODS", "LOGIT_METHODS"]
 
 #: calib fit's methods (calib fit --help).
 METHODS = (
@@ -164,100 +165,6 @@ class Calibrator(_Params):
 
     def _more_tags(self):
         return {"requires_positive_X": True, "poor_score": True}
-
-
-class CalibratedClassifier(_Params):
-    """A classifier whose probabilities are recalibrated by a calib map, as
-    scikit-learn's CalibratedClassifierCV but with any of calib's methods.
-
-    estimator: a scikit-learn classifier with predict_proba (None: a
-    LogisticRegression). method: isotonic by default (it passes
-    scikit-learn's check_estimator); temperature and platt refuse data on
-    which the classifier separates the classes perfectly (the fitted
-    temperature would be 0) with a ValueError. cv: "prefit" (the estimator is fitted; the map is
-    fitted on the X, y given to fit, which should be held out), or a number
-    of folds k >= 2 (the map is fitted on the estimator's out-of-fold
-    probabilities, then the estimator is refitted on all the data:
-    CalibratedClassifierCV's ensemble=False). method and options: the
-    Calibrator's.
-
-    After fit: ``estimator_`` (the fitted classifier), ``calibrator_``,
-    ``classes_``, ``n_features_in_``.
-    """
-
-    def __init__(self, estimator=None, method="isotonic", cv=5, options=None):
-        self.estimator = estimator
-        self.method = method
-        self.cv = cv
-        self.options = options
-
-    def _base(self):
-        if self.estimator is not None:
-            return self.estimator
-        from sklearn.linear_model import LogisticRegression
-
-        return LogisticRegression()
-
-    def fit(self, X, y, sample_weight=None):
-        from sklearn.base import clone
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
-        from sklearn.utils.multiclass import check_classification_targets
-        from sklearn.utils.validation import check_X_y
-
-        X, y = check_X_y(X, y, accept_sparse=False)
-        check_classification_targets(y)
-        classes, yi = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"y holds one class ({classes[0]!r}): a classifier needs at least 2 classes")
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
-        fit_params = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight, dtype=np.float64)}
-        if self.cv == "prefit":
-            est = self._base()
-            if not hasattr(est, "classes_"):
-                raise ValueError("cv='prefit' needs a fitted estimator")
-            probs = est.predict_proba(X)
-            self.estimator_ = est
-        else:
-            k = int(self.cv)
-            if k < 2:
-                raise ValueError(f"cv={self.cv!r}: want 'prefit' or a number of folds >= 2")
-            counts = np.bincount(yi)
-            folds = max(2, min(k, int(counts.min())))
-            est = clone(self._base())
-            if counts.min() >= 2:
-                splitter = StratifiedKFold(n_splits=folds)
-                probs = cross_val_predict(est, X, yi, cv=splitter, method="predict_proba", fit_params=fit_params)
-            else:
-                probs = clone(est).fit(X, yi, **fit_params).predict_proba(X)
-            self.estimator_ = clone(est).fit(X, yi, **fit_params)
-        logits = self.method in LOGIT_METHODS
-        self.calibrator_ = Calibrator(self.method, logits=logits, options=self.options).fit(_map_input(probs, logits), yi, sample_weight)
-        return self
-
-    def predict_proba(self, X):
-        from sklearn.utils.validation import check_array, check_is_fitted
-
-        check_is_fitted(self, "calibrator_")
-        X = check_array(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input")
-        return self.calibrator_.predict_proba(_map_input(self.estimator_.predict_proba(X), self.calibrator_.logits))
-
-    def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    def score(self, X, y, sample_weight=None):
-        from sklearn.metrics import accuracy_score
-
-        return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
-
-    def _more_tags(self):
-        return {
-            "_xfail_checks": {
-                "check_sample_weights_invariance": "the cross-fitting's folds depend on the samples, so a zero weight is not the same as removing the sample (as for CalibratedClassifierCV)",
-            }
-        }
 
 
 def _map_input(p, logits):

@@ -105,3 +105,22 @@ def test_bad_input_raises_value_error():
         ct.ece_kde_loss(torch.tensor([[0.5, 0.7], [0.5, 0.5]]), [0, 1], bandwidth=0.1)
     with pytest.raises(ValueError, match="bandwidth"):
         ct.ece_kde_loss(torch.tensor([[0.5, 0.5], [0.5, 0.5]]), [0, 1], bandwidth=-1.0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensor_moved_and_gradient_moved_back():
+    """A GPU tensor: the loss is on its device and dtype, and the gradient
+    comes back there, equal to the CPU gradient."""
+    rng = np.random.default_rng(9)
+    z = rng.normal(size=(500, 10))
+    y = rng.integers(0, 10, size=500)
+    for dtype in (torch.float32, torch.float64):
+        zc = torch.tensor(z, dtype=dtype, device="cuda", requires_grad=True)
+        loss = ct.ece_kde_loss(zc, torch.tensor(y, device="cuda"), bandwidth=0.1, logits=True)
+        assert loss.device.type == "cuda" and loss.dtype == dtype
+        loss.backward()
+        assert zc.grad.device.type == "cuda" and zc.grad.dtype == dtype
+        zh = torch.tensor(z, dtype=dtype, requires_grad=True)
+        ct.ece_kde_loss(zh, y, bandwidth=0.1, logits=True).backward()
+        assert torch.equal(zc.grad.cpu(), zh.grad)
+        assert loss.item() == ct.ece_kde_loss(zh, y, bandwidth=0.1, logits=True).item()
