@@ -11,8 +11,11 @@
 # virtual environment and the package's tests run against it with Go out of
 # PATH; the aarch64 library is driven by a C program (scripts/abi-smoke.c)
 # under qemu-aarch64-static and must print the x86_64 library's JSON (timings
-# aside; numbers within 1e-9 relative: arm64 fuses multiply-adds). Installs
-# the Debian packages it needs where missing.
+# aside; numbers within 1e-9 relative: arm64 fuses multiply-adds); then the
+# package's tests run on the aarch64 wheel under qemu-aarch64-static with
+# Debian's arm64 Python and numpy (no scikit-learn or PyTorch there: those
+# tests are skipped). Installs the Debian packages it needs where missing
+# (and adds the arm64 architecture to dpkg for the arm64 downloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-dist}")
@@ -88,4 +91,39 @@ def walk(a, b, path, worst):
 assert ca == cb == 0, f"codes {ca} (x86_64), {cb} (aarch64)"
 print(f"aarch64 under qemu: the same JSON as x86_64, numbers within {walk(a, b, '', 0.0):.2g} relative (code {ca})")
 PY
+echo "== the aarch64 wheel: the package's tests under qemu-aarch64-static, on Debian's arm64 Python"
+# An arm64 sysroot of Debian's own packages (python3.11, numpy, pytest and
+# their libraries), unpacked, not installed: the cross libc of
+# libc6-arm64-cross, the BLAS and LAPACK links their postinst would make.
+# The wheel is unpacked beside it (no arm64 pip); the command line the
+# tests compare with is calib built for arm64, run under qemu too. A
+# wrapper that qemu names as argv[0] stands for the interpreter, so the
+# tests' subprocesses (fork, the out-of-process backend) run under qemu.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	SUDO=""
+	if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+	$SUDO dpkg --add-architecture arm64
+	$SUDO apt-get update -qq
+fi
+root="$work/arm64root"
+mkdir -p "$work/debs" "$root/lib" "$work/site"
+skip=" libc6 libgcc-s1 gcc-12-base debconf dpkg perl perl-base perl-modules-5.36 libperl5.36 tar tzdata install-info readline-common libc-bin base-files mime-support media-types mailcap libtirpc-common python3-pkg-resources libblis4-openmp libblis4-pthread libblis4-serial libopenblas0-openmp libopenblas0-pthread libatlas3-base "
+arch=()
+for p in $(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances python3.11:arm64 python3-numpy:arm64 libffi8:arm64 2> /dev/null | grep -E "^[a-z0-9]" | sed 's/:arm64$//' | sort -u); do
+	case "$skip" in *" $p "*) continue ;; esac
+	arch+=("$p:arm64")
+done
+(cd "$work/debs" && apt-get download -qq "${arch[@]}" python3-pytest python3-pluggy python3-iniconfig python3-packaging python3-attr python3-py python3-exceptiongroup python3-tomli python3-more-itertools python3-pkg-resources 2> /dev/null)
+for f in "$work"/debs/*.deb; do dpkg-deb -x "$f" "$root"; done
+cp -an /usr/aarch64-linux-gnu/lib/. "$root/usr/lib/aarch64-linux-gnu/"
+cp -a /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 "$root/lib/"
+ln -sf blas/libblas.so.3 "$root/usr/lib/aarch64-linux-gnu/libblas.so.3"
+ln -sf lapack/liblapack.so.3 "$root/usr/lib/aarch64-linux-gnu/liblapack.so.3"
+printf '#!/bin/sh\nexec qemu-aarch64-static -L %s -0 %s %s/usr/bin/python3.11 "$@"\n' "$root" "$work/python-arm64" "$root" > "$work/python-arm64"
+CGO_ENABLED=0 GOARCH=arm64 go build -o "$work/calib-arm64-bin" ./cmd/calib
+printf '#!/bin/sh\nexec qemu-aarch64-static %s "$@"\n' "$work/calib-arm64-bin" > "$work/calib-arm64"
+chmod +x "$work/python-arm64" "$work/calib-arm64"
+(cd "$work/site" && /usr/bin/python3 -m zipfile -e "$out"/calib-*-py3-none-linux_aarch64.whl .)
+"$work/python-arm64" -c "import platform, numpy; print('arm64 Python', platform.python_version(), platform.machine(), 'numpy', numpy.__version__)"
+(cd "$work" && PYTHONPATH="$work/site" CALIB_CLI="$work/calib-arm64" "$work/python-arm64" -m pytest -p no:cacheprovider -q -rs "$OLDPWD/python/tests")
 echo "wheels in $out"

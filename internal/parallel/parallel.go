@@ -3,7 +3,9 @@ package parallel
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -58,10 +60,16 @@ func ForContext[S any](ctx context.Context, n, workers int, newState func() S, b
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
+		var failed atomic.Pointer[WorkerPanic]
 		for range w {
 			wg.Go(func() {
+				defer func() {
+					if r := recover(); r != nil {
+						failed.CompareAndSwap(nil, &WorkerPanic{Value: r, Stack: debug.Stack()})
+					}
+				}()
 				s := newState()
-				for !stopped() {
+				for !stopped() && failed.Load() == nil {
 					i := int(next.Add(1) - 1)
 					if i >= n {
 						return
@@ -71,9 +79,27 @@ func ForContext[S any](ctx context.Context, n, workers int, newState func() S, b
 			})
 		}
 		wg.Wait()
+		if p := failed.Load(); p != nil {
+			panic(p) // in the caller's goroutine, where a recover can see it
+		}
 	}
 	if ctx != nil {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// WorkerPanic is what For and ForContext panic with, in the caller's
+// goroutine, when body panicked on a worker goroutine (the other workers
+// stop taking items): the value body panicked with and that goroutine's
+// stack. A panic on a goroutine of its own would end the process whatever
+// the caller does; re-raised here it reaches the caller's recover (the C
+// ABI's boundary, a test's).
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *WorkerPanic) Error() string {
+	return fmt.Sprintf("panic in a worker goroutine: %v\n%s", p.Value, p.Stack)
 }

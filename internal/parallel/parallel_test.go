@@ -3,6 +3,7 @@ package parallel
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,5 +42,23 @@ func TestForContextStopsOnCancel(t *testing.T) {
 	}
 	if err := ForContext(context.Background(), 5, 2, func() int { return 0 }, func(int, int) {}); err != nil {
 		t.Fatalf("uncancelled: %v", err)
+	}
+}
+
+// TestWorkerPanicReachesCaller: a panic in body on a worker goroutine is
+// re-raised in the caller's goroutine, where recover sees it.
+func TestWorkerPanicReachesCaller(t *testing.T) {
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		For(1000, 4, func() int { return 0 }, func(_ int, i int) {
+			if i == 500 {
+				panic("item 500")
+			}
+		})
+	}()
+	p, ok := got.(*WorkerPanic)
+	if !ok || p.Value != "item 500" || !strings.Contains(p.Error(), "item 500") || len(p.Stack) == 0 {
+		t.Fatalf("recovered %#v, want a *WorkerPanic of \"item 500\" with its stack", got)
 	}
 }

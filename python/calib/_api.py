@@ -3,6 +3,7 @@ name in the Go library, on the caller's arrays, and returns what its --json
 prints."""
 
 import json
+import os
 
 from . import _native
 
@@ -287,7 +288,17 @@ class Accumulator:
         self._backend = _native.backend()
         code, msg = self._backend.stream_new(self._name, self._options, state)
         _native.check(code, msg)
-        self._h = int(msg)
+        self._h, self._pid, self._gen = int(msg), os.getpid(), self._backend.generation
+
+    def _check(self):
+        """The backend holding this accumulator's sums, if they are still
+        there: not in a forked child (the parent's library or worker), not
+        after the out-of-process worker restarted."""
+        if os.getpid() != self._pid:
+            raise _native.CalibError(f"calib: this Accumulator was made in process {self._pid}; after fork() it cannot be used in process {os.getpid()}: send it (it pickles as its state) or make a new one")
+        if self._backend.generation != self._gen:
+            raise _native.CalibError("calib: the out-of-process backend holding this Accumulator restarted (a Ctrl-C or a crash stopped it): its rows are lost")
+        return self._backend
 
     def add(self, probs, labels, weights=None):
         """Add a batch: (m, K) predictions (logits if the accumulator was
@@ -298,7 +309,7 @@ class Accumulator:
         if y is None:
             raise ValueError("labels: a batch needs its labels")
         w = _native.weight_array(weights, x.shape[0])
-        code, msg = self._backend.stream_add(self._h, x, dtype, y, lcode, w)
+        code, msg = self._check().stream_add(self._h, x, dtype, y, lcode, w)
         _native.check(code, msg)
         return int(msg)
 
@@ -307,20 +318,23 @@ class Accumulator:
         number of rows."""
         if not isinstance(other, Accumulator):
             raise TypeError(f"merge takes an Accumulator, not {type(other).__name__}")
-        code, msg = self._backend.stream_merge(self._h, other._h)
+        b = self._check()
+        if other._check() is not b:
+            raise _native.CalibError("calib: the two accumulators live in different backends")
+        code, msg = b.stream_merge(self._h, other._h)
         _native.check(code, msg)
         return int(msg)
 
     def state(self):
         """The sums as JSON (evaluate.Sums's state, the --stream state)."""
-        code, msg = self._backend.stream_state(self._h)
+        code, msg = self._check().stream_state(self._h)
         _native.check(code, msg)
         return msg
 
     def finish(self):
         """The Evaluation of the rows added so far (more may be added
         after)."""
-        code, msg = self._backend.stream_finish(self._h)
+        code, msg = self._check().stream_finish(self._h)
         _native.check(code, msg)
         return Evaluation(msg)
 
@@ -333,11 +347,14 @@ class Accumulator:
 
     def __del__(self):
         h, b = getattr(self, "_h", None), getattr(self, "_backend", None)
-        if h is not None and b is not None and _native.same_process(b):
-            try:
-                b.stream_free(h)
-            except Exception:  # interpreter shutdown
-                pass
+        if h is None or b is None or not _native.same_process(b) or b.generation != getattr(self, "_gen", None):
+            return
+        if isinstance(b, _native._Worker) and not b.alive():
+            return  # never start a worker only to free a handle
+        try:
+            b.stream_free(h)
+        except Exception:  # interpreter shutdown
+            pass
 
 
 def version():

@@ -58,8 +58,7 @@ def predictions(x, name):
     already contiguous is returned as is: the library reads the caller's
     buffer), with the ABI's dtype code. One-dimensional input is one column
     (the binary case: p1, or its logit)."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor
-        x = x.detach().cpu().numpy()
+    x = _from_tensor(x)
     try:
         a = np.asarray(x)
     except ValueError as e:  # ragged nested lists
@@ -77,13 +76,24 @@ def predictions(x, name):
     return np.ascontiguousarray(a, dtype=np.float64), 0
 
 
+def _from_tensor(x):
+    """A PyTorch (or similar) tensor as a numpy array on the CPU: detached,
+    and half-precision types (bfloat16, float16, which numpy lacks or
+    torch cannot export) widened to float32."""
+    if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):
+        x = x.detach().cpu()
+        if str(getattr(x, "dtype", "")) in ("torch.bfloat16", "torch.float16"):
+            x = x.float()
+        return x.numpy()
+    return x
+
+
 def label_array(y, n, name="labels"):
     """y as a contiguous int32, int64 or float64 vector of n labels and its
     ABI code (0 and None for no labels)."""
     if y is None:
         return None, 0
-    if hasattr(y, "detach") and hasattr(y, "cpu"):
-        y = y.detach().cpu().numpy()
+    y = _from_tensor(y)
     a = np.asarray(y)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a.reshape(-1)
@@ -111,11 +121,12 @@ def weight_array(w, n, name="weights"):
     """w as a contiguous float64 vector of n sample weights (None: all 1)."""
     if w is None:
         return None
-    if hasattr(w, "detach") and hasattr(w, "cpu"):
-        w = w.detach().cpu().numpy()
+    w = _from_tensor(w)
     a = np.asarray(w)
     if a.dtype == object or a.dtype.kind not in "fiub":
         raise ValueError(f"{name}: dtype {a.dtype}: want real numbers")
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a.reshape(-1)
     a = np.ascontiguousarray(a, dtype=np.float64).reshape(-1) if a.ndim <= 1 else a
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"{name}: shape {np.shape(w)}: want one weight per row, shape ({n},)")
@@ -129,8 +140,19 @@ def _ptr(a):
 # ---------------------------------------------------------------- in process
 
 
+def _join(t):
+    """Wait for thread t to end, whatever is raised meanwhile."""
+    while t.is_alive():
+        try:
+            t.join()
+        except BaseException:
+            continue
+
+
 class _Library:
     """libcalib loaded in this process."""
+
+    generation = 0  # the worker's restarts, for handles (see _Worker)
 
     def __init__(self, path):
         if not os.path.exists(path):
@@ -198,12 +220,16 @@ class _Library:
         try:
             while t.is_alive():
                 t.join(0.05)
-        except KeyboardInterrupt:
+        except BaseException:
+            # Ctrl-C, or any exception a signal handler raised: cancel the
+            # call and wait until Go has returned (within a second), so
+            # that no buffer of the caller's (the arrays, the output) is
+            # freed while Go still reads or writes it; further Ctrl-Cs
+            # while waiting are ignored.
             lib.calib_cancel(h)
-            t.join(5)
-            if not t.is_alive():
-                lib.calib_call_free(h)
-                self._string(out.value)
+            _join(t)
+            lib.calib_call_free(h)
+            self._string(out.value)
             raise
         lib.calib_call_free(h)
         if "error" in box:
@@ -280,8 +306,12 @@ class _Worker:
         self.reason = reason
         self.proc = None
         self.lock = threading.Lock()
+        # generation counts the worker's starts: a handle (an Accumulator)
+        # of an earlier worker names nothing in a restarted one.
+        self.generation = 0
 
     def _start(self):
+        self.generation += 1
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(_HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["CALIB_BACKEND"] = "inprocess"
@@ -312,6 +342,9 @@ class _Worker:
             raise reply
         return reply
 
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
     def __getattr__(self, method):
         if method.startswith("_"):
             raise AttributeError(method)
@@ -330,21 +363,43 @@ def _read(f, n):
 _state = {"backend": None, "pid": None, "lock": threading.Lock()}
 
 
+def _after_fork_in_child():
+    # A lock another thread held at fork() stays held in the child: start
+    # with fresh ones (the worker's too; its pipe is the parent's, so the
+    # child starts its own worker).
+    _state["lock"] = threading.Lock()
+    b = _state["backend"]
+    if isinstance(b, _Worker):
+        b.lock = threading.Lock()
+        b.proc = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _mapped_paths():
+    """The files mapped into this process (real paths; empty where
+    /proc/self/maps cannot be read)."""
+    try:
+        with open("/proc/self/maps") as f:
+            parts = [line.split(None, 5) for line in f]
+    except OSError:
+        return set()
+    return {os.path.realpath(p[5].strip()) for p in parts if len(p) == 6 and p[5].startswith("/")}
+
+
+def _mapped(path):
+    return os.path.realpath(path) in _mapped_paths()
+
+
 def other_go_runtimes(own):
     """Shared objects mapped into this process, other than own, that hold a
     Go runtime (an ELF section .go.buildinfo)."""
     found = []
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
-    except OSError:
-        return found
     own = os.path.realpath(own) if own else None
-    for p in sorted(paths):
-        if not p.startswith("/") or ".so" not in os.path.basename(p):
-            continue
-        rp = os.path.realpath(p)
-        if rp == own or not os.path.exists(rp):
+    for rp in sorted(_mapped_paths()):
+        if ".so" not in os.path.basename(rp) or rp == own or not os.path.exists(rp):
             continue
         if _has_go_buildinfo(rp):
             found.append(rp)
@@ -394,6 +449,14 @@ def backend():
         reason = None
         if st["backend"] is not None and isinstance(st["backend"], _Library):
             reason = f"this process (pid {pid}) was forked from pid {st['pid']}, which had loaded calib's Go library; a Go runtime does not survive fork()"
+            if forced == "inprocess":  # a call would hang: say so instead
+                raise CalibError("calib: " + reason + " (CALIB_BACKEND=inprocess: no out-of-process backend)")
+        elif _mapped(library_path()):
+            # Mapped, but not loaded by this process: an ancestor loaded it
+            # before a fork() (a grandchild of the process that loaded it).
+            reason = f"this process (pid {pid}) was forked from a process that had loaded calib's Go library ({library_path()} is mapped here); a Go runtime does not survive fork()"
+            if forced == "inprocess":
+                raise CalibError("calib: " + reason + " (CALIB_BACKEND=inprocess: no out-of-process backend)")
         elif forced != "inprocess":
             others = other_go_runtimes(library_path())
             if others:

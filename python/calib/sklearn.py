@@ -58,18 +58,26 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         X, y = check_X_y(X, y, accept_sparse=False)
         check_classification_targets(y)
-        classes, yi = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"y holds one class ({classes[0]!r}): a classifier needs at least 2 classes")
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self.n_features_in_ = X.shape[1]
         if self.cv == "prefit":
+            # The classes and their columns are the fitted estimator's; the
+            # calibration labels are encoded against them.
             est = self._base()
             check_is_fitted(est)
+            classes = np.asarray(est.classes_)
+            yi = np.searchsorted(classes, y)
+            unknown = (yi >= len(classes)) | (classes[np.minimum(yi, len(classes) - 1)] != y)
+            if unknown.any():
+                raise ValueError(f"y holds label {y[np.argmax(unknown)]!r}, which the prefit estimator does not know (its classes: {list(classes)})")
+            self.classes_ = classes
             probs = est.predict_proba(X)
             self.estimator_ = est
         else:
+            classes, yi = np.unique(y, return_inverse=True)
+            if len(classes) < 2:
+                raise ValueError(f"y holds one class ({classes[0]!r}): a classifier needs at least 2 classes")
+            self.classes_ = classes
             probs = self._out_of_fold(X, yi, w, len(classes))
             self.estimator_ = _fit(clone(self._base()), X, yi, w)
         logits = self.method in LOGIT_METHODS

@@ -90,3 +90,76 @@ def test_refusals():
     with pytest.raises(ValueError, match="10 columns of logits, where the stream began with 100"):
         acc.add(z[:5, :10], y[:5] % 10)
     assert acc.add(z[10:20], y[10:20]) == 20
+
+
+def test_merge_across_processes(tmp_path):
+    """Accumulators filled in two other processes (a data loader's workers)
+    pickle and merge into the one a whole-set accumulator gives."""
+    from conftest import run_python
+
+    z, y = data()
+    code = f"""
+import pickle, sys, numpy as np, calib
+z = np.load({os.path.join(D, 'logits.npy')!r}); y = np.load({os.path.join(D, 'labels.npy')!r})
+i, j = int(sys.argv[1]), int(sys.argv[2])
+acc = calib.Accumulator(logits=True)
+acc.add(z[i:j], y[i:j])
+open(sys.argv[3], "wb").write(pickle.dumps(acc))
+"""
+    import subprocess
+    import sys
+
+    parts = []
+    for k, (i, j) in enumerate([(0, 700), (700, len(y))]):
+        out = tmp_path / f"part{k}.pkl"
+        subprocess.run([sys.executable, "-c", code, str(i), str(j), str(out)], check=True)
+        parts.append(pickle.loads(out.read_bytes()))
+    assert parts[0].merge(parts[1]) == len(y)
+    whole = calib.Accumulator(logits=True)
+    whole.add(z, y)
+    for e, w in zip(parts[0].finish().results, whole.finish().results):
+        assert abs(e["value"] - w["value"]) <= 1e-12 * max(1, abs(w["value"]))
+
+
+def test_accumulator_after_fork_is_refused():
+    from conftest import run_python
+
+    out = run_python(f"""
+import os, numpy as np, calib
+z = np.load({os.path.join(D, 'logits.npy')!r}); y = np.load({os.path.join(D, 'labels.npy')!r})
+acc = calib.Accumulator(logits=True)
+acc.add(z[:100], y[:100])
+pid = os.fork()
+if pid == 0:
+    try:
+        acc.add(z[100:200], y[100:200]); print("added", flush=True)
+    except calib.CalibError as e:
+        print("refused:", e, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent", acc.add(z[100:200], y[100:200]))
+""", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "refused: calib: this Accumulator was made in process" in out.stdout and "parent 200" in out.stdout
+
+
+def test_restarted_worker_invalidates_accumulators():
+    from conftest import run_python
+
+    out = run_python(f"""
+import numpy as np, calib
+z = np.load({os.path.join(D, 'logits.npy')!r}); y = np.load({os.path.join(D, 'labels.npy')!r})
+a = calib.Accumulator(logits=True)
+a.add(z[:100], y[:100])
+b = calib._native.backend()
+b.proc.kill(); b.proc.wait()          # the worker dies (as after a Ctrl-C)
+c = calib.Accumulator(logits=True)    # a new worker, handles from 1 again
+c.add(z[:10], y[:10])
+try:
+    a.add(z[100:110], y[100:110]); print("added")
+except calib.CalibError as e:
+    print("refused:", e)
+print("c", c.finish().n)
+""", env={"CALIB_BACKEND": "subprocess"}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "refused: calib: the out-of-process backend holding this Accumulator restarted" in out.stdout and "c 10" in out.stdout

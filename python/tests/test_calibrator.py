@@ -112,6 +112,16 @@ def test_calibrated_classifier():
     # The map fitted by hand on the same held-out probabilities gives the same numbers.
     hand = calib.Calibrator("isotonic").fit(base.predict_proba(X[700:1000]), y[700:1000])
     assert np.allclose(q, hand.predict_proba(base.predict_proba(X[1000:])), atol=1e-12)
+    # Prefit: the classes are the estimator's, even where the calibration
+    # set lacks one; a label it does not know is refused.
+    named = LogisticRegression(max_iter=500).fit(X[:700], labels[:700])
+    keep = labels[700:1000] != "a"
+    part = calib.CalibratedClassifier(named, method="isotonic", cv="prefit").fit(X[700:1000][keep], labels[700:1000][keep])
+    assert list(part.classes_) == ["a", "b", "c"]
+    assert part.predict_proba(X[1000:]).shape == (500, 3)
+    assert set(part.predict(X[1000:])) <= {"a", "b", "c"}
+    with pytest.raises(ValueError, match="does not know"):
+        calib.CalibratedClassifier(named, cv="prefit").fit(X[700:710], np.array(["a", "b", "z", "c", "a", "b", "c", "a", "b", "c"]))
 
 
 def test_check_estimator():

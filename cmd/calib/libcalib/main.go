@@ -152,6 +152,9 @@ func calib_version() *C.char { return C.CString(data.Version()) }
 // message. A panic is recovered here (and poisons the library); a
 // poisoned library runs nothing.
 func guard(out **C.char, f func() (string, int, error)) (code C.int) {
+	if out == nil {
+		return codeInput // nowhere to say anything
+	}
 	if msg := poisoned.Load(); msg != nil {
 		*out = C.CString("calib: the library stopped after an internal error in an earlier call (" + *msg + "); restart the process")
 		return codePoisoned
@@ -228,8 +231,11 @@ func labelsOf(p unsafe.Pointer, ldtype C.int, n C.int64_t, name string) ([]int, 
 		}
 	case labelsFloat64:
 		for i, v := range unsafe.Slice((*float64)(p), n) {
-			if v != math.Trunc(v) || math.IsInf(v, 0) || math.Abs(v) > math.MaxInt32 {
+			switch {
+			case v != math.Trunc(v) || math.IsInf(v, 0):
 				return nil, &data.Error{File: name, Row: i + 1, Err: fmt.Errorf("%w: %v is not an integer", data.ErrLabel, v)}
+			case math.Abs(v) > math.MaxInt32:
+				return nil, &data.Error{File: name, Row: i + 1, Err: fmt.Errorf("%w: %v is outside the range of labels", data.ErrLabel, v)}
 			}
 			y[i] = int(v)
 		}
@@ -424,7 +430,7 @@ func calib_apply(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, col
 		if err != nil {
 			return "", codeInput, err
 		}
-		if int64(len(s.Probs)) != int64(dstLen) {
+		if dst == nil || int64(len(s.Probs)) != int64(dstLen) {
 			return inputError("output: room for %d values, the map gives %d (n = %d, K = %d)", dstLen, len(s.Probs), s.N, s.K)
 		}
 		copy(unsafe.Slice((*float64)(unsafe.Pointer(dst)), dstLen), s.Probs)
@@ -474,17 +480,24 @@ func calib_ece_kde_grad(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int,
 		if err != nil {
 			return "", codeInput, err
 		}
+		if grad == nil || value == nil {
+			return inputError("gradient: NULL output buffer")
+		}
+		if !r.Logits && s.Binary {
+			return inputError("%s: one probability column: pass the two columns (1 - p1, p1), or logits", r.Name)
+		}
+		// The weights in their normalised form, as calib eval uses them
+		// (the same estimate for any common factor).
+		w := s.ScaledWeights().Weights
 		o := kde.Options{Bandwidth: r.Bandwidth, Exact: r.Exact}
 		g := unsafe.Slice((*float64)(unsafe.Pointer(grad)), int(n)*int(cols))
 		var v float64
+		var got []float64
 		ctx := contextOf(h)
 		if r.Logits {
-			v, _, err = kde.LogitGradient(ctx, g, notion, a.Values, s.Labels, int(cols), r.P, s.Weights, o)
+			v, got, err = kde.LogitGradient(ctx, g, notion, a.Values, s.Labels, int(cols), r.P, w, o)
 		} else {
-			if s.Binary {
-				return inputError("%s: one probability column: pass the two columns (1 - p1, p1), or logits", r.Name)
-			}
-			v, _, err = kde.Gradient(ctx, g, notion, s.Probs, s.Labels, s.K, r.P, s.Weights, o)
+			v, got, err = kde.Gradient(ctx, g, notion, s.Probs, s.Labels, s.K, r.P, w, o)
 		}
 		if ctx.Err() != nil {
 			return "", codeCancelled, fmt.Errorf("interrupted: %w", ctx.Err())
@@ -494,6 +507,12 @@ func calib_ece_kde_grad(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int,
 				return "", codeInput, fmt.Errorf("%s: %w", r.Name, err)
 			}
 			return "", codeFailure, err
+		}
+		if len(got) != len(g) {
+			return "", codeFailure, fmt.Errorf("gradient: %d entries for a buffer of %d", len(got), len(g))
+		}
+		if &got[0] != &g[0] {
+			copy(g, got)
 		}
 		*value = C.double(v)
 		return "", codeOK, nil

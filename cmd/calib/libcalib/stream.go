@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -52,7 +53,13 @@ func register(a *accumulator) string {
 	defer accumulators.Unlock()
 	accumulators.next++
 	id := accumulators.next
-	a.source = fmt.Sprintf("batches of accumulator %d", id)
+	// The rows' source is unique across processes too, so that the
+	// states of accumulators filled in several processes merge.
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	a.source = fmt.Sprintf("batches of accumulator %x", u)
 	accumulators.m[id] = a
 	return fmt.Sprint(id)
 }
@@ -91,7 +98,8 @@ func newAccumulator(r streamRequest) (*accumulator, error) {
 	if r.Name == "" {
 		r.Name = "batch"
 	}
-	return &accumulator{sums: s, input: in, name: r.Name}, nil
+	// Rows are numbered on from the state's in the messages.
+	return &accumulator{sums: s, input: in, name: r.Name, rows: s.N()}, nil
 }
 
 //export calib_stream_new

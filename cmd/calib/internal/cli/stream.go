@@ -86,7 +86,7 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 // arrays), which is evaluated whole.
 func (f *streamFlags) inMemory(fs *pflag.FlagSet, pred string) error {
 	for _, name := range []string{"stream", "eval-points", "rows", "ks-cells", "max-cells"} {
-		if fs.Changed(name) {
+		if fs.Changed(name) && (name != "stream" || f.on) {
 			return usageErrorf("--%s applies to a streamed evaluation of files; %s is an array in memory, evaluated whole", name, pred)
 		}
 	}
