@@ -26,6 +26,7 @@ import ctypes
 import json
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -140,11 +141,18 @@ def _ptr(a):
 # ---------------------------------------------------------------- in process
 
 
-def _join(t):
-    """Wait for thread t to end, whatever is raised meanwhile."""
-    while t.is_alive():
+def _cancel_and_wait(lib, h, done):
+    """Cancel call h and wait until it has returned (done is set), whatever
+    is raised meanwhile (signal handlers)."""
+    while True:
         try:
-            t.join()
+            lib.calib_cancel(h)
+            break
+        except BaseException:
+            continue
+    while not done.is_set():
+        try:
+            done.wait(0.05)
         except BaseException:
             continue
 
@@ -202,39 +210,64 @@ class _Library:
             self.lib.calib_free(p)
 
     def _call(self, fn, *args):
-        """Run fn(handle, *args, &out) in a worker thread; Ctrl-C cancels it.
-        Returns (code, message)."""
+        """Run fn(handle, *args, &out) in a worker thread, the GIL released
+        while Go computes; Ctrl-C cancels it. Returns (code, message).
+
+        In the main thread the SIGINT handler is Python's default one; for
+        the call's duration it is replaced by one that cancels the call
+        without raising, and KeyboardInterrupt is raised once Go has
+        returned (within a second): no exception can leave this function
+        while Go still reads the caller's arrays or writes the output
+        buffers. An exception raised by another signal's handler cancels
+        the call and waits for it the same way before it propagates."""
         lib = self.lib
         h = lib.calib_call_new()
         out = ctypes.c_void_p()
         box = {}
+        interrupted = []
+
+        done = threading.Event()  # set when Go has returned (not
+        # Thread.is_alive: an exception raised into Thread.join can leave
+        # it reporting a running thread as ended)
 
         def work():
             try:
                 box["code"] = fn(h, *args, ctypes.byref(out))
             except BaseException as e:  # pragma: no cover - ctypes errors
                 box["error"] = e
+            finally:
+                done.set()
 
-        t = threading.Thread(target=work, name="calib-call", daemon=True)
-        t.start()
-        try:
-            while t.is_alive():
-                t.join(0.05)
-        except BaseException:
-            # Ctrl-C, or any exception a signal handler raised: cancel the
-            # call and wait until Go has returned (within a second), so
-            # that no buffer of the caller's (the arrays, the output) is
-            # freed while Go still reads or writes it; further Ctrl-Cs
-            # while waiting are ignored.
+        def on_sigint(signum, frame):
+            interrupted.append(signum)
             lib.calib_cancel(h)
-            _join(t)
-            lib.calib_call_free(h)
-            self._string(out.value)
-            raise
-        lib.calib_call_free(h)
+
+        swap = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if swap:
+            signal.signal(signal.SIGINT, on_sigint)
+        t = threading.Thread(target=work, name="calib-call", daemon=True)
+        started = False
+        try:
+            try:
+                t.start()
+                started = True
+                while not done.wait(0.05):
+                    pass
+            except BaseException:
+                if started or t.ident is not None:
+                    _cancel_and_wait(lib, h, done)
+                raise
+        finally:
+            if swap:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            if done.is_set() or t.ident is None:
+                lib.calib_call_free(h)
+        msg = self._string(out.value)
         if "error" in box:
             raise box["error"]
-        return box["code"], self._string(out.value)
+        if interrupted:
+            raise KeyboardInterrupt("calib: call cancelled by Ctrl-C")
+        return box["code"], msg
 
     def version(self):
         return self._string(self.lib.calib_version())
