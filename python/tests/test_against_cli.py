@@ -138,3 +138,15 @@ def test_maps_and_accumulator_match_cli(cli, tmp_path, name, logits, labels):
     for i in range(0, len(y), 500):
         acc.add(z[i:i + 500], y[i:i + 500])
     assert strip_run(acc.finish().to_dict()) == strip_run(json.loads(out))
+
+
+@pytest.mark.parametrize("name,logits,labels", [SETS[0], SETS[5]], ids=[SETS[0][0], SETS[5][0]])
+def test_ece_variational_matches_cli(cli, name, logits, labels):
+    """The variational one-liner (its entry: value, interval, family) on a
+    CIFAR-100 and a CIFAR-10 set."""
+    z, y = np.load(logits), np.load(labels)
+    r = _cli_entry(cli, logits, labels, "--metrics", "ece_variational")
+    want = next(e for e in r if e["notion"] == "canonical")
+    got = dict(calib.ece_variational(z, y, logits=True))
+    want.pop("seconds", None), got.pop("seconds", None)
+    assert got == want and got["value"] > 0 and len(got["interval"]) == 2
