@@ -128,7 +128,7 @@ chmod +x "$work/python-arm64" "$work/calib-arm64"
 "$work/python-arm64" -c "import platform, numpy; print('arm64 Python', platform.python_version(), platform.machine(), 'numpy', numpy.__version__)"
 # Every test file but the comparisons with the command line on all 12 real
 # sets, which are run on one (CIFAR-10 DenseNet-121): under emulation the
-# whole suite takes over an hour, this about 6 minutes.
+# whole suite takes over an hour, this about 11 minutes.
 (cd "$work" && PYTHONPATH="$work/site" CALIB_CLI="$work/calib-arm64" "$work/python-arm64" -m pytest -p no:cacheprovider -q -rs "$OLDPWD/python/tests" \
 	-k "not test_against_cli or cifar10_densenet121-flsd53 or twelve or evaluation_object or options_match or weights_match or probabilities_and_float32")
 echo "wheels in $out"
