@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/python_bench.py overhead
     .venv/bin/python scripts/python_bench.py side-by-side --paper PATH/ece_kde.py
+    .venv/bin/python scripts/python_bench.py latency
 
 overhead: calib.evaluate (the default metrics, and brier alone) on n = 1,000,
 K = 10 against the same work in Go, which `go test -run '^$' -bench
@@ -15,6 +16,11 @@ ece_kde.py, on this machine's PyTorch, float32 as its README runs it; not in
 this repository: pass its path), the LOO bandwidth search and the canonical
 and top-label estimates; and calib.ece_binned against a plain numpy 15-bin
 top-label ECE. Prints the median of repeated runs and the values.
+
+latency: the time from Ctrl-C (SIGINT sent to the process) to the
+KeyboardInterrupt of a long calib.evaluate (ece_kde with --ci-exact on
+n = 3,000, K = 10), and, in a child forked after the library was loaded,
+the first call (which starts the out-of-process worker) and the next ones.
 """
 
 import argparse
@@ -101,14 +107,59 @@ def side_by_side(paper_path, reps):
         print(f"n={n} K=10 15-bin top-label ECE: numpy {t_np * 1e3:.2f} ms ({v_np:.12g}), calib {t_cb * 1e3:.2f} ms ({v_cb:.12g})")
 
 
+def latency(reps):
+    import json
+    import signal
+    import threading
+
+    rng = np.random.default_rng(1)
+    P = rng.dirichlet(np.ones(10), size=3000)
+    Y = rng.integers(0, 10, size=3000)
+    lat = []
+    for _ in range(reps):
+        sent = {}
+
+        def interrupt():
+            sent["t"] = time.monotonic()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Timer(0.5, interrupt).start()
+        try:
+            calib.evaluate(P, Y, metrics="ece_kde", mode="canonical", ci_exact=True, ci_resamples=100000)
+        except KeyboardInterrupt:
+            lat.append(time.monotonic() - sent["t"])
+    print("Ctrl-C to KeyboardInterrupt (ece_kde --ci-exact, n=3000, K=10):", [round(x * 1e3, 1) for x in lat], "ms")
+    small, ys = rng.dirichlet(np.ones(4), size=400), rng.integers(0, 4, size=400)
+    calib.evaluate(small, ys, metrics="brier")  # the library is loaded: a child must not use it
+    firsts, nexts = [], []
+    for _ in range(3):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            t = time.monotonic()
+            calib.evaluate(small, ys, metrics="brier")
+            t1 = time.monotonic() - t
+            t = time.monotonic()
+            calib.evaluate(small, ys, metrics="brier")
+            os.write(w, json.dumps([t1, time.monotonic() - t]).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        a, b = json.loads(os.read(r, 1000))
+        firsts.append(a)
+        nexts.append(b)
+    print("forked child, out-of-process backend: first call", [round(a * 1e3) for a in firsts], "ms; next call", [round(b * 1e3, 1) for b in nexts], "ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["overhead", "side-by-side"])
+    ap.add_argument("what", choices=["overhead", "side-by-side", "latency"])
     ap.add_argument("--paper", help="path of the paper's ece_kde.py")
     ap.add_argument("--reps", type=int, default=20)
     a = ap.parse_args()
     if a.what == "overhead":
         overhead(a.reps)
+    elif a.what == "latency":
+        latency(min(a.reps, 5))
     else:
         if not a.paper:
             sys.exit("side-by-side needs --paper PATH/ece_kde.py")
