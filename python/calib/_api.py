@@ -43,9 +43,7 @@ def _scalar(v):
 
 def _run(command, probs, labels, weights, logits, options, name=None):
     name = name or ("logits" if logits else "probs")
-    x, dtype = _native.predictions(probs, name)
-    y, lcode = _native.label_array(labels, x.shape[0])
-    w = _native.weight_array(weights, x.shape[0])
+    x, dtype, y, lcode, w = _native.arrays(probs, labels, weights, name)
     if logits:
         options = dict(options, logits=True)
     code, msg = _native.backend().run(command, name, options, x, dtype, y, lcode, w)
@@ -304,11 +302,9 @@ class Accumulator:
         """Add a batch: (m, K) predictions (logits if the accumulator was
         made with logits=True), m labels, m weights or None. Returns the
         number of rows added so far."""
-        x, dtype = _native.predictions(probs, "logits" if self._options.get("logits") else "probs")
-        y, lcode = _native.label_array(labels, x.shape[0])
-        if y is None:
+        if labels is None:
             raise ValueError("labels: a batch needs its labels")
-        w = _native.weight_array(weights, x.shape[0])
+        x, dtype, y, lcode, w = _native.arrays(probs, labels, weights, "logits" if self._options.get("logits") else "probs")
         code, msg = self._check().stream_add(self._h, x, dtype, y, lcode, w)
         _native.check(code, msg)
         return int(msg)

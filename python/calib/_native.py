@@ -134,6 +134,14 @@ def weight_array(w, n, name="weights"):
     return a
 
 
+def arrays(probs, labels, weights, name):
+    """The predictions, labels and weights of a call, as the ABI takes
+    them: (x, dtype code, labels or None, labels code, weights or None)."""
+    x, dtype = predictions(probs, name)
+    y, lcode = label_array(labels, x.shape[0])
+    return x, dtype, y, lcode, weight_array(weights, x.shape[0])
+
+
 def _ptr(a):
     return None if a is None else ctypes.c_void_p(a.ctypes.data)
 
@@ -286,7 +294,9 @@ class _Library:
 
     def apply(self, map_json, name, logits, x, dtype, k):
         dst = np.empty((x.shape[0], k), dtype=np.float64)
-        req = json.dumps({"map": json.loads(map_json), "name": name, "logits": bool(logits)}).encode()
+        # The map's own JSON text goes in as it is (the library reads and
+        # checks it): no parse and re-encoding per call.
+        req = ('{"map":' + map_json + ',"name":' + json.dumps(name) + ',"logits":' + json.dumps(bool(logits)) + "}").encode()
         code, msg = self._call(self.lib.calib_apply, req, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(dst), dst.size)
         return code, msg, dst
 

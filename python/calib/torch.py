@@ -19,9 +19,7 @@ __all__ = ["ece_kde_loss", "ECEKDELoss"]
 
 
 def _gradient(x, labels, weights, bandwidth, p, mode, logits, exact):
-    xn, dtype = _native.predictions(x, "logits" if logits else "probs")
-    y, lcode = _native.label_array(labels, xn.shape[0])
-    w = _native.weight_array(weights, xn.shape[0])
+    xn, dtype, y, lcode, w = _native.arrays(x, labels, weights, "logits" if logits else "probs")
     opts = {"name": "logits" if logits else "probs", "bandwidth": float(bandwidth), "p": float(p), "mode": mode, "logits": bool(logits), "exact": bool(exact)}
     code, msg, value, grad = _native.backend().grad(opts, xn, dtype, y, lcode, w)
     _native.check(code, msg)

@@ -90,13 +90,18 @@ const (
 // call is refused.
 var poisoned atomic.Pointer[string]
 
-// calls maps a cancellation handle to the cancel function of its context.
+// call is a cancellable call's context and its cancel function.
+type call struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// calls maps a cancellation handle to its call.
 var calls = struct {
 	sync.Mutex
-	next   int64
-	cancel map[int64]context.CancelFunc
-	ctx    map[int64]context.Context
-}{cancel: map[int64]context.CancelFunc{}, ctx: map[int64]context.Context{}}
+	next int64
+	m    map[int64]call
+}{m: map[int64]call{}}
 
 //export calib_call_new
 func calib_call_new() C.int64_t {
@@ -104,39 +109,38 @@ func calib_call_new() C.int64_t {
 	calls.Lock()
 	defer calls.Unlock()
 	calls.next++
-	calls.cancel[calls.next], calls.ctx[calls.next] = cancel, ctx
+	calls.m[calls.next] = call{ctx, cancel}
 	return C.int64_t(calls.next)
+}
+
+// callOf returns the call of handle h (the zero call for 0 or an unknown
+// handle).
+func callOf(h C.int64_t) call {
+	calls.Lock()
+	defer calls.Unlock()
+	return calls.m[int64(h)]
 }
 
 //export calib_cancel
 func calib_cancel(h C.int64_t) {
-	calls.Lock()
-	cancel := calls.cancel[int64(h)]
-	calls.Unlock()
-	if cancel != nil {
-		cancel()
+	if c := callOf(h); c.cancel != nil {
+		c.cancel()
 	}
 }
 
 //export calib_call_free
 func calib_call_free(h C.int64_t) {
+	calib_cancel(h) // releases the context's resources
 	calls.Lock()
-	cancel := calls.cancel[int64(h)]
-	delete(calls.cancel, int64(h))
-	delete(calls.ctx, int64(h))
+	delete(calls.m, int64(h))
 	calls.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }
 
 // contextOf returns the context of handle h (Background for 0 or an
 // unknown handle).
 func contextOf(h C.int64_t) context.Context {
-	calls.Lock()
-	defer calls.Unlock()
-	if ctx := calls.ctx[int64(h)]; ctx != nil {
-		return ctx
+	if c := callOf(h); c.ctx != nil {
+		return c.ctx
 	}
 	return context.Background()
 }

@@ -22,9 +22,11 @@ import (
 
 // accumulator is a streamed evaluation fed batch by batch (calib eval
 // --stream's first pass, evaluate.Sums): its own rows are the source
-// "batches of <id>", numbered in the order they are added.
+// "batches of accumulator <random hex>", numbered in the order they are
+// added. id is its handle.
 type accumulator struct {
 	sync.Mutex
+	id     int64
 	sums   *evaluate.Sums
 	input  data.Options
 	name   string
@@ -48,6 +50,20 @@ func accumulatorOf(h C.int64_t) (*accumulator, error) {
 	return a, nil
 }
 
+// withAccumulator runs f, the body of an entry point, on the accumulator
+// of handle h, locked, inside guard.
+func withAccumulator(h C.int64_t, out **C.char, f func(a *accumulator) (string, int, error)) C.int {
+	return guard(out, func() (string, int, error) {
+		a, err := accumulatorOf(h)
+		if err != nil {
+			return "", codeInput, err
+		}
+		a.Lock()
+		defer a.Unlock()
+		return f(a)
+	})
+}
+
 func register(a *accumulator) string {
 	accumulators.Lock()
 	defer accumulators.Unlock()
@@ -59,7 +75,7 @@ func register(a *accumulator) string {
 	if _, err := rand.Read(u[:]); err != nil {
 		panic(err) // crypto/rand does not fail on supported systems
 	}
-	a.source = fmt.Sprintf("batches of accumulator %x", u)
+	a.id, a.source = id, fmt.Sprintf("batches of accumulator %x", u)
 	accumulators.m[id] = a
 	return fmt.Sprint(id)
 }
@@ -119,13 +135,7 @@ func calib_stream_new(req *C.char, out **C.char) C.int {
 
 //export calib_stream_add
 func calib_stream_add(h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
-	return guard(out, func() (string, int, error) {
-		a, err := accumulatorOf(h)
-		if err != nil {
-			return "", codeInput, err
-		}
-		a.Lock()
-		defer a.Unlock()
+	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		name := fmt.Sprintf("%s (rows %d to %d of the stream)", a.name, a.rows+1, a.rows+int64(n))
 		arr, err := arrays(x, dtype, n, cols, labels, ldtype, weights, name)
 		if err != nil {
@@ -160,20 +170,17 @@ func calib_stream_merge(h, other C.int64_t, out **C.char) C.int {
 		if a == b {
 			return inputError("an accumulator cannot be merged into itself (its rows would count twice)")
 		}
-		// One lock at a time: the other's sums are copied through their state.
-		b.Lock()
-		state, err := json.Marshal(b.sums)
-		b.Unlock()
-		if err != nil {
-			return "", codeFailure, err
+		// Both locked, the lower handle first (two merges the other way
+		// round cannot deadlock); Merge reads b and copies what it keeps.
+		first, second := a, b
+		if b.id < a.id {
+			first, second = b, a
 		}
-		var sb evaluate.Sums
-		if err := sb.UnmarshalJSON(state); err != nil {
-			return "", codeFailure, err
-		}
-		a.Lock()
-		defer a.Unlock()
-		if err := a.sums.Merge(&sb); err != nil {
+		first.Lock()
+		defer first.Unlock()
+		second.Lock()
+		defer second.Unlock()
+		if err := a.sums.Merge(b.sums); err != nil {
 			return "", codeInput, err
 		}
 		return fmt.Sprint(a.sums.N()), codeOK, nil
@@ -182,13 +189,7 @@ func calib_stream_merge(h, other C.int64_t, out **C.char) C.int {
 
 //export calib_stream_state
 func calib_stream_state(h C.int64_t, out **C.char) C.int {
-	return guard(out, func() (string, int, error) {
-		a, err := accumulatorOf(h)
-		if err != nil {
-			return "", codeInput, err
-		}
-		a.Lock()
-		defer a.Unlock()
+	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		b, err := json.Marshal(a.sums)
 		if err != nil {
 			return "", codeFailure, err
@@ -199,13 +200,7 @@ func calib_stream_state(h C.int64_t, out **C.char) C.int {
 
 //export calib_stream_finish
 func calib_stream_finish(h C.int64_t, out **C.char) C.int {
-	return guard(out, func() (string, int, error) {
-		a, err := accumulatorOf(h)
-		if err != nil {
-			return "", codeInput, err
-		}
-		a.Lock()
-		defer a.Unlock()
+	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		ev, err := evaluate.Finish(a.sums, nil)
 		if err != nil {
 			return "", codeInput, fmt.Errorf("%s: %w", a.name, err)

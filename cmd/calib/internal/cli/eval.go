@@ -102,11 +102,18 @@ func newEvalCmd() *cobra.Command {
 		}
 		return evaluate.WriteText(cmd.OutOrStdout(), out)
 	})
+	registerEval(cmd, &in, &ef, &sf)
+	return cmd
+}
+
+// registerEval registers calib eval's flags on cmd: the input's, the
+// metrics' and the stream's (eval itself and the accumulators'
+// StreamOptions).
+func registerEval(cmd *cobra.Command, in *inputFlags, ef *evalFlags, sf *streamFlags) {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	ef.register(cmd)
 	sf.register(cmd.Flags())
-	return cmd
 }
 
 // evalOnly applies the rules of eval's flags that report and demo do not

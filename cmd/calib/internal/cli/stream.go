@@ -203,10 +203,7 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 	var ef evalFlags
 	var sf streamFlags
 	cmd := &cobra.Command{Use: "eval"}
-	in.register(cmd.Flags())
-	in.registerWeights(cmd.Flags(), false)
-	ef.register(cmd)
-	sf.register(cmd.Flags())
+	registerEval(cmd, &in, &ef, &sf)
 	fs := cmd.Flags()
 	if err := fs.Parse(args); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, inputError{flagError(err)}
