@@ -210,8 +210,9 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	}
 	var firstErr error
 	fitted := false
+	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
 	for _, fam := range families {
-		g, err := crossFit(ctx, s, fam, rc.fold, o.Folds)
+		g, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots)
 		if err != nil && (ctx.Err() != nil || len(families) == 1) {
 			return nil, err
 		}
@@ -227,9 +228,23 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	return rc, nil
 }
 
-// crossFit returns the out-of-fold probabilities of one family.
-func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int) ([]float64, error) {
+// crossFit returns the out-of-fold probabilities of one family. A
+// log-spline family's knots are placed once, on every row's predictions
+// (they read no label, so no row's own map learns from its label), and
+// each fold's fit starts from the previous fold's map.
+func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64) ([]float64, error) {
 	g := make([]float64, len(s.Probs))
+	if ls := &fam.Fit.LogSpline; fam.Method == recal.MethodLogSpline && ls.KnotsAt == nil {
+		if knots[ls.Knots] == nil {
+			ws := withLogits(s, fam.Method)
+			t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, *ls)
+			if err != nil {
+				return nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
+			}
+			knots[ls.Knots] = t
+		}
+		ls.KnotsAt = knots[ls.Knots]
+	}
 	for f := range folds {
 		if err := ctx.Err(); err != nil {
 			return nil, err
