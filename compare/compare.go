@@ -1,8 +1,9 @@
 // Package compare fits every recalibration method on a validation set and
 // measures each on a test set, as `calib compare` prints it: accuracy,
-// NLL, Brier, the witness estimate of the canonical CE_1 (one bandwidth for
-// every row), top-label ECE, KS errors and the plug-in ECE^KDE, and the
-// strictly best method per ranked column.
+// NLL, Brier, the canonical CE_1 that calib reports (evaluate.Headline:
+// ece_variational, cross-fitted on each row's test predictions), top-label
+// ECE, KS errors and the plug-in ECE^KDE, and the strictly best method per
+// ranked column.
 //
 //	c, err := compare.Compare(ctx, val, test, compare.Options{})
 //	compare.WriteText(os.Stdout, c)
@@ -31,7 +32,7 @@ type Row struct {
 	NLL          evaluate.Float `json:"nll"`
 	Brier        evaluate.Float `json:"brier"`
 	ECEKDE       evaluate.Float `json:"ece_kde_canonical"`
-	Witness      evaluate.Float `json:"ece_witness"` // canonical CE_1, residual witness at Comparison.WitnessBandwidth
+	Headline     evaluate.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
 	ECETopLabel  evaluate.Float `json:"ece_top_label"`
 	KSTop1       evaluate.Float `json:"ks_top1"`
 	KSTop2       evaluate.Float `json:"ks_top2"`
@@ -49,13 +50,9 @@ type Comparison struct {
 	NTest     int     `json:"n_test"`
 	K         int     `json:"k"`
 	Bandwidth float64 `json:"bandwidth"` // of the canonical ECE^KDE, for every row
-	// WitnessBandwidth is the bandwidth of every row's ece_witness: the
-	// witness's own choice on the uncalibrated validation set, so that no
-	// test row's value is selected on its own data.
-	WitnessBandwidth float64 `json:"witness_bandwidth"`
-	Rows             []*Row  `json:"rows"`
+	Rows      []*Row  `json:"rows"`
 	// Best names, per ranking column, the method with the strictly best
-	// value ("" on a tie): ece_witness, ece_top_label, ks_top1,
+	// value ("" on a tie): ece_variational, ece_top_label, ks_top1,
 	// ks_class_wise, nll, brier (lower is better) and accuracy (higher).
 	// The plug-in ece_kde_canonical is not ranked (RankingNote).
 	Best map[string]string `json:"best"`
@@ -66,7 +63,7 @@ type Comparison struct {
 }
 
 // RankingNote says why the plug-in ECE^KDE does not rank maps.
-const RankingNote = "Ranked by the witness (a converging estimate of the canonical CE_1), the binned and KS errors and the proper scores. " +
+var RankingNote = "Ranked first by " + evaluate.Headline.String() + " (the canonical CE_1 that calib reports, cross-fitted on each row's test predictions), then the binned and KS errors and the proper scores. " +
 	"The plug-in ECE^KDE is shown but not ranked: its upward bias depends on how the predictions are spread, which each map changes, so its values are not comparable across maps (it can rank a better map worse)."
 
 // rankedColumns are the compare columns that rank methods, with whether
@@ -76,7 +73,7 @@ var rankedColumns = []struct {
 	higher bool
 	value  func(r *Row) float64
 }{
-	{"ece_witness", false, func(r *Row) float64 { return float64(r.Witness) }},
+	{string(evaluate.Headline.Metric), false, func(r *Row) float64 { return float64(r.Headline) }},
 	{"ece_top_label", false, func(r *Row) float64 { return float64(r.ECETopLabel) }},
 	{"ks_top1", false, func(r *Row) float64 { return float64(r.KSTop1) }},
 	{"ks_class_wise", false, func(r *Row) float64 { return float64(r.KSClassWise) }},
@@ -133,8 +130,8 @@ type Options struct {
 	// Grid is the ODIR methods' cross-validation grid: "default" (or "")
 	// or "full".
 	Grid string
-	// Seed seeds the ODIR cross-validation folds and the witness's
-	// cross-fitting splits. 0 means evaluate.DefaultSeed (1), as for
+	// Seed seeds the ODIR cross-validation folds and the headline's
+	// cross-fitting folds. 0 means evaluate.DefaultSeed (1), as for
 	// evaluate.Options.
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores
@@ -184,14 +181,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
 	}
-	progress, done = ui.Step("witness bandwidth (validation set)")
-	wv, err := kde.Witness(ctx, vs.Probs, vs.Labels, vs.K, vs.Weights, kde.WitnessOptions{P: []float64{1}, Seed: seed, Workers: workers, Progress: progress})
-	done()
-	if err != nil {
-		return nil, fmt.Errorf("%s: witness bandwidth: %w", vs.File, err)
-	}
-	hw := wv.Values[0].Bandwidth
-	out := &Comparison{NVal: vs.N, NTest: ts.N, K: ts.K, Bandwidth: cv.Bandwidth, WitnessBandwidth: hw}
+	out := &Comparison{NVal: vs.N, NTest: ts.N, K: ts.K, Bandwidth: cv.Bandwidth}
 	rows := []*Row{{Method: "uncalibrated", calibrated: ts}}
 	for i, m := range methods {
 		ui.Phase("fit %d of %d", i+1, len(methods))
@@ -221,7 +211,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		ui.Phase("measure %d of %d", i+1, len(rows))
 		_, done := ui.Step("measure " + r.Method)
 		start := time.Now()
-		if err := measureRow(ctx, r, cv.Bandwidth, hw, workers); err != nil {
+		if err := measureRow(ctx, r, cv.Bandwidth, seed, workers); err != nil {
 			r.Error = oneLine(err)
 		}
 		r.EvalSeconds = time.Since(start).Seconds()
@@ -237,15 +227,16 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 
 // rowOptions are the evaluate options of every row: the canonical plug-in
 // at the one bandwidth h (chosen on the uncalibrated test set), the
-// witness at hw (chosen on the validation set), top-label binned ECE_1
-// (15 equal-width bins), KS top-1, top-2, within-top-2 and class-wise, and
-// the proper scores: one definition of every number, evaluate's.
-func rowOptions(h, hw float64, workers int) evaluate.Options {
+// headline's canonical CE_1 (its folds seeded by seed), top-label binned
+// ECE_1 (15 equal-width bins), KS top-1, top-2, within-top-2 and
+// class-wise, and the proper scores: one definition of every number,
+// evaluate's.
+func rowOptions(h float64, seed uint64, workers int) evaluate.Options {
 	return evaluate.Options{
-		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEWitness, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
+		Metrics: evaluate.MetricSet{evaluate.Headline.Metric, evaluate.ECEKDE, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
 		Strict:  true, Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KSR: []int{1, 2},
-		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true, WitnessBandwidth: hw,
-		Seed: 1, Workers: workers,
+		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true,
+		Seed: seed, Workers: workers,
 	}
 }
 
@@ -254,9 +245,9 @@ func rowOptions(h, hw float64, workers int) evaluate.Options {
 // calib eval --calibrator measures the map calib fit writes (the spline's
 // top-2 and within-top-2 curves, which its map does not apply, are not
 // used: a row describes the map).
-func measureRow(ctx context.Context, r *Row, h, hw float64, workers int) error {
+func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int) error {
 	s := r.calibrated
-	ev, err := evaluate.Evaluate(ctx, s, rowOptions(h, hw, workers))
+	ev, err := evaluate.Evaluate(ctx, s, rowOptions(h, seed, workers))
 	if err != nil {
 		return err
 	}
@@ -266,7 +257,7 @@ func measureRow(ctx context.Context, r *Row, h, hw float64, workers int) error {
 		dst *evaluate.Float
 	}{
 		{E{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}, &r.ECEKDE},
-		{E{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}, &r.Witness},
+		{evaluate.Headline, &r.Headline},
 		{E{Metric: evaluate.ECEBin, Notion: "top_label", P: 1}, &r.ECETopLabel},
 		{E{Metric: evaluate.KS, Notion: "top_r", R: 1}, &r.KSTop1},
 		{E{Metric: evaluate.KS, Notion: "top_r", R: 2}, &r.KSTop2},
@@ -311,10 +302,10 @@ func WriteJSON(w io.Writer, out *Comparison) error {
 // WriteText writes the comparison as `calib compare` prints it: a table,
 // the best method per ranked column and why the plug-in is not ranked.
 func WriteText(w io.Writer, out *Comparison) error {
-	fmt.Fprintf(w, "val n = %d, test n = %d, K = %d; witness CE_1 at one h = %.4g for every row (the witness's choice on the uncalibrated validation set; eval's ece_witness cross-fits h on the test set itself, so its uncalibrated value differs a little); plug-in ECE^KDE at h = %.4g (LOO on the uncalibrated test set)\n\n",
-		out.NVal, out.NTest, out.K, out.WitnessBandwidth, out.Bandwidth)
+	fmt.Fprintf(w, "val n = %d, test n = %d, K = %d; CE_1: %s on each row's test predictions; plug-in ECE^KDE at h = %.4g (LOO on the uncalibrated test set)\n\n",
+		out.NVal, out.NTest, out.K, evaluate.Headline, out.Bandwidth)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "method\taccuracy\tNLL\tBrier\twitness CE_1\tECE top-1\tKS top-1\tKS top-2\tKS within-2\tKS class-wise\tplug-in ECE^KDE\tfit\tparams")
+	fmt.Fprintln(tw, "method\taccuracy\tNLL\tBrier\tCE_1\tECE top-1\tKS top-1\tKS top-2\tKS within-2\tKS class-wise\tplug-in ECE^KDE\tfit\tparams")
 	pct := func(v evaluate.Float) string { return fmt.Sprintf("%.3f", 100*float64(v)) }
 	for _, r := range out.Rows {
 		if r.Error != "" {
@@ -322,12 +313,12 @@ func WriteText(w io.Writer, out *Comparison) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\t%.4f\t%.1fs\t%s\n", r.Method, pct(r.Accuracy), float64(r.NLL), float64(r.Brier),
-			float64(r.Witness), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise), float64(r.ECEKDE), r.FitSeconds, r.Params)
+			float64(r.Headline), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise), float64(r.ECEKDE), r.FitSeconds, r.Params)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\naccuracy, ECE and KS in %; NLL and Brier per sample; witness and plug-in ECE^KDE are canonical CE_1.")
+	fmt.Fprintln(w, "\naccuracy, ECE and KS in %; NLL and Brier per sample; CE_1 and plug-in ECE^KDE are canonical CE_1.")
 	var best []string
 	for _, col := range rankedColumns {
 		m := out.Best[col.key]

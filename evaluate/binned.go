@@ -184,6 +184,11 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 			}
 			return c.Value
 		}
+		if ev.cfg.defaulted && sparseCellsWarning(s.N, cn.Cells, s.K, cn.B) != "" {
+			// The default leaves out what its own warning would call
+			// meaningless (--metrics ece_bin computes it, with the warning).
+			continue
+		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
 		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
 		finish(e, p)
@@ -261,7 +266,7 @@ func canonicalWarnings(m Metric, n, k int, cn *metric.CanonicalBinned) Warnings 
 		return Warnings{warn(SparseCells, w)}
 	}
 	if m == MCE && cn.MCECount < minPerCell {
-		return Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read ece_witness or the canonical ece_bin instead", cn.MCECount, cn.B, k))}
+		return Warnings{warn(SmallCellMCE, fmt.Sprintf("the largest cell error is attained in a cell of %d sample(s) (%d bins per coordinate, K = %d): it is the label noise of single samples, near 1 by construction, not miscalibration; meaningless at this n: read "+Headline.String()+" or the canonical ece_bin instead", cn.MCECount, cn.B, k))}
 	}
 	return nil
 }
@@ -279,7 +284,7 @@ func sparseCellsWarning(n, cells, k, b int) string {
 	if cells == 0 || float64(n)/float64(cells) >= minPerCell {
 		return ""
 	}
-	return fmt.Sprintf("n = %d samples fall in %d occupied cells (%d bins per coordinate, K = %d; %.1f samples per cell): most cells hold one or two samples, so the canonical binned values measure label noise, not miscalibration (the MCE is then near its maximum by construction); meaningless at this n: read ece_witness instead",
+	return fmt.Sprintf("n = %d samples fall in %d occupied cells (%d bins per coordinate, K = %d; %.1f samples per cell): most cells hold one or two samples, so the canonical binned values measure label noise, not miscalibration (the MCE is then near its maximum by construction); meaningless at this n: read "+Headline.String()+" instead",
 		n, cells, b, k, float64(n)/float64(cells))
 }
 

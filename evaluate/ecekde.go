@@ -69,7 +69,7 @@ func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float6
 	case neighbours == 0:
 		return nil
 	case neighbours < minNeighbours:
-		return warn(FewNeighbours, fmt.Sprintf("at h = %.4g each kernel regression rests on about one other sample (median %.2f effective neighbours): it is close to a single neighbour's label, so the estimate (p = %g: %.4g) measures label noise, not calibration; too few samples for K = %d at this h: read ece_witness (a lower bound), or the top-label, binned and KS metrics",
+		return warn(FewNeighbours, fmt.Sprintf("at h = %.4g each kernel regression rests on about one other sample (median %.2f effective neighbours): it is close to a single neighbour's label, so the estimate (p = %g: %.4g) measures label noise, not calibration; too few samples for K = %d at this h: read "+Headline.String()+", or the top-label, binned and KS metrics",
 			h, neighbours, p, v, k))
 	case neighbours <= smoothedShare*float64(n-1):
 		return nil
@@ -105,7 +105,7 @@ func smoothingWarning(notion kde.Notion, s *data.Set, p, v, h, neighbours float6
 		}
 		inf /= wsum
 	}
-	return warn(OverSmoothed, fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read ece_witness, or the binned and KS metrics",
+	return warn(OverSmoothed, fmt.Sprintf("at h = %.4g each kernel regression averages most of the data (median %.0f effective neighbours of %d): it is close to the overall label frequency whatever the prediction, so the estimate (p = %g: %.4g, against %.4g with the regression replaced by that frequency) measures the spread of the predictions, not their calibration: read "+Headline.String()+", or the binned and KS metrics",
 		h, neighbours, n-1, p, v, inf))
 }
 

@@ -150,10 +150,13 @@ type Options struct {
 }
 
 // DocumentVersion is the version of the evaluation document's form
-// (Evaluation.Version): 2 since ece_kde's class-wise entries are spelled
-// class_wise, as the binned and KS ones (version 1, without the key, spelled
-// them marginal; Result.Notion reads either).
-const DocumentVersion = 2
+// (Evaluation.Version): 3 since p means CE_p^p in every entry (the
+// ece_variational Brier entry is p = 2; version 2 wrote it without p and
+// wrote lp entries at p = 2 whose value was the mean L2 norm, which
+// readers drop); 2 since ece_kde's class-wise entries are spelled
+// class_wise, as the binned and KS ones (version 1, without the key,
+// spelled them marginal; Result.Notion reads either).
+const DocumentVersion = 3
 
 // Evaluation is the result of Evaluate: what `calib eval --json` prints.
 type Evaluation struct {
@@ -169,6 +172,12 @@ type Evaluation struct {
 	// WeightSum is the sum of the sample weights when the set has them
 	// (every Result then says "weighted": true); 0 without weights.
 	WeightSum Float `json:"weight_sum,omitempty"`
+	// Headline names the entry to report (evaluate.Headline) where the
+	// evaluation has it, so that a reader of the JSON (the Python
+	// package's Evaluation.headline) finds it without its own definition;
+	// PaperNumber the number papers print (evaluate.PaperNumber).
+	Headline    *EntryRef `json:"headline,omitempty"`
+	PaperNumber *EntryRef `json:"paper_number,omitempty"`
 	// Warnings about the input as a whole (not one metric).
 	Warnings Warnings `json:"warnings,omitempty"`
 	Modes    string   `json:"modes,omitempty"`
@@ -197,6 +206,10 @@ type config struct {
 	boot     metric.BootstrapOptions
 	explicit bool
 	ci       bool
+	// defaulted: Metrics was nil (DefaultMetrics): ece_variational computes
+	// the headline's notion alone and the canonical binned metrics are
+	// left out where their cells are too sparse to mean anything.
+	defaulted bool
 }
 
 // seed is the seed of every random choice: Seed, or DefaultSeed for 0.
@@ -252,7 +265,7 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	}
 	ms := o.Metrics
 	if ms == nil {
-		ms = DefaultMetrics
+		ms, c.defaulted = DefaultMetrics, true
 	}
 	for _, m := range ms {
 		if lookupDef(m) == nil {
@@ -410,6 +423,7 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		out.Results = append(out.Results, entries...)
 	}
 	sortByGroup(out.Results)
+	setHeadline(out)
 	out.Seconds = time.Since(start).Seconds()
 	return out, nil
 }

@@ -23,17 +23,18 @@ func Example_lookup() {
 		return
 	}
 	// evaluate.WriteText(os.Stdout, ev) prints calib eval's table, WriteJSON its --json.
+	h := ev.Lookup(evaluate.Headline) // the number to report: the canonical CE_1, with its interval
+	fmt.Printf("%-15s %-9s %.4f [%.4f, %.4f]\n", h.Metric, h.Notion, float64(*h.Value), float64(h.Interval[0]), float64(h.Interval[1]))
 	for _, k := range []evaluate.Key{
-		{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}, // the number to report
-		{Metric: evaluate.ECEBin, Notion: "top_label", P: 1},
+		evaluate.PaperNumber, // the number papers print: the 15-bin top-label ECE
 		{Metric: evaluate.KS, Notion: "top_r", R: 1},
 		{Metric: evaluate.Accuracy},
 	} {
-		fmt.Printf("%-11s %-9s %.4f\n", k.Metric, k.Notion, float64(*ev.Lookup(k).Value))
+		fmt.Printf("%-15s %-9s %.4f\n", k.Metric, k.Notion, float64(*ev.Lookup(k).Value))
 	}
 	// Output:
-	// ece_witness canonical 0.1361
-	// ece_bin     top_label 0.1082
-	// ks          top_r     0.1062
-	// accuracy              0.7000
+	// ece_variational canonical 0.2165 [0.1023, 0.3306]
+	// ece_bin         top_label 0.1082
+	// ks              top_r     0.1062
+	// accuracy                  0.7000
 }

@@ -65,7 +65,7 @@ func TestVocabularyText(t *testing.T) {
 		option string
 		want   string
 	}{
-		{new(MetricSet), "ks,nope", "metrics", `metrics: unknown metric "nope" (valid: ece_kde, `},
+		{new(MetricSet), "ks,nope", "metrics", `metrics: unknown metric "nope" (valid: ece_variational, ece_kde, `},
 		{new(MetricSet), " , ", "metrics", "metrics: no metric given"},
 		{new(Exponents), "1,0.5", "p", fmt.Sprintf(`p "0.5": each p must be a number in [1, %d]`, kde.MaxP)},
 		{new(Exponents), "1e308", "p", `p "1e308"`},

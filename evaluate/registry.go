@@ -127,6 +127,7 @@ type metricDef struct {
 // intervals, p-values and definition keys come from it. Adding a metric is
 // one file (its metricDef and parts) and one row here.
 var metricTable = []*metricDef{
+	&variationalDef, // the Headline's metric first
 	&eceKDEDef,
 	&witnessDef,
 	&smeceDef,
@@ -136,7 +137,6 @@ var metricTable = []*metricDef{
 	&atbDef,
 	&tceDef,
 	&aceDef,
-	&variationalDef,
 	&eceBinDebiasedDef,
 	&ksDef,
 	&sharpnessDef,
@@ -173,22 +173,26 @@ func tableNames(keep func(d *metricDef) bool) MetricSet {
 var Metrics = tableNames(func(*metricDef) bool { return true })
 
 // DefaultMetrics are the metrics of Options.Metrics nil (calib eval without
-// --metrics or --mode), in output order: the numbers to report (README,
-// "Which number to report") and the means beside them, each O(n) or, for
-// ece_witness, one O(n^2) grid sweep:
+// --metrics or --mode), in output order: the number to report first
+// (Headline's metric), then the numbers to compare it with, each O(n) but
+// the first:
 //
-//   - ece_witness: the converging estimate of the canonical CE_1 (and the
-//     debiased U-statistic of CE_2^2),
+//   - ece_variational: the canonical entries alone (Headline: CE_1 with
+//     its interval; CE_2^2 by the Brier score; the log loss's KL part),
+//     three recalibration families cross-fitted on 5 folds,
 //   - smece: the smooth ECE at its fixed point (relplot 1.0.3's smECE;
 //     top-label, class-wise where ece_kde's notions include it),
-//   - ece_bin: the binned ECE (top-label, class-wise, canonical),
+//   - ece_bin: the binned ECE (top-label: PaperNumber; class-wise; the
+//     canonical cells where they hold at least 10 samples on average,
+//     else left out as meaningless),
 //   - ks: the KS calibration errors,
 //   - brier, nll, accuracy, confidence.
 //
-// The plug-in ece_kde and sharpness (a leave-one-out bandwidth search and
-// kernel regression per notion: most of the cost of all metrics), mce,
-// ece_bin_debiased and mmce are one name away ("all", or Metrics).
-var DefaultMetrics = MetricSet{ECEWitness, SmECE, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
+// ece_witness (below the truth from K = 10), the plug-in ece_kde and
+// sharpness (a leave-one-out bandwidth search and kernel regression per
+// notion), mce, ece_sweep, atb, tce, ace, ece_bin_debiased and mmce are
+// one name away ("all", or Metrics).
+var DefaultMetrics = MetricSet{Headline.Metric, SmECE, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
 
 // streamMetrics lists the metrics a stream computes by default: all but
 // ece_witness, whose kernel sums are K-vectors at two grids of 13

@@ -68,7 +68,7 @@ func TestMetricSetText(t *testing.T) {
 	err := m.UnmarshalText([]byte("ece"))
 	var oe *OptionError
 	if !errors.As(err, &oe) || oe.Option != "metrics" || !errors.Is(err, ErrOptions) ||
-		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_kde, ece_witness, smece, ece_bin, mce, ece_sweep, atb, tce, ace, ece_variational, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
+		err.Error() != `evaluate: bad options: metrics: unknown metric "ece" (valid: ece_variational, ece_kde, ece_witness, smece, ece_bin, mce, ece_sweep, atb, tce, ace, ece_bin_debiased, ks, sharpness, mmce, brier, nll, accuracy, confidence, all)` {
 		t.Errorf("unknown metric: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/notion"
+	"github.com/calib-dev/calib/variational"
 )
 
 // Output groups, in order.
@@ -199,6 +200,29 @@ func (ev *Evaluation) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("evaluate.Evaluation: version %d, newer than this calib reads (1 to %d)", v.Version, DocumentVersion)
 	}
 	*ev = Evaluation(v)
+	if ev.Version < 3 {
+		ev.Results = upgradeVariational(ev.Results)
+	}
 	ev.Version = DocumentVersion
 	return nil
+}
+
+// upgradeVariational turns the ece_variational entries of a document of
+// version 1 or 2 into today's: the Brier entry gets p = 2 (its value was
+// CE_2^2 already), and lp entries at p != 1, whose value was the mean
+// norm E||E[y | f] - f||_p and not CE_p^p, are dropped.
+func upgradeVariational(rs []*Result) []*Result {
+	out := rs[:0]
+	for _, e := range rs {
+		if e.Metric == ECEVariational {
+			switch {
+			case e.Loss == string(variational.Brier) && e.P == nil:
+				e.P = ptr(2.0)
+			case e.Loss == string(variational.Lp) && e.P != nil && *e.P != 1:
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }

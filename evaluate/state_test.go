@@ -3,6 +3,7 @@ package evaluate
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -55,7 +56,7 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 		if strings.Contains(string(sb)+string(kb), `"kind"`) {
 			t.Fatalf("%s: the fixtures have kinds", name)
 		}
-		got, want := finish(sb, kb), documentV2(read("finish.json"))
+		got, want := finish(sb, kb), documentNow(read("finish.json"))
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: the earlier states give another document:\n%s\nwant:\n%s", name, got, want)
 		}
@@ -85,13 +86,21 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 	}
 }
 
-// documentV2 is an evaluation document of version 1 (calib before the
-// document had a version) as version 2 writes it: the "version" key
-// first, ece_kde's class-wise entries spelled class_wise.
-func documentV2(b []byte) []byte {
-	s := strings.Replace(string(b), `{"n":`, `{"version":2,"n":`, 1)
+// documentNow is an evaluation document of version 1 (calib before the
+// document had a version) as today's version writes it: the "version" key
+// first, ece_kde's class-wise entries spelled class_wise, the paper
+// number named where the document has it, and the canonical binned
+// warnings pointing at the headline.
+func documentNow(b []byte) []byte {
+	s := strings.Replace(string(b), `{"n":`, fmt.Sprintf(`{"version":%d,"n":`, DocumentVersion), 1)
 	s = strings.ReplaceAll(s, `"notion":"marginal"`, `"notion":"class_wise"`)
-	// Since issue 31 every binned entry names its convention (calib's).
+	s = strings.ReplaceAll(s, "read ece_witness instead", "read "+Headline.String()+" instead")
+	if strings.Contains(s, `{"metric":"ece_bin","notion":"top_label","binning":"equal_width","bins":15,"p":1,`) ||
+		strings.Contains(s, `{"metric":"ece_bin","notion":"top_label","binning":"equal_mass","bins":9,"p":1,`) {
+		i := strings.LastIndex(s, `,"seconds":`)
+		s = s[:i] + `,"paper_number":{"metric":"ece_bin","notion":"top_label","p":1}` + s[i:]
+	}
+	// Every binned entry names its convention (calib's).
 	return binnedConvention.ReplaceAll([]byte(s), []byte(`$1"convention":"calib",`))
 }
 
@@ -117,11 +126,40 @@ func TestDocumentVersion1(t *testing.T) {
 	if err := WriteJSON(&b, &ev); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b.Bytes(), []byte(`"version":2,`)) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
+	if !bytes.Contains(b.Bytes(), []byte(fmt.Sprintf(`"version":%d,`, DocumentVersion))) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
 		t.Errorf("written again: %s", b.Bytes())
 	}
-	if err := json.Unmarshal([]byte(`{"version":3,"n":2,"k":3,"results":[]}`), &ev); err == nil {
-		t.Error("a document of version 3 read")
+	if err := json.Unmarshal([]byte(`{"version":4,"n":2,"k":3,"results":[]}`), &ev); err == nil {
+		t.Error("a document of version 4 read")
+	}
+}
+
+// TestDocumentVersion2: in a document of version 2, ece_variational's
+// Brier entry had no p and its lp entries at p != 1 held the mean norm
+// E||E[y | f] - f||_p, not CE_p^p: read today, the Brier entry is p = 2
+// (found by its key) and the lp entry at p = 2 is dropped, so that no p
+// column means anything but CE_p^p.
+func TestDocumentVersion2(t *testing.T) {
+	v2 := `{"version":2,"n":2,"k":3,"results":[` +
+		`{"metric":"ece_variational","notion":"canonical","loss":"lp","p":1,"value":0.1,"weighted":false},` +
+		`{"metric":"ece_variational","notion":"canonical","loss":"lp","p":2,"value":0.07,"weighted":false},` +
+		`{"metric":"ece_variational","notion":"canonical","loss":"brier","value":0.01,"root":0.1,"weighted":false},` +
+		`{"metric":"ece_variational","notion":"canonical","loss":"log","value":0.02,"weighted":false}],"seconds":0}`
+	var ev Evaluation
+	if err := json.Unmarshal([]byte(v2), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Results) != 3 || ev.Version != DocumentVersion {
+		t.Fatalf("%d entries, version %d: %+v", len(ev.Results), ev.Version, ev.Results)
+	}
+	if e := ev.Lookup(Key{Metric: ECEVariational, Notion: notion.Canonical, P: 2, Variant: "brier"}); e == nil || *e.Value != 0.01 {
+		t.Errorf("the Brier entry at p = 2: %+v", e)
+	}
+	if e := ev.Lookup(Headline); e == nil || *e.Value != 0.1 {
+		t.Errorf("the headline: %+v", e)
+	}
+	if e := ev.Lookup(Key{Metric: ECEVariational, Notion: notion.Canonical, P: 2, Variant: "lp"}); e != nil {
+		t.Errorf("the lp entry at p = 2 was kept: %+v", e)
 	}
 }
 

@@ -3,8 +3,10 @@ package evaluate
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/variational"
 )
@@ -15,9 +17,12 @@ import (
 // Options.VariationalFamily (by default temperature scaling and log-spline
 // scaling without and with class biases, the simplest kept unless a
 // richer one's per-row gains beat it significantly) on 5 folds stratified by the predicted
-// class, seeded by Options.Seed, for the Lp loss at each p, the log loss
-// and the Brier score; canonical and top-label (binary too for one-column
-// input) from one cross-fit, class-wise (per-class maps) when K <= 20.
+// class, seeded by Options.Seed: p = 1 (of P) is the L1 error CE_1 by the
+// lp loss, p = 2 the squared L2 error CE_2^2 by the Brier score (root
+// CE_2), and the log loss's KL part has no p; canonical and top-label
+// (binary too for one-column input) from one cross-fit, class-wise
+// (per-class maps) when K <= 20. The default evaluation (DefaultMetrics)
+// computes the canonical entries alone: Headline is one of them.
 // Each entry carries the normal interval of the mean gain over the rows
 // (conditional on the fitted maps: interval_kind "cross-fit"); with --ci
 // also the percentile bootstrap of that mean (the rows' gains resampled,
@@ -56,27 +61,49 @@ func (ev *evaluator) variational() ([]*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}
-	notions := []notion.Notion{notion.Canonical, notion.TopLabel}
-	if s.Binary {
-		notions = append(notions, notion.Binary)
-	} else if s.K <= variationalClassWiseMaxK {
-		notions = append(notions, notion.ClassWise)
+	notions := []notion.Notion{notion.Canonical}
+	if !c.defaulted {
+		// The default computes the headline's notion alone; the others
+		// when ece_variational is asked for, those of Mode where given.
+		notions = append(notions, notion.TopLabel)
+		if s.Binary {
+			notions = append(notions, notion.Binary)
+		} else if s.K <= variationalClassWiseMaxK {
+			notions = append(notions, notion.ClassWise)
+		}
+		if c.Mode != nil {
+			notions = slices.DeleteFunc(notions, func(nt notion.Notion) bool {
+				return !slices.ContainsFunc(c.notions, func(k kde.Notion) bool { return k.String() == string(nt) })
+			})
+			if len(notions) == 0 {
+				return nil, fmt.Errorf("ece_variational: --mode names none of its notions (canonical, top_label, class_wise, binary)")
+			}
+		}
 	}
 	type loss struct {
 		l variational.Loss
-		p float64
+		p float64 // the entry's p: CE_1 by the lp loss, CE_2^2 by the Brier score; 0 for log
 	}
+	// One definition per column: p = 1 is the L1 error CE_1 (the lp loss
+	// at p = 1, E||E[y | f] - f||_1), p = 2 the squared L2 error CE_2^2
+	// (the Brier score's gain); the lp loss at other p estimates the mean
+	// norm E||E[y | f] - f||_p, not CE_p^p, and is not reported.
 	var losses []loss
 	for _, p := range c.ps {
-		losses = append(losses, loss{variational.Lp, p})
+		switch p {
+		case 1:
+			losses = append(losses, loss{variational.Lp, 1})
+		case 2:
+			losses = append(losses, loss{variational.Brier, 2})
+		}
 	}
-	losses = append(losses, loss{variational.Log, 0}, loss{variational.Brier, 0})
+	losses = append(losses, loss{variational.Log, 0})
 	var out []*Result
 	var cm *variational.ClassMaps
 	for _, nt := range notions {
 		for _, l := range losses {
 			lo := vo
-			lo.Loss, lo.P, lo.Notion = l.l, l.p, nt
+			lo.Loss, lo.P, lo.Notion = l.l, 1, nt
 			var r variational.Result
 			if nt == notion.ClassWise {
 				if cm == nil {
@@ -98,9 +125,9 @@ func (ev *evaluator) variational() ([]*Result, error) {
 			}
 			switch l.l {
 			case variational.Lp:
-				e.P = ptr(l.p) // value: E||E[y | f] - f||_p itself (probmetrics' L_p error), not its p-th power
+				e.P, e.Root = ptr(1.0), e.Value // CE_1 = E||E[y | f] - f||_1
 			case variational.Brier:
-				e.Root = jf(math.Sqrt(math.Max(0, r.Value))) // value: the squared L2 error
+				e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value))) // CE_2^2, root CE_2
 			}
 			gains := r.Gains
 			ev.setStat(e, func(idx []int) (float64, error) {

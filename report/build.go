@@ -315,9 +315,10 @@ func Build(ctx context.Context, test, val *data.Set, o Options) (*Document, erro
 			doc.Tests = tr
 			doc.Sections = append(doc.Sections, testsSection(tr))
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	}
+	doc.Answer = answerFacts(ev, doc.Tests)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	b := &builder{ctx: ctx, doc: doc, o: o, s: s, val: val, curves: curves}
 	if err := b.figures(); err != nil {

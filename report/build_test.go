@@ -59,7 +59,7 @@ func Example() {
 	// Calibration on the simplex: 1 figure(s)
 	// Bandwidth of ECE^KDE: 1 figure(s)
 	// Recalibration methods: 1 figure(s)
-	// ece_kde ece_witness ece_bin mce ece_variational atb atb_debiased ece_bin_debiased ks smece ece_sweep sharpness mmce brier nll accuracy confidence
+	// ece_variational ece_kde ece_witness ece_bin mce atb atb_debiased ece_bin_debiased ks smece ece_sweep sharpness mmce brier nll accuracy confidence
 	// 3 rows compared; 0 warnings
 }
 

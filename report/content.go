@@ -42,15 +42,29 @@ func summaryFacts(s, val *data.Set, ev *evaluate.Evaluation) []Fact {
 	if val != nil {
 		facts = append(facts, Fact{Name: "validation set", Value: fmt.Sprintf("%s (n = %d)", val.File, val.N)})
 	}
-	if e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}); e != nil && e.Value != nil {
-		v := fmt.Sprintf("%.4f", float64(*e.Value))
-		if len(e.CI) == 2 {
-			v += fmt.Sprintf(" [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
-		}
-		facts = append(facts, Fact{Name: "calibration error to report (witness canonical CE_1)", Value: v})
-	}
 	return append(facts, Fact{Name: EvaluationTime, Value: fmt.Sprintf("%.1f s", ev.Seconds)})
 }
+
+// answerFacts are the report's first screen: the number to report with
+// its interval (evaluate.Headline), the number papers print
+// (evaluate.PaperNumber) and the tests' verdict (tests may be nil).
+func answerFacts(ev *evaluate.Evaluation, tests *calibtest.Report) []Fact {
+	var facts []Fact
+	if e := ev.Lookup(evaluate.Headline); e != nil && e.Value != nil {
+		facts = append(facts, Fact{Name: HeadlineFact, Value: fmt.Sprintf("%.4f%s", float64(*e.Value), evaluate.IntervalText(e))})
+	}
+	if e := ev.Lookup(evaluate.PaperNumber); e != nil && e.Value != nil {
+		facts = append(facts, Fact{Name: "for comparison with papers (" + evaluate.PaperNumber.String() + ", the 15-bin top-label ECE)", Value: fmt.Sprintf("%.4f", float64(*e.Value))})
+	}
+	if tests != nil {
+		facts = append(facts, Fact{Name: "is it calibrated? (the tests below)", Value: tests.Answer})
+	}
+	return facts
+}
+
+// HeadlineFact is the name of the fact that gives the number to report
+// (evaluate.Headline).
+var HeadlineFact = "calibration error to report (" + evaluate.Headline.String() + ": canonical CE_1)"
 
 // EvaluationTime is the name of the summary fact that gives the time the
 // evaluation took (the one fact that differs between two builds of the
@@ -85,7 +99,7 @@ func metricsTable(ev *evaluate.Evaluation) *Table {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Caption = "value: CE_p^p for Lp metrics (root: CE_p); class-wise binned and KS values are means over classes, class-wise ece_kde their sum; lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
+	t.Caption = evaluate.NoteValue + " Lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
 	for _, line := range evaluate.EstimatorNotes(ev) {
 		t.Caption += " " + line
 	}
@@ -129,9 +143,9 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 // method's test figures (accuracy, ECE and KS in %, NLL and Brier per
 // sample), fit time and parameters.
 func ComparisonTableOf(c *compare.Comparison) *Table {
-	t := &Table{Caption: fmt.Sprintf("Test figures; accuracy, ECE and KS in %%, NLL and Brier per sample; witness: canonical CE_1 at h = %.4g (chosen on the uncalibrated validation set); plug-in ECE^KDE: canonical CE_1 at h = %.4g. %s",
-		c.WitnessBandwidth, c.Bandwidth, compare.RankingNote),
-		Header: []string{"method", "accuracy", "NLL", "Brier", "witness CE_1", "ECE top-1", "KS top-1", "KS top-2", "KS within-2", "KS class-wise", "plug-in ECE^KDE", "fit", "params"}}
+	t := &Table{Caption: fmt.Sprintf("Test figures; accuracy, ECE and KS in %%, NLL and Brier per sample; CE_1: %s on each method's test predictions; plug-in ECE^KDE: canonical CE_1 at h = %.4g. %s",
+		evaluate.Headline, c.Bandwidth, compare.RankingNote),
+		Header: []string{"method", "accuracy", "NLL", "Brier", "CE_1", "ECE top-1", "KS top-1", "KS top-2", "KS within-2", "KS class-wise", "plug-in ECE^KDE", "fit", "params"}}
 	pct := func(v evaluate.Float) string { return fmt.Sprintf("%.3f", 100*float64(v)) }
 	for _, r := range c.Rows {
 		if r.Error != "" {
@@ -139,7 +153,7 @@ func ComparisonTableOf(c *compare.Comparison) *Table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Method, pct(r.Accuracy), fmt.Sprintf("%.4f", float64(r.NLL)), fmt.Sprintf("%.4f", float64(r.Brier)),
-			fmt.Sprintf("%.4f", float64(r.Witness)), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise),
+			fmt.Sprintf("%.4f", float64(r.Headline)), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise),
 			fmt.Sprintf("%.4f", float64(r.ECEKDE)), fmt.Sprintf("%.1f s", r.FitSeconds), r.Params})
 	}
 	return t
@@ -149,7 +163,7 @@ func ComparisonTableOf(c *compare.Comparison) *Table {
 // metric before and after each method (NaN where a method failed).
 func ComparisonOf(c *compare.Comparison) *Comparison {
 	cm := &Comparison{Metrics: []ComparisonMetric{
-		{Name: "accuracy", Scale: 100, Unit: "%", Higher: true}, {Name: "NLL"}, {Name: "Brier"}, {Name: "witness CE_1 (canonical)"},
+		{Name: "accuracy", Scale: 100, Unit: "%", Higher: true}, {Name: "NLL"}, {Name: "Brier"}, {Name: "CE_1 (canonical, " + string(evaluate.Headline.Metric) + ")"},
 		{Name: "ECE top-1", Scale: 100, Unit: "%"}, {Name: "KS top-1", Scale: 100, Unit: "%"}, {Name: "KS top-2", Scale: 100, Unit: "%"},
 		{Name: "KS within-top-2", Scale: 100, Unit: "%"}, {Name: "KS class-wise", Scale: 100, Unit: "%"}}}
 	for _, r := range c.Rows {
@@ -159,7 +173,7 @@ func ComparisonOf(c *compare.Comparison) *Comparison {
 			cm.Values = append(cm.Values, []float64{nan, nan, nan, nan, nan, nan, nan, nan, nan})
 			continue
 		}
-		cm.Values = append(cm.Values, []float64{float64(r.Accuracy), float64(r.NLL), float64(r.Brier), float64(r.Witness), float64(r.ECETopLabel),
+		cm.Values = append(cm.Values, []float64{float64(r.Accuracy), float64(r.NLL), float64(r.Brier), float64(r.Headline), float64(r.ECETopLabel),
 			float64(r.KSTop1), float64(r.KSTop2), float64(r.KSWithinTop2), float64(r.KSClassWise)})
 	}
 	return cm

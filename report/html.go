@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,8 +27,12 @@ import (
 type Document struct {
 	Title    string
 	Subtitle string
+	// Answer is the first screen's facts: the number to report with its
+	// interval (evaluate.Headline), the paper number and the tests'
+	// verdict; the reliability diagrams follow it.
+	Answer   []Fact
 	Summary  []Fact    // the data summary
-	Metrics  *Table    // every metric with its interval
+	Metrics  *Table    // every metric with its interval (below the figures, folded)
 	Sections []Section // figures with captions
 	Notes    []string  // closing notes (how numbers were computed, citations)
 	Footer   string    // e.g. the command line that made the report
@@ -189,6 +195,10 @@ func (d *Document) WriteHTML(w io.Writer) error {
 		}
 		secs = append(secs, hs)
 	}
+	// The first screen: the answer, then the reliability diagrams.
+	slices.SortStableFunc(secs, func(a, b htmlSection) int {
+		return cmp.Compare(boolInt(a.ID != "reliability"), boolInt(b.ID != "reliability"))
+	})
 	var face template.CSS
 	if nfig > 0 {
 		// The rule is built here from the font's bytes (base64).
@@ -222,6 +232,8 @@ nav a { color: var(--accent); margin-right: 1rem; text-decoration: none; white-s
 dl.facts { display: grid; grid-template-columns: fit-content(16rem) minmax(0, 1fr); gap: 0.2rem 1rem; margin: 0.5rem 0; }
 dl.facts dt { color: var(--muted); overflow-wrap: break-word; }
 dl.facts dd { margin: 0; word-break: break-word; }
+dl.answer dd:first-of-type { font-size: 1.25rem; font-weight: 600; }
+details > summary { cursor: pointer; color: var(--accent); margin: 0.4rem 0; }
 /* Tables fit their column: text cells wrap between words (long runs
    without spaces anywhere), numbers and intervals never break; on a
    phone each row becomes a card of "header: value" lines. */
@@ -260,9 +272,8 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 0.85rem; word-break: 
 <main>
 <h1>{{.Title}}</h1>
 {{with .Subtitle}}<p class="sub">{{.}}</p>{{end}}
-<nav>{{if .Summary}}<a href="#summary">Data</a> {{end}}{{if .Metrics}}<a href="#metrics">Metrics</a> {{end}}{{range .HTMLSections}}<a href="#{{.ID}}">{{.Title}}</a> {{end}}</nav>
-{{if .Summary}}<section id="summary"><h2>Data</h2><dl class="facts">{{range .Summary}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></section>{{end}}
-{{with .MetricsTable}}<section id="metrics"><h2>Metrics</h2>{{template "table" .}}</section>{{end}}
+<nav>{{if .Answer}}<a href="#answer">Answer</a> {{end}}{{range .HTMLSections}}<a href="#{{.ID}}">{{.Title}}</a> {{end}}{{if .Summary}}<a href="#summary">Data</a> {{end}}{{if .Metrics}}<a href="#metrics">Metrics</a> {{end}}</nav>
+{{if .Answer}}<section id="answer"><h2>How miscalibrated is the model?</h2><dl class="facts answer">{{range .Answer}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></section>{{end}}
 {{range .HTMLSections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 {{with .Text}}<p>{{.}}</p>{{end}}
 <div{{if .Grid}} class="grid"{{end}}>
@@ -271,6 +282,8 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 0.85rem; word-break: 
 {{with .Table}}{{template "table" .}}{{end}}
 </section>
 {{end}}
+{{if .Summary}}<section id="summary"><h2>Data</h2><dl class="facts">{{range .Summary}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></section>{{end}}
+{{with .MetricsTable}}<section id="metrics"><h2>Metrics</h2><details><summary>Every metric ({{len .Rows}} rows), grouped by notion</summary>{{template "table" .}}</details></section>{{end}}
 {{if .Notes}}<section id="notes"><h2>Notes</h2><ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 {{with .Footer}}<footer>{{.}}</footer>{{end}}
 </main>
@@ -281,3 +294,10 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 0.85rem; word-break: 
 <tbody>{{range .Rows}}<tr>{{range .}}<td data-label="{{.Label}}"{{if .Num}} class="num"{{else if .Long}} class="long"{{else if .Empty}} class="empty"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
 `))
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -150,7 +150,7 @@ const (
 // --class-mean (o.ClassMean) and --bins (o.Bins.Bins). The values are read
 // when fs is parsed; t.Parse turns the text ones into o's fields.
 func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
-	metricsDefault := evaluate.DefaultMetrics.String() + ", the numbers to report; ece_kde when --mode is given"
+	metricsDefault := evaluate.DefaultMetrics.String() + ": " + evaluate.Headline.String() + " to report, then the numbers to compare it with; ece_kde when --mode is given"
 	auto := "leave-one-out maximum likelihood per notion"
 	bins := "number of bins of the binned metrics (implies --bin-rule fixed)"
 	if cmd == Beam {

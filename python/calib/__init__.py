@@ -8,7 +8,8 @@ and PyTorch (calib.torch) are used where installed.
 
     import calib
     ev = calib.evaluate(probs, labels)           # calib eval --json
-    ev.ece_witness.value, ev.get("ece_bin", "top_label", p=1).value
+    ev.headline.value, ev.headline.interval     # the number to report: canonical CE_1
+    ev.paper_number.value                        # the 15-bin top-label ECE papers print
     calib.ece_binned(probs, labels, bins=15)     # one number
     cal = calib.Calibrator("temperature", logits=True).fit(val_logits, val_labels)
     cal.predict_proba(test_logits); cal.save("map.json")   # calib apply / calib fit -o

@@ -114,6 +114,29 @@ class Evaluation:
             raise AttributeError(f"no entry for metric {key!r}; metrics: {sorted({r['metric'] for r in self.results})}")
         return e
 
+    @property
+    def headline(self):
+        """The entry to report: how miscalibrated the model is (the canonical
+        CE_1 of ece_variational, with its interval), as the document's
+        "headline" key names it (Go's evaluate.Headline: defined there
+        only), or None when the evaluation did not compute it."""
+        return self._ref("headline")
+
+    @property
+    def paper_number(self):
+        """The number papers print (the 15-bin top-label ECE), as the
+        document's "paper_number" key names it, or None."""
+        return self._ref("paper_number")
+
+    def _ref(self, name):
+        ref = self._doc.get(name)
+        if not ref:
+            return None
+        for e in self.results:
+            if all(e.get(k) == v for k, v in ref.items()):
+                return e
+        return None
+
     def get(self, metric, notion=None, p=None, r=None):
         """The first entry of metric (with that notion, exponent p and, for
         ks, r, where given), or None."""

@@ -23,8 +23,14 @@ def test_evaluate_matches_cli(cli, name, logits, labels):
     z, y = np.load(logits), np.load(labels)
     _, out, _ = run_cli(cli, "eval", logits, "--labels", labels, "--logits", "--json")
     ev = calib.evaluate(z, y, logits=True)
-    assert strip_run(ev.to_dict()) == strip_run(json.loads(out))
+    doc = json.loads(out)
+    assert strip_run(ev.to_dict()) == strip_run(doc)
     assert len(ev) >= 10
+    # The default leads with the number to report, named by the document.
+    assert ev.results[0] is ev.headline
+    assert ev.headline["metric"] == doc["headline"]["metric"] == "ece_variational"
+    assert ev.headline["notion"] == "canonical" and ev.headline["p"] == 1 and len(ev.headline["interval"]) == 2
+    assert ev.paper_number["metric"] == "ece_bin" and ev.paper_number["notion"] == "top_label"
 
 
 @pytest.mark.parametrize("name,logits,labels", SETS, ids=[s[0] for s in SETS])

@@ -191,7 +191,7 @@ func TestInterruptStopsEval(t *testing.T) {
 	dir := t.TempDir()
 	z, y := writeLogitSet(t, dir, 6000, 10, 1)
 	for _, args := range [][]string{
-		{"eval", z, "--labels", y, "--logits", "--json"},
+		{"eval", z, "--labels", y, "--logits", "--json", "--metrics", "all"},
 		{"eval", z, "--labels", y, "--logits", "--metrics", "ece_witness"},
 		{"eval", z, "--labels", y, "--logits", "--metrics", "ece_kde", "--bandwidth", "0.05", "--ci-exact", "--ci-resamples", "1000"},
 	} {

@@ -67,11 +67,13 @@ What the numbers mean:
   biased upward on finite samples (a calibrated model reads about 0.5 at
   n = 1,000 in our simulations) by an amount that depends on how the
   predictions are spread: not the size of the error, and not a way to rank
-  recalibration maps (the comparison below ranks by the witness).
-- The witness (CE_1) smooths the residuals y - f instead of the labels and
-  converges to the true canonical CE_1 from below (within a few % at
-  n = 5,000 in our simulations; about 0 for a calibrated model): read it
-  for how miscalibrated the model is.
+  recalibration maps.
+- The number to report, CE_1 (ece_variational canonical p=1), is what the
+  best of a few recalibration maps, each fitted on the other folds, gains
+  on the held-out rows under the L1 proper loss: it estimates the canonical
+  CE_1 (0.91 to 1.06 of the truth at K = 20 to 100, n = 5,000 in our
+  simulations; about 0 for a calibrated model), with its interval, at any
+  number of classes. The comparison below ranks the maps by it.
 - ECE top-1 is the usual binned error (15 equal-width bins); KS is the
   binning-free Kolmogorov-Smirnov error of the splines paper (largest gap
   between the cumulative confidence and the cumulative accuracy).
@@ -87,8 +89,8 @@ var headline = []struct {
 	label string
 	key   evaluate.Key
 }{
-	{"witness canonical CE_1 (report this)", evaluate.Key{Metric: evaluate.ECEWitness, Notion: "canonical", P: 1}},
-	{"binned ECE, top-label (15 bins)", evaluate.Key{Metric: evaluate.ECEBin, Notion: "top_label", P: 1}},
+	{"canonical CE_1 (report this)", evaluate.Headline},
+	{"15-bin top-label ECE (papers print)", evaluate.PaperNumber},
 	{"KS top-1", evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1}},
 	{"NLL", evaluate.Key{Metric: evaluate.NLL}},
 	{"accuracy", evaluate.Key{Metric: evaluate.Accuracy}},
@@ -97,7 +99,8 @@ var headline = []struct {
 }
 
 // WriteHeadline writes the main figures of ev, each with its interval when
-// it has one: the witness canonical CE_1, the top-label binned ECE, KS
+// it has one: the canonical CE_1 to report (evaluate.Headline), the
+// top-label binned ECE (evaluate.PaperNumber), KS
 // top-1, NLL, accuracy and the plug-in ECE^KDE (canonical and top-label,
 // marked as biased).
 func WriteHeadline(w io.Writer, ev *evaluate.Evaluation) {
