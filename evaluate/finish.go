@@ -78,6 +78,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	sortByGroup(results)
 	out.Results = results
+	out.Streamed = true
 	setHeadline(out)
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/calib-dev/calib/data"
@@ -202,6 +203,7 @@ func (ev *Evaluation) UnmarshalJSON(b []byte) error {
 	*ev = Evaluation(v)
 	if ev.Version < 3 {
 		ev.Results = upgradeVariational(ev.Results)
+		setHeadline(ev)
 	}
 	ev.Version = DocumentVersion
 	return nil
@@ -209,8 +211,9 @@ func (ev *Evaluation) UnmarshalJSON(b []byte) error {
 
 // upgradeVariational turns the ece_variational entries of a document of
 // version 1 or 2 into today's: the Brier entry gets p = 2 (its value was
-// CE_2^2 already), and lp entries at p != 1, whose value was the mean
-// norm E||E[y | f] - f||_p and not CE_p^p, are dropped.
+// CE_2^2 already), the lp entry at p = 1 its root, and lp entries at p !=
+// 1, whose value was the mean norm E||E[y | f] - f||_p and not CE_p^p, are
+// dropped. The caller names the headline (setHeadline).
 func upgradeVariational(rs []*Result) []*Result {
 	out := rs[:0]
 	for _, e := range rs {
@@ -220,6 +223,8 @@ func upgradeVariational(rs []*Result) []*Result {
 				e.P = ptr(2.0)
 			case e.Loss == string(variational.Lp) && e.P != nil && *e.P != 1:
 				continue
+			case e.Loss == string(variational.Lp) && e.Value != nil && e.Root == nil:
+				e.Root = jf(math.Max(0, float64(*e.Value)))
 			}
 		}
 		out = append(out, e)

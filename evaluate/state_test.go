@@ -155,8 +155,11 @@ func TestDocumentVersion2(t *testing.T) {
 	if e := ev.Lookup(Key{Metric: ECEVariational, Notion: notion.Canonical, P: 2, Variant: "brier"}); e == nil || *e.Value != 0.01 {
 		t.Errorf("the Brier entry at p = 2: %+v", e)
 	}
-	if e := ev.Lookup(Headline); e == nil || *e.Value != 0.1 {
+	if e := ev.Lookup(Headline); e == nil || *e.Value != 0.1 || e.Root == nil || *e.Root != 0.1 {
 		t.Errorf("the headline: %+v", e)
+	}
+	if ev.Headline == nil || ev.Headline.Metric != Headline.Metric || ev.Headline.Loss != Headline.Variant {
+		t.Errorf("the document's headline key: %+v", ev.Headline)
 	}
 	if e := ev.Lookup(Key{Metric: ECEVariational, Notion: notion.Canonical, P: 2, Variant: "lp"}); e != nil {
 		t.Errorf("the lp entry at p = 2 was kept: %+v", e)

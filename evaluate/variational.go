@@ -125,7 +125,7 @@ func (ev *evaluator) variational() ([]*Result, error) {
 			}
 			switch l.l {
 			case variational.Lp:
-				e.P, e.Root = ptr(1.0), e.Value // CE_1 = E||E[y | f] - f||_1
+				e.P, e.Root = ptr(1.0), jf(math.Max(0, r.Value)) // CE_1 = E||E[y | f] - f||_1; the root of a negative estimate is 0
 			case variational.Brier:
 				e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value))) // CE_2^2, root CE_2
 			}

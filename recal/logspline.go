@@ -108,8 +108,9 @@ func logProbs(probs, logits []float64, k int) []float64 {
 // n×k, logits n×k or nil: read when given), labels and sample weights (nil:
 // all 1) by minimising the weighted mean NLL plus 1e-4 (sum b^2 + sum c^2),
 // a convex problem (the logits are linear in the parameters), by Newton's
-// method from the identity (a = 1) or o.Start. Errors as FitLinear's; a cancelled ctx stops
-// the fit with an error wrapping its Err().
+// method (L-BFGS with class biases above 128 classes) from the identity
+// (a = 1) or o.Start. Errors as FitLinear's; a cancelled ctx stops the fit
+// with an error wrapping its Err().
 func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k int, weights []float64, o LogSplineOptions) (*LogSpline, error) {
 	readLogits := len(logits) > 0
 	if err := checkFitInput(probs, logits, labels, k, readLogits, weights); err != nil {
@@ -121,14 +122,9 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 	if !readLogits {
 		logits = nil
 	}
-	m := o.Knots
-	switch {
-	case m == 0:
-		m = 8
-	case m == -1:
-		m = 0
-	case m < 0 || m > 255:
-		return nil, fmt.Errorf("recal: log-spline: %w: %d knots", ErrInput, o.Knots)
+	m, err := o.knotCount()
+	if err != nil {
+		return nil, err
 	}
 	u := logProbs(probs, logits, k)
 	var knots []float64
@@ -154,11 +150,20 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 			copy(th[1+len(knots):], st.B)
 		}
 	}
-	// Newton's method with the exact Hessian (objective): 5 to 10 passes
-	// over the data where L-BFGS took 30 to 200. Near a gradient of 1e-11
+	// Newton's method with the exact Hessian (objective): 2 to 10 passes
+	// over the data where L-BFGS took 30 to 200 (with class biases above
+	// logSplineNewtonMaxK classes, L-BFGS). Near a gradient of 1e-11
 	// the objective's rounding can stop the line search: a point whose
 	// gradient is below 1e-5 is converged.
-	x, err := minimizeNewton(ctx, newtonProblem{name: "log-spline", dim: len(th), eval: d.objective}, th, 1e-5)
+	var x []float64
+	if nb > 0 && k > logSplineNewtonMaxK {
+		// To a gradient of 1e-8 or a change below 1e-12 over 10 iterations.
+		settings := &optimize.Settings{GradientThreshold: 1e-8, MajorIterations: 1000,
+			Converger: &optimize.FunctionConverge{Absolute: 1e-12, Iterations: 10}}
+		x, err = minimizeLBFGS(ctx, "log-spline", func(th, grad []float64) float64 { return d.objective(th, grad, nil) }, th, settings, 1e-5)
+	} else {
+		x, err = minimizeNewton(ctx, newtonProblem{name: "log-spline", dim: len(th), eval: d.objective}, th, 1e-5)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -175,19 +180,29 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 // the probability-weighted quantiles j / (M + 1) of the log-probabilities.
 // They read no label.
 func LogSplineKnots(probs, logits []float64, k int, weights []float64, o LogSplineOptions) ([]float64, error) {
-	m := o.Knots
-	switch {
-	case m == 0:
-		m = 8
-	case m == -1:
-		m = 0
-	case m < 0 || m > 255:
-		return nil, fmt.Errorf("recal: log-spline: %w: %d knots", ErrInput, o.Knots)
+	m, err := o.knotCount()
+	if err != nil {
+		return nil, err
 	}
 	if len(logits) == 0 {
 		logits = nil
 	}
 	return massQuantiles(logProbs(probs, logits, k), m, weights, k), nil
+}
+
+// knotCount returns the number of knots o.Knots asks for: 8 for 0, none
+// for -1, or an error for a count outside -1..255.
+func (o LogSplineOptions) knotCount() (int, error) {
+	switch m := o.Knots; {
+	case m == 0:
+		return 8, nil
+	case m == -1:
+		return 0, nil
+	case m < 0 || m > 255:
+		return 0, fmt.Errorf("recal: log-spline: %w: %d knots", ErrInput, o.Knots)
+	default:
+		return m, nil
+	}
 }
 
 // massQuantiles returns up to m distinct knots: the quantiles j / (m + 1)
@@ -262,6 +277,16 @@ type logSplineData struct {
 // workers).
 const logSplineChunk = 512
 
+// logSplineGroups is the number of groups of chunks whose sums objective
+// keeps apart (a fixed number: the same bits for any number of workers).
+const logSplineGroups = 16
+
+// logSplineNewtonMaxK is the largest K at which the fit with class biases
+// uses Newton's method: its Hessian's bias block costs O(n K^2) a pass
+// (K = 100, n = 8,000: about 20 ms with the SIMD axpy), which above this K
+// costs more than the L-BFGS iterations it saves.
+const logSplineNewtonMaxK = 128
+
 // objective returns the weighted mean NLL plus the ridge at th = (a, c,
 // b) and writes its gradient into grad and, when hess is not nil, its
 // Hessian (len(th)^2, row-major). psi(u) = a u + C_j u - D_j for u in
@@ -308,20 +333,24 @@ func (d *logSplineData) objective(th, grad, hess []float64) float64 {
 		}
 	}
 	tot := width + hw
-	if cap(d.sums) < nch*tot {
-		d.sums = make([]float64, nch*tot)
+	// The chunks are summed in at most logSplineGroups groups of
+	// consecutive chunks, each into its own sums (memory: groups x the
+	// Hessian's parts, whatever n), the groups added in order.
+	ng := min(nch, logSplineGroups)
+	if cap(d.sums) < ng*tot {
+		d.sums = make([]float64, ng*tot)
 	}
-	sums := d.sums[:nch*tot]
+	sums := d.sums[:ng*tot]
 	clear(sums)
 	type scratch struct{ z, rp, rpu, mu, p, wmu, col []float64 }
-	parallel.For(nch, d.workers, func() *scratch {
+	parallel.For(ng, d.workers, func() *scratch {
 		sc := &scratch{z: make([]float64, k), rp: make([]float64, m1), rpu: make([]float64, m1), mu: make([]float64, m1)}
 		if hess != nil && biased {
 			sc.p, sc.wmu, sc.col = make([]float64, logSplineChunk*k), make([]float64, logSplineChunk*m1), make([]float64, logSplineChunk)
 		}
 		return sc
-	}, func(sc *scratch, ch int) {
-		out := sums[ch*tot : (ch+1)*tot]
+	}, func(sc *scratch, g int) {
+		out := sums[g*tot : (g+1)*tot]
 		r, ru, gb := out[2:2+m1], out[2+m1:2+2*m1], out[2+2*m1:width]
 		var s0, s1, s2, mm, a0, a1, pm, sp, pp []float64
 		if hess != nil {
@@ -335,106 +364,108 @@ func (d *logSplineData) objective(th, grad, hess []float64) float64 {
 			}
 		}
 		z := sc.z
-		first, last := ch*logSplineChunk, min(n, (ch+1)*logSplineChunk)
-		if sc.p != nil {
-			clear(sc.p)
-			clear(sc.wmu)
-		}
-		for i := first; i < last; i++ {
-			y := d.labels[i]
-			w := mathx.Weight(d.weights, i) / d.wsum
-			if w == 0 {
-				continue
+		for ch := g * nch / ng; ch < (g+1)*nch/ng; ch++ {
+			first, last := ch*logSplineChunk, min(n, (ch+1)*logSplineChunk)
+			if sc.p != nil {
+				clear(sc.p)
+				clear(sc.wmu)
 			}
-			row, bk := d.u[i*k:(i+1)*k], d.bucket[i*k:(i+1)*k]
-			mx := math.Inf(-1)
-			for j, v := range row {
-				z[j] = b[j] + (a+cs[bk[j]])*v - ds[bk[j]]
-				if z[j] > mx {
-					mx = z[j]
+			for i := first; i < last; i++ {
+				y := d.labels[i]
+				w := mathx.Weight(d.weights, i) / d.wsum
+				if w == 0 {
+					continue
 				}
-			}
-			zy := z[y]
-			s := kernel.ExpSum(z, z, mx)
-			out[0] += w * (mx + math.Log(s) - zy)
-			inv := 1 / s
-			for j := range z {
-				z[j] *= inv // p_ij
-				res := z[j]
-				if j == y {
-					res--
+				row, bk := d.u[i*k:(i+1)*k], d.bucket[i*k:(i+1)*k]
+				mx := math.Inf(-1)
+				for j, v := range row {
+					z[j] = b[j] + (a+cs[bk[j]])*v - ds[bk[j]]
+					if z[j] > mx {
+						mx = z[j]
+					}
 				}
-				res *= w
-				gb[j] += res
-				out[1] += res * row[j]
-				r[bk[j]] += res
-				ru[bk[j]] += res * row[j]
-			}
-			if hess == nil {
-				continue
-			}
-			rp, rpu, mu := sc.rp, sc.rpu, sc.mu
-			clear(rp)
-			clear(rpu)
-			for j, p := range z {
-				u, q := row[j], bk[j]
-				wp := w * p
-				rp[q] += p
-				rpu[q] += p * u
-				s0[q] += wp
-				s1[q] += wp * u
-				s2[q] += wp * u * u
+				zy := z[y]
+				s := kernel.ExpSum(z, z, mx)
+				out[0] += w * (mx + math.Log(s) - zy)
+				inv := 1 / s
+				for j := range z {
+					z[j] *= inv // p_ij
+					res := z[j]
+					if j == y {
+						res--
+					}
+					res *= w
+					gb[j] += res
+					out[1] += res * row[j]
+					r[bk[j]] += res
+					ru[bk[j]] += res * row[j]
+				}
+				if hess == nil {
+					continue
+				}
+				rp, rpu, mu := sc.rp, sc.rpu, sc.mu
+				clear(rp)
+				clear(rpu)
+				for j, p := range z {
+					u, q := row[j], bk[j]
+					wp := w * p
+					rp[q] += p
+					rpu[q] += p * u
+					s0[q] += wp
+					s1[q] += wp * u
+					s2[q] += wp * u * u
+					if biased {
+						a0[j*m1+int(q)] += wp
+						a1[j*m1+int(q)] += wp * u
+						sp[j] += wp
+					}
+				}
+				// mu_0 = sum p u; mu_l = sum over buckets >= l of (p u - t_l p).
+				var tp, tpu float64
+				for q := m; q >= 1; q-- {
+					tp += rp[q]
+					tpu += rpu[q]
+					mu[q] = tpu - d.knots[q-1]*tp
+				}
+				mu[0] = tpu + rpu[0]
+				for l := range m1 {
+					wl := w * mu[l]
+					for l2 := l; l2 < m1; l2++ {
+						mm[l*m1+l2] += wl * mu[l2]
+					}
+				}
 				if biased {
-					a0[j*m1+int(q)] += wp
-					a1[j*m1+int(q)] += wp * u
-					sp[j] += wp
+					r := i - first
+					copy(sc.p[r*k:(r+1)*k], z)
+					for l, v := range mu {
+						sc.wmu[l*logSplineChunk+r] = w * v
+					}
 				}
 			}
-			// mu_0 = sum p u; mu_l = sum over buckets >= l of (p u - t_l p).
-			var tp, tpu float64
-			for q := m; q >= 1; q-- {
-				tp += rp[q]
-				tpu += rpu[q]
-				mu[q] = tpu - d.knots[q-1]*tp
+			if hess == nil || !biased {
+				continue
 			}
-			mu[0] = tpu + rpu[0]
+			// The chunk's sum_i w_i p_ij p_i (row j of PP) and sum_i w_i mu_il
+			// p_i (row l of PM, stored by l): weighted sums of the rows of P,
+			// the kernels' SIMD axpy.
+			rows := last - first
+			P := sc.p[:rows*k]
+			for j := range k {
+				for r := range rows {
+					sc.col[r] = P[r*k+j] * mathx.Weight(d.weights, first+r) / d.wsum
+				}
+				kernel.AddWeightedRows(pp[j*k:(j+1)*k], sc.col[:rows], P)
+			}
 			for l := range m1 {
-				wl := w * mu[l]
-				for l2 := l; l2 < m1; l2++ {
-					mm[l*m1+l2] += wl * mu[l2]
-				}
+				kernel.AddWeightedRows(pm[l*k:(l+1)*k], sc.wmu[l*logSplineChunk:l*logSplineChunk+rows], P)
 			}
-			if biased {
-				r := i - first
-				copy(sc.p[r*k:(r+1)*k], z)
-				for l, v := range mu {
-					sc.wmu[l*logSplineChunk+r] = w * v
-				}
-			}
-		}
-		if hess == nil || !biased {
-			return
-		}
-		// The chunk's sum_i w_i p_ij p_i (row j of PP) and sum_i w_i mu_il
-		// p_i (row l of PM, stored by l): weighted sums of the rows of P,
-		// the kernels' SIMD axpy.
-		rows := last - first
-		P := sc.p[:rows*k]
-		for j := range k {
-			for r := range rows {
-				sc.col[r] = P[r*k+j] * mathx.Weight(d.weights, first+r) / d.wsum
-			}
-			kernel.AddWeightedRows(pp[j*k:(j+1)*k], sc.col[:rows], P)
-		}
-		for l := range m1 {
-			kernel.AddWeightedRows(pm[l*k:(l+1)*k], sc.wmu[l*logSplineChunk:l*logSplineChunk+rows], P)
 		}
 	})
 	loss := 0.0
 	clear(grad)
 	total := make([]float64, tot)
-	for ch := range nch {
-		out := sums[ch*tot : (ch+1)*tot]
+	for g := range ng {
+		out := sums[g*tot : (g+1)*tot]
 		loss += out[0]
 		for j := 1; j < tot; j++ {
 			total[j] += out[j]

@@ -8,14 +8,15 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/optimize"
+
 	"github.com/calib-dev/calib/synth"
 )
 
-// TestLogSplineGradient: the objective's gradient equals central finite
-// differences (step 1e-6) at random parameters, within 1e-6 relative to
-// the gradient's scale, with knots, weights and every bucket in use.
-func TestLogSplineGradient(t *testing.T) {
-	const k = 5
+// logSplineTestData is the fit data of 200 rows of logitSet (K = k) with
+// integer weights and 4 knots, summed on the given number of workers.
+func logSplineTestData(t *testing.T, k, workers int) *logSplineData {
+	t.Helper()
 	p, _, y := logitSet(200, k, 3)
 	w := intWeights(200, 4)
 	u := logProbs(p, nil, k)
@@ -23,7 +24,16 @@ func TestLogSplineGradient(t *testing.T) {
 	if len(knots) != 4 {
 		t.Fatalf("%d knots", len(knots))
 	}
-	d := newLogSplineData(u, y, w, k, knots, 1)
+	return newLogSplineData(u, y, w, k, knots, workers)
+}
+
+// TestLogSplineGradient: the objective's gradient equals central finite
+// differences (step 1e-6) at random parameters, within 1e-6 relative to
+// the gradient's scale, with knots, weights and every bucket in use.
+func TestLogSplineGradient(t *testing.T) {
+	const k = 5
+	d := logSplineTestData(t, k, 1)
+	u, knots := d.u, d.knots
 	used := map[uint8]bool{}
 	for i, v := range u {
 		used[d.bucket[i]] = true
@@ -65,11 +75,8 @@ func TestLogSplineGradient(t *testing.T) {
 // with weights and every bucket in use; and it is symmetric.
 func TestLogSplineHessian(t *testing.T) {
 	const k = 5
-	p, _, y := logitSet(200, k, 3)
-	w := intWeights(200, 4)
-	u := logProbs(p, nil, k)
-	knots := massQuantiles(u, 4, w, k)
-	d := newLogSplineData(u, y, w, k, knots, 2)
+	d := logSplineTestData(t, k, 2)
+	knots := d.knots
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, np := range []int{1 + len(knots), 1 + len(knots) + k} {
 		th := make([]float64, np)
@@ -196,5 +203,53 @@ func TestLogSplineOverflow(t *testing.T) {
 	}
 	if _, err := l.Calibrate([]float64{0.01, 0.49, 0.5}, nil, 3); !errors.Is(err, ErrInput) {
 		t.Errorf("overflow: %v", err)
+	}
+}
+
+// TestLogSplineOptimizers: Newton's method (K <= logSplineNewtonMaxK) and
+// L-BFGS (above it, with class biases) reach the same minimum: on K = 130
+// classes the map fitted by L-BFGS has a gradient below 1e-5 and its
+// objective is within 1e-9 of Newton's on the same data; Newton's fit is
+// bit-identical for 1 and 3 workers.
+func TestLogSplineOptimizers(t *testing.T) {
+	const k = logSplineNewtonMaxK + 2
+	p, _, y := logitSet(400, k, 5)
+	u := logProbs(p, nil, k)
+	knots := massQuantiles(u, 8, nil, k)
+	d := newLogSplineData(u, y, nil, k, knots, 0)
+	np := 1 + len(knots) + k
+	th := make([]float64, np)
+	th[0] = 1
+	settings := &optimize.Settings{GradientThreshold: 1e-8, MajorIterations: 1000,
+		Converger: &optimize.FunctionConverge{Absolute: 1e-12, Iterations: 10}}
+	xl, err := minimizeLBFGS(context.Background(), "log-spline", func(th, g []float64) float64 { return d.objective(th, g, nil) }, th, settings, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xn, err := minimizeNewton(context.Background(), newtonProblem{name: "log-spline", dim: np, eval: d.objective}, th, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float64, np)
+	fl, fn := d.objective(xl, g, nil), d.objective(xn, g, nil)
+	if math.Abs(fl-fn) > 1e-9 || maxAbs(g) > 1e-8 {
+		t.Errorf("L-BFGS %v, Newton %v (gradient there %v)", fl, fn, maxAbs(g))
+	}
+	fit, err := FitLogSpline(context.Background(), p, nil, y, k, nil, LogSplineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.objective(append(append([]float64{fit.Slope}, fit.Hinges...), fit.B...), g, nil); math.Abs(got-fn) > 1e-9 {
+		t.Errorf("FitLogSpline at K = %d: objective %v, Newton's %v", k, got, fn)
+	}
+	small, _, ys := logitSet(3000, 10, 6)
+	var fits [2]*LogSpline
+	for i, w := range []int{1, 3} {
+		if fits[i], err = FitLogSpline(context.Background(), small, nil, ys, 10, nil, LogSplineOptions{Workers: w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(fits[0].B, fits[1].B) || !slices.Equal(fits[0].Hinges, fits[1].Hinges) || fits[0].Slope != fits[1].Slope {
+		t.Errorf("1 and 3 workers differ: %+v %+v", fits[0], fits[1])
 	}
 }

@@ -58,6 +58,9 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 	}
 	for range 200 {
 		_, d1, d2 := temperatureNLL(logits, labels, k, beta, weights)
+		if math.IsNaN(d1) || math.IsNaN(d2) {
+			return nil, fmt.Errorf("recal: temperature: the NLL's derivatives at T = %g are not numbers", 1/beta)
+		}
 		if !(d2 > 0) {
 			return nil, degenerate() // every row's logits equal: the NLL does not depend on T
 		}
@@ -134,16 +137,21 @@ func temperatureNLL(z []float64, labels []int, k int, beta float64, weights []fl
 				mean += e[j] * v
 			}
 			mean /= s
-			var vr float64
+			y := labels[i]
+			// E[z] - z_y summed as sum_j p_j (z_j - z_y): no cancellation
+			// where p_y rounds to 1 (separable rows, large beta), whose
+			// derivative would otherwise read exactly 0 and stop the search
+			// at a false minimum.
+			var vr, dy float64
 			for j, v := range row {
 				dv := v - mean
 				vr += e[j] * dv * dv
+				dy += e[j] * (v - row[y])
 			}
 			vr /= s
-			y := labels[i]
 			w := mathx.Weight(weights, i)
 			f += w * (m + math.Log(s) - beta*row[y])
-			g += w * (mean - row[y])
+			g += w * dy / s
 			h += w * vr
 		}
 		sums[3*ch], sums[3*ch+1], sums[3*ch+2] = f, g, h

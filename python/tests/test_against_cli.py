@@ -108,8 +108,9 @@ def test_evaluation_object(densenet):
     z, y = densenet
     ev = calib.evaluate(z, y, logits=True)
     assert ev.n == len(y) and ev.k == 10
-    assert ev["ece_witness"]["metric"] == "ece_witness"
-    assert ev.ece_witness.value == ev.value("ece_witness", "canonical", 1)
+    assert ev["ece_variational"]["metric"] == "ece_variational"
+    assert ev.ece_variational.value == ev.value("ece_variational", "canonical", 1) == ev.headline.value
+    assert ev.paper_number.value == ev.value("ece_bin", "top_label", 1)
     assert ev.get("ece_bin", "top_label", p=2)["p"] == 2
     assert ev.get("nonesuch") is None
     with pytest.raises(AttributeError):
