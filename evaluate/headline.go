@@ -81,10 +81,6 @@ func (k Key) String() string {
 	return s
 }
 
-// HeadlineAdvice is the one sentence every text that advises a number
-// prints: which entry to report, and which to compare with papers.
-var HeadlineAdvice = fmt.Sprintf("report %s: how miscalibrated the model is (the canonical CE_1, with its interval), at any K; for comparison with papers, %s (the 15-bin top-label ECE: the confidence against the accuracy, a different and much smaller number at many classes)", Headline, PaperNumber)
-
 // AdviceNote is the note under an evaluation's table that names the
 // number to report with its value and interval, and the paper number
 // with its value, as found in ev; "" when ev has neither.

@@ -129,10 +129,10 @@ func FitLogSpline(ctx context.Context, probs, logits []float64, labels []int, k 
 	u := logProbs(probs, logits, k)
 	var knots []float64
 	if o.KnotsAt != nil {
-		knots = slices.Clone(o.KnotsAt)
-		if len(knots) > 255 || !allFinite(knots) || !slices.IsSorted(knots) || len(slices.Compact(slices.Clone(knots))) != len(knots) {
-			return nil, fmt.Errorf("recal: log-spline: %w: knots %v: want at most 255 strictly increasing finite numbers", ErrInput, o.KnotsAt)
+		if err := checkKnots(o.KnotsAt); err != nil {
+			return nil, fmt.Errorf("recal: log-spline: %w: KnotsAt: %v", ErrInput, err)
 		}
+		knots = slices.Clone(o.KnotsAt)
 	} else {
 		knots = massQuantiles(u, m, weights, k)
 	}
@@ -183,9 +183,6 @@ func LogSplineKnots(probs, logits []float64, k int, weights []float64, o LogSpli
 	m, err := o.knotCount()
 	if err != nil {
 		return nil, err
-	}
-	if len(logits) == 0 {
-		logits = nil
 	}
 	return massQuantiles(logProbs(probs, logits, k), m, weights, k), nil
 }
@@ -637,12 +634,21 @@ func (l *LogSpline) valid() error {
 	if len(l.Knots) > 255 {
 		return fmt.Errorf("%d knots, at most 255", len(l.Knots))
 	}
-	if err := firstError(checkNumber("slope", l.Slope, math.Inf(-1)), checkFinite("knots", l.Knots), checkFinite("hinges", l.Hinges), checkFinite("b", l.B)); err != nil {
+	return firstError(checkNumber("slope", l.Slope, math.Inf(-1)), checkKnots(l.Knots), checkFinite("hinges", l.Hinges), checkFinite("b", l.B))
+}
+
+// checkKnots checks a log-spline's knots: at most 255, finite and strictly
+// increasing (a loaded map's and LogSplineOptions.KnotsAt).
+func checkKnots(t []float64) error {
+	if len(t) > 255 {
+		return fmt.Errorf("%d knots, at most 255", len(t))
+	}
+	if err := checkFinite("knots", t); err != nil {
 		return err
 	}
-	for j := 1; j < len(l.Knots); j++ {
-		if !(l.Knots[j] > l.Knots[j-1]) {
-			return badValue("knots[%d] = %v is not above the knot before it", j, l.Knots[j])
+	for j := 1; j < len(t); j++ {
+		if !(t[j] > t[j-1]) {
+			return badValue("knots[%d] = %v is not above the knot before it", j, t[j])
 		}
 	}
 	return nil

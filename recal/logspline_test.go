@@ -3,9 +3,11 @@ package recal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/optimize"
@@ -251,5 +253,31 @@ func TestLogSplineOptimizers(t *testing.T) {
 	}
 	if !slices.Equal(fits[0].B, fits[1].B) || !slices.Equal(fits[0].Hinges, fits[1].Hinges) || fits[0].Slope != fits[1].Slope {
 		t.Errorf("1 and 3 workers differ: %+v %+v", fits[0], fits[1])
+	}
+}
+
+// TestLogSplineKnotsAt: given knots are used as they are, and knots that
+// are not finite, not strictly increasing or too many are refused as
+// input errors naming the fault, as a loaded map's are.
+func TestLogSplineKnotsAt(t *testing.T) {
+	p, _, y := logitSet(300, 4, 8)
+	at := []float64{-3, -1, -0.2}
+	fit, err := FitLogSpline(context.Background(), p, nil, y, 4, nil, LogSplineOptions{KnotsAt: at})
+	if err != nil || !slices.Equal(fit.Knots, at) {
+		t.Fatalf("knots %v, error %v", fit, err)
+	}
+	for _, c := range []struct {
+		knots []float64
+		want  string
+	}{
+		{[]float64{-2, math.NaN()}, "knots[1] = NaN, want a finite number"},
+		{[]float64{-2, -2}, "knots[1] = -2 is not above the knot before it"},
+		{[]float64{-1, -2}, "knots[1] = -2 is not above the knot before it"},
+		{make([]float64, 256), "256 knots, at most 255"},
+	} {
+		_, err := FitLogSpline(context.Background(), p, nil, y, 4, nil, LogSplineOptions{KnotsAt: c.knots})
+		if !errors.Is(err, ErrInput) || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("knots %v: error %v, want ErrInput with %q", c.knots, err, c.want)
+		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // newtonProblem is a smooth, strictly convex objective whose value,
@@ -36,26 +39,18 @@ const (
 // diagonal entry, on a line search that cannot decrease the objective
 // while the gradient's largest entry exceeds settle, and after 200
 // iterations.
-var debugNewton = false
-
 func minimizeNewton(ctx context.Context, p newtonProblem, th []float64, settle float64) ([]float64, error) {
-	var iters, evals int
 	n := p.dim
 	x := append([]float64(nil), th...)
 	g, h := make([]float64, n), make([]float64, n*n)
 	gt, ht := make([]float64, n), make([]float64, n*n)
 	xt := make([]float64, n)
 	f := p.eval(x, g, h)
-	defer func() {
-		if debugNewton {
-			println(p.name, "iters", iters, "evals", evals, "g", maxAbs(g))
-		}
-	}()
-	for iters = 0; iters < 200; iters++ {
+	for range 200 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("recal: %s: %w", p.name, err)
 		}
-		if !finite(f) || !allFinite(g) {
+		if !mathx.Finite(f) || !mathx.Finite(g...) {
 			return nil, fmt.Errorf("recal: %s: the fit diverged", p.name)
 		}
 		if maxAbs(g) <= newtonGradient {
@@ -76,11 +71,7 @@ func minimizeNewton(ctx context.Context, p newtonProblem, th []float64, settle f
 				xt[i] = x[i] + step*d[i]
 			}
 			ft = p.eval(xt, gt, ht)
-			evals++
-			if debugNewton {
-				println(" step", step, "f", f, "ft", ft, "slope", slope)
-			}
-			if finite(ft) && ft <= f+1e-4*step*slope {
+			if mathx.Finite(ft) && ft <= f+1e-4*step*slope {
 				accepted = true
 				break
 			}
@@ -139,23 +130,6 @@ func newtonStep(h, g []float64, n int) ([]float64, error) {
 	return nil, fmt.Errorf("the Hessian is not positive definite")
 }
 
-func maxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		if a := math.Abs(v); a > m || a != a {
-			m = a
-		}
-	}
-	return m
-}
-
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-func allFinite(x []float64) bool {
-	for _, v := range x {
-		if !finite(v) {
-			return false
-		}
-	}
-	return true
-}
+// maxAbs is the largest |x_i| (NaN if any is), the measure of a gradient
+// minimizeLBFGS settles on too.
+func maxAbs(x []float64) float64 { return floats.Norm(x, math.Inf(1)) }

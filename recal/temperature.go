@@ -35,8 +35,8 @@ const (
 //	NLL'(beta)  = sum_i w_i (E_i[z] - z_{i,y_i}) / sum_i w_i,
 //	NLL''(beta) = sum_i w_i Var_i[z] / sum_i w_i,
 //
-// (mean and variance of the row's logits under softmax(beta z_i)), all
-// three from one pass: it is minimised by Newton's method on beta,
+// (mean and variance of the row's logits under softmax(beta z_i)), both
+// from one pass: it is minimised by Newton's method on beta,
 // safeguarded by bisection of the bracket the derivative's sign keeps, to
 // a step below 1e-13 beta (5 to 8 passes where a golden-section search to
 // 1e-10 took 52). logits is n×k. It fails when the optimum is at an end
@@ -57,7 +57,7 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 		return fmt.Errorf("recal: temperature: %w: the NLL is smallest at the end of [%g, %g] (T = %g): the logits look degenerate", ErrInput, MinTemperature, MaxTemperature, 1/beta)
 	}
 	for range 200 {
-		_, d1, d2 := temperatureNLL(logits, labels, k, beta, weights)
+		d1, d2 := temperatureDerivatives(logits, labels, k, beta, weights)
 		if math.IsNaN(d1) || math.IsNaN(d2) {
 			return nil, fmt.Errorf("recal: temperature: the NLL's derivatives at T = %g are not numbers", 1/beta)
 		}
@@ -114,14 +114,15 @@ func temperatureAt(beta float64, k int) *Temperature {
 // workers).
 const temperatureChunk = 1024
 
-// temperatureNLL returns the weighted mean NLL of softmax(beta z) (nil
-// weights: all 1) and its first and second derivatives in beta.
-func temperatureNLL(z []float64, labels []int, k int, beta float64, weights []float64) (nll, d1, d2 float64) {
+// temperatureDerivatives returns the first and second derivatives in beta
+// of the weighted mean NLL of softmax(beta z) (nil weights: all 1); the
+// search needs no value of the NLL itself.
+func temperatureDerivatives(z []float64, labels []int, k int, beta float64, weights []float64) (d1, d2 float64) {
 	n := len(labels)
 	nch := (n + temperatureChunk - 1) / temperatureChunk
-	sums := make([]float64, 3*nch)
+	sums := make([]float64, 2*nch)
 	parallel.For(nch, 0, func() []float64 { return make([]float64, k) }, func(e []float64, ch int) {
-		var f, g, h float64
+		var g, h float64
 		for i := ch * temperatureChunk; i < min(n, (ch+1)*temperatureChunk); i++ {
 			row := z[i*k : (i+1)*k]
 			m := math.Inf(-1)
@@ -150,19 +151,17 @@ func temperatureNLL(z []float64, labels []int, k int, beta float64, weights []fl
 			}
 			vr /= s
 			w := mathx.Weight(weights, i)
-			f += w * (m + math.Log(s) - beta*row[y])
 			g += w * dy / s
 			h += w * vr
 		}
-		sums[3*ch], sums[3*ch+1], sums[3*ch+2] = f, g, h
+		sums[2*ch], sums[2*ch+1] = g, h
 	})
 	for ch := range nch {
-		nll += sums[3*ch]
-		d1 += sums[3*ch+1]
-		d2 += sums[3*ch+2]
+		d1 += sums[2*ch]
+		d2 += sums[2*ch+1]
 	}
 	ws := mathx.WeightSum(weights, n)
-	return nll / ws, d1 / ws, d2 / ws
+	return d1 / ws, d2 / ws
 }
 
 // Calibrate returns softmax(z / T).
