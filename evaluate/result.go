@@ -80,6 +80,8 @@ type Result struct {
 	Threshold   *float64 `json:"threshold,omitempty"`        // ace (robustness_metrics): the probabilities kept are those above it
 	Loss        string   `json:"loss,omitempty"`             // ece_variational: the proper loss ("lp", "log", "brier")
 	Family      string   `json:"family,omitempty"`           // ece_variational: the recalibration family whose gain it is (variational.FamilyOf)
+	MapSE       *Float   `json:"map_se,omitempty"`           // ece_variational: the part of se from the refitted maps (variational.Result.MapSE)
+	Optimism    *Float   `json:"optimism,omitempty"`         // ece_variational: the maps' gain on their training rows less the value (variational.Result.Optimism)
 	Families    []string `json:"families,omitempty"`         // ece_variational: the families fitted, Family the one with the largest log-loss gain
 	Over        *Float   `json:"over_confidence,omitempty"`  // ece_variational top_label, binary: the part of the value from lowering the confidence
 	Under       *Float   `json:"under_confidence,omitempty"` // ece_variational top_label, binary: the part from raising it

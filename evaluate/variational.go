@@ -23,10 +23,14 @@ import (
 // (binary too for one-column input) from one cross-fit, class-wise
 // (per-class maps) when K <= 20. The default evaluation (DefaultMetrics)
 // computes the canonical entries alone: Headline is one of them.
-// Each entry carries the normal interval of the mean gain over the rows
-// (conditional on the fitted maps: interval_kind "cross-fit"); with --ci
-// also the percentile bootstrap of that mean (the rows' gains resampled,
-// the maps held fixed). Top-label and binary entries split the value into
+// Each entry carries its 95 % interval (interval_kind "cross-fit";
+// variational.Result): se from the rows' gains and the refitted maps'
+// jackknife (map_se) in quadrature, Value - 1.96 se to Value +
+// max(0, optimism) / 2 + 1.96 se, the upper end raised by half the maps'
+// optimism (their excess risk, by which the estimate falls short); the
+// class-wise entries' is conditional on the maps (Value -+ 1.96 se). With
+// --ci also the percentile bootstrap of the mean gain (the rows' gains
+// resampled, the maps held fixed). Top-label and binary entries split the value into
 // over- and under-confidence.
 var variationalDef = metricDef{
 	name:     ECEVariational,
@@ -120,6 +124,9 @@ func (ev *evaluator) variational() ([]*Result, error) {
 			}
 			e := &Result{Metric: ECEVariational, Notion: nt, Loss: string(l.l), Family: r.Family, Families: names, Folds: ptr(folds),
 				Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
+			if nt != notion.ClassWise {
+				e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
+			}
 			if nt == notion.TopLabel || nt == notion.Binary {
 				e.Over, e.Under = jf(r.Over), jf(r.Under)
 			}

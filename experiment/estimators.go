@@ -53,13 +53,25 @@ const (
 const (
 	EstVariational     = "variational"             // variational.CalibrationError, AutoFamilies, the Lp (p = 1) or Brier loss
 	EstVariationalTemp = "variational-temperature" // the same with temperature scaling alone
-	EstWitness         = "witness"                 // kde.Witness, p = 1
-	EstUStatistic      = "u-statistic"             // kde.Witness, p = 2
-	EstPlugIn          = "plug-in"                 // kde.Estimate at the LOO bandwidth
-	EstPlugInReference = "plug-in-reference"       // kde.Estimate at the reference code's bandwidth (kde.Reference)
-	EstBinned          = "binned"                  // metric.Canonical, 2 bins per class
-	EstBinnedDoane     = "binned-doane"            // metric.Canonical, the Doane rule's bins per class
-	EstBinnedSqrt      = "binned-sqrt"             // metric.Canonical, ceil(sqrt(n)) bins per class
+	// Other intervals of the variational CE_1 estimate (the same value):
+	// the rows' normal interval given the fitted maps (calib's before
+	// the maps' jackknife and optimism), and that of repeated cross-
+	// fitting (3 fold seeds, DoubleML's median aggregation: the median
+	// theta of the three, se = sqrt(median(se_s^2 + (theta_s -
+	// theta)^2)); its value is that median) and of a bias estimate from
+	// two training sizes (the chosen family refitted on 2 folds: bias
+	// (v - v_2) / 0.6 for an excess risk c / m, m = 4n/5 and n/2 rows,
+	// added to the upper end).
+	EstVariationalConditional = "variational-conditional"
+	EstVariationalRepeated    = "variational-repeated"
+	EstVariationalTwoSize     = "variational-two-size"
+	EstWitness                = "witness"           // kde.Witness, p = 1
+	EstUStatistic             = "u-statistic"       // kde.Witness, p = 2
+	EstPlugIn                 = "plug-in"           // kde.Estimate at the LOO bandwidth
+	EstPlugInReference        = "plug-in-reference" // kde.Estimate at the reference code's bandwidth (kde.Reference)
+	EstBinned                 = "binned"            // metric.Canonical, 2 bins per class
+	EstBinnedDoane            = "binned-doane"      // metric.Canonical, the Doane rule's bins per class
+	EstBinnedSqrt             = "binned-sqrt"       // metric.Canonical, ceil(sqrt(n)) bins per class
 
 	// Top-label (confidence) estimators, calib eval's top_label entries.
 	EstECEBin         = "ece-bin"          // 15 equal-width bins, p = 1 (ece_bin), bootstrap interval
@@ -75,6 +87,13 @@ const (
 	EstATBDebiased    = "atb-debiased"    // metric.ATB, p = 2, less metric.ATBBias
 	EstKS             = "ks"              // metric.KS, top-1, bootstrap interval
 )
+
+// AllEstimators lists the estimators of the experiment in the order of
+// its rows.
+var AllEstimators = []string{EstVariational, EstVariationalConditional, EstVariationalRepeated, EstVariationalTwoSize,
+	EstVariationalTemp, EstWitness, EstUStatistic, EstPlugIn, EstPlugInReference, EstBinned, EstBinnedDoane, EstBinnedSqrt,
+	EstECEBin, EstECEBinMass, EstECEBinDoane, EstECEBinSqrt, EstECEDebiased, EstECEDebiasedMas, EstSweep, EstSweepWidth,
+	EstSmECE, EstATB, EstATBDebiased, EstKS}
 
 // EstimatorCell is one setting of the estimators experiment: a synthetic
 // family at one n.
@@ -100,10 +119,13 @@ type EstimatorsOptions struct {
 	KernelMaxWork float64
 	// Parts are the parts run: "synthetic" (Cells) and "paper" (the
 	// variational paper's published settings, PaperRow); nil means both.
-	Parts   []string
-	Quick   bool
-	Seed    uint64
-	Workers int
+	Parts []string
+	// Estimators are the estimators run (AllEstimators' names); nil means
+	// all of them.
+	Estimators []string
+	Quick      bool
+	Seed       uint64
+	Workers    int
 	// Progress, if not nil, is told each finished cell.
 	Progress progress.Reporter
 	ctx      context.Context
@@ -185,6 +207,8 @@ type EstimatorRow struct {
 	Covered   int `json:"covered"`
 	Below     int `json:"below"`
 	Intervals int `json:"intervals"`
+	// Width is the intervals' mean width.
+	Width float64 `json:"width,omitempty"`
 	// Seconds is the mean time per data set.
 	Seconds float64 `json:"seconds"`
 	// Chosen counts the variational families chosen, "name:count,...".
@@ -275,6 +299,80 @@ func normal(value, se float64, chosen string) estimateOf {
 	return estimateOf{value, value - 1.959963984540054*se, value + 1.959963984540054*se, value - 1.6448536269514722*se, chosen}
 }
 
+// interval is a variational estimate with its interval [Lo, Hi] and the
+// lower bound Value - 1.645 SE.
+func interval(r variational.Result) estimateOf {
+	return estimateOf{r.Value, r.Lo, r.Hi, r.Value - 1.6448536269514722*r.SE, r.Family}
+}
+
+// variational adds the variational estimates of one data set: CE_1 with
+// each interval (EstVariational and the other intervals of the same
+// estimate) and CE_2^2, timing EstVariational (the cross-fit and both
+// estimates) and the others' extra work apart.
+func (run estimatorsRun) variational(ctx context.Context, s *data.Set, add func(est, target string, e estimateOf, err error), secs map[string]float64) error {
+	t0 := time.Now()
+	rc, err := variational.CrossFit(ctx, s, variational.Options{Seed: run.seed})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		for _, est := range []string{EstVariational, EstVariationalConditional, EstVariationalRepeated, EstVariationalTwoSize} {
+			add(est, TargetCE1, estimateOf{}, err)
+		}
+		add(EstVariational, TargetCE22, estimateOf{}, err)
+		return nil
+	}
+	r1, err1 := rc.Error(variational.Options{})
+	r2, err2 := rc.Error(variational.Options{Loss: variational.Brier})
+	secs[EstVariational] += time.Since(t0).Seconds()
+	add(EstVariational, TargetCE1, interval(r1), err1)
+	add(EstVariational, TargetCE22, interval(r2), err2)
+	if err1 != nil {
+		return nil
+	}
+	// The rows' standard error given the maps.
+	s1 := math.Sqrt(max(0, r1.SE*r1.SE-r1.MapSE*r1.MapSE))
+	add(EstVariationalConditional, TargetCE1, normal(r1.Value, s1, r1.Family), nil)
+	if run.wants(EstVariationalRepeated) {
+		t0 = time.Now()
+		thetas, ses := []float64{r1.Value}, []float64{s1}
+		for i := uint64(1); i < 3; i++ {
+			r, err := variational.CalibrationError(ctx, s, variational.Options{Seed: run.seed + i})
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				continue
+			}
+			thetas, ses = append(thetas, r.Value), append(ses, math.Sqrt(max(0, r.SE*r.SE-r.MapSE*r.MapSE)))
+		}
+		theta := mathx.Quantile(slices.Sorted(slices.Values(thetas)), 0.5)
+		v := make([]float64, len(ses))
+		for i := range ses {
+			v[i] = ses[i]*ses[i] + (thetas[i]-theta)*(thetas[i]-theta)
+		}
+		slices.Sort(v)
+		add(EstVariationalRepeated, TargetCE1, normal(theta, math.Sqrt(mathx.Quantile(v, 0.5)), r1.Family), nil)
+		secs[EstVariationalRepeated] += time.Since(t0).Seconds()
+	}
+	if run.wants(EstVariationalTwoSize) {
+		t0 = time.Now()
+		fam, err := variational.FamilyOf(r1.Family)
+		var r variational.Result
+		if err == nil {
+			r, err = variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{fam}, Folds: 2, Seed: run.seed})
+		}
+		if err != nil && ctx.Err() != nil {
+			return err
+		}
+		e := normal(r1.Value, s1, r1.Family)
+		e.hi += max(0, (r1.Value-r.Value)/0.6)
+		add(EstVariationalTwoSize, TargetCE1, e, err)
+		secs[EstVariationalTwoSize] += time.Since(t0).Seconds()
+	}
+	return nil
+}
+
 // point is an estimate without an interval.
 func point(value float64) estimateOf {
 	return estimateOf{value, math.NaN(), math.NaN(), math.NaN(), ""}
@@ -336,6 +434,11 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 	if reps < 1 || samples < 2 {
 		return nil, fmt.Errorf("experiment: estimators: %d data sets, %d ground samples", reps, samples)
 	}
+	for _, e := range o.Estimators {
+		if !slices.Contains(AllEstimators, e) {
+			return nil, fmt.Errorf("experiment: estimators: unknown estimator %q (valid: %s)", e, strings.Join(AllEstimators, ", "))
+		}
+	}
 	res := &EstimatorsResult{Reps: reps, GroundSamples: samples, Quick: o.Quick, Seed: o.Seed}
 	runParts := o.Parts
 	if runParts == nil {
@@ -361,7 +464,7 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 	}
 	parts := progress.NewParts(o.Progress, "estimators", len(cells)+len(paper))
 	defer parts.End()
-	run := estimatorsRun{seed: o.Seed, workers: o.Workers, reps: reps, samples: samples, maxWork: maxWork}
+	run := estimatorsRun{seed: o.Seed, workers: o.Workers, reps: reps, samples: samples, maxWork: maxWork, only: o.Estimators}
 	for pi, row := range paper {
 		d := synth.Distortion{K: row.K, Alpha: 0.5, H: row.H}
 		rows, err := run.setting(ctx, d, row.K, row.N, 13, pi, EstimatorRow{Setting: fmt.Sprintf("%s, K = %d, n = %d", row.H, row.K, row.N),
@@ -402,6 +505,20 @@ type estimatorsRun struct {
 	workers, reps int
 	samples       int
 	maxWork       float64
+	only          []string // EstimatorsOptions.Estimators
+}
+
+// wants reports whether any of the estimators named is run.
+func (run estimatorsRun) wants(est ...string) bool {
+	if run.only == nil {
+		return true
+	}
+	for _, e := range est {
+		if slices.Contains(run.only, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // setting is a synthetic setting whose truths are known: synth.Family or
@@ -425,9 +542,13 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 	if err != nil {
 		return nil, err
 	}
-	truths, err := topLabelTruths(ctx, set, run.samples, gseed, run.workers)
-	if err != nil {
-		return nil, err
+	truths := map[string]synth.GroundTruth{}
+	topLabel := run.wants(EstECEBin, EstECEBinMass, EstECEBinDoane, EstECEBinSqrt, EstECEDebiased, EstECEDebiasedMas,
+		EstSweep, EstSweepWidth, EstSmECE, EstATB, EstATBDebiased, EstKS)
+	if topLabel {
+		if truths, err = topLabelTruths(ctx, set, run.samples, gseed, run.workers); err != nil {
+			return nil, err
+		}
 	}
 	truths[TargetCE1], truths[TargetCE22] = truth1, truth2
 	kernel := float64(n)*float64(n)*float64(k) <= run.maxWork
@@ -439,6 +560,9 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 	add := func(est, target string, e estimateOf, err error) {
 		if _, ok := truths[target]; !ok {
 			panic("experiment: no truth for " + target)
+		}
+		if !run.wants(est) {
+			return
 		}
 		kk := key{est, target}
 		if !slices.Contains(order, kk) {
@@ -457,24 +581,20 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 		if err != nil {
 			return nil, err
 		}
-		t0 := time.Now()
-		rc, err := variational.CrossFit(ctx, s, variational.Options{Seed: run.seed})
-		if err == nil {
-			r1, err1 := rc.Error(variational.Options{})
-			add(EstVariational, TargetCE1, normal(r1.Value, r1.SE, r1.Family), err1)
-			r2, err2 := rc.Error(variational.Options{Loss: variational.Brier})
-			add(EstVariational, TargetCE22, normal(r2.Value, r2.SE, r2.Family), err2)
-		} else {
-			add(EstVariational, TargetCE1, estimateOf{}, err)
-			add(EstVariational, TargetCE22, estimateOf{}, err)
+		if run.wants(EstVariational, EstVariationalConditional, EstVariationalRepeated, EstVariationalTwoSize) {
+			if err := run.variational(ctx, s, add, secs); err != nil {
+				return nil, err
+			}
 		}
-		secs[EstVariational] += time.Since(t0).Seconds()
-		t0 = time.Now()
-		rt, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: run.seed})
-		add(EstVariationalTemp, TargetCE1, normal(rt.Value, rt.SE, ""), err)
-		secs[EstVariationalTemp] += time.Since(t0).Seconds()
+		if run.wants(EstVariationalTemp) {
+			t0 := time.Now()
+			rt, err := variational.CalibrationError(ctx, s, variational.Options{Families: []variational.Family{temp}, Seed: run.seed})
+			add(EstVariationalTemp, TargetCE1, interval(rt), err)
+			secs[EstVariationalTemp] += time.Since(t0).Seconds()
+		}
+		kernel := kernel && run.wants(EstWitness, EstUStatistic, EstPlugIn, EstPlugInReference)
 		if kernel {
-			t0 = time.Now()
+			t0 := time.Now()
 			w, err := kde.Witness(ctx, f, y, k, nil, kde.WitnessOptions{Seed: run.seed, Workers: run.workers})
 			for i, est := range []string{EstWitness, EstUStatistic} {
 				target := []string{TargetCE1, TargetCE22}[i]
@@ -506,12 +626,12 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 				secs[b.est] += time.Since(t0).Seconds()
 			}
 		}
-		if k <= 20 {
+		if k <= 20 && run.wants(EstBinned, EstBinnedDoane, EstBinnedSqrt) {
 			for _, b := range []struct {
 				est string
 				metric.BinOptions
 			}{{EstBinned, metric.BinOptions{Bins: 2}}, {EstBinnedDoane, metric.BinOptions{Rule: metric.Doane}}, {EstBinnedSqrt, metric.BinOptions{Rule: metric.Sqrt}}} {
-				t0 = time.Now()
+				t0 := time.Now()
 				v, err := metric.Canonical(f, y, k, 1, nil, b.BinOptions)
 				if err == nil {
 					add(b.est, TargetCE1, point(v.Value), nil)
@@ -521,8 +641,10 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 				secs[b.est] += time.Since(t0).Seconds()
 			}
 		}
-		if err := topLabelEstimates(ctx, f, y, k, seedOf(run.seed, tag+6, index, r).Uint64(), run.workers, add, secs); err != nil {
-			return nil, err
+		if topLabel {
+			if err := topLabelEstimates(ctx, f, y, k, seedOf(run.seed, tag+6, index, r).Uint64(), run.workers, add, secs); err != nil {
+				return nil, err
+			}
 		}
 		if err := canceled(ctx); err != nil {
 			return nil, err
@@ -540,6 +662,7 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 			xs = append(xs, e.value)
 			sq += (e.value - truth.Value) * (e.value - truth.Value)
 			if !math.IsNaN(e.lo) {
+				row.Width += e.hi - e.lo
 				row.Intervals++
 				in, below := e.holds(truth.Value)
 				row.Covered += boolCount(in)
@@ -548,6 +671,9 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 			if e.chosen != "" {
 				chosen[e.chosen]++
 			}
+		}
+		if row.Intervals > 0 {
+			row.Width /= float64(row.Intervals)
 		}
 		row.Stat = stat(xs, nil, failed[kk])
 		if len(xs) > 0 {

@@ -32,7 +32,8 @@ func TestEstimatorsSmall(t *testing.T) {
 	want := map[string]bool{EstVariational + " " + TargetCE1: true, EstVariational + " " + TargetCE22: true, EstVariationalTemp + " " + TargetCE1: true,
 		EstWitness + " " + TargetCE1: true, EstUStatistic + " " + TargetCE22: true, EstPlugIn + " " + TargetCE1: true, EstPlugIn + " " + TargetCE22: true,
 		EstBinned + " " + TargetCE1: true, EstPlugInReference + " " + TargetCE1: true, EstPlugInReference + " " + TargetCE22: true,
-		EstBinnedDoane + " " + TargetCE1: true, EstBinnedSqrt + " " + TargetCE1: true}
+		EstBinnedDoane + " " + TargetCE1: true, EstBinnedSqrt + " " + TargetCE1: true, EstVariationalConditional + " " + TargetCE1: true,
+		EstVariationalRepeated + " " + TargetCE1: true, EstVariationalTwoSize + " " + TargetCE1: true}
 	for _, est := range []string{EstECEBin, EstECEBinMass, EstECEBinDoane, EstECEBinSqrt, EstSweep, EstSweepWidth, EstSmECE} {
 		want[est+" "+TargetTL1] = true
 	}
@@ -126,6 +127,39 @@ func TestEstimatorsPaper(t *testing.T) {
 	}
 	if _, err := Estimators(context.Background(), EstimatorsOptions{Parts: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown part "nope"`) {
 		t.Errorf("unknown part: %v", err)
+	}
+}
+
+// TestEstimatorsOnly: Estimators runs the estimators named and no
+// other; the variational intervals share the estimate, calib's is at
+// least as wide as the rows' given the maps (its SE holds theirs, its
+// upper end adds half the optimism); an unknown name is refused.
+func TestEstimatorsOnly(t *testing.T) {
+	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.PriorShift, Param: 0.5, Seed: 1}
+	only := []string{EstVariational, EstVariationalConditional}
+	r, err := Estimators(context.Background(), EstimatorsOptions{Cells: []EstimatorCell{{fam, 500}}, Parts: []string{"synthetic"},
+		Estimators: only, Reps: 3, GroundSamples: 20000, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]EstimatorRow{}
+	for _, row := range r.Rows {
+		if !slices.Contains(only, row.Estimator) {
+			t.Errorf("row of %s, not asked for", row.Estimator)
+		}
+		if row.Target == TargetCE1 {
+			by[row.Estimator] = row
+		}
+	}
+	v, c := by[EstVariational], by[EstVariationalConditional]
+	if v.Intervals != 3 || c.Intervals != 3 || v.Stat.Mean != c.Stat.Mean {
+		t.Errorf("variational %+v, conditional %+v", v.Stat, c.Stat)
+	}
+	if !(v.Width >= c.Width && c.Width > 0) {
+		t.Errorf("widths: calib's %v, conditional %v", v.Width, c.Width)
+	}
+	if _, err := Estimators(context.Background(), EstimatorsOptions{Estimators: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown estimator "nope"`) {
+		t.Errorf("unknown estimator: %v", err)
 	}
 }
 

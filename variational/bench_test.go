@@ -40,3 +40,27 @@ func BenchmarkCrossFit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkError: the first estimate of one family's cross-fit (5 folds,
+// n = 10,000 rows) with its interval: the per-row gains, and each fold's
+// rows under the next fold's map for the maps' jackknife and optimism
+// (kept for the cross-fit's later estimates: dropped each iteration).
+func BenchmarkError(b *testing.B) {
+	for _, bs := range benchSets {
+		s := loadBench(b, bs.dir)
+		for _, fam := range AutoFamilies() {
+			rc, err := CrossFit(context.Background(), s, Options{Families: []Family{fam}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(bs.name+"/"+fam.Name, func(b *testing.B) {
+				for b.Loop() {
+					rc.fits[0].gIn = nil
+					if _, err := rc.Error(Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -54,7 +54,7 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 	for j, fam := range families {
 		g := make([]float64, len(s.Probs))
 		for k := range s.K {
-			gk, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{})
+			gk, _, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{})
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
@@ -107,10 +108,22 @@ type Result struct {
 	Value float64 // the mean gain, CE
 	// PerFold is the mean gain of each fold's rows.
 	PerFold []float64
-	// SE is the standard error of the mean of the per-row gains; Lo and
-	// Hi the 95 % normal interval Value -+ 1.96 SE.
+	// SE is the standard error of Value; Lo and Hi the 95 % interval.
+	// Recalibrated.Error's: SE = sqrt(s^2 + MapSE^2) for the standard
+	// error s of the mean of the per-row gains given the fitted maps and
+	// MapSE, the maps' own (the delete-a-fold jackknife of their mean
+	// gains); Lo = Value - 1.96 SE and Hi = Value + max(0, Optimism) +
+	// 1.96 SE (fitUncertainty). The class-wise notion's (ClassMaps) and
+	// a paired comparison's are conditional on the maps: MapSE and
+	// Optimism 0, Value -+ 1.96 s.
 	SE, Lo, Hi float64
-	N, Folds   int
+	// MapSE is the part of SE from the maps' dependence on the data.
+	MapSE float64
+	// Optimism is the fitted maps' mean gain on their own training rows
+	// less Value: about the fit's excess risk on new rows, by which Value
+	// falls short of the error the family can reach.
+	Optimism float64
+	N, Folds int
 	// Gains are the per-row gains l(f_i, y_i) - l(g(f_i), y_i), whose
 	// (weighted) mean is Value: a bootstrap of the rows resamples them.
 	Gains []float64
@@ -152,14 +165,18 @@ type Recalibrated struct {
 	fits  []familyFit
 	fold  []int
 	folds int
+	mu    sync.Mutex // guards fits' gIn
 }
 
 // familyFit is one family's out-of-fold probabilities (n×K), or the error
 // of a fold's fit.
 type familyFit struct {
-	name string
-	g    []float64
-	err  error
+	name   string
+	method recal.Method
+	g      []float64
+	maps   []recal.Calibrator // fold f's map, fitted on the other folds
+	gIn    []float64          // inSample's probabilities, once computed
+	err    error
 }
 
 // Candidate is one family's estimate (Err set, Value NaN, where a fold's
@@ -212,13 +229,13 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	fitted := false
 	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
 	for _, fam := range families {
-		g, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots)
+		g, maps, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots)
 		if err != nil && (ctx.Err() != nil || len(families) == 1) {
 			return nil, err
 		}
 		// One of several may fail where the others fit (a temperature at
 		// the end of its range on degenerate logits).
-		rc.fits = append(rc.fits, familyFit{name: fam.Name, g: g, err: err})
+		rc.fits = append(rc.fits, familyFit{name: fam.Name, method: fam.Method, g: g, maps: maps, err: err})
 		firstErr = cmp.Or(firstErr, err)
 		fitted = fitted || err == nil
 	}
@@ -228,18 +245,20 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 	return rc, nil
 }
 
-// crossFit returns the out-of-fold probabilities of one family. A
+// crossFit returns the out-of-fold probabilities of one family and each
+// fold's map. A
 // log-spline family's knots are placed once, on every row's predictions
 // (they read no label, so no row's own map learns from its label), and
 // each fold's fit starts from the previous fold's map.
-func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64) ([]float64, error) {
+func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64) ([]float64, []recal.Calibrator, error) {
 	g := make([]float64, len(s.Probs))
+	maps := make([]recal.Calibrator, folds)
 	if ls := &fam.Fit.LogSpline; fam.Method == recal.MethodLogSpline && ls.KnotsAt == nil {
 		if knots[ls.Knots] == nil {
 			ws := withLogits(s, fam.Method)
 			t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, *ls)
 			if err != nil {
-				return nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
+				return nil, nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
 			}
 			knots[ls.Knots] = t
 		}
@@ -247,32 +266,39 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 	}
 	for f := range folds {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		var train, test []int
-		for i, fi := range fold {
-			if fi == f {
-				test = append(test, i)
-			} else {
-				train = append(train, i)
-			}
-		}
+		train, test := split(fold, f)
 		c, err := recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
 		if err != nil {
-			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+			return nil, nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
+		maps[f] = c
 		if ls, ok := c.(*recal.LogSpline); ok {
 			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
 		}
 		out, err := recal.Apply(c, withLogits(rows(s, test), fam.Method))
 		if err != nil {
-			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+			return nil, nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
 		for j, i := range test {
 			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
 		}
 	}
-	return g, nil
+	return g, maps, nil
+}
+
+// split returns the rows outside fold f (its map's training rows) and
+// those in it.
+func split(fold []int, f int) (train, test []int) {
+	for i, fi := range fold {
+		if fi == f {
+			test = append(test, i)
+		} else {
+			train = append(train, i)
+		}
+	}
+	return train, test
 }
 
 // Error returns the variational calibration error of the loss, p and
@@ -298,8 +324,121 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("%w: notion %q (valid: canonical, top_label, binary)", ErrInput, o.Notion)
 	}
-	return rc.best(func(g []float64) Result { return rc.errorOf(o, g) }), nil
+	r := rc.best(func(g []float64) Result { return rc.errorOf(o, g) })
+	for i, f := range rc.fits {
+		if f.name == r.Family && f.maps != nil {
+			if err := rc.fitUncertainty(o, i, &r); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	return r, nil
 }
+
+// fitUncertainty adds to r, the estimate of the family rc.fits[fi], what
+// its fitted maps add to the uncertainty of the out-of-fold mean. Each
+// row i of fold f also gets the gain G_i,f+1 of the next fold's map (f +
+// 1 mod F, inSample), which was fitted on it, beside its own out-of-fold
+// gain G_i,f (r's). The paired differences D_i = G_i,f+1 - G_i,f give:
+//
+//   - Optimism = the (weighted) mean of D: the maps gain more on their
+//     own training rows than on new ones, by about as much as their
+//     out-of-fold gain falls short of the recalibration they estimate
+//     (the fit's excess risk: Value's downward bias, which grows with the
+//     parameters per row). The interval's upper end moves up by half of
+//     it, the ratio of shortfall to optimism measured on the ground-truth
+//     grid (EXPERIMENTS.md).
+//   - MapSE^2 = (F - 1)^2 / (2F) max(0, s^2 - e): the delete-a-fold
+//     jackknife of the maps' dependence on the data, (F - 1)/F sum_j (c_j
+//   - mean c)^2 over the maps' mean gains c_j, from the spread s^2 of
+//     the folds' mean D (d_f = c_f+1 - c_f + Optimism + noise: E s^2 = 2
+//     Var_b + e for the maps' between-map variance Var_b = E sum_j (c_j -
+//     mean c)^2 / (F - 1) and e the folds' mean D's noise, the mean of
+//     their squared standard errors). To first order Value - E Value =
+//     (row noise) + sum_i psi_i / n over the rows' influences on the maps,
+//     whose variance Var(psi) / n the jackknife estimates.
+//
+// SE becomes sqrt(SE^2 + MapSE^2); Lo = Value - 1.96 SE and Hi = Value +
+// max(0, Optimism) / 2 + 1.96 SE.
+func (rc *Recalibrated) fitUncertainty(o Options, fi int, r *Result) error {
+	s := rc.set
+	gIn, err := rc.inSample(fi)
+	if err != nil {
+		return err
+	}
+	in, _, _ := rc.rowGains(o, gIn)
+	folds := rc.folds
+	sw, sd := make([]float64, folds), make([]float64, folds) // per fold: sum w, sum w D
+	sw2 := make([]float64, folds)
+	var tw, td float64
+	for i, g := range in {
+		w, f := mathx.Weight(s.Weights, i), rc.fold[i]
+		sw[f] += w
+		sw2[f] += w * w
+		sd[f] += w * (g - r.Gains[i])
+		tw += w
+		td += w * (g - r.Gains[i])
+	}
+	d := make([]float64, folds)
+	for f := range d {
+		d[f] = sd[f] / sw[f]
+	}
+	// The folds' noise: each fold's weighted variance of D over its
+	// effective rows less one.
+	v := make([]float64, folds)
+	for i, g := range in {
+		f := rc.fold[i]
+		x := g - r.Gains[i] - d[f]
+		v[f] += mathx.Weight(s.Weights, i) * x * x
+	}
+	var mean, noise, ss float64
+	for f := range d {
+		mean += d[f] / float64(folds)
+		if neff := sw[f] * sw[f] / sw2[f]; neff > 1 {
+			noise += v[f] / sw[f] / (neff - 1) / float64(folds)
+		}
+	}
+	for _, x := range d {
+		ss += (x - mean) * (x - mean)
+	}
+	tau2 := float64((folds-1)*(folds-1)) / float64(2*folds) * max(0, ss/float64(folds-1)-noise)
+	r.MapSE = math.Sqrt(tau2)
+	r.Optimism = td / tw
+	r.SE = math.Sqrt(r.SE*r.SE + tau2)
+	r.Lo = r.Value - z95*r.SE
+	r.Hi = r.Value + max(0, r.Optimism)/2 + z95*r.SE
+	return nil
+}
+
+// inSample returns the probabilities of each row of fold f under the map
+// of fold f + 1 (mod F), fitted on it, of the family rc.fits[fi]:
+// computed once, kept beside the out-of-fold ones.
+func (rc *Recalibrated) inSample(fi int) ([]float64, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ff := &rc.fits[fi]
+	if ff.gIn != nil {
+		return ff.gIn, nil
+	}
+	s := rc.set
+	g := make([]float64, len(ff.g))
+	for f := range rc.folds {
+		_, rowsOf := split(rc.fold, f)
+		next := (f + 1) % rc.folds
+		out, err := recal.Apply(ff.maps[next], withLogits(rows(s, rowsOf), ff.method))
+		if err != nil {
+			return nil, fmt.Errorf("variational: %s, fold %d's map on fold %d: %w", ff.name, next, f, err)
+		}
+		for j, i := range rowsOf {
+			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
+		}
+	}
+	ff.gIn = g
+	return g, nil
+}
+
+// z95 is the standard normal's 97.5 % quantile.
+const z95 = 1.959963984540054
 
 // best returns the estimate of the family chosen among the families'
 // results (each from est of its out-of-fold probabilities), with Family
@@ -344,9 +483,20 @@ func (rc *Recalibrated) beats(a, b []float64) bool {
 // errorOf returns the estimate of one family's out-of-fold probabilities
 // g (o checked).
 func (rc *Recalibrated) errorOf(o Options, g []float64) Result {
+	gains, over, under := rc.rowGains(o, g)
+	r := rc.summarize(gains)
+	if over != nil {
+		r.Over, r.Under = rc.summarize(over).Value, rc.summarize(under).Value
+	}
+	return r
+}
+
+// rowGains returns each row's gain from f to its recalibration g under
+// o's loss and notion and, for the top-label and binary notions, the
+// gains of g clipped to over- and under-confidence (confidenceClips).
+func (rc *Recalibrated) rowGains(o Options, g []float64) (gains, over, under []float64) {
 	s := rc.set
-	gains := make([]float64, s.N)
-	var over, under []float64
+	gains = make([]float64, s.N)
 	if o.Notion == notion.TopLabel || o.Notion == notion.Binary {
 		over, under = make([]float64, s.N), make([]float64, s.N)
 	}
@@ -361,11 +511,7 @@ func (rc *Recalibrated) errorOf(o Options, g []float64) Result {
 		lo, hi := confidenceClips(o.Notion, fs, gs)
 		over[i], under[i] = gain1(o, fs, lo, ys), gain1(o, fs, hi, ys)
 	}
-	r := rc.summarize(gains)
-	if over != nil {
-		r.Over, r.Under = rc.summarize(over).Value, rc.summarize(under).Value
-	}
-	return r
+	return gains, over, under
 }
 
 // families returns o.Families, or AutoFamilies for nil.
@@ -424,7 +570,7 @@ func (rc *Recalibrated) summarize(gains []float64) Result {
 	if neff := sw * sw / w2; neff > 1 {
 		r.SE = math.Sqrt(sg2 / sw / (neff - 1))
 	}
-	r.Lo, r.Hi = r.Value-1.959963984540054*r.SE, r.Value+1.959963984540054*r.SE
+	r.Lo, r.Hi = r.Value-z95*r.SE, r.Value+z95*r.SE
 	return r
 }
 
@@ -545,6 +691,18 @@ func gain(o Options, f, g []float64, y int) float64 {
 		return lf - lg
 	}
 	// Lp: l(f, y) = 0; CE_i = -l(g, y) = -(<s, y - g> - ||g - f||_p).
+	if o.P == 1 {
+		// s = -sign(g - f): CE_i = sum_k sign(g_k - f_k) (y_k - f_k).
+		v := 0.0
+		for k := range f {
+			yk := 0.0
+			if k == y {
+				yk = 1
+			}
+			v += sign(g[k]-f[k]) * (yk - f[k])
+		}
+		return v
+	}
 	norm := 0.0
 	for k := range f {
 		norm += math.Pow(math.Abs(g[k]-f[k]), o.P)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -260,12 +261,18 @@ func newEstimatorsCmd() *cobra.Command {
 			if o.Reps < 0 || o.GroundSamples < 0 {
 				return usageErrorf("--reps and --ground-samples must not be negative (0: the default)")
 			}
+			for _, e := range o.Estimators {
+				if !slices.Contains(experiment.AllEstimators, e) {
+					return usageErrorf("--estimators: unknown estimator %q (valid: %s)", e, strings.Join(experiment.AllEstimators, ", "))
+				}
+			}
 			return ef.run(cmd, "estimators", func(_ string, ui *progressUI) (experiment.Result, error) {
 				o.Quick, o.Seed, o.Workers, o.Progress = ef.quick, ef.seed, ef.workers, ui
 				return experiment.Estimators(cmd.Context(), o)
 			})
 		})
 	cmd.Flags().StringSliceVar(&o.Parts, "parts", nil, "the parts run: synthetic, paper (default both)")
+	cmd.Flags().StringSliceVar(&o.Estimators, "estimators", nil, "the estimators run, e.g. variational,variational-conditional (default all: "+strings.Join(experiment.AllEstimators, ", ")+")")
 	cmd.Flags().IntVar(&o.Reps, "reps", 0, "data sets per cell (default 8, 2 with --quick)")
 	cmd.Flags().IntVar(&o.GroundSamples, "ground-samples", 0, "Monte Carlo samples of each ground truth (default 200,000, 20,000 with --quick)")
 	return cmd
