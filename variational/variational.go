@@ -48,9 +48,11 @@
 // smoothing's inverse and a shift of the class priors, the miscalibrations
 // that many-class models show, with at most K + 9 parameters.
 //
-// The interval is the mean's normal interval over the n per-row gains,
-// conditional on the fitted maps: it shows the sampling spread of the
-// rows, not the fits' variation between data sets.
+// The interval (Recalibrated.Error) holds the rows' spread and the fitted
+// maps': their spread between data sets (a delete-a-fold jackknife) and
+// their shortfall against the recalibration they estimate (half their
+// optimism on their own training rows, added to the upper end); the
+// class-wise notion's is the rows' alone, given the maps.
 package variational
 
 import (
