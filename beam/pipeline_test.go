@@ -188,6 +188,9 @@ func sameDoc(t *testing.T, got, want []byte, tol float64) {
 // shard's position, their index there and the seed only) to 1e-12, the merge order changing the sums by rounding only.
 func TestPipelineEqualsStream(t *testing.T) {
 	s := realSet(t)
+	// The kernel metrics beside the default ones (what a stream computed
+	// by default before the headline).
+	kernel := evaluate.MetricSet{"ece_variational", "ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
 	cases := []struct {
 		name   string
 		write  func(t *testing.T, s *data.Set, dir string)
@@ -202,20 +205,20 @@ func TestPipelineEqualsStream(t *testing.T) {
 		// A fixed bandwidth, every p, probabilities in CSV shards with
 		// their labels, batches not dividing the shards.
 		{name: "csv-fixed-bandwidth", write: writeCSVShards, input: "part-*.csv",
-			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, P: []float64{1, 2}, Seed: 7}, EvalPoints: 200}, Rows: 700}},
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: kernel, Bandwidth: 0.05, P: []float64{1, 2}, Seed: 7}, EvalPoints: 200}, Rows: 700}},
 		// Weighted Parquet shards (a list column, row groups of 400),
 		// the default grid.
 		{name: "parquet-weighted", write: writeParquetShards, input: "part-*.parquet",
-			o: Options{Stream: evaluate.StreamOptions{EvalPoints: 250}, Rows: 1000}},
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: kernel}, EvalPoints: 250}, Rows: 1000}},
 		// Equal-mass bins with Doane's rule (the score sketches and the
 		// scores near the edges in the second pass) and a fixed bandwidth.
 		{name: "csv-equal-mass", write: writeCSVShards, input: "part-*.csv",
-			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 200}, Rows: 600}},
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: kernel, Bandwidth: 0.05, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 200}, Rows: 600}},
 		// The block-pair plan: every row an evaluation point (the exact
 		// estimates) in 3 blocks x 4 shards, data-dependent canonical
-		// cells (Sqrt) in block 0.
+		// cells (Sqrt) in block 0, ece_variational's maps and gains too.
 		{name: "csv-blocks-exact", write: writeCSVShards, input: "part-*.csv",
-			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Bandwidth: 0.05, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: evaluate.AllPoints}, Rows: 800, EvalBlocks: 3}},
+			o: Options{Stream: evaluate.StreamOptions{Options: evaluate.Options{Metrics: kernel, Bandwidth: 0.05, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: evaluate.AllPoints}, Rows: 800, EvalBlocks: 3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -255,10 +258,17 @@ func TestPipelineEqualsStream(t *testing.T) {
 					t.Errorf("%s %s: %s", r.Metric, r.Notion, r.Error)
 				}
 			}
-			for _, m := range []evaluate.Metric{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"} {
+			wantMetrics := o.Stream.Metrics // the defaults: the in-memory ones but smece, the headline first
+			if wantMetrics == nil {
+				wantMetrics = evaluate.MetricSet{"ece_variational", "ece_bin", "ks", "brier", "nll", "accuracy", "confidence"}
+			}
+			for _, m := range wantMetrics {
 				if !metrics[m] {
 					t.Errorf("no %s in the document", m)
 				}
+			}
+			if ev.Headline == nil {
+				t.Error("no headline")
 			}
 		})
 	}

@@ -30,8 +30,7 @@ func binnedDef(m Metric, estimator string) metricDef {
 			e.Estimator = estimator
 			defineBins(c, e)
 		},
-		finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
-		streamed: true,
+		finish: func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
 	}
 }
 

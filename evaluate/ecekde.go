@@ -24,7 +24,6 @@ var eceKDEDef = metricDef{
 	pValues:  (*evaluator).eceKDEPValues,
 	define:   defineKDE,
 	finish:   finishKDE,
-	streamed: true,
 }
 
 // defineKDE sets the definition keys of ece_kde and sharpness: the

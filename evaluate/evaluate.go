@@ -191,9 +191,6 @@ type Evaluation struct {
 	// (the table's header); Calibrated names the map applied, if any.
 	Input      string `json:"-"`
 	Calibrated string `json:"-"`
-	// Streamed: the evaluation of a stream (Finish), which cannot compute
-	// the Headline yet (the notes say so).
-	Streamed bool `json:"-"`
 }
 
 // config is Options resolved for one set.

@@ -78,7 +78,6 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	}
 	sortByGroup(results)
 	out.Results = results
-	out.Streamed = true
 	setHeadline(out)
 	return out, nil
 }

@@ -95,8 +95,6 @@ func AdviceNote(ev *Evaluation) string {
 			Headline, float64(*h.Value), IntervalText(h), PaperNumber, float64(*p.Value))
 	case hv:
 		return fmt.Sprintf("report: %s = %.4f%s (the canonical CE_1: how miscalibrated the model is).", Headline, float64(*h.Value), IntervalText(h))
-	case pv && ev.Streamed:
-		return fmt.Sprintf("the number to report, %s (the canonical CE_1 with its interval), is computed in memory only: run calib eval without --stream on these rows (or a uniform sample of them) for it; %s = %.4f is the number papers print.", Headline, PaperNumber, float64(*p.Value))
 	case pv:
 		return fmt.Sprintf("to report how miscalibrated the model is, add %s to --metrics (the canonical CE_1 with its interval); %s = %.4f is the number papers print.", Headline.Metric, PaperNumber, float64(*p.Value))
 	}

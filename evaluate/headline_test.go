@@ -6,9 +6,8 @@ import (
 )
 
 // TestAdviceNote: the note names the headline with its value and interval
-// when the evaluation has it; without it, it says how to get it (in memory
-// for a stream, where it cannot be computed yet) and never names another
-// estimator as the number to report.
+// when the evaluation has it; without it, it says how to get it, and it
+// never names another estimator as the number to report.
 func TestAdviceNote(t *testing.T) {
 	p1 := 1.0
 	h := &Result{Metric: ECEVariational, Notion: "canonical", Loss: "lp", P: &p1, Value: jf(0.1234), Interval: []Float{0.1, 0.15}}
@@ -20,7 +19,6 @@ func TestAdviceNote(t *testing.T) {
 		{&Evaluation{Results: []*Result{h, paper}}, []string{"report: " + Headline.String() + " = 0.1234 [0.1000, 0.1500]", PaperNumber.String() + " = 0.0500"}},
 		{&Evaluation{Results: []*Result{h}}, []string{"report: " + Headline.String() + " = 0.1234 [0.1000, 0.1500]"}},
 		{&Evaluation{Results: []*Result{paper}}, []string{"add ece_variational to --metrics", "0.0500 is the number papers print"}},
-		{&Evaluation{Results: []*Result{paper}, Streamed: true}, []string{"computed in memory only", "without --stream"}},
 	} {
 		got := AdviceNote(c.ev)
 		for _, w := range c.want {

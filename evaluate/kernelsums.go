@@ -46,6 +46,8 @@ type kernelSumsState struct {
 	Cells      *metric.CellSums     `json:"cells,omitempty"`
 	// Rows counts the rows added, for the check that the pass is complete.
 	Rows int64 `json:"rows"`
+	// Variational holds ece_variational's maps and gain sums (block 0).
+	Variational *variationalPass `json:"variational,omitempty"`
 	// Block and Blocks say which block of the evaluation points these
 	// sums hold (0 of 1: all; see Sums.KernelSumsBlock).
 	Block  int `json:"block,omitempty"`
@@ -83,6 +85,11 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	if (v.TopEdges == nil && v.ClassEdges != nil) || (v.TopEdges != nil && (len(v.ClassEdges) != v.K || slices.Contains(v.ClassEdges, nil))) {
 		return kernelSumsKind.Errorf("%d class edge sums for K = %d", len(v.ClassEdges), v.K)
 	}
+	if v.Variational != nil {
+		if err := v.Variational.check(); err != nil {
+			return kernelSumsKind.Errorf("%v", err)
+		}
+	}
 	if v.Blocks < 0 || v.Block < 0 || (v.Blocks > 0 && v.Block >= v.Blocks) || v.Rows < 0 {
 		return kernelSumsKind.Errorf("block %d of %d, %d rows", v.Block, v.Blocks, v.Rows)
 	}
@@ -98,7 +105,9 @@ type PointID struct {
 
 // KernelSums returns empty second-pass sums for the sample drawn by the
 // first pass (nil when no metric needs a second pass, see KernelPass).
-func (s *Sums) KernelSums() (*KernelSums, error) { return s.KernelSumsBlock(0, 1) }
+func (s *Sums) KernelSums() (*KernelSums, error) {
+	return s.KernelSumsContext(context.Background(), 0, 1)
+}
 
 // KernelSumsBlock returns empty second-pass sums for block b of nb of the
 // evaluation points: the points [b m / nb, (b+1) m / nb) of the sample, in
@@ -107,9 +116,28 @@ func (s *Sums) KernelSums() (*KernelSums, error) { return s.KernelSumsBlock(0, 1
 // merged (Merge), and ConcatKernelSums joins the blocks into what
 // KernelSums would give, bit for bit; a worker holds one block's m / nb
 // points. The sums that are not per point (the scores near data-dependent
-// bin edges, canonical cells of the Doane and Sqrt rules) are in block 0
+// bin edges, canonical cells of the Doane and Sqrt rules, ece_variational's
+// maps, fitted here on the first pass's samples, and gains) are in block 0
 // only.
 func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
+	return s.KernelSumsContext(context.Background(), b, nb)
+}
+
+// KernelSumsContext is KernelSumsBlock whose fits (ece_variational's)
+// stop when ctx is cancelled.
+func (s *Sums) KernelSumsContext(ctx context.Context, b, nb int) (*KernelSums, error) {
+	ks, err := s.kernelSums(b, nb)
+	if err != nil || ks == nil || b != 0 {
+		return ks, err
+	}
+	if ks.st.Variational, err = s.variationalPass(ctx); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// kernelSums is KernelSumsBlock but for ece_variational's part.
+func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 	if nb < 1 || b < 0 || b >= nb {
 		return nil, fmt.Errorf("evaluate: block %d of %d", b, nb)
 	}
@@ -265,6 +293,11 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
+	if ks.st.Variational != nil {
+		if err := ks.st.Variational.add(b); err != nil {
+			return err
+		}
+	}
 	ks.st.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
@@ -322,6 +355,14 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 			return err
 		}
 	}
+	if (ks.st.Variational == nil) != (o.st.Variational == nil) {
+		return fmt.Errorf("evaluate: merging kernel sums with and without ece_variational")
+	}
+	if ks.st.Variational != nil {
+		if err := ks.st.Variational.merge(o.st.Variational); err != nil {
+			return err
+		}
+	}
 	ks.st.Rows += o.st.Rows
 	a, b := ks.all(), o.all()
 	if len(ks.st.Notions) != len(o.st.Notions) || len(a) != len(b) {
@@ -355,11 +396,11 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.st.Block, b.st.Blocks, i, nb)
 		case b.st.K != a.st.K || b.st.Rows != a.st.Rows || len(b.st.Notions) != len(a.st.Notions) || (b.st.Sharpness == nil) != (a.st.Sharpness == nil) || (b.st.MMCE == nil) != (a.st.MMCE == nil) || (b.st.Witness == nil) != (a.st.Witness == nil):
 			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.st.Rows, b.st.Rows)
-		case i > 0 && (b.st.TopEdges != nil || b.st.Cells != nil):
+		case i > 0 && (b.st.TopEdges != nil || b.st.Cells != nil || b.st.Variational != nil):
 			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
 		}
 	}
-	out := &KernelSums{st: kernelSumsState{Version: streamVersion, K: a.st.K, Rows: a.st.Rows, TopEdges: a.st.TopEdges, ClassEdges: a.st.ClassEdges, Cells: a.st.Cells}}
+	out := &KernelSums{st: kernelSumsState{Version: streamVersion, K: a.st.K, Rows: a.st.Rows, TopEdges: a.st.TopEdges, ClassEdges: a.st.ClassEdges, Cells: a.st.Cells, Variational: a.st.Variational}}
 	var err error
 	for i := range a.st.Notions {
 		ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Notions[i] }, kde.ConcatPointSums)

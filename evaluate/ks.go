@@ -18,7 +18,6 @@ var ksDef = metricDef{
 	pValues:  (*evaluator).ksPValues,
 	define:   func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
 	finish:   func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
-	streamed: true,
 }
 
 func (ev *evaluator) ks() ([]*Result, error) {

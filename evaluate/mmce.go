@@ -17,7 +17,6 @@ var mmceDef = metricDef{
 	pValues:  (*evaluator).recomputedPValues,
 	define:   func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
 	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
-	streamed: true,
 }
 
 func (ev *evaluator) mmce() ([]*Result, error) {

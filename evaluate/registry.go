@@ -118,8 +118,6 @@ type metricDef struct {
 	// finish reports the metric from a stream's sums; nil: it is not
 	// streamed.
 	finish func(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error)
-	// streamed says whether a stream computes the metric by default.
-	streamed bool
 }
 
 // metricTable is the one place a metric is registered: Metrics (the names
@@ -194,18 +192,16 @@ var Metrics = tableNames(func(*metricDef) bool { return true })
 // one name away ("all", or Metrics).
 var DefaultMetrics = MetricSet{Headline.Metric, SmECE, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
 
-// streamMetrics lists the metrics a stream computes by default: all but
-// ece_witness, whose kernel sums are K-vectors at two grids of 13
-// bandwidths (about 13 times ece_kde's canonical cost); it is streamed
-// when asked for.
-var streamMetrics = tableNames(func(d *metricDef) bool { return d.streamed })
+// streamMetrics lists the metrics a stream computes by default: those of
+// DefaultMetrics it can (smece is not streamed yet).
+var streamMetrics = tableNames(func(d *metricDef) bool { return d.finish != nil && DefaultMetrics.Has(d.name) })
 
 // streamable lists every metric a stream can compute.
 var streamable = tableNames(func(d *metricDef) bool { return d.finish != nil })
 
 // StreamableMetrics returns every metric a streamed evaluation computes
 // (what --metrics all means in a stream); StreamOptions.Metrics nil means
-// these but ece_witness.
+// those of DefaultMetrics among them.
 func StreamableMetrics() MetricSet { return slices.Clone(streamable) }
 
 // centered and percentile are the interval rules of metricDef.interval

@@ -4,20 +4,17 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
+
+	"github.com/calib-dev/calib/internal/rowkey"
 )
 
 // Sample is a uniform sample without replacement of at most M rows of a
 // streamed set, mergeable across shards: the bottom-M sketch. Every row
-// gets the key
-//
-//	key = mix(mix(mix(c XOR seed) + mix(shard + 1)) + row),  c = mix(... mix(mix(b_1) XOR b_2) ... XOR b_m),
-//
-// (mix: the SplitMix64 finaliser; b_1..b_m the bits of the row's label,
-// weight and K probabilities as float64; shard the position of its shard
-// in the stream's list, row its index there), a function of the rows (their
-// values and their place in the stream) and the seed only: never of the
+// gets the key rowkey.Key of its label, weight, K probabilities, the
+// position of its shard in the stream's list and its index there: a
+// function of the rows (their values and their place in the stream) and
+// the seed only: never of the
 // shard's name or file format, so that shards named by relative or
 // absolute paths, or read from CSV or from Parquet, give the same sample.
 // Rows of equal values get keys of their own wherever they are (the place
@@ -54,24 +51,8 @@ func (s *Sample) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(s))
 }
 
-// mix is the SplitMix64 finaliser.
-func mix(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// rowKey is the sample key of a row: its label y, weight w and
-// probabilities p, the position shard of its shard in the stream, its index
-// row in its shard, and the seed.
-func rowKey(seed uint64, y int, w float64, p []float64, shard int, row int64) uint64 {
-	c := mix(uint64(y))
-	c = mix(c ^ math.Float64bits(w))
-	for _, v := range p {
-		c = mix(c ^ math.Float64bits(v))
-	}
-	return mix(mix(mix(c^seed)+mix(uint64(shard)+1)) + uint64(row))
-}
+// rowKey is the sample key of a row (rowkey.Key).
+var rowKey = rowkey.Key
 
 func compareRows(a, b *SampleRow) int {
 	if c := cmp.Compare(a.Key, b.Key); c != 0 {

@@ -26,7 +26,6 @@ func scoreDef(m Metric, mean func(*metric.ScoreSums) float64) metricDef {
 		finish: func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
 			return []*Result{{Metric: m, Value: jf(mean(s.st.Scores))}}, nil
 		},
-		streamed: true,
 	}
 }
 

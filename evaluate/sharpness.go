@@ -19,7 +19,6 @@ var sharpnessDef = metricDef{
 	interval: centered,
 	define:   defineKDE,
 	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishSharpness(s, ks) },
-	streamed: true,
 }
 
 func (ev *evaluator) sharpness() ([]*Result, error) {

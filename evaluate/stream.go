@@ -14,6 +14,7 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
+	"github.com/calib-dev/calib/variational"
 )
 
 // Streamed evaluation: the metrics of a prediction set read in batches, in
@@ -120,6 +121,9 @@ type streamConfig struct {
 	Level     float64           `json:"level"`
 	Seed      uint64            `json:"seed"`
 	MaxCells  int               `json:"max_cells,omitempty"`
+	// VariationalFamily is ece_variational's family list
+	// (Options.VariationalFamily; "" for auto).
+	VariationalFamily string `json:"variational_family,omitempty"`
 	// WitnessGrid is ece_witness's grid (kde.WitnessGrid, or the one
 	// witness bandwidth); WitnessP its exponents (1 and 2 of P).
 	WitnessGrid []float64 `json:"witness_grid,omitempty"`
@@ -146,7 +150,10 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case o.Convention != "" && o.Convention != convention.Calib:
 		return nil, optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
 	}
-	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
+		return nil, optionError("variational-family", "%v", err)
+	}
+	c := &streamConfig{VariationalFamily: o.VariationalFamily, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics = slices.Clone(streamMetrics)
 	}
@@ -405,7 +412,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	}
 	var ks *KernelSums
 	if passes == 2 {
-		if ks, err = s.KernelSums(); err != nil {
+		if ks, err = s.KernelSumsContext(ctx, 0, 1); err != nil {
 			return nil, err
 		}
 		if err := pass(2, "kernel sums", func(b *Batch) error { return ks.Add(ctx, b, o.Workers) }); err != nil {

@@ -51,8 +51,11 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// BenchmarkStream streams a synthetic set generated on the fly (K = 10):
-// CALIB_STREAM_N rows (default 200,000), CALIB_STREAM_M evaluation points
+// BenchmarkStream streams a synthetic set generated on the fly:
+// CALIB_STREAM_N rows (default 200,000) of CALIB_STREAM_K classes (default
+// 10) in batches of about 1 MiB of predictions (as calib eval --stream
+// reads a file, data.DefaultChunkBytes; 65,536 rows at most),
+// CALIB_STREAM_M evaluation points
 // (default DefaultEvalPoints; 0 leaves ece_kde out), CALIB_STREAM_H a fixed
 // bandwidth (default: the LOO grid), CALIB_STREAM_METRICS the metrics
 // (comma-separated; default all the stream has), CALIB_STREAM_BINNING and
@@ -81,7 +84,8 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 	o.MaxCells = envInt("CALIB_STREAM_MAX_CELLS", 0)
-	src := &synthSource{n: n, k: 10, rows: 1 << 16}
+	k := envInt("CALIB_STREAM_K", 10)
+	src := &synthSource{n: n, k: k, rows: min(1<<16, max(1<<10, data.DefaultChunkBytes/(8*k)))}
 	var ev *Evaluation
 	for b.Loop() {
 		var err error
@@ -91,7 +95,7 @@ func BenchmarkStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	for _, e := range ev.Results {
-		if e.Metric == "ece_kde" || (e.Metric == "ece_bin" && e.Notion != "class_wise") {
+		if e.Metric == "ece_kde" || e.Metric == "ece_variational" || (e.Metric == "ece_bin" && e.Notion != "class_wise") {
 			if e.Error != "" {
 				b.Log(key(e) + ": " + e.Error)
 				continue

@@ -109,8 +109,8 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 			s = RowsOf(s, 0, 1500) // K = 100: keep the O(n^2) part short
 		}
 		h := 0.02
-		mem, err := Evaluate(ctx, s, Options{Bandwidth: Bandwidth(h), NoBandwidthCheck: true, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Strict: true,
-			Metrics: MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}})
+		metrics := MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
+		mem, err := Evaluate(ctx, s, Options{Bandwidth: Bandwidth(h), NoBandwidthCheck: true, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Strict: true, Metrics: metrics})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 		}
 		for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
 			src := &shards{sets: split(s, 3), rows: 777, order: order}
-			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: Bandwidth(h), Mode: NotionSet{kde.Canonical, kde.TopLabel}}, EvalPoints: AllPoints})
+			got, err := Stream(ctx, src, StreamOptions{Options: Options{Bandwidth: Bandwidth(h), Mode: NotionSet{kde.Canonical, kde.TopLabel}, Metrics: metrics}, EvalPoints: AllPoints})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -919,4 +919,66 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	if _, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{Options: o}); !errors.Is(err, data.ErrWeights) {
 		t.Errorf("all weights zero: %v", err)
 	}
+}
+
+// TestStreamHeadline: a stream's default metrics are the in-memory
+// defaults it can compute (all but smece), the headline first, and on the
+// real sets read as one file in batches (every fold's sample holds all its
+// rows) the headline and the other ece_variational entries are the
+// in-memory ones within 1e-12, interval included.
+func TestStreamHeadline(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range realSets(t) {
+		mem, err := Evaluate(ctx, s, Options{Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Stream(ctx, SetSource(s, 999), StreamOptions{Options: Options{Strict: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := MetricSet{}
+		for _, e := range got.Results {
+			if !seen.Has(e.Metric) {
+				seen = append(seen, e.Metric)
+			}
+		}
+		if want := slices.DeleteFunc(slices.Clone(DefaultMetrics), func(m Metric) bool { return m == SmECE }); !slices.Equal(seen, want) {
+			t.Errorf("%s: streamed metrics %v, want %v", s.File, seen, want)
+		}
+		if got.Headline == nil || *got.Headline != *mem.Headline {
+			t.Errorf("%s: headline %+v, in memory %+v", s.File, got.Headline, mem.Headline)
+		}
+		n := 0
+		for _, e := range got.Results {
+			if e.Metric != ECEVariational {
+				continue
+			}
+			w := mem.Lookup(Key{Metric: ECEVariational, Notion: e.Notion, P: deref(e.P), Variant: e.Loss})
+			if w == nil {
+				t.Fatalf("%s: %s %s not in memory", s.File, e.Notion, e.Loss)
+			}
+			n++
+			for i, pair := range [][2]float64{{float64(*e.Value), float64(*w.Value)}, {float64(e.Interval[0]), float64(w.Interval[0])},
+				{float64(e.Interval[1]), float64(w.Interval[1])}, {float64(*e.SE), float64(*w.SE)}} {
+				if math.Abs(pair[0]-pair[1]) > 1e-12*max(1, math.Abs(pair[1])) {
+					t.Errorf("%s: %s loss, part %d: streamed %v, in memory %v", s.File, e.Loss, i, pair[0], pair[1])
+				}
+			}
+			if e.Family != w.Family {
+				t.Errorf("%s: %s loss: family %s, in memory %s", s.File, e.Loss, e.Family, w.Family)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d ece_variational entries streamed, want 3", s.File, n)
+		}
+	}
+}
+
+// deref is *p, or 0 for nil.
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

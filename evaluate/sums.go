@@ -10,6 +10,7 @@ import (
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/state"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/variational"
 )
 
 // Sums is the first pass of a streamed evaluation: the exact mergeable sums
@@ -52,6 +53,8 @@ type sumsState struct {
 	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
 	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
 	Sample      *Sample               `json:"sample,omitempty"`
+	// Variational holds ece_variational's samples, one per fold.
+	Variational *variational.Sketch `json:"variational,omitempty"`
 	// Rows are the runs of rows added, by source: the same rows cannot
 	// be added twice, and they hold exactly N rows.
 	Rows []RowRange `json:"rows"`
@@ -139,6 +142,9 @@ func (s *Sums) start(b *Batch) error {
 	if s.kernelMetrics() {
 		s.st.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.st.K}
 	}
+	if s.st.Variational, err = c.newVariationalSketch(s.st.K); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -222,6 +228,11 @@ func (s *Sums) Add(b *Batch) error {
 	if s.st.Sample != nil {
 		s.st.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
 	}
+	if s.st.Variational != nil {
+		if err := s.st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
 	s.st.Rows = addRows(s.st.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
 	s.st.N += int64(b.N)
 	s.st.Pos += int64(mathx.PositiveRows(w, b.N))
@@ -296,6 +307,11 @@ func (s *Sums) Merge(o *Sums) error {
 	}
 	if s.st.Sample != nil {
 		errs = append(errs, s.st.Sample.merge(o.st.Sample))
+	}
+	if (s.st.Variational == nil) != (o.st.Variational == nil) {
+		errs = append(errs, errors.New("sums with and without ece_variational's samples"))
+	} else if s.st.Variational != nil {
+		errs = append(errs, s.st.Variational.Merge(o.st.Variational))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("evaluate: merge: %w", err)
@@ -399,6 +415,8 @@ func (s *Sums) check() error {
 		return errors.New("missing KS sums")
 	case s.kernelMetrics() && (s.st.Sample == nil || s.st.Sample.M < 1 || s.st.Sample.K != s.st.K):
 		return errors.New("missing or inconsistent sample")
+	case c.has(ECEVariational) != (s.st.Variational != nil) || (s.st.Variational != nil && (s.st.Variational.K != s.st.K || s.st.Variational.Seed != c.Seed)):
+		return errors.New("missing or inconsistent ece_variational samples")
 	}
 	return s.checkState()
 }
@@ -407,7 +425,7 @@ func (s *Sums) check() error {
 // ece_kde, mmce and sharpness do, and binned metrics with data-dependent
 // bins (the scores near the edges).
 func (s *Sums) KernelPass() bool {
-	return s.kernelMetrics() || s.st.Config.sketched() || s.st.Config.dataCells()
+	return s.kernelMetrics() || s.st.Config.sketched() || s.st.Config.dataCells() || s.st.Config.has(ECEVariational)
 }
 
 // kernelMetrics says whether a metric needs the evaluation points.

@@ -16,8 +16,8 @@ import (
 // cross-fitted gain of the recalibration families of
 // Options.VariationalFamily (by default temperature scaling and log-spline
 // scaling without and with class biases, the simplest kept unless a
-// richer one's per-row gains beat it significantly) on 5 folds stratified by the predicted
-// class, seeded by Options.Seed: p = 1 (of P) is the L1 error CE_1 by the
+// richer one's per-row gains beat it significantly) on 5 folds dealt by a hash of each
+// row (variational.RowFold), seeded by Options.Seed: p = 1 (of P) is the L1 error CE_1 by the
 // lp loss, p = 2 the squared L2 error CE_2^2 by the Brier score (root
 // CE_2), and the log loss's KL part has no p; canonical and top-label
 // (binary too for one-column input) from one cross-fit, class-wise
@@ -35,6 +35,7 @@ import (
 var variationalDef = metricDef{
 	name:     ECEVariational,
 	compute:  (*evaluator).variational,
+	finish:   finishVariational,
 	interval: percentile,
 	define: func(_ *config, e *Result) {
 		e.Estimator = "variational-crossfit"

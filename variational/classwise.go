@@ -9,8 +9,7 @@ import (
 
 // ClassWise returns the class-wise variational calibration error: each
 // family of o fitted, for each class k, on the binary view (1 - f_k, f_k)
-// with outcome 1{y = k}, on the canonical folds (stratified by the
-// predicted class), and the gain of its maps g_k(f_k) on the classes'
+// with outcome 1{y = k}, on the canonical folds (RowFold), and the gain of its maps g_k(f_k) on the classes'
 // coordinates summed over classes,
 //
 //	CE_cw = sum_k (1/n) sum_i [ l(f_ik, y_ik) - l(g_k(f_ik), y_ik) ],

@@ -203,42 +203,54 @@ func TestAutoFamilies(t *testing.T) {
 	}
 }
 
-// TestFolds: stratified (each label's rows spread over the folds within
-// one), balanced, and the same for the same seed.
+// TestFolds: RowFolds deals each row by its key (the same fold for the
+// same row, place and seed; another seed, other folds), about n / F rows
+// to each fold (n = 10,000: within 4 standard deviations), the labels'
+// shares alike in every fold, and rows of equal values spread over the
+// folds.
 func TestFolds(t *testing.T) {
-	labels := make([]int, 103)
-	for i := range labels {
-		labels[i] = i % 4
-		if i > 90 {
-			labels[i] = 3
-		}
+	const n, k, folds = 10000, 3, 5
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := range n {
+		labels[i] = i % k
+		copy(probs[i*k:], []float64{0.5, 0.3, 0.2}) // every row the same prediction
 	}
-	f := Folds(labels, 5, 9)
+	s, err := data.New(probs, k, labels, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := RowFolds(s, folds, 9)
+	size := make([]int, folds)
 	count := map[[2]int]int{}
-	size := make([]int, 5)
 	for i, fi := range f {
-		count[[2]int{labels[i], fi}]++
 		size[fi]++
-	}
-	for y := range 4 {
-		lo, hi := math.MaxInt, 0
-		for fi := range 5 {
-			lo, hi = min(lo, count[[2]int{y, fi}]), max(hi, count[[2]int{y, fi}])
-		}
-		if hi-lo > 1 {
-			t.Errorf("label %d: folds hold %d to %d of its rows", y, lo, hi)
+		count[[2]int{labels[i], fi}]++
+		if want := RowFold(9, labels[i], probs[i*k:(i+1)*k], 0, int64(i), folds); fi != want {
+			t.Fatalf("row %d: fold %d, RowFold %d", i, fi, want)
 		}
 	}
-	for _, s := range size {
-		if s < 20 || s > 21 {
-			t.Errorf("fold sizes %v", size)
+	sd := math.Sqrt(n * 0.2 * 0.8)
+	for fi, c := range size {
+		if math.Abs(float64(c)-n/folds) > 4*sd {
+			t.Errorf("fold %d holds %d rows of %d", fi, c, n)
 		}
 	}
-	g := Folds(labels, 5, 9)
-	for i := range f {
-		if f[i] != g[i] {
-			t.Fatal("folds differ for the same seed")
+	for y := range k {
+		for fi := range folds {
+			c := float64(count[[2]int{y, fi}])
+			if want := float64(n) / k / folds; math.Abs(c-want) > 4*math.Sqrt(want) {
+				t.Errorf("label %d, fold %d: %v rows, about %v expected", y, fi, c, want)
+			}
 		}
+	}
+	same := 0
+	for i, fi := range RowFolds(s, folds, 10) {
+		if fi == f[i] {
+			same++
+		}
+	}
+	if math.Abs(float64(same)-n/folds) > 4*sd {
+		t.Errorf("seeds 9 and 10 agree on %d of %d rows, about %d expected", same, n, n/folds)
 	}
 }
 
@@ -247,7 +259,7 @@ func TestFolds(t *testing.T) {
 // sensitive), the estimate's excess over its expectation given the fitted
 // maps, E[gain | g] = sum_k sign(g_k - f_k)(p*_k - f_k) with the true
 // p*, averages 0: no row's map saw its label. Folds by label gave +0.0245
-// (6 standard errors) here.
+// (6 standard errors) here, the hashed folds -0.0000 +- 0.0043.
 func TestFoldsDoNotLeakLabels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("16 cross-fits")
@@ -299,6 +311,7 @@ func TestFoldsDoNotLeakLabels(t *testing.T) {
 	}
 	m := sum / float64(reps)
 	se := math.Sqrt((sq/float64(reps) - m*m) / float64(reps))
+	t.Logf("estimate minus E[gain | g]: %.4f +- %.4f over %d data sets", m, se, reps)
 	if math.Abs(m) > 3*se+0.002 {
 		t.Errorf("estimate minus E[gain | g]: %.4f +- %.4f over %d data sets", m, se, reps)
 	}

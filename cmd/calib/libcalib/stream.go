@@ -109,7 +109,7 @@ func newAccumulator(r streamRequest) (*accumulator, error) {
 		}
 	}
 	if s.KernelPass() {
-		return nil, fmt.Errorf("%s: the metrics %s need a second pass over the data (ece_kde, ece_witness, mmce and sharpness: the kernel sums at sampled points; binned metrics with data-dependent bins: the scores near the edges); an accumulator makes one pass: choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...) or evaluate the whole set", r.Name, so.Metrics)
+		return nil, fmt.Errorf("%s: the metrics %s need a second pass over the data (ece_variational: its maps are fitted between the passes; ece_kde, ece_witness, mmce and sharpness: the kernel sums at sampled points; binned metrics with data-dependent bins: the scores near the edges); an accumulator makes one pass: choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...) or evaluate the whole set", r.Name, so.Metrics)
 	}
 	if r.Name == "" {
 		r.Name = "batch"

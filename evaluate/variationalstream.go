@@ -1,0 +1,127 @@
+package evaluate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/calib-dev/calib/notion"
+	"github.com/calib-dev/calib/variational"
+)
+
+// The streamed ece_variational (package variational's two passes): the
+// first pass's Sums keep each fold's sample (a variational.Sketch); the
+// second pass's KernelSums of block 0 fit the families on the samples
+// (variational.Fitted: the maps travel in its JSON form to the workers)
+// and sum every row's out-of-fold gains (variational.GainSums); Finish
+// gives the canonical entries of the three losses, the in-memory ones when
+// the samples hold every row.
+
+// variationalFolds is ece_variational's number of folds, in memory and
+// streamed.
+const variationalFolds = 5
+
+// variationalPass is the second-pass state of ece_variational: the maps
+// fitted on the first pass's samples and the sums of every row's gains.
+type variationalPass struct {
+	Fitted *variational.Fitted   `json:"fitted"`
+	Sums   *variational.GainSums `json:"sums"`
+}
+
+// newVariationalSketch returns the first pass's sample of ece_variational
+// for rows of k classes (nil when the metric is not asked for).
+func (c *streamConfig) newVariationalSketch(k int) (*variational.Sketch, error) {
+	if !c.has(ECEVariational) {
+		return nil, nil
+	}
+	return variational.NewSketch(variational.Options{Folds: variationalFolds, Seed: c.Seed}, k, 0)
+}
+
+// variationalPass fits the families of the configuration on the first
+// pass's samples and returns the empty second-pass sums.
+func (s *Sums) variationalPass(ctx context.Context) (*variationalPass, error) {
+	if s.st.Variational == nil {
+		return nil, nil
+	}
+	families, err := variational.ParseFamilies(s.st.Config.VariationalFamily)
+	if err != nil {
+		return nil, fmt.Errorf("ece_variational: %w", err)
+	}
+	ft, err := s.st.Variational.Fit(ctx, variational.Options{Families: families})
+	if err != nil {
+		return nil, fmt.Errorf("ece_variational: %w", err)
+	}
+	return &variationalPass{Fitted: ft, Sums: ft.NewSums()}, nil
+}
+
+// add sums a batch's gains.
+func (vp *variationalPass) add(b *Batch) error {
+	if err := vp.Fitted.Add(vp.Sums, b.Set, b.Shard, b.Offset); err != nil {
+		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+	}
+	return nil
+}
+
+// merge adds another shard's sums of the same maps.
+func (vp *variationalPass) merge(o *variationalPass) error {
+	a, err := json.Marshal(vp.Fitted)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(o.Fitted)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(a, b) {
+		return fmt.Errorf("evaluate: merging ece_variational sums of different maps")
+	}
+	return vp.Sums.Merge(o.Sums)
+}
+
+// check reports a second-pass state whose sums do not fit its maps.
+func (vp *variationalPass) check() error {
+	if vp.Fitted == nil || vp.Sums == nil || len(vp.Sums.Gain) != len(vp.Fitted.Losses) || vp.Sums.Folds != vp.Fitted.Folds {
+		return fmt.Errorf("ece_variational sums that do not fit their maps")
+	}
+	return nil
+}
+
+// finishVariational returns the streamed ece_variational entries: the
+// canonical CE_1 (lp), CE_2^2 (Brier) and KL part (log) with their
+// intervals, as Evaluate's canonical entries.
+func finishVariational(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) {
+	if ks == nil || ks.st.Variational == nil {
+		return nil, fmt.Errorf("the second pass did not sum the gains")
+	}
+	vp := ks.st.Variational
+	if vp.Sums.N != s.st.N {
+		return nil, fmt.Errorf("the second pass summed %d rows' gains, the first saw %d", vp.Sums.N, s.st.N)
+	}
+	var names []string
+	for _, f := range vp.Fitted.Families {
+		names = append(names, f.Name)
+	}
+	var out []*Result
+	for _, l := range []struct {
+		loss variational.Loss
+		p    float64
+	}{{variational.Lp, 1}, {variational.Brier, 2}, {variational.Log, 0}} {
+		r, err := vp.Fitted.Error(vp.Sums, variational.Options{Loss: l.loss})
+		if err != nil {
+			return nil, err
+		}
+		e := &Result{Metric: ECEVariational, Notion: notion.Canonical, Loss: string(l.loss), Family: r.Family, Families: names, Folds: ptr(vp.Fitted.Folds),
+			Value: jf(r.Value), SE: jf(r.SE), MapSE: jf(r.MapSE), Optimism: jf(r.Optimism),
+			Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
+		switch l.loss {
+		case variational.Lp:
+			e.P, e.Root = ptr(1.0), jf(math.Max(0, r.Value))
+		case variational.Brier:
+			e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value)))
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
