@@ -51,9 +51,6 @@ func (s *Sample) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(s))
 }
 
-// rowKey is the sample key of a row (rowkey.Key).
-var rowKey = rowkey.Key
-
 func compareRows(a, b *SampleRow) int {
 	if c := cmp.Compare(a.Key, b.Key); c != 0 {
 		return c
@@ -96,7 +93,7 @@ func (s *Sample) add(source string, shard int, offset int64, probs []float64, la
 		if weights != nil {
 			w = weights[i]
 		}
-		key := rowKey(s.Seed, y, w, probs[i*s.K:(i+1)*s.K], shard, offset+int64(i))
+		key := rowkey.Key(s.Seed, y, w, probs[i*s.K:(i+1)*s.K], shard, offset+int64(i))
 		if key > limit {
 			continue
 		}

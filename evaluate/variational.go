@@ -123,19 +123,9 @@ func (ev *evaluator) variational() ([]*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("ece_variational: %w", err)
 			}
-			e := &Result{Metric: ECEVariational, Notion: nt, Loss: string(l.l), Family: r.Family, Families: names, Folds: ptr(folds),
-				Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
-			if nt != notion.ClassWise {
-				e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
-			}
+			e := variationalEntry(nt, l.l, r, names, folds)
 			if nt == notion.TopLabel || nt == notion.Binary {
 				e.Over, e.Under = jf(r.Over), jf(r.Under)
-			}
-			switch l.l {
-			case variational.Lp:
-				e.P, e.Root = ptr(1.0), jf(math.Max(0, r.Value)) // CE_1 = E||E[y | f] - f||_1; the root of a negative estimate is 0
-			case variational.Brier:
-				e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value))) // CE_2^2, root CE_2
 			}
 			gains := r.Gains
 			ev.setStat(e, func(idx []int) (float64, error) {
@@ -154,4 +144,24 @@ func (ev *evaluator) variational() ([]*Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// variationalEntry is the ece_variational entry of an estimate r of the
+// notion nt and loss l (in memory or streamed): the value, its interval
+// (with map_se and optimism but for the class-wise notion, whose interval
+// is the rows' given the maps), p and root for the lp (CE_1) and Brier
+// (CE_2^2) losses.
+func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result, families []string, folds int) *Result {
+	e := &Result{Metric: ECEVariational, Notion: nt, Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds),
+		Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
+	if nt != notion.ClassWise {
+		e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
+	}
+	switch l {
+	case variational.Lp:
+		e.P, e.Root = ptr(1.0), jf(math.Max(0, r.Value)) // CE_1 = E||E[y | f] - f||_1; the root of a negative estimate is 0
+	case variational.Brier:
+		e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value))) // CE_2^2, root CE_2
+	}
+	return e
 }

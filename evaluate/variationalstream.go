@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/variational"
@@ -104,24 +103,12 @@ func finishVariational(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error
 		names = append(names, f.Name)
 	}
 	var out []*Result
-	for _, l := range []struct {
-		loss variational.Loss
-		p    float64
-	}{{variational.Lp, 1}, {variational.Brier, 2}, {variational.Log, 0}} {
-		r, err := vp.Fitted.Error(vp.Sums, variational.Options{Loss: l.loss})
+	for _, l := range []variational.Loss{variational.Lp, variational.Brier, variational.Log} {
+		r, err := vp.Fitted.Error(vp.Sums, variational.Options{Loss: l})
 		if err != nil {
 			return nil, err
 		}
-		e := &Result{Metric: ECEVariational, Notion: notion.Canonical, Loss: string(l.loss), Family: r.Family, Families: names, Folds: ptr(vp.Fitted.Folds),
-			Value: jf(r.Value), SE: jf(r.SE), MapSE: jf(r.MapSE), Optimism: jf(r.Optimism),
-			Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
-		switch l.loss {
-		case variational.Lp:
-			e.P, e.Root = ptr(1.0), jf(math.Max(0, r.Value))
-		case variational.Brier:
-			e.P, e.Root = ptr(2.0), jf(math.Sqrt(math.Max(0, r.Value)))
-		}
-		out = append(out, e)
+		out = append(out, variationalEntry(notion.Canonical, l, r, names, vp.Fitted.Folds))
 	}
 	return out, nil
 }

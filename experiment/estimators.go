@@ -331,7 +331,8 @@ func (run estimatorsRun) variational(ctx context.Context, s *data.Set, add func(
 		return nil
 	}
 	// The rows' standard error given the maps.
-	s1 := math.Sqrt(max(0, r1.SE*r1.SE-r1.MapSE*r1.MapSE))
+	rowsSE := func(r variational.Result) float64 { return math.Sqrt(max(0, r.SE*r.SE-r.MapSE*r.MapSE)) }
+	s1 := rowsSE(r1)
 	add(EstVariationalConditional, TargetCE1, normal(r1.Value, s1, r1.Family), nil)
 	if run.wants(EstVariationalRepeated) {
 		t0 = time.Now()
@@ -344,7 +345,7 @@ func (run estimatorsRun) variational(ctx context.Context, s *data.Set, add func(
 				}
 				continue
 			}
-			thetas, ses = append(thetas, r.Value), append(ses, math.Sqrt(max(0, r.SE*r.SE-r.MapSE*r.MapSE)))
+			thetas, ses = append(thetas, r.Value), append(ses, rowsSE(r))
 		}
 		theta := mathx.Quantile(slices.Sorted(slices.Values(thetas)), 0.5)
 		v := make([]float64, len(ses))

@@ -206,11 +206,15 @@ func (sk *Sketch) Complete() bool {
 // in memory.
 func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 	var all []SketchRow
-	fold := []int{}
+	var foldOf []int // each of all's rows' fold: the sample it is in
 	for f := range sk.Folds {
 		sk.compact(f)
 		all = append(all, sk.Samples[f]...)
+		for range sk.Samples[f] {
+			foldOf = append(foldOf, f)
+		}
 	}
+	fold := make([]int, 0, len(all))
 	if len(all) < sk.Folds {
 		return nil, fmt.Errorf("%w: %d rows for %d folds", ErrInput, len(all), sk.Folds)
 	}
@@ -236,7 +240,7 @@ func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 		if sk.Weighted {
 			s.Weights = append(s.Weights, r.Weight)
 		}
-		fold = append(fold, RowFold(sk.Seed, r.Label, r.Probs, r.Shard, r.Row, sk.Folds))
+		fold = append(fold, foldOf[i])
 	}
 	o.Folds, o.Seed = sk.Folds, sk.Seed
 	if len(o.families()) == 0 {

@@ -115,8 +115,8 @@ type Result struct {
 	// Recalibrated.Error's: SE = sqrt(s^2 + MapSE^2) for the standard
 	// error s of the mean of the per-row gains given the fitted maps and
 	// MapSE, the maps' own (the delete-a-fold jackknife of their mean
-	// gains); Lo = Value - 1.96 SE and Hi = Value + max(0, Optimism) +
-	// 1.96 SE (fitUncertainty). The class-wise notion's (ClassMaps) and
+	// gains); Lo = Value - 1.96 SE and Hi = Value + max(0, Optimism) / 2
+	// + 1.96 SE (fitUncertainty). The class-wise notion's (ClassMaps) and
 	// a paired comparison's are conditional on the maps: MapSE and
 	// Optimism 0, Value -+ 1.96 s.
 	SE, Lo, Hi float64
@@ -292,18 +292,27 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 		if ls, ok := c.(*recal.LogSpline); ok {
 			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
 		}
-		if len(test) == 0 {
-			continue // a fold the hash left empty (few rows)
-		}
-		out, err := recal.Apply(c, withLogits(rows(s, test), fam.Method))
-		if err != nil {
+		if err := applyRows(g, c, fam.Method, s, test); err != nil {
 			return nil, nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
-		}
-		for j, i := range test {
-			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
 		}
 	}
 	return g, maps, nil
+}
+
+// applyRows writes to g (n×K) the probabilities of the rows idx of s under
+// the map c of method m; none for no rows (a fold the hash left empty).
+func applyRows(g []float64, c recal.Calibrator, m recal.Method, s *data.Set, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	out, err := recal.Apply(c, withLogits(rows(s, idx), m))
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
+	}
+	return nil
 }
 
 // split returns the rows outside fold f (its map's training rows) and
@@ -367,8 +376,8 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 //     it, the ratio of shortfall to optimism measured on the ground-truth
 //     grid (EXPERIMENTS.md).
 //   - MapSE^2 = (F - 1)^2 / (2F) max(0, s^2 - e): the delete-a-fold
-//     jackknife of the maps' dependence on the data, (F - 1)/F sum_j (c_j
-//   - mean c)^2 over the maps' mean gains c_j, from the spread s^2 of
+//     jackknife of the maps' dependence on the data, (F - 1)/F sum_j
+//     (c_j - mean c)^2 over the maps' mean gains c_j, from the spread s^2 of
 //     the folds' mean D (d_f = c_f+1 - c_f + Optimism + noise: E s^2 = 2
 //     Var_b + e for the maps' between-map variance Var_b = E sum_j (c_j -
 //     mean c)^2 / (F - 1) and e the folds' mean D's noise, the mean of
@@ -451,16 +460,9 @@ func (rc *Recalibrated) inSample(fi int) ([]float64, error) {
 	g := make([]float64, len(ff.g))
 	for f := range rc.folds {
 		_, rowsOf := split(rc.fold, f)
-		if len(rowsOf) == 0 {
-			continue
-		}
 		next := (f + 1) % rc.folds
-		out, err := recal.Apply(ff.maps[next], withLogits(rows(s, rowsOf), ff.method))
-		if err != nil {
+		if err := applyRows(g, ff.maps[next], ff.method, s, rowsOf); err != nil {
 			return nil, fmt.Errorf("variational: %s, fold %d's map on fold %d: %w", ff.name, next, f, err)
-		}
-		for j, i := range rowsOf {
-			copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
 		}
 	}
 	ff.gIn = g
