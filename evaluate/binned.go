@@ -369,6 +369,11 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		if m == ECEBinDebiased {
 			continue
 		}
+		if cells.Overflowed() && c.Defaulted {
+			// The default leaves out what it cannot compute in the
+			// stream's memory (--metrics ece_bin and --max-cells can).
+			continue
+		}
 		if cells.Overflowed() {
 			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit(), cells.B(), s.st.K, cellBytes(s.st.K))
 			if c.Strict {
@@ -382,6 +387,9 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		v := cn.Value
 		if m == MCE {
 			v = cn.MCE
+		}
+		if c.Defaulted && sparseCellsWarning(int(s.st.N), cn.Cells, s.st.K, cn.B) != "" {
+			continue // as Evaluate's default
 		}
 		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v)}
 		e.Warnings = canonicalWarnings(m, int(s.st.N), s.st.K, cn)

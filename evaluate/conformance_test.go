@@ -92,8 +92,8 @@ func TestConformance(t *testing.T) {
 			})
 		}
 	}
-	if checked < 13 {
-		t.Errorf("%d streamed metrics checked, want all 13", checked)
+	if checked < 14 {
+		t.Errorf("%d streamed metrics checked, want all 14", checked)
 	}
 }
 

@@ -126,11 +126,18 @@ func (s *Sums) KernelSumsBlock(b, nb int) (*KernelSums, error) {
 // KernelSumsContext is KernelSumsBlock whose fits (ece_variational's)
 // stop when ctx is cancelled.
 func (s *Sums) KernelSumsContext(ctx context.Context, b, nb int) (*KernelSums, error) {
+	return s.kernelSumsFitted(ctx, b, nb, false)
+}
+
+// kernelSumsFitted is KernelSumsContext; free lets ece_variational's
+// samples go as its maps are fitted (Sums.variationalPass), for a caller
+// done with s's samples.
+func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*KernelSums, error) {
 	ks, err := s.kernelSums(b, nb)
 	if err != nil || ks == nil || b != 0 {
 		return ks, err
 	}
-	if ks.st.Variational, err = s.variationalPass(ctx); err != nil {
+	if ks.st.Variational, err = s.variationalPass(ctx, free); err != nil {
 		return nil, err
 	}
 	return ks, nil
@@ -447,3 +454,6 @@ func concatBlocks[T any](bs []*KernelSums, get func(*KernelSums) T, join func([]
 // Block returns which block of the evaluation points the sums hold, and of
 // how many blocks (0 of 1: every point; see Sums.KernelSumsBlock).
 func (ks *KernelSums) Block() (block, blocks int) { return ks.st.Block, max(1, ks.st.Blocks) }
+
+// N returns the number of rows added (merged shards' included).
+func (ks *KernelSums) N() int64 { return ks.st.Rows }

@@ -193,7 +193,7 @@ var Metrics = tableNames(func(*metricDef) bool { return true })
 var DefaultMetrics = MetricSet{Headline.Metric, SmECE, ECEBin, KS, Brier, NLL, Accuracy, Confidence}
 
 // streamMetrics lists the metrics a stream computes by default: those of
-// DefaultMetrics it can (smece is not streamed yet).
+// DefaultMetrics, all streamed.
 var streamMetrics = tableNames(func(d *metricDef) bool { return d.finish != nil && DefaultMetrics.Has(d.name) })
 
 // streamable lists every metric a stream can compute.

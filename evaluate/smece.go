@@ -1,9 +1,12 @@
 package evaluate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -33,6 +36,7 @@ var smeceDef = metricDef{
 			e.BandwidthMethod = "given"
 		}
 	},
+	finish: finishSmECE,
 }
 
 func (ev *evaluator) smece() ([]*Result, error) {
@@ -117,6 +121,147 @@ func (ev *evaluator) smece() ([]*Result, error) {
 			})
 			out = append(out, e)
 		}
+	}
+	return out, nil
+}
+
+// smeceSums is smece's part of a stream's first pass: the summed smooth
+// ECE (smooth.Sums) of each view Evaluate computes (smeceViews): the
+// positive class of one-column input, the top-label confidence, and each
+// class column where the notions include class_wise. About 330 KB each.
+type smeceSums struct {
+	Binary *smooth.Sums   `json:"binary,omitempty"`
+	Top    *smooth.Sums   `json:"top_label"`
+	Class  []*smooth.Sums `json:"class_wise,omitempty"`
+}
+
+// smeceClassWise says whether smece has a class-wise entry: where
+// Evaluate's notions (ece_kde's, Options.Mode) include class_wise.
+func smeceClassWise(mode string, k int, binary bool) (bool, error) {
+	var ns NotionSet
+	if err := ns.UnmarshalText([]byte(mode)); err != nil {
+		return false, err
+	}
+	notions, _, err := ns.Resolve(&data.Set{K: k, Binary: binary})
+	return slices.Contains(notions, kde.Marginal), err
+}
+
+// newSmeceSums returns the empty sums of the views of rows of k columns.
+func newSmeceSums(c *streamConfig, k int, binary bool) (*smeceSums, error) {
+	classWise, err := smeceClassWise(c.Mode, k, binary)
+	if err != nil {
+		return nil, err
+	}
+	ss := &smeceSums{}
+	if ss.Top, err = smooth.NewSums(c.SmECE); err != nil {
+		return nil, err
+	}
+	if binary {
+		ss.Binary, _ = smooth.NewSums(c.SmECE)
+	}
+	if classWise {
+		ss.Class = make([]*smooth.Sums, k)
+		for i := range ss.Class {
+			ss.Class[i], _ = smooth.NewSums(c.SmECE)
+		}
+	}
+	return ss, nil
+}
+
+// add adds a batch's rows (n x k probabilities) to every view.
+func (ss *smeceSums) add(p []float64, y []int, k int, w []float64) error {
+	if ss.Binary != nil {
+		f, o := metric.ClassColumn(p, y, k, 1)
+		if err := ss.Binary.Add(f, o, w); err != nil {
+			return err
+		}
+	}
+	f, o := metric.TopR(p, y, k, 1)
+	if err := ss.Top.Add(f, o, w); err != nil {
+		return err
+	}
+	for c, cs := range ss.Class {
+		f, o := metric.ClassColumn(p, y, k, c)
+		if err := cs.Add(f, o, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// merge adds another shard's sums of the same views.
+func (ss *smeceSums) merge(o *smeceSums) error {
+	if (ss.Binary == nil) != (o.Binary == nil) || len(ss.Class) != len(o.Class) {
+		return errors.New("smece sums of different views")
+	}
+	errs := []error{ss.Top.Merge(o.Top)}
+	if ss.Binary != nil {
+		errs = append(errs, ss.Binary.Merge(o.Binary))
+	}
+	for c := range ss.Class {
+		errs = append(errs, ss.Class[c].Merge(o.Class[c]))
+	}
+	return errors.Join(errs...)
+}
+
+// check reports sums read from JSON that lack a view of rows of k columns.
+func (ss *smeceSums) check(c *streamConfig, k int, binary bool) error {
+	classWise, err := smeceClassWise(c.Mode, k, binary)
+	if err != nil {
+		return err
+	}
+	want := 0
+	if classWise {
+		want = k
+	}
+	if ss.Top == nil || (ss.Binary != nil) != binary || len(ss.Class) != want || slices.Contains(ss.Class, nil) {
+		return errors.New("missing or inconsistent smece sums")
+	}
+	return nil
+}
+
+// finishSmECE returns the streamed smece entries: Evaluate's (values
+// within 1e-12), without bootstrap intervals.
+func finishSmECE(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
+	ss := s.st.SmECE
+	if ss == nil {
+		return nil, errors.New("no smece sums")
+	}
+	one := func(sm *smooth.Sums) (smooth.Result, error) {
+		r, err := sm.ECE(context.Background())
+		if err != nil {
+			return r, fmt.Errorf("smece: %w", err)
+		}
+		return r, nil
+	}
+	var out []*Result
+	for _, v := range []struct {
+		nt notion.Notion
+		sm *smooth.Sums
+	}{{notion.Binary, ss.Binary}, {notion.TopLabel, ss.Top}} {
+		if v.sm == nil {
+			continue
+		}
+		r, err := one(v.sm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Result{Metric: SmECE, Notion: v.nt, Bandwidth: ptr(r.Sigma), Value: jf(r.Value)})
+	}
+	if ss.Class != nil {
+		e := &Result{Metric: SmECE, Notion: notion.ClassWise}
+		sum := 0.0
+		for k, sm := range ss.Class {
+			r, err := one(sm)
+			if err != nil {
+				return nil, fmt.Errorf("class %d: %w", k, err)
+			}
+			sum += r.Value
+			e.PerClass = append(e.PerClass, Float(r.Value))
+			e.PerClassBandwidth = append(e.PerClassBandwidth, r.Sigma)
+		}
+		e.Value, e.Sum = jf(sum/float64(len(ss.Class))), jf(sum)
+		out = append(out, e)
 	}
 	return out, nil
 }

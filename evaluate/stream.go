@@ -14,6 +14,7 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
+	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
 )
 
@@ -105,7 +106,12 @@ func cellBytes(k int) int { return (2*k + 2) * 8 * 17 / 10 }
 // streamConfig is StreamOptions resolved: what Sums carries to its merge
 // partners and to Finish.
 type streamConfig struct {
-	Metrics   []Metric          `json:"metrics"`
+	Metrics []Metric `json:"metrics"`
+	// Defaulted says Metrics are the defaults: the canonical ece_bin is
+	// then left out where Evaluate's default leaves it out, and where its
+	// cells pass the memory bound.
+	Defaulted bool              `json:"defaulted,omitempty"`
+	SmECE     smooth.Options    `json:"smece"`
 	Mode      string            `json:"mode"`
 	P         []float64         `json:"p"`
 	Bandwidth float64           `json:"bandwidth,omitempty"`
@@ -147,15 +153,17 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
+	case o.SmECE.Convention != smooth.Relplot:
+		return nil, optionError("convention", "a streamed evaluation computes relplot 1.0.3's smece (its grids are sums); relplot 1.0.1's grid follows its search and needs the set in memory")
 	case o.Convention != "" && o.Convention != convention.Calib:
 		return nil, optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
 	}
 	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
 		return nil, optionError("variational-family", "%v", err)
 	}
-	c := &streamConfig{VariationalFamily: o.VariationalFamily, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	c := &streamConfig{SmECE: o.SmECE, VariationalFamily: o.VariationalFamily, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
 	if o.Metrics == nil {
-		c.Metrics = slices.Clone(streamMetrics)
+		c.Metrics, c.Defaulted = slices.Clone(streamMetrics), true
 	}
 	for _, m := range o.Metrics {
 		if !slices.Contains(Metrics, m) {
@@ -172,7 +180,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("metrics", "no metric given")
 	}
 	// The checks of Options.resolve that need no data.
-	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +420,8 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	}
 	var ks *KernelSums
 	if passes == 2 {
-		if ks, err = s.KernelSumsContext(ctx, 0, 1); err != nil {
+		// s's samples are not read again: the fits may reuse their memory.
+		if ks, err = s.kernelSumsFitted(ctx, 0, 1, true); err != nil {
 			return nil, err
 		}
 		if err := pass(2, "kernel sums", func(b *Batch) error { return ks.Add(ctx, b, o.Workers) }); err != nil {

@@ -53,6 +53,8 @@ type sumsState struct {
 	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
 	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
 	Sample      *Sample               `json:"sample,omitempty"`
+	// SmECE holds smece's summed grids.
+	SmECE *smeceSums `json:"smece,omitempty"`
 	// Variational holds ece_variational's samples, one per fold.
 	Variational *variational.Sketch `json:"variational,omitempty"`
 	// Rows are the runs of rows added, by source: the same rows cannot
@@ -145,6 +147,11 @@ func (s *Sums) start(b *Batch) error {
 	if s.st.Variational, err = c.newVariationalSketch(s.st.K); err != nil {
 		return err
 	}
+	if c.has(SmECE) {
+		if s.st.SmECE, err = newSmeceSums(c, s.st.K, s.st.Binary); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -233,6 +240,11 @@ func (s *Sums) Add(b *Batch) error {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
+	if s.st.SmECE != nil {
+		if err := s.st.SmECE.add(p, y, k, w); err != nil {
+			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+	}
 	s.st.Rows = addRows(s.st.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
 	s.st.N += int64(b.N)
 	s.st.Pos += int64(mathx.PositiveRows(w, b.N))
@@ -312,6 +324,11 @@ func (s *Sums) Merge(o *Sums) error {
 		errs = append(errs, errors.New("sums with and without ece_variational's samples"))
 	} else if s.st.Variational != nil {
 		errs = append(errs, s.st.Variational.Merge(o.st.Variational))
+	}
+	if (s.st.SmECE == nil) != (o.st.SmECE == nil) {
+		errs = append(errs, errors.New("sums with and without smece's"))
+	} else if s.st.SmECE != nil {
+		errs = append(errs, s.st.SmECE.merge(o.st.SmECE))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("evaluate: merge: %w", err)
@@ -417,6 +434,13 @@ func (s *Sums) check() error {
 		return errors.New("missing or inconsistent sample")
 	case c.has(ECEVariational) != (s.st.Variational != nil) || (s.st.Variational != nil && (s.st.Variational.K != s.st.K || s.st.Variational.Seed != c.Seed)):
 		return errors.New("missing or inconsistent ece_variational samples")
+	case c.has(SmECE) != (s.st.SmECE != nil):
+		return errors.New("missing smece sums")
+	}
+	if s.st.SmECE != nil {
+		if err := s.st.SmECE.check(c, s.st.K, s.st.Binary); err != nil {
+			return err
+		}
 	}
 	return s.checkState()
 }
@@ -468,3 +492,10 @@ func (s *Sums) N() int64 { return s.st.N }
 
 // K returns the number of columns of the rows (0 before the first batch).
 func (s *Sums) K() int { return s.st.K }
+
+// Rows returns the runs of rows added, by source (merged shards'
+// included), sorted by source and first row.
+func (s *Sums) Rows() []RowRange { return slices.Clone(s.st.Rows) }
+
+// Metrics returns the metrics the sums are for.
+func (s *Sums) Metrics() MetricSet { return slices.Clone(MetricSet(s.st.Config.Metrics)) }

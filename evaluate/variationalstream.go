@@ -39,8 +39,10 @@ func (c *streamConfig) newVariationalSketch(k int) (*variational.Sketch, error) 
 }
 
 // variationalPass fits the families of the configuration on the first
-// pass's samples and returns the empty second-pass sums.
-func (s *Sums) variationalPass(ctx context.Context) (*variationalPass, error) {
+// pass's samples and returns the empty second-pass sums; free lets the
+// samples go as they are copied (Sketch.FitFreeing), for a caller done
+// with s's samples.
+func (s *Sums) variationalPass(ctx context.Context, free bool) (*variationalPass, error) {
 	if s.st.Variational == nil {
 		return nil, nil
 	}
@@ -48,7 +50,11 @@ func (s *Sums) variationalPass(ctx context.Context) (*variationalPass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}
-	ft, err := s.st.Variational.Fit(ctx, variational.Options{Families: families})
+	fit := s.st.Variational.Fit
+	if free {
+		fit = s.st.Variational.FitFreeing
+	}
+	ft, err := fit(ctx, variational.Options{Families: families})
 	if err != nil {
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}

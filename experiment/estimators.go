@@ -65,13 +65,18 @@ const (
 	EstVariationalConditional = "variational-conditional"
 	EstVariationalRepeated    = "variational-repeated"
 	EstVariationalTwoSize     = "variational-two-size"
-	EstWitness                = "witness"           // kde.Witness, p = 1
-	EstUStatistic             = "u-statistic"       // kde.Witness, p = 2
-	EstPlugIn                 = "plug-in"           // kde.Estimate at the LOO bandwidth
-	EstPlugInReference        = "plug-in-reference" // kde.Estimate at the reference code's bandwidth (kde.Reference)
-	EstBinned                 = "binned"            // metric.Canonical, 2 bins per class
-	EstBinnedDoane            = "binned-doane"      // metric.Canonical, the Doane rule's bins per class
-	EstBinnedSqrt             = "binned-sqrt"       // metric.Canonical, ceil(sqrt(n)) bins per class
+	// The streamed estimate (variational.Sketch at its default capacity,
+	// variational.DefaultSketchBytes; the maps fitted on each fold's
+	// sample, the gains summed over every row): CE_1 and CE_2^2, the same
+	// as variational where the samples hold every row.
+	EstVariationalStreamed = "variational-streamed"
+	EstWitness             = "witness"           // kde.Witness, p = 1
+	EstUStatistic          = "u-statistic"       // kde.Witness, p = 2
+	EstPlugIn              = "plug-in"           // kde.Estimate at the LOO bandwidth
+	EstPlugInReference     = "plug-in-reference" // kde.Estimate at the reference code's bandwidth (kde.Reference)
+	EstBinned              = "binned"            // metric.Canonical, 2 bins per class
+	EstBinnedDoane         = "binned-doane"      // metric.Canonical, the Doane rule's bins per class
+	EstBinnedSqrt          = "binned-sqrt"       // metric.Canonical, ceil(sqrt(n)) bins per class
 
 	// Top-label (confidence) estimators, calib eval's top_label entries.
 	EstECEBin         = "ece-bin"          // 15 equal-width bins, p = 1 (ece_bin), bootstrap interval
@@ -91,7 +96,7 @@ const (
 // AllEstimators lists the estimators of the experiment in the order of
 // its rows.
 var AllEstimators = []string{EstVariational, EstVariationalConditional, EstVariationalRepeated, EstVariationalTwoSize,
-	EstVariationalTemp, EstWitness, EstUStatistic, EstPlugIn, EstPlugInReference, EstBinned, EstBinnedDoane, EstBinnedSqrt,
+	EstVariationalStreamed, EstVariationalTemp, EstWitness, EstUStatistic, EstPlugIn, EstPlugInReference, EstBinned, EstBinnedDoane, EstBinnedSqrt,
 	EstECEBin, EstECEBinMass, EstECEBinDoane, EstECEBinSqrt, EstECEDebiased, EstECEDebiasedMas, EstSweep, EstSweepWidth,
 	EstSmECE, EstATB, EstATBDebiased, EstKS}
 
@@ -117,7 +122,9 @@ type EstimatorsOptions struct {
 	// plug-in) where n^2 K exceeds it (their cost); 0 means 2.5e9 (n =
 	// 5,000 at K = 100).
 	KernelMaxWork float64
-	// Parts are the parts run: "synthetic" (Cells) and "paper" (the
+	// Parts are the parts run: "synthetic" (Cells), "sampled"
+	// (SampledEstimatorCells: where a streamed estimate's samples hold
+	// a part of the rows) and "paper" (the
 	// variational paper's published settings, PaperRow); nil means both.
 	Parts []string
 	// Estimators are the estimators run (AllEstimators' names); nil means
@@ -182,6 +189,30 @@ func DefaultEstimatorCells(quick bool) []EstimatorCell {
 	}
 	return cells
 }
+
+// SampledEstimatorCells is the grid of the "sampled" part: many classes
+// on sharp truths (Dir(1/K)), K = 20, 50, 100, the five families at n =
+// 50,000, past what a streamed estimate's samples hold at the default
+// capacity (25,205, 11,700 and 6,180 rows): the cost of fitting the maps
+// on a sample (EstVariationalStreamed against EstVariational). Quick: K =
+// 20, the temperature family, n = 2,000 on samples of 100 rows per fold
+// (sampledQuickCapacity).
+func SampledEstimatorCells(quick bool) []EstimatorCell {
+	if quick {
+		return []EstimatorCell{{estimatorFamilies(20, 1.0/20)[0], 2000}}
+	}
+	var cells []EstimatorCell
+	for _, k := range []int{20, 50, 100} {
+		for _, f := range estimatorFamilies(k, 1/float64(k)) {
+			cells = append(cells, EstimatorCell{f, 50000})
+		}
+	}
+	return cells
+}
+
+// sampledQuickCapacity is the streamed estimate's rows per fold with
+// Quick, so that the quick grid samples.
+const sampledQuickCapacity = 100
 
 // EstimatorRow is one estimator in one cell: its estimates over the data
 // sets against the truth of its target.
@@ -374,6 +405,38 @@ func (run estimatorsRun) variational(ctx context.Context, s *data.Set, add func(
 	return nil
 }
 
+// streamed returns the streamed variational estimates of CE_1 and CE_2^2
+// of s read as one shard: each fold's sample at the default capacity
+// (sampledQuickCapacity with Quick), the maps fitted on the samples, the
+// gains summed over every row.
+func (run estimatorsRun) streamed(ctx context.Context, s *data.Set) (r1, r2 variational.Result, err error) {
+	capacity := 0
+	if run.quick {
+		capacity = sampledQuickCapacity
+	}
+	o := variational.Options{Seed: run.seed}
+	sk, err := variational.NewSketch(o, s.K, capacity)
+	if err != nil {
+		return r1, r2, err
+	}
+	if err := sk.Add(s, 0, 0); err != nil {
+		return r1, r2, err
+	}
+	ft, err := sk.FitFreeing(ctx, o)
+	if err != nil {
+		return r1, r2, err
+	}
+	sums := ft.NewSums()
+	if err := ft.Add(sums, s, 0, 0); err != nil {
+		return r1, r2, err
+	}
+	if r1, err = ft.Error(sums, variational.Options{}); err != nil {
+		return r1, r2, err
+	}
+	r2, err = ft.Error(sums, variational.Options{Loss: variational.Brier})
+	return r1, r2, err
+}
+
 // point is an estimate without an interval.
 func point(value float64) estimateOf {
 	return estimateOf{value, math.NaN(), math.NaN(), math.NaN(), ""}
@@ -446,8 +509,8 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		runParts = []string{"synthetic", "paper"}
 	}
 	for _, p := range runParts {
-		if p != "synthetic" && p != "paper" {
-			return nil, fmt.Errorf("experiment: estimators: unknown part %q (valid: synthetic, paper)", p)
+		if p != "synthetic" && p != "sampled" && p != "paper" {
+			return nil, fmt.Errorf("experiment: estimators: unknown part %q (valid: synthetic, sampled, paper)", p)
 		}
 	}
 	var paper []PaperRow
@@ -463,9 +526,12 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 	if !slices.Contains(runParts, "synthetic") {
 		cells = nil
 	}
+	if slices.Contains(runParts, "sampled") {
+		cells = append(cells, SampledEstimatorCells(o.Quick)...)
+	}
 	parts := progress.NewParts(o.Progress, "estimators", len(cells)+len(paper))
 	defer parts.End()
-	run := estimatorsRun{seed: o.Seed, workers: o.Workers, reps: reps, samples: samples, maxWork: maxWork, only: o.Estimators}
+	run := estimatorsRun{seed: o.Seed, workers: o.Workers, reps: reps, samples: samples, maxWork: maxWork, only: o.Estimators, quick: o.Quick}
 	for pi, row := range paper {
 		d := synth.Distortion{K: row.K, Alpha: 0.5, H: row.H}
 		rows, err := run.setting(ctx, d, row.K, row.N, 13, pi, EstimatorRow{Setting: fmt.Sprintf("%s, K = %d, n = %d", row.H, row.K, row.N),
@@ -507,6 +573,7 @@ type estimatorsRun struct {
 	samples       int
 	maxWork       float64
 	only          []string // EstimatorsOptions.Estimators
+	quick         bool
 }
 
 // wants reports whether any of the estimators named is run.
@@ -586,6 +653,16 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 			if err := run.variational(ctx, s, add, secs); err != nil {
 				return nil, err
 			}
+		}
+		if run.wants(EstVariationalStreamed) {
+			t0 := time.Now()
+			r1, r2, err := run.streamed(ctx, s)
+			if err != nil && ctx.Err() != nil {
+				return nil, err
+			}
+			add(EstVariationalStreamed, TargetCE1, interval(r1), err)
+			add(EstVariationalStreamed, TargetCE22, interval(r2), err)
+			secs[EstVariationalStreamed] += time.Since(t0).Seconds()
 		}
 		if run.wants(EstVariationalTemp) {
 			t0 := time.Now()

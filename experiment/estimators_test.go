@@ -33,7 +33,8 @@ func TestEstimatorsSmall(t *testing.T) {
 		EstWitness + " " + TargetCE1: true, EstUStatistic + " " + TargetCE22: true, EstPlugIn + " " + TargetCE1: true, EstPlugIn + " " + TargetCE22: true,
 		EstBinned + " " + TargetCE1: true, EstPlugInReference + " " + TargetCE1: true, EstPlugInReference + " " + TargetCE22: true,
 		EstBinnedDoane + " " + TargetCE1: true, EstBinnedSqrt + " " + TargetCE1: true, EstVariationalConditional + " " + TargetCE1: true,
-		EstVariationalRepeated + " " + TargetCE1: true, EstVariationalTwoSize + " " + TargetCE1: true}
+		EstVariationalRepeated + " " + TargetCE1: true, EstVariationalTwoSize + " " + TargetCE1: true,
+		EstVariationalStreamed + " " + TargetCE1: true, EstVariationalStreamed + " " + TargetCE22: true}
 	for _, est := range []string{EstECEBin, EstECEBinMass, EstECEBinDoane, EstECEBinSqrt, EstSweep, EstSweepWidth, EstSmECE} {
 		want[est+" "+TargetTL1] = true
 	}
@@ -71,6 +72,17 @@ func TestEstimatorsSmall(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("missing rows %v", want)
+	}
+	// 1,000 rows: the streamed estimate's samples hold them all, so it is
+	// the in-memory one.
+	means := map[string]float64{}
+	for _, row := range r.Rows {
+		means[row.Estimator+" "+row.Target] = row.Stat.Mean
+	}
+	for _, target := range []string{TargetCE1, TargetCE22} {
+		if a, b := means[EstVariationalStreamed+" "+target], means[EstVariational+" "+target]; math.Abs(a-b) > 1e-12 {
+			t.Errorf("%s: streamed %v, in memory %v", target, a, b)
+		}
 	}
 	again, err := Estimators(context.Background(), o)
 	if err != nil {

@@ -235,6 +235,9 @@ func (s *sample) grid(g int) (res, dens []float64) {
 	if c, ok := s.grids[g]; ok {
 		return c[0], c[1]
 	}
+	if s.f == nil {
+		panic(fmt.Sprintf("smooth: the summed grids lack %d points", g)) // searchGrids is wrong
+	}
 	res, dens = make([]float64, g), make([]float64, g)
 	splat(res, s.f, s.r, s.w)
 	splat(dens, s.f, nil, s.w)

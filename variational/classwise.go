@@ -53,18 +53,18 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 	for j, fam := range families {
 		g := make([]float64, len(s.Probs))
 		for k := range s.K {
-			gk, _, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{})
+			_, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{}, func(idx []int, out []float64) {
+				for j, i := range idx {
+					g[i*s.K+k] = out[2*j+1]
+				}
+			})
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			for i := range s.N {
-				if err != nil {
-					g[i*s.K+k] = s.Probs[i*s.K+k]
-				} else {
-					g[i*s.K+k] = gk[2*i+1]
-				}
-			}
 			if err != nil {
+				for i := range s.N {
+					g[i*s.K+k] = s.Probs[i*s.K+k]
+				}
 				cm.unfitted[j] = append(cm.unfitted[j], k)
 			}
 		}
@@ -81,7 +81,8 @@ func (cm *ClassMaps) Error(o Options) (Result, error) {
 		return Result{}, err
 	}
 	s := cm.base.set
-	r := cm.base.best(func(g []float64) Result {
+	r := cm.base.best(func(fi int) Result {
+		g := cm.base.fits[fi].g
 		total := make([]float64, s.N)
 		for i := range total {
 			for k := range s.K {

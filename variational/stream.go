@@ -38,11 +38,11 @@ import (
 // Only the canonical notion is streamed.
 
 // DefaultSketchBytes bounds a Sketch's samples when NewSketch is given no
-// capacity: about 12 MB of rows (8 bytes per probability and logit, 96
-// per row besides), 1,483 rows per fold at K = 100 with logits (7,415 to
-// fit on), 9,830 at K = 10; twice that while a fold's sample is being
-// cut back.
-const DefaultSketchBytes = 12 << 20
+// capacity: about 10 MiB of rows (8 bytes per probability and logit, 96
+// per row besides), 1,236 rows per fold at K = 100 with logits (4,944 to
+// fit each map on), 8,192 at K = 10; a quarter more while a fold's sample
+// waits to be cut back (Add).
+const DefaultSketchBytes = 10 << 20
 
 // sketchSalt sets the sample's priorities apart from the folds.
 const sketchSalt = 0x736b6574_63686564 // "sketched"
@@ -59,8 +59,11 @@ type Sketch struct {
 	LogitCols int  `json:"logit_cols"`
 	Binary    bool `json:"binary,omitempty"`
 	Weighted  bool `json:"weighted,omitempty"` // some batch had weights
-	// Seen counts the rows of each fold.
+	// Seen counts the rows of each fold; KeySum adds up (mod 2^64) the
+	// rows' keys (their values and places), which the second pass must
+	// match (Fitted.Error).
 	Seen    []int64       `json:"seen"`
+	KeySum  uint64        `json:"key_sum,omitempty"`
 	Samples [][]SketchRow `json:"samples"`
 	// Formed says LogitCols and Binary are set (a batch was added).
 	Formed bool     `json:"formed,omitempty"`
@@ -134,6 +137,7 @@ func (sk *Sketch) Add(b *data.Set, shard int, offset int64) error {
 		key := rowKey(sk.Seed, y, p, shard, offset+int64(i))
 		f := rowkey.Fold(key, foldSalt, sk.Folds)
 		sk.Seen[f]++
+		sk.KeySum += key
 		pr := rowkey.Mix(key ^ sketchSalt)
 		if sk.limit != nil && pr > sk.limit[f] {
 			continue
@@ -143,7 +147,9 @@ func (sk *Sketch) Add(b *data.Set, shard int, offset int64) error {
 			r.Logits = slices.Clone(b.Logits[i*sk.LogitCols : (i+1)*sk.LogitCols])
 		}
 		sk.Samples[f] = append(sk.Samples[f], r)
-		if len(sk.Samples[f]) >= 2*sk.Capacity {
+		// Cut back a quarter over the capacity: each row costs O(log
+		// Capacity) sorting, the sample at most 5/4 of its bound.
+		if len(sk.Samples[f]) >= sk.Capacity+max(1, sk.Capacity/4) {
 			sk.compact(f)
 		}
 	}
@@ -182,6 +188,7 @@ func (sk *Sketch) Merge(o *Sketch) error {
 		sk.LogitCols, sk.Binary, sk.Formed = o.LogitCols, o.Binary, true
 	}
 	sk.Weighted = sk.Weighted || o.Weighted
+	sk.KeySum += o.KeySum
 	for f := range sk.Folds {
 		sk.Seen[f] += o.Seen[f]
 		sk.Samples[f] = append(sk.Samples[f], o.Samples[f]...)
@@ -205,6 +212,18 @@ func (sk *Sketch) Complete() bool {
 // fold's map fitted on the other folds' samples, as CrossFit fits a set
 // in memory.
 func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
+	return sk.fit(ctx, o, false)
+}
+
+// FitFreeing is Fit for a caller done with the sketch (a stream read by
+// one process): each sampled row is let go once copied into the set the
+// maps are fitted on, so that the fits reuse the samples' memory. The
+// sketch keeps its counts and no sample: it cannot be fitted again.
+func (sk *Sketch) FitFreeing(ctx context.Context, o Options) (*Fitted, error) {
+	return sk.fit(ctx, o, true)
+}
+
+func (sk *Sketch) fit(ctx context.Context, o Options, free bool) (*Fitted, error) {
 	var all []SketchRow
 	var foldOf []int // each of all's rows' fold: the sample it is in
 	for f := range sk.Folds {
@@ -213,6 +232,9 @@ func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 		for range sk.Samples[f] {
 			foldOf = append(foldOf, f)
 		}
+	}
+	if free {
+		clear(sk.Samples)
 	}
 	fold := make([]int, 0, len(all))
 	if len(all) < sk.Folds {
@@ -241,8 +263,12 @@ func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 			s.Weights = append(s.Weights, r.Weight)
 		}
 		fold = append(fold, foldOf[i])
+		if free {
+			all[i] = SketchRow{}
+		}
 	}
-	o.Folds, o.Seed = sk.Folds, sk.Seed
+	all = nil
+	o.Folds, o.Seed, o.keep = sk.Folds, sk.Seed, streamLosses
 	if len(o.families()) == 0 {
 		return nil, fmt.Errorf("%w: no recalibration family", ErrInput)
 	}
@@ -250,7 +276,10 @@ func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 	if err != nil {
 		return nil, err
 	}
-	ft := &Fitted{Folds: sk.Folds, Seed: sk.Seed, K: sk.K, LogitCols: sk.LogitCols}
+	ft := &Fitted{Folds: sk.Folds, Seed: sk.Seed, K: sk.K, LogitCols: sk.LogitCols, KeySum: sk.KeySum}
+	for _, n := range sk.Seen {
+		ft.Rows += n
+	}
 	for _, f := range rc.fits {
 		fam := FittedFamily{Name: f.name, Method: f.method, Maps: f.maps}
 		if f.err != nil {
@@ -276,12 +305,16 @@ func (sk *Sketch) Fit(ctx context.Context, o Options) (*Fitted, error) {
 // of every row. Its JSON form carries the maps (as calib fit writes them),
 // for the workers of a distributed second pass.
 type Fitted struct {
-	Folds     int            `json:"folds"`
-	Seed      uint64         `json:"seed"`
-	K         int            `json:"k"`
-	LogitCols int            `json:"logit_cols"`
-	Families  []FittedFamily `json:"families"`
-	Losses    []FittedLoss   `json:"losses"` // per loss of streamLosses: lp at p = 1, Brier, log
+	Folds     int    `json:"folds"`
+	Seed      uint64 `json:"seed"`
+	K         int    `json:"k"`
+	LogitCols int    `json:"logit_cols"`
+	// Rows and KeySum are the first pass's count and sum of row keys
+	// (Sketch.KeySum), which the second pass's must match.
+	Rows     int64          `json:"rows,omitempty"`
+	KeySum   uint64         `json:"key_sum,omitempty"`
+	Families []FittedFamily `json:"families"`
+	Losses   []FittedLoss   `json:"losses"` // per loss of streamLosses: lp at p = 1, Brier, log
 }
 
 // FittedFamily is one family of a Fitted: its maps by fold, or the error
@@ -380,10 +413,11 @@ type GainSums struct {
 	Chosen []string `json:"chosen"`
 	// N counts the rows; SW and SW2 sum their weights and squared weights,
 	// FoldW the weights per fold.
-	N     int64     `json:"n"`
-	SW    float64   `json:"sw"`
-	SW2   float64   `json:"sw2"`
-	FoldW []float64 `json:"fold_w"`
+	N      int64     `json:"n"`
+	KeySum uint64    `json:"key_sum,omitempty"` // the rows' keys, as Sketch.KeySum
+	SW     float64   `json:"sw"`
+	SW2    float64   `json:"sw2"`
+	FoldW  []float64 `json:"fold_w"`
 	// Gain[l] are the sums of loss l (streamLosses).
 	Gain []GainSum `json:"gain"`
 }
@@ -428,8 +462,10 @@ func (ft *Fitted) Add(gs *GainSums, b *data.Set, shard int, offset int64) error 
 	byFold := make([][]int, ft.Folds)
 	for i := range b.N {
 		w := mathx.Weight(b.Weights, i)
-		f := RowFold(ft.Seed, b.Labels[i], b.Probs[i*b.K:(i+1)*b.K], shard, offset+int64(i), ft.Folds)
+		key := rowKey(ft.Seed, b.Labels[i], b.Probs[i*b.K:(i+1)*b.K], shard, offset+int64(i))
+		f := rowkey.Fold(key, foldSalt, ft.Folds)
 		byFold[f] = append(byFold[f], i)
+		gs.KeySum += key
 		gs.N++
 		gs.SW += w
 		gs.SW2 += w * w
@@ -480,6 +516,7 @@ func (gs *GainSums) Merge(o *GainSums) error {
 		return fmt.Errorf("%w: sums of families %v (%d folds) and %v (%d folds)", ErrInput, gs.Chosen, gs.Folds, o.Chosen, o.Folds)
 	}
 	gs.N += o.N
+	gs.KeySum += o.KeySum
 	gs.SW += o.SW
 	gs.SW2 += o.SW2
 	for f := range gs.FoldW {
@@ -514,6 +551,10 @@ func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 	}
 	if len(gs.Gain) != len(ft.Losses) {
 		return Result{}, fmt.Errorf("%w: sums of %d losses for maps of %d", ErrInput, len(gs.Gain), len(ft.Losses))
+	}
+	if ft.Rows > 0 && (gs.N != ft.Rows || gs.KeySum != ft.KeySum) {
+		// (A Fitted without Rows predates the check.)
+		return Result{}, fmt.Errorf("%w: the second pass read %d rows that are not the first pass's %d (other rows, or the same at other places: both passes must give every row with its shard and row number)", ErrInput, gs.N, ft.Rows)
 	}
 	if !(gs.SW > 0) {
 		return Result{}, fmt.Errorf("%w: no rows of positive weight in the second pass", ErrInput)

@@ -3,6 +3,7 @@ package variational
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -203,5 +204,47 @@ func TestStreamSampled(t *testing.T) {
 	}
 	if got[0].Hi <= got[0].Lo || got[0].SE <= 0 {
 		t.Errorf("interval [%v, %v], SE %v", got[0].Lo, got[0].Hi, got[0].SE)
+	}
+}
+
+// TestSecondPassOtherRows: a second pass that gives the rows at other
+// places (a shuffled loader), or other rows, is refused, not summed under
+// maps that may have been fitted on them.
+func TestSecondPassOtherRows(t *testing.T) {
+	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
+	f, y, _ := fam.Draw(600, rand.New(rand.NewPCG(3, 4)))
+	s, err := data.New(f, fam.K, y, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := NewSketch(Options{}, s.K, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Add(s, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	ft, err := sk.Fit(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, s.N)
+	for i := range all {
+		all[i] = i
+	}
+	swapped := append([]int{1, 0}, all[2:]...)
+	for _, c := range []struct {
+		name string
+		idx  []int
+		ok   bool
+	}{{"the same rows", all, true}, {"two rows swapped", swapped, false}, {"a row left out", all[1:], false}} {
+		gs := ft.NewSums()
+		if err := ft.Add(gs, rows(s, c.idx), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ft.Error(gs, Options{})
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInput)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }

@@ -104,6 +104,10 @@ type Options struct {
 	Notion notion.Notion
 
 	noFit bool // CrossFit: only check the input and deal the folds
+	// keep, when set, makes the fit lean: each family keeps the per-row
+	// gains of these losses (canonical notion) instead of its n×K
+	// out-of-fold probabilities, and Error answers only them.
+	keep []Options
 }
 
 // Result is a variational calibration error.
@@ -168,7 +172,8 @@ type Recalibrated struct {
 	fits  []familyFit
 	fold  []int
 	folds int
-	mu    sync.Mutex // guards fits' gIn
+	keep  []Options  // a lean fit's losses (Options.keep)
+	mu    sync.Mutex // guards fits' gIn and keptIn
 }
 
 // familyFit is one family's out-of-fold probabilities (n×K), or the error
@@ -180,6 +185,15 @@ type familyFit struct {
 	maps   []recal.Calibrator // fold f's map, fitted on the other folds
 	gIn    []float64          // inSample's probabilities, once computed
 	err    error
+	// A lean fit's (Options.keep) per-row gains by loss, in place of g
+	// and gIn: out of fold, and in sample once computed.
+	kept, keptIn map[lossKey][]float64
+}
+
+// lossKey names a loss of the canonical notion.
+type lossKey struct {
+	loss Loss
+	p    float64
 }
 
 // Candidate is one family's estimate (Err set, Value NaN, where a fold's
@@ -229,7 +243,7 @@ func CrossFit(ctx context.Context, s *data.Set, o Options) (*Recalibrated, error
 // set).
 func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Recalibrated, error) {
 	families := o.families()
-	rc := &Recalibrated{set: s, fold: fold, folds: o.Folds}
+	rc := &Recalibrated{set: s, fold: fold, folds: o.Folds, keep: o.keep}
 	size := make([]int, o.Folds)
 	for _, f := range rc.fold {
 		size[f]++
@@ -244,13 +258,26 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	fitted := false
 	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
 	for _, fam := range families {
-		g, maps, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots)
+		var g []float64
+		var kept map[lossKey][]float64
+		put := func(idx []int, out []float64) {
+			for j, i := range idx {
+				copy(g[i*s.K:(i+1)*s.K], out[j*s.K:(j+1)*s.K])
+			}
+		}
+		if rc.keep != nil {
+			kept = rc.newKept()
+			put = func(idx []int, out []float64) { rc.keepGains(kept, idx, out) }
+		} else {
+			g = make([]float64, len(s.Probs))
+		}
+		maps, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots, put)
 		if err != nil && (ctx.Err() != nil || len(families) == 1) {
 			return nil, err
 		}
 		// One of several may fail where the others fit (a temperature at
 		// the end of its range on degenerate logits).
-		rc.fits = append(rc.fits, familyFit{name: fam.Name, method: fam.Method, g: g, maps: maps, err: err})
+		rc.fits = append(rc.fits, familyFit{name: fam.Name, method: fam.Method, g: g, kept: kept, maps: maps, err: err})
 		firstErr = cmp.Or(firstErr, err)
 		fitted = fitted || err == nil
 	}
@@ -260,20 +287,19 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	return rc, nil
 }
 
-// crossFit returns the out-of-fold probabilities of one family and each
-// fold's map. A
+// crossFit returns each fold's map of one family and gives put the
+// out-of-fold probabilities of each fold's rows idx (len(idx)×K). A
 // log-spline family's knots are placed once, on every row's predictions
 // (they read no label, so no row's own map learns from its label), and
 // each fold's fit starts from the previous fold's map.
-func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64) ([]float64, []recal.Calibrator, error) {
-	g := make([]float64, len(s.Probs))
+func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64, put func(idx []int, out []float64)) ([]recal.Calibrator, error) {
 	maps := make([]recal.Calibrator, folds)
 	if ls := &fam.Fit.LogSpline; fam.Method == recal.MethodLogSpline && ls.KnotsAt == nil {
 		if knots[ls.Knots] == nil {
 			ws := withLogits(s, fam.Method)
 			t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, *ls)
 			if err != nil {
-				return nil, nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
+				return nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
 			}
 			knots[ls.Knots] = t
 		}
@@ -281,27 +307,28 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 	}
 	for f := range folds {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		train, test := split(fold, f)
 		c, err := recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
 		if err != nil {
-			return nil, nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
 		maps[f] = c
 		if ls, ok := c.(*recal.LogSpline); ok {
 			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
 		}
-		if err := applyRows(g, c, fam.Method, s, test); err != nil {
-			return nil, nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+		if err := applyRows(put, c, fam.Method, s, test); err != nil {
+			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
 		}
 	}
-	return g, maps, nil
+	return maps, nil
 }
 
-// applyRows writes to g (n×K) the probabilities of the rows idx of s under
-// the map c of method m; none for no rows (a fold the hash left empty).
-func applyRows(g []float64, c recal.Calibrator, m recal.Method, s *data.Set, idx []int) error {
+// applyRows gives put the probabilities of the rows idx of s under the
+// map c of method m (len(idx)×K); nothing for no rows (a fold the hash
+// left empty).
+func applyRows(put func(idx []int, out []float64), c recal.Calibrator, m recal.Method, s *data.Set, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
@@ -309,9 +336,7 @@ func applyRows(g []float64, c recal.Calibrator, m recal.Method, s *data.Set, idx
 	if err != nil {
 		return err
 	}
-	for j, i := range idx {
-		copy(g[i*s.K:(i+1)*s.K], out.Probs[j*s.K:(j+1)*s.K])
-	}
+	put(idx, out.Probs)
 	return nil
 }
 
@@ -351,7 +376,10 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("%w: notion %q (valid: canonical, top_label, binary)", ErrInput, o.Notion)
 	}
-	r := rc.best(func(g []float64) Result { return rc.errorOf(o, g) })
+	if canonical := o.Notion == "" || o.Notion == notion.Canonical; rc.keep != nil && (!canonical || !slices.ContainsFunc(rc.keep, func(k Options) bool { return keyOf(k) == keyOf(o) })) {
+		return Result{}, fmt.Errorf("%w: a lean fit answers %d losses of the canonical notion, not %s p = %g (%s)", ErrInput, len(rc.keep), o.Loss, o.P, o.Notion)
+	}
+	r := rc.best(func(fi int) Result { return rc.errorOf(o, fi) })
 	for i, f := range rc.fits {
 		if f.name == r.Family && f.maps != nil {
 			if err := rc.fitUncertainty(o, i, &r); err != nil {
@@ -389,11 +417,10 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 // max(0, Optimism) / 2 + 1.96 SE.
 func (rc *Recalibrated) fitUncertainty(o Options, fi int, r *Result) error {
 	s := rc.set
-	gIn, err := rc.inSample(fi)
+	in, err := rc.inSampleGains(o, fi)
 	if err != nil {
 		return err
 	}
-	in, _, _ := rc.rowGains(o, gIn)
 	folds := rc.folds
 	sw, sd := make([]float64, folds), make([]float64, folds) // per fold: sum w, sum w D
 	sw2 := make([]float64, folds)
@@ -457,16 +484,83 @@ func (rc *Recalibrated) inSample(fi int) ([]float64, error) {
 		return ff.gIn, nil
 	}
 	s := rc.set
-	g := make([]float64, len(ff.g))
-	for f := range rc.folds {
-		_, rowsOf := split(rc.fold, f)
-		next := (f + 1) % rc.folds
-		if err := applyRows(g, ff.maps[next], ff.method, s, rowsOf); err != nil {
-			return nil, fmt.Errorf("variational: %s, fold %d's map on fold %d: %w", ff.name, next, f, err)
+	g := make([]float64, len(s.Probs))
+	err := rc.applyInSample(fi, func(idx []int, out []float64) {
+		for j, i := range idx {
+			copy(g[i*s.K:(i+1)*s.K], out[j*s.K:(j+1)*s.K])
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	ff.gIn = g
 	return g, nil
+}
+
+// applyInSample gives put the probabilities of each fold's rows under the
+// next fold's map of family fi.
+func (rc *Recalibrated) applyInSample(fi int, put func(idx []int, out []float64)) error {
+	ff := &rc.fits[fi]
+	for f := range rc.folds {
+		_, rowsOf := split(rc.fold, f)
+		next := (f + 1) % rc.folds
+		if err := applyRows(put, ff.maps[next], ff.method, rc.set, rowsOf); err != nil {
+			return fmt.Errorf("variational: %s, fold %d's map on fold %d: %w", ff.name, next, f, err)
+		}
+	}
+	return nil
+}
+
+// inSampleGains returns the per-row gains of o's loss under inSample's
+// probabilities; in a lean fit, those of every kept loss are computed at
+// once and kept, the probabilities never held.
+func (rc *Recalibrated) inSampleGains(o Options, fi int) ([]float64, error) {
+	if rc.keep == nil {
+		gIn, err := rc.inSample(fi)
+		if err != nil {
+			return nil, err
+		}
+		in, _, _ := rc.rowGains(o, gIn)
+		return in, nil
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ff := &rc.fits[fi]
+	if ff.keptIn == nil {
+		kept := rc.newKept()
+		if err := rc.applyInSample(fi, func(idx []int, out []float64) { rc.keepGains(kept, idx, out) }); err != nil {
+			return nil, err
+		}
+		ff.keptIn = kept
+	}
+	return ff.keptIn[keyOf(o)], nil
+}
+
+// newKept returns a lean fit's empty per-row gains of each kept loss.
+func (rc *Recalibrated) newKept() map[lossKey][]float64 {
+	out := make(map[lossKey][]float64, len(rc.keep))
+	for _, k := range rc.keep {
+		out[keyOf(k)] = make([]float64, rc.set.N)
+	}
+	return out
+}
+
+// keepGains writes to kept the gains of the rows idx recalibrated to out
+// (len(idx)×K) under each kept loss (canonical notion).
+func (rc *Recalibrated) keepGains(kept map[lossKey][]float64, idx []int, out []float64) {
+	s := rc.set
+	for _, k := range rc.keep {
+		o, gains := Options{Loss: k.Loss, P: k.P}, kept[keyOf(k)]
+		for j, i := range idx {
+			gains[i] = gain(o, s.Probs[i*s.K:(i+1)*s.K], out[j*s.K:(j+1)*s.K], s.Labels[i])
+		}
+	}
+}
+
+// keyOf returns the key of o's loss (o.withLoss's defaults).
+func keyOf(o Options) lossKey {
+	o.Loss, o.P = cmp.Or(o.Loss, Lp), cmp.Or(o.P, 1)
+	return lossKey{o.Loss, o.P}
 }
 
 // z95 is the standard normal's 97.5 % quantile.
@@ -481,7 +575,7 @@ const z95 = 1.959963984540054
 // the largest estimate outright reads 0.02 on calibrated models (K = 10, n
 // = 5,719; the noise of three estimates of the same rows); the paired
 // test switches on noise in about 5 % of comparisons.
-func (rc *Recalibrated) best(est func(g []float64) Result) Result {
+func (rc *Recalibrated) best(est func(fi int) Result) Result {
 	var r Result
 	found := false
 	cands := make([]Candidate, len(rc.fits))
@@ -490,7 +584,7 @@ func (rc *Recalibrated) best(est func(g []float64) Result) Result {
 		if f.err != nil {
 			continue
 		}
-		fr := est(f.g)
+		fr := est(i)
 		cands[i].Value = fr.Value
 		if !found || rc.beats(fr.Gains, r.Gains) {
 			r, found = fr, true
@@ -512,10 +606,13 @@ func (rc *Recalibrated) beats(a, b []float64) bool {
 	return m.Value > 1.6448536269514722*m.SE
 }
 
-// errorOf returns the estimate of one family's out-of-fold probabilities
-// g (o checked).
-func (rc *Recalibrated) errorOf(o Options, g []float64) Result {
-	gains, over, under := rc.rowGains(o, g)
+// errorOf returns the estimate of family fi's out-of-fold probabilities
+// (o checked).
+func (rc *Recalibrated) errorOf(o Options, fi int) Result {
+	if kept := rc.fits[fi].kept; kept != nil {
+		return rc.summarize(kept[keyOf(o)])
+	}
+	gains, over, under := rc.rowGains(o, rc.fits[fi].g)
 	r := rc.summarize(gains)
 	if over != nil {
 		r.Over, r.Under = rc.summarize(over).Value, rc.summarize(under).Value

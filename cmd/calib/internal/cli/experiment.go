@@ -271,7 +271,7 @@ func newEstimatorsCmd() *cobra.Command {
 				return experiment.Estimators(cmd.Context(), o)
 			})
 		})
-	cmd.Flags().StringSliceVar(&o.Parts, "parts", nil, "the parts run: synthetic, paper (default both)")
+	cmd.Flags().StringSliceVar(&o.Parts, "parts", nil, "the parts run: synthetic, sampled, paper (default synthetic and paper)")
 	cmd.Flags().StringSliceVar(&o.Estimators, "estimators", nil, "the estimators run, e.g. variational,variational-conditional (default all: "+strings.Join(experiment.AllEstimators, ", ")+")")
 	cmd.Flags().IntVar(&o.Reps, "reps", 0, "data sets per cell (default 8, 2 with --quick)")
 	cmd.Flags().IntVar(&o.GroundSamples, "ground-samples", 0, "Monte Carlo samples of each ground truth (default 200,000, 20,000 with --quick)")

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +23,47 @@ import (
 // --stream (the README names it): a set of this size in float64 would take
 // several times as much memory.
 const autoStreamBytes = 2 << 30
+
+// StreamHeapLimit is the soft limit on the Go heap of a streamed
+// evaluation (runtime/debug.SetMemoryLimit) where the environment sets
+// none (GOMEMLIMIT): the default metrics' state at K = 100 (the class-wise
+// KS cells, 10 MB; ece_variational's samples, up to 12.5 MB, and their
+// fit; the canonical cells until they pass their bound) is about 35 MB at
+// its peak, and without a limit the collector lets the heap grow to twice
+// that. Measured at 10^7 rows, K = 100: peak RSS 61 MB with the limit, 103
+// MB without, 11 % more time. A state larger than the limit slows the
+// collector down (it takes at most half the CPU), never the answer.
+const StreamHeapLimit = 40 << 20
+
+// heapLimit counts the streamed evaluations running, the first of which
+// set the limit, the last restores it (calls through the C ABI share one
+// process).
+var heapLimit struct {
+	sync.Mutex
+	running int
+	prev    int64
+}
+
+// limitHeap sets StreamHeapLimit unless GOMEMLIMIT is set, and returns
+// the function that lifts it.
+func limitHeap() func() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	heapLimit.Lock()
+	defer heapLimit.Unlock()
+	if heapLimit.running == 0 {
+		heapLimit.prev = debug.SetMemoryLimit(StreamHeapLimit)
+	}
+	heapLimit.running++
+	return func() {
+		heapLimit.Lock()
+		defer heapLimit.Unlock()
+		if heapLimit.running--; heapLimit.running == 0 {
+			debug.SetMemoryLimit(heapLimit.prev)
+		}
+	}
+}
 
 // streamFlags are eval's flags of the streamed evaluation.
 type streamFlags struct {
@@ -255,6 +298,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.progress)
 	so.Progress = ui
+	defer limitHeap()()
 	out, err := evaluate.Stream(cmd.Context(), evaluate.ShardFiles(shards, in.o, sf.rows, transform), so)
 	ui.wait()
 	if errors.Is(err, data.ErrNoLabels) {
