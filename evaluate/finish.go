@@ -45,6 +45,11 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		if ks.st.MMCE != nil && ks.st.MMCE.N() != s.st.N {
 			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.MMCE.N(), s.st.N)
 		}
+		if vp := ks.st.Variational; vp != nil {
+			if err := vp.Fitted.SameRows(vp.Sums); err != nil {
+				return nil, &DataError{Err: err}
+			}
+		}
 	}
 	out := &Evaluation{Version: DocumentVersion, N: int(s.st.N), K: s.st.K, Binary: s.st.Binary, Renormalized: s.st.Renormalized, Rounded: s.st.Rounded, Input: s.st.Input}
 	if s.st.Weighted {

@@ -533,6 +533,19 @@ func (gs *GainSums) Merge(o *GainSums) error {
 	return nil
 }
 
+// SameRows reports an error wrapping ErrInput where the second pass's
+// sums gs are not of the first pass's rows at the same places (their
+// count and sum of row keys): other rows, or the same in another order
+// or shard, whose folds would differ from the first pass's (a row's map
+// may then have been fitted on it). A Fitted without Rows (written
+// before the check) passes.
+func (ft *Fitted) SameRows(gs *GainSums) error {
+	if ft.Rows > 0 && (gs.N != ft.Rows || gs.KeySum != ft.KeySum) {
+		return fmt.Errorf("%w: the second pass read %d rows that are not the first pass's %d (other rows, or the same at other places: both passes must give every row with its shard and row number)", ErrInput, gs.N, ft.Rows)
+	}
+	return nil
+}
+
 // Error returns the streamed estimate of o's loss (Lp at p = 1, Brier or
 // log; the canonical notion) from the sums of every row under the family
 // chosen on the sampled rows: its mean gain, per-fold means and the rows'
@@ -552,9 +565,8 @@ func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 	if len(gs.Gain) != len(ft.Losses) {
 		return Result{}, fmt.Errorf("%w: sums of %d losses for maps of %d", ErrInput, len(gs.Gain), len(ft.Losses))
 	}
-	if ft.Rows > 0 && (gs.N != ft.Rows || gs.KeySum != ft.KeySum) {
-		// (A Fitted without Rows predates the check.)
-		return Result{}, fmt.Errorf("%w: the second pass read %d rows that are not the first pass's %d (other rows, or the same at other places: both passes must give every row with its shard and row number)", ErrInput, gs.N, ft.Rows)
+	if err := ft.SameRows(gs); err != nil {
+		return Result{}, err
 	}
 	if !(gs.SW > 0) {
 		return Result{}, fmt.Errorf("%w: no rows of positive weight in the second pass", ErrInput)

@@ -279,37 +279,61 @@ def ece_variational(probs, labels, *, logits=False, weights=None, **options):
 
 
 class Accumulator:
-    """A streamed evaluation fed batch by batch: calib eval --stream's exact
-    sums, for a training loop or a data loader.
+    """A streamed evaluation fed batch by batch: calib eval --stream's
+    passes, for a training loop or a data loader.
 
-        acc = calib.Accumulator(logits=True, metrics="ece_bin,ks,nll,brier")
+        acc = calib.Accumulator(logits=True)
         for x, y in loader:
             acc.add(model(x), y)
+        if acc.passes == 2:            # the default metrics make two
+            acc.second_pass()
+            for x, y in loader:        # the same rows, in the same order
+                acc.add(model(x), y)
         ev = acc.finish()              # an Evaluation
+        ev.headline                    # ece_variational's canonical CE_1
 
-    The keywords are calib eval's flags, as for evaluate; the metrics must
-    be one-pass ones (the default: ece_bin, ks, brier, nll, accuracy,
-    confidence): ece_kde, ece_witness, mmce, sharpness and binned metrics
-    with data-dependent bins need a second pass over the data and are
-    refused. The result equals calib eval --stream on the rows in the order
-    they were added (the sums are exact: ece_bin, ks at its --ks-cells
-    score cells, the scores). merge(other) adds another accumulator's rows
-    (made with the same options, in this process or, through pickle, in
-    another: a data loader's workers); an Accumulator pickles as its state.
+    The keywords are calib eval's flags, as for evaluate; the default
+    metrics are calib eval --stream's (the headline, ece_variational, with
+    ece_bin, ks, brier, nll, accuracy and confidence). ece_variational
+    fits its maps on a bounded sample of the first pass and sums every
+    row's gains in the second; ece_kde, ece_witness, mmce, sharpness and
+    data-dependent bins also need a second pass. With one-pass metrics
+    only (e.g. metrics="ece_bin,ks,nll,brier") passes is 1 and finish()
+    follows the first pass. The result equals calib eval --stream on the
+    rows in the order they were added. The second pass must give the same
+    rows in the same order (a loader that shuffles must not reshuffle: a
+    mismatch is an error, not a wrong number). merge(other) adds another
+    accumulator's first-pass rows (made with the same options, in this
+    process or, through pickle, in another: a data loader's workers); a
+    second pass is made by the accumulator that holds every row. An
+    Accumulator pickles as its state, in either pass.
     """
 
-    DEFAULT_METRICS = "ece_bin,ks,brier,nll,accuracy,confidence"
+    ONE_PASS_METRICS = "ece_bin,ks,brier,nll,accuracy,confidence"
+    """The default metrics less ece_variational: all one pass."""
 
     def __init__(self, *, logits=False, metrics=None, name="batch", **options):
-        self._options = _options(dict(options), metrics=metrics or self.DEFAULT_METRICS, logits=True if logits else None)
+        self._options = _options(dict(options), metrics=metrics, logits=True if logits else None)
         self._name = name
-        self._open(None)
+        self._open(None, None, None)
 
-    def _open(self, state):
+    def _open(self, state, source, kernel_state):
         self._backend = _native.backend()
-        code, msg = self._backend.stream_new(self._name, self._options, state)
+        code, msg = self._backend.stream_new(self._name, self._options, state, source, kernel_state)
         _native.check(code, msg)
-        self._h, self._pid, self._gen = int(msg), os.getpid(), self._backend.generation
+        h = json.loads(msg)
+        self._h, self._pid, self._gen = int(h["handle"]), os.getpid(), self._backend.generation
+        self._passes, self._pass, self._source = int(h["passes"]), int(h["pass"]), h["source"]
+
+    @property
+    def passes(self):
+        """The number of passes over the data the metrics make: 1 or 2."""
+        return self._passes
+
+    @property
+    def current_pass(self):
+        """The pass the rows added now go to: 1, or 2 after second_pass()."""
+        return self._pass
 
     def _check(self):
         """The backend holding this accumulator's sums, if they are still
@@ -324,7 +348,7 @@ class Accumulator:
     def add(self, probs, labels, weights=None):
         """Add a batch: (m, K) predictions (logits if the accumulator was
         made with logits=True), m labels, m weights or None. Returns the
-        number of rows added so far."""
+        number of rows added so far in the current pass."""
         if labels is None:
             raise ValueError("labels: a batch needs its labels")
         x, dtype, y, lcode, w = _native.arrays(probs, labels, weights, "logits" if self._options.get("logits") else "probs")
@@ -344,8 +368,17 @@ class Accumulator:
         _native.check(code, msg)
         return int(msg)
 
+    def second_pass(self):
+        """Begin the second pass (passes == 2): the maps of ece_variational
+        are fitted on the first pass's samples; then add every row again,
+        in the same order, and finish()."""
+        code, msg = self._check().stream_pass(self._h)
+        _native.check(code, msg)
+        self._pass = 2
+
     def state(self):
-        """The sums as JSON (evaluate.Sums's state, the --stream state)."""
+        """The first pass's sums as JSON (evaluate.Sums's state, the
+        --stream state)."""
         code, msg = self._check().stream_state(self._h)
         _native.check(code, msg)
         return msg
@@ -358,11 +391,16 @@ class Accumulator:
         return Evaluation(msg)
 
     def __getstate__(self):
-        return {"options": self._options, "name": self._name, "state": self.state()}
+        st = {"options": self._options, "name": self._name, "state": self.state(), "source": self._source}
+        if self._pass == 2:
+            code, msg = self._check().stream_kernel_state(self._h)
+            _native.check(code, msg)
+            st["kernel_state"] = msg
+        return st
 
     def __setstate__(self, st):
         self._options, self._name = st["options"], st["name"]
-        self._open(st["state"])
+        self._open(st["state"], st.get("source"), st.get("kernel_state"))
 
     def __del__(self):
         h, b = getattr(self, "_h", None), getattr(self, "_backend", None)

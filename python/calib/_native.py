@@ -200,6 +200,10 @@ class _Library:
         lib.calib_stream_merge.argtypes = [i64, i64, ctypes.POINTER(vp)]
         lib.calib_stream_state.restype = c_int
         lib.calib_stream_state.argtypes = [i64, ctypes.POINTER(vp)]
+        lib.calib_stream_pass.restype = c_int
+        lib.calib_stream_pass.argtypes = [i64, ctypes.POINTER(vp)]
+        lib.calib_stream_kernel_state.restype = c_int
+        lib.calib_stream_kernel_state.argtypes = [i64, ctypes.POINTER(vp)]
         lib.calib_stream_finish.restype = c_int
         lib.calib_stream_finish.argtypes = [i64, ctypes.POINTER(vp)]
         lib.calib_stream_free.argtypes = [i64]
@@ -313,9 +317,16 @@ class _Library:
         code = fn(*args, ctypes.byref(out))
         return code, self._string(out.value)
 
-    def stream_new(self, name, options, state):
-        req = json.dumps({"name": name, "options": options, "state": json.loads(state) if state else None}).encode()
+    def stream_new(self, name, options, state, source=None, kernel_state=None):
+        req = json.dumps({"name": name, "options": options, "state": json.loads(state) if state else None,
+                          "source": source or "", "kernel_state": json.loads(kernel_state) if kernel_state else None}).encode()
         return self._plain(self.lib.calib_stream_new, req)
+
+    def stream_pass(self, h):
+        return self._plain(self.lib.calib_stream_pass, h)
+
+    def stream_kernel_state(self, h):
+        return self._plain(self.lib.calib_stream_kernel_state, h)
 
     def stream_add(self, h, x, dtype, labels, lcode, weights):
         return self._plain(self.lib.calib_stream_add, h, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights))

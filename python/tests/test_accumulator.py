@@ -25,14 +25,15 @@ def cli_stream(cli, *flags):
 
 def test_batches_match_cli_stream(cli):
     z, y = data()
-    want = cli_stream(cli, "--metrics", calib.Accumulator.DEFAULT_METRICS)
-    acc = calib.Accumulator(logits=True)
+    want = cli_stream(cli, "--metrics", calib.Accumulator.ONE_PASS_METRICS)
+    acc = calib.Accumulator(logits=True, metrics=calib.Accumulator.ONE_PASS_METRICS)
+    assert acc.passes == 1
     for i in range(0, len(y), 300):
         acc.add(z[i:i + 300], y[i:i + 300])
     assert strip_run(acc.finish().to_dict()) == want
     # Other batch sizes: the same sums but for the last bits of the
     # order-dependent float sums.
-    acc = calib.Accumulator(logits=True)
+    acc = calib.Accumulator(logits=True, metrics=calib.Accumulator.ONE_PASS_METRICS)
     for i in range(0, len(y), 777):
         acc.add(z[i:i + 777], y[i:i + 777])
     got = acc.finish()
@@ -53,9 +54,10 @@ def test_options_and_weights_match_cli(cli, tmp_path):
 
 def test_merge_and_pickle():
     z, y = data()
-    whole = calib.Accumulator(logits=True)
+    one = calib.Accumulator.ONE_PASS_METRICS
+    whole = calib.Accumulator(logits=True, metrics=one)
     whole.add(z, y)
-    a, b = calib.Accumulator(logits=True), calib.Accumulator(logits=True)
+    a, b = calib.Accumulator(logits=True, metrics=one), calib.Accumulator(logits=True, metrics=one)
     a.add(z[:1000], y[:1000])
     b.add(z[1000:], y[1000:])
     b2 = pickle.loads(pickle.dumps(b))  # as a data loader's worker would send it
@@ -73,8 +75,7 @@ def test_merge_and_pickle():
 
 def test_refusals():
     z, y = data()
-    with pytest.raises(ValueError, match="second pass"):
-        calib.Accumulator(metrics="ece_kde")
+    assert calib.Accumulator(metrics="ece_kde").passes == 2
     with pytest.raises(ValueError, match="does not apply to batches"):
         calib.Accumulator(rows=10)
     with pytest.raises(ValueError, match="unknown flag"):
@@ -102,7 +103,7 @@ def test_merge_across_processes(tmp_path):
 import pickle, sys, numpy as np, calib
 z = np.load({os.path.join(D, 'logits.npy')!r}); y = np.load({os.path.join(D, 'labels.npy')!r})
 i, j = int(sys.argv[1]), int(sys.argv[2])
-acc = calib.Accumulator(logits=True)
+acc = calib.Accumulator(logits=True, metrics=calib.Accumulator.ONE_PASS_METRICS)
 acc.add(z[i:j], y[i:j])
 open(sys.argv[3], "wb").write(pickle.dumps(acc))
 """
@@ -115,7 +116,7 @@ open(sys.argv[3], "wb").write(pickle.dumps(acc))
         subprocess.run([sys.executable, "-c", code, str(i), str(j), str(out)], check=True)
         parts.append(pickle.loads(out.read_bytes()))
     assert parts[0].merge(parts[1]) == len(y)
-    whole = calib.Accumulator(logits=True)
+    whole = calib.Accumulator(logits=True, metrics=calib.Accumulator.ONE_PASS_METRICS)
     whole.add(z, y)
     for e, w in zip(parts[0].finish().results, whole.finish().results):
         assert abs(e["value"] - w["value"]) <= 1e-12 * max(1, abs(w["value"]))
@@ -153,7 +154,7 @@ a = calib.Accumulator(logits=True)
 a.add(z[:100], y[:100])
 b = calib._native.backend()
 b.proc.kill(); b.proc.wait()          # the worker dies (as after a Ctrl-C)
-c = calib.Accumulator(logits=True)    # a new worker, handles from 1 again
+c = calib.Accumulator(logits=True, metrics="brier")  # a new worker, handles from 1 again
 c.add(z[:10], y[:10])
 try:
     a.add(z[100:110], y[100:110]); print("added")
@@ -163,3 +164,60 @@ print("c", c.finish().n)
 """, env={"CALIB_BACKEND": "subprocess"}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "refused: calib: the out-of-process backend holding this Accumulator restarted" in out.stdout and "c 10" in out.stdout
+
+
+def test_two_passes_match_cli_stream(cli):
+    """The default metrics (the headline first) in two passes: the JSON of
+    calib eval --stream on the same rows; pickled between and within the
+    passes, the same."""
+    z, y = data()
+    want = cli_stream(cli)
+    acc = calib.Accumulator(logits=True)
+    assert (acc.passes, acc.current_pass) == (2, 1)
+    for i in range(0, len(y), 300):
+        acc.add(z[i:i + 300], y[i:i + 300])
+    with pytest.raises(ValueError, match="need a second pass over the data: begin the second pass"):
+        acc.finish()
+    acc = pickle.loads(pickle.dumps(acc))
+    acc.second_pass()
+    assert acc.current_pass == 2
+    for i in range(0, len(y), 300):
+        acc.add(z[i:i + 300], y[i:i + 300])
+        if i == 900:
+            acc = pickle.loads(pickle.dumps(acc))
+    got = acc.finish()
+    assert strip_run(got.to_dict()) == want
+    assert got.results[0]["metric"] == "ece_variational" and got.headline["metric"] == "ece_variational"
+
+
+def test_second_pass_refusals():
+    z, y = data()
+    acc = calib.Accumulator(logits=True)
+    with pytest.raises(ValueError, match="no rows in the first pass"):
+        acc.second_pass()
+    acc.add(z[:1000], y[:1000])
+    acc.second_pass()
+    with pytest.raises(ValueError, match="the second pass has begun"):
+        acc.second_pass()
+    with pytest.raises(ValueError, match="does not merge"):
+        acc.merge(calib.Accumulator(logits=True))
+    acc.add(z[:600], y[:600])
+    with pytest.raises(ValueError, match="has 600 of the first's 1000 rows"):
+        acc.finish()
+    with pytest.raises(ValueError, match="would hold 1001 rows, the first holds 1000"):
+        acc.add(z[600:1001], y[600:1001])
+    # The rows at other places (a loader that reshuffles): refused.
+    acc.add(z[999:599:-1], y[999:599:-1])
+    with pytest.raises(ValueError, match="not the first pass's 1000"):
+        acc.finish()
+    # Merged first passes do not make a second.
+    a, b = calib.Accumulator(logits=True), calib.Accumulator(logits=True)
+    a.add(z[:500], y[:500])
+    b.add(z[500:1000], y[500:1000])
+    a.merge(b)
+    with pytest.raises(ValueError, match="rows of 2 runs or sources"):
+        a.second_pass()
+    one = calib.Accumulator(logits=True, metrics="brier")
+    one.add(z[:10], y[:10])
+    with pytest.raises(ValueError, match="make one pass"):
+        one.second_pass()

@@ -140,8 +140,8 @@ def test_maps_and_accumulator_match_cli(cli, tmp_path, name, logits, labels):
     a, b = json.loads(out), json.loads(cal.map_)
     a.pop("provenance"), b.pop("provenance")
     assert a == b
-    _, out, _ = run_cli(cli, "eval", logits, "--labels", labels, "--logits", "--stream", "--rows", "500", "--json", "--metrics", calib.Accumulator.DEFAULT_METRICS)
-    acc = calib.Accumulator(logits=True)
+    _, out, _ = run_cli(cli, "eval", logits, "--labels", labels, "--logits", "--stream", "--rows", "500", "--json", "--metrics", calib.Accumulator.ONE_PASS_METRICS)
+    acc = calib.Accumulator(logits=True, metrics=calib.Accumulator.ONE_PASS_METRICS)
     for i in range(0, len(y), 500):
         acc.add(z[i:i + 500], y[i:i + 500])
     assert strip_run(acc.finish().to_dict()) == strip_run(json.loads(out))

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -21,17 +22,42 @@ import (
 )
 
 // accumulator is a streamed evaluation fed batch by batch (calib eval
-// --stream's first pass, evaluate.Sums): its own rows are the source
-// "batches of accumulator <random hex>", numbered in the order they are
-// added. id is its handle.
+// --stream's passes): its own rows are the source "batches of accumulator
+// <random hex>", numbered in the order they are added. The first pass
+// adds them to sums (evaluate.Sums); where the metrics need a second
+// (KernelPass: ece_variational's maps, the kernel sums at sampled points,
+// data-dependent bins), Pass begins it and the same rows, in the same
+// order, go to ks. id is its handle.
 type accumulator struct {
 	sync.Mutex
 	id     int64
 	sums   *evaluate.Sums
+	ks     *evaluate.KernelSums // the second pass's sums, once begun
 	input  data.Options
 	name   string
 	source string
-	rows   int64
+	rows   int64 // the first pass's rows (the next row's number)
+}
+
+// passes returns the number of passes the accumulator's metrics make and
+// the one it is in.
+func (a *accumulator) passes() (passes, current int) {
+	passes, current = 1, 1
+	if a.sums.KernelPass() {
+		passes = 2
+	}
+	if a.ks != nil {
+		current = 2
+	}
+	return passes, current
+}
+
+// handle is calib_stream_new's answer.
+type handle struct {
+	Handle int64  `json:"handle"`
+	Passes int    `json:"passes"`
+	Pass   int    `json:"pass"`
+	Source string `json:"source"`
 }
 
 var accumulators = struct {
@@ -64,20 +90,24 @@ func withAccumulator(h C.int64_t, out **C.char, f func(a *accumulator) (string, 
 	})
 }
 
-func register(a *accumulator) string {
+func register(a *accumulator) (string, error) {
 	accumulators.Lock()
 	defer accumulators.Unlock()
 	accumulators.next++
-	id := accumulators.next
-	// The rows' source is unique across processes too, so that the
-	// states of accumulators filled in several processes merge.
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported systems
+	a.id = accumulators.next
+	if a.source == "" {
+		// The rows' source is unique across processes too, so that the
+		// states of accumulators filled in several processes merge.
+		var u [16]byte
+		if _, err := rand.Read(u[:]); err != nil {
+			panic(err) // crypto/rand does not fail on supported systems
+		}
+		a.source = fmt.Sprintf("batches of accumulator %x", u)
 	}
-	a.id, a.source = id, fmt.Sprintf("batches of accumulator %x", u)
-	accumulators.m[id] = a
-	return fmt.Sprint(id)
+	accumulators.m[a.id] = a
+	passes, current := a.passes()
+	b, err := json.Marshal(handle{Handle: a.id, Passes: passes, Pass: current, Source: a.source})
+	return string(b), err
 }
 
 // streamRequest is calib_stream_new's JSON document.
@@ -85,11 +115,15 @@ type streamRequest struct {
 	Name    string          `json:"name"`    // what the messages call the batches
 	Options json.RawMessage `json:"options"` // calib eval's flags
 	State   json.RawMessage `json:"state"`   // a state from calib_stream_state to start from
+	// Source names the rows of a restored accumulator (its handle's
+	// source), Kernel its second pass's state (calib_stream_kernel_state).
+	Source string          `json:"source"`
+	Kernel json.RawMessage `json:"kernel_state"`
 }
 
-// newAccumulator parses the options as calib eval --stream does, starts
-// from the state, if any, and refuses the metrics that need a second pass
-// over the data (the kernel sums at the evaluation points).
+// newAccumulator parses the options as calib eval --stream does and
+// starts from the state, if any: its first pass's sums, its rows' source
+// and its second pass's sums.
 func newAccumulator(r streamRequest) (*accumulator, error) {
 	flags, err := Args(r.Options)
 	if err != nil {
@@ -108,15 +142,30 @@ func newAccumulator(r streamRequest) (*accumulator, error) {
 			return nil, fmt.Errorf("state: %w", err)
 		}
 	}
-	if s.KernelPass() {
-		return nil, fmt.Errorf("%s: the metrics %s need a second pass over the data (ece_variational: its maps are fitted between the passes; ece_kde, ece_witness, mmce and sharpness: the kernel sums at sampled points; binned metrics with data-dependent bins: the scores near the edges); an accumulator makes one pass: choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...) or evaluate the whole set", r.Name, so.Metrics)
+	if len(r.Source) > maxSource {
+		return nil, fmt.Errorf("source: %d bytes, want at most %d", len(r.Source), maxSource)
 	}
-	if r.Name == "" {
-		r.Name = "batch"
+	a := &accumulator{sums: s, input: in, name: r.Name, source: r.Source, rows: s.N()} // rows numbered on from the state's
+	if len(r.Kernel) > 0 && string(r.Kernel) != "null" {
+		if !s.KernelPass() {
+			return nil, fmt.Errorf("kernel_state: the metrics %s make one pass", so.Metrics)
+		}
+		if r.Source == "" {
+			return nil, fmt.Errorf("kernel_state: a second pass needs the source of its rows")
+		}
+		a.ks = new(evaluate.KernelSums)
+		if err := a.ks.UnmarshalJSON(r.Kernel); err != nil {
+			return nil, fmt.Errorf("kernel_state: %w", err)
+		}
 	}
-	// Rows are numbered on from the state's in the messages.
-	return &accumulator{sums: s, input: in, name: r.Name, rows: s.N()}, nil
+	if a.name == "" {
+		a.name = "batch"
+	}
+	return a, nil
 }
+
+// maxSource bounds the length of a restored accumulator's source name.
+const maxSource = 256
 
 //export calib_stream_new
 func calib_stream_new(req *C.char, out **C.char) C.int {
@@ -129,26 +178,44 @@ func calib_stream_new(req *C.char, out **C.char) C.int {
 		if err != nil {
 			return "", codeInput, err
 		}
-		return register(a), codeOK, nil
+		h, err := register(a)
+		if err != nil {
+			return "", codeFailure, err
+		}
+		return h, codeOK, nil
 	})
 }
 
 //export calib_stream_add
 func calib_stream_add(h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
 	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
-		name := fmt.Sprintf("%s (rows %d to %d of the stream)", a.name, a.rows+1, a.rows+int64(n))
+		first, where := a.rows, "of the stream"
+		if a.ks != nil {
+			first, where = a.ks.N(), "of the second pass"
+		}
+		name := fmt.Sprintf("%s (rows %d to %d %s)", a.name, first+1, first+int64(n), where)
 		arr, err := arrays(x, dtype, n, cols, labels, ldtype, weights, name)
 		if err != nil {
 			return "", codeInput, err
 		}
 		if n == 0 {
-			return "0", codeOK, nil
+			return fmt.Sprint(first), codeOK, nil
 		}
 		s, err := arr.Load(name, a.input)
 		if err != nil {
 			return "", codeInput, err
 		}
-		if err := a.sums.Add(&evaluate.Batch{Set: s, Source: a.source, Offset: a.rows}); err != nil {
+		b := &evaluate.Batch{Set: s, Source: a.source, Offset: first}
+		if a.ks != nil {
+			if first+int64(n) > a.sums.N() {
+				return inputError("%s: the second pass would hold %d rows, the first holds %d (the second must add the same rows in the same order)", name, first+int64(n), a.sums.N())
+			}
+			if err := a.ks.Add(context.Background(), b, 0); err != nil {
+				return "", codeInput, err
+			}
+			return fmt.Sprint(a.ks.N()), codeOK, nil
+		}
+		if err := a.sums.Add(b); err != nil {
 			return "", codeInput, err
 		}
 		a.rows += int64(n)
@@ -180,6 +247,9 @@ func calib_stream_merge(h, other C.int64_t, out **C.char) C.int {
 		defer first.Unlock()
 		second.Lock()
 		defer second.Unlock()
+		if a.ks != nil || b.ks != nil {
+			return inputError("an accumulator in its second pass does not merge: the second pass gives the first's rows again, in the same order, to the accumulator that made the first (merge the first passes, then begin the second)")
+		}
 		if err := a.sums.Merge(b.sums); err != nil {
 			return "", codeInput, err
 		}
@@ -198,10 +268,58 @@ func calib_stream_state(h C.int64_t, out **C.char) C.int {
 	})
 }
 
+// secondPassAdvice says how to begin the second pass.
+const secondPassAdvice = "begin the second pass (Accumulator.second_pass()) and add every row again, in the same order (ece_variational fits its maps on the first pass's samples and sums every row's gains in the second; ece_kde, ece_witness, mmce and sharpness sum kernels at points the first pass sampled; data-dependent bins collect the scores near their edges), or choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...)"
+
+//export calib_stream_pass
+func calib_stream_pass(h C.int64_t, out **C.char) C.int {
+	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
+		if passes, current := a.passes(); passes == 1 {
+			return inputError("%s: the metrics make one pass: finish() needs no second", a.name)
+		} else if current == 2 {
+			return inputError("%s: the second pass has begun", a.name)
+		}
+		if a.sums.N() == 0 {
+			return inputError("%s: no rows in the first pass", a.name)
+		}
+		// The second pass numbers its rows as the first did: every row
+		// must be this accumulator's own.
+		if rs := a.sums.Rows(); len(rs) != 1 || rs[0].Source != a.source || rs[0].From != 0 || rs[0].To != a.sums.N() {
+			return inputError("%s: the first pass holds rows of %d runs or sources (merged accumulators, or a restored state and more rows): a second pass gives the rows again to the accumulator that added them all; evaluate sets spread over several accumulators with calib eval --stream or evaluate", a.name, len(rs))
+		}
+		ks, err := a.sums.KernelSumsContext(context.Background(), 0, 1)
+		if err != nil {
+			return "", codeInput, fmt.Errorf("%s: %w", a.name, err)
+		}
+		a.ks = ks
+		return "2", codeOK, nil
+	})
+}
+
+//export calib_stream_kernel_state
+func calib_stream_kernel_state(h C.int64_t, out **C.char) C.int {
+	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
+		if a.ks == nil {
+			return "null", codeOK, nil
+		}
+		b, err := json.Marshal(a.ks)
+		if err != nil {
+			return "", codeFailure, err
+		}
+		return string(b), codeOK, nil
+	})
+}
+
 //export calib_stream_finish
 func calib_stream_finish(h C.int64_t, out **C.char) C.int {
 	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
-		ev, err := evaluate.Finish(a.sums, nil)
+		if a.sums.KernelPass() && a.ks == nil && a.sums.N() > 0 {
+			return inputError("%s: the metrics %s need a second pass over the data: %s", a.name, a.sums.Metrics(), secondPassAdvice)
+		}
+		if a.ks != nil && a.ks.N() != a.sums.N() {
+			return inputError("%s: the second pass has %d of the first's %d rows: add them all, in the same order, before finish()", a.name, a.ks.N(), a.sums.N())
+		}
+		ev, err := evaluate.Finish(a.sums, a.ks)
 		if err != nil {
 			return "", codeInput, fmt.Errorf("%s: %w", a.name, err)
 		}
