@@ -285,6 +285,13 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 			self[i] = j
 		}
 	}
+	// ece_variational first: a batch its maps refuse leaves every sum as
+	// it was.
+	if ks.st.Variational != nil {
+		if err := ks.st.Variational.add(b); err != nil {
+			return err
+		}
+	}
 	if ks.st.MMCE != nil {
 		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
@@ -298,11 +305,6 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	if ks.st.Cells != nil {
 		if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
 			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
-		}
-	}
-	if ks.st.Variational != nil {
-		if err := ks.st.Variational.add(b); err != nil {
-			return err
 		}
 	}
 	ks.st.Rows += int64(b.N)

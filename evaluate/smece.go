@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,6 +217,13 @@ func (ss *smeceSums) check(c *streamConfig, k int, binary bool) error {
 	}
 	if ss.Top == nil || (ss.Binary != nil) != binary || len(ss.Class) != want || slices.Contains(ss.Class, nil) {
 		return errors.New("missing or inconsistent smece sums")
+	}
+	o := c.SmECE
+	o.Eps = cmp.Or(o.Eps, smooth.DefaultEps)
+	for _, sm := range append([]*smooth.Sums{ss.Top, ss.Binary}, ss.Class...) {
+		if sm != nil && sm.Options() != o {
+			return fmt.Errorf("smece sums of %+v in a stream of %+v", sm.Options(), o)
+		}
 	}
 	return nil
 }

@@ -909,6 +909,17 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	if got.N != 1000 || got.WeightSum != mem.WeightSum {
 		t.Errorf("n %d, weight %v; in memory %v", got.N, got.WeightSum, mem.WeightSum)
 	}
+	// The default metrics too (smece's grids take a batch of zero
+	// weights): every entry computed.
+	def, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range def.Results {
+		if e.Error != "" {
+			t.Errorf("defaults: %s: %s", key(e), e.Error)
+		}
+	}
 	for i, e := range got.Results {
 		if d := math.Abs(float64(*e.Value) - float64(*mem.Results[i].Value)); d > 1e-12 {
 			t.Errorf("%s = %v, in memory %v", key(e), *e.Value, *mem.Results[i].Value)

@@ -105,6 +105,10 @@ var AllEstimators = []string{EstVariational, EstVariationalConditional, EstVaria
 type EstimatorCell struct {
 	Family synth.Family
 	N      int
+	// Sampled runs EstVariationalStreamed where Estimators is nil (the
+	// sampled part's cells): elsewhere its samples hold every row and it
+	// repeats EstVariational.
+	Sampled bool
 }
 
 // EstimatorsOptions configures Estimators. The zero value is the full
@@ -124,8 +128,9 @@ type EstimatorsOptions struct {
 	KernelMaxWork float64
 	// Parts are the parts run: "synthetic" (Cells), "sampled"
 	// (SampledEstimatorCells: where a streamed estimate's samples hold
-	// a part of the rows) and "paper" (the
-	// variational paper's published settings, PaperRow); nil means both.
+	// a part of the rows; not run by default) and "paper" (the
+	// variational paper's published settings, PaperRow); nil means
+	// synthetic and paper.
 	Parts []string
 	// Estimators are the estimators run (AllEstimators' names); nil means
 	// all of them.
@@ -167,7 +172,7 @@ func DefaultEstimatorCells(quick bool) []EstimatorCell {
 	if quick {
 		for _, k := range []int{4, 20} {
 			fams := estimatorFamilies(k, 1)
-			cells = append(cells, EstimatorCell{fams[0], 500}, EstimatorCell{fams[4], 500})
+			cells = append(cells, EstimatorCell{Family: fams[0], N: 500}, EstimatorCell{Family: fams[4], N: 500})
 		}
 		return cells
 	}
@@ -178,13 +183,13 @@ func DefaultEstimatorCells(quick bool) []EstimatorCell {
 				continue
 			}
 			for _, f := range fams {
-				cells = append(cells, EstimatorCell{f, n})
+				cells = append(cells, EstimatorCell{Family: f, N: n})
 			}
 		}
 	}
 	for _, k := range []int{20, 50, 100} {
 		for _, f := range estimatorFamilies(k, 1/float64(k)) {
-			cells = append(cells, EstimatorCell{f, 5000})
+			cells = append(cells, EstimatorCell{Family: f, N: 5000})
 		}
 	}
 	return cells
@@ -199,12 +204,12 @@ func DefaultEstimatorCells(quick bool) []EstimatorCell {
 // (sampledQuickCapacity).
 func SampledEstimatorCells(quick bool) []EstimatorCell {
 	if quick {
-		return []EstimatorCell{{estimatorFamilies(20, 1.0/20)[0], 2000}}
+		return []EstimatorCell{{Family: estimatorFamilies(20, 1.0/20)[0], N: 2000, Sampled: true}}
 	}
 	var cells []EstimatorCell
 	for _, k := range []int{20, 50, 100} {
 		for _, f := range estimatorFamilies(k, 1/float64(k)) {
-			cells = append(cells, EstimatorCell{f, 50000})
+			cells = append(cells, EstimatorCell{Family: f, N: 50000, Sampled: true})
 		}
 	}
 	return cells
@@ -555,7 +560,9 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 	}
 	for ci, c := range cells {
 		fam, n := c.Family, c.N
-		rows, err := run.setting(ctx, fam, fam.K, n, 11, ci, EstimatorRow{Setting: fmt.Sprintf("%v, n = %d", fam, n), Family: familyName(fam),
+		cr := run
+		cr.sampled = c.Sampled
+		rows, err := cr.setting(ctx, fam, fam.K, n, 11, ci, EstimatorRow{Setting: fmt.Sprintf("%v, n = %d", fam, n), Family: familyName(fam),
 			Alpha: fam.Alpha, K: fam.K, N: n})
 		if err != nil {
 			return nil, fmt.Errorf("experiment: %v, n = %d: %w", fam, n, err)
@@ -574,6 +581,7 @@ type estimatorsRun struct {
 	maxWork       float64
 	only          []string // EstimatorsOptions.Estimators
 	quick         bool
+	sampled       bool // the cell's EstimatorCell.Sampled
 }
 
 // wants reports whether any of the estimators named is run.
@@ -654,7 +662,7 @@ func (run estimatorsRun) setting(ctx context.Context, set setting, k, n, tag, in
 				return nil, err
 			}
 		}
-		if run.wants(EstVariationalStreamed) {
+		if run.wants(EstVariationalStreamed) && (run.only != nil || run.sampled) {
 			t0 := time.Now()
 			r1, r2, err := run.streamed(ctx, s)
 			if err != nil && ctx.Err() != nil {

@@ -23,7 +23,7 @@ import (
 // same rows; the table names every estimator.
 func TestEstimatorsSmall(t *testing.T) {
 	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	o := EstimatorsOptions{Cells: []EstimatorCell{{fam, 1000}}, Parts: []string{"synthetic"}, Reps: 3, GroundSamples: 50000, Seed: 3}
+	o := EstimatorsOptions{Cells: []EstimatorCell{{Family: fam, N: 1000, Sampled: true}}, Parts: []string{"synthetic"}, Reps: 3, GroundSamples: 50000, Seed: 3}
 	r, err := Estimators(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestEstimatorsPaper(t *testing.T) {
 func TestEstimatorsOnly(t *testing.T) {
 	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.PriorShift, Param: 0.5, Seed: 1}
 	only := []string{EstVariational, EstVariationalConditional}
-	r, err := Estimators(context.Background(), EstimatorsOptions{Cells: []EstimatorCell{{fam, 500}}, Parts: []string{"synthetic"},
+	r, err := Estimators(context.Background(), EstimatorsOptions{Cells: []EstimatorCell{{Family: fam, N: 500}}, Parts: []string{"synthetic"},
 		Estimators: only, Reps: 3, GroundSamples: 20000, Seed: 2})
 	if err != nil {
 		t.Fatal(err)

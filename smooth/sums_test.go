@@ -90,6 +90,9 @@ func TestSumsRefuse(t *testing.T) {
 	if _, err := smooth.NewSums(smooth.Options{Sigma: 2}); !errors.Is(err, smooth.ErrInput) {
 		t.Errorf("sigma 2: %v", err)
 	}
+	if _, err := smooth.NewSums(smooth.Options{Eps: 1}); !errors.Is(err, smooth.ErrInput) {
+		t.Errorf("eps 1: %v", err)
+	}
 	s, _ := smooth.NewSums(smooth.Options{})
 	if err := s.Add([]float64{0.5, 1.5}, []float64{0, 1}, nil); !errors.Is(err, smooth.ErrInput) || s.N() != 0 {
 		t.Errorf("score 1.5: %v, %d rows", err, s.N())
@@ -101,7 +104,13 @@ func TestSumsRefuse(t *testing.T) {
 	if err := s.Merge(other); !errors.Is(err, smooth.ErrInput) {
 		t.Errorf("merge: %v", err)
 	}
+	// A batch whose weights are all zero adds no row (a stream's shard of
+	// zero weights), and is no error.
+	if err := s.Add([]float64{0.5}, []float64{1}, []float64{0}); err != nil || s.N() != 0 {
+		t.Errorf("zero weights: %v, %d rows", err, s.N())
+	}
 	for _, b := range []string{`{"kind":"smooth.Sums","version":1,"eps":0.001,"grids":[1001],"res":[[]],"ones":[[]],"n":0,"w":0}`,
+		`{"kind":"smooth.Sums","version":1,"eps":2,"grids":[],"res":[],"ones":[],"n":1,"w":1}`,
 		`{"kind":"smooth.Sums","version":2}`, `[]`} {
 		var v smooth.Sums
 		if err := json.Unmarshal([]byte(b), &v); err == nil {

@@ -459,17 +459,20 @@ func (ft *Fitted) Add(gs *GainSums, b *data.Set, shard int, offset int64) error 
 	if cols != ft.LogitCols {
 		return fmt.Errorf("%w: a batch of %d logit columns for maps fitted on %d", ErrInput, cols, ft.LogitCols)
 	}
+	// The batch's sums first, added to gs once every map has applied: a
+	// batch that fails leaves gs as it was.
+	add := ft.NewSums()
 	byFold := make([][]int, ft.Folds)
 	for i := range b.N {
 		w := mathx.Weight(b.Weights, i)
 		key := rowKey(ft.Seed, b.Labels[i], b.Probs[i*b.K:(i+1)*b.K], shard, offset+int64(i))
 		f := rowkey.Fold(key, foldSalt, ft.Folds)
 		byFold[f] = append(byFold[f], i)
-		gs.KeySum += key
-		gs.N++
-		gs.SW += w
-		gs.SW2 += w * w
-		gs.FoldW[f] += w
+		add.KeySum += key
+		add.N++
+		add.SW += w
+		add.SW2 += w * w
+		add.FoldW[f] += w
 	}
 	for f, idx := range byFold {
 		if len(idx) == 0 {
@@ -486,7 +489,7 @@ func (ft *Fitted) Add(gs *GainSums, b *data.Set, shard int, offset int64) error 
 				}
 				applied[fl.Family] = out
 			}
-			s := &gs.Gain[l]
+			s := &add.Gain[l]
 			for a, i := range idx {
 				w := mathx.Weight(b.Weights, i)
 				g := gain(streamLosses[l], part.Probs[a*b.K:(a+1)*b.K], out[a*b.K:(a+1)*b.K], part.Labels[a])
@@ -496,7 +499,7 @@ func (ft *Fitted) Add(gs *GainSums, b *data.Set, shard int, offset int64) error 
 			}
 		}
 	}
-	return nil
+	return gs.Merge(add)
 }
 
 // apply returns the probabilities of the rows of part under family j's

@@ -221,3 +221,19 @@ def test_second_pass_refusals():
     one.add(z[:10], y[:10])
     with pytest.raises(ValueError, match="make one pass"):
         one.second_pass()
+
+
+def test_copies_of_an_empty_accumulator_merge():
+    """Copies of one pickled empty Accumulator (a data loader's workers)
+    number their rows apart, so their states merge."""
+    z, y = data()
+    one = calib.Accumulator.ONE_PASS_METRICS
+    blob = pickle.dumps(calib.Accumulator(logits=True, metrics=one))
+    a, b = pickle.loads(blob), pickle.loads(blob)
+    a.add(z[:700], y[:700])
+    b.add(z[700:], y[700:])
+    assert a.merge(b) == len(y)
+    whole = calib.Accumulator(logits=True, metrics=one)
+    whole.add(z, y)
+    for e, w in zip(a.finish().results, whole.finish().results):
+        assert abs(e["value"] - w["value"]) <= 1e-12 * max(1, abs(w["value"]))

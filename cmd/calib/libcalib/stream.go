@@ -145,23 +145,45 @@ func newAccumulator(r streamRequest) (*accumulator, error) {
 	if len(r.Source) > maxSource {
 		return nil, fmt.Errorf("source: %d bytes, want at most %d", len(r.Source), maxSource)
 	}
-	a := &accumulator{sums: s, input: in, name: r.Name, source: r.Source, rows: s.N()} // rows numbered on from the state's
-	if len(r.Kernel) > 0 && string(r.Kernel) != "null" {
+	a := &accumulator{sums: s, input: in, name: r.Name, rows: s.N()} // rows numbered on from the state's
+	if a.name == "" {
+		a.name = "batch"
+	}
+	kernel := len(r.Kernel) > 0 && string(r.Kernel) != "null"
+	// The state's source names its rows; without rows a fresh one (copies
+	// of one empty state, filled apart, then merge).
+	if s.N() > 0 || kernel {
+		a.source = r.Source
+	}
+	if kernel {
 		if !s.KernelPass() {
 			return nil, fmt.Errorf("kernel_state: the metrics %s make one pass", so.Metrics)
-		}
-		if r.Source == "" {
-			return nil, fmt.Errorf("kernel_state: a second pass needs the source of its rows")
 		}
 		a.ks = new(evaluate.KernelSums)
 		if err := a.ks.UnmarshalJSON(r.Kernel); err != nil {
 			return nil, fmt.Errorf("kernel_state: %w", err)
 		}
-	}
-	if a.name == "" {
-		a.name = "batch"
+		if err := a.secondPassRows(); err != nil {
+			return nil, fmt.Errorf("kernel_state: %w", err)
+		}
+		if b, nb := a.ks.Block(); b != 0 || nb != 1 || a.ks.N() > s.N() {
+			return nil, fmt.Errorf("kernel_state: block %d of %d, %d rows for a first pass of %d", b, nb, a.ks.N(), s.N())
+		}
 	}
 	return a, nil
+}
+
+// secondPassRows reports a first pass whose rows a second cannot give
+// again in order: every row must be the accumulator's own, numbered from
+// 0 (the second pass numbers them so).
+func (a *accumulator) secondPassRows() error {
+	if a.sums.N() == 0 {
+		return fmt.Errorf("%s: no rows in the first pass", a.name)
+	}
+	if rs := a.sums.Rows(); len(rs) != 1 || rs[0].Source != a.source || rs[0].From != 0 || rs[0].To != a.sums.N() {
+		return fmt.Errorf("%s: the first pass holds rows of %d runs or sources (merged accumulators, or a restored state and more rows): a second pass gives the rows again to the accumulator that added them all; evaluate sets spread over several accumulators with calib eval --stream or evaluate", a.name, len(rs))
+	}
+	return nil
 }
 
 // maxSource bounds the length of a restored accumulator's source name.
@@ -279,13 +301,8 @@ func calib_stream_pass(h C.int64_t, out **C.char) C.int {
 		} else if current == 2 {
 			return inputError("%s: the second pass has begun", a.name)
 		}
-		if a.sums.N() == 0 {
-			return inputError("%s: no rows in the first pass", a.name)
-		}
-		// The second pass numbers its rows as the first did: every row
-		// must be this accumulator's own.
-		if rs := a.sums.Rows(); len(rs) != 1 || rs[0].Source != a.source || rs[0].From != 0 || rs[0].To != a.sums.N() {
-			return inputError("%s: the first pass holds rows of %d runs or sources (merged accumulators, or a restored state and more rows): a second pass gives the rows again to the accumulator that added them all; evaluate sets spread over several accumulators with calib eval --stream or evaluate", a.name, len(rs))
+		if err := a.secondPassRows(); err != nil {
+			return "", codeInput, err
 		}
 		ks, err := a.sums.KernelSumsContext(context.Background(), 0, 1)
 		if err != nil {

@@ -33,7 +33,10 @@ const autoStreamBytes = 2 << 30
 // that. Measured on 10^7 rows, K = 100 (7 NPY shards): 58 MB peak RSS; on
 // 1.43 x 10^6 of them, 61 MB with the limit, 103 MB without, 11 % more
 // time. A state larger than the limit slows the collector down (it takes
-// at most half the CPU), never the answer.
+// at most half the CPU), never the answer. The limit is the process's:
+// through the C ABI (Python), other Go work of the same process while a
+// stream runs shares it, and the last stream to end restores the limit
+// the first found.
 const StreamHeapLimit = 40 << 20
 
 // heapLimit counts the streamed evaluations running, the first of which
