@@ -234,7 +234,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				return nil, err
 			}
 			add(Result{Test: "skce", Notion: "canonical", Statistic: r.BlockValue, PValue: r.BlockP,
-				Method: fmt.Sprintf("block z-test, %d blocks of %d, width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
+				Method: fmt.Sprintf("block z-test, %d blocks of %d in a seeded row order (its p-value moves with the seed), width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
 		case "skce_u":
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: skce_u takes no weights")

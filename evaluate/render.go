@@ -83,6 +83,17 @@ func WriteText(w io.Writer, out *Evaluation) error {
 		return err
 	}
 	seen := map[string]bool{}
+	// A failed entry's message follows the table (its value cell says
+	// "error"), so that one long message does not widen every row.
+	for _, e := range out.Results {
+		if e.Error != "" {
+			what := strings.TrimSpace(string(e.Metric) + " " + notionCell(e))
+			if p := pCell(e); p != "-" && p != "" {
+				what += " p=" + p
+			}
+			fmt.Fprintf(w, "error: %s: %s\n", what, e.Error)
+		}
+	}
 	for _, e := range out.Results {
 		for _, m := range e.Warnings.Strings() {
 			what := string(e.Notion) + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
@@ -230,7 +241,7 @@ func settings(e *Result) string {
 
 func valueCell(e *Result) string {
 	if e.Error != "" {
-		return "error: " + e.Error
+		return "error (below)"
 	}
 	return floatCell(e.Value)
 }

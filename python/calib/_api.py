@@ -3,6 +3,8 @@ name in the Go library, on the caller's arrays, and returns what its --json
 prints."""
 
 import json
+import math
+import numbers
 import os
 
 from . import _native
@@ -218,16 +220,37 @@ def bandwidth(probs, labels, *, logits=False, weights=None, mode=None, objective
     return json.loads(_run("bandwidth", probs, labels, weights, logits, opts))
 
 
+def _one(name, value, valid):
+    """value, one of valid (a dict: alias -> name), or ValueError naming
+    the keyword."""
+    if not isinstance(value, str) or value not in valid:
+        raise ValueError(f"{name}={value!r}: want one of {', '.join(sorted(set(valid)))}")
+    return valid[value]
+
+
+def _one_p(p):
+    """p, one number >= 1, or ValueError (a list of p gives several
+    entries: calib.evaluate returns them all)."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (float(p) >= 1) or math.isinf(float(p)):
+        raise ValueError(f"p={p!r}: want one number >= 1 (for several, calib.evaluate(..., p=[...]) gives every entry)")
+    return p
+
+
 def _entry(ev, metric, notion=None, p=None, r=None):
     e = ev.get(metric, notion, p, r)
     if e is None:
-        raise KeyError(f"calib eval gave no {metric} entry (notion {notion}, p {p})")
+        have = sorted({x.get("notion", "") for x in ev.results if x.get("metric") == metric})
+        raise ValueError(f"this data has no {metric} entry of notion {notion} (it has: {', '.join(have) or 'none'})")
+    if e.get("error"):
+        raise ValueError(f"{metric} ({notion}): {e['error']}")
     return e["value"]
 
 
 def ece_witness(probs, labels, *, p=1, logits=False, weights=None, **options):
     """The canonical calibration error CE_p (p = 1 or 2) by the cross-fitted
     witness (the value of calib eval's ece_witness entry)."""
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError(f"p={p!r}: ece_witness estimates CE_1 (p=1) and CE_2^2 (p=2)")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_witness", p=p, **options)
     return _entry(ev, "ece_witness", "canonical", p)
 
@@ -236,8 +259,10 @@ def ece_kde(probs, labels, *, p=1, mode="canonical", bandwidth="auto", logits=Fa
     """The ECE^KDE estimate of CE_p^p (ECE^KDE paper eq. 2) for mode
     (canonical, top_label, class_wise or binary) at the bandwidth (a number,
     or "auto": leave-one-out maximum likelihood)."""
-    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_kde", mode=mode, p=p, bandwidth=bandwidth, **options)
-    return _entry(ev, "ece_kde", mode, p)
+    notion = _one("mode", mode, {"canonical": "canonical", "top_label": "top_label", "class_wise": "class_wise",
+                                 "marginal": "class_wise", "binary": "binary"})
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_kde", mode=notion, p=_one_p(p), bandwidth=bandwidth, **options)
+    return _entry(ev, "ece_kde", notion, p)
 
 
 def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, convention=None, logits=False, weights=None, **options):
@@ -245,8 +270,10 @@ def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, c
     confidence (mode="top_label", the usual ECE) or per class (class_wise)
     with equal-width bins (binning="equal_mass": equal-mass) under a tool's
     convention (convention="sklearn", "torchmetrics", ...)."""
-    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_bin", p=p, bins=bins, binning=binning, convention=convention, **options)
-    return _entry(ev, "ece_bin", mode, p)
+    notion = _one("mode", mode, {"top_label": "top_label", "class_wise": "class_wise", "marginal": "class_wise",
+                                 "canonical": "canonical", "binary": "binary"})
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_bin", p=_one_p(p), bins=bins, binning=binning, convention=convention, **options)
+    return _entry(ev, "ece_bin", notion, p)
 
 
 def ks_error(probs, labels, *, logits=False, weights=None, **options):

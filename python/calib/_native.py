@@ -106,8 +106,11 @@ def label_array(y, n, name="labels"):
     if kind == "b" or (kind in "iu" and a.dtype.itemsize < 4):
         a = a.astype(np.int32)
     elif kind == "u":
-        if a.size and a.max() > np.iinfo(np.int64).max:
-            raise ValueError(f"{name}: label {a.max()} is outside the range of labels")
+        # Compared as Python ints: numpy compares uint64 with int64 in
+        # float64, where 2^63 equals the int64 maximum.
+        if a.size and int(a.max()) > 2**31 - 1:
+            i = int(np.argmax(a))
+            raise ValueError(f"{name}: row {i + 1}: bad label: {int(a[i])} is outside the range of labels")
         a = a.astype(np.int64)
     elif kind == "f":
         a = a.astype(np.float64, copy=False)
@@ -182,6 +185,7 @@ class _Library:
         lib.calib_call_free.argtypes = [i64]
         lib.calib_free.argtypes = [vp]
         lib.calib_version.restype = vp
+        lib.calib_registry.restype = vp
         lib.calib_input_address.restype = ctypes.c_size_t
         lib.calib_input_address.argtypes = [vp, c_int, i64, i64]
         lib.calib_args.restype = c_int
@@ -283,6 +287,9 @@ class _Library:
 
     def version(self):
         return self._string(self.lib.calib_version())
+
+    def registry(self):
+        return json.loads(self._string(self.lib.calib_registry()))
 
     def args(self, options):
         out = ctypes.c_void_p()

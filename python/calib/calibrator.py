@@ -17,16 +17,17 @@ from . import _api, _native
 
 __all__ = ["Calibrator", "METHODS", "LOGIT_METHODS"]
 
-#: calib fit's methods (calib fit --help).
+#: calib fit's methods (calib fit --help; recal.Methods: a test checks
+#: them against the Go library's registry).
 METHODS = (
-    "temperature", "vector", "matrix", "matrix-odir", "dirichlet", "dirichlet-odir", "spline",
-    "isotonic", "histogram", "platt", "beta", "log-spline", "log-spline-shared",
+    "spline", "temperature", "vector", "matrix-odir", "dirichlet-odir",
+    "isotonic", "histogram", "platt", "beta", "log-spline",
 )
 
 
 #: The methods whose maps calib fit fits on logits only (--logits):
 #: recal.Method.NeedsLogits.
-LOGIT_METHODS = ("temperature", "vector", "matrix")
+LOGIT_METHODS = ("temperature", "vector", "matrix-odir")
 
 
 class _Params:
@@ -149,9 +150,12 @@ class Calibrator(_Params):
             text = f.read()
         try:
             doc = json.loads(text)
-            method, kind = doc["method"], doc["input"]
+            method, kind, k = doc["method"], doc["input"], doc["k"]
+            if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+                raise ValueError(f'"k" is {k!r}, not a number of classes')
         except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{path}: not a calib map: {e}") from None
+            missing = f"no {e} key" if isinstance(e, KeyError) else str(e)
+            raise ValueError(f"{path}: not a calib map: {missing}") from None
         c = cls(method=method, logits=(kind == "logits") if logits is None else logits)
         c.map_ = text
         c._set_fitted()

@@ -2,6 +2,8 @@
 (the array, 1-based row and column) and what is wrong, as the command line
 says it; none crashes the interpreter (the last test checks it is alive)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,67 @@ def test_non_contiguous_is_read_right():
 
 def test_interpreter_alive_and_library_usable():
     assert calib.evaluate(P, Y, metrics="brier").value("brier") > 0
+
+
+# Hostile inputs found by the third round (the Python package and the C
+# ABI): each now a clear ValueError, or the right answer.
+
+def test_methods_are_the_go_registry():
+    reg = calib._native.backend().registry()
+    assert list(calib.METHODS) == reg["methods"]
+    from calib.calibrator import LOGIT_METHODS
+    assert list(LOGIT_METHODS) == reg["logit_methods"]
+    for m in calib.METHODS:  # every advertised method fits
+        x = np.log(P) if m in LOGIT_METHODS else P
+        calib.Calibrator(m, logits=m in LOGIT_METHODS).fit(x, Y)
+
+
+def test_one_number_functions_take_one_notion_and_p():
+    # marginal is read as class_wise, as the command line reads it.
+    assert calib.ece_kde(P, Y, mode="marginal", bandwidth=0.1) == calib.ece_kde(P, Y, mode="class_wise", bandwidth=0.1)
+    for call, want in [(lambda: calib.ece_kde(P, Y, mode="all"), "mode='all'"),
+                       (lambda: calib.ece_kde(P, Y, p=[1, 2]), "p=[1, 2]"),
+                       (lambda: calib.ece_binned(P, Y, mode="bogus"), "mode='bogus'"),
+                       (lambda: calib.ece_witness(P, Y, p=3), "p=3"),
+                       (lambda: calib.ece_kde(P, Y, mode="binary", bandwidth=0.1), "the binary notion needs one-column input")]:
+        with pytest.raises(ValueError, match=want.replace("[", r"\[").replace("]", r"\]")):
+            call()
+
+
+def test_empty_batch_returns_the_running_count():
+    acc = calib.Accumulator(metrics="brier")
+    acc.add(P[:10], Y[:10])
+    assert acc.add(P[:0], Y[:0]) == 10
+
+
+def test_map_without_k_is_not_a_map(tmp_path):
+    doc = json.loads(calib.Calibrator("isotonic").fit(P, Y).map_)
+    del doc["k"]
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="not a calib map: no 'k' key"):
+        calib.Calibrator.load(tmp_path / "m.json")
+
+
+def test_uint64_label_past_int64():
+    y = Y.astype(np.uint64)
+    y[4] = 2**63
+    with pytest.raises(ValueError, match="row 5: bad label: 9223372036854775808"):
+        calib.evaluate(P, y)
+
+
+def test_a_name_is_never_a_flag():
+    for name in ("-h", "--stream", "--metrics=all"):
+        out = json.loads(calib._api._run("eval", P, Y, None, False, {"metrics": "brier"}, name=name))
+        assert [e["metric"] for e in out["results"]] == ["brier"]
+
+
+def test_apply_into_no_buffer():
+    b = calib._native.backend()
+    if not hasattr(b, "lib"):
+        pytest.skip("the out-of-process backend")
+    import ctypes
+    m = calib.Calibrator("isotonic").fit(P, Y).map_
+    x = np.ascontiguousarray(P)
+    out = ctypes.c_void_p()
+    code = b.lib.calib_apply(0, ('{"map":' + m + '}').encode(), x.ctypes.data, 0, x.shape[0], x.shape[1], None, 0, ctypes.byref(out))
+    assert code == 2 and "NULL buffer" in b._string(out.value)

@@ -132,6 +132,8 @@ func TestBeamHostileInputs(t *testing.T) {
 		{[]string{"--input", good, "--bins", "abc"}, "invalid value \"abc\" for flag -bins"},
 		{[]string{"--input", good, "--mode", "binary"}, "binary"},
 		{[]string{"--input", good, "--label-files", "nope/*.npy"}, "no file matches"},
+		{[]string{"--input", good, "--runner", "bogus", "--output", filepath.Join(dir, "out.json")}, `--runner "bogus": not a runner (registered: `},
+		{[]string{"--input", good, "--runner", "bogus", "--output", "-"}, `--runner "bogus": not a runner`},
 	} {
 		_, stderr, code := runBeam(t, dir, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

@@ -262,6 +262,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "calib-beam:", err)
 		return 2
 	}
+	if err := knownRunner(*runners.Runner); err != nil {
+		fmt.Fprintln(stderr, "calib-beam:", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, &c, set, stdout, stderr)
 	interrupted := ctx.Err() != nil // before stop, which cancels ctx
@@ -290,6 +294,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// registeredRunners are the names Beam's runners register under, those
+// that beamx (which calib-beam runs through) imports: Beam exits the
+// process with a log line on any other name, which calib-beam shows only
+// with --verbose. TestRegisteredRunners checks the list against Beam's
+// registry.
+var registeredRunners = []string{"DataflowRunner", "DirectRunner", "FlinkRunner", "PortableRunner", "PrismRunner", "SparkRunner",
+	"dataflow", "direct", "dot", "flink", "portable", "prism", "spark", "universal"}
+
+// knownRunner refuses a --runner that Beam has not registered, naming
+// those it has ("" is beamx's default).
+func knownRunner(name string) error {
+	if name == "" || slices.Contains(registeredRunners, name) {
+		return nil
+	}
+	return fmt.Errorf("--runner %q: not a runner (registered: %s)", name, strings.Join(registeredRunners, ", "))
 }
 
 // beamFlagsMisused refuses Beam's own flags given where calib-beam's were

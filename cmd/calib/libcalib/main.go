@@ -61,6 +61,7 @@ import (
 	"github.com/calib-dev/calib/cmd/calib/internal/cli"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/recal"
 )
 
 func main() {}
@@ -151,6 +152,25 @@ func calib_free(p *C.char) { C.free(unsafe.Pointer(p)) }
 //export calib_version
 func calib_version() *C.char { return C.CString(data.Version()) }
 
+// registry is calib_registry's answer: the names the Go library accepts,
+// for the Python package's constants.
+type registry struct {
+	Methods      []string `json:"methods"`       // calib fit's methods (recal.Methods)
+	LogitMethods []string `json:"logit_methods"` // those that need logits (recal.Method.NeedsLogits)
+}
+
+//export calib_registry
+func calib_registry() *C.char {
+	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}}
+	for _, m := range recal.Methods {
+		if m.NeedsLogits() {
+			r.LogitMethods = append(r.LogitMethods, string(m))
+		}
+	}
+	b, _ := json.Marshal(r)
+	return C.CString(string(b))
+}
+
 // guard runs f, the body of an entry point, and turns what it returns into
 // a code and *out: the result on success, else the error's one-line
 // message. A panic is recovered here (and poisons the library); a
@@ -193,6 +213,10 @@ func values(x unsafe.Pointer, dtype C.int, n, cols C.int64_t) ([]float64, error)
 	if n < 0 || cols < 1 || n > math.MaxInt32 || cols > math.MaxInt32 || (n > 0 && x == nil) {
 		return nil, fmt.Errorf("predictions: shape (%d, %d): want n >= 0 rows of at least 1 column", n, cols)
 	}
+	// Both factors fit an int32, so the product fits an int64.
+	if int64(n)*int64(cols) > maxValues {
+		return nil, fmt.Errorf("predictions: shape (%d, %d): %d values, more than %d", n, cols, int64(n)*int64(cols), int64(maxValues))
+	}
 	size := int(n) * int(cols)
 	if size == 0 {
 		return []float64{}, nil
@@ -210,6 +234,10 @@ func values(x unsafe.Pointer, dtype C.int, n, cols C.int64_t) ([]float64, error)
 	}
 	return nil, fmt.Errorf("predictions: data type code %d: want float64 (0) or float32 (1)", dtype)
 }
+
+// maxValues bounds the number of predictions of one call (2^40, 8 TiB of
+// float64): past it no buffer can be the caller's.
+const maxValues = 1 << 40
 
 // labelsOf returns the n labels at p (nil for ldtype 0); float64 labels
 // must be whole numbers.
@@ -399,7 +427,9 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err != nil {
 			return "", codeInput, err
 		}
-		args := append(append([]string{r.Command, r.Name}, flags...), own...)
+		// The name after "--": whatever it spells ("-h", "--stream"), it
+		// is the arrays' name, never a flag.
+		args := append(append(append([]string{r.Command}, flags...), own...), "--", r.Name)
 		var stdout bytes.Buffer
 		code, err := cli.Exec(contextOf(h), args, map[string]cli.Arrays{r.Name: a}, &stdout, io.Discard)
 		if err != nil {
@@ -434,7 +464,10 @@ func calib_apply(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, col
 		if err != nil {
 			return "", codeInput, err
 		}
-		if dst == nil || int64(len(s.Probs)) != int64(dstLen) {
+		if dst == nil {
+			return inputError("output: a NULL buffer for the %d recalibrated values (n = %d, K = %d)", len(s.Probs), s.N, s.K)
+		}
+		if int64(len(s.Probs)) != int64(dstLen) {
 			return inputError("output: room for %d values, the map gives %d (n = %d, K = %d)", dstLen, len(s.Probs), s.N, s.K)
 		}
 		copy(unsafe.Slice((*float64)(unsafe.Pointer(dst)), dstLen), s.Probs)

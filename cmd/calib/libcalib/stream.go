@@ -220,8 +220,11 @@ func calib_stream_add(h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int6
 		if err != nil {
 			return "", codeInput, err
 		}
-		if n == 0 {
-			return fmt.Sprint(first), codeOK, nil
+		if n == 0 { // the rows added so far, as for any batch
+			if a.ks != nil {
+				return fmt.Sprint(a.ks.N()), codeOK, nil
+			}
+			return fmt.Sprint(a.sums.N()), codeOK, nil
 		}
 		s, err := arr.Load(name, a.input)
 		if err != nil {

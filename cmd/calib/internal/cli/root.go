@@ -20,7 +20,9 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
+	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/train"
+	"github.com/calib-dev/calib/variational"
 )
 
 // Exit statuses.
@@ -172,6 +174,7 @@ func isInputError(err error) bool {
 	return errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
 		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
+		errors.Is(err, variational.ErrInput) || errors.Is(err, smooth.ErrInput) ||
 		strings.HasPrefix(err.Error(), "unknown command")
 }
 
