@@ -24,6 +24,7 @@ Go's runtime rules, and how they are kept:
 
 import ctypes
 import json
+import re
 import os
 import pickle
 import signal
@@ -540,12 +541,23 @@ def same_process(b):
     return _state["backend"] is b and _state["pid"] == os.getpid()
 
 
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def keywords(msg):
+    """msg with the command line's flags (--ks-r) spelled as this package's
+    keywords (ks_r), and "unknown flag" as "unknown option"."""
+    msg = msg.replace("unknown flag: --", "unknown option: --")
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), msg)
+
+
 def check(code, msg):
-    """Raise the error that the ABI's code means."""
+    """Raise the error that the ABI's code means (bad input: ValueError,
+    its options named as keywords)."""
     if code == OK:
         return
     if code == INPUT:
-        raise ValueError(msg)
+        raise ValueError(keywords(msg))
     if code == CANCELLED:
         raise KeyboardInterrupt(msg)
     raise CalibError(msg)

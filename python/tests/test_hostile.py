@@ -49,17 +49,17 @@ CASES = [
     ("weights nan", lambda: calib.evaluate(P, Y, weights=np.r_[np.nan, np.ones(49)]), ["weight"]),
     ("weights all zero", lambda: calib.evaluate(P, Y, weights=np.zeros(50)), ["weight"]),
     ("weights length", lambda: calib.evaluate(P, Y, weights=np.ones(49)), ["weights", "shape"]),
-    ("unknown option", lambda: calib.evaluate(P, Y, frobnicate=1), ["unknown flag: --frobnicate"]),
+    ("unknown option", lambda: calib.evaluate(P, Y, frobnicate=1), ["unknown option: frobnicate"]),
     ("bad metric", lambda: calib.evaluate(P, Y, metrics="ece_nope"), ["ece_nope"]),
-    ("bad p", lambda: calib.evaluate(P, Y, p=0.5), ["--p", "0.5"]),
-    ("bad bins", lambda: calib.evaluate(P, Y, bins=0), ["--bins"]),
+    ("bad p", lambda: calib.evaluate(P, Y, p=0.5), ['p "0.5": want a number']),
+    ("bad bins", lambda: calib.evaluate(P, Y, bins=0), ['bins "0": want an integer']),
     ("bad mode", lambda: calib.evaluate(P, Y, mode="sideways"), ["sideways"]),
     ("reserved option", lambda: calib.evaluate(P, Y, json=False), ["set by the caller"]),
-    ("file option", lambda: calib.evaluate(P, Y, labels_file="x"), ["unknown flag"]),
+    ("file option", lambda: calib.evaluate(P, Y, labels_file="x"), ["unknown option: labels_file"]),
     ("bad option value", lambda: calib.evaluate(P, Y, bins=object()), ["option value"]),
     ("stream option", lambda: calib.evaluate(P, Y, stream=True), ["array in memory"]),
     ("bad test", lambda: calib.test(P, Y, tests="nope"), ["nope"]),
-    ("bad alpha", lambda: calib.test(P, Y, alpha=2), ["--alpha"]),
+    ("bad alpha", lambda: calib.test(P, Y, alpha=2), ['alpha "2": want a number']),
     ("bad bandwidth mode", lambda: calib.bandwidth(P, Y, mode="sideways"), ["sideways"]),
     ("bad method", lambda: calib.Calibrator("nope").fit(P, Y), ["method"]),
     ("map for other K", lambda: calib.Calibrator("isotonic").fit(P, Y).predict_proba(rng.dirichlet(np.ones(4), size=5)), ["K = 3", "K = 4"]),
@@ -155,3 +155,15 @@ def test_apply_into_no_buffer():
     out = ctypes.c_void_p()
     code = b.lib.calib_apply(0, ('{"map":' + m + '}').encode(), x.ctypes.data, 0, x.shape[0], x.shape[1], None, 0, ctypes.byref(out))
     assert code == 2 and "NULL buffer" in b._string(out.value)
+
+
+def test_messages_name_keywords():
+    """Options are named as keywords in Python's messages (ci, ks_r), not
+    as the command line's flags (--ci, --ks-r)."""
+    for call, want in [(lambda: calib.Accumulator(ci=True), "ci: bootstrap intervals need"),
+                       (lambda: calib.Accumulator(convention="sklearn"), "convention: a streamed evaluation"),
+                       (lambda: calib.Accumulator(metrics="tce"), "metrics: tce is not available"),
+                       (lambda: calib.evaluate(P, Y, ks_r=7, metrics="ks"), "ks_r 7: ")]:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert want in str(e.value) and "--" not in str(e.value), str(e.value)

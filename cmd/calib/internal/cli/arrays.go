@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -89,6 +90,10 @@ func Exec(ctx context.Context, args []string, arrays map[string]Arrays, stdout, 
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	// An option the library refused, named as the flag is spelled.
+	if eo := (*evaluate.OptionError)(nil); err != nil && errors.As(err, &eo) {
+		err = optionError("", err)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return ExitInterrupted, fmt.Errorf("interrupted: %w", ctx.Err())

@@ -52,6 +52,12 @@ func usageErrorf(format string, args ...any) error {
 func optionError(flag string, err error) error {
 	msg := optionMessage(err)
 	if flag == "" {
+		// The option's name, where the message does not begin with it
+		// ("--ci: bootstrap intervals need ...", not "--bootstrap ...").
+		var eo *evaluate.OptionError
+		if errors.As(err, &eo) && eo.Option != "" && !strings.HasPrefix(msg, eo.Option) {
+			return usageErrorf("--%s: %s", eo.Option, msg)
+		}
 		return usageErrorf("--%s", msg)
 	}
 	return usageErrorf("%s: %s", flag, msg)
