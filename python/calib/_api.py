@@ -18,32 +18,47 @@ __all__ = [
 
 def _options(options, **named):
     """The command's flags: options (keys are flag names, "_" for "-") and
-    the named ones that are not None."""
+    the named ones that are not None. Each value is checked here, naming
+    its keyword: a number (finite), a string, a boolean, or a list of
+    them."""
     out = {}
     for k, v in list(options.items()) + list(named.items()):
         if v is None:
             continue
         if isinstance(v, (list, tuple)):
-            v = [_scalar(e) for e in v]
+            v = [_scalar(k, e) for e in v]
         else:
-            v = _scalar(v)
+            v = _scalar(k, v)
         out[k] = v
     return out
 
 
-def _scalar(v):
+def _scalar(key, v):
     # numpy scalars, and anything with __index__/__float__, as JSON numbers;
     # a float keeps every bit (repr is the shortest round-trip form).
     if isinstance(v, (bool, str)) or v is None:
         return v
     if hasattr(v, "item"):
+        if getattr(v, "size", 1) != 1:
+            raise ValueError(f"{key}: an array of shape {getattr(v, 'shape', '?')}: want a number, string, boolean or a list of them")
         v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"{key}={v}: not a finite number")
     if isinstance(v, (bool, int, float, str)):
         return v
-    raise ValueError(f"option value {v!r}: want a number, string, boolean or a list of them")
+    raise ValueError(f"{key}: option value {v!r}: want a number, string, boolean or a list of them")
+
+
+def _flag(key, v):
+    """v, a boolean keyword's value: True or False (numpy's too), never a
+    string such as "false", which Python reads as true."""
+    if isinstance(v, bool) or (hasattr(v, "dtype") and getattr(v, "dtype", None) == bool and getattr(v, "size", 0) == 1):
+        return bool(v)
+    raise ValueError(f"{key}={v!r}: want True or False")
 
 
 def _run(command, probs, labels, weights, logits, options, name=None):
+    logits = _flag("logits", logits)
     name = name or ("logits" if logits else "probs")
     x, dtype, y, lcode, w = _native.arrays(probs, labels, weights, name)
     if logits:
@@ -340,7 +355,7 @@ class Accumulator:
     """The default metrics less ece_variational: all one pass."""
 
     def __init__(self, *, logits=False, metrics=None, name="batch", **options):
-        self._options = _options(dict(options), metrics=metrics, logits=True if logits else None)
+        self._options = _options(dict(options), metrics=metrics, logits=True if _flag("logits", logits) else None)
         self._name = name
         self._open(None, None, None)
 

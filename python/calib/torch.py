@@ -10,6 +10,9 @@ CPU by the Go library; a tensor on another device or of another dtype is
 moved there and the gradient moved back.
 """
 
+import math
+import numbers
+
 import numpy as np
 import torch
 
@@ -65,6 +68,9 @@ def ece_kde_loss(probs, labels, bandwidth="auto", p=1, mode="canonical", *, logi
         labels = labels.detach().cpu().numpy()
     if isinstance(weights, torch.Tensor):
         weights = weights.detach().cpu().numpy()
+    for key, v in (("bandwidth", bandwidth), ("p", p)):
+        if not isinstance(v, str) and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v))):
+            raise ValueError(f"{key}={v!r}: want a finite number" + (" > 0 or 'auto'" if key == "bandwidth" else " >= 1"))
     if isinstance(bandwidth, str):
         if bandwidth != "auto":
             raise ValueError(f"bandwidth {bandwidth!r}: want a number > 0 or 'auto'")

@@ -167,3 +167,22 @@ def test_messages_name_keywords():
         with pytest.raises(ValueError) as e:
             call()
         assert want in str(e.value) and "--" not in str(e.value), str(e.value)
+
+
+def test_option_values_are_checked_by_keyword():
+    for call, want in [(lambda: calib.evaluate(P, Y, metrics="smece", smece_sigma=float("nan")), "smece_sigma=nan: not a finite number"),
+                       (lambda: calib.evaluate(P, Y, bins=np.array([10, 15])), "bins: an array of shape (2,)"),
+                       (lambda: calib.evaluate(P, Y, logits="false"), "logits='false': want True or False"),
+                       (lambda: calib.Accumulator(logits="false"), "logits='false': want True or False"),
+                       (lambda: calib.evaluate(P, Y, metrics=[]), 'metrics "": names nothing'),
+                       (lambda: calib.evaluate(P, Y, metrics=""), 'metrics "": names nothing')]:
+        with pytest.raises(ValueError, match=want.replace("(", r"\(").replace(")", r"\)")):
+            call()
+    assert calib.evaluate(P, Y, logits=np.bool_(False), metrics="brier").value("brier") > 0
+
+
+def test_torch_loss_options_finite():
+    torch = pytest.importorskip("torch")
+    from calib.torch import ece_kde_loss
+    with pytest.raises(ValueError, match="bandwidth=inf: want a finite number"):
+        ece_kde_loss(torch.tensor(P), torch.tensor(Y), bandwidth=float("inf"))

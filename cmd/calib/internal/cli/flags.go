@@ -97,6 +97,12 @@ var (
 		fmt.Sprintf("a number p in [1, %g] (above it |e|^p underflows float64 for errors below 2^(-1074/p) and the estimate would read 0)", float64(kde.MaxP)))
 )
 
+// namesFlags are the flags that name metrics, notions, tests, methods or
+// conventions: given, an empty value names nothing (it never means the
+// default).
+var namesFlags = map[string]bool{"metrics": true, "mode": true, "p": true, "ks-r": true, "tests": true, "methods": true,
+	"convention": true, "variational-family": true, "binning": true, "bin-rule": true, "bandwidth": true, "bandwidth-objective": true}
+
 // flagRules validates the numeric flags by name, for every command that has
 // them, before any data is read (root's PersistentPreRunE). A key
 // "command/flag" overrides the rule of "flag" for one command.
@@ -152,6 +158,10 @@ func validateFlags(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if err != nil || !f.Changed {
+			return
+		}
+		if namesFlags[f.Name] && strings.Trim(f.Value.String(), " []") == "" {
+			err = usageErrorf("--%s %q: names nothing; leave the flag out for its default", f.Name, f.Value.String())
 			return
 		}
 		rule, ok := flagRules[cmd.Name()+"/"+f.Name]
