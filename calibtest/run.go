@@ -123,6 +123,20 @@ type Result struct {
 	Resamples int       `json:"resamples,omitempty"`
 	Reject    bool      `json:"reject"`
 	PerClass  []float64 `json:"per_class,omitempty"`
+	// Error says why the test could not run on this data (no variance
+	// under the null, too few rows); Statistic and PValue are then NaN
+	// (null in JSON) and the other tests run.
+	Error string `json:"error,omitempty"`
+}
+
+// cannotRun reports whether err says a test cannot run on this data
+// rather than a failure: the run then records it (Result.Error) and goes
+// on.
+func cannotRun(err error) bool { return errors.Is(err, ErrNoVariance) || errors.Is(err, ErrTooFew) }
+
+// notRun is the entry of a test that could not run on this data.
+func notRun(test, notion string, err error) Result {
+	return Result{Test: test, Notion: notion, Statistic: math.NaN(), PValue: math.NaN(), Error: strings.ReplaceAll(err.Error(), "calibtest: ", "")}
 }
 
 // Report is the outcome of Run: every test, and the plain-language answer.
@@ -159,6 +173,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 	// results by test.
 	cumulative := map[int]memo{}
 	var classWise map[string]*ClassWiseResult
+	var classWiseErr error // why the class-wise family could not run
 	add := func(r Result) {
 		r.Reject = r.PValue <= alpha
 		rep.Tests = append(rep.Tests, r)
@@ -192,10 +207,14 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			}
 			s, c := metric.TopR(probs, labels, k, 1)
 			v, p, err := stat(-1, s, c)
-			if err != nil {
+			switch {
+			case err != nil && cannotRun(err):
+				add(notRun(t, "top_label", err))
+			case err != nil:
 				return nil, fmt.Errorf("%s top_label: %w", t, err)
+			default:
+				add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
 			}
-			add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
 			// The class-wise family by consistency resampling with the
 			// maxT adjustment: the columns' asymptotic laws fail when
 			// most columns hold few events (TESTS.md).
@@ -208,17 +227,23 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 					}
 				}
 				rs, err := ClassWiseMany(ctx, names, probs, labels, k, weights, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
-				if err != nil {
+				if err != nil && !cannotRun(err) {
 					return nil, fmt.Errorf("class_wise: %w", err)
 				}
 				classWise = map[string]*ClassWiseResult{}
+				classWiseErr = err
 				for i, u := range names {
-					classWise[u] = rs[i]
+					if err == nil {
+						classWise[u] = rs[i]
+					}
 				}
 			}
-			cw := classWise[t]
-			add(Result{Test: t, Notion: "class_wise", Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
-				Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
+			if cw := classWise[t]; cw != nil {
+				add(Result{Test: t, Notion: "class_wise", Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
+					Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
+			} else {
+				add(notRun(t, "class_wise", classWiseErr))
+			}
 		case "skce":
 			if weights != nil {
 				return nil, fmt.Errorf("calibtest: skce takes no weights")
@@ -250,11 +275,19 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				return nil, fmt.Errorf("calibtest: %s consistency resampling takes no weights", t)
 			}
 			stats, err := consistencyStatistics(ctx, t, probs, labels, k, o.Workers)
+			if err != nil && cannotRun(err) {
+				add(notRun(t, "-", err))
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
 			for _, st := range stats {
 				r, err := Consistency(ctx, probs, labels, k, st.stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+				if err != nil && cannotRun(err) {
+					add(notRun(t, st.notion, err))
+					continue
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", t, st.notion, err)
 				}
@@ -357,21 +390,32 @@ func answer(r *Report) string {
 	if len(r.Tests) == 0 {
 		return "no test was run"
 	}
-	best := r.Tests[0]
-	var rejected []string
-	for _, t := range r.Tests {
-		if t.PValue < best.PValue {
-			best = t
+	var best *Result
+	var rejected, notRun []string
+	for i, t := range r.Tests {
+		if t.Error != "" {
+			notRun = append(notRun, t.Test+" ("+t.Notion+")")
+			continue
+		}
+		if best == nil || t.PValue < best.PValue {
+			best = &r.Tests[i]
 		}
 		if t.Reject {
 			rejected = append(rejected, t.Test+" ("+t.Notion+")")
 		}
 	}
-	level := fmt.Sprintf("%g %%", 100*r.Alpha)
-	if len(rejected) == 0 {
-		return fmt.Sprintf("no evidence of miscalibration at the %s level for any notion; the smallest p-value is %.3g (%s, %s)", level, best.PValue, best.Test, best.Notion)
+	skipped := ""
+	if len(notRun) > 0 {
+		skipped = fmt.Sprintf("; %s could not run on this data (the table says why)", strings.Join(notRun, ", "))
 	}
-	return fmt.Sprintf("miscalibrated at the %s level: %s reject (smallest p-value %.3g, %s, %s); each test holds its own level, not the family's", level, strings.Join(rejected, ", "), best.PValue, best.Test, best.Notion)
+	level := fmt.Sprintf("%g %%", 100*r.Alpha)
+	switch {
+	case best == nil:
+		return "no test could run on this data: " + strings.Join(notRun, ", ") + " (the table says why)"
+	case len(rejected) == 0:
+		return fmt.Sprintf("no evidence of miscalibration at the %s level for any notion; the smallest p-value is %.3g (%s, %s)%s", level, best.PValue, best.Test, best.Notion, skipped)
+	}
+	return fmt.Sprintf("miscalibrated at the %s level: %s reject (smallest p-value %.3g, %s, %s); each test holds its own level, not the family's%s", level, strings.Join(rejected, ", "), best.PValue, best.Test, best.Notion, skipped)
 }
 
 // WriteJSON writes the report as one JSON object (NaN p-values and
@@ -417,6 +461,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		res := ""
 		if t.Resamples > 0 {
 			res = fmt.Sprintf(", %d resamples", t.Resamples)
+		}
+		if t.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tcannot run: %s\n", t.Test, t.Notion, t.Error)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.6g\t%.4g\t%v\t%s%s\n", t.Test, t.Notion, t.Statistic, t.PValue, t.Reject, t.Method, res)
 	}

@@ -164,7 +164,7 @@ func newPriorScore(probs []float64, k int) (*priorScore, error) {
 			v.SetSym(a, a, v.At(a, a)+1e-12*jitter)
 		}
 		if !ps.chol.Factorize(v) {
-			return nil, fmt.Errorf("calibtest: prior score: the predicted class counts' covariance is singular")
+			return nil, fmt.Errorf("%w: prior score: the predicted class counts' covariance is singular", ErrNoVariance)
 		}
 	}
 	return ps, nil

@@ -6,6 +6,7 @@ package demotext
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
@@ -38,14 +39,17 @@ func ShortAnswer(r *calibtest.Report) string {
 	if len(r.Tests) == 0 {
 		return r.Answer
 	}
-	rejected, best := 0, r.Tests[0]
+	rejected, best := 0, calibtest.Result{PValue: math.Inf(1)}
 	for _, t := range r.Tests {
 		if t.Reject {
 			rejected++
 		}
-		if t.PValue < best.PValue {
+		if t.Error == "" && t.PValue < best.PValue {
 			best = t
 		}
+	}
+	if math.IsInf(best.PValue, 1) {
+		return r.Answer
 	}
 	verdict := "no evidence of miscalibration"
 	if rejected > 0 {
