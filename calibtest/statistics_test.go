@@ -271,12 +271,21 @@ func TestRunAllSkips(t *testing.T) {
 	}
 	// Above MaxBootstrapSamples rows (the list alone: running every test
 	// on 4,097 rows took 8 s, the witness most of it).
-	tests, skipped := expandTests([]string{"all"}, MaxBootstrapSamples+1, false)
+	tests, skipped := expandTests([]string{"all"}, MaxBootstrapSamples+1, 3, false)
 	if slices.Contains(tests, "skce_u") || !slices.Equal(skipped, []string{fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)}) || len(tests) != len(Tests)-1 {
 		t.Errorf("all at n = %d: %v, skipped %v", MaxBootstrapSamples+1, tests, skipped)
 	}
-	if tests, skipped := expandTests(nil, 10, false); !slices.Equal(tests, DefaultTests) || skipped != nil {
+	if tests, skipped := expandTests(nil, 10, 3, false); !slices.Equal(tests, DefaultTests) || skipped != nil {
 		t.Errorf("default list: %v, skipped %v", tests, skipped)
+	}
+	// Past MaxDefaultPriorScoreK classes the default list skips the O(K^3)
+	// prior score, saying so; named, it runs.
+	tests, skipped = expandTests(nil, 50, MaxDefaultPriorScoreK+1, false)
+	if slices.Contains(tests, "prior_score") || len(skipped) != 1 || !strings.Contains(skipped[0], "prior_score (K > 1000") {
+		t.Errorf("default list at K = %d: %v, skipped %v", MaxDefaultPriorScoreK+1, tests, skipped)
+	}
+	if tests, _ := expandTests([]string{"prior_score"}, 50, 10000, false); !slices.Equal(tests, []string{"prior_score"}) {
+		t.Errorf("named: %v", tests)
 	}
 	if err := (Options{Tests: []string{"all", "ks"}}).Validate(); err == nil {
 		t.Error(`{"all", "ks"}: no error`)
