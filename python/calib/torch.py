@@ -29,13 +29,30 @@ def _gradient(x, labels, weights, bandwidth, p, mode, logits, exact):
     return value, grad.reshape(xn.shape)
 
 
+def _widen(x, logits):
+    """x on the CPU in float64. Half-precision probabilities (float16,
+    bfloat16: an AMP softmax's rows sum to 1 within a few of their eps) are
+    divided by their row sums where each is within 2 K eps of 1, so that
+    their rounding is not read as bad input; the gradient is that of the
+    divided rows (the rounding is not differentiated). Rows further off
+    are left for the library to report."""
+    xd = x.detach().to(device="cpu", dtype=torch.float64)
+    if logits or x.dtype not in (torch.float16, torch.bfloat16) or xd.ndim != 2 or xd.shape[1] < 2:
+        return xd
+    tol = 2 * xd.shape[1] * torch.finfo(x.dtype).eps
+    s = xd.sum(dim=1, keepdim=True)
+    if bool(((s - 1).abs() <= tol).all()):
+        xd = xd / s
+    return xd
+
+
 class ECEKDELoss(torch.autograd.Function):
     """The autograd Function behind ece_kde_loss: forward computes the
     estimate and its gradient together, backward scales the gradient."""
 
     @staticmethod
     def forward(ctx, x, labels, bandwidth, p, mode, logits, exact, weights):
-        xd = x.detach().to(device="cpu", dtype=torch.float64)
+        xd = _widen(x, logits)
         value, grad = _gradient(xd.numpy(), labels, weights, bandwidth, p, mode, logits, exact)
         g = torch.from_numpy(grad).reshape(x.shape)
         ctx.save_for_backward(g)
@@ -60,8 +77,10 @@ def ece_kde_loss(probs, labels, bandwidth="auto", p=1, mode="canonical", *, logi
     likelihood on this batch, calib.bandwidth, held constant in the
     gradient). p >= 1: the exponent. mode: canonical, top_label,
     class_wise (the paper's marginal: sum over classes) or binary.
-    weights: sample weights (constants). Returns a 0-d tensor of probs'
-    dtype and device."""
+    weights: sample weights (constants). float16 and bfloat16
+    probabilities are divided by their row sums where rounding alone keeps
+    them off 1 (within 2 K eps). Returns a 0-d tensor of probs' dtype and
+    device."""
     if not isinstance(probs, torch.Tensor):
         probs = torch.as_tensor(np.asarray(probs))
     if isinstance(labels, torch.Tensor):
@@ -75,5 +94,5 @@ def ece_kde_loss(probs, labels, bandwidth="auto", p=1, mode="canonical", *, logi
         if bandwidth != "auto":
             raise ValueError(f"bandwidth {bandwidth!r}: want a number > 0 or 'auto'")
         bw_mode = {"marginal": "class_wise"}.get(mode, mode)
-        bandwidth = _api.bandwidth(probs.detach().cpu().to(torch.float64).numpy(), labels, logits=logits, weights=weights, mode=bw_mode)["bandwidth"]
+        bandwidth = _api.bandwidth(_widen(probs, logits).numpy(), labels, logits=logits, weights=weights, mode=bw_mode)["bandwidth"]
     return ECEKDELoss.apply(probs, labels, bandwidth, p, mode, logits, exact, weights)

@@ -186,3 +186,16 @@ def test_torch_loss_options_finite():
     from calib.torch import ece_kde_loss
     with pytest.raises(ValueError, match="bandwidth=inf: want a finite number"):
         ece_kde_loss(torch.tensor(P), torch.tensor(Y), bandwidth=float("inf"))
+
+
+def test_torch_loss_takes_half_precision_probabilities():
+    torch = pytest.importorskip("torch")
+    from calib.torch import ece_kde_loss
+    z = torch.tensor(np.log(P))
+    for dt in (torch.float16, torch.bfloat16):
+        x = torch.softmax(z.float(), dim=1).to(dt)  # rows off 1 by rounding, as AMP gives them
+        x.requires_grad_(True)
+        loss = ece_kde_loss(x, torch.tensor(Y), bandwidth=0.1)
+        loss.backward()
+        ref = ece_kde_loss(x.detach().double() / x.detach().double().sum(1, keepdim=True), torch.tensor(Y), bandwidth=0.1)
+        assert abs(float(loss) - float(ref)) <= 1e-2 * abs(float(ref)) and torch.isfinite(x.grad).all()
