@@ -50,6 +50,10 @@ var Tests = append(slices.Clone(DefaultTests), "skce", "skce_u", "ece_kde", "ks_
 // saying so, unless named.
 const MaxDefaultPriorScoreK = 1000
 
+// ErrInput is wrapped by the errors of Run on input a test does not take
+// (weights for the unweighted tests).
+var ErrInput = errors.New("calibtest: invalid input")
+
 // ErrTooFew is wrapped by the errors of Run on too few rows for a test.
 var ErrTooFew = errors.New("calibtest: too few rows")
 
@@ -253,7 +257,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			}
 		case "skce":
 			if weights != nil {
-				return nil, fmt.Errorf("calibtest: skce takes no weights")
+				return nil, fmt.Errorf("%w: skce takes no weights", ErrInput)
 			}
 			if n < 4 {
 				return nil, fmt.Errorf("%w: skce: the block test needs at least 4 rows (two blocks of 2), got %d", ErrTooFew, n)
@@ -269,7 +273,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				Method: fmt.Sprintf("block z-test, %d blocks of %d in a seeded row order (its p-value moves with the seed), width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
 		case "skce_u":
 			if weights != nil {
-				return nil, fmt.Errorf("calibtest: skce_u takes no weights")
+				return nil, fmt.Errorf("%w: skce_u takes no weights", ErrInput)
 			}
 			r, err := SKCEBootstrap(probs, labels, k, SKCEBootstrapOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 			if err != nil {
@@ -279,7 +283,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				Method: fmt.Sprintf("bootstrap of the U-statistic (statistic n U/(n-1) - V; SKCE_uq = %.4g), width %.4g (median heuristic)", r.Value, r.Width)})
 		default: // consistency resampling
 			if weights != nil {
-				return nil, fmt.Errorf("calibtest: %s consistency resampling takes no weights", t)
+				return nil, fmt.Errorf("%w: %s consistency resampling takes no weights", ErrInput, t)
 			}
 			stats, err := consistencyStatistics(ctx, t, probs, labels, k, o.Workers)
 			if err != nil && cannotRun(err) {

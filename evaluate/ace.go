@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -50,7 +49,7 @@ var aceDef = metricDef{
 func (ev *evaluator) ace() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
 	if s.Weights != nil {
-		return nil, errors.New("ace: the libraries that define it take no sample weights")
+		return nil, optionError("weights", "ace: the libraries that define it take no sample weights")
 	}
 	bins := c.ACEBins
 	if bins == 0 {

@@ -371,6 +371,9 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 			if c.explicit {
 				return nil, err
 			}
+			if eo := (*OptionError)(nil); errors.As(err, &eo) {
+				err = eo.Err // the entry says what, without "bad options"
+			}
 			entries = []*Result{{Metric: d.name, Error: oneLineError(err)}}
 		}
 		// Each entry's time is its own: a metric that times its parts

@@ -87,11 +87,22 @@ func WriteText(w io.Writer, out *Evaluation) error {
 	// "error"), so that one long message does not widen every row.
 	for _, e := range out.Results {
 		if e.Error != "" {
-			what := strings.TrimSpace(string(e.Metric) + " " + notionCell(e))
+			what := string(e.Metric)
+			if nc := notionCell(e); nc != "-" {
+				what += " " + nc
+			}
 			if p := pCell(e); p != "-" && p != "" {
 				what += " p=" + p
 			}
-			fmt.Fprintf(w, "error: %s: %s\n", what, e.Error)
+			if strings.HasPrefix(e.Error, string(e.Metric)+":") {
+				what = strings.TrimPrefix(what, string(e.Metric)) // the message names the metric
+				what = strings.TrimSpace(what)
+			}
+			if what == "" {
+				fmt.Fprintf(w, "error: %s\n", e.Error)
+			} else {
+				fmt.Fprintf(w, "error: %s: %s\n", what, e.Error)
+			}
 		}
 	}
 	for _, e := range out.Results {

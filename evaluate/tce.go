@@ -1,8 +1,6 @@
 package evaluate
 
 import (
-	"errors"
-
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
 )
@@ -31,7 +29,7 @@ var tceDef = metricDef{
 func (ev *evaluator) tce() ([]*Result, error) {
 	s := ev.set
 	if s.Weights != nil {
-		return nil, errors.New("tce: the binomial tests count predictions; sample weights are not supported")
+		return nil, optionError("weights", "tce: the binomial tests count predictions; sample weights are not supported")
 	}
 	n := notion.TopLabel
 	f, y := metric.TopR(s.Probs, s.Labels, s.K, 1)

@@ -63,7 +63,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 			}
 		}
 		if o.P == nil {
-			return nil, fmt.Errorf("ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+			return nil, optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
 		}
 	}
 	progress, done := ev.step("canonical witness")
