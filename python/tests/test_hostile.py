@@ -199,3 +199,9 @@ def test_torch_loss_takes_half_precision_probabilities():
         loss.backward()
         ref = ece_kde_loss(x.detach().double() / x.detach().double().sum(1, keepdim=True), torch.tensor(Y), bandwidth=0.1)
         assert abs(float(loss) - float(ref)) <= 1e-2 * abs(float(ref)) and torch.isfinite(x.grad).all()
+
+
+def test_unread_option_is_refused():
+    with pytest.raises(ValueError, match="smece_sigma applies to smece, and none is computed"):
+        calib.evaluate(P, Y, metrics="brier", smece_sigma=0.1)
+    assert calib.evaluate(P, Y, metrics="smece", smece_sigma=0.1).get("smece", "top_label")["bandwidth"] == 0.1

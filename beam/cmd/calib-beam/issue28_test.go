@@ -134,6 +134,7 @@ func TestBeamHostileInputs(t *testing.T) {
 		{[]string{"--input", good, "--label-files", "nope/*.npy"}, "no file matches"},
 		{[]string{"--input", good, "--runner", "bogus", "--output", filepath.Join(dir, "out.json")}, `--runner "bogus": not a runner (registered: `},
 		{[]string{"--input", good, "--runner", "bogus", "--output", "-"}, `--runner "bogus": not a runner`},
+		{[]string{"--input", good, "--metrics", "brier", "--ks-r", "1"}, "--ks-r applies to ks, and none is computed"},
 	} {
 		_, stderr, code := runBeam(t, dir, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

@@ -67,6 +67,9 @@ func newEvalCmd() *cobra.Command {
 		if _, err := ef.options(nil); err != nil {
 			return err
 		}
+		if err := ef.unread(cmd.Flags()); err != nil {
+			return err
+		}
 		var out *evaluate.Evaluation
 		var err error
 		var stream bool
@@ -130,6 +133,24 @@ func (f *evalFlags) evalOnly(fs *pflag.FlagSet) error {
 	}
 	if fs.Changed("bins") {
 		f.text.BinRule = "fixed"
+	}
+	return nil
+}
+
+// unread refuses an option that no computed metric reads
+// (evalflag.Readers), after the options' values are checked.
+func (f *evalFlags) unread(fs *pflag.FlagSet) error {
+	ms := evaluate.DefaultMetrics
+	switch {
+	case f.text.Metrics != "":
+		if err := ms.UnmarshalText([]byte(f.text.Metrics)); err != nil {
+			return nil // the metrics' own check says what is wrong
+		}
+	case f.modeSet:
+		ms = evaluate.MetricSet{evaluate.ECEKDE}
+	}
+	if err := evalflag.Unread(fs.Changed, ms); err != nil {
+		return optionError("", err)
 	}
 	return nil
 }

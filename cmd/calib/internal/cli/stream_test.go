@@ -131,8 +131,8 @@ func TestEvalStream(t *testing.T) {
 		{[]string{"eval", csv, "--eval-points", "10"}, "add --stream"},
 		{[]string{"eval", "--stream", csv, "--ci"}, "bootstrap"},
 		{[]string{"eval", "--stream", csv, "--eval-points", "0"}, "--eval-points"},
-		{[]string{"eval", "--stream", csv, "--bandwidth-objective", "reference"}, "LOO objective"},
-		{[]string{"eval", "--stream", csv, "--debias"}, "debiased"},
+		{[]string{"eval", "--stream", csv, "--metrics", "ece_kde", "--bandwidth-objective", "reference"}, "LOO objective"},
+		{[]string{"eval", "--stream", csv, "--metrics", "ece_kde", "--debias"}, "debiased"},
 		{[]string{"eval", filepath.Join(dir, "*.parquet"), "--labels", d + "val_labels.npy"}, "3 shards"},
 		{[]string{"eval", filepath.Join(dir, "none-*.parquet")}, "none-"},
 	} {
