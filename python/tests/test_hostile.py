@@ -205,3 +205,10 @@ def test_unread_option_is_refused():
     with pytest.raises(ValueError, match="smece_sigma applies to smece, and none is computed"):
         calib.evaluate(P, Y, metrics="brier", smece_sigma=0.1)
     assert calib.evaluate(P, Y, metrics="smece", smece_sigma=0.1).get("smece", "top_label")["bandwidth"] == 0.1
+
+
+def test_accumulator_checks_options_as_the_command_line():
+    with pytest.raises(ValueError, match='ks_cells "0": want an integer >= 1'):
+        calib.Accumulator(ks_cells=0)
+    with pytest.raises(ValueError, match="smece_sigma applies to smece, and none is computed"):
+        calib.Accumulator(metrics="brier", smece_sigma=0.1)

@@ -114,6 +114,8 @@ var flagRules = map[string]flagRule{
 	"workers":             nonNegative,
 	"per-class":           nonNegative,
 	"bins":                intRule(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins)),
+	"ks-cells":            positiveInt,
+	"max-cells":           nonNegative,
 	"ci-resamples":        intRule(2, maxResamples, fmt.Sprintf("an integer in [2, %d]", maxResamples)),
 	"ci-level":            fraction,
 	"p":                   listRule(exponent),

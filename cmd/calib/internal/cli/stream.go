@@ -269,6 +269,9 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 	if err := ef.evalOnly(fs); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
+	if err := ef.unread(fs); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
 	so, err := ef.streamOptions(&sf)
 	if err != nil {
 		var oe *evaluate.OptionError
