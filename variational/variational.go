@@ -260,16 +260,13 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	for _, fam := range families {
 		var g []float64
 		var kept map[lossKey][]float64
-		put := func(idx []int, out []float64) {
-			for j, i := range idx {
-				copy(g[i*s.K:(i+1)*s.K], out[j*s.K:(j+1)*s.K])
-			}
-		}
+		var put func(idx []int, out []float64)
 		if rc.keep != nil {
 			kept = rc.newKept()
 			put = func(idx []int, out []float64) { rc.keepGains(kept, idx, out) }
 		} else {
 			g = make([]float64, len(s.Probs))
+			put = into(g, s.K)
 		}
 		maps, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots, put)
 		if err != nil && (ctx.Err() != nil || len(families) == 1) {
@@ -323,6 +320,16 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 		}
 	}
 	return maps, nil
+}
+
+// into returns the sink of applyRows that writes each row's K
+// probabilities to its place in g (n×K).
+func into(g []float64, k int) func(idx []int, out []float64) {
+	return func(idx []int, out []float64) {
+		for j, i := range idx {
+			copy(g[i*k:(i+1)*k], out[j*k:(j+1)*k])
+		}
+	}
 }
 
 // applyRows gives put the probabilities of the rows idx of s under the
@@ -485,11 +492,7 @@ func (rc *Recalibrated) inSample(fi int) ([]float64, error) {
 	}
 	s := rc.set
 	g := make([]float64, len(s.Probs))
-	err := rc.applyInSample(fi, func(idx []int, out []float64) {
-		for j, i := range idx {
-			copy(g[i*s.K:(i+1)*s.K], out[j*s.K:(j+1)*s.K])
-		}
-	})
+	err := rc.applyInSample(fi, into(g, s.K))
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,13 @@ var Readers = map[string]evaluate.MetricSet{
 }
 
 // Unread returns an OptionError for the first option (in name order)
-// that given reports as given and that no metric of ms reads (Readers);
-// nil if every given option is read.
+// that given reports as given and that no metric of ms (nil:
+// evaluate.DefaultMetrics, a stream's too) reads (Readers); nil if every
+// given option is read.
 func Unread(given func(name string) bool, ms evaluate.MetricSet) error {
+	if ms == nil {
+		ms = evaluate.DefaultMetrics
+	}
 	names := make([]string, 0, len(Readers))
 	for name := range Readers {
 		names = append(names, name)

@@ -135,11 +135,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
 		return o, usageErrorf("%s", optionText(err))
 	}
-	computed := eo.Metrics
-	if computed == nil {
-		computed = evaluate.DefaultMetrics // a stream's defaults are evaluate's
-	}
-	if err := evalflag.Unread(func(name string) bool { return set[name] }, computed); err != nil {
+	if err := evalflag.Unread(func(name string) bool { return set[name] }, eo.Metrics); err != nil {
 		return o, usageErrorf("--%s", optionText(err))
 	}
 	o.Data = data.Options{Format: c.format, Logits: c.logits}

@@ -64,14 +64,14 @@ func newEvalCmd() *cobra.Command {
 		if err := ef.evalOnly(cmd.Flags()); err != nil {
 			return err
 		}
-		if _, err := ef.options(nil); err != nil {
+		o, err := ef.options(nil)
+		if err != nil {
 			return err
 		}
-		if err := ef.unread(cmd.Flags()); err != nil {
+		if err := unread(cmd.Flags(), o.Metrics); err != nil {
 			return err
 		}
 		var out *evaluate.Evaluation
-		var err error
 		var stream bool
 		var names []string
 		if _, ok := arraysOf(cmd.Context(), args[0]); ok {
@@ -137,18 +137,9 @@ func (f *evalFlags) evalOnly(fs *pflag.FlagSet) error {
 	return nil
 }
 
-// unread refuses an option that no computed metric reads
-// (evalflag.Readers), after the options' values are checked.
-func (f *evalFlags) unread(fs *pflag.FlagSet) error {
-	ms := evaluate.DefaultMetrics
-	switch {
-	case f.text.Metrics != "":
-		if err := ms.UnmarshalText([]byte(f.text.Metrics)); err != nil {
-			return nil // the metrics' own check says what is wrong
-		}
-	case f.modeSet:
-		ms = evaluate.MetricSet{evaluate.ECEKDE}
-	}
+// unread refuses an option that no metric of ms (the parsed options';
+// nil: the defaults) reads (evalflag.Readers).
+func unread(fs *pflag.FlagSet, ms evaluate.MetricSet) error {
 	if err := evalflag.Unread(fs.Changed, ms); err != nil {
 		return optionError("", err)
 	}

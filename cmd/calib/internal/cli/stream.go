@@ -269,15 +269,15 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 	if err := ef.evalOnly(fs); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
-	if err := ef.unread(fs); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
 	so, err := ef.streamOptions(&sf)
 	if err != nil {
 		var oe *evaluate.OptionError
 		if errors.As(err, &oe) {
 			err = optionError("", err)
 		}
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
+	if err := unread(fs, so.Metrics); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
 	return so, in.o, nil
