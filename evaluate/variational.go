@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
@@ -156,6 +157,11 @@ func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result
 		Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {
 		e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
+	}
+	for _, c := range r.Candidates {
+		if c.Err != nil { // passed over: the others fitted
+			e.Warnings = append(e.Warnings, warn(EstimatorWarning, fmt.Sprintf("family %s left out, its fit failed: %s", c.Family, strings.TrimPrefix(oneLineError(c.Err), "variational: "))))
+		}
 	}
 	switch l {
 	case variational.Lp:

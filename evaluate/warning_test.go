@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/data"
@@ -58,5 +59,35 @@ func TestTypedWarnings(t *testing.T) {
 	var ws Warnings
 	if err := json.Unmarshal([]byte(`["a","b"]`), &ws); err != nil || len(ws) != 2 || ws[1].Error() != "b" {
 		t.Errorf("Warnings round trip: %v %v", ws, err)
+	}
+}
+
+// TestVariationalFamilyLeftOutIsWarned: ece_variational on predictions
+// whose temperature fit runs to the end of its range (uninformative sharp
+// predictions) reports the other families' estimate, each entry warning
+// that temperature was left out and why.
+func TestVariationalFamilyLeftOutIsWarned(t *testing.T) {
+	const n, k = 300, 3
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := range n {
+		labels[i] = (i * 7) % k
+		for j := range k {
+			probs[i*k+j] = 0.01
+		}
+		probs[i*k+(i*5/3)%k] = 0.98
+	}
+	s := &data.Set{Probs: probs, Labels: labels, N: n, K: k}
+	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{ECEVariational}, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ev.Results {
+		if e.Notion == "class_wise" {
+			continue // its own per-class maps
+		}
+		got := e.Warnings.Strings()
+		if e.Family == "temperature" || len(got) != 1 || !strings.Contains(got[0], "family temperature left out, its fit failed: temperature, fold 0") {
+			t.Errorf("%s %s: family %s, warnings %q", e.Notion, e.Loss, e.Family, got)
+		}
 	}
 }

@@ -63,6 +63,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/calib-dev/calib/data"
@@ -254,7 +255,7 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	if o.noFit {
 		return rc, nil
 	}
-	var firstErr error
+	var errs []error
 	fitted := false
 	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
 	for _, fam := range families {
@@ -275,14 +276,34 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 		// One of several may fail where the others fit (a temperature at
 		// the end of its range on degenerate logits).
 		rc.fits = append(rc.fits, familyFit{name: fam.Name, method: fam.Method, g: g, kept: kept, maps: maps, err: err})
-		firstErr = cmp.Or(firstErr, err)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		fitted = fitted || err == nil
 	}
 	if !fitted {
-		return nil, firstErr
+		return nil, noFamilyFits(errs)
 	}
 	return rc, nil
 }
+
+// noFamilyFits is the error of a cross-fit where every family's fit
+// failed: each family's error (a message naming each, for one reason
+// rarely explains the others: on labels of one class the temperature
+// runs to the end of its range while the log-splines need two classes).
+type noFamilyFits []error
+
+func (e noFamilyFits) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = strings.TrimPrefix(err.Error(), "variational: ")
+	}
+	return "variational: no family fits these data: " + strings.Join(msgs, "; ")
+}
+
+// Unwrap returns each family's error (errors.Is finds the input's fault
+// in any).
+func (e noFamilyFits) Unwrap() []error { return e }
 
 // crossFit returns each fold's map of one family and gives put the
 // out-of-fold probabilities of each fold's rows idx (len(idx)×K). A

@@ -2,8 +2,10 @@ package variational
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -361,5 +363,54 @@ func TestClassWiseGroundTruth(t *testing.T) {
 		if c.want > 0 && !(bin.Over > 0.8*bin.Value) {
 			t.Errorf("%s: over %v of %v", c.name, bin.Over, bin.Value)
 		}
+	}
+}
+
+// TestFamiliesThatCannotFit: on labels of one class no family of auto
+// fits, and the error names each family's reason (the temperature's range,
+// the log-splines' two classes), the input's fault (recal.ErrInput or
+// recal.ErrTooFew); on uninformative predictions the temperature fails
+// alone, is passed over and listed with its error among the candidates.
+func TestFamiliesThatCannotFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n, k = 300, 3
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := range n {
+		a, b := rng.Float64(), rng.Float64()
+		lo, hi := min(a, b), max(a, b)
+		copy(probs[i*k:], []float64{lo, hi - lo, 1 - hi})
+	}
+	s := &data.Set{Probs: probs, Labels: labels, N: n, K: k}
+	_, err := CalibrationError(context.Background(), s, Options{})
+	if err == nil {
+		t.Fatal("one class: no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"no family fits these data", "temperature, fold 0", "log-spline-shared, fold 0", "log-spline, fold 0", "need at least 2 classes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("one class: %q lacks %q", msg, want)
+		}
+	}
+	if !errors.Is(err, recal.ErrInput) && !errors.Is(err, recal.ErrTooFew) {
+		t.Errorf("one class: %v is not the input's fault", err)
+	}
+	// Uninformative sharp predictions, labels uniform: T runs to 20.
+	for i := range n {
+		labels[i] = rng.IntN(k)
+		p := probs[i*k : (i+1)*k]
+		for j := range p {
+			p[j] = 0.01
+		}
+		p[rng.IntN(k)] = 0.98
+	}
+	r, err := CalibrationError(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Family == "temperature" || len(r.Candidates) != 3 || r.Candidates[0].Err == nil || !math.IsNaN(r.Candidates[0].Value) {
+		t.Errorf("uninformative: family %s, candidates %+v", r.Family, r.Candidates)
+	}
+	if r.Value < 0.5 { // CE_1 of a 0.98 prediction right 1/3 of the time: 2 (0.98 - 1/3) = 1.29
+		t.Errorf("uninformative: CE_1 %v", r.Value)
 	}
 }
