@@ -57,14 +57,17 @@ def _flag(key, v):
     raise ValueError(f"{key}={v!r}: want True or False")
 
 
-def _run(command, probs, labels, weights, logits, options, name=None):
+def _run(command, probs, labels, weights, logits, options, name=None, spelled=None):
+    """Run command on the arrays with options; spelled maps a flag whose
+    keyword is spelled otherwise (bandwidth_objective) to that keyword
+    (objective), for the messages."""
     logits = _flag("logits", logits)
     name = name or ("logits" if logits else "probs")
     x, dtype, y, lcode, w = _native.arrays(probs, labels, weights, name)
     if logits:
         options = dict(options, logits=True)
     code, msg = _native.backend().run(command, name, options, x, dtype, y, lcode, w)
-    _native.check(code, msg)
+    _native.check(code, msg, spelled)
     return msg
 
 
@@ -212,7 +215,7 @@ def evaluate(probs, labels, *, logits=False, weights=None, metrics=None, mode=No
     Kolmogorov-Smirnov error max_t |E[(Y - f) 1{f <= t}]| (splines paper
     eq. 7), ece_witness the cross-fitted witness lower bound of CE_p.
     """
-    opts = _options(options, metrics=metrics, mode=mode, p=p, ci=ci or None, seed=seed, workers=workers)
+    opts = _options(options, metrics=metrics, mode=mode, p=p, ci=_flag("ci", ci) or None, seed=seed, workers=workers)
     return Evaluation(_run("eval", probs, labels, weights, logits, opts))
 
 
@@ -232,7 +235,7 @@ def bandwidth(probs, labels, *, logits=False, weights=None, mode=None, objective
     ``calib bandwidth --json`` on the arrays. Returns the parsed JSON
     (``["bandwidth"]`` is h)."""
     opts = _options({}, mode=mode, bandwidth_objective=objective, no_refine=no_refine, workers=workers)
-    return json.loads(_run("bandwidth", probs, labels, weights, logits, opts))
+    return json.loads(_run("bandwidth", probs, labels, weights, logits, opts, spelled={"bandwidth_objective": "objective"}))
 
 
 def _one(name, value, valid):

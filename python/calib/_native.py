@@ -18,8 +18,10 @@ Go's runtime rules, and how they are kept:
 * A Go panic is recovered at the library's boundary; every later call then
   fails with a clear RuntimeError (the library's state is not trusted).
 * Every call runs in a worker thread with the GIL released (ctypes releases
-  it during a foreign call); Ctrl-C in the calling thread cancels the call,
-  which returns within a second, and raises KeyboardInterrupt.
+  it during a foreign call); Ctrl-C cancels the call, which returns within
+  a second, and raises KeyboardInterrupt, from any thread: Python delivers
+  SIGINT to the main thread, where calib's handler (see _on_sigint)
+  cancels the calls of every thread.
 """
 
 import ctypes
@@ -169,6 +171,34 @@ def _cancel_and_wait(lib, h, done):
             continue
 
 
+# Ctrl-C and calls made from threads other than the main one. Python
+# delivers SIGINT to the main thread only, so a call made from another
+# thread would not see it. While calib is imported, Python's SIGINT handler
+# is _on_sigint (installed at import where the handler was Python's default
+# and the import runs in the main thread): it cancels every call in flight,
+# from any thread; each raises KeyboardInterrupt in its own thread once Go
+# has returned (within a second), and the main thread gets its
+# KeyboardInterrupt as with Python's handler. Where another handler was in
+# place (or calib was first imported in another thread), calls from other
+# threads run to their end.
+_inflight = {}  # token -> (cancel, marks, main): cancel() stops the call, marks records the signal
+
+
+def _on_sigint(signum, frame):
+    main_call = False
+    for cancel, marks, main in list(_inflight.values()):  # a copy: dict ops are atomic under the GIL
+        marks.append(signum)
+        cancel()
+        main_call = main_call or main
+    if not main_call:  # no call of the main thread: Python's own behaviour
+        signal.default_int_handler(signum, frame)
+
+
+def _install_sigint():
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
 class _Library:
     """libcalib loaded in this process."""
 
@@ -200,13 +230,13 @@ class _Library:
         lib.calib_stream_new.restype = c_int
         lib.calib_stream_new.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
         lib.calib_stream_add.restype = c_int
-        lib.calib_stream_add.argtypes = [i64, vp, c_int, i64, i64, vp, c_int, vp, ctypes.POINTER(vp)]
+        lib.calib_stream_add.argtypes = [i64, i64, vp, c_int, i64, i64, vp, c_int, vp, ctypes.POINTER(vp)]
         lib.calib_stream_merge.restype = c_int
         lib.calib_stream_merge.argtypes = [i64, i64, ctypes.POINTER(vp)]
         lib.calib_stream_state.restype = c_int
         lib.calib_stream_state.argtypes = [i64, ctypes.POINTER(vp)]
         lib.calib_stream_pass.restype = c_int
-        lib.calib_stream_pass.argtypes = [i64, ctypes.POINTER(vp)]
+        lib.calib_stream_pass.argtypes = [i64, i64, ctypes.POINTER(vp)]
         lib.calib_stream_kernel_state.restype = c_int
         lib.calib_stream_kernel_state.argtypes = [i64, ctypes.POINTER(vp)]
         lib.calib_stream_finish.restype = c_int
@@ -259,9 +289,12 @@ class _Library:
             interrupted.append(signum)
             lib.calib_cancel(h)
 
-        swap = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        main = threading.current_thread() is threading.main_thread()
+        swap = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if swap:
             signal.signal(signal.SIGINT, on_sigint)
+        token = object()
+        _inflight[token] = (lambda: lib.calib_cancel(h), interrupted, main)
         t = threading.Thread(target=work, name="calib-call", daemon=True)
         started = False
         try:
@@ -275,6 +308,7 @@ class _Library:
                     _cancel_and_wait(lib, h, done)
                 raise
         finally:
+            _inflight.pop(token, None)
             if swap:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
             if done.is_set() or t.ident is None:
@@ -331,13 +365,13 @@ class _Library:
         return self._plain(self.lib.calib_stream_new, req)
 
     def stream_pass(self, h):
-        return self._plain(self.lib.calib_stream_pass, h)
+        return self._call(self.lib.calib_stream_pass, h)
 
     def stream_kernel_state(self, h):
         return self._plain(self.lib.calib_stream_kernel_state, h)
 
     def stream_add(self, h, x, dtype, labels, lcode, weights):
-        return self._plain(self.lib.calib_stream_add, h, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights))
+        return self._call(self.lib.calib_stream_add, h, _ptr(x), dtype, x.shape[0], x.shape[1], _ptr(labels), lcode, _ptr(weights))
 
     def stream_merge(self, h, other):
         return self._plain(self.lib.calib_stream_merge, h, other)
@@ -380,8 +414,27 @@ class _Worker:
         env["CALIB_LIBRARY"] = library_path()
         self.proc = subprocess.Popen([sys.executable, "-m", "calib._worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
+    def _kill(self):
+        p = self.proc
+        if p is not None:
+            p.kill()
+
     def _request(self, method, *args):
+        marks = []
+        token = object()
+        if threading.current_thread() is not threading.main_thread():
+            # Ctrl-C (delivered to the main thread) kills the worker, as
+            # below; a request still waiting for the lock is not sent.
+            _inflight[token] = (self._kill, marks, False)
+        try:
+            return self._send(marks, method, *args)
+        finally:
+            _inflight.pop(token, None)
+
+    def _send(self, marks, method, *args):
         with self.lock:
+            if marks:
+                raise KeyboardInterrupt("calib: call cancelled by Ctrl-C")
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
             p = self.proc
@@ -398,7 +451,10 @@ class _Worker:
                 raise
             except (OSError, EOFError) as e:
                 p.kill()
+                p.wait()
                 self.proc = None
+                if marks:
+                    raise KeyboardInterrupt("calib: call cancelled by Ctrl-C") from None
                 raise CalibError(f"calib: the out-of-process backend ({self.reason}) stopped: {e}") from None
         if isinstance(reply, BaseException):
             raise reply
@@ -541,23 +597,34 @@ def same_process(b):
     return _state["backend"] is b and _state["pid"] == os.getpid()
 
 
+_BAD_VALUE = re.compile(r'invalid argument ("[^"]*") for "--([a-z0-9-]+)" flag')
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
 
-def keywords(msg):
+def keywords(msg, spelled=None):
     """msg with the command line's flags (--ks-r) spelled as this package's
-    keywords (ks_r), and "unknown flag" as "unknown option"."""
-    msg = msg.replace("unknown flag: --", "unknown option: --")
-    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), msg)
+    keywords (ks_r; spelled maps those spelled otherwise), and "unknown
+    flag" as "unknown option"."""
+    msg = msg.replace("unknown flag: --", "unknown option: --").replace("leave the flag out", "leave it out")
+    msg = _BAD_VALUE.sub(r"--\2=\1", msg)  # pflag's: invalid argument "x" for "--bins" flag
+    spelled = spelled or {}
+
+    def keyword(m):
+        k = m.group(1).replace("-", "_")
+        return spelled.get(k, k)
+    return _FLAG.sub(keyword, msg)
 
 
-def check(code, msg):
+def check(code, msg, spelled=None):
     """Raise the error that the ABI's code means (bad input: ValueError,
-    its options named as keywords)."""
+    its options named as keywords: keywords)."""
     if code == OK:
         return
     if code == INPUT:
-        raise ValueError(keywords(msg))
+        raise ValueError(keywords(msg, spelled))
     if code == CANCELLED:
         raise KeyboardInterrupt(msg)
     raise CalibError(msg)
+
+
+_install_sigint()

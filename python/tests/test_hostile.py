@@ -212,3 +212,75 @@ def test_accumulator_checks_options_as_the_command_line():
         calib.Accumulator(ks_cells=0)
     with pytest.raises(ValueError, match="smece_sigma applies to smece, and none is computed"):
         calib.Accumulator(metrics="brier", smece_sigma=0.1)
+
+
+# Every keyword of every call, from the Go registry (each command's options,
+# those that some choices only read), with values that no option takes.
+HOSTILE = [("nan", float("nan")), ("inf", float("inf")), ("-inf", -float("inf")), ("empty list", []),
+           ("dict", {"a": 1}), ("object", object()), ("array", np.array([1.0, 2.0]))]
+
+
+def _calls():
+    """(command, keyword, call(**kw)) for every keyword a caller can give:
+    evaluate's and Calibrator's options (any option of eval or fit),
+    test's and bandwidth's named keywords."""
+    import inspect
+    reg = calib._native.backend().registry()
+    out = []
+    for k in sorted(reg["options"]["eval"]):
+        if k in ("stream", "rows", "eval-points", "ks-cells", "max-cells"):
+            continue  # refused for arrays in memory: test_hostile's "stream option"
+        out.append(("eval", k.replace("-", "_"), lambda **kw: calib.evaluate(P, Y, **kw)))
+    for k in sorted(reg["options"]["fit"]):
+        if k == "method":
+            continue  # Calibrator's own parameter
+        out.append(("fit", k.replace("-", "_"), lambda **kw: calib.Calibrator("isotonic", options=kw).fit(P, Y)))
+    for name, f in (("test", calib.test), ("bandwidth", calib.bandwidth)):
+        for k in inspect.signature(f).parameters:
+            if k not in ("probs", "labels", "weights"):
+                out.append((name, k, lambda f=f, **kw: f(P, Y, **kw)))
+    return out
+
+
+def test_every_keyword_refuses_hostile_values():
+    """NaN, infinities, an empty list and values of no option's type, given
+    to any keyword of any call, raise ValueError naming the keyword as the
+    caller spelled it (no flag syntax), never CalibError or a result."""
+    n = 0
+    for command, key, call in _calls():
+        for what, v in HOSTILE:
+            n += 1
+            try:
+                call(**{key: v})
+            except ValueError as e:
+                msg = str(e)
+                assert key in msg and "--" not in msg, f"{command} {key}={what}: {msg}"
+                continue
+            except Exception as e:  # noqa: BLE001: the class is what is asserted
+                pytest.fail(f"{command} {key}={what}: {type(e).__name__}: {e}")
+            pytest.fail(f"{command} {key}={what}: accepted")
+    assert n > 300
+
+
+def test_every_option_that_only_some_choices_read_is_refused_without_them():
+    """An option given at its default while none of what reads it is chosen
+    (a metric, a method, a test) is refused, naming the keyword."""
+    from calib.calibrator import LOGIT_METHODS
+    reg = calib._native.backend().registry()
+    opts = reg["options"]
+    chosen = {"eval": ("metrics", "brier"), "test": ("tests", "skce")}
+    for command, readers in reg["readers"].items():
+        for flag in sorted(readers):
+            key, default = flag.replace("-", "_"), opts[command][flag]["default"]
+            kind = opts[command][flag]["type"]
+            v = True if kind == "bool" else int(default) + 1 if kind == "int" else float(default) + 0.5 if kind == "float64" else default or {"scalar-mode": "top_label"}[flag]
+            if command == "fit":
+                method = next(m for m in calib.METHODS if m not in readers[flag])
+                call = lambda: calib.Calibrator(method, logits=method in LOGIT_METHODS, options={key: v}).fit(np.log(P) if method in LOGIT_METHODS else P, Y)
+            elif command == "test":
+                call = lambda: calib.test(P, Y, tests=chosen["test"][1], **{key: v})
+            else:
+                call = lambda: calib.evaluate(P, Y, metrics=chosen["eval"][1], **{key: v})
+            with pytest.raises(ValueError) as e:
+                call()
+            assert key in str(e.value) and "applies to" in str(e.value) and "--" not in str(e.value), (command, key, str(e.value))

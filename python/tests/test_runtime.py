@@ -144,6 +144,77 @@ except calib.CalibError as e:
     assert out.split() == ["3", "True", "refused", "True"]
 
 
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_keyboard_interrupt_reaches_calls_of_other_threads(backend):
+    """Ctrl-C while calls run in other threads (Python delivers it to the
+    main thread): the main thread gets KeyboardInterrupt, and each call
+    raises KeyboardInterrupt in its own thread within a second."""
+    out = ok(run_python(SETUP + """
+import signal, threading
+P = rng.dirichlet(np.ones(10), size=3000)
+Y = rng.integers(0, 10, size=3000)
+got = {}
+def call(i):
+    try:
+        calib.evaluate(P, Y, metrics="ece_kde", mode="canonical", ci_exact=True, ci_resamples=100000)
+        got[i] = ("finished", 0)
+    except BaseException as e:
+        got[i] = (type(e).__name__, time.monotonic())
+value()  # the backend started
+threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+for t in threads:
+    t.start()
+try:
+    time.sleep(1.0)
+    sent = time.monotonic()
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
+    print("main not interrupted")
+except KeyboardInterrupt:
+    print("main interrupted")
+for t in threads:
+    t.join(60)
+for i in range(2):
+    print(got[i][0], round(got[i][1] - sent, 3))
+print("after", "brier" in value())
+""", timeout=120, env={"CALIB_BACKEND": backend}))
+    words = out.split()
+    assert words[:2] == ["main", "interrupted"], out
+    for i in (2, 4):
+        assert words[i] == "KeyboardInterrupt" and float(words[i + 1]) < 1.0, out
+    assert words[-2:] == ["after", "True"], out
+
+
+def test_keyboard_interrupt_stops_the_second_pass():
+    """Accumulator.second_pass (ece_variational's maps fitted on the
+    samples: about a second at K = 100) stops on Ctrl-C within a second;
+    the accumulator stays in its first pass and begins the second later."""
+    out = ok(run_python(SETUP + """
+import signal, threading
+K, n = 100, 60000
+Z = rng.normal(size=(n, K)) * 2.5
+P = np.exp(Z - Z.max(1, keepdims=True)); P /= P.sum(1, keepdims=True)
+Y = rng.integers(0, K, size=n)
+a = calib.Accumulator(metrics="ece_variational")
+a.add(P, Y)
+sent = {}
+def interrupt():
+    sent["t"] = time.monotonic()
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Timer(0.2, interrupt).start()
+try:
+    a.second_pass()
+    print("finished 0", a.current_pass)
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - sent["t"], 3), a.current_pass)
+a.second_pass()
+print("then", a.current_pass)
+""", timeout=120))
+    words = out.split()
+    assert words[0] == "interrupted" and float(words[1]) < 1.0 and words[2] == "1", out
+    assert words[3:] == ["then", "2"], out
+
+
 def test_keyboard_interrupt_within_a_second():
     out = ok(run_python(SETUP + """
 import signal, threading

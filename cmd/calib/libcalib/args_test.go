@@ -30,6 +30,10 @@ func TestArgs(t *testing.T) {
 		{`{"p": [null]}`, nil, "element 0"},
 		{`{"bins": 15`, nil, "not closed"},
 		{`{"bins": 15} {}`, nil, "data after"},
+		// The key as the caller spelled it; NaN and infinities named.
+		{`{"ks_r": {"a": 1}}`, nil, `"ks_r": want a number`},
+		{`{"smece_sigma": NaN}`, nil, `"smece_sigma": not a JSON value (NaN and infinities are not JSON numbers)`},
+		{`{"bandwidth": Infinity}`, nil, `"bandwidth": not a JSON value`},
 	} {
 		got, err := Args([]byte(c.in))
 		if c.err != "" {

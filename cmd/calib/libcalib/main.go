@@ -58,6 +58,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/spf13/pflag"
+
 	"github.com/calib-dev/calib/cmd/calib/internal/cli"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
@@ -157,15 +159,40 @@ func calib_version() *C.char { return C.CString(data.Version()) }
 type registry struct {
 	Methods      []string `json:"methods"`       // calib fit's methods (recal.Methods)
 	LogitMethods []string `json:"logit_methods"` // those that need logits (recal.Method.NeedsLogits)
+	// Options maps each command a request may name (commands) to the
+	// options a request may give (its flags but the reserved ones, as
+	// request keys).
+	Options map[string]map[string]option `json:"options"`
+	// Readers names, by command, the options that only some choices
+	// read (metrics, methods, tests) and those choices (cli.OptionReaders).
+	Readers map[string]map[string][]string `json:"readers"`
+}
+
+// option is one option of a command in the registry.
+type option struct {
+	Type    string `json:"type"`    // bool, int, uint64, float64, string or stringSlice
+	Default string `json:"default"` // its default, as the flag prints it
 }
 
 //export calib_registry
 func calib_registry() *C.char {
-	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}}
+	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: cli.OptionReaders()}
 	for _, m := range recal.Methods {
 		if m.NeedsLogits() {
 			r.LogitMethods = append(r.LogitMethods, string(m))
 		}
+	}
+	for _, cmd := range cli.NewRoot().Commands() {
+		if _, ok := commands[cmd.Name()]; !ok {
+			continue
+		}
+		opts := map[string]option{}
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !slices.Contains(reserved, f.Name) {
+				opts[f.Name] = option{f.Value.Type(), f.DefValue}
+			}
+		})
+		r.Options[cmd.Name()] = opts
 	}
 	b, _ := json.Marshal(r)
 	return C.CString(string(b))
@@ -340,7 +367,8 @@ func Args(options []byte) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("options: %v", err)
 		}
-		key := strings.ReplaceAll(t.(string), "_", "-")
+		name := t.(string) // as the caller spelled it, for the messages
+		key := strings.ReplaceAll(name, "_", "-")
 		if slices.Contains(reserved, key) {
 			return nil, fmt.Errorf("options: %q is set by the caller of the library (the arrays are passed as arrays, the result returned)", t)
 		}
@@ -349,11 +377,11 @@ func Args(options []byte) ([]string, error) {
 		}
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("options: %q: %v", key, err)
+			return nil, fmt.Errorf("options: %q: not a JSON value (NaN and infinities are not JSON numbers): %v", name, err)
 		}
 		s, ok, err := flagValue(v)
 		if err != nil {
-			return nil, fmt.Errorf("options: %q: %v", key, err)
+			return nil, fmt.Errorf("options: %q: %v", name, err)
 		}
 		if ok {
 			args = append(args, "--"+key+"="+s)

@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -78,6 +77,16 @@ func accumulatorOf(h C.int64_t) (*accumulator, error) {
 
 // withAccumulator runs f, the body of an entry point, on the accumulator
 // of handle h, locked, inside guard.
+// cancelled is the answer to err, an error of the input's, or codeCancelled
+// where call was cancelled (calib_cancel): the accumulator is left as it
+// was before the call.
+func cancelled(call C.int64_t, err error) (string, int, error) {
+	if ctx := contextOf(call); ctx.Err() != nil {
+		return "", codeCancelled, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	return "", codeInput, err
+}
+
 func withAccumulator(h C.int64_t, out **C.char, f func(a *accumulator) (string, int, error)) C.int {
 	return guard(out, func() (string, int, error) {
 		a, err := accumulatorOf(h)
@@ -208,8 +217,13 @@ func calib_stream_new(req *C.char, out **C.char) C.int {
 	})
 }
 
+// calib_stream_add adds a batch of rows to accumulator h (in its second
+// pass, the next rows of the first pass again) and returns the rows added
+// so far; call is a cancellation handle (calib_call_new; 0: none): the
+// second pass's kernel sums stop with code 130, the batch not added.
+//
 //export calib_stream_add
-func calib_stream_add(h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
+func calib_stream_add(call, h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
 	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		first, where := a.rows, "of the stream"
 		if a.ks != nil {
@@ -235,8 +249,8 @@ func calib_stream_add(h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols C.int6
 			if first+int64(n) > a.sums.N() {
 				return inputError("%s: the second pass would hold %d rows, the first holds %d (the second must add the same rows in the same order)", name, first+int64(n), a.sums.N())
 			}
-			if err := a.ks.Add(context.Background(), b, 0); err != nil {
-				return "", codeInput, err
+			if err := a.ks.Add(contextOf(call), b, 0); err != nil {
+				return cancelled(call, err)
 			}
 			return fmt.Sprint(a.ks.N()), codeOK, nil
 		}
@@ -296,8 +310,13 @@ func calib_stream_state(h C.int64_t, out **C.char) C.int {
 // secondPassAdvice says how to begin the second pass.
 const secondPassAdvice = "begin the second pass (Accumulator.second_pass()) and add every row again, in the same order (ece_variational fits its maps on the first pass's samples and sums every row's gains in the second; ece_kde, ece_witness, mmce and sharpness sum kernels at points the first pass sampled; data-dependent bins collect the scores near their edges), or choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...)"
 
+// calib_stream_pass begins the second pass of accumulator h (the maps
+// and points chosen on the first pass's samples) and returns "2"; call is
+// a cancellation handle (0: none): cancelled, the accumulator stays in
+// its first pass.
+//
 //export calib_stream_pass
-func calib_stream_pass(h C.int64_t, out **C.char) C.int {
+func calib_stream_pass(call, h C.int64_t, out **C.char) C.int {
 	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		if passes, current := a.passes(); passes == 1 {
 			return inputError("%s: the metrics make one pass: finish() needs no second", a.name)
@@ -307,9 +326,9 @@ func calib_stream_pass(h C.int64_t, out **C.char) C.int {
 		if err := a.secondPassRows(); err != nil {
 			return "", codeInput, err
 		}
-		ks, err := a.sums.KernelSumsContext(context.Background(), 0, 1)
+		ks, err := a.sums.KernelSumsContext(contextOf(call), 0, 1)
 		if err != nil {
-			return "", codeInput, fmt.Errorf("%s: %w", a.name, err)
+			return cancelled(call, fmt.Errorf("%s: %w", a.name, err))
 		}
 		a.ks = ks
 		return "2", codeOK, nil
