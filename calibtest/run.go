@@ -43,6 +43,10 @@ var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "tempera
 // (ece_witness, p = 1; one kde.Witness per resample: slow).
 var Tests = append(slices.Clone(DefaultTests), "skce", "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
 
+// ResampledTests are the tests that draw Options.Resamples resamples: every
+// test but skce (a z-test of its blocks).
+var ResampledTests = slices.DeleteFunc(slices.Clone(Tests), func(t string) bool { return t == "skce" })
+
 // MaxDefaultPriorScoreK is the largest K at which the default list (and
 // "all") runs prior_score: its statistic factorizes the K x K covariance of
 // the predicted class counts, O(K^3) (measured 4.6 s at K = 1,000, 52 s at

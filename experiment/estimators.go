@@ -93,6 +93,11 @@ const (
 	EstKS             = "ks"              // metric.KS, top-1, bootstrap interval
 )
 
+// EstimatorParts are the parts of Estimators (EstimatorsOptions.Parts):
+// synthetic truths, the streamed estimate's sampling at many classes, and
+// the variational paper's published settings.
+var EstimatorParts = []string{"synthetic", "sampled", "paper"}
+
 // AllEstimators lists the estimators of the experiment in the order of
 // its rows.
 var AllEstimators = []string{EstVariational, EstVariationalConditional, EstVariationalRepeated, EstVariationalTwoSize,
@@ -126,7 +131,7 @@ type EstimatorsOptions struct {
 	// plug-in) where n^2 K exceeds it (their cost); 0 means 2.5e9 (n =
 	// 5,000 at K = 100).
 	KernelMaxWork float64
-	// Parts are the parts run: "synthetic" (Cells), "sampled"
+	// Parts are the parts run (of EstimatorParts): "synthetic" (Cells), "sampled"
 	// (SampledEstimatorCells: where a streamed estimate's samples hold
 	// a part of the rows; not run by default) and "paper" (the
 	// variational paper's published settings, PaperRow); nil means
@@ -514,8 +519,8 @@ func Estimators(ctx context.Context, o EstimatorsOptions) (*EstimatorsResult, er
 		runParts = []string{"synthetic", "paper"}
 	}
 	for _, p := range runParts {
-		if p != "synthetic" && p != "sampled" && p != "paper" {
-			return nil, fmt.Errorf("experiment: estimators: unknown part %q (valid: synthetic, sampled, paper)", p)
+		if !slices.Contains(EstimatorParts, p) {
+			return nil, fmt.Errorf("experiment: estimators: unknown part %q (valid: %s)", p, strings.Join(EstimatorParts, ", "))
 		}
 	}
 	var paper []PaperRow

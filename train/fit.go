@@ -35,6 +35,9 @@ const (
 	OptimizerSGD  = "sgd" // stochastic gradient descent with momentum
 )
 
+// Optimizers lists the valid Config.Optimizer values.
+var Optimizers = []string{OptimizerAdam, OptimizerSGD}
+
 // Losses lists the valid Config.Loss values.
 var Losses = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}
 

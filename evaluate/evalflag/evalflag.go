@@ -13,6 +13,7 @@
 package evalflag
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type FlagSet interface {
 	StringVar(p *string, name, value, usage string)
 	IntVar(p *int, name string, value int, usage string)
 	BoolVar(p *bool, name string, value bool, usage string)
+	Float64Var(p *float64, name string, value float64, usage string)
 }
 
 // Text holds, as text, the fields of evaluate.Options that calib eval
@@ -167,6 +169,10 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 	fs.StringVar(&t.Binning, "binning", "equal_width", "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)")
 	fs.StringVar(&t.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
 	fs.StringVar(&t.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
+	fs.BoolVar(&o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
+	fs.Float64Var(&o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
+	fs.StringVar(&o.VariationalFamily, "variational-family", evaluate.DefaultVariationalFamily, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
+	fs.Float64Var(&o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 }
 
 // StreamText holds the options of a streamed evaluation of its own
@@ -203,4 +209,21 @@ func (t StreamText) Points() (int, error) {
 		}
 		return m, nil
 	}
+}
+
+// FlagMessage is the message of err for a command line: an
+// evaluate.OptionError as its option's flag and the reason, without the
+// library's "bad options" ("--ci: bootstrap intervals need ...", or
+// "--p: ..." where the reason begins with the option's name); any other
+// error's own text.
+func FlagMessage(err error) string {
+	var oe *evaluate.OptionError
+	if !errors.As(err, &oe) {
+		return err.Error()
+	}
+	msg := oe.Err.Error()
+	if oe.Option != "" && !strings.HasPrefix(msg, oe.Option) {
+		return "--" + oe.Option + ": " + msg
+	}
+	return "--" + msg
 }

@@ -14,7 +14,19 @@ import (
 // would be ignored without a word, so Unread refuses it. One table for
 // every front end (calib eval, calib-beam, the C ABI and Python through
 // them).
+//
+// Measured by running every metric with and without each option on one
+// set and listing the metrics whose entries changed (--seed is read by
+// the bootstrap and the p-values too, whatever the metrics, and is not
+// here).
 var Readers = map[string]evaluate.MetricSet{
+	"mode": {evaluate.ECEKDE, evaluate.SmECE, evaluate.ECEVariational},
+	"p": {evaluate.ECEKDE, evaluate.ECEWitness, evaluate.ECEBin, evaluate.ECESweep, evaluate.ATB, evaluate.ACE,
+		evaluate.ECEVariational},
+	"bins":                {evaluate.ECEBin, evaluate.MCE, evaluate.ECEBinDebiased},
+	"binning":             {evaluate.ECEBin, evaluate.MCE, evaluate.ECEBinDebiased},
+	"bin-rule":            {evaluate.ECEBin, evaluate.MCE, evaluate.ECEBinDebiased},
+	"reference-bins":      {evaluate.ECEBin, evaluate.MCE, evaluate.ECEBinDebiased},
 	"ace-bins":            {evaluate.ACE},
 	"bandwidth":           {evaluate.ECEKDE, evaluate.Sharpness},
 	"bandwidth-objective": {evaluate.ECEKDE, evaluate.Sharpness},

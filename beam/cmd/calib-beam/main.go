@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -68,15 +69,6 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verbose, "verbose", false, "show the runner's log on stderr and, on a failure in the pipeline, the runner's whole report (by default: one line naming the shard and row)")
 }
 
-// optionText is the text of an evaluate.OptionError without the
-// library's "bad options" (it starts with the option's name), or err's.
-func optionText(err error) string {
-	if oe := (*evaluate.OptionError)(nil); errors.As(err, &oe) {
-		return oe.Err.Error()
-	}
-	return err.Error()
-}
-
 // usageError is a bad flag (exit status 2).
 type usageError struct{ msg string }
 
@@ -96,6 +88,16 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.output == "" {
 		return o, usageErrorf("--output is empty: give a file, or - for stdout")
 	}
+	// A list or a name given empty names nothing (it never means the
+	// default).
+	named := map[string]string{"metrics": c.text.Metrics, "mode": c.text.Mode, "p": c.text.P, "ks-r": c.text.KSR,
+		"bandwidth": c.text.Bandwidth, "binning": c.text.Binning, "bin-rule": c.text.BinRule,
+		"variational-family": c.eval.VariationalFamily, "eval-points": c.stream.EvalPoints, "format": c.format}
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		if set[name] && strings.Trim(named[name], " ,") == "" {
+			return o, usageErrorf("--%s %q: names nothing; leave the flag out for its default", name, named[name])
+		}
+	}
 	if c.rows < 1 || c.stream.KSCells < 1 || c.eval.Bins.Bins < 1 {
 		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
 	}
@@ -110,7 +112,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	}
 	m, err := c.stream.Points()
 	if err != nil {
-		return o, usageErrorf("--%s", optionText(err))
+		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	// Each block needs an evaluation point (with --eval-points all, the
 	// rows: checked against the first pass).
@@ -123,7 +125,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	// only, as in calib eval.
 	text := c.textFor(set)
 	if err := text.Parse(&eo, nil); err != nil {
-		return o, usageErrorf("--%s", optionText(err))
+		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	switch text.Metrics {
 	case "all":
@@ -133,10 +135,10 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	}
 	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.stream.KSCells, MaxCells: c.stream.MaxCells}
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
-		return o, usageErrorf("%s", optionText(err))
+		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	if err := evalflag.Unread(func(name string) bool { return set[name] }, eo.Metrics); err != nil {
-		return o, usageErrorf("--%s", optionText(err))
+		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	o.Data = data.Options{Format: c.format, Logits: c.logits}
 	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
@@ -207,7 +209,7 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout, stderr io.
 	}
 	eo := o.Stream.Options
 	if err := c.textFor(set).Parse(&eo, checked.First); err != nil {
-		return usageErrorf("--%s", optionText(err))
+		return usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	if len(checked.Empty) > 0 {
 		fmt.Fprintf(stderr, "calib-beam: skipped %d shard(s) without rows: %s\n", len(checked.Empty), strings.Join(checked.Empty, ", "))
@@ -289,7 +291,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	msg := strings.TrimPrefix(err.Error(), "beam: ")
 	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse (--ks-r above K): the flag's name
-		msg = "--" + optionText(err)
+		msg = evalflag.FlagMessage(err)
 	}
 	fmt.Fprintln(stderr, "calib-beam:", msg)
 	var ue *usageError

@@ -18,6 +18,9 @@ func newBandwidthCmd() *cobra.Command {
 		if o.Objective, err = kde.ParseObjective(objective); err != nil {
 			return optionError("--bandwidth-objective", err)
 		}
+		if err := refuseUnread(cmd.Flags(), map[string][]string{"no-refine": {"loo"}}, "--bandwidth-objective", []string{objective}); err != nil {
+			return err
+		}
 		if _, err := evalflag.BandwidthNotion(mode, nil); err != nil {
 			return optionError("", err) // "--mode: ..."
 		}

@@ -22,6 +22,9 @@ func newCompareCmd() *cobra.Command {
 		if o.Methods, err = recal.ParseMethods(methods); err != nil {
 			return usageErrorf("--methods: %v", err)
 		}
+		if err := refuseUnread(cmd.Flags(), gridReaders, "--methods", methodNames(o.Methods)); err != nil {
+			return err
+		}
 		vs, err := (&inputFlags{o: data.Options{Labels: valLabels, Weights: valWeights, Logits: logits}, labelsFlag: "--val-labels"}).load(cmd.Context(), val)
 		if err != nil {
 			return err

@@ -13,7 +13,6 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
-	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
@@ -27,7 +26,6 @@ type evalFlags struct {
 	modeSet        bool // eval's --mode was given: it means --metrics ece_kde
 	calibrator     string
 	convention     string
-	family         string
 	json, progress bool
 }
 
@@ -37,12 +35,8 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
 	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and class_wise (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
-	fs.BoolVar(&f.o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
-	fs.Float64Var(&f.o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
-	fs.StringVar(&f.family, "variational-family", evaluate.DefaultVariationalFamily, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
 	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
-	fs.Float64Var(&f.o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.o.Resamples, "ci-resamples", 200, "bootstrap resamples")
@@ -218,11 +212,8 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	if err := f.text.Parse(&o, s); err != nil {
 		return o, optionError("", err)
 	}
-	if f.family != "" {
-		if _, err := variational.ParseFamilies(f.family); err != nil {
-			return o, usageErrorf("--variational-family %q: %v", f.family, err)
-		}
-		o.VariationalFamily = f.family
+	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
+		return o, usageErrorf("--variational-family %q: %v", o.VariationalFamily, err)
 	}
 	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(f.convention)), "_", "-") {
 	case "relplot-1.0.1", "relplot-1.0":

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -87,7 +86,7 @@ var methodFlags = map[string][]string{
 	"bins":                    {"histogram"},
 	"lambda":                  {recal.MethodMatrix, recal.MethodDirichlet},
 	"mu":                      {recal.MethodVector, recal.MethodMatrix, recal.MethodDirichlet},
-	"grid":                    {recal.MethodVector, recal.MethodMatrix, recal.MethodDirichlet},
+	"grid":                    gridReaders["grid"],
 	"odir-normalize":          {recal.MethodMatrix, recal.MethodDirichlet},
 	"seed":                    {recal.MethodVector, recal.MethodMatrix, recal.MethodDirichlet},
 	"scalar-mode":             {"isotonic", "histogram", "platt", "beta"},
@@ -100,12 +99,7 @@ func checkMethod(cmd *cobra.Command, method string) error {
 	if method == "" {
 		return usageErrorf("--method is required: one of %s", strings.Join(recal.MethodNames(), ", "))
 	}
-	for flag, methods := range methodFlags {
-		if cmd.Flags().Changed(flag) && !slices.Contains(methods, method) {
-			return usageErrorf("--%s applies to --method %s, not %s", flag, strings.Join(methods, ", "), method)
-		}
-	}
-	return nil
+	return refuseUnread(cmd.Flags(), methodFlags, "--method", []string{method})
 }
 
 func newApplyCmd() *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate/evalflag"
+	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
@@ -101,16 +104,21 @@ var (
 // conventions: given, an empty value names nothing (it never means the
 // default).
 var namesFlags = map[string]bool{"metrics": true, "mode": true, "p": true, "ks-r": true, "tests": true, "methods": true,
-	"convention": true, "variational-family": true, "binning": true, "bin-rule": true, "bandwidth": true, "bandwidth-objective": true}
+	"convention": true, "variational-family": true, "binning": true, "bin-rule": true, "bandwidth": true, "bandwidth-objective": true,
+	"format": true, "grid": true, "classes": true, "split": true, "optimizer": true, "eval-points": true, "scalar-mode": true,
+	"sizes": true, "ks": true, "sets": true, "parts": true, "estimators": true}
 
 // flagRules validates the numeric flags by name, for every command that has
 // them, before any data is read (root's PersistentPreRunE). A key
 // "command/flag" overrides the rule of "flag" for one command.
 var flagRules = map[string]flagRule{
-	"format":              oneOf("valid formats are "+strings.Join(data.Formats, ", "), append([]string{""}, data.Formats...)...),
+	"format":              oneOf("valid formats are "+strings.Join(data.Formats, ", "), data.Formats...),
 	"method":              oneOf("valid methods are "+strings.Join(recal.MethodNames(), ", "), append([]string{""}, recal.MethodNames()...)...), // "": fit says it is required
 	"loss":                oneOf("valid losses are "+strings.Join(train.Losses, ", "), train.Losses...),
-	"compare/grid":        oneOf("want default or full", "default", "full"),
+	"grid":                oneOf("want default or full", "default", "full"),
+	"split":               oneOf("want test or val", "test", "val"),
+	"optimizer":           oneOf("valid optimizers are "+strings.Join(train.Optimizers, ", "), train.Optimizers...),
+	"estimators/parts":    listRule(oneOf("valid parts are "+strings.Join(experiment.EstimatorParts, ", "), experiment.EstimatorParts...)),
 	"workers":             nonNegative,
 	"per-class":           nonNegative,
 	"bins":                intRule(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins)),
@@ -163,7 +171,7 @@ func validateFlags(cmd *cobra.Command) error {
 			return
 		}
 		if namesFlags[f.Name] && strings.Trim(f.Value.String(), " []") == "" {
-			err = usageErrorf("--%s %q: names nothing; leave the flag out for its default", f.Name, f.Value.String())
+			err = usageErrorf("--%s %q: names nothing; leave the flag out for its default", f.Name, strings.Trim(f.Value.String(), "[]"))
 			return
 		}
 		rule, ok := flagRules[cmd.Name()+"/"+f.Name]
@@ -178,6 +186,52 @@ func validateFlags(cmd *cobra.Command) error {
 		}
 	})
 	return err
+}
+
+// refuseUnread refuses a flag of readers (a flag and the choices of
+// option that read it) given while no choice of chosen reads it: it would
+// be ignored without a word. The flags are tried in name order.
+func refuseUnread(fs *pflag.FlagSet, readers map[string][]string, option string, chosen []string) error {
+	for _, flag := range slices.Sorted(maps.Keys(readers)) {
+		if !fs.Changed(flag) || slices.ContainsFunc(chosen, func(c string) bool { return slices.Contains(readers[flag], c) }) {
+			continue
+		}
+		return usageErrorf("--%s applies to %s %s, not %s", flag, option, strings.Join(readers[flag], ", "), strings.Join(chosen, ", "))
+	}
+	return nil
+}
+
+// OptionReaders returns, by command (eval, fit, test), the options that
+// only some choices read (a metric, a method, a test) and those choices:
+// given while none is chosen, the command refuses the option.
+func OptionReaders() map[string]map[string][]string {
+	eval := map[string][]string{}
+	for name, ms := range evalflag.Readers {
+		for _, m := range ms {
+			eval[name] = append(eval[name], string(m))
+		}
+	}
+	return map[string]map[string][]string{"eval": eval, "fit": methodFlags, "test": testReaders}
+}
+
+// testReaders names the tests that read each option of calib test that
+// some tests only read.
+var testReaders = map[string][]string{"resamples": calibtest.ResampledTests}
+
+// gridReaders names the methods that read --grid (the ODIR methods'
+// cross-validation), for fit, compare, report and plot.
+var gridReaders = map[string][]string{"grid": {recal.MethodVector, recal.MethodMatrix, recal.MethodDirichlet}}
+
+// methodNames returns the names of ms; nil means every method.
+func methodNames(ms []recal.Method) []string {
+	if ms == nil {
+		ms = recal.Methods
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return names
 }
 
 // checkOutput checks, before any work, that the file name of flag can be

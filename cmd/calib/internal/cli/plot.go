@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/convention"
@@ -46,9 +47,18 @@ func (f *plotFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Lookup("per-class").Hidden = true
 }
 
+// plotReaders names the figures that read each flag of plot that some
+// figures read.
+var plotReaders = map[string][]string{
+	"class": {"reliability", "smooth"}, "notion": {"bandwidth"}, "classes": {"simplex"},
+	"bins": {"reliability"}, "binning": {"reliability"},
+	"methods": {"compare"}, "grid": {"compare"},
+	"val": {"ks", "compare"}, "val-labels": {"ks", "compare"}, "val-weights": {"ks", "compare"},
+}
+
 // options checks the flags of figure kind before any data is read and
 // returns the report options they make.
-func (f *plotFlags) options(kind string) (report.Options, error) {
+func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, error) {
 	var o report.Options
 	if !slices.Contains(report.Plots, kind) {
 		return o, usageErrorf("unknown figure %q (valid: %s)", kind, strings.Join(report.Plots, ", "))
@@ -73,14 +83,20 @@ func (f *plotFlags) options(kind string) (report.Options, error) {
 	if kind == "compare" && f.val == "" {
 		return o, usageErrorf("plot compare needs --val")
 	}
-	return f.ff.options(report.Options{Grid: f.grid, Seed: f.seed, Workers: f.workers})
+	if err := refuseUnread(fs, plotReaders, "the figure", []string{kind}); err != nil {
+		return o, err
+	}
+	if o, err = f.ff.options(report.Options{Grid: f.grid, Seed: f.seed, Workers: f.workers}); err != nil {
+		return o, err
+	}
+	return o, refuseUnread(fs, gridReaders, "--methods", methodNames(o.Methods))
 }
 
 func newPlotCmd() *cobra.Command {
 	var pf plotFlags
 	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *cobra.Command, args []string) error {
 		kind := args[0]
-		o, err := pf.options(kind)
+		o, err := pf.options(cmd.Flags(), kind)
 		if err != nil {
 			return err
 		}

@@ -81,9 +81,6 @@ func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
 // read. The output file must be given and writable; the map of
 // --calibrator is read now (f.mapping), before the data.
 func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
-	if err := requireOutput(f.out, "report.html", "html", "htm"); err != nil {
-		return report.Options{}, err
-	}
 	if err := f.ef.paired(fs); err != nil {
 		return report.Options{}, err
 	}
@@ -91,12 +88,29 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 	if err != nil {
 		return report.Options{}, err
 	}
+	metrics := eo.Metrics
+	if metrics == nil {
+		metrics = report.ReportMetrics
+	}
+	if err := unread(fs, metrics); err != nil {
+		return report.Options{}, err
+	}
+	o, err := f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
+	if err != nil {
+		return o, err
+	}
+	if err := refuseUnread(fs, gridReaders, "--methods", methodNames(o.Methods)); err != nil {
+		return o, err
+	}
+	if err := requireOutput(f.out, "report.html", "html", "htm"); err != nil {
+		return o, err
+	}
 	if f.ef.calibrator != "" {
 		if f.mapping, err = recal.LoadFile(f.ef.calibrator); err != nil {
-			return report.Options{}, err
+			return o, err
 		}
 	}
-	return f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
+	return o, nil
 }
 
 // write builds the report of test and val (may be nil) with progress on
@@ -150,6 +164,13 @@ func newReportCmd() *cobra.Command {
 		o, err := rf.options(cmd.Flags())
 		if err != nil {
 			return err
+		}
+		if val == "" {
+			for _, flag := range []string{"methods", "grid", "val-labels", "val-weights"} {
+				if cmd.Flags().Changed(flag) {
+					return usageErrorf("--%s applies to the recalibration comparison, which needs --val", flag)
+				}
+			}
 		}
 		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {

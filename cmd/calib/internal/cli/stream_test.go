@@ -85,7 +85,7 @@ func TestEvalStream(t *testing.T) {
 		}
 		return out
 	}
-	dataBins := []string{"--json", "--binning", "equal_mass", "--bin-rule", "doane", "--p", "1,2", "--bandwidth", "0.02", "--mode", "top_label",
+	dataBins := []string{"--json", "--binning", "equal_mass", "--bin-rule", "doane", "--p", "1,2", "--bandwidth", "0.02",
 		"--metrics", "ece_bin,mce,ece_bin_debiased,sharpness"}
 	for _, flags := range [][]string{flags, dataBins} {
 		mem := read(append([]string{"eval", csv}, flags...)...)

@@ -34,6 +34,16 @@ func newTestCmd() *cobra.Command {
 		if err := o.Validate(); err != nil { // the test names
 			return usageErrorf("--tests: %s", strings.TrimPrefix(err.Error(), "calibtest: "))
 		}
+		chosen := o.Tests
+		switch {
+		case chosen == nil:
+			chosen = calibtest.DefaultTests
+		case len(chosen) == 1 && chosen[0] == "all":
+			chosen = calibtest.Tests
+		}
+		if err := refuseUnread(cmd.Flags(), testReaders, "--tests", chosen); err != nil {
+			return err
+		}
 		s, err := in.load(cmd.Context(), args[0])
 		if err != nil {
 			return err
