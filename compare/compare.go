@@ -12,8 +12,11 @@ package compare
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,21 +29,24 @@ import (
 
 // Row is one method's test figures in `calib compare`.
 type Row struct {
-	Method       string         `json:"method"`
-	FitSeconds   float64        `json:"fit_seconds"`
-	Accuracy     evaluate.Float `json:"accuracy"`
-	NLL          evaluate.Float `json:"nll"`
-	Brier        evaluate.Float `json:"brier"`
-	ECEKDE       evaluate.Float `json:"ece_kde_canonical"`
-	Headline     evaluate.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
-	ECETopLabel  evaluate.Float `json:"ece_top_label"`
-	KSTop1       evaluate.Float `json:"ks_top1"`
-	KSTop2       evaluate.Float `json:"ks_top2"`
-	KSWithinTop2 evaluate.Float `json:"ks_within_top2"`
-	KSClassWise  evaluate.Float `json:"ks_class_wise"`
-	Params       string         `json:"params,omitempty"`
-	Error        string         `json:"error,omitempty"`
-	EvalSeconds  float64        `json:"eval_seconds"`
+	Method     string  `json:"method"`
+	FitSeconds float64 `json:"fit_seconds"`
+	// The test figures: nil (JSON null) where the row's map could not be
+	// fitted or that figure could not be computed (Error says why; the
+	// others are kept).
+	Accuracy     *evaluate.Float `json:"accuracy"`
+	NLL          *evaluate.Float `json:"nll"`
+	Brier        *evaluate.Float `json:"brier"`
+	ECEKDE       *evaluate.Float `json:"ece_kde_canonical"`
+	Headline     *evaluate.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
+	ECETopLabel  *evaluate.Float `json:"ece_top_label"`
+	KSTop1       *evaluate.Float `json:"ks_top1"`
+	KSTop2       *evaluate.Float `json:"ks_top2"`
+	KSWithinTop2 *evaluate.Float `json:"ks_within_top2"`
+	KSClassWise  *evaluate.Float `json:"ks_class_wise"`
+	Params       string          `json:"params,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	EvalSeconds  float64         `json:"eval_seconds"`
 	calibrated   *data.Set
 }
 
@@ -71,15 +77,23 @@ var RankingNote = "Ranked first by " + evaluate.Headline.String() + " (the canon
 var rankedColumns = []struct {
 	key    string
 	higher bool
-	value  func(r *Row) float64
+	value  func(r *Row) *evaluate.Float
 }{
-	{string(evaluate.Headline.Metric), false, func(r *Row) float64 { return float64(r.Headline) }},
-	{"ece_top_label", false, func(r *Row) float64 { return float64(r.ECETopLabel) }},
-	{"ks_top1", false, func(r *Row) float64 { return float64(r.KSTop1) }},
-	{"ks_class_wise", false, func(r *Row) float64 { return float64(r.KSClassWise) }},
-	{"nll", false, func(r *Row) float64 { return float64(r.NLL) }},
-	{"brier", false, func(r *Row) float64 { return float64(r.Brier) }},
-	{"accuracy", true, func(r *Row) float64 { return float64(r.Accuracy) }},
+	{string(evaluate.Headline.Metric), false, func(r *Row) *evaluate.Float { return r.Headline }},
+	{"ece_top_label", false, func(r *Row) *evaluate.Float { return r.ECETopLabel }},
+	{"ks_top1", false, func(r *Row) *evaluate.Float { return r.KSTop1 }},
+	{"ks_class_wise", false, func(r *Row) *evaluate.Float { return r.KSClassWise }},
+	{"nll", false, func(r *Row) *evaluate.Float { return r.NLL }},
+	{"brier", false, func(r *Row) *evaluate.Float { return r.Brier }},
+	{"accuracy", true, func(r *Row) *evaluate.Float { return r.Accuracy }},
+}
+
+// Value returns *v, or NaN for nil (a figure not computed).
+func Value(v *evaluate.Float) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return float64(*v)
 }
 
 // bestRows returns, per ranked column, the method with the strictly best
@@ -90,16 +104,16 @@ func bestRows(rows []*Row) map[string]string {
 	for _, col := range rankedColumns {
 		bi, tie := -1, false
 		for i, r := range rows {
-			if r.Error != "" {
-				continue
+			if col.value(r) == nil {
+				continue // not computed for this row
 			}
-			v := col.value(r)
+			v := Value(col.value(r))
 			switch {
 			case bi < 0:
 				bi = i
-			case v == col.value(rows[bi]):
+			case v == Value(col.value(rows[bi])):
 				tie = true
-			case (col.higher && v > col.value(rows[bi])) || (!col.higher && v < col.value(rows[bi])):
+			case (col.higher && v > Value(col.value(rows[bi]))) || (!col.higher && v < Value(col.value(rows[bi]))):
 				bi, tie = i, false
 			}
 		}
@@ -205,8 +219,8 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		rows = append(rows, row)
 	}
 	for i, r := range rows {
-		if r.Error != "" {
-			continue
+		if r.calibrated == nil {
+			continue // not fitted: Error says why
 		}
 		ui.Phase("measure %d of %d", i+1, len(rows))
 		_, done := ui.Step("measure " + r.Method)
@@ -234,7 +248,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 func rowOptions(h float64, seed uint64, workers int) evaluate.Options {
 	return evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.Headline.Metric, evaluate.ECEKDE, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
-		Strict:  true, Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KSR: []int{1, 2},
+		Mode:    evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KSR: []int{1, 2},
 		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true,
 		Seed: seed, Workers: workers,
 	}
@@ -244,17 +258,19 @@ func rowOptions(h float64, seed uint64, workers int) evaluate.Options {
 // (rowOptions) on the test set with the fitted map applied, exactly as
 // calib eval --calibrator measures the map calib fit writes (the spline's
 // top-2 and within-top-2 curves, which its map does not apply, are not
-// used: a row describes the map).
+// used: a row describes the map). A figure that cannot be computed stays
+// nil, its error in the error returned; the others are set.
 func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int) error {
 	s := r.calibrated
 	ev, err := evaluate.Evaluate(ctx, s, rowOptions(h, seed, workers))
 	if err != nil {
 		return err
 	}
+	var errs []string
 	type E = evaluate.Key
 	for _, f := range []struct {
 		key evaluate.Key
-		dst *evaluate.Float
+		dst **evaluate.Float
 	}{
 		{E{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}, &r.ECEKDE},
 		{evaluate.Headline, &r.Headline},
@@ -268,10 +284,23 @@ func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int
 		{E{Metric: evaluate.Accuracy}, &r.Accuracy},
 	} {
 		e := ev.Lookup(f.key)
-		if e == nil || e.Value == nil {
-			return fmt.Errorf("compare: %s: no %+v entry", s.File, f.key)
+		switch {
+		case e == nil:
+			if failed := ev.Lookup(E{Metric: f.key.Metric}); failed != nil && failed.Error != "" { // the metric failed as a whole
+				e = failed
+			} else {
+				return fmt.Errorf("compare: %s: no %+v entry", s.File, f.key)
+			}
 		}
-		*f.dst = *e.Value
+		if e.Value != nil && e.Error == "" {
+			v := *e.Value
+			*f.dst = &v
+		} else if !slices.Contains(errs, e.Error) {
+			errs = append(errs, e.Error)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -292,6 +321,27 @@ func params(c recal.Calibrator) string {
 	return ""
 }
 
+// Cells are the text cells of a row's figures in the table's order
+// (accuracy, NLL, Brier, CE_1, ECE top-1, KS top-1, top-2, within-2,
+// class-wise, plug-in ECE^KDE): percentages for accuracy, ECE and KS, "-"
+// for a figure not computed.
+func Cells(r *Row) []string {
+	pct := func(v *evaluate.Float) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", 100*float64(*v))
+	}
+	num := func(v *evaluate.Float) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.4f", float64(*v))
+	}
+	return []string{pct(r.Accuracy), num(r.NLL), num(r.Brier), num(r.Headline), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2),
+		pct(r.KSWithinTop2), pct(r.KSClassWise), num(r.ECEKDE)}
+}
+
 // WriteJSON writes the comparison as one JSON object.
 func WriteJSON(w io.Writer, out *Comparison) error {
 	enc := json.NewEncoder(w)
@@ -306,17 +356,23 @@ func WriteText(w io.Writer, out *Comparison) error {
 		out.NVal, out.NTest, out.K, evaluate.Headline, out.Bandwidth)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "method\taccuracy\tNLL\tBrier\tCE_1\tECE top-1\tKS top-1\tKS top-2\tKS within-2\tKS class-wise\tplug-in ECE^KDE\tfit\tparams")
-	pct := func(v evaluate.Float) string { return fmt.Sprintf("%.3f", 100*float64(v)) }
+	var errs []string
 	for _, r := range out.Rows {
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\terror: %s\t\t\t\t\t\t\t\t\t\t%.1fs\t\n", r.Method, r.Error, r.FitSeconds)
-			continue
+		if r.calibrated == nil && r.Error != "" && r.Accuracy == nil {
+			fmt.Fprintf(tw, "%s\terror (below)\t\t\t\t\t\t\t\t\t\t%.1fs\t\n", r.Method, r.FitSeconds)
+		} else {
+			c := Cells(r)
+			fmt.Fprintf(tw, "%s\t%s\t%.1fs\t%s\n", r.Method, strings.Join(c, "\t"), r.FitSeconds, r.Params)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\t%.4f\t%.1fs\t%s\n", r.Method, pct(r.Accuracy), float64(r.NLL), float64(r.Brier),
-			float64(r.Headline), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise), float64(r.ECEKDE), r.FitSeconds, r.Params)
+		if r.Error != "" {
+			errs = append(errs, fmt.Sprintf("%s: %s", r.Method, r.Error))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, e := range errs {
+		fmt.Fprintf(w, "error: %s\n", e)
 	}
 	fmt.Fprintln(w, "\naccuracy, ECE and KS in %; NLL and Brier per sample; CE_1 and plug-in ECE^KDE are canonical CE_1.")
 	var best []string

@@ -63,3 +63,31 @@ func TestCompareErrors(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+// TestRowKeepsWhatItComputed: where one figure of a row cannot be
+// computed (ece_variational on one-hot predictions: no family fits) it is
+// nil and named in the row's error, and the others keep their values; a
+// method that does not fit has every figure nil, never 0.
+func TestRowKeepsWhatItComputed(t *testing.T) {
+	const n, k = 60, 3
+	probs, labels := make([]float64, n*k), make([]int, n)
+	for i := range n {
+		labels[i] = i % k
+		probs[i*k+(i*7/3)%k] = 1 // one-hot, right about a third of the time
+	}
+	s := &data.Set{Probs: probs, Labels: labels, N: n, K: k, File: "onehot"}
+	c, err := Compare(context.Background(), s, s, Options{Methods: []recal.Method{recal.MethodPlatt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, platt := c.Rows[0], c.Rows[1]
+	if u.Headline != nil || !strings.Contains(u.Error, "ece_variational") || u.Accuracy == nil || u.Brier == nil || u.KSTop1 == nil {
+		t.Errorf("uncalibrated: CE_1 %v, accuracy %v, Brier %v, KS %v, error %q", u.Headline, u.Accuracy, u.Brier, u.KSTop1, u.Error)
+	}
+	if platt.Error == "" || platt.Accuracy != nil || platt.NLL != nil || platt.Headline != nil {
+		t.Errorf("platt: error %q, accuracy %v, NLL %v", platt.Error, platt.Accuracy, platt.NLL)
+	}
+	if c.Best["accuracy"] != "uncalibrated" {
+		t.Errorf("best accuracy %q, want uncalibrated (the only row with one)", c.Best["accuracy"])
+	}
+}

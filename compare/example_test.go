@@ -36,7 +36,8 @@ func Example() {
 			fmt.Printf("%-12s error: %s\n", r.Method, r.Error)
 			continue
 		}
-		fmt.Printf("%-12s accuracy %.3f  NLL %.3f  top-label ECE %.3f  KS %.3f\n", r.Method, r.Accuracy, r.NLL, r.ECETopLabel, r.KSTop1)
+		v := compare.Value // a figure not computed is nil: NaN
+		fmt.Printf("%-12s accuracy %.3f  NLL %.3f  top-label ECE %.3f  KS %.3f\n", r.Method, v(r.Accuracy), v(r.NLL), v(r.ECETopLabel), v(r.KSTop1))
 	}
 	// Output:
 	// uncalibrated accuracy 0.025  NLL 2.547  top-label ECE 0.555  KS 0.555

@@ -48,12 +48,12 @@ func TestCompareRowIsTheMapApplied(t *testing.T) {
 			name      string
 			got, want float64
 		}{
-			{"KS top-1", float64(r.KSTop1), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1})},
-			{"KS top-2", float64(r.KSTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 2})},
-			{"KS within-top-2", float64(r.KSWithinTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "within_top_r", R: 2})},
-			{"KS class-wise", float64(r.KSClassWise), want(evaluate.Key{Metric: evaluate.KS, Notion: "class_wise"})},
-			{"Brier", float64(r.Brier), want(evaluate.Key{Metric: evaluate.Brier})},
-			{"accuracy", float64(r.Accuracy), want(evaluate.Key{Metric: evaluate.Accuracy})},
+			{"KS top-1", Value(r.KSTop1), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1})},
+			{"KS top-2", Value(r.KSTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 2})},
+			{"KS within-top-2", Value(r.KSWithinTop2), want(evaluate.Key{Metric: evaluate.KS, Notion: "within_top_r", R: 2})},
+			{"KS class-wise", Value(r.KSClassWise), want(evaluate.Key{Metric: evaluate.KS, Notion: "class_wise"})},
+			{"Brier", Value(r.Brier), want(evaluate.Key{Metric: evaluate.Brier})},
+			{"accuracy", Value(r.Accuracy), want(evaluate.Key{Metric: evaluate.Accuracy})},
 		} {
 			if x.got != x.want {
 				t.Errorf("%s %s: row %v, the map applied %v", r.Method, x.name, x.got, x.want)

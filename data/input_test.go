@@ -157,6 +157,14 @@ func TestLabelColumnWithoutLabels(t *testing.T) {
 	if !errors.Is(err, ErrLabel) || !strings.Contains(err.Error(), "good.csv: line 2, column 5: bad label: the label column says 2, y.txt line 3 says 1") {
 		t.Fatalf("disagreeing labels: %v", err)
 	}
+	// A labels file of another length than the label column: refused,
+	// never ignored.
+	for _, y := range []string{"1\n2\n0\n1\n", "1\n2\n"} {
+		_, err = Parse("good.csv", []byte(good), "y.txt", []byte(y), Options{})
+		if !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "labels for the 3 rows of the predictions file") {
+			t.Fatalf("labels file of %q: %v", y, err)
+		}
+	}
 	// Binary: p1 then the label.
 	s, err = Parse("b.csv", []byte("0.3,1\n0.9,0\n"), "", nil, Options{Unlabeled: true})
 	check("binary", s, err, 2, []int{1, 0})

@@ -205,11 +205,15 @@ func parse(format, name string, r io.Reader, labelsName string, labels []byte, w
 }
 
 // sameLabels checks that the labels of the predictions file (nil when it
-// has none) agree with those of the labels file; it names the first row
-// where they differ. Different lengths are left to build.
+// has none: then build checks the labels file's length against the rows)
+// agree with those of the labels file, in number and value; it names the
+// first row where they differ.
 func sameLabels(own, file *labelColumn) error {
-	if own == nil || len(own.values) != len(file.values) {
+	if own == nil {
 		return nil
+	}
+	if len(own.values) != len(file.values) {
+		return &Error{File: file.file, Err: fmt.Errorf("%w: %d labels for the %d rows of the predictions file", ErrShape, len(file.values), len(own.values))}
 	}
 	for i, v := range own.values {
 		if w := file.values[i]; v != w {

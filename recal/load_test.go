@@ -147,3 +147,29 @@ func TestSaveInlineArrays(t *testing.T) {
 		t.Errorf("inlineArrays:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestLoadRejectsMissingFields: a map without one of the fields calib fit
+// writes (a number missing would read as 0: a Platt map without "a" gives
+// every row the same confidence) is refused, naming the field, for every
+// method and every such field.
+func TestLoadRejectsMissingFields(t *testing.T) {
+	for _, c := range fitAll(t, 300) {
+		var buf bytes.Buffer
+		if err := Save(&buf, c); err != nil {
+			t.Fatal(err)
+		}
+		var keys map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &keys); err != nil {
+			t.Fatal(err)
+		}
+		for key := range keys {
+			if key == "provenance" || key == "top2" || key == "within_top2" {
+				continue // free-form; a spline's curves past the top 1, which maps of earlier versions lack, optional
+			}
+			_, err := loadEdited(t, c, func(m map[string]any) { delete(m, key) })
+			if err == nil || !errors.Is(err, ErrSchema) {
+				t.Errorf("%s without %q: %v", c.Info().Method, key, err)
+			}
+		}
+	}
+}

@@ -84,7 +84,7 @@ func minimizeNewton(ctx context.Context, p newtonProblem, th []float64, settle f
 			if maxAbs(g) <= settle || -slope/2 <= 1e-10*max(1, math.Abs(f)) {
 				return x, nil
 			}
-			return nil, fmt.Errorf("recal: %s: Newton's line search found no decrease (gradient %.3g)", p.name, maxAbs(g))
+			return nil, fmt.Errorf("recal: %s: %w: Newton's line search found no decrease (gradient %.3g): the predictions are degenerate for this map (separable, or of exactly 0 and 1)", p.name, ErrInput, maxAbs(g))
 		}
 		x, xt = xt, x
 		g, gt = gt, g
@@ -94,7 +94,7 @@ func minimizeNewton(ctx context.Context, p newtonProblem, th []float64, settle f
 	if maxAbs(g) <= settle {
 		return x, nil
 	}
-	return nil, fmt.Errorf("recal: %s: Newton's method did not converge in 200 iterations (gradient %.3g)", p.name, maxAbs(g))
+	return nil, fmt.Errorf("recal: %s: %w: Newton's method did not converge in 200 iterations (gradient %.3g): the predictions are degenerate for this map (separable, or of exactly 0 and 1)", p.name, ErrInput, maxAbs(g))
 }
 
 // newtonStep solves H d = -g by Cholesky's factorization, adding a ridge

@@ -364,7 +364,7 @@ func fitLogistic(x [][]float64, y, sw []float64) ([]float64, error) {
 			return w, nil
 		}
 	}
-	return nil, fmt.Errorf("logistic fit did not converge in 200 Newton steps")
+	return nil, fmt.Errorf("%w: the logistic fit did not converge in 200 Newton steps: the scores separate the outcomes (confidences of exactly 0 or 1, or every wrong prediction below every right one), so the fit has no finite optimum", ErrInput)
 }
 
 // solveSmall solves the d×d system h x = g by Gaussian elimination with

@@ -25,6 +25,8 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/calib-dev/calib/atomicfile"
@@ -232,6 +234,9 @@ func Load(r io.Reader) (Calibrator, error) {
 		}
 		return nil, fmt.Errorf("%w: %s map: %w", ErrSchema, h.Method, jsonError{err})
 	}
+	if missing := missingKeys(b, c); len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s map: no %s (a map written by calib fit has every field)", ErrSchema, h.Method, strings.Join(missing, ", "))
+	}
 	if err := validate(c); err != nil {
 		kind := ErrSchema
 		if _, ok := err.(valueError); ok {
@@ -240,6 +245,25 @@ func Load(r io.Reader) (Calibrator, error) {
 		return nil, fmt.Errorf("%w: %s map: %v", kind, h.Method, err)
 	}
 	return c, nil
+}
+
+// missingKeys returns the top-level keys that c, decoded from b, writes
+// (its fields without omitempty) but that b lacks, quoted and sorted: a
+// missing number would read as 0 and change the map without a word.
+func missingKeys(b []byte, c Calibrator) []string {
+	var in, out map[string]json.RawMessage
+	enc, err := json.Marshal(c)
+	if json.Unmarshal(b, &in) != nil || err != nil || json.Unmarshal(enc, &out) != nil {
+		return nil // Load's other checks report these
+	}
+	var missing []string
+	for k := range out {
+		if _, ok := in[k]; !ok {
+			missing = append(missing, strconv.Quote(k))
+		}
+	}
+	sort.Strings(missing)
+	return missing
 }
 
 // LoadFile reads the map file name with Load. Its errors name the file

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -146,15 +145,16 @@ func ComparisonTableOf(c *compare.Comparison) *Table {
 	t := &Table{Caption: fmt.Sprintf("Test figures; accuracy, ECE and KS in %%, NLL and Brier per sample; CE_1: %s on each method's test predictions; plug-in ECE^KDE: canonical CE_1 at h = %.4g. %s",
 		evaluate.Headline, c.Bandwidth, compare.RankingNote),
 		Header: []string{"method", "accuracy", "NLL", "Brier", "CE_1", "ECE top-1", "KS top-1", "KS top-2", "KS within-2", "KS class-wise", "plug-in ECE^KDE", "fit", "params"}}
-	pct := func(v evaluate.Float) string { return fmt.Sprintf("%.3f", 100*float64(v)) }
 	for _, r := range c.Rows {
-		if r.Error != "" {
+		if r.Accuracy == nil && r.Error != "" { // not fitted
 			t.Rows = append(t.Rows, []string{r.Method, "error: " + r.Error, "", "", "", "", "", "", "", "", "", fmt.Sprintf("%.1f s", r.FitSeconds), ""})
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Method, pct(r.Accuracy), fmt.Sprintf("%.4f", float64(r.NLL)), fmt.Sprintf("%.4f", float64(r.Brier)),
-			fmt.Sprintf("%.4f", float64(r.Headline)), pct(r.ECETopLabel), pct(r.KSTop1), pct(r.KSTop2), pct(r.KSWithinTop2), pct(r.KSClassWise),
-			fmt.Sprintf("%.4f", float64(r.ECEKDE)), fmt.Sprintf("%.1f s", r.FitSeconds), r.Params})
+		params := r.Params
+		if r.Error != "" {
+			params = strings.TrimSpace(params + " (error: " + r.Error + ")")
+		}
+		t.Rows = append(t.Rows, append(append([]string{r.Method}, compare.Cells(r)...), fmt.Sprintf("%.1f s", r.FitSeconds), params))
 	}
 	return t
 }
@@ -168,13 +168,9 @@ func ComparisonOf(c *compare.Comparison) *Comparison {
 		{Name: "KS within-top-2", Scale: 100, Unit: "%"}, {Name: "KS class-wise", Scale: 100, Unit: "%"}}}
 	for _, r := range c.Rows {
 		cm.Methods = append(cm.Methods, r.Method)
-		if r.Error != "" {
-			nan := math.NaN()
-			cm.Values = append(cm.Values, []float64{nan, nan, nan, nan, nan, nan, nan, nan, nan})
-			continue
-		}
-		cm.Values = append(cm.Values, []float64{float64(r.Accuracy), float64(r.NLL), float64(r.Brier), float64(r.Headline), float64(r.ECETopLabel),
-			float64(r.KSTop1), float64(r.KSTop2), float64(r.KSWithinTop2), float64(r.KSClassWise)})
+		v := compare.Value // NaN where not computed
+		cm.Values = append(cm.Values, []float64{v(r.Accuracy), v(r.NLL), v(r.Brier), v(r.Headline), v(r.ECETopLabel),
+			v(r.KSTop1), v(r.KSTop2), v(r.KSWithinTop2), v(r.KSClassWise)})
 	}
 	return cm
 }
