@@ -7,6 +7,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 )
 
 // The driver finds the message of an error of calib's functions in the
@@ -28,7 +29,11 @@ func marked(err error) error {
 	if DataFault(err) {
 		status = 2
 	}
-	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(strings.TrimPrefix(err.Error(), "beam: "))
+	msg := strings.TrimPrefix(err.Error(), "beam: ")
+	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse: named as calib-beam's flag
+		msg = evalflag.FlagMessage(err)
+	}
+	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
 	return fmt.Errorf("%s%d %s%s", markOpen, status, msg, markClose)
 }
 

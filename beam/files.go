@@ -65,7 +65,7 @@ func Shards(ctx context.Context, input, labels, weights string) ([]Shard, error)
 			return nil, err
 		}
 		if len(names) != len(files) {
-			return nil, fmt.Errorf("beam: %s names %d %s files for the %d prediction files of %s; give one per prediction file (they are paired in sorted order)", side.pattern, len(names), side.what, len(files), input)
+			return nil, &evaluate.DataError{Err: fmt.Errorf("%s names %d %s files for the %d prediction files of %s; give one per prediction file (they are paired in sorted order)", side.pattern, len(names), side.what, len(files), input)}
 		}
 		for i, name := range names {
 			side.set(&shards[i], name)

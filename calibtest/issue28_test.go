@@ -2,7 +2,6 @@ package calibtest
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -47,8 +46,26 @@ func TestTestsOnFewRows(t *testing.T) {
 	if _, err := Run(context.Background(), p[:6], y[:2], 3, nil, Options{Resamples: 19}); err != nil {
 		t.Errorf("default tests on 2 rows: %v", err)
 	}
-	if _, err := Run(context.Background(), p, y, 3, nil, Options{Tests: []string{"skce"}}); !errors.Is(err, ErrTooFew) || !strings.Contains(err.Error(), "at least 4 rows") {
-		t.Errorf("skce on 3 rows: %v", err)
+	// Named: its entry says why it cannot run, as every test's does.
+	if r, err := Run(context.Background(), p, y, 3, nil, Options{Tests: []string{"skce"}}); err != nil || len(r.Tests) != 1 || !strings.Contains(r.Tests[0].Error, "at least 4 rows") {
+		t.Errorf("skce on 3 rows: %v, %+v", err, r)
+	}
+	// skce_u on one row; skce and skce_u where every prediction is the
+	// same (no kernel width from the data).
+	for _, c := range []struct {
+		p    []float64
+		y    []int
+		test string
+		want string
+	}{
+		{[]float64{0.3, 0.7}, []int{1}, "skce_u", "fewer than 2 samples"},
+		{[]float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, []int{0, 1, 0, 1, 1}, "skce", "median distance 0"},
+		{[]float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, []int{0, 1, 0, 1, 1}, "skce_u", "median distance 0"},
+	} {
+		r, err := Run(context.Background(), c.p, c.y, 2, nil, Options{Tests: []string{c.test}, Resamples: 19})
+		if err != nil || len(r.Tests) != 1 || !strings.Contains(r.Tests[0].Error, c.want) {
+			t.Errorf("%s on %d rows: %v, %+v", c.test, len(c.y), err, r)
+		}
 	}
 	r, err := Run(context.Background(), p, y, 3, nil, Options{Tests: []string{"all"}, Resamples: 19})
 	if err != nil || !strings.Contains(r.Answer, "skce (n < 4)") {

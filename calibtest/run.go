@@ -147,6 +147,18 @@ type Result struct {
 // cannotRun reports whether err says a test cannot run on this data
 // rather than a failure: the run then records it (Result.Error) and goes
 // on.
+// reasonError is an error of a kind (ErrTooFew, ErrNoVariance) that says
+// its reason in its own words.
+type reasonError struct {
+	kind error
+	msg  string
+}
+
+func (e reasonError) Error() string { return e.msg }
+
+// Is reports whether target is the error's kind.
+func (e reasonError) Is(target error) bool { return target == e.kind }
+
 func cannotRun(err error) bool { return errors.Is(err, ErrNoVariance) || errors.Is(err, ErrTooFew) }
 
 // notRun is the entry of a test that could not run on this data.
@@ -261,15 +273,20 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			}
 		case "skce":
 			if weights != nil {
-				return nil, fmt.Errorf("%w: skce takes no weights", ErrInput)
+				return nil, reasonError{ErrInput, "skce takes no weights (the SKCE block test is unweighted; the weighted tests are ks, kuiper and spiegelhalter)"}
 			}
 			if n < 4 {
-				return nil, fmt.Errorf("%w: skce: the block test needs at least 4 rows (two blocks of 2), got %d", ErrTooFew, n)
+				add(notRun(t, "canonical", fmt.Errorf("%w: skce: the block test needs at least 4 rows (two blocks of 2), got %d", ErrTooFew, n)))
+				continue
 			}
 			// Blocks of sqrt(n) rows: more power than pairs, and still
 			// sqrt(n) independent blocks for the z-test.
 			b := min(max(2, int(math.Sqrt(float64(n)))), n/2)
 			r, err := SKCE(probs, labels, k, SKCEOptions{Block: b, Seed: o.Seed, Workers: o.Workers, BlockOnly: true})
+			if err != nil && cannotRun(err) {
+				add(notRun(t, "canonical", err))
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -277,9 +294,13 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				Method: fmt.Sprintf("block z-test, %d blocks of %d in a seeded row order (its p-value moves with the seed), width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
 		case "skce_u":
 			if weights != nil {
-				return nil, fmt.Errorf("%w: skce_u takes no weights", ErrInput)
+				return nil, reasonError{ErrInput, "skce_u takes no weights (the SKCE bootstrap is unweighted; the weighted tests are ks, kuiper and spiegelhalter)"}
 			}
 			r, err := SKCEBootstrap(probs, labels, k, SKCEBootstrapOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
+			if err != nil && cannotRun(err) {
+				add(notRun(t, "canonical", err))
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -287,7 +308,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				Method: fmt.Sprintf("bootstrap of the U-statistic (statistic n U/(n-1) - V; SKCE_uq = %.4g), width %.4g (median heuristic)", r.Value, r.Width)})
 		default: // consistency resampling
 			if weights != nil {
-				return nil, fmt.Errorf("%w: %s consistency resampling takes no weights", ErrInput, t)
+				return nil, reasonError{ErrInput, t + " takes no weights (consistency resampling is unweighted; the weighted tests are ks, kuiper and spiegelhalter)"}
 			}
 			stats, err := consistencyStatistics(ctx, t, probs, labels, k, o.Workers)
 			if err != nil && cannotRun(err) {

@@ -1,7 +1,6 @@
 package calibtest
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -66,7 +65,7 @@ func SKCE(probs []float64, labels []int, k int, o SKCEOptions) (*SKCEResult, err
 	case k < 2 || len(probs) != n*k:
 		return nil, fmt.Errorf("calibtest: SKCE: %d probabilities for %d labels and K = %d", len(probs), n, k)
 	case n < 2:
-		return nil, errors.New("calibtest: SKCE: fewer than 2 samples")
+		return nil, fmt.Errorf("%w: SKCE: fewer than 2 samples", ErrTooFew)
 	case o.Block < 0 || o.Block == 1 || o.Block > n/2 && o.Block != 0:
 		return nil, fmt.Errorf("calibtest: SKCE: blocks of %d rows for %d samples (want 2 to n/2)", o.Block, n)
 	}
@@ -133,7 +132,7 @@ func skceWidth(what string, probs []float64, labels []int, k int, width float64,
 	}
 	nu := medianDistance(probs, len(labels), k, seed)
 	if !(nu > 0) {
-		return 0, fmt.Errorf("calibtest: %s: every prediction is the same (median distance 0); give a width", what)
+		return 0, reasonError{ErrNoVariance, fmt.Sprintf("calibtest: %s: every prediction is the same (median distance 0), so the kernel has no width to take from the data", what)}
 	}
 	return nu, nil
 }
@@ -267,7 +266,7 @@ func SKCEBootstrap(probs []float64, labels []int, k int, o SKCEBootstrapOptions)
 	case k < 2 || len(probs) != n*k:
 		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d probabilities for %d labels and K = %d", len(probs), n, k)
 	case n < 2:
-		return nil, errors.New("calibtest: SKCE bootstrap: fewer than 2 samples")
+		return nil, fmt.Errorf("%w: SKCE bootstrap: fewer than 2 samples", ErrTooFew)
 	case n > MaxBootstrapSamples:
 		return nil, fmt.Errorf("calibtest: SKCE bootstrap: %d samples, at most %d (its n×n matrix); use the block test", n, MaxBootstrapSamples)
 	}

@@ -3,7 +3,6 @@ package calibtest
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -155,7 +154,7 @@ func SKCEStatistic(probs []float64, k int, width float64, workers int) (Statisti
 	}
 	n := len(probs) / k
 	if n < 2 {
-		return nil, errors.New("calibtest: SKCE: fewer than 2 samples")
+		return nil, fmt.Errorf("%w: SKCE: fewer than 2 samples", ErrTooFew)
 	}
 	width, err := skceWidth("SKCE", probs, make([]int, n), k, width, 0)
 	if err != nil {

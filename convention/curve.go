@@ -44,6 +44,10 @@ type Curve struct {
 	residual []float64
 }
 
+// EqualMass reports whether the convention's library has equal-mass bins
+// (calib's and scikit-learn's quantile strategy).
+func (n Name) EqualMass() bool { return n == Calib || n == Sklearn }
+
 // ErrUnsupported is wrapped by the errors of what a convention's library
 // does not do (sample weights, equal-mass bins, too few scores).
 var ErrUnsupported = errors.New("not supported by the library")
@@ -68,7 +72,7 @@ func NewCurve(n Name, scores, outcomes, w []float64, bins int, binning metric.Bi
 	if w != nil && !n.Weighted() {
 		return nil, fmt.Errorf("convention %s: sample weights: %w", n, ErrUnsupported)
 	}
-	if binning == metric.EqualMass && n != Calib && n != Sklearn {
+	if !n.EqualMass() && binning == metric.EqualMass {
 		return nil, fmt.Errorf("convention %s: equal-mass bins: %w", n, ErrUnsupported)
 	}
 	c := &Curve{Convention: n, Binning: binning}

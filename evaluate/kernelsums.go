@@ -191,7 +191,7 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 	m := len(ids)
 	j0, j1 := b*m/nb, (b+1)*m/nb
 	if j0 == j1 {
-		return nil, fmt.Errorf("evaluate: %d blocks of %d evaluation points: block %d is empty", nb, m, b)
+		return nil, optionError("eval-blocks", "%d blocks of the %d evaluation points the data gave: block %d would be empty; give at most %d blocks", nb, m, b, m)
 	}
 	probs, labels, ids = probs[j0*s.st.K:j1*s.st.K], labels[j0:j1], ids[j0:j1]
 	if weights != nil {

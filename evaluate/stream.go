@@ -143,6 +143,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("ci", "bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
 	case o.Debias:
 		return nil, optionError("debias", "the debiased estimators are not available in a streamed evaluation")
+	case o.Exact:
+		return nil, optionError("exact", "the exact O(n^2) sweeps need the set in memory; a streamed evaluation sums kernels at its sampled points (--eval-points all: every row)")
 	case o.PValues:
 		return nil, optionError("p-values", "p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
 	case o.Objective != kde.LOO:

@@ -148,8 +148,8 @@ func Tests(ctx context.Context, o TestsOptions) (*TestsResult, error) {
 	o.ctx = ctx
 	sizes, ks, sets, B, extraMax := o.Sizes, o.Ks, o.Sets, o.Resamples, o.ExtraMaxN
 	psizes, psets, pk := o.PowerSizes, o.PowerSets, o.PowerK
-	if o.Quick {
-		sizes, ks, psizes = []int{100, 1000}, []int{2, 4}, []int{100, 1000}
+	if o.Quick { // the small version's defaults; what is given is kept
+		sizes, ks, psizes = cmpOr(sizes, []int{100, 1000}), cmpOr(ks, []int{2, 4}), cmpOr(psizes, []int{100, 1000})
 		sets, psets = cmp.Or(sets, 40), cmp.Or(psets, 20)
 	}
 	sizes = cmpOr(sizes, []int{100, 1000, 10000})
@@ -163,6 +163,9 @@ func Tests(ctx context.Context, o TestsOptions) (*TestsResult, error) {
 	}
 	if sets < 1 || psets < 1 || B < 1 || pk < 2 {
 		return nil, fmt.Errorf("experiment: tests: %d sets, %d power sets, %d resamples, K = %d", sets, psets, B, pk)
+	}
+	if least := calibtest.MinResamples(testAlphas[len(testAlphas)-1]); B < least {
+		return nil, fmt.Errorf("experiment: tests: %d resamples: a resampled p-value is at least 1/(B+1), so none could reach alpha = %g; want at least %d", B, testAlphas[len(testAlphas)-1], least)
 	}
 	res := &TestsResult{Alphas: testAlphas, Resamples: B, Quick: o.Quick, Seed: o.Seed}
 	type cell struct {

@@ -51,7 +51,7 @@ func TestTestsIntervals(t *testing.T) {
 func TestTestsSmall(t *testing.T) {
 	f, y := miscalibrated("temperature", 150, 3, seedOf(1, 1))
 	real := RealSet{Name: "net", Probs: f, Labels: y, K: 3}
-	o := TestsOptions{Sizes: []int{60, 200}, Ks: []int{3}, Sets: 12, Resamples: 19, ExtraMaxN: 60, PowerSizes: []int{80}, PowerSets: 6, PowerK: 3,
+	o := TestsOptions{Sizes: []int{60, 200}, Ks: []int{3}, Sets: 12, Resamples: 99, ExtraMaxN: 60, PowerSizes: []int{80}, PowerSets: 6, PowerK: 3,
 		Real: []RealSet{real}, Workers: 1}
 	r, err := Tests(context.Background(), o)
 	if err != nil {

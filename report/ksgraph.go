@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
@@ -46,8 +47,11 @@ func NewKSGraph(label string, scores, outcomes, weights []float64) (*KSGraph, er
 		scores, outcomes, weights = s, o, w
 	}
 	n := len(scores)
-	if n < 3 || n != len(outcomes) {
-		return nil, fmt.Errorf("report: KS graphs: %d scores and %d outcomes, need at least 3", n, len(outcomes))
+	if n != len(outcomes) {
+		return nil, fmt.Errorf("report: KS graphs: %d scores and %d outcomes", n, len(outcomes))
+	}
+	if n < 3 {
+		return nil, fmt.Errorf("report: KS graphs: %w: %d samples, need at least 3", data.ErrTooFew, n)
 	}
 	ks, curve := metric.KS(scores, outcomes, true, weights)
 	sp, err := recal.FitSplineCurve(scores, outcomes, weights, recal.SplineOptions{})

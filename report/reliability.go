@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
@@ -86,7 +87,7 @@ func NewReliability(ctx context.Context, scores, outcomes, weights []float64, o 
 		return nil, fmt.Errorf("report: %d scores and %d outcomes", n, len(outcomes))
 	}
 	if n < 2 {
-		return nil, fmt.Errorf("report: reliability diagram: %d samples, need at least 2", n)
+		return nil, fmt.Errorf("report: reliability diagram: %w: %d samples, need at least 2", data.ErrTooFew, n)
 	}
 	ints := make([]int, n)
 	for i, v := range outcomes {

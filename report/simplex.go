@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 )
@@ -117,7 +118,7 @@ func NewSimplex(ctx context.Context, probs []float64, labels []int, k int, weigh
 	}
 	n := len(y)
 	if n < 2 {
-		return nil, fmt.Errorf("report: simplex view: %d samples, need at least 2", n)
+		return nil, fmt.Errorf("report: simplex view: %w: %d samples, need at least 2", data.ErrTooFew, n)
 	}
 	if err := mathx.CheckWeights(weights, n); err != nil {
 		return nil, fmt.Errorf("report: simplex view: %w", err)

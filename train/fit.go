@@ -154,7 +154,7 @@ func Fit(tb *Table, sp *Split, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if len(sp.Train) < cfg.Batch {
-		return nil, fmt.Errorf("train: %d training rows for batches of %d", len(sp.Train), cfg.Batch)
+		return nil, fmt.Errorf("%w: %d training rows for batches of %d: lower --batch or give more rows", ErrInput, len(sp.Train), cfg.Batch)
 	}
 	backend, err := simplego.New("")
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/smooth"
 )
 
 // Readers names, for each option that configures some metrics only, the
@@ -31,7 +33,12 @@ var Readers = map[string]evaluate.MetricSet{
 	"bandwidth":           {evaluate.ECEKDE, evaluate.Sharpness},
 	"bandwidth-objective": {evaluate.ECEKDE, evaluate.Sharpness},
 	"class-mean":          {evaluate.ECEKDE},
-	"convention":          {evaluate.ECEBin, evaluate.MCE, evaluate.ACE, evaluate.ATB, evaluate.TCE, evaluate.ECESweep, evaluate.SmECE},
+	"convention":          {evaluate.ECEBin, evaluate.MCE, evaluate.ECESweep, evaluate.SmECE}, // ece_sweep and smece for some values only: Conflicts
+	"p-values":            {evaluate.ECEKDE, evaluate.ECEBin, evaluate.MCE, evaluate.ECEBinDebiased, evaluate.KS, evaluate.MMCE},
+	"eval-points":         {evaluate.ECEKDE, evaluate.ECEWitness, evaluate.MMCE, evaluate.Sharpness},
+	"eval-blocks":         {evaluate.ECEKDE, evaluate.ECEWitness, evaluate.MMCE, evaluate.Sharpness},
+	"ks-cells":            {evaluate.KS},
+	"max-cells":           {evaluate.ECEBin, evaluate.MCE},
 	"debias":              {evaluate.ECEKDE, evaluate.Sharpness},
 	"exact":               {evaluate.ECEKDE, evaluate.Sharpness},
 	"ks-r":                {evaluate.KS},
@@ -64,6 +71,40 @@ func Unread(given func(name string) bool, ms evaluate.MetricSet) error {
 		}
 		return &evaluate.OptionError{Option: name, Err: fmt.Errorf("%s applies to %s, and none is computed (metrics: %s): add one to the metrics or leave the option out",
 			name, strings.Join(words, ", "), ms)}
+	}
+	return nil
+}
+
+// Conflicts returns an OptionError for an option that given reports as
+// given and that the values of the other options (o, parsed) leave unread
+// although a metric that reads it is computed: --class-mean without the
+// class_wise notion, --exact with only the canonical notion and no
+// sharpness, --bandwidth-objective with a fixed bandwidth, and a
+// --convention that only ece_sweep (robustness_metrics) or smece
+// (relplot-1.0.1) read without them. ms is o's metrics (nil:
+// evaluate.DefaultMetrics); explicitMode says whether the notions were
+// given (else ece_kde's are all that apply).
+func Conflicts(given func(name string) bool, o evaluate.Options, ms evaluate.MetricSet, explicitMode bool) error {
+	if ms == nil {
+		ms = evaluate.DefaultMetrics
+	}
+	has := func(n kde.Notion) bool {
+		return !explicitMode || slices.Contains(o.Mode, n) || slices.Equal(o.Mode, evaluate.AllNotions)
+	}
+	switch {
+	case given("class-mean") && explicitMode && !has(kde.Marginal):
+		return &evaluate.OptionError{Option: "class-mean", Err: fmt.Errorf("class-mean applies to ece_kde's class_wise notion, which --mode %s leaves out", o.Mode)}
+	case given("exact") && explicitMode && !has(kde.TopLabel) && !has(kde.Binary) && !has(kde.Marginal) && !ms.Has(evaluate.Sharpness):
+		return &evaluate.OptionError{Option: "exact", Err: fmt.Errorf("exact applies to the one-dimensional notions (top_label, binary, class_wise) and sharpness; --mode %s computes the canonical notion only", o.Mode)}
+	case given("bandwidth-objective") && o.Bandwidth != 0:
+		return &evaluate.OptionError{Option: "bandwidth-objective", Err: fmt.Errorf("bandwidth-objective chooses the bandwidth, which --bandwidth %s fixes", o.Bandwidth)}
+	}
+	if given("convention") && !ms.Has(evaluate.ECEBin) && !ms.Has(evaluate.MCE) {
+		sweep := o.Convention == "robustness_metrics" && ms.Has(evaluate.ECESweep)
+		sm := o.SmECE.Convention == smooth.Relplot101 && ms.Has(evaluate.SmECE)
+		if !sweep && !sm {
+			return &evaluate.OptionError{Option: "convention", Err: fmt.Errorf("convention %s applies to ece_bin and mce (robustness_metrics to ece_sweep too, relplot-1.0.1 to smece), and none is computed (metrics: %s)", o.Convention, ms)}
+		}
 	}
 	return nil
 }

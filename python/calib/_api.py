@@ -8,6 +8,7 @@ import numbers
 import os
 
 from . import _native
+from ._native import CalibError
 
 __all__ = [
     "Evaluation", "Entry", "evaluate", "test", "bandwidth", "Accumulator",
@@ -254,11 +255,25 @@ def _one_p(p):
     return p
 
 
+def _own(options, function, *keys):
+    """Refuse, naming the keyword, the options that the one-number
+    function sets itself (they would collide or change which entry it
+    returns)."""
+    for k in keys:
+        if k in options:
+            raise ValueError(f"{k}: {function} sets it itself; for other {k} use calib.evaluate(probs, labels, {k}=...)")
+
+
 def _entry(ev, metric, notion=None, p=None, r=None):
     e = ev.get(metric, notion, p, r)
     if e is None:
         have = sorted({x.get("notion", "") for x in ev.results if x.get("metric") == metric})
         raise ValueError(f"this data has no {metric} entry of notion {notion} (it has: {', '.join(have) or 'none'})")
+    return _value(e, metric, notion)
+
+
+def _value(e, metric, notion):
+    """The value of entry e, or ValueError with its error."""
     if e.get("error"):
         raise ValueError(f"{metric} ({notion}): {e['error']}")
     return e["value"]
@@ -269,6 +284,7 @@ def ece_witness(probs, labels, *, p=1, logits=False, weights=None, **options):
     witness (the value of calib eval's ece_witness entry)."""
     if isinstance(p, bool) or p not in (1, 2):
         raise ValueError(f"p={p!r}: ece_witness estimates CE_1 (p=1) and CE_2^2 (p=2)")
+    _own(options, "ece_witness", "metrics")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_witness", p=p, **options)
     return _entry(ev, "ece_witness", "canonical", p)
 
@@ -279,6 +295,7 @@ def ece_kde(probs, labels, *, p=1, mode="canonical", bandwidth="auto", logits=Fa
     or "auto": leave-one-out maximum likelihood)."""
     notion = _one("mode", mode, {"canonical": "canonical", "top_label": "top_label", "class_wise": "class_wise",
                                  "marginal": "class_wise", "binary": "binary"})
+    _own(options, "ece_kde", "metrics")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_kde", mode=notion, p=_one_p(p), bandwidth=bandwidth, **options)
     return _entry(ev, "ece_kde", notion, p)
 
@@ -290,6 +307,7 @@ def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, c
     convention (convention="sklearn", "torchmetrics", ...)."""
     notion = _one("mode", mode, {"top_label": "top_label", "class_wise": "class_wise", "marginal": "class_wise",
                                  "canonical": "canonical", "binary": "binary"})
+    _own(options, "ece_binned", "metrics")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_bin", p=_one_p(p), bins=bins, binning=binning, convention=convention, **options)
     return _entry(ev, "ece_bin", notion, p)
 
@@ -298,28 +316,37 @@ def ks_error(probs, labels, *, logits=False, weights=None, **options):
     """The top-label Kolmogorov-Smirnov calibration error
     max_t |E[(1{y = argmax f} - max f) 1{max f <= t}]| (splines paper eq. 7,
     12); for one column (binary input) the KS error of p1."""
+    _own(options, "ks_error", "metrics", "ks_r")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ks", **options)
-    for notion, r in (("top_r", 1), ("top_label", None), ("binary", None)):
+    for notion, r in (("top_r", 1), ("binary", None)):
         e = ev.get("ks", notion, r=r)
         if e is not None:
-            return e["value"]
-    return ev.results[0]["value"]
+            return _value(e, "ks", notion)
+    raise CalibError("calib eval gave no top-label or binary ks entry")
 
 
 def smece(probs, labels, *, logits=False, weights=None, **options):
     """relplot's smooth ECE (smECE) of the top-label confidence (binary
     input: of p1)."""
+    _own(options, "smece", "metrics", "mode")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="smece", **options)
-    e = ev.get("smece", "top_label") or ev.get("smece", "binary") or ev.results[0]
-    return e["value"]
+    for notion in ("top_label", "binary"):
+        e = ev.get("smece", notion)
+        if e is not None:
+            return _value(e, "smece", notion)
+    raise CalibError("calib eval gave no top-label or binary smece entry")
 
 
 def ece_variational(probs, labels, *, logits=False, weights=None, **options):
     """The canonical L1 calibration error by the cross-fitted variational
     estimate (the gain of the best recalibration map; the number the README
     says to report at any K). Returns the Entry (value, lo, hi, family)."""
-    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_variational", **options)
-    e = ev.get("ece_variational", "canonical") or ev.results[0]
+    _own(options, "ece_variational", "metrics", "mode")
+    ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ece_variational", mode="canonical", **options)
+    e = ev.get("ece_variational", "canonical", p=1)
+    if e is None:
+        raise CalibError("calib eval gave no canonical ece_variational entry")
+    _value(e, "ece_variational", "canonical")
     return e
 
 
@@ -358,6 +385,8 @@ class Accumulator:
     """The default metrics less ece_variational: all one pass."""
 
     def __init__(self, *, logits=False, metrics=None, name="batch", **options):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name={name!r}: want a string (what the messages call the batches)")
         self._options = _options(dict(options), metrics=metrics, logits=True if _flag("logits", logits) else None)
         self._name = name
         self._open(None, None, None)

@@ -96,6 +96,11 @@ class Calibrator(_Params):
         (weights: sample_weight) and return self."""
         if self.method not in METHODS:
             raise ValueError(f"method {self.method!r}: want one of {', '.join(METHODS)}")
+        if self.options is not None and not isinstance(self.options, dict):
+            raise ValueError(f"options={self.options!r}: want a dict of calib fit's options ({{'knots': 8}})")
+        for k in ("logits", "method"):
+            if k in (self.options or {}):
+                raise ValueError(f"options: {k} is a parameter of Calibrator (Calibrator(method, logits=...)), not an option")
         opts = _api._options(dict(self.options or {}), method=self.method)
         self.map_ = _api._run("fit", X, y, sample_weight, self.logits, opts, name="X")
         self._set_fitted()

@@ -271,6 +271,8 @@ def test_every_option_that_only_some_choices_read_is_refused_without_them():
     chosen = {"eval": ("metrics", "brier"), "test": ("tests", "skce")}
     for command, readers in reg["readers"].items():
         for flag in sorted(readers):
+            if flag in ("eval-points", "ks-cells", "max-cells"):
+                continue  # a stream's: refused in memory (test_hostile's "stream option"), read by Accumulator
             key, default = flag.replace("-", "_"), opts[command][flag]["default"]
             kind = opts[command][flag]["type"]
             v = True if kind == "bool" else int(default) + 1 if kind == "int" else float(default) + 0.5 if kind == "float64" else default or {"scalar-mode": "top_label"}[flag]
@@ -284,3 +286,27 @@ def test_every_option_that_only_some_choices_read_is_refused_without_them():
             with pytest.raises(ValueError) as e:
                 call()
             assert key in str(e.value) and "applies to" in str(e.value) and "--" not in str(e.value), (command, key, str(e.value))
+
+
+def test_one_number_functions_refuse_what_they_set():
+    """The one-number functions set metrics (and ks_error r, smece and
+    ece_variational the notion) themselves: given, ValueError names the
+    keyword, never a TypeError or another entry's number."""
+    for call, want in [(lambda: calib.ece_kde(P, Y, metrics="brier"), "metrics: ece_kde sets it itself"),
+                       (lambda: calib.ece_binned(P, Y, metrics="brier"), "metrics: ece_binned sets it itself"),
+                       (lambda: calib.ece_variational(P, Y, metrics="brier"), "metrics: ece_variational sets it itself"),
+                       (lambda: calib.ks_error(P, Y, ks_r=[2]), "ks_r: ks_error sets it itself"),
+                       (lambda: calib.smece(P, Y, mode="class_wise"), "mode: smece sets it itself")]:
+        with pytest.raises(ValueError, match=want):
+            call()
+    top = calib.evaluate(P, Y, metrics="ks").get("ks", "top_r", r=1)["value"]
+    assert calib.ks_error(P, Y) == top
+
+
+def test_calibrator_options_cannot_override_its_parameters():
+    """logits in Calibrator's options would fit on softmax(X) and apply to
+    X as probabilities: refused, as is a non-dict."""
+    with pytest.raises(ValueError, match="logits is a parameter of Calibrator"):
+        calib.Calibrator("platt", options={"logits": True}).fit(P, Y)
+    with pytest.raises(ValueError, match="want a dict"):
+        calib.Calibrator("spline", options="knots=5").fit(P, Y)

@@ -43,7 +43,8 @@ import (
 // packages, on the same flag.CommandLine).
 type config struct {
 	input, labels, weights, format, output string
-	logits                                 bool
+	logits, renormalize                    bool
+	tolerance                              float64
 	text                                   evalflag.Text       // --metrics, --p, --bandwidth, --binning, --bin-rule, --ks-r
 	eval                                   evaluate.Options    // --mode, --class-mean, --bins
 	stream                                 evalflag.StreamText // --eval-points, --ks-cells, --max-cells
@@ -61,6 +62,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	evalflag.Register(fs, &c.text, &c.eval, evalflag.Beam)
 	evalflag.RegisterStream(fs, &c.stream, "")
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
+	fs.BoolVar(&c.renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
+	fs.Float64Var(&c.tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
 	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
 	fs.IntVar(&c.blocks, "eval-blocks", 1, "the block-pair plan: cut the evaluation points into this many blocks, each (block, shard) pair a work item of its own (for the exact estimates, --eval-points all, at moderate n); the document is the same")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
@@ -98,8 +101,22 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 			return o, usageErrorf("--%s %q: names nothing; leave the flag out for its default", name, named[name])
 		}
 	}
-	if c.rows < 1 || c.stream.KSCells < 1 || c.eval.Bins.Bins < 1 {
-		return o, usageErrorf("--rows, --ks-cells and --bins must be at least 1")
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"rows", c.rows}, {"ks-cells", c.stream.KSCells}, {"bins", c.eval.Bins.Bins}} {
+		if f.v < 1 {
+			return o, usageErrorf("--%s %d: want at least 1", f.name, f.v)
+		}
+	}
+	if c.stream.MaxCells < 0 {
+		return o, usageErrorf("--max-cells %d: want 0 (the default) or more", c.stream.MaxCells)
+	}
+	if !(c.tolerance > 0 && c.tolerance < 1) {
+		return o, usageErrorf("--tolerance %v: want a number in (0, 1)", c.tolerance)
+	}
+	if c.logits && (set["tolerance"] || set["renormalize"]) {
+		return o, usageErrorf("--tolerance and --renormalize apply to probabilities (their row sums), not to --logits")
 	}
 	if c.blocks < 1 || c.blocks > calibbeam.MaxEvalBlocks {
 		return o, usageErrorf("--eval-blocks %d: want 1 to %d", c.blocks, calibbeam.MaxEvalBlocks)
@@ -137,10 +154,14 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if _, err := evaluate.NewSums(o.Stream); err != nil {
 		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
-	if err := evalflag.Unread(func(name string) bool { return set[name] }, eo.Metrics); err != nil {
+	given := func(name string) bool { return set[name] }
+	if err := evalflag.Unread(given, eo.Metrics); err != nil {
 		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
-	o.Data = data.Options{Format: c.format, Logits: c.logits}
+	if err := evalflag.Conflicts(given, eo, eo.Metrics, set["mode"]); err != nil {
+		return o, usageErrorf("%s", evalflag.FlagMessage(err))
+	}
+	o.Data = data.Options{Format: c.format, Logits: c.logits, Renormalize: c.renormalize, Tolerance: c.tolerance}
 	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
 	return o, nil
 }
@@ -255,6 +276,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	flag.CommandLine.SetOutput(stderr)
+	if flag.CommandLine.NArg() > 0 {
+		fmt.Fprintf(stderr, "calib-beam: %q: calib-beam takes flags only (the predictions are --input)\n", flag.CommandLine.Arg(0))
+		return 2
+	}
 	// On a cluster's worker, Init runs the worker and does not return:
 	// nothing before it may need the evaluation flags.
 	beam.Init()
@@ -322,6 +347,9 @@ func knownRunner(name string) error {
 // meant: --labels is Dataflow's job labels (JSON), not the labels files
 // (--label-files).
 func beamFlagsMisused(set map[string]bool) error {
+	if set["async"] && flag.Lookup("async").Value.String() == "true" {
+		return usageErrorf("--async: calib-beam waits for the pipeline, whose last stage writes the document (--output); run without --async")
+	}
 	if !set["labels"] {
 		return nil
 	}

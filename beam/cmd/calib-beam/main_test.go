@@ -117,7 +117,8 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"--eval-points", "300", "--output", "-"},
+		{"--output", "-"}, // the defaults
+		{"--eval-points", "300", "--metrics", "ece_kde,ece_witness,ece_bin", "--output", "-"},
 		{"--eval-points", "200", "--bandwidth", "0.02", "--metrics", "ece_kde,ks,brier", "--mode", "top_label,marginal", "--seed", "5", "--rows", "777", "--output", "eval.json"},
 		// Exact kernel estimates by the block-pair plan, equal-mass bins
 		// with Doane's rule.

@@ -547,7 +547,7 @@ func TestPlotCommand(t *testing.T) {
 		{[]string{"plot", "compare", set, "-o", filepath.Join(dir, "x.png")}, "needs --val"},
 		{[]string{"plot", "reliability", set, "--class", "7", "-o", filepath.Join(dir, "x.png")}, "--class 7"},
 		{[]string{"plot", "simplex", golden + "c01_n60_k2.csv", "-o", filepath.Join(dir, "x.png")}, "K >= 3"},
-		{[]string{"plot", "simplex", set, "--classes", "1,1", "-o", filepath.Join(dir, "x.png")}, "two different classes"},
+		{[]string{"plot", "simplex", set, "--classes", "1,1", "-o", filepath.Join(dir, "x.png")}, "given twice"},
 	} {
 		_, stderr, code := run(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

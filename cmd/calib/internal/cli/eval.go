@@ -62,18 +62,33 @@ func newEvalCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := unread(cmd.Flags(), o.Metrics); err != nil {
-			return err
-		}
 		var out *evaluate.Evaluation
 		var stream bool
 		var names []string
 		if _, ok := arraysOf(cmd.Context(), args[0]); ok {
 			// Arrays in memory: evaluated whole, whatever a file of
 			// that name would be.
-			err = sf.inMemory(cmd.Flags(), args[0])
+			if err = sf.inMemory(cmd.Flags(), args[0]); err == nil {
+				err = unread(cmd.Flags(), o, o.Metrics)
+			}
 		} else {
+			// The options, before the file is looked at: the stream's
+			// with --stream, else the in-memory evaluation's (the
+			// stream's own flags are left to decide, which says to add
+			// --stream).
+			fs := cmd.Flags()
+			if sf.on {
+				err = ef.streamUnread(fs, &sf)
+			} else {
+				err = unreadGiven(func(name string) bool { return fs.Changed(name) && !streamOnly[name] }, o, o.Metrics)
+			}
+			if err != nil {
+				return err
+			}
 			stream, names, err = sf.decide(cmd, args[0])
+			if err == nil && stream && !sf.on { // streamed for its size or shards
+				err = ef.streamUnread(fs, &sf)
+			}
 		}
 		if err != nil {
 			return err
@@ -132,9 +147,18 @@ func (f *evalFlags) evalOnly(fs *pflag.FlagSet) error {
 }
 
 // unread refuses an option that no metric of ms (the parsed options';
-// nil: the defaults) reads (evalflag.Readers).
-func unread(fs *pflag.FlagSet, ms evaluate.MetricSet) error {
-	if err := evalflag.Unread(fs.Changed, ms); err != nil {
+// nil: the defaults) reads (evalflag.Readers), or that the values of the
+// other options o leave unread (evalflag.Conflicts).
+func unread(fs *pflag.FlagSet, o evaluate.Options, ms evaluate.MetricSet) error {
+	return unreadGiven(fs.Changed, o, ms)
+}
+
+// unreadGiven is unread with given saying which flags were given.
+func unreadGiven(given func(name string) bool, o evaluate.Options, ms evaluate.MetricSet) error {
+	if err := evalflag.Unread(given, ms); err != nil {
+		return optionError("", err)
+	}
+	if err := evalflag.Conflicts(given, o, ms, given("mode")); err != nil {
 		return optionError("", err)
 	}
 	return nil

@@ -199,6 +199,15 @@ func newTestsCmd() *cobra.Command {
 			if o.Sets < 0 || o.Resamples < 0 || o.PowerSets < 0 {
 				return usageErrorf("--sets, --resamples and --power-sets must not be negative (0: the default)")
 			}
+			if least := calibtest.MinResamples(0.01); o.Resamples != 0 && o.Resamples < least {
+				return usageErrorf("--resamples %d: a resampled p-value is at least 1/(B+1), so none could reach the study's alpha = 0.01; want at least %d", o.Resamples, least)
+			}
+			if cmd.Flags().Changed("power-sets") && !power {
+				return usageErrorf("--power-sets applies to the power study, which --power=false leaves out")
+			}
+			if cmd.Flags().Changed("split") && len(args) == 0 {
+				return usageErrorf("--split applies to the LOGIT_DIR arguments, and none is given")
+			}
 			var err error
 			if o.Sizes, err = intList("--sizes", sizes); err != nil {
 				return err

@@ -99,7 +99,29 @@ func checkMethod(cmd *cobra.Command, method string) error {
 	if method == "" {
 		return usageErrorf("--method is required: one of %s", strings.Join(recal.MethodNames(), ", "))
 	}
-	return refuseUnread(cmd.Flags(), methodFlags, "--method", []string{method})
+	fs := cmd.Flags()
+	if err := refuseUnread(fs, methodFlags, "--method", []string{method}); err != nil {
+		return err
+	}
+	if fs.Changed("scalar-mode") && fs.Lookup("scalar-mode").Value.String() == recal.ModeOneVsRest && method != string(recal.MethodIsotonic) {
+		return usageErrorf("--scalar-mode one_vs_rest applies to --method isotonic, not %s", method)
+	}
+	// The ODIR weights: fixed, both (matrix-odir, dirichlet-odir; mu
+	// alone for vector), or cross-validated on --grid with --seed's
+	// folds.
+	lambda, mu := fs.Changed("lambda"), fs.Changed("mu")
+	odir := method == recal.MethodMatrix || method == recal.MethodDirichlet
+	if odir && lambda != mu {
+		return usageErrorf("--lambda and --mu: give both (fixed weights) or neither (both cross-validated); %s fixes both", map[bool]string{true: "--lambda alone", false: "--mu alone"}[lambda])
+	}
+	if fixed := mu && (lambda || !odir); fixed {
+		for _, flag := range []string{"grid", "seed"} {
+			if fs.Changed(flag) {
+				return usageErrorf("--%s applies to the cross-validation of --lambda and --mu, which fixed weights skip", flag)
+			}
+		}
+	}
+	return nil
 }
 
 func newApplyCmd() *cobra.Command {

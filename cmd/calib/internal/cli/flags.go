@@ -116,6 +116,7 @@ var flagRules = map[string]flagRule{
 	"method":              oneOf("valid methods are "+strings.Join(recal.MethodNames(), ", "), append([]string{""}, recal.MethodNames()...)...), // "": fit says it is required
 	"loss":                oneOf("valid losses are "+strings.Join(train.Losses, ", "), train.Losses...),
 	"grid":                oneOf("want default or full", "default", "full"),
+	"scalar-mode":         oneOf("valid modes are top_label, binary and one_vs_rest (isotonic)", recal.ModeTopLabel, recal.ModeBinary, recal.ModeOneVsRest),
 	"split":               oneOf("want test or val", "test", "val"),
 	"optimizer":           oneOf("valid optimizers are "+strings.Join(train.Optimizers, ", "), train.Optimizers...),
 	"estimators/parts":    listRule(oneOf("valid parts are "+strings.Join(experiment.EstimatorParts, ", "), experiment.EstimatorParts...)),
@@ -170,9 +171,11 @@ func validateFlags(cmd *cobra.Command) error {
 		if err != nil || !f.Changed {
 			return
 		}
-		if namesFlags[f.Name] && strings.Trim(f.Value.String(), " []") == "" {
-			err = usageErrorf("--%s %q: names nothing; leave the flag out for its default", f.Name, strings.Trim(f.Value.String(), "[]"))
-			return
+		if namesFlags[f.Name] {
+			if e := listItems(f.Name, strings.Trim(f.Value.String(), "[]")); e != nil {
+				err = e
+				return
+			}
 		}
 		rule, ok := flagRules[cmd.Name()+"/"+f.Name]
 		if !ok {
@@ -185,7 +188,38 @@ func validateFlags(cmd *cobra.Command) error {
 			err = usageErrorf("--%s %v", f.Name, e)
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// Logits are not rows on the simplex: nothing reads these then.
+	if fs := cmd.Flags(); fs.Lookup("logits") != nil && fs.Lookup("logits").Value.String() == "true" {
+		for _, name := range []string{"tolerance", "renormalize"} {
+			if fs.Changed(name) {
+				return usageErrorf("--%s applies to probabilities (their row sums), not to --logits", name)
+			}
+		}
+	}
+	return nil
+}
+
+// listItems checks the value v of a flag that names things (namesFlags):
+// at least one name, none empty between commas, none twice.
+func listItems(flag, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return usageErrorf("--%s %q: names nothing; leave the flag out for its default", flag, v)
+	}
+	seen := map[string]bool{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+			return usageErrorf("--%s %q: an empty name between commas", flag, v)
+		case seen[item]:
+			return usageErrorf("--%s %q: %s given twice", flag, v, item)
+		}
+		seen[item] = true
+	}
+	return nil
 }
 
 // refuseUnread refuses a flag of readers (a flag and the choices of
@@ -206,7 +240,11 @@ func refuseUnread(fs *pflag.FlagSet, readers map[string][]string, option string,
 // given while none is chosen, the command refuses the option.
 func OptionReaders() map[string]map[string][]string {
 	eval := map[string][]string{}
+	flags := newEvalCmd().Flags()
 	for name, ms := range evalflag.Readers {
+		if flags.Lookup(name) == nil {
+			continue // calib-beam's (--eval-blocks)
+		}
 		for _, m := range ms {
 			eval[name] = append(eval[name], string(m))
 		}
@@ -311,7 +349,7 @@ func (f *inputFlags) loadWith(ctx context.Context, name string, unlabeled bool, 
 	} else {
 		s, err = data.Load(name, o)
 	}
-	if errors.Is(err, data.ErrNoLabels) {
+	if _, inMemory := arraysOf(ctx, name); errors.Is(err, data.ErrNoLabels) && !inMemory {
 		err = fmt.Errorf("%w (%s FILE)", err, cmp.Or(f.labelsFlag, "--labels"))
 	}
 	if err != nil {

@@ -118,7 +118,7 @@ func TestNoSilentTestFlag(t *testing.T) {
 		{[]string{"test", missing, "--tests", ""}, "--tests"},
 		{[]string{"test", missing, "--tests", " , "}, "--tests"},
 		{[]string{"test", missing, "--tests", "ks,nope"}, "unknown test"},
-		{[]string{"test", missing, "--tests", "ks,ks"}, "listed twice"},
+		{[]string{"test", missing, "--tests", "ks,ks"}, "ks given twice"},
 		{[]string{"test", missing, "--workers", "-1"}, "--workers"},
 		{[]string{"eval", missing, "--p-values", "--p-resamples", "1"}, "--p-resamples"},
 		{[]string{"eval", missing, "--p-values", "--p-resamples", "3"}, "--p-resamples"},

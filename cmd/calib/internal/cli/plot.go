@@ -54,6 +54,7 @@ var plotReaders = map[string][]string{
 	"bins": {"reliability"}, "binning": {"reliability"},
 	"methods": {"compare"}, "grid": {"compare"},
 	"val": {"ks", "compare"}, "val-labels": {"ks", "compare"}, "val-weights": {"ks", "compare"},
+	"seed": {"reliability", "smooth", "simplex", "compare"},
 }
 
 // options checks the flags of figure kind before any data is read and
@@ -77,6 +78,9 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	if n != convention.Calib && (kind != "reliability" || !f.json()) {
 		return o, usageErrorf("--convention %s: only the data of a reliability diagram (-o FILE.json) follow another library's bins; the figures are drawn with calib's", f.convention)
 	}
+	if strings.TrimSpace(f.ff.text.Binning) == "equal_mass" && !n.EqualMass() {
+		return o, usageErrorf("--binning equal_mass: --convention %s's library has no equal-mass bins (calib's and sklearn's have)", f.convention)
+	}
 	if f.po.Notion, err = kde.ParseNotion(f.notion); err != nil {
 		return o, optionError("--notion", err)
 	}
@@ -85,6 +89,11 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	}
 	if err := refuseUnread(fs, plotReaders, "the figure", []string{kind}); err != nil {
 		return o, err
+	}
+	for _, flag := range []string{"val-labels", "val-weights"} {
+		if fs.Changed(flag) && f.val == "" {
+			return o, usageErrorf("--%s applies to the validation set of --val, and none is given", flag)
+		}
 	}
 	if o, err = f.ff.options(report.Options{Grid: f.grid, Seed: f.seed, Workers: f.workers}); err != nil {
 		return o, err
@@ -110,6 +119,9 @@ func newPlotCmd() *cobra.Command {
 		}
 		if (kind == "reliability" || kind == "smooth") && pf.po.Class >= s.K {
 			return usageErrorf("--class %d: classes are 0..%d", pf.po.Class, s.K-1)
+		}
+		if kind == "bandwidth" && pf.po.Notion == kde.Binary && !s.Binary && s.K != 2 {
+			return usageErrorf("--notion binary: the predictions have K = %d classes; binary needs two (or one column, p1)", s.K)
 		}
 		if pf.json() {
 			return pf.writeData(cmd, kind, s, o)

@@ -92,7 +92,7 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 	if metrics == nil {
 		metrics = report.ReportMetrics
 	}
-	if err := unread(fs, metrics); err != nil {
+	if err := unread(fs, eo, metrics); err != nil {
 		return report.Options{}, err
 	}
 	o, err := f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})
@@ -134,6 +134,9 @@ func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Op
 	}
 	if _, err := f.ef.options(test); err != nil {
 		return nil, err
+	}
+	if f.ff.text.Classes != "" && test.K < 3 {
+		return nil, usageErrorf("--classes %s: the simplex view needs K >= 3 classes, the predictions have K = %d", f.ff.text.Classes, test.K)
 	}
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.ef.progress)
 	o.Progress, o.Provenance = ui, prov

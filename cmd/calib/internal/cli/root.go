@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -180,7 +181,7 @@ func isInputError(err error) bool {
 	return errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, calibtest.ErrInput) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
 		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
-		errors.Is(err, variational.ErrInput) || errors.Is(err, smooth.ErrInput) ||
+		errors.Is(err, variational.ErrInput) || errors.Is(err, smooth.ErrInput) || errors.Is(err, convention.ErrUnsupported) ||
 		strings.HasPrefix(err.Error(), "unknown command")
 }
 

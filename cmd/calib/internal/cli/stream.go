@@ -3,9 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +85,9 @@ func (f *streamFlags) register(fs *pflag.FlagSet) {
 	evalflag.RegisterStream(fs, &f.text, "with --stream: ")
 }
 
+// streamOnly are the flags of a streamed evaluation only.
+var streamOnly = map[string]bool{"eval-points": true, "rows": true, "ks-cells": true, "max-cells": true}
+
 // decide says whether eval streams PRED (a file, glob or directory) and
 // returns its shards when it does.
 func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, error) {
@@ -97,7 +102,7 @@ func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, e
 	single := err == nil && !st.IsDir()
 	off := fs.Changed("stream") && !f.on // --stream=false: never stream
 	if single && !f.on && (off || st.Size() <= autoStreamBytes) {
-		for _, name := range []string{"eval-points", "rows", "ks-cells", "max-cells"} {
+		for _, name := range slices.Sorted(maps.Keys(streamOnly)) {
 			if fs.Changed(name) {
 				return false, nil, usageErrorf("--%s applies to a streamed evaluation: add --stream", name)
 			}
@@ -215,6 +220,21 @@ func (f *streamFlags) points() (int, error) {
 	return m, nil
 }
 
+// streamUnread refuses an option that no metric of the stream reads, or
+// that its other options leave unread (unread), with the stream's
+// metrics (its defaults where none are named).
+func (f *evalFlags) streamUnread(fs *pflag.FlagSet, sf *streamFlags) error {
+	so, err := f.streamOptions(sf)
+	if err != nil {
+		var oe *evaluate.OptionError
+		if errors.As(err, &oe) {
+			err = optionError("", err)
+		}
+		return err
+	}
+	return unread(fs, so.Options, so.Metrics)
+}
+
 // streamOptions are the options of a streamed evaluation, checked (by
 // evaluate.NewSums) before any data is read.
 func (f *evalFlags) streamOptions(sf *streamFlags) (evaluate.StreamOptions, error) {
@@ -269,18 +289,11 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 	if err := ef.evalOnly(fs); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
+	if err := ef.streamUnread(fs, &sf); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
 	so, err := ef.streamOptions(&sf)
-	if err != nil {
-		var oe *evaluate.OptionError
-		if errors.As(err, &oe) {
-			err = optionError("", err)
-		}
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	if err := unread(fs, so.Metrics); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	return so, in.o, nil
+	return so, in.o, err
 }
 
 // stream evaluates the shards names of args[0] in two passes of chunks.

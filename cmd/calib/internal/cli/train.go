@@ -10,12 +10,27 @@ import (
 	"github.com/calib-dev/calib/train"
 )
 
+// lossFlags names the losses that read each flag of train that some
+// losses only read.
+var lossFlags = map[string][]string{
+	"lambda":    {train.LossKDEXE, train.LossMMCE},
+	"bandwidth": {train.LossKDEXE},
+	"p":         {train.LossKDEXE},
+	"smoothing": {train.LossLS},
+}
+
 func newTrainCmd() *cobra.Command {
 	var o train.RunOptions
 	cfg := &o.Config
 	cmd := command("train --data FILE.csv --loss xe|kde-xe|mmce|focal|ls -o DIR", "Train an MLP with cross-entropy or KDE-XE on a tabular data set and write its val/test logits", exactArgs(0), func(cmd *cobra.Command, args []string) error {
 		if o.Data == "" || o.Dir == "" {
 			return usageErrorf("--data FILE.csv and -o DIR are required")
+		}
+		if err := refuseUnread(cmd.Flags(), lossFlags, "--loss", []string{cfg.Loss}); err != nil {
+			return err
+		}
+		if err := refuseUnread(cmd.Flags(), map[string][]string{"momentum": {train.OptimizerSGD}}, "--optimizer", []string{cfg.Optimizer}); err != nil {
+			return err
 		}
 		if err := cfg.SetDefaults(); err != nil {
 			return usageErrorf("%v", err)
