@@ -331,3 +331,23 @@ func TestDirectoryAndMissingFile(t *testing.T) {
 		t.Errorf("empty labels file: %v", err)
 	}
 }
+
+// TestJSONLKeysOnceAndLowercase: a row with a key twice, or in another
+// case, is refused with its line (Go's decoder would keep the last value,
+// or match "PROBS", without a word).
+func TestJSONLKeysOnceAndLowercase(t *testing.T) {
+	for _, c := range []struct{ row, want string }{
+		{`{"probs": [0.2, 0.8], "label": 1, "label": 0}`, `key "label" given twice`},
+		{`{"PROBS": [0.2, 0.8], "label": 1}`, `key "PROBS": calib reads "probs"`},
+		{`{"probs": [0.2, 0.8], "Label": 1}`, `key "Label": calib reads "label"`},
+	} {
+		_, err := Parse("r.jsonl", []byte(`{"probs": [0.5, 0.5], "label": 0}`+"\n"+c.row+"\n"), "", nil, Options{})
+		if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.row, err)
+		}
+	}
+	// A string value that looks like a key is not one.
+	if _, err := Parse("r.jsonl", []byte(`{"probs": [0.5, 0.5], "label": 0, "note": "\"label\": x"}`+"\n"), "", nil, Options{}); err != nil {
+		t.Errorf("a key in a string value: %v", err)
+	}
+}

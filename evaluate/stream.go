@@ -152,7 +152,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	case o.MaxCells < 0:
 		return nil, optionError("max-cells", "%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
 	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
-		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, 0 (the default, %d) or all", o.EvalPoints, MaxAllPoints, DefaultEvalPoints)
+		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, or all", o.EvalPoints, MaxAllPoints)
 	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
 		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	case o.SmECE.Convention != smooth.Relplot:

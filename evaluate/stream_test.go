@@ -995,3 +995,25 @@ func deref(p *float64) float64 {
 	}
 	return *p
 }
+
+// TestMergeNamesTheOptionsThatDiffer: sums of different options do not
+// merge, and the error names each option that differs with both values,
+// not the two whole configurations.
+func TestMergeNamesTheOptionsThatDiffer(t *testing.T) {
+	s := &data.Set{Probs: []float64{0.2, 0.8, 0.7, 0.3}, Labels: []int{1, 0}, N: 2, K: 2}
+	var sums []*Sums
+	for _, m := range []Metric{Brier, KS} {
+		ss, err := NewSums(StreamOptions{Options: Options{Metrics: MetricSet{m}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ss.Add(&Batch{Set: s, Source: string(m)}); err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, ss)
+	}
+	err := sums[0].Merge(sums[1])
+	if err == nil || !strings.Contains(err.Error(), `metrics ["brier"] and ["ks"]`) || strings.Contains(err.Error(), "grid") || len(err.Error()) > 300 {
+		t.Errorf("merge of brier and ks sums: %v", err)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
@@ -270,7 +272,7 @@ func (s *Sums) Merge(o *Sums) error {
 	}
 	if !s.started {
 		if a, b := configKey(s.st.Config), configKey(o.st.Config); a != b {
-			return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+			return fmt.Errorf("evaluate: merging sums of different options: %s", configDiff(a, b))
 		}
 		*s = *cloneSums(o)
 		return nil
@@ -279,7 +281,7 @@ func (s *Sums) Merge(o *Sums) error {
 		return fmt.Errorf("evaluate: merging sums of K = %d %s with K = %d %s", s.st.K, s.st.Input, o.st.K, o.st.Input)
 	}
 	if a, b := configKey(s.st.Config), configKey(o.st.Config); a != b {
-		return fmt.Errorf("evaluate: merging sums of different options: %s and %s", a, b)
+		return fmt.Errorf("evaluate: merging sums of different options: %s", configDiff(a, b))
 	}
 	if (s.st.Sample == nil) != (o.st.Sample == nil) || (s.st.Sample != nil && (s.st.Sample.M != o.st.Sample.M || s.st.Sample.Seed != o.st.Sample.Seed || s.st.Sample.K != o.st.Sample.K)) {
 		return fmt.Errorf("evaluate: merging sums with different samples")
@@ -346,6 +348,37 @@ func (s *Sums) Merge(o *Sums) error {
 func configKey(c *streamConfig) string {
 	b, _ := json.Marshal(c)
 	return string(b)
+}
+
+// configDiff names the options in which the configurations a and b
+// (configKey's JSON) differ, with both values: "metrics [\"brier\"] and
+// [\"ks\"]".
+func configDiff(a, b string) string {
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal([]byte(a), &ma) != nil || json.Unmarshal([]byte(b), &mb) != nil {
+		return a + " and " + b
+	}
+	short := func(v json.RawMessage) string {
+		if len(v) == 0 {
+			return "none"
+		}
+		if s := string(v); len(s) <= 60 {
+			return s
+		}
+		return string(v[:57]) + "..."
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(ma)) {
+		if string(ma[k]) != string(mb[k]) {
+			diffs = append(diffs, fmt.Sprintf("%s %s and %s", k, short(ma[k]), short(mb[k])))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(mb)) {
+		if _, ok := ma[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s none and %s", k, short(mb[k])))
+		}
+	}
+	return strings.Join(diffs, "; ")
 }
 
 // cloneSums returns a deep copy of s through its JSON form.

@@ -350,6 +350,9 @@ func beamFlagsMisused(set map[string]bool) error {
 	if set["async"] && flag.Lookup("async").Value.String() == "true" {
 		return usageErrorf("--async: calib-beam waits for the pipeline, whose last stage writes the document (--output); run without --async")
 	}
+	if set["dry_run"] && flag.Lookup("dry_run").Value.String() == "true" {
+		return usageErrorf("--dry_run: the runners calib-beam runs through do not honour it (the job would run); calib-beam checks its flags and the first row of every shard before the pipeline starts anyway")
+	}
 	if !set["labels"] {
 		return nil
 	}
