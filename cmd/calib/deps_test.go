@@ -30,6 +30,8 @@ const mod = "github.com/calib-dev/calib"
 //     through it, npyio); progress does not either.
 //   - calibtest does not import evaluate (the tests of calibration are
 //     built on the estimators, not on the evaluation driver).
+//   - Only serve (and cmd/...) imports serve and prometheus/client_golang:
+//     a program that evaluates builds no server.
 //   - The Beam module (beam/, its tests included) imports no calib
 //     internal/ package: it uses the library as any other program would.
 func TestLayers(t *testing.T) {
@@ -69,6 +71,8 @@ func TestLayers(t *testing.T) {
 		{func(p string) bool { return p == mod+"/kde" || p == mod+"/metric" || p == mod+"/progress" },
 			[]string{mod + "/data", "github.com/sbinet/npyio"}, "the estimators and progress read no files"},
 		{func(p string) bool { return under(p, mod+"/calibtest") }, []string{mod + "/evaluate"}, "calibtest is built on the estimators"},
+		{func(p string) bool { return !under(p, mod+"/cmd") && !under(p, mod+"/serve") },
+			[]string{"github.com/prometheus/", mod + "/serve"}, "only serve (and the command) reach the server and Prometheus's client"},
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -90,6 +91,15 @@ func oneOf(what string, valid ...string) flagRule {
 	}
 }
 
+// positiveDuration accepts a duration above 0 (30s, 2m).
+func positiveDuration(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%q: want a duration above 0, with its unit (30s, 2m)", v)
+	}
+	return nil
+}
+
 var (
 	nonNegative  = intRule(0, math.MaxInt32, "an integer >= 0")
 	positiveInt  = intRule(1, math.MaxInt32, "an integer >= 1")
@@ -121,6 +131,11 @@ var flagRules = map[string]flagRule{
 	"optimizer":           oneOf("valid optimizers are "+strings.Join(train.Optimizers, ", "), train.Optimizers...),
 	"estimators/parts":    listRule(oneOf("valid parts are "+strings.Join(experiment.EstimatorParts, ", "), experiment.EstimatorParts...)),
 	"workers":             nonNegative,
+	"max-rows":            positiveInt,
+	"max-body-mib":        intRule(1, 1<<20, "an integer number of MiB in [1, 1048576]"),
+	"read-timeout":        positiveDuration,
+	"write-timeout":       positiveDuration,
+	"idle-timeout":        positiveDuration,
 	"per-class":           nonNegative,
 	"bins":                intRule(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins)),
 	"ks-cells":            positiveInt,

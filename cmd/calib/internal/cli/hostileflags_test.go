@@ -15,10 +15,11 @@ import (
 // hostileValues are, by pflag type, values that no flag of that type takes:
 // NaN, infinities, an empty value, a wrong type, a number out of range.
 var hostileValues = map[string][]string{
-	"float64": {"nan", "NaN", "inf", "+Inf", "-inf", "", "abc", "1e999", "0x"},
-	"int":     {"nan", "inf", "", "abc", "1.5", "99999999999999999999", "-99999999999999999999"},
-	"uint64":  {"-1", "nan", "", "abc", "1.5", "99999999999999999999"},
-	"bool":    {"maybe", "2", "nan", ""},
+	"float64":  {"nan", "NaN", "inf", "+Inf", "-inf", "", "abc", "1e999", "0x"},
+	"int":      {"nan", "inf", "", "abc", "1.5", "99999999999999999999", "-99999999999999999999"},
+	"uint64":   {"-1", "nan", "", "abc", "1.5", "99999999999999999999"},
+	"bool":     {"maybe", "2", "nan", ""},
+	"duration": {"", "abc", "-1s", "0", "1", "nan"},
 	// Strings: an empty value (a name list or choice naming nothing) and
 	// a wrong name; file flags and free text are listed in hostileTaken.
 	"string":      {"", "bogus,", "nan"},
@@ -32,6 +33,7 @@ var hostileTaken = map[string]string{
 	"labels": "a file", "weights": "a file", "val": "a file", "val-labels": "a file", "val-weights": "a file",
 	"test": "a file", "test-labels": "a file", "test-weights": "a file", "calibrator": "a file", "data": "a file",
 	"output": "a file or directory (checked as one: where it cannot be written is the error)", "cpuprofile": "a file",
+	"maps": "a directory", "token-file": "a file", "tls-cert": "a file", "tls-key": "a file", "tls-client-ca": "a file",
 	"experiment/estimators/estimators": "checked by the experiment's own parser",
 	"train/label":                      "a column name, checked against the file's header",
 }
@@ -57,6 +59,7 @@ func TestHostileFlagValues(t *testing.T) {
 		"plot":    {"reliability", missing, "-o", out + ".png"},
 		"demo":    {"-o", nowhere + ".html"},
 		"train":   {"--data", missing, "--loss", "xe", "-o", out},
+		"serve":   {"--maps", missing},
 	}
 	cases := 0
 	var walk func(path string, cmd *cobra.Command)

@@ -115,7 +115,7 @@ func NewRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("calib {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{flagError(err)} })
-	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd(), newTestCmd())
+	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd(), newTestCmd(), newServeCmd())
 	return root
 }
 

@@ -1,0 +1,346 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/calib-dev/calib/data"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 64 << 20 // a request body, in bytes
+	DefaultMaxRows      = 100_000  // rows of one request
+)
+
+// Options configures a Server. The zero value but MapsDir serves the
+// maps with the default limits, no token, and no admin endpoint.
+type Options struct {
+	// MapsDir holds the maps, one NAME.json file (written by calib fit)
+	// per map.
+	MapsDir string
+	// Token, if not empty, is the bearer token every request but the
+	// health checks must carry (Authorization: Bearer TOKEN), compared in
+	// constant time.
+	Token []byte
+	// MaxBodyBytes bounds a request's body (413 past it); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxRows bounds the rows of one request (413 past it); 0 means
+	// DefaultMaxRows.
+	MaxRows int
+	// Admin turns on the admin endpoint POST /v1/admin/reload.
+	Admin bool
+	// Logger receives the reloads' and errors' log lines; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Server applies the maps of a directory over HTTP (the handler of
+// Handler): calib's own /v1 API and the Open Inference Protocol v2 (KServe
+// and Triton clients), with Prometheus metrics. Reload reads the
+// directory again; requests in flight finish on the maps they started
+// with.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	maps    atomic.Pointer[Maps]
+	reload  sync.Mutex // one reload at a time
+	reg     *prometheus.Registry
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// New loads the maps of o.MapsDir and returns the server. A map file that
+// does not load is an error here (a server does not start on a bad map:
+// ReloadReport.Errors), as is a directory without maps.
+func New(o Options) (*Server, error) {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxRows == 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.MaxBodyBytes < 0 || o.MaxRows < 0 {
+		return nil, fmt.Errorf("serve: negative limits (body %d bytes, %d rows)", o.MaxBodyBytes, o.MaxRows)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{o: o, log: o.Logger, reg: prometheus.NewRegistry()}
+	s.metrics = newMetrics(s.reg)
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r := s.Reload()
+	if r.Err != "" {
+		return nil, fmt.Errorf("serve: %s", r.Err)
+	}
+	if len(r.Errors) > 0 {
+		return nil, fmt.Errorf("serve: %d map file(s) do not load: %s", len(r.Errors), strings.Join(r.Errors, "; "))
+	}
+	if len(r.Maps) == 0 {
+		return nil, fmt.Errorf("serve: no map in %s: put NAME.json files written by calib fit there", o.MapsDir)
+	}
+	s.routes()
+	return s, nil
+}
+
+// Maps returns the maps being served.
+func (s *Server) Maps() *Maps { return s.maps.Load() }
+
+// ReloadReport is what a reload did.
+type ReloadReport struct {
+	// Maps are the maps served after it, by name: the version of each.
+	Maps map[string]string `json:"maps"`
+	// Errors are the files that did not load (each kept its previous map,
+	// if it had one), one line each.
+	Errors []string `json:"errors,omitempty"`
+	// Err is the error of the directory itself (nothing changed).
+	Err string `json:"error,omitempty"`
+}
+
+// OK reports whether the reload read every file.
+func (r ReloadReport) OK() bool { return r.Err == "" && len(r.Errors) == 0 }
+
+// Reload reads the maps directory again and swaps the new maps in at once
+// (a bad file keeps its previous map; a removed file's map is dropped).
+// The metrics calib_maps_last_reload_successful, ..._success_timestamp_seconds
+// and calib_map_info follow it.
+func (s *Server) Reload() ReloadReport {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	old := s.maps.Load()
+	ms, errs, err := LoadMaps(s.o.MapsDir, old)
+	r := ReloadReport{Maps: map[string]string{}}
+	if err != nil {
+		r.Err = err.Error()
+		s.metrics.reloaded(nil, false)
+		s.log.Error("maps not reloaded", "dir", s.o.MapsDir, "error", err)
+		for _, name := range old.Names() {
+			r.Maps[name] = old.Get(name).Version
+		}
+		return r
+	}
+	for _, e := range errs {
+		r.Errors = append(r.Errors, e.Error())
+		s.log.Error("map not loaded; its previous version, if any, is kept", "error", e)
+	}
+	s.maps.Store(ms)
+	for _, name := range ms.Names() {
+		r.Maps[name] = ms.Get(name).Version
+	}
+	s.metrics.reloaded(ms, len(errs) == 0)
+	s.log.Info("maps loaded", "dir", s.o.MapsDir, "maps", len(ms.Names()), "errors", len(errs))
+	return r
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// routes registers every endpoint.
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	handle := func(pattern, name string, open bool, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, s.instrument(name, open, h))
+	}
+	handle("POST /v1/calibrate/{name}", "calibrate", false, s.calibrate)
+	handle("GET /v1/maps", "maps", false, s.listMaps)
+	if s.o.Admin {
+		handle("POST /v1/admin/reload", "reload", false, s.adminReload)
+	}
+	handle("GET /v2/health/live", "live", true, s.live)
+	handle("GET /v2/health/ready", "ready", true, s.ready)
+	handle("GET /v2", "server_metadata", false, s.serverMetadata)
+	handle("GET /v2/models/{name}", "model_metadata", false, s.modelMetadata)
+	handle("GET /v2/models/{name}/versions/{version}", "model_metadata", false, s.modelMetadata)
+	handle("GET /v2/models/{name}/ready", "model_ready", true, s.modelReady)
+	handle("GET /v2/models/{name}/versions/{version}/ready", "model_ready", true, s.modelReady)
+	handle("POST /v2/models/{name}/infer", "infer", false, s.infer)
+	handle("POST /v2/models/{name}/versions/{version}/infer", "infer", false, s.infer)
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
+	handle("GET /metrics", "metrics", false, func(w http.ResponseWriter, r *http.Request) error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	})
+	handle("/", "unknown", true, func(w http.ResponseWriter, r *http.Request) error {
+		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see the README: /v1/calibrate/{map}, /v2/models/{map}/infer, /metrics)")}
+	})
+	s.mux = mux
+}
+
+// instrument wraps h: the token check (unless open), the body limit, the
+// error response, and the request metrics (by endpoint name and status).
+func (s *Server) instrument(name string, open bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		var err error
+		switch {
+		case !open && !s.authorized(r):
+			sw.Header().Set("WWW-Authenticate", `Bearer realm="calib"`)
+			err = &RequestError{Status: http.StatusUnauthorized, Err: errors.New("missing or wrong bearer token (Authorization: Bearer TOKEN)")}
+		default:
+			r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+			err = h(sw, r)
+		}
+		if err != nil {
+			s.writeError(sw, r, err)
+		}
+		s.metrics.request(name, sw.code(), time.Since(start))
+	})
+}
+
+// authorized reports whether r carries the token (or none is needed).
+func (s *Server) authorized(r *http.Request) bool {
+	if len(s.o.Token) == 0 {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), s.o.Token) == 1
+}
+
+// writeError writes err as {"error": "..."} with its status: a
+// RequestError's (400 by default), 413 for a body past the limit, 500
+// for anything else (logged).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	var re *RequestError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		status = http.StatusRequestEntityTooLarge
+		err = fmt.Errorf("request body over %d bytes: send smaller batches", mbe.Limit)
+	case errors.As(err, &re):
+		status = re.Status
+		if status == 0 {
+			status = http.StatusBadRequest
+		}
+	case errors.As(err, new(*data.Error)):
+		status = http.StatusBadRequest
+	default:
+		s.log.Error("request failed", "path", r.URL.Path, "error", err)
+	}
+	writeJSON(w, status, map[string]string{"error": oneLine(err.Error())})
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"the response could not be encoded"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// oneLine replaces line breaks in msg by spaces.
+func oneLine(msg string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(msg) }
+
+// statusWriter records the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// readJSON decodes r's body into v, refusing unknown fields and trailing
+// data; its errors are RequestErrors naming what is wrong.
+func readJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &RequestError{Status: http.StatusUnsupportedMediaType, Err: fmt.Errorf("Content-Type %q: want application/json", ct)}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return &RequestError{Err: fmt.Errorf("the body is not the JSON object this endpoint takes: %v", err)}
+	}
+	// The rest of the body (read, so that the body limit holds for all of
+	// it) may only be white space.
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return &RequestError{Err: errors.New("data after the JSON object")}
+	}
+	return nil
+}
+
+// MapInfo is a served map as GET /v1/maps lists it.
+type MapInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+	Method  string `json:"method"`
+	Input   string `json:"input"`
+	K       int    `json:"k"`
+}
+
+// MapsResponse is the answer of GET /v1/maps.
+type MapsResponse struct {
+	Maps []MapInfo `json:"maps"`
+}
+
+func (s *Server) listMaps(w http.ResponseWriter, r *http.Request) error {
+	ms := s.maps.Load()
+	out := MapsResponse{Maps: []MapInfo{}}
+	for _, name := range ms.Names() {
+		m := ms.Get(name)
+		h := m.Calibrator.Info()
+		out.Maps = append(out.Maps, MapInfo{name, m.Version, m.SHA256, h.Method, h.Input, h.K})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) adminReload(w http.ResponseWriter, r *http.Request) error {
+	rep := s.Reload()
+	status := http.StatusOK
+	if !rep.OK() {
+		status = http.StatusUnprocessableEntity
+	}
+	writeJSON(w, status, rep)
+	return nil
+}
