@@ -32,12 +32,20 @@ type Map struct {
 // Apply returns the calibrated probabilities (n×K, row-major) of n rows
 // of cols values each (probabilities, or logits), exactly as `calib
 // apply` computes them from a file holding the same numbers: the same
-// checks (data.New, with calib apply's defaults: no renormalisation,
-// tolerance data.DefaultTolerance) and the same map. A row's error names
-// the field it came from (what) and the 1-based row and column.
-func (m *Map) Apply(values []float64, cols int, logits bool, what string) ([]float64, error) {
+// checks (data.New, tolerance data.DefaultTolerance; renormalize divides a
+// row whose sum is off by more by its sum, as --renormalize does) and the
+// same map. A row's error names the field it came from (what) and the
+// 1-based row and column.
+func (m *Map) Apply(values []float64, cols int, logits, renormalize bool, what string) ([]float64, error) {
 	info := m.Calibrator.Info()
-	s, err := data.New(values, cols, nil, logits, data.Options{Unlabeled: true, K: info.Columns(), Logits: logits})
+	s, err := data.New(values, cols, nil, logits, data.Options{Unlabeled: true, K: info.Columns(), Logits: logits, Renormalize: renormalize})
+	var de *data.Error
+	if errors.As(err, &de) {
+		e := *de
+		e.File = what // "probs: row 2, column 3: ..."
+		msg := strings.ReplaceAll(e.Error(), "--renormalize rescales rows", `"renormalize": true rescales rows`)
+		return nil, &RequestError{Err: errors.New(msg)}
+	}
 	if err != nil {
 		return nil, &RequestError{Field: what, Err: err}
 	}

@@ -127,7 +127,7 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := m.Apply(values, int(c), in.Name == "logits", field)
+	out, err := m.Apply(values, int(c), in.Name == "logits", renormalize(req), field)
 	if err != nil {
 		return err
 	}
@@ -210,6 +210,16 @@ func binaryData(in InferTensor, blob []byte, field string, want int, fp32 bool) 
 		out[i] = v
 	}
 	return out, nil
+}
+
+// renormalize reports whether the request's parameters say
+// "renormalize": true (rows of probabilities whose sum is off are divided
+// by it, as calib apply --renormalize does).
+func renormalize(req InferRequest) bool {
+	var p struct {
+		Renormalize bool `json:"renormalize"`
+	}
+	return len(req.Parameters) > 0 && json.Unmarshal(req.Parameters, &p) == nil && p.Renormalize
 }
 
 // binaryOutput reports whether the request asks for the output as bytes

@@ -307,7 +307,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		{"/v1/calibrate/t3", js, `{"logits": [[0.1, 0.2], [0.3, 0.4]]}`, 400, "the map is for K = 3"},
 		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.5], [0.2, 0.3, "NaN"]]}`, 400, "probs: row 2, column 3: want a number"},
 		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.5], [0.2, -0.3, 1.1]]}`, 400, "row 2, column 2"},
-		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.6]]}`, 400, "row 1"},
+		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.6]]}`, 400, `probs: row 1: row does not sum to 1: columns 1-3 sum to 1.1000000000000001 (tolerance 1e-06; "renormalize": true rescales rows)`},
 		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.5], [0.2, 0.8]]}`, 400, "probs: row 2: 2 values, row 1 has 3"},
 		{"/v1/calibrate/t3", js, `{"probs": [0.2, 0.3, 1e999]}`, 400, "probs: column 3: 1e999 is out of float64's range"},
 		{"/v1/calibrate/t3", js, `{"probs": [[1,0,0],[1,0,0],[1,0,0],[1,0,0],[1,0,0]]}`, 413, "more than 4 rows"},
@@ -316,7 +316,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.5]], "extra": 1}`, 400, `unknown field "extra"`},
 		{"/v1/calibrate/t3", js, `{"probs": []}`, 400, "no values"},
 		{"/v1/calibrate/t3", js, `[1]`, 400, "not the JSON object"},
-		{"/v1/calibrate/t3", "text/plain", `{"probs": [[0.2, 0.3, 0.5]]}`, 415, "want application/json"},
+		{"/v1/calibrate/t3", "multipart/form-data; boundary=x", `{"probs": [[0.2, 0.3, 0.5]]}`, 415, "want a JSON body"},
 		{"/v1/calibrate/nope", js, `{"probs": [[0.2, 0.3, 0.5]]}`, 404, `map "nope": not served (maps: t3)`},
 		{"/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.5]]}` + strings.Repeat(" ", 2<<20), 413, "request body over"},
 		{"/v2/models/t3/infer", js, `{"inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP64", "data": [0.2, 0.3, 0.5]}]}`, 400, `inputs[0].name: "x"`},
@@ -335,6 +335,16 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		if status != c.status || !strings.Contains(msg, c.want) {
 			t.Errorf("%s %.80s: %d %q; want %d with %q", c.path, c.body, status, msg, c.status, c.want)
 		}
+	}
+	// "renormalize": true divides the row by its sum, as calib apply
+	// --renormalize does.
+	if status, msg := post(t, u, "/v1/calibrate/t3", js, `{"probs": [[0.2, 0.3, 0.6]], "renormalize": true}`); status != 200 {
+		t.Errorf("renormalize: %d %s", status, msg)
+	}
+	// curl -d's default Content-Type: read as JSON, as the README's
+	// commands send it.
+	if status, msg := post(t, u, "/v1/calibrate/t3", "application/x-www-form-urlencoded", `{"probs": [[0.2, 0.3, 0.5]]}`); status != 200 {
+		t.Errorf("curl's form content type: %d %s", status, msg)
 	}
 	// FP32 input is rounded to float32 first, as a float32 file is read.
 	c := client.New(u, client.Options{})

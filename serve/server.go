@@ -281,10 +281,12 @@ func (w *statusWriter) code() int {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // readJSON decodes r's body into v, refusing unknown fields and trailing
-// data; its errors are RequestErrors naming what is wrong.
+// data; its errors are RequestErrors naming what is wrong. The body is
+// read as JSON whatever its Content-Type says (curl -d sends
+// application/x-www-form-urlencoded), but for a multipart form, refused.
 func readJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &RequestError{Status: http.StatusUnsupportedMediaType, Err: fmt.Errorf("Content-Type %q: want application/json", ct)}
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+		return &RequestError{Status: http.StatusUnsupportedMediaType, Err: fmt.Errorf("Content-Type %q: want a JSON body (application/json)", ct)}
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()

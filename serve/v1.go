@@ -11,6 +11,10 @@ import (
 type CalibrateRequest struct {
 	Probs  json.RawMessage `json:"probs,omitempty"`
 	Logits json.RawMessage `json:"logits,omitempty"`
+	// Renormalize divides a row of probabilities whose sum is off by
+	// more than the tolerance (1e-6) by its sum instead of refusing it
+	// (calib apply --renormalize).
+	Renormalize bool `json:"renormalize,omitempty"`
 }
 
 // CalibrateResponse is its answer: the map's name and version and the
@@ -44,7 +48,7 @@ func (s *Server) calibrate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := m.Apply(x.values, x.cols, field == "logits", field)
+	out, err := m.Apply(x.values, x.cols, field == "logits", req.Renormalize, field)
 	if err != nil {
 		return err
 	}
