@@ -274,7 +274,7 @@ func skipSpace(b []byte, i int) int {
 }
 
 // rowKeys are the keys of a JSON Lines row that calib reads.
-var rowKeys = []string{"probs", "logits", "label", "weight"}
+var rowKeys = [...]string{"probs", "logits", "label", "weight"}
 
 // checkKeys refuses a row object l that holds a key of rowKeys twice or in
 // another case ("PROBS"): Go's JSON decoder would keep the last or match
@@ -282,23 +282,26 @@ var rowKeys = []string{"probs", "logits", "label", "weight"}
 // values calib reads hold no strings, so a match elsewhere is in another
 // key's string value, which it skips.
 func checkKeys(l []byte) error {
-	for _, key := range rowKeys {
-		seen := 0
-		for i := 0; i < len(l); i++ {
-			if l[i] != '"' || i+len(key)+1 >= len(l) || l[i+len(key)+1] != '"' || !bytes.EqualFold(l[i+1:i+1+len(key)], []byte(key)) {
+	var seen [len(rowKeys)]int
+	for i := 0; i < len(l); i++ {
+		if l[i] != '"' || (i > 0 && l[i-1] == '\\') {
+			continue
+		}
+		for k, key := range rowKeys {
+			if i+len(key)+1 >= len(l) || l[i+len(key)+1] != '"' || !bytes.EqualFold(l[i+1:i+1+len(key)], []byte(key)) {
 				continue
 			}
 			j := i + len(key) + 2
 			for j < len(l) && (l[j] == ' ' || l[j] == '\t') {
 				j++
 			}
-			if j >= len(l) || l[j] != ':' || (i > 0 && l[i-1] == '\\') {
+			if j >= len(l) || l[j] != ':' {
 				continue
 			}
 			if got := string(l[i+1 : i+1+len(key)]); got != key {
 				return fmt.Errorf("%w: key %q: calib reads %q (keys are lowercase)", ErrSyntax, got, key)
 			}
-			if seen++; seen > 1 {
+			if seen[k]++; seen[k] > 1 {
 				return fmt.Errorf("%w: key %q given twice", ErrSyntax, key)
 			}
 		}

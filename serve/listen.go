@@ -52,14 +52,15 @@ func CheckExposure(addr string, token, clientCerts bool) error {
 	if err != nil {
 		return fmt.Errorf("serve: address %q: want host:port (127.0.0.1:8080)", addr)
 	}
-	if loopback(host) || token || clientCerts {
+	if Loopback(host) || token || clientCerts {
 		return nil
 	}
 	return fmt.Errorf("%w: %s listens beyond this machine; give a token (--token-file) or client certificates (--tls-client-ca), or listen on 127.0.0.1", ErrExposed, addr)
 }
 
-// loopback reports whether host names only this machine.
-func loopback(host string) bool {
+// Loopback reports whether host (a name or an IP address) names only this
+// machine: localhost or a loopback address.
+func Loopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}

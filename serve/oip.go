@@ -159,13 +159,8 @@ func readBinaryRequest(r *http.Request, h string, req *InferRequest) ([]byte, er
 	if n > len(body) {
 		return nil, badRequest(headerLength, "%d bytes of JSON header, the body has %d", n, len(body))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body[:n]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(req); err != nil {
-		return nil, badRequest("", "the JSON header is not an inference request: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest(headerLength, "data after the JSON header's object")
+	if err := decodeObject(bytes.NewReader(body[:n]), req, "the JSON header is not an inference request"); err != nil {
+		return nil, err
 	}
 	return body[n:], nil
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/calib-dev/calib/data"
 )
 
 // Defaults of Options.
@@ -228,8 +226,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if status == 0 {
 			status = http.StatusBadRequest
 		}
-	case errors.As(err, new(*data.Error)):
-		status = http.StatusBadRequest
 	default:
 		s.log.Error("request failed", "path", r.URL.Path, "error", err)
 	}
@@ -288,19 +284,25 @@ func readJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
 		return &RequestError{Status: http.StatusUnsupportedMediaType, Err: fmt.Errorf("Content-Type %q: want a JSON body (application/json)", ct)}
 	}
-	dec := json.NewDecoder(r.Body)
+	return decodeObject(r.Body, v, "the body is not the JSON object this endpoint takes")
+}
+
+// decodeObject decodes one JSON object from r into v, refusing unknown
+// fields, and reads the rest of r (so that a body limit holds for all of
+// it), which may only be white space. Its errors are RequestErrors (what
+// starts the message of a decoding error), or the limit's
+// *http.MaxBytesError.
+func decodeObject(r io.Reader, v any, what string) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
+	var mbe *http.MaxBytesError
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return &RequestError{Err: fmt.Errorf("the body is not the JSON object this endpoint takes: %v", err)}
+		return &RequestError{Err: fmt.Errorf("%s: %v", what, err)}
 	}
-	// The rest of the body (read, so that the body limit holds for all of
-	// it) may only be white space.
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
-	var mbe *http.MaxBytesError
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r))
 	if errors.As(err, &mbe) {
 		return err
 	}

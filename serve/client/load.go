@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -72,8 +71,7 @@ func (c *Client) Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if host := u.Hostname(); !serve.Loopback(host) {
 		return nil, fmt.Errorf("client: Load sends to a loopback address only, not %s", host)
 	}
 	o.Requests = cmp.Or(o.Requests, 1000)

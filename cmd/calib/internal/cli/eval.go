@@ -78,7 +78,7 @@ func newEvalCmd() *cobra.Command {
 			// --stream).
 			fs := cmd.Flags()
 			if sf.on {
-				err = ef.streamUnread(fs, &sf)
+				_, err = ef.streamUnread(fs, &sf)
 			} else {
 				err = unreadGiven(func(name string) bool { return fs.Changed(name) && !streamOnly[name] }, o, o.Metrics)
 			}
@@ -87,7 +87,7 @@ func newEvalCmd() *cobra.Command {
 			}
 			stream, names, err = sf.decide(cmd, args[0])
 			if err == nil && stream && !sf.on { // streamed for its size or shards
-				err = ef.streamUnread(fs, &sf)
+				_, err = ef.streamUnread(fs, &sf)
 			}
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
@@ -51,14 +52,13 @@ func usageErrorf(format string, args ...any) error {
 // with flag "" the message names the option itself ("bandwidth \"x\":
 // ...") and gets the dashes: "--bandwidth \"x\": ...".
 func optionError(flag string, err error) error {
-	msg := optionMessage(err)
-	if flag == "" {
+	if flag == "" && errors.As(err, new(*evaluate.OptionError)) {
 		// The option's name, where the message does not begin with it
 		// ("--ci: bootstrap intervals need ...", not "--bootstrap ...").
-		var eo *evaluate.OptionError
-		if errors.As(err, &eo) && eo.Option != "" && !strings.HasPrefix(msg, eo.Option) {
-			return usageErrorf("--%s: %s", eo.Option, msg)
-		}
+		return usageErrorf("%s", evalflag.FlagMessage(err))
+	}
+	msg := optionMessage(err)
+	if flag == "" {
 		return usageErrorf("--%s", msg)
 	}
 	return usageErrorf("%s: %s", flag, msg)

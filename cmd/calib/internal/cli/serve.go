@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -77,9 +76,6 @@ func newServeCmd() *cobra.Command {
 		err = s.Serve(ctx, lo, func(a net.Addr) {
 			fmt.Fprintf(stderr, "calib serve: listening on %s://%s (maps: %s)\n", scheme, a, strings.Join(s.Maps().Names(), ", "))
 		})
-		if err != nil && errors.Is(err, serve.ErrExposed) {
-			return usageErrorf("%v", err)
-		}
 		if err == nil {
 			fmt.Fprintln(stderr, "calib serve: stopped")
 		}

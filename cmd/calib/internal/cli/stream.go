@@ -220,19 +220,20 @@ func (f *streamFlags) points() (int, error) {
 	return m, nil
 }
 
-// streamUnread refuses an option that no metric of the stream reads, or
-// that its other options leave unread (unread), with the stream's
-// metrics (its defaults where none are named).
-func (f *evalFlags) streamUnread(fs *pflag.FlagSet, sf *streamFlags) error {
+// streamUnread returns the stream's options (streamOptions), refusing an
+// option that no metric of the stream reads, or that its other options
+// leave unread (unread), with the stream's metrics (its defaults where
+// none are named).
+func (f *evalFlags) streamUnread(fs *pflag.FlagSet, sf *streamFlags) (evaluate.StreamOptions, error) {
 	so, err := f.streamOptions(sf)
 	if err != nil {
 		var oe *evaluate.OptionError
 		if errors.As(err, &oe) {
 			err = optionError("", err)
 		}
-		return err
+		return so, err
 	}
-	return unread(fs, so.Options, so.Metrics)
+	return so, unread(fs, so.Options, so.Metrics)
 }
 
 // streamOptions are the options of a streamed evaluation, checked (by
@@ -289,11 +290,11 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 	if err := ef.evalOnly(fs); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
-	if err := ef.streamUnread(fs, &sf); err != nil {
+	so, err := ef.streamUnread(fs, &sf)
+	if err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
-	so, err := ef.streamOptions(&sf)
-	return so, in.o, err
+	return so, in.o, nil
 }
 
 // stream evaluates the shards names of args[0] in two passes of chunks.
