@@ -128,6 +128,14 @@ func (bs *BinSums) Merge(other *BinSums) error {
 	return nil
 }
 
+// Totals returns the running sums per bin: the total weight W_b (the
+// count when unweighted), S_b = sum_{i in b} w_i s_i and F_b = sum_{i in
+// b} w_i o_i (fresh slices). A binned ECE of p = 1 over any set of rows
+// whose totals are summed is sum_b |F_b - S_b| / sum_b W_b.
+func (bs *BinSums) Totals() (mass, scoreSum, outcomeSum []float64) {
+	return slices.Clone(bs.st.Mass), slices.Clone(bs.st.Score), slices.Clone(bs.st.Freq)
+}
+
 // Bins returns the bins of every sample added or merged: the means S_b /
 // W_b and F_b / W_b of the non-empty bins, for ECE, MCE and DebiasedL2.
 func (bs *BinSums) Bins() *Bins {

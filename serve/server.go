@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/calib-dev/calib/monitor"
 )
 
 // Defaults of Options.
@@ -46,6 +48,10 @@ type Options struct {
 	// Logger receives the reloads' and errors' log lines; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Store, if not nil, holds the monitors of /v1/observe, /v1/outcome
+	// and /v1/monitor (the server does not close it); nil turns them
+	// off. With a Store, MapsDir may be "" (no maps).
+	Store *monitor.Store
 }
 
 // Server applies the maps of a directory over HTTP (the handler of
@@ -81,7 +87,15 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, log: o.Logger, reg: prometheus.NewRegistry()}
 	s.metrics = newMetrics(s.reg)
+	if o.Store != nil {
+		s.reg.MustRegister(newMonitorCollector(o.Store))
+	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.MapsDir == "" && o.Store != nil {
+		s.maps.Store(&Maps{byName: map[string]*Map{}})
+		s.routes()
+		return s, nil
+	}
 	r := s.Reload()
 	if r.Err != "" {
 		return nil, fmt.Errorf("serve: %s", r.Err)
@@ -118,6 +132,9 @@ func (r ReloadReport) OK() bool { return r.Err == "" && len(r.Errors) == 0 }
 // The metrics calib_maps_last_reload_successful, ..._success_timestamp_seconds
 // and calib_map_info follow it.
 func (s *Server) Reload() ReloadReport {
+	if s.o.MapsDir == "" {
+		return ReloadReport{Maps: map[string]string{}}
+	}
 	s.reload.Lock()
 	defer s.reload.Unlock()
 	old := s.maps.Load()
@@ -156,6 +173,9 @@ func (s *Server) routes() {
 	}
 	handle("POST /v1/calibrate/{name}", "calibrate", false, s.calibrate)
 	handle("GET /v1/maps", "maps", false, s.listMaps)
+	handle("POST /v1/observe/{model}", "observe", false, s.observe)
+	handle("POST /v1/outcome/{model}", "outcome", false, s.outcome)
+	handle("GET /v1/monitor/{model}", "monitor", false, s.monitorReport)
 	if s.o.Admin {
 		handle("POST /v1/admin/reload", "reload", false, s.adminReload)
 	}
@@ -174,7 +194,7 @@ func (s *Server) routes() {
 		return nil
 	})
 	handle("/", "unknown", true, func(w http.ResponseWriter, r *http.Request) error {
-		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see the README: /v1/calibrate/{map}, /v2/models/{map}/infer, /metrics)")}
+		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see the README: /v1/calibrate/{map}, /v2/models/{map}/infer, /v1/observe/{model}, /v1/outcome/{model}, /v1/monitor/{model}, /metrics)")}
 	})
 	s.mux = mux
 }

@@ -1,6 +1,8 @@
 // Package client is a Go client of `calib serve` (package serve): it
 // calibrates rows with a served map over calib's /v1 API or the Open
-// Inference Protocol v2, and reads the server's health, maps and metrics.
+// Inference Protocol v2, records predictions and outcomes with the
+// monitors and reads their reports, and reads the server's health, maps
+// and metrics.
 //
 //	c := client.New("http://127.0.0.1:8080", client.Options{})
 //	probs, err := c.Calibrate(ctx, "temperature", rows, false)
@@ -14,8 +16,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/calib-dev/calib/monitor"
 	"github.com/calib-dev/calib/serve"
 )
 
@@ -181,4 +186,86 @@ func (c *Client) Ready(ctx context.Context) (bool, error) {
 func (c *Client) Metrics(ctx context.Context) (string, error) {
 	b, err := c.roundTrip(ctx, c.o.HTTP, http.MethodGet, "/metrics", nil)
 	return string(b), err
+}
+
+// Observation is a batch of predictions for Observe: Probs (rows of
+// probabilities) and Labels (a class index, or -1 for an outcome that
+// Outcome will bring under the row's id); the rest as
+// serve.ObserveRequest says (nil or "": absent).
+type Observation struct {
+	Probs     [][]float64
+	Labels    []int
+	Weights   []float64
+	IDs       []string
+	Slice     string
+	Map       string
+	Times     []float64 // Unix seconds, one per row
+	RequestID string
+}
+
+// Observe records predictions with the monitor of model; it returns once
+// they are on disk (the answer's LSN is their record's).
+func (c *Client) Observe(ctx context.Context, model string, o Observation) (*serve.ObserveResponse, error) {
+	probs, err := json.Marshal(o.Probs)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode the request: %w", err)
+	}
+	req := serve.ObserveRequest{Probs: probs, Labels: labelsJSON(o.Labels), IDs: o.IDs, Slice: o.Slice, Map: o.Map, RequestID: o.RequestID}
+	if o.Weights != nil {
+		req.Weights, _ = json.Marshal(o.Weights)
+	}
+	if o.Times != nil {
+		req.Times, _ = json.Marshal(o.Times)
+	}
+	var out serve.ObserveResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/observe/"+model, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Outcome records the labels of predictions observed without one, by id.
+func (c *Client) Outcome(ctx context.Context, model string, ids []string, labels []int, requestID string) (*serve.ObserveResponse, error) {
+	var out serve.ObserveResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/outcome/"+model, serve.OutcomeRequest{IDs: ids, Labels: labelsJSON(labels), RequestID: requestID}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// labelsJSON writes labels as JSON, -1 as null.
+func labelsJSON(labels []int) json.RawMessage {
+	b := []byte{'['}
+	for i, l := range labels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if l < 0 {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(l), 10)
+		}
+	}
+	return append(b, ']')
+}
+
+// Monitor returns the monitor's report of model (slice "": every slice;
+// windows: the number of most recent windows, 0 all, -1 none).
+func (c *Client) Monitor(ctx context.Context, model, slice string, windows int) (*monitor.Report, error) {
+	q := url.Values{}
+	if slice != "" {
+		q.Set("slice", slice)
+	}
+	if windows != 0 {
+		q.Set("windows", strconv.Itoa(windows))
+	}
+	path := "/v1/monitor/" + model
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out monitor.Report
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

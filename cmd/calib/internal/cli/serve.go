@@ -7,11 +7,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/monitor"
 	"github.com/calib-dev/calib/serve"
 )
 
@@ -23,9 +28,14 @@ func newServeCmd() *cobra.Command {
 	var lo serve.ListenOptions
 	var tokenFile string
 	var maxBodyMiB int
-	cmd := command("serve --maps DIR", "Apply calibration maps over HTTP (calib's /v1 API and the Open Inference Protocol v2), with Prometheus metrics", exactArgs(0), func(cmd *cobra.Command, args []string) error {
-		if o.MapsDir == "" {
-			return usageErrorf("--maps DIR is required: a directory of NAME.json maps written by calib fit")
+	var mf monitorFlags
+	cmd := command("serve --maps DIR [--data STATE_DIR]", "Apply calibration maps over HTTP (calib's /v1 API and the Open Inference Protocol v2) and monitor calibration live, with Prometheus metrics", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+		if o.MapsDir == "" && mf.dir == "" {
+			return usageErrorf("--maps DIR is required (a directory of NAME.json maps written by calib fit), or --data STATE_DIR to monitor only")
+		}
+		so, err := mf.options(cmd.Flags())
+		if err != nil {
+			return err
 		}
 		if (lo.TLSCert == "") != (lo.TLSKey == "") {
 			return usageErrorf("--tls-cert and --tls-key: give both or neither")
@@ -48,6 +58,23 @@ func newServeCmd() *cobra.Command {
 		o.MaxBodyBytes = int64(maxBodyMiB) << 20
 		stderr := cmd.ErrOrStderr()
 		o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		if mf.dir != "" {
+			so.Snapshotted = func(n int, err error) {
+				if err != nil {
+					o.Logger.Error("snapshot failed", "dir", mf.dir, "error", err)
+				}
+			}
+			st, err := monitor.Open(mf.dir, so)
+			if err != nil {
+				return inputError{fmt.Errorf("--data %s: %w", mf.dir, err)}
+			}
+			defer func() {
+				if err := st.Close(); err != nil {
+					o.Logger.Error("state not saved", "dir", mf.dir, "error", err)
+				}
+			}()
+			o.Store = st
+		}
 		s, err := serve.New(o)
 		if err != nil {
 			return inputError{err}
@@ -74,7 +101,15 @@ func newServeCmd() *cobra.Command {
 			scheme = "https"
 		}
 		err = s.Serve(ctx, lo, func(a net.Addr) {
-			fmt.Fprintf(stderr, "calib serve: listening on %s://%s (maps: %s)\n", scheme, a, strings.Join(s.Maps().Names(), ", "))
+			maps := strings.Join(s.Maps().Names(), ", ")
+			if maps == "" {
+				maps = "none"
+			}
+			mon := "off"
+			if o.Store != nil {
+				mon = fmt.Sprintf("%s, record %d", mf.dir, o.Store.Monitor().LSN())
+			}
+			fmt.Fprintf(stderr, "calib serve: listening on %s://%s (maps: %s; monitors: %s)\n", scheme, a, maps, mon)
 		})
 		if err == nil {
 			fmt.Fprintln(stderr, "calib serve: stopped")
@@ -94,5 +129,118 @@ func newServeCmd() *cobra.Command {
 	fs.DurationVar(&lo.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time to read a request")
 	fs.DurationVar(&lo.WriteTimeout, "write-timeout", serve.DefaultWriteTimeout, "time to answer a request")
 	fs.DurationVar(&lo.IdleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
+	mf.register(fs)
 	return cmd
+}
+
+// monitorFlags are calib serve's monitor flags (all but --data need it).
+type monitorFlags struct {
+	dir                 string
+	window, retain      days
+	snapshotEvery       time.Duration
+	fsync               string
+	metrics             string
+	bins                int
+	classWise           bool
+	models, slices      int
+	pending, requestIDs int
+}
+
+func (mf *monitorFlags) register(fs *pflag.FlagSet) {
+	mf.window, mf.retain = days(monitor.DefaultWindow), days(monitor.DefaultRetain)
+	fs.StringVar(&mf.dir, "data", "", "state `DIR` of the monitors (/v1/observe, /v1/outcome, /v1/monitor): write-ahead log and snapshots; monitors are off without it")
+	fs.Var(&mf.window, "window", "length of the monitors' tumbling windows (whole seconds; 30m, 1h, 1d)")
+	fs.Var(&mf.retain, "retain", "how long a window is kept after it ends, and a prediction waits for its outcome (7d, 36h)")
+	fs.DurationVar(&mf.snapshotEvery, "snapshot-every", monitor.DefaultSnapshotEvery, "how often the monitors' state is written to a snapshot and the log cut")
+	fs.StringVar(&mf.fsync, "fsync", "group", "when an observation is acknowledged: group (after its group's fsync), each (fsync per request), none (written, not fsynced: survives a crash of calib, not of the machine)")
+	fs.StringVar(&mf.metrics, "metrics", monitor.Metrics.String(), "metrics of the monitors' reports, each computed in one pass")
+	fs.IntVar(&mf.bins, "bins", 15, "equal-width bins of the monitors' ece_bin and of the per-bin counters of /metrics")
+	fs.BoolVar(&mf.classWise, "class-wise-bins", false, "export per-class bin counters too (K times the series)")
+	fs.IntVar(&mf.models, "max-models", monitor.DefaultMaxModels, "most models monitored")
+	fs.IntVar(&mf.slices, "max-slices", monitor.DefaultMaxSlices, "most slices per model")
+	fs.IntVar(&mf.pending, "max-pending", monitor.DefaultMaxPending, "most predictions waiting for their outcome (past it the oldest are dropped)")
+	fs.IntVar(&mf.requestIDs, "max-request-ids", monitor.DefaultDedup, "request ids remembered to refuse a request recorded twice")
+}
+
+// options checks the monitor flags (before any file is read) and returns
+// the store's options.
+func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error) {
+	var so monitor.StoreOptions
+	if mf.dir == "" {
+		for _, name := range []string{"window", "retain", "snapshot-every", "fsync", "metrics", "bins", "class-wise-bins", "max-models", "max-slices", "max-pending", "max-request-ids"} {
+			if fs.Changed(name) {
+				return so, usageErrorf("--%s applies to the monitors: give --data STATE_DIR", name)
+			}
+		}
+		return so, nil
+	}
+	if time.Duration(mf.window) < time.Second || time.Duration(mf.window)%time.Second != 0 {
+		return so, usageErrorf("--window %v: want whole seconds, at least 1s", time.Duration(mf.window))
+	}
+	if mf.retain <= 0 {
+		return so, usageErrorf("--retain %v: want a positive duration", time.Duration(mf.retain))
+	}
+	if mf.snapshotEvery < time.Second {
+		return so, usageErrorf("--snapshot-every %v: want at least 1s", mf.snapshotEvery)
+	}
+	if err := so.Sync.UnmarshalText([]byte(mf.fsync)); err != nil {
+		return so, usageErrorf("--fsync %v", err)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"bins", mf.bins}, {"max-models", mf.models}, {"max-slices", mf.slices}, {"max-pending", mf.pending}, {"max-request-ids", mf.requestIDs}} {
+		if f.v < 1 {
+			return so, usageErrorf("--%s %d: want at least 1", f.name, f.v)
+		}
+	}
+	if mf.bins > 1000 {
+		return so, usageErrorf("--bins %d: at most 1000 (each is 3 series per slice)", mf.bins)
+	}
+	var ms evaluate.MetricSet
+	if err := listItems("metrics", mf.metrics); err != nil {
+		return so, err
+	}
+	if err := ms.UnmarshalText([]byte(mf.metrics)); err != nil {
+		return so, usageErrorf("--metrics %s", strings.TrimPrefix(err.Error(), "metrics: "))
+	}
+	so.Monitor = monitor.Options{Window: time.Duration(mf.window), Retain: time.Duration(mf.retain), ClassWise: mf.classWise,
+		MaxModels: mf.models, MaxSlices: mf.slices, MaxPending: mf.pending, Dedup: mf.requestIDs}
+	so.Monitor.Eval.Metrics = ms
+	so.Monitor.Eval.Bins.Bins = mf.bins
+	so.SnapshotEvery = mf.snapshotEvery
+	if _, err := monitor.New(so.Monitor); err != nil {
+		return so, usageErrorf("--metrics: %s", strings.TrimPrefix(err.Error(), "monitor: "))
+	}
+	return so, nil
+}
+
+// days is a duration flag that also takes days ("7d", "1d12h").
+type days time.Duration
+
+func (d *days) String() string { return time.Duration(*d).String() }
+
+// Type is "duration": the flag reads as one.
+func (d *days) Type() string { return "duration" }
+
+func (d *days) Set(s string) error {
+	rest, n := s, time.Duration(0)
+	if i := strings.Index(s, "d"); i > 0 {
+		v, err := strconv.ParseUint(s[:i], 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q: want a duration (90m, 36h, 7d)", s)
+		}
+		n, rest = time.Duration(v)*24*time.Hour, s[i+1:]
+	}
+	if rest != "" {
+		v, err := time.ParseDuration(rest)
+		if err != nil {
+			return fmt.Errorf("%q: want a duration (90m, 36h, 7d)", s)
+		}
+		n += v
+	} else if n == 0 {
+		return fmt.Errorf("%q: want a duration (90m, 36h, 7d)", s)
+	}
+	*d = days(n)
+	return nil
 }

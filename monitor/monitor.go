@@ -1,0 +1,766 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/metric"
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow     = time.Hour
+	DefaultRetain     = 24 * time.Hour
+	DefaultMaxModels  = 100
+	DefaultMaxSlices  = 100
+	DefaultMaxPending = 1_000_000
+	DefaultDedup      = 100_000
+	// DefaultMaxCells bounds the canonical cells of ece_bin per window
+	// and slice (each 2K + 2 numbers): past it the canonical entries are
+	// errors saying so (evaluate.StreamOptions.MaxCells).
+	DefaultMaxCells = 1024
+	// DefaultSlice is the slice of rows observed without one.
+	DefaultSlice = "default"
+)
+
+// Metrics are the metrics a monitor computes when Options.Eval.Metrics is
+// nil: the metrics of `calib eval` without flags that one pass over the
+// rows computes exactly (ece_variational needs a second pass over every
+// row, which a monitor does not keep).
+var Metrics = func() evaluate.MetricSet {
+	var ms evaluate.MetricSet
+	for _, m := range evaluate.DefaultMetrics {
+		if onePass(m) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}()
+
+// DefaultMode are the notions of smece when Options.Eval.Mode is nil:
+// top-label only. smece's streamed state is a fixed set of grids per
+// notion and class (about 35,000 numbers each), so class-wise smece
+// would cost K times that per window and slice.
+var DefaultMode = evaluate.NotionSet{kde.TopLabel}
+
+// onePass reports whether a stream computes m from its first pass alone.
+func onePass(m evaluate.Metric) bool {
+	s, err := evaluate.NewSums(evaluate.StreamOptions{Options: evaluate.Options{Metrics: evaluate.MetricSet{m}}})
+	return err == nil && slices.Contains(evaluate.StreamableMetrics(), m) && !s.KernelPass()
+}
+
+// Options configures a Monitor. The zero value is one-hour windows kept
+// seven days, the metrics of Metrics on 15 equal-width bins, and the
+// default bounds.
+type Options struct {
+	// Window is the length of the tumbling windows (0: DefaultWindow);
+	// window i holds the rows whose prediction time t has
+	// floor(t / Window) = i (Unix time).
+	Window time.Duration
+	// Retain is how long a window is kept after it ends, and a
+	// prediction waits for its outcome (0: DefaultRetain). The clock is
+	// the latest receipt time the monitor has seen, so that replaying a
+	// log gives the same state.
+	Retain time.Duration
+	// Eval are the metrics' options (evaluate.StreamOptions): Metrics nil
+	// means Metrics; each must be computed in one pass (no ece_kde, mmce,
+	// sharpness, ece_witness, ece_variational, data-dependent bins).
+	// Eval.Bins are also the bins of the per-bin counters. MaxCells 0
+	// means DefaultMaxCells, Mode nil DefaultMode.
+	Eval evaluate.StreamOptions
+	// ClassWise adds per-class bin counters (K times the top-label's).
+	ClassWise bool
+	// MaxModels, MaxSlices (per model), MaxPending (predictions waiting
+	// for their outcome, over all models; past it the oldest are dropped)
+	// and Dedup (request ids remembered) bound the state; 0 means the
+	// default of each.
+	MaxModels, MaxSlices, MaxPending, Dedup int
+}
+
+// withDefaults returns o with its zero fields set, checked.
+func (o Options) withDefaults() (Options, error) {
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Retain == 0 {
+		o.Retain = DefaultRetain
+	}
+	if o.MaxModels == 0 {
+		o.MaxModels = DefaultMaxModels
+	}
+	if o.MaxSlices == 0 {
+		o.MaxSlices = DefaultMaxSlices
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.Dedup == 0 {
+		o.Dedup = DefaultDedup
+	}
+	if o.Eval.MaxCells == 0 {
+		o.Eval.MaxCells = DefaultMaxCells
+	}
+	if o.Eval.Metrics == nil {
+		o.Eval.Metrics = Metrics
+	}
+	if o.Eval.Mode == nil {
+		o.Eval.Mode = DefaultMode
+	}
+	switch {
+	case o.Window < time.Second || o.Window%time.Second != 0:
+		return o, fmt.Errorf("monitor: window %v: want whole seconds, at least 1s", o.Window)
+	case o.Retain < 0:
+		return o, fmt.Errorf("monitor: retain %v is negative", o.Retain)
+	case o.MaxModels < 0 || o.MaxSlices < 0 || o.MaxPending < 0 || o.Dedup < 0:
+		return o, errors.New("monitor: negative bounds")
+	}
+	for _, m := range o.Eval.Metrics {
+		if !onePass(m) {
+			return o, fmt.Errorf("monitor: metric %s needs a second pass over the rows, which a monitor does not keep (one-pass metrics: %s)", m, onePassNames())
+		}
+	}
+	if !o.Eval.Bins.DataIndependent() {
+		return o, fmt.Errorf("monitor: %s bins with the %s rule depend on the data: a monitor takes fixed equal-width bins", o.Eval.Bins.Binning, o.Eval.Bins.Rule)
+	}
+	if _, err := evaluate.NewSums(o.Eval); err != nil {
+		return o, fmt.Errorf("monitor: %w", err)
+	}
+	if _, err := metric.NewBinSums(o.Eval.Bins); err != nil {
+		return o, fmt.Errorf("monitor: %w", err)
+	}
+	return o, nil
+}
+
+// onePassNames lists the metrics a monitor can compute.
+func onePassNames() string {
+	var names []string
+	for _, m := range evaluate.StreamableMetrics() {
+		if onePass(m) {
+			names = append(names, string(m))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// Monitor holds the calibration state of the models it is told of: per
+// model and slice, the streamed sums (evaluate.Sums) of every retained
+// window and of all rows, the per-bin counters, and the predictions
+// waiting for their outcome. Check a Record, then Apply it: Apply never
+// fails, so that the same records applied in the same order (a replayed
+// log) give the same state bit for bit. A Monitor is safe for concurrent
+// use.
+type Monitor struct {
+	o  Options
+	mu sync.Mutex
+	st monitorState
+	// inflight holds the request ids of records checked but not yet
+	// applied or dropped (Check, Release).
+	inflight map[string]bool
+	// swept is the oldest window kept at the last sweep of the windows
+	// (expire sweeps them when it moves).
+	swept int64
+}
+
+// monitorState is what a snapshot holds.
+type monitorState struct {
+	lsn     uint64 // the last record applied
+	clock   int64  // the latest receipt time applied (Unix ns)
+	models  map[string]*model
+	pending map[string]*pending
+	queue   []string // pending ids, oldest first (some may be gone)
+	dedup   map[string]bool
+	ids     []string // dedup's ids, oldest first
+	// counts of what applying dropped
+	unmatched, expired, duplicates int64
+}
+
+// model is one model's state.
+type model struct {
+	k        int
+	weighted bool
+	slices   map[string]*slice
+}
+
+// slice is the state of one model's slice.
+type slice struct {
+	total    *part
+	windows  map[int64]*part // by window index
+	top      *metric.BinSums
+	class    []*metric.BinSums
+	observed int64 // rows observed, with or without label
+	labelled int64 // rows counted (with their label)
+}
+
+// part is the sums of a window, or of all rows.
+type part struct {
+	sums *evaluate.Sums
+	rows int64 // rows added (the Offset of the next batch)
+}
+
+// pending is a prediction waiting for its outcome.
+type pending struct {
+	model, slice string
+	time         int64 // the prediction's time
+	received     int64 // its record's receipt time (for expiry)
+	probs        []float64
+	weight       float64 // 1 when the model is unweighted
+}
+
+// New returns an empty monitor.
+func New(o Options) (*Monitor, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := &Monitor{o: o, inflight: map[string]bool{}, swept: math.MinInt64}
+	m.st = newState()
+	return m, nil
+}
+
+func newState() monitorState {
+	return monitorState{models: map[string]*model{}, pending: map[string]*pending{}, dedup: map[string]bool{}}
+}
+
+// Options returns the options, defaults filled in.
+func (m *Monitor) Options() Options { return m.o }
+
+// LSN returns the sequence number of the last record applied.
+func (m *Monitor) LSN() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.lsn
+}
+
+// CheckError is a record that Check refuses: Field names the request's
+// field, and row where it is one row's (1-based).
+type CheckError struct {
+	Field string
+	Row   int
+	// NotFound says the error is an unknown model or prediction id.
+	NotFound bool
+	Err      error
+}
+
+func (e *CheckError) Error() string {
+	where := e.Field
+	if e.Row > 0 {
+		where = fmt.Sprintf("%s: row %d", e.Field, e.Row)
+	}
+	if where == "" {
+		return e.Err.Error()
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *CheckError) Unwrap() error { return e.Err }
+
+func checkErr(field string, row int, format string, args ...any) error {
+	return &CheckError{Field: field, Row: row, Err: fmt.Errorf(format, args...)}
+}
+
+// ErrDuplicate is Check's answer to a record whose RequestID the monitor
+// has applied (or is applying): it is not applied again.
+var ErrDuplicate = errors.New("monitor: this request id was recorded before")
+
+// ValidName reports whether s may name a model or a slice: 1 to 128
+// letters, digits and "._-:/" characters.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune("._-:/", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Check checks r against the monitor's state and reserves what applying
+// it takes (its model's K and weighting, its slice, its request id), so
+// that records checked in any order all apply; call Apply (or Release,
+// when it is not logged) next. A model observed for the first time takes
+// r's K and whether r has weights. Errors: a *CheckError naming the field
+// and row, or ErrDuplicate.
+func (m *Monitor) Check(r *Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !ValidName(r.Model) {
+		return checkErr("model", 0, "%q: want 1 to 128 letters, digits or ._-:/", r.Model)
+	}
+	if r.RequestID != "" && (m.st.dedup[r.RequestID] || m.inflight[r.RequestID]) {
+		return ErrDuplicate
+	}
+	n := r.Rows()
+	if n == 0 {
+		return checkErr("labels", 0, "no rows")
+	}
+	if r.IDs != nil && len(r.IDs) != n || r.Weights != nil && len(r.Weights) != n || r.Times != nil && len(r.Times) != n {
+		return checkErr("", 0, "%d labels, %d ids, %d weights, %d times: want as many of each (or none)", n, len(r.IDs), len(r.Weights), len(r.Times))
+	}
+	md := m.st.models[r.Model]
+	switch r.Kind {
+	case Observe:
+		sl := r.Slice
+		if sl == "" {
+			sl = DefaultSlice
+		}
+		if !ValidName(sl) {
+			return checkErr("slice", 0, "%q: want 1 to 128 letters, digits or ._-:/", r.Slice)
+		}
+		if err := checkProbs(r); err != nil {
+			return err
+		}
+		if md != nil && md.k != r.K {
+			return checkErr("probs", 0, "%d classes: model %q was observed with K = %d", r.K, r.Model, md.k)
+		}
+		if md != nil && md.weighted != (r.Weights != nil) {
+			return checkErr("weights", 0, "model %q was observed %s weights: give them on every request or on none", r.Model, map[bool]string{true: "with", false: "without"}[md.weighted])
+		}
+		if md == nil && len(m.st.models) >= m.o.MaxModels {
+			return checkErr("model", 0, "%q would be model %d: the monitor keeps at most %d (--max-models)", r.Model, len(m.st.models)+1, m.o.MaxModels)
+		}
+		if md != nil && md.slices[sl] == nil && len(md.slices) >= m.o.MaxSlices {
+			return checkErr("slice", 0, "%q would be slice %d of model %q: at most %d (--max-slices)", sl, len(md.slices)+1, r.Model, m.o.MaxSlices)
+		}
+		for i, l := range r.Labels {
+			if l == NoLabel && (r.IDs == nil || r.IDs[i] == "") {
+				return checkErr("ids", i+1, "a prediction without a label needs an id (its outcome names it)")
+			}
+			if l != NoLabel && (l < 0 || l >= r.K) {
+				return checkErr("labels", i+1, "label %d out of range 0..%d", l, r.K-1)
+			}
+			if l == NoLabel && m.st.pending[r.IDs[i]] != nil {
+				return checkErr("ids", i+1, "prediction id %q is already waiting for its outcome", r.IDs[i])
+			}
+		}
+		if err := m.checkTimes(r); err != nil {
+			return err
+		}
+		if md == nil {
+			md = &model{k: r.K, weighted: r.Weights != nil, slices: map[string]*slice{}}
+			m.st.models[r.Model] = md
+		}
+		if md.slices[sl] == nil {
+			s, err := m.newSlice(md.k)
+			if err != nil {
+				return err
+			}
+			md.slices[sl] = s
+		}
+	case Outcome:
+		if md == nil {
+			return &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations", r.Model)}
+		}
+		if r.IDs == nil {
+			return checkErr("ids", 0, "missing: an outcome names the predictions by id")
+		}
+		for i, id := range r.IDs {
+			p := m.st.pending[id]
+			if p == nil || p.model != r.Model {
+				return &CheckError{Field: "ids", Row: i + 1, NotFound: true, Err: fmt.Errorf("prediction id %q is not waiting for an outcome of model %q (never observed without a label, already joined, or expired after %v)", id, r.Model, m.o.Retain)}
+			}
+			if l := r.Labels[i]; l < 0 || l >= md.k {
+				return checkErr("labels", i+1, "label %d out of range 0..%d", l, md.k-1)
+			}
+		}
+		r.K = md.k
+	default:
+		return checkErr("", 0, "record kind %d", r.Kind)
+	}
+	if r.RequestID != "" {
+		m.inflight[r.RequestID] = true
+	}
+	return nil
+}
+
+// checkProbs checks an observation's probabilities: n rows of K >= 2
+// values in [0, 1] summing to 1 within data.DefaultTolerance, and its
+// weights (finite, >= 0).
+func checkProbs(r *Record) error {
+	n := r.Rows()
+	if r.K < 2 || len(r.Probs) != n*r.K {
+		return checkErr("probs", 0, "%d values for %d rows of K = %d classes (K >= 2)", len(r.Probs), n, r.K)
+	}
+	for i := range n {
+		sum := 0.0
+		for j, v := range r.Probs[i*r.K : (i+1)*r.K] {
+			if !(v >= 0 && v <= 1) {
+				return checkErr("probs", i+1, "column %d: %v is not a probability", j+1, v)
+			}
+			sum += v
+		}
+		if math.Abs(sum-1) > data.DefaultTolerance {
+			return checkErr("probs", i+1, "the row sums to %v, not 1 (within %g)", sum, data.DefaultTolerance)
+		}
+	}
+	for i, w := range r.Weights {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return checkErr("weights", i+1, "%v: want a finite weight >= 0", w)
+		}
+	}
+	return nil
+}
+
+// checkTimes refuses prediction times more than a window ahead of the
+// receipt time.
+func (m *Monitor) checkTimes(r *Record) error {
+	limit := r.Time + int64(m.o.Window)
+	for i, t := range r.Times {
+		if t > limit {
+			return checkErr("times", i+1, "%s is more than a window (%v) after the request was received (%s)", time.Unix(0, t).UTC().Format(time.RFC3339), m.o.Window, time.Unix(0, r.Time).UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// Release drops the reservation of a record checked but not applied.
+func (m *Monitor) Release(r *Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.inflight, r.RequestID)
+}
+
+// newSlice returns an empty slice of a model with k classes.
+func (m *Monitor) newSlice(k int) (*slice, error) {
+	top, err := metric.NewBinSums(m.o.Eval.Bins)
+	if err != nil {
+		return nil, err
+	}
+	s := &slice{top: top, windows: map[int64]*part{}}
+	if m.o.ClassWise {
+		s.class = make([]*metric.BinSums, k)
+		for c := range s.class {
+			s.class[c], _ = metric.NewBinSums(m.o.Eval.Bins)
+		}
+	}
+	return s, nil
+}
+
+// Applied is what applying a record did.
+type Applied struct {
+	LSN uint64 `json:"lsn"`
+	// Counted rows were added to the sums (an observation's labelled
+	// rows, an outcome's joined ones); Pending rows wait for their
+	// outcome; Unmatched outcome rows found no prediction (joined or
+	// expired in between).
+	Counted   int `json:"counted"`
+	Pending   int `json:"pending"`
+	Unmatched int `json:"unmatched"`
+	// Duplicate says the record's request id was applied before: nothing
+	// was done.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Apply applies record lsn (sequence numbers increase by one per record
+// of a log) to the state. It never fails: what no longer fits the state
+// is counted and skipped.
+func (m *Monitor) Apply(lsn uint64, r *Record) Applied {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.apply(lsn, r)
+}
+
+func (m *Monitor) apply(lsn uint64, r *Record) Applied {
+	out := Applied{LSN: lsn}
+	if lsn > m.st.lsn {
+		m.st.lsn = lsn
+	}
+	m.st.clock = max(m.st.clock, r.Time)
+	if r.RequestID != "" {
+		delete(m.inflight, r.RequestID)
+		if m.st.dedup[r.RequestID] {
+			m.st.duplicates++
+			out.Duplicate = true
+			return out
+		}
+		m.remember(r.RequestID)
+	}
+	m.expire()
+	md := m.st.models[r.Model]
+	switch r.Kind {
+	case Observe:
+		if md == nil {
+			md = &model{k: r.K, weighted: r.Weights != nil, slices: map[string]*slice{}}
+			m.st.models[r.Model] = md
+		}
+		if md.k != r.K || md.weighted != (r.Weights != nil) {
+			m.st.unmatched += int64(r.Rows())
+			out.Unmatched = r.Rows()
+			return out
+		}
+		sl := r.Slice
+		if sl == "" {
+			sl = DefaultSlice
+		}
+		s := md.slices[sl]
+		if s == nil {
+			var err error
+			if s, err = m.newSlice(md.k); err != nil {
+				return out // unreachable: the options were checked
+			}
+			md.slices[sl] = s
+		}
+		var rows []row
+		for i, l := range r.Labels {
+			t := r.Time
+			if r.Times != nil {
+				t = r.Times[i]
+			}
+			w := 1.0
+			if r.Weights != nil {
+				w = r.Weights[i]
+			}
+			p := r.Probs[i*r.K : (i+1)*r.K]
+			s.observed++
+			if l == NoLabel {
+				m.wait(r.IDs[i], &pending{model: r.Model, slice: sl, time: t, received: r.Time, probs: slices.Clone(p), weight: w})
+				out.Pending++
+				continue
+			}
+			rows = append(rows, row{slice: sl, time: t, probs: p, label: l, weight: w})
+		}
+		m.count(md, rows)
+		out.Counted = len(rows)
+	case Outcome:
+		if md == nil {
+			out.Unmatched = r.Rows()
+			m.st.unmatched += int64(r.Rows())
+			return out
+		}
+		var rows []row
+		for i, id := range r.IDs {
+			p := m.st.pending[id]
+			if p == nil || p.model != r.Model || r.Labels[i] < 0 || r.Labels[i] >= md.k {
+				out.Unmatched++
+				m.st.unmatched++
+				continue
+			}
+			delete(m.st.pending, id)
+			rows = append(rows, row{slice: p.slice, time: p.time, probs: p.probs, label: r.Labels[i], weight: p.weight})
+		}
+		m.count(md, rows)
+		out.Counted = len(rows)
+	}
+	return out
+}
+
+// row is a labelled prediction to count.
+type row struct {
+	slice  string
+	time   int64
+	probs  []float64
+	label  int
+	weight float64
+}
+
+// count adds labelled rows to their slices' sums: all rows, the windows
+// (a row of a window already dropped counts in the total only) and the
+// bin counters.
+func (m *Monitor) count(md *model, rows []row) {
+	if len(rows) == 0 {
+		return
+	}
+	// Group by slice and window, keeping the rows' order within each.
+	type key struct {
+		slice  string
+		window int64
+	}
+	w := int64(m.o.Window)
+	oldest := m.oldestWindow()
+	groups := map[key][]row{}
+	var keys []key
+	for _, r := range rows {
+		k := key{r.slice, floorDiv(r.time, w)}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	bySlice := map[string][]row{}
+	var sliceNames []string
+	for _, k := range keys {
+		g := groups[k]
+		if bySlice[k.slice] == nil {
+			sliceNames = append(sliceNames, k.slice)
+		}
+		bySlice[k.slice] = append(bySlice[k.slice], g...)
+		if k.window < oldest {
+			continue
+		}
+		s := md.slices[k.slice]
+		p := s.windows[k.window]
+		if p == nil {
+			p = &part{}
+			s.windows[k.window] = p
+		}
+		m.add(p, md, g)
+	}
+	for _, name := range sliceNames {
+		s := md.slices[name]
+		g := bySlice[name]
+		if s.total == nil {
+			s.total = &part{}
+		}
+		m.add(s.total, md, g)
+		s.labelled += int64(len(g))
+		m.addBins(s, md, g)
+	}
+}
+
+// add adds rows to a part's sums.
+func (m *Monitor) add(p *part, md *model, rows []row) {
+	set := rowSet(md, rows)
+	if p.sums == nil {
+		p.sums, _ = evaluate.NewSums(m.o.Eval) // the options were checked
+	}
+	// The rows were checked (Check, DecodeRecord): Add does not fail.
+	_ = p.sums.Add(&evaluate.Batch{Set: set, Source: "monitor", Offset: p.rows})
+	p.rows += int64(len(rows))
+}
+
+// rowSet returns rows as a data.Set.
+func rowSet(md *model, rows []row) *data.Set {
+	k := md.k
+	s := &data.Set{N: len(rows), K: k, Probs: make([]float64, 0, len(rows)*k), Labels: make([]int, len(rows))}
+	if md.weighted {
+		s.Weights = make([]float64, len(rows))
+	}
+	for i, r := range rows {
+		s.Probs = append(s.Probs, r.probs...)
+		s.Labels[i] = r.label
+		if md.weighted {
+			s.Weights[i] = r.weight
+		}
+	}
+	return s
+}
+
+// addBins adds rows to a slice's bin counters.
+func (m *Monitor) addBins(s *slice, md *model, rows []row) {
+	set := rowSet(md, rows)
+	sc, oc := metric.TopR(set.Probs, set.Labels, md.k, 1)
+	_ = s.top.Add(sc, oc, set.Weights)
+	for c, bs := range s.class {
+		col := set.Column(c)
+		o := make([]float64, set.N)
+		for i, l := range set.Labels {
+			if l == c {
+				o[i] = 1
+			}
+		}
+		_ = bs.Add(col, o, set.Weights)
+	}
+}
+
+// floorDiv returns floor(a / b) for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// oldestWindow is the index of the oldest window kept at the clock.
+func (m *Monitor) oldestWindow() int64 {
+	w := int64(m.o.Window)
+	// A window [i w, (i+1) w) is kept while (i+1) w > clock - retain.
+	return floorDiv(m.st.clock-int64(m.o.Retain), w)
+}
+
+// expire drops the windows that ended more than Retain ago and the
+// predictions that waited longer than Retain, or past MaxPending.
+func (m *Monitor) expire() {
+	if oldest := m.oldestWindow(); oldest != m.swept {
+		m.swept = oldest
+		for _, md := range m.st.models {
+			for _, s := range md.slices {
+				for i := range s.windows {
+					if i < oldest {
+						delete(s.windows, i)
+					}
+				}
+			}
+		}
+	}
+	cut := m.st.clock - int64(m.o.Retain)
+	q := m.st.queue
+	for len(q) > 0 {
+		p := m.st.pending[q[0]]
+		if p != nil && p.received >= cut && len(m.st.pending) <= m.o.MaxPending {
+			break
+		}
+		if p != nil {
+			delete(m.st.pending, q[0])
+			m.st.expired++
+		}
+		q = q[1:]
+	}
+	m.st.queue = q
+	if cap(q) > 1024 && len(q) < cap(q)/4 {
+		m.st.queue = slices.Clone(q)
+	}
+}
+
+// wait records a prediction waiting for its outcome (replacing one of
+// the same id).
+func (m *Monitor) wait(id string, p *pending) {
+	if m.st.pending[id] == nil {
+		m.st.queue = append(m.st.queue, id)
+	}
+	m.st.pending[id] = p
+	for len(m.st.pending) > m.o.MaxPending {
+		m.expire()
+	}
+}
+
+// remember adds a request id to the ids remembered, forgetting the
+// oldest past Dedup.
+func (m *Monitor) remember(id string) {
+	m.st.dedup[id] = true
+	m.st.ids = append(m.st.ids, id)
+	for len(m.st.ids) > m.o.Dedup {
+		delete(m.st.dedup, m.st.ids[0])
+		m.st.ids = m.st.ids[1:]
+	}
+	if cap(m.st.ids) > 1024 && len(m.st.ids) < cap(m.st.ids)/4 {
+		m.st.ids = slices.Clone(m.st.ids)
+	}
+}
+
+// Models returns the names of the models observed, sorted.
+func (m *Monitor) Models() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sortedKeys(m.st.models)
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	keys := make([]string, 0, len(mp))
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// finite reports whether every value is finite (for tests of states).
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}

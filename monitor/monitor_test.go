@@ -1,0 +1,151 @@
+package monitor
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+)
+
+// realSet loads the CIFAR-10 test logits of the repository's testdata.
+func realSet(t testing.TB) *data.Set {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "logits", "cifar10_densenet121-flsd53")
+	s, err := data.Load(filepath.Join(dir, "test_logits.npy"), data.Options{Logits: true, Labels: filepath.Join(dir, "test_labels.npy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// records cuts the rows [lo, hi) of s into observation records of at
+// most batch rows; every third row of a record comes without a label (id
+// "p<row>") and an outcome record joins it after the next record.
+func records(s *data.Set, lo, hi, batch int, t0 int64) []*Record {
+	var out []*Record
+	var late *Record
+	for i := lo; i < hi; i += batch {
+		j := min(hi, i+batch)
+		r := &Record{Kind: Observe, Model: "m", Time: t0 + int64(i)*int64(time.Second), K: s.K, Probs: s.Probs[i*s.K : j*s.K], Labels: make([]int, j-i), IDs: make([]string, j-i)}
+		var o *Record
+		for k := i; k < j; k++ {
+			r.Labels[k-i] = s.Labels[k]
+			if k%3 == 0 {
+				r.Labels[k-i] = NoLabel
+				r.IDs[k-i] = "p" + strconv.Itoa(k)
+				if o == nil {
+					o = &Record{Kind: Outcome, Model: "m", Time: r.Time}
+				}
+				o.IDs = append(o.IDs, r.IDs[k-i])
+				o.Labels = append(o.Labels, s.Labels[k])
+			}
+		}
+		out = append(out, r)
+		if late != nil {
+			late.Time = r.Time
+			out = append(out, late)
+		}
+		late = o
+	}
+	if late != nil {
+		out = append(out, late)
+	}
+	return out
+}
+
+// evalJSON returns evaluate's document for the rows of s (in memory).
+func evalJSON(t testing.TB, s *data.Set, o Options) map[string]any {
+	t.Helper()
+	o, err := o.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := evaluate.NewSums(o.Eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &data.Set{N: s.N, K: s.K, Probs: s.Probs, Labels: s.Labels}
+	if err := sums.Add(&evaluate.Batch{Set: set, Source: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evaluate.Finish(sums, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := evaluate.WriteJSON(&buf, ev); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sameDoc compares two JSON documents, numbers to rel relative.
+func sameDoc(t testing.TB, path string, a, b any, rel float64) {
+	t.Helper()
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			t.Fatalf("%s: %v and %v differ", path, a, b)
+		}
+		for k := range x {
+			sameDoc(t, path+"."+k, x[k], y[k], rel)
+		}
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			t.Fatalf("%s: %v and %v differ", path, a, b)
+		}
+		for i := range x {
+			sameDoc(t, path+"["+strconv.Itoa(i)+"]", x[i], y[i], rel)
+		}
+	case float64:
+		y, ok := b.(float64)
+		if !ok || math.Abs(x-y) > rel*math.Max(math.Abs(x), 1e-300) && x != y {
+			t.Fatalf("%s: %v and %v differ by more than %g relative", path, a, b, rel)
+		}
+	default:
+		if a != b {
+			t.Fatalf("%s: %v and %v differ", path, a, b)
+		}
+	}
+}
+
+func TestMonitorEqualsEvaluate(t *testing.T) {
+	s := realSet(t)
+	m, err := New(Options{Window: 1000 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var lsn uint64
+	for _, r := range records(s, 0, s.N, 257, t0) {
+		if err := m.Check(r); err != nil {
+			t.Fatal(err)
+		}
+		lsn++
+		m.Apply(lsn, r)
+	}
+	rep, err := m.Report("m", Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Slices) != 1 || rep.Slices[0].Counted != int64(s.N) {
+		t.Fatalf("report: %+v", rep.Slices)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(rep.Slices[0].Total, &got); err != nil {
+		t.Fatal(err)
+	}
+	sameDoc(t, "total", got, evalJSON(t, s, Options{}), 1e-12)
+}

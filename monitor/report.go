@@ -1,0 +1,207 @@
+package monitor
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/calib-dev/calib/evaluate"
+)
+
+// Report is the calibration of one model: per slice, the evaluation of
+// every row counted and of each retained window, each the document of
+// `calib eval --json` (evaluate.WriteJSON) on those rows.
+type Report struct {
+	Model string `json:"model"`
+	K     int    `json:"k"`
+	// WindowSeconds and RetainSeconds are Options.Window and Retain.
+	WindowSeconds int64         `json:"window_seconds"`
+	RetainSeconds int64         `json:"retain_seconds"`
+	Slices        []SliceReport `json:"slices"`
+}
+
+// SliceReport is one slice of a Report.
+type SliceReport struct {
+	Slice string `json:"slice"`
+	// Observed counts the rows observed; Counted those counted (with
+	// their label); the others wait for their outcome or expired.
+	Observed int64 `json:"observed"`
+	Counted  int64 `json:"counted"`
+	// Total is the evaluation of every row counted (null before the
+	// first).
+	Total   json.RawMessage `json:"total"`
+	Windows []WindowReport  `json:"windows"`
+}
+
+// WindowReport is one window of a slice: the rows whose prediction time
+// is in [Start, End).
+type WindowReport struct {
+	Start      time.Time       `json:"start"`
+	End        time.Time       `json:"end"`
+	Counted    int64           `json:"counted"`
+	Evaluation json.RawMessage `json:"evaluation"`
+}
+
+// Query selects what a Report holds: Slice "" means every slice;
+// Windows is the number of most recent windows (0: all retained, -1:
+// none).
+type Query struct {
+	Slice   string
+	Windows int
+}
+
+// Report returns the model's report. An unknown model or slice is a
+// *CheckError with NotFound set.
+func (m *Monitor) Report(model string, q Query) (*Report, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	md := m.st.models[model]
+	if md == nil {
+		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations (models: %d)", model, len(m.st.models))}
+	}
+	out := &Report{Model: model, K: md.k, WindowSeconds: int64(m.o.Window / time.Second), RetainSeconds: int64(m.o.Retain / time.Second), Slices: []SliceReport{}}
+	names := sortedKeys(md.slices)
+	if q.Slice != "" {
+		if md.slices[q.Slice] == nil {
+			return nil, &CheckError{Field: "slice", NotFound: true, Err: fmt.Errorf("%q is not a slice of model %q", q.Slice, model)}
+		}
+		names = []string{q.Slice}
+	}
+	w := int64(m.o.Window)
+	for _, name := range names {
+		s := md.slices[name]
+		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(s.total), Windows: []WindowReport{}}
+		idx := make([]int64, 0, len(s.windows))
+		for i := range s.windows {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		switch {
+		case q.Windows < 0:
+			idx = nil
+		case q.Windows > 0 && len(idx) > q.Windows:
+			idx = idx[len(idx)-q.Windows:]
+		}
+		for _, i := range idx {
+			p := s.windows[i]
+			sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows, Evaluation: evaluation(p)})
+		}
+		out.Slices = append(out.Slices, sr)
+	}
+	return out, nil
+}
+
+// Evaluation returns the evaluation of a slice's rows (window: its
+// index, or AllRows): what evaluate.Finish gives on its sums, nil when no
+// row was counted there.
+func (m *Monitor) Evaluation(model, slice string, window int64) (*evaluate.Evaluation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	md := m.st.models[model]
+	if md == nil || md.slices[slice] == nil {
+		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("no slice %q of model %q", slice, model)}
+	}
+	s := md.slices[slice]
+	p := s.total
+	if window != AllRows {
+		p = s.windows[window]
+	}
+	if p == nil || p.sums == nil {
+		return nil, nil
+	}
+	return evaluate.Finish(p.sums, nil)
+}
+
+// AllRows is the window of Evaluation that means every row counted.
+const AllRows = -1 << 63
+
+// evaluation returns the JSON document of a part's evaluation, or null
+// (no rows), or {"error": ...}.
+func evaluation(p *part) json.RawMessage {
+	if p == nil || p.sums == nil {
+		return json.RawMessage("null")
+	}
+	ev, err := evaluate.Finish(p.sums, nil)
+	var buf bytes.Buffer
+	if err == nil {
+		err = evaluate.WriteJSON(&buf, ev)
+	}
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		return b
+	}
+	return json.RawMessage(bytes.TrimSpace(buf.Bytes()))
+}
+
+// BinCounters are the running per-bin sums of one model's slice since
+// the state began (they never decrease): the top-label bins, and the
+// class-wise bins when Options.ClassWise is set. Over any set of rows
+// whose counters are summed bin by bin (ranges of time, replicas), the
+// binned top-label ECE is
+//
+//	sum_b |Correct_b - Confidence_b| / sum_b Observations_b,
+//
+// ece_bin top_label p=1 of those rows (Options.Eval.Bins).
+type BinCounters struct {
+	Model, Slice string
+	// Edges are the bins' edges: bin b is (Edges[b], Edges[b+1]], the
+	// first [0, Edges[1]].
+	Edges []float64
+	// Observations, Confidence and Correct are per bin: the total weight
+	// of the rows (their number when unweighted), the weighted sum of
+	// their top-label confidence, and the weighted count of those whose
+	// top label was right.
+	Observations, Confidence, Correct []float64
+	// Class holds, per class c, the bins of column c (Correct: the rows
+	// of label c).
+	Class []ClassBins
+	// Observed and Counted are the slice's rows observed and counted.
+	Observed, Counted int64
+}
+
+// ClassBins are one class's bin counters.
+type ClassBins struct {
+	Observations, Confidence, Correct []float64
+}
+
+// Counters returns every model's and slice's bin counters, sorted by
+// model and slice.
+func (m *Monitor) Counters() []BinCounters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []BinCounters
+	for _, name := range sortedKeys(m.st.models) {
+		md := m.st.models[name]
+		for _, sl := range sortedKeys(md.slices) {
+			s := md.slices[sl]
+			c := BinCounters{Model: name, Slice: sl, Edges: s.top.Bins().Edges, Observed: s.observed, Counted: s.labelled}
+			c.Observations, c.Confidence, c.Correct = s.top.Totals()
+			for _, bs := range s.class {
+				var cb ClassBins
+				cb.Observations, cb.Confidence, cb.Correct = bs.Totals()
+				c.Class = append(c.Class, cb)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Stats are the monitor's totals, for its gauges.
+type Stats struct {
+	LSN        uint64
+	Models     int
+	Pending    int
+	Unmatched  int64 // outcome rows that found no prediction
+	Expired    int64 // predictions dropped before their outcome
+	Duplicates int64 // records applied twice by request id (skipped)
+}
+
+// Stats returns the monitor's totals.
+func (m *Monitor) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return Stats{LSN: m.st.lsn, Models: len(m.st.models), Pending: len(m.st.pending), Unmatched: m.st.unmatched, Expired: m.st.expired, Duplicates: m.st.duplicates}
+}

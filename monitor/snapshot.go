@@ -1,0 +1,208 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/state"
+	"github.com/calib-dev/calib/metric"
+)
+
+// stateKind is the envelope of a monitor's snapshot (package
+// internal/state).
+var stateKind = state.Kind{Name: "monitor.State", Version: 1}
+
+// snapshot is the JSON form of a monitor's state.
+type snapshot struct {
+	Version int `json:"version"`
+	// Config is what the state's meaning depends on: a snapshot is read
+	// only by a monitor of the same.
+	Config     snapshotConfig `json:"config"`
+	LSN        uint64         `json:"lsn"`
+	Clock      int64          `json:"clock"`
+	Models     []modelJSON    `json:"models"`
+	Pending    []pendingJSON  `json:"pending"`
+	Dedup      []string       `json:"dedup"`
+	Unmatched  int64          `json:"unmatched"`
+	Expired    int64          `json:"expired"`
+	Duplicates int64          `json:"duplicates"`
+}
+
+type snapshotConfig struct {
+	WindowSeconds int64  `json:"window_seconds"`
+	Metrics       string `json:"metrics"`
+	Bins          int    `json:"bins"`
+	ClassWise     bool   `json:"class_wise"`
+	Options       string `json:"options"` // the metrics' options, as evaluate.Options' JSON
+}
+
+type modelJSON struct {
+	Name     string      `json:"name"`
+	K        int         `json:"k"`
+	Weighted bool        `json:"weighted"`
+	Slices   []sliceJSON `json:"slices"`
+}
+
+type sliceJSON struct {
+	Name     string            `json:"name"`
+	Observed int64             `json:"observed"`
+	Labelled int64             `json:"counted"`
+	Total    *partJSON         `json:"total"`
+	Windows  []partJSON        `json:"windows"`
+	Top      *metric.BinSums   `json:"top_bins"`
+	Class    []*metric.BinSums `json:"class_bins,omitempty"`
+}
+
+type partJSON struct {
+	Window int64          `json:"window,omitempty"`
+	Rows   int64          `json:"rows"`
+	Sums   *evaluate.Sums `json:"sums"`
+}
+
+type pendingJSON struct {
+	ID       string    `json:"id"`
+	Model    string    `json:"model"`
+	Slice    string    `json:"slice"`
+	Time     int64     `json:"time"`
+	Received int64     `json:"received"`
+	Probs    []float64 `json:"probs"`
+	Weight   float64   `json:"weight"`
+}
+
+// config returns what a snapshot of m records of its options.
+func (m *Monitor) config() snapshotConfig {
+	opts, _ := json.Marshal(struct {
+		Bins       any
+		KSR        any
+		P          any
+		SmECE      any
+		ClassMean  bool
+		Convention any
+		KSCells    int
+		MaxCells   int
+		Mode       any
+	}{m.o.Eval.Bins, m.o.Eval.KSR, m.o.Eval.P, m.o.Eval.SmECE, m.o.Eval.ClassMean, m.o.Eval.Convention, m.o.Eval.KSCells, m.o.Eval.MaxCells, m.o.Eval.Mode})
+	b := m.o.Eval.Bins.Bins
+	if b == 0 {
+		b = metric.DefaultBins
+	}
+	return snapshotConfig{WindowSeconds: int64(m.o.Window / time.Second), Metrics: m.o.Eval.Metrics.String(), Bins: b, ClassWise: m.o.ClassWise, Options: string(opts)}
+}
+
+// MarshalJSON writes the monitor's state: {"kind": "monitor.State",
+// "version": 1, ...}, every sum in its own envelope.
+func (m *Monitor) MarshalJSON() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.marshal()
+}
+
+func (m *Monitor) marshal() ([]byte, error) {
+	st := &m.st
+	out := snapshot{Version: stateKind.Version, Config: m.config(), LSN: st.lsn, Clock: st.clock,
+		Dedup: st.ids, Unmatched: st.unmatched, Expired: st.expired, Duplicates: st.duplicates, Models: []modelJSON{}, Pending: []pendingJSON{}}
+	for _, name := range sortedKeys(st.models) {
+		md := st.models[name]
+		mj := modelJSON{Name: name, K: md.k, Weighted: md.weighted}
+		for _, sn := range sortedKeys(md.slices) {
+			s := md.slices[sn]
+			sj := sliceJSON{Name: sn, Observed: s.observed, Labelled: s.labelled, Top: s.top, Class: s.class, Windows: []partJSON{}}
+			if s.total != nil && s.total.sums != nil {
+				sj.Total = &partJSON{Rows: s.total.rows, Sums: s.total.sums}
+			}
+			idx := make([]int64, 0, len(s.windows))
+			for i := range s.windows {
+				idx = append(idx, i)
+			}
+			slices.Sort(idx)
+			for _, i := range idx {
+				sj.Windows = append(sj.Windows, partJSON{Window: i, Rows: s.windows[i].rows, Sums: s.windows[i].sums})
+			}
+			mj.Slices = append(mj.Slices, sj)
+		}
+		out.Models = append(out.Models, mj)
+	}
+	for _, id := range st.queue {
+		p := st.pending[id]
+		if p == nil {
+			continue
+		}
+		out.Pending = append(out.Pending, pendingJSON{ID: id, Model: p.model, Slice: p.slice, Time: p.time, Received: p.received, Probs: p.probs, Weight: p.weight})
+	}
+	return stateKind.Encode(out)
+}
+
+// Restore replaces m's state by the one b holds (MarshalJSON's form),
+// written by a monitor of the same window, metrics, bins and metric
+// options; anything else is refused, naming what differs.
+func (m *Monitor) Restore(b []byte) error {
+	var in snapshot
+	if _, err := stateKind.Decode(b, &in); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if want := m.config(); in.Config != want {
+		return stateKind.Errorf("written with window %ds, metrics %s, %d bins, class-wise %v, options %s; this monitor has window %ds, metrics %s, %d bins, class-wise %v, options %s: keep the options of the state directory, or start another",
+			in.Config.WindowSeconds, in.Config.Metrics, in.Config.Bins, in.Config.ClassWise, in.Config.Options, want.WindowSeconds, want.Metrics, want.Bins, want.ClassWise, want.Options)
+	}
+	st := newState()
+	st.lsn, st.clock, st.unmatched, st.expired, st.duplicates = in.LSN, in.Clock, in.Unmatched, in.Expired, in.Duplicates
+	for _, mj := range in.Models {
+		if !ValidName(mj.Name) || mj.K < 2 || st.models[mj.Name] != nil {
+			return stateKind.Errorf("model %q (K = %d): a bad or repeated model", mj.Name, mj.K)
+		}
+		md := &model{k: mj.K, weighted: mj.Weighted, slices: map[string]*slice{}}
+		for _, sj := range mj.Slices {
+			if !ValidName(sj.Name) || md.slices[sj.Name] != nil || sj.Top == nil || (m.o.ClassWise && len(sj.Class) != mj.K) {
+				return stateKind.Errorf("model %q, slice %q: bad, repeated or missing bins", mj.Name, sj.Name)
+			}
+			s := &slice{observed: sj.Observed, labelled: sj.Labelled, top: sj.Top, class: sj.Class, windows: map[int64]*part{}}
+			if sj.Total != nil {
+				if err := checkPart(sj.Total, mj); err != nil {
+					return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
+				}
+				s.total = &part{sums: sj.Total.Sums, rows: sj.Total.Rows}
+			}
+			for _, pj := range sj.Windows {
+				if err := checkPart(&pj, mj); err != nil || s.windows[pj.Window] != nil {
+					return stateKind.Errorf("model %q, slice %q, window %d: bad or repeated (%v)", mj.Name, sj.Name, pj.Window, err)
+				}
+				s.windows[pj.Window] = &part{sums: pj.Sums, rows: pj.Rows}
+			}
+			md.slices[sj.Name] = s
+		}
+		st.models[mj.Name] = md
+	}
+	for _, pj := range in.Pending {
+		md := st.models[pj.Model]
+		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !finite(pj.Probs) || math.IsNaN(pj.Weight) || st.pending[pj.ID] != nil {
+			return stateKind.Errorf("prediction %q: no such model or slice, %d probabilities, or repeated", pj.ID, len(pj.Probs))
+		}
+		st.pending[pj.ID] = &pending{model: pj.Model, slice: pj.Slice, time: pj.Time, received: pj.Received, probs: pj.Probs, weight: pj.Weight}
+		st.queue = append(st.queue, pj.ID)
+	}
+	for _, id := range in.Dedup {
+		st.dedup[id] = true
+	}
+	st.ids = in.Dedup
+	m.st = st
+	m.swept = math.MinInt64
+	return nil
+}
+
+// checkPart checks a part read from a snapshot: sums of the model's K
+// holding Rows rows.
+func checkPart(p *partJSON, mj modelJSON) error {
+	if p.Sums == nil {
+		return fmt.Errorf("no sums")
+	}
+	if p.Sums.N() != p.Rows || (p.Sums.K() != 0 && p.Sums.K() != mj.K) {
+		return fmt.Errorf("sums of %d rows of K = %d, want %d rows of K = %d", p.Sums.N(), p.Sums.K(), p.Rows, mj.K)
+	}
+	return nil
+}
