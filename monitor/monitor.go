@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -191,9 +192,12 @@ type model struct {
 	slices   map[string]*slice
 }
 
-// slice is the state of one model's slice.
+// slice is the state of one model's slice. Its rows are the windows'
+// and retired's: a window dropped is merged into retired, and a row of a
+// window already dropped is added to retired (so every row is added to
+// one part, and the total is their merge).
 type slice struct {
-	total    *part
+	retired  *part
 	windows  map[int64]*part // by window index
 	top      *metric.BinSums
 	class    []*metric.BinSums
@@ -201,11 +205,20 @@ type slice struct {
 	labelled int64 // rows counted (with their label)
 }
 
-// part is the sums of a window, or of all rows.
+// part is the sums of a window, or of the rows of windows dropped.
 type part struct {
-	sums *evaluate.Sums
-	rows int64 // rows added (the Offset of the next batch)
+	sums   *evaluate.Sums
+	source string // the Batch.Source of the rows added to it
+	next   int64  // rows added as source (the Offset of the next batch)
+	rows   int64  // rows in sums (merged parts' included)
 }
+
+// windowSource is the Batch.Source of window i's rows.
+func windowSource(i int64) string { return "window-" + strconv.FormatInt(i, 10) }
+
+// retiredSource is the Batch.Source of the rows added to a slice's
+// retired part directly.
+const retiredSource = "retired"
 
 // pending is a prediction waiting for its outcome.
 type pending struct {
@@ -587,46 +600,89 @@ func (m *Monitor) count(md *model, rows []row) {
 		}
 		groups[k] = append(groups[k], r)
 	}
-	bySlice := map[string][]row{}
-	var sliceNames []string
 	for _, k := range keys {
 		g := groups[k]
-		if bySlice[k.slice] == nil {
-			sliceNames = append(sliceNames, k.slice)
-		}
-		bySlice[k.slice] = append(bySlice[k.slice], g...)
-		if k.window < oldest {
-			continue
-		}
 		s := md.slices[k.slice]
-		p := s.windows[k.window]
-		if p == nil {
-			p = &part{}
+		var p *part
+		if k.window < oldest {
+			if s.retired == nil {
+				s.retired = &part{source: retiredSource}
+			}
+			p = s.retired
+		} else if p = s.windows[k.window]; p == nil {
+			p = &part{source: windowSource(k.window)}
 			s.windows[k.window] = p
 		}
-		m.add(p, md, g)
-	}
-	for _, name := range sliceNames {
-		s := md.slices[name]
-		g := bySlice[name]
-		if s.total == nil {
-			s.total = &part{}
-		}
-		m.add(s.total, md, g)
+		set := rowSet(md, g)
+		m.add(p, set)
 		s.labelled += int64(len(g))
-		m.addBins(s, md, g)
+		m.addBins(s, md.k, set)
 	}
 }
 
 // add adds rows to a part's sums.
-func (m *Monitor) add(p *part, md *model, rows []row) {
-	set := rowSet(md, rows)
+func (m *Monitor) add(p *part, set *data.Set) {
 	if p.sums == nil {
 		p.sums, _ = evaluate.NewSums(m.o.Eval) // the options were checked
 	}
 	// The rows were checked (Check, DecodeRecord): Add does not fail.
-	_ = p.sums.Add(&evaluate.Batch{Set: set, Source: "monitor", Offset: p.rows})
-	p.rows += int64(len(rows))
+	_ = p.sums.Add(&evaluate.Batch{Set: set, Source: p.source, Offset: p.next})
+	p.next += int64(set.N)
+	p.rows += int64(set.N)
+}
+
+// retire merges the windows before oldest into the slice's retired
+// part, in the order of their indices, and drops them.
+func (m *Monitor) retire(s *slice, oldest int64) {
+	var idx []int64
+	for i := range s.windows {
+		if i < oldest {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		w := s.windows[i]
+		if w.sums != nil {
+			if s.retired == nil {
+				s.retired = &part{source: retiredSource}
+			}
+			if s.retired.sums == nil {
+				s.retired.sums, _ = evaluate.NewSums(m.o.Eval)
+			}
+			_ = s.retired.sums.Merge(w.sums) // same options, other rows
+			s.retired.rows += w.rows
+		}
+		delete(s.windows, i)
+	}
+}
+
+// total returns the merge of a slice's parts (nil before its first
+// row): the sums of every row counted.
+func (m *Monitor) total(s *slice) *evaluate.Sums {
+	var idx []int64
+	for i := range s.windows {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	parts := make([]*part, 0, len(idx)+1)
+	if s.retired != nil {
+		parts = append(parts, s.retired)
+	}
+	for _, i := range idx {
+		parts = append(parts, s.windows[i])
+	}
+	var out *evaluate.Sums
+	for _, p := range parts {
+		if p.sums == nil {
+			continue
+		}
+		if out == nil {
+			out, _ = evaluate.NewSums(m.o.Eval)
+		}
+		_ = out.Merge(p.sums)
+	}
+	return out
 }
 
 // rowSet returns rows as a data.Set.
@@ -647,9 +703,8 @@ func rowSet(md *model, rows []row) *data.Set {
 }
 
 // addBins adds rows to a slice's bin counters.
-func (m *Monitor) addBins(s *slice, md *model, rows []row) {
-	set := rowSet(md, rows)
-	sc, oc := metric.TopR(set.Probs, set.Labels, md.k, 1)
+func (m *Monitor) addBins(s *slice, k int, set *data.Set) {
+	sc, oc := metric.TopR(set.Probs, set.Labels, k, 1)
 	_ = s.top.Add(sc, oc, set.Weights)
 	for c, bs := range s.class {
 		col := set.Column(c)
@@ -686,11 +741,7 @@ func (m *Monitor) expire() {
 		m.swept = oldest
 		for _, md := range m.st.models {
 			for _, s := range md.slices {
-				for i := range s.windows {
-					if i < oldest {
-						delete(s.windows, i)
-					}
-				}
+				m.retire(s, oldest)
 			}
 		}
 	}

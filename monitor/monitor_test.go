@@ -149,3 +149,46 @@ func TestMonitorEqualsEvaluate(t *testing.T) {
 	}
 	sameDoc(t, "total", got, evalJSON(t, s, Options{}), 1e-12)
 }
+
+// TestWindowsRetire: with one-second windows kept ten seconds, the
+// windows past retention are merged into the slice's retired rows: the
+// total is still every row's evaluation, at most 11 windows are kept,
+// and a snapshot restores the same report bit for bit.
+func TestWindowsRetire(t *testing.T) {
+	s := realSet(t)
+	m, err := New(Options{Window: time.Second, Retain: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var lsn uint64
+	for _, r := range records(s, 0, s.N, 50, t0) {
+		r.Time = t0 + int64(lsn)*int64(time.Second)/3
+		if err := m.Check(r); err != nil {
+			t.Fatal(err)
+		}
+		lsn++
+		m.Apply(lsn, r)
+	}
+	rep, err := m.Report("m", Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rep.Slices[0].Windows); n == 0 || n > 11 {
+		t.Fatalf("%d windows kept", n)
+	}
+	var got map[string]any
+	json.Unmarshal(rep.Slices[0].Total, &got)
+	sameDoc(t, "total", got, evalJSON(t, s, Options{}), 1e-12)
+	b, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, _ := New(Options{Window: time.Second, Retain: 10 * time.Second})
+	if err := re.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(reportJSON(t, m), reportJSON(t, re)) {
+		t.Fatal("the restored report differs")
+	}
+}

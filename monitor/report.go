@@ -72,7 +72,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 	w := int64(m.o.Window)
 	for _, name := range names {
 		s := md.slices[name]
-		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(s.total), Windows: []WindowReport{}}
+		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(m.total(s)), Windows: []WindowReport{}}
 		idx := make([]int64, 0, len(s.windows))
 		for i := range s.windows {
 			idx = append(idx, i)
@@ -86,7 +86,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 		}
 		for _, i := range idx {
 			p := s.windows[i]
-			sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows, Evaluation: evaluation(p)})
+			sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows, Evaluation: evaluation(p.sums)})
 		}
 		out.Slices = append(out.Slices, sr)
 	}
@@ -104,26 +104,29 @@ func (m *Monitor) Evaluation(model, slice string, window int64) (*evaluate.Evalu
 		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("no slice %q of model %q", slice, model)}
 	}
 	s := md.slices[slice]
-	p := s.total
+	sums := m.total(s)
 	if window != AllRows {
-		p = s.windows[window]
+		sums = nil
+		if p := s.windows[window]; p != nil {
+			sums = p.sums
+		}
 	}
-	if p == nil || p.sums == nil {
+	if sums == nil {
 		return nil, nil
 	}
-	return evaluate.Finish(p.sums, nil)
+	return evaluate.Finish(sums, nil)
 }
 
 // AllRows is the window of Evaluation that means every row counted.
 const AllRows = -1 << 63
 
-// evaluation returns the JSON document of a part's evaluation, or null
-// (no rows), or {"error": ...}.
-func evaluation(p *part) json.RawMessage {
-	if p == nil || p.sums == nil {
+// evaluation returns the JSON document of the evaluation of sums, or
+// null (no rows), or {"error": ...}.
+func evaluation(sums *evaluate.Sums) json.RawMessage {
+	if sums == nil {
 		return json.RawMessage("null")
 	}
-	ev, err := evaluate.Finish(p.sums, nil)
+	ev, err := evaluate.Finish(sums, nil)
 	var buf bytes.Buffer
 	if err == nil {
 		err = evaluate.WriteJSON(&buf, ev)

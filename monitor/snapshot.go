@@ -51,7 +51,7 @@ type sliceJSON struct {
 	Name     string            `json:"name"`
 	Observed int64             `json:"observed"`
 	Labelled int64             `json:"counted"`
-	Total    *partJSON         `json:"total"`
+	Retired  *partJSON         `json:"retired"`
 	Windows  []partJSON        `json:"windows"`
 	Top      *metric.BinSums   `json:"top_bins"`
 	Class    []*metric.BinSums `json:"class_bins,omitempty"`
@@ -59,6 +59,7 @@ type sliceJSON struct {
 
 type partJSON struct {
 	Window int64          `json:"window,omitempty"`
+	Next   int64          `json:"next"`
 	Rows   int64          `json:"rows"`
 	Sums   *evaluate.Sums `json:"sums"`
 }
@@ -111,8 +112,8 @@ func (m *Monitor) marshal() ([]byte, error) {
 		for _, sn := range sortedKeys(md.slices) {
 			s := md.slices[sn]
 			sj := sliceJSON{Name: sn, Observed: s.observed, Labelled: s.labelled, Top: s.top, Class: s.class, Windows: []partJSON{}}
-			if s.total != nil && s.total.sums != nil {
-				sj.Total = &partJSON{Rows: s.total.rows, Sums: s.total.sums}
+			if r := s.retired; r != nil && r.sums != nil {
+				sj.Retired = &partJSON{Next: r.next, Rows: r.rows, Sums: r.sums}
 			}
 			idx := make([]int64, 0, len(s.windows))
 			for i := range s.windows {
@@ -120,7 +121,8 @@ func (m *Monitor) marshal() ([]byte, error) {
 			}
 			slices.Sort(idx)
 			for _, i := range idx {
-				sj.Windows = append(sj.Windows, partJSON{Window: i, Rows: s.windows[i].rows, Sums: s.windows[i].sums})
+				w := s.windows[i]
+				sj.Windows = append(sj.Windows, partJSON{Window: i, Next: w.next, Rows: w.rows, Sums: w.sums})
 			}
 			mj.Slices = append(mj.Slices, sj)
 		}
@@ -162,17 +164,17 @@ func (m *Monitor) Restore(b []byte) error {
 				return stateKind.Errorf("model %q, slice %q: bad, repeated or missing bins", mj.Name, sj.Name)
 			}
 			s := &slice{observed: sj.Observed, labelled: sj.Labelled, top: sj.Top, class: sj.Class, windows: map[int64]*part{}}
-			if sj.Total != nil {
-				if err := checkPart(sj.Total, mj); err != nil {
+			if sj.Retired != nil {
+				if err := checkPart(sj.Retired, mj); err != nil {
 					return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
 				}
-				s.total = &part{sums: sj.Total.Sums, rows: sj.Total.Rows}
+				s.retired = &part{sums: sj.Retired.Sums, source: retiredSource, next: sj.Retired.Next, rows: sj.Retired.Rows}
 			}
 			for _, pj := range sj.Windows {
 				if err := checkPart(&pj, mj); err != nil || s.windows[pj.Window] != nil {
 					return stateKind.Errorf("model %q, slice %q, window %d: bad or repeated (%v)", mj.Name, sj.Name, pj.Window, err)
 				}
-				s.windows[pj.Window] = &part{sums: pj.Sums, rows: pj.Rows}
+				s.windows[pj.Window] = &part{sums: pj.Sums, source: windowSource(pj.Window), next: pj.Next, rows: pj.Rows}
 			}
 			md.slices[sj.Name] = s
 		}
@@ -201,7 +203,7 @@ func checkPart(p *partJSON, mj modelJSON) error {
 	if p.Sums == nil {
 		return fmt.Errorf("no sums")
 	}
-	if p.Sums.N() != p.Rows || (p.Sums.K() != 0 && p.Sums.K() != mj.K) {
+	if p.Sums.N() != p.Rows || p.Next > p.Rows || p.Next < 0 || (p.Sums.K() != 0 && p.Sums.K() != mj.K) {
 		return fmt.Errorf("sums of %d rows of K = %d, want %d rows of K = %d", p.Sums.N(), p.Sums.K(), p.Rows, mj.K)
 	}
 	return nil

@@ -1,10 +1,16 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/calib-dev/calib/monitor"
 )
 
 // FuzzDecodeMatrix: any bytes decode to rows or a RequestError, never a
@@ -55,6 +61,47 @@ func FuzzTensorData(f *testing.F) {
 		for _, v := range x {
 			if math.IsNaN(v) || math.IsInf(v, 0) || (fp32 && v != float64(float32(v))) {
 				t.Fatalf("%q: %v", b, v)
+			}
+		}
+	})
+}
+
+// FuzzObserve: any body to /v1/observe and /v1/outcome is answered 200
+// or 4xx with a one-line JSON error, never a panic or a 5xx.
+func FuzzObserve(f *testing.F) {
+	st, err := monitor.Open(f.TempDir(), monitor.StoreOptions{Sync: monitor.SyncNone, SnapshotEvery: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	s, err := New(Options{Store: st, MaxRows: 50})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, b := range []string{
+		`{"probs": [[0.2, 0.8], [0.5, 0.5]], "labels": [1, null], "ids": ["", "a"], "slice": "s", "time": 1764000000}`,
+		`{"logits": [1, 2], "labels": [0], "times": ["2026-11-29T12:00:00Z"], "weights": [2]}`,
+		`{"probs": [0.5, 0.5], "labels": [3]}`, `{"probs": [0.5, 0.5], "labels": [1.5]}`, `{"probs": [0.5, 0.5], "labels": ["1"]}`,
+		`{"probs": [0.5, 0.5], "labels": [1], "time": -1}`, `{"probs": [0.5, 0.5], "labels": [1], "request_id": "r"}`,
+	} {
+		f.Add([]byte(b), false)
+	}
+	f.Add([]byte(`{"ids": ["a"], "labels": [0]}`), true)
+	f.Add([]byte(`{"ids": ["a", "b"], "labels": [0, null]}`), true)
+	f.Fuzz(func(t *testing.T, body []byte, outcome bool) {
+		path := "/v1/observe/m"
+		if outcome {
+			path = "/v1/outcome/m"
+		}
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if w.Code != http.StatusOK && (w.Code < 400 || w.Code >= 500) {
+			t.Fatalf("%q: status %d: %s", body, w.Code, w.Body)
+		}
+		if w.Code != http.StatusOK {
+			var e struct{ Error string }
+			if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error == "" || strings.Contains(e.Error, "\n") {
+				t.Fatalf("%q: %d %q: want a one-line JSON error", body, w.Code, w.Body)
 			}
 		}
 	})
