@@ -1,12 +1,19 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +116,63 @@ func BenchmarkServe(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkObserve measures /v1/observe on calib serve --data (the real
+// binary on a loopback port): b.N requests of 1,000 labelled rows (K =
+// 10, CIFAR-10 test predictions, the JSON encoded once) from 4
+// connections, by --fsync mode. It reports rows/s and the p50 and p99
+// latencies of a request.
+func BenchmarkObserve(b *testing.B) {
+	s := cifar(b)
+	const batch = 1000
+	bodies := make([][]byte, s.N/batch)
+	for i := range bodies {
+		lab, _ := json.Marshal(s.Labels[i*batch : (i+1)*batch])
+		p, _ := json.Marshal(rows(s.Probs[i*batch*s.K:(i+1)*batch*s.K], s.K))
+		bodies[i] = []byte(fmt.Sprintf(`{"probs": %s, "labels": %s}`, p, lab))
+	}
+	for _, mode := range []string{"group", "each"} {
+		b.Run("fsync="+mode, func(b *testing.B) {
+			srv := start(b, "--data", b.TempDir(), "--fsync", mode)
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			var next atomic.Int64
+			lat := make([]time.Duration, b.N)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			t0 := time.Now()
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= b.N {
+							return
+						}
+						start := time.Now()
+						resp, err := hc.Post(srv.url+"/v1/observe/m", "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+						lat[i] = time.Since(start)
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(t0)
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N*batch)/el.Seconds(), "rows/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // RequestError is a request the server refuses (HTTP 4xx): Field names
@@ -122,42 +123,149 @@ func decodeMatrix(raw json.RawMessage, field string, maxRows int) (*matrix, erro
 	return m, nil
 }
 
-// fastMatrix decodes raw with encoding/json's own float parsing (the
-// same strconv.ParseFloat) when it holds nothing but numbers in one row
-// or in rows of one length, within the bounds; nil means "take the slow
-// path", which finds and names what is wrong. JSON's null would read as
-// 0 in a []float64, so a body with any letter but e and E goes slow.
+// fastMatrix decodes raw when it holds nothing but JSON numbers in one
+// row or in rows of one length, within the bounds, by one scan without
+// reflection (the numbers parsed by strconv.ParseFloat, as encoding/json
+// does, after a check of JSON's number grammar); nil means "take the slow
+// path", which finds and names what is wrong.
 func fastMatrix(raw []byte, maxRows int) *matrix {
-	for _, c := range raw {
-		switch {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E', c == '[', c == ']', c == ',', c == ' ', c == '\n', c == '\t', c == '\r':
-		default:
-			return nil
-		}
-	}
-	i := 1
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\r') {
-		i++
-	}
-	if i < len(raw) && raw[i] == '[' {
-		var rows [][]float64
-		if json.Unmarshal(raw, &rows) != nil || len(rows) == 0 || len(rows) > maxRows || len(rows[0]) == 0 || len(rows[0]) > maxCols {
-			return nil
-		}
-		m := &matrix{n: len(rows), cols: len(rows[0]), nested: true, values: make([]float64, 0, len(rows)*len(rows[0]))}
-		for _, r := range rows {
-			if len(r) != m.cols {
-				return nil
-			}
-			m.values = append(m.values, r...)
-		}
-		return m
-	}
-	var row []float64
-	if json.Unmarshal(raw, &row) != nil || len(row) == 0 || len(row) > maxCols {
+	sc := scanner{b: raw}
+	if !sc.byte('[') {
 		return nil
 	}
-	return &matrix{values: row, n: 1, cols: len(row)}
+	sc.space()
+	if sc.peek() != '[' {
+		row := sc.numbers(nil)
+		if row == nil || !sc.byte(']') || !sc.end() || len(row) > maxCols {
+			return nil
+		}
+		return &matrix{values: row, n: 1, cols: len(row)}
+	}
+	m := &matrix{nested: true}
+	for {
+		if !sc.byte('[') {
+			return nil
+		}
+		before := len(m.values)
+		m.values = sc.numbers(m.values)
+		if m.values == nil || !sc.byte(']') {
+			return nil
+		}
+		n := len(m.values) - before
+		if m.n == 0 {
+			m.cols = n
+		}
+		if n != m.cols || n == 0 || n > maxCols {
+			return nil
+		}
+		if m.n++; m.n > maxRows {
+			return nil
+		}
+		if sc.byte(',') {
+			continue
+		}
+		if sc.byte(']') && sc.end() {
+			return m
+		}
+		return nil
+	}
+}
+
+// scanner reads JSON arrays of numbers.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\n' || s.b[s.i] == '\t' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// byte skips white space and c, reporting whether c was there.
+func (s *scanner) byte(c byte) bool {
+	s.space()
+	if s.peek() != c {
+		return false
+	}
+	s.i++
+	return true
+}
+
+// end reports whether only white space is left.
+func (s *scanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
+// numbers appends the numbers of a comma-separated list (at least one)
+// to out; nil when something else stands there.
+func (s *scanner) numbers(out []float64) []float64 {
+	if out == nil {
+		out = make([]float64, 0, 16)
+	}
+	for {
+		s.space()
+		j := jsonNumber(s.b[s.i:])
+		if j == 0 {
+			return nil
+		}
+		v, err := strconv.ParseFloat(unsafe.String(&s.b[s.i], j), 64)
+		if err != nil {
+			return nil
+		}
+		out = append(out, v)
+		s.i += j
+		if !s.byte(',') {
+			return out
+		}
+	}
+}
+
+// jsonNumber returns the length of the JSON number b starts with (0: none):
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte) int {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return 0
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0
+		}
+	}
+	return i
 }
 
 // addRow appends the row raw (row i, 1-based) to m.
