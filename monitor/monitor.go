@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -81,6 +82,14 @@ type Options struct {
 	Eval evaluate.StreamOptions
 	// ClassWise adds per-class bin counters (K times the top-label's).
 	ClassWise bool
+	// Alarm configures the calibration alarm of every slice (package
+	// alarm): its level, average run length, and whether it bets on each
+	// class too.
+	Alarm alarm.Options
+	// OnAlarm, if not nil, is called (with the monitor locked: it must
+	// not call the monitor) when a slice's alarm layer first reaches its
+	// threshold after a start or reset, replays included.
+	OnAlarm func(Fired)
 	// MaxModels, MaxSlices (per model), MaxPending (predictions waiting
 	// for their outcome, over all models; past it the oldest are dropped)
 	// and Dedup (request ids remembered) bound the state; 0 means the
@@ -137,6 +146,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("monitor: %w", err)
 	}
 	if _, err := metric.NewBinSums(o.Eval.Bins); err != nil {
+		return o, fmt.Errorf("monitor: %w", err)
+	}
+	if err := o.Alarm.Check(); err != nil {
 		return o, fmt.Errorf("monitor: %w", err)
 	}
 	return o, nil
@@ -203,6 +215,20 @@ type slice struct {
 	class    []*metric.BinSums
 	observed int64 // rows observed, with or without label
 	labelled int64 // rows counted (with their label)
+	alarm    *alarm.Alarm
+	// fired says which alarm layers (test, change) reached their
+	// threshold since the start or last reset.
+	fired [2]bool
+}
+
+// Fired is a slice's alarm layer that reached its threshold.
+type Fired struct {
+	Model, Slice string
+	// Layer is "test" (the model is not calibrated: P(this | calibrated)
+	// <= alpha) or "change" (its calibration changed: false alarms every
+	// ARL rows at most on average).
+	Layer    string
+	Evidence alarm.Evidence
 }
 
 // part is the sums of a window, or of the rows of windows dropped.
@@ -226,7 +252,8 @@ type pending struct {
 	time         int64 // the prediction's time
 	received     int64 // its record's receipt time (for expiry)
 	probs        []float64
-	weight       float64 // 1 when the model is unweighted
+	weight       float64   // 1 when the model is unweighted
+	bet          alarm.Bet // the alarm's bets, fixed when it was observed
 }
 
 // New returns an empty monitor.
@@ -315,7 +342,7 @@ func (m *Monitor) Check(r *Record) error {
 		return ErrDuplicate
 	}
 	n := r.Rows()
-	if n == 0 {
+	if n == 0 && r.Kind != Reset {
 		return checkErr("labels", 0, "no rows")
 	}
 	if r.IDs != nil && len(r.IDs) != n || r.Weights != nil && len(r.Weights) != n || r.Times != nil && len(r.Times) != n {
@@ -388,6 +415,13 @@ func (m *Monitor) Check(r *Record) error {
 			}
 		}
 		r.K = md.k
+	case Reset:
+		if md == nil {
+			return &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations", r.Model)}
+		}
+		if r.Slice != "" && md.slices[r.Slice] == nil {
+			return &CheckError{Field: "slice", NotFound: true, Err: fmt.Errorf("%q is not a slice of model %q", r.Slice, r.Model)}
+		}
 	default:
 		return checkErr("", 0, "record kind %d", r.Kind)
 	}
@@ -450,7 +484,11 @@ func (m *Monitor) newSlice(k int) (*slice, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &slice{top: top, windows: map[int64]*part{}}
+	a, err := alarm.New(k, m.o.Alarm)
+	if err != nil {
+		return nil, err
+	}
+	s := &slice{top: top, windows: map[int64]*part{}, alarm: a}
 	if m.o.ClassWise {
 		s.class = make([]*metric.BinSums, k)
 		for c := range s.class {
@@ -537,14 +575,16 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 			p := r.Probs[i*r.K : (i+1)*r.K]
 			s.observed++
 			if l == NoLabel {
-				m.wait(r.IDs[i], &pending{model: r.Model, slice: sl, time: t, received: r.Time, probs: slices.Clone(p), weight: w})
+				m.wait(r.IDs[i], &pending{model: r.Model, slice: sl, time: t, received: r.Time, probs: slices.Clone(p), weight: w, bet: s.alarm.Bet(p)})
 				out.Pending++
 				continue
 			}
+			s.alarm.Update(p, l, nil)
 			rows = append(rows, row{slice: sl, time: t, probs: p, label: l, weight: w})
 		}
 		m.count(md, rows)
 		out.Counted = len(rows)
+		m.fire(r.Model, sl, s)
 	case Outcome:
 		if md == nil {
 			out.Unmatched = r.Rows()
@@ -561,11 +601,40 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 			}
 			delete(m.st.pending, id)
 			rows = append(rows, row{slice: p.slice, time: p.time, probs: p.probs, label: r.Labels[i], weight: p.weight})
+			s := md.slices[p.slice]
+			s.alarm.Update(p.probs, r.Labels[i], p.bet)
 		}
 		m.count(md, rows)
 		out.Counted = len(rows)
+		for _, name := range sortedKeys(md.slices) {
+			m.fire(r.Model, name, md.slices[name])
+		}
+	case Reset:
+		if md == nil {
+			return out
+		}
+		for name, s := range md.slices {
+			if r.Slice == "" || r.Slice == name {
+				s.alarm.Reset()
+				s.fired = [2]bool{}
+			}
+		}
 	}
 	return out
+}
+
+// fire calls OnAlarm for the alarm layers of a slice that reached their
+// threshold since the last call.
+func (m *Monitor) fire(model, name string, s *slice) {
+	e := s.alarm.Evidence()
+	for i, on := range []bool{e.TestAlarm(), e.ChangeAlarm()} {
+		if on && !s.fired[i] {
+			s.fired[i] = true
+			if m.o.OnAlarm != nil {
+				m.o.OnAlarm(Fired{Model: model, Slice: name, Layer: [2]string{"test", "change"}[i], Evidence: e})
+			}
+		}
+	}
 }
 
 // row is a labelled prediction to count.

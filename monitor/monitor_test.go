@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 )
@@ -191,4 +193,65 @@ func TestWindowsRetire(t *testing.T) {
 	if !bytes.Equal(reportJSON(t, m), reportJSON(t, re)) {
 		t.Fatal("the restored report differs")
 	}
+}
+
+// TestAlarmFires: on rows whose labels follow the probabilities at
+// temperature 1/3 (an underconfident model), both alarm layers fire once
+// (OnAlarm), the report and a restored snapshot show them, and a Reset
+// record starts them again.
+func TestAlarmFires(t *testing.T) {
+	s := realSet(t)
+	var fired []Fired
+	o := Options{Alarm: alarm.Options{ClassWise: true}, OnAlarm: func(f Fired) { fired = append(fired, f) }}
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	labels := make([]int, s.N)
+	for i := range labels {
+		// Labels from the top class with probability c^(1/3) > c.
+		p := s.Probs[i*s.K : (i+1)*s.K]
+		j := 0
+		for c := range p {
+			if p[c] > p[j] {
+				j = c
+			}
+		}
+		labels[i] = (j + 1 + rng.IntN(s.K-1)) % s.K
+		if rng.Float64() < math.Cbrt(p[j]) {
+			labels[i] = j
+		}
+	}
+	r := &Record{Kind: Observe, Model: "m", Time: 1, K: s.K, Probs: s.Probs, Labels: labels}
+	if err := m.Check(r); err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(1, r)
+	if len(fired) != 2 || fired[0].Layer != "test" && fired[1].Layer != "test" {
+		t.Fatalf("fired: %+v", fired)
+	}
+	rep, _ := m.Report("m", Query{})
+	a := rep.Slices[0].Alarm
+	if !a.TestAlarm || !a.ChangeAlarm || a.Test < a.TestThreshold || a.Rows != int64(s.N) {
+		t.Fatalf("alarm report: %+v", a)
+	}
+	b, _ := m.MarshalJSON()
+	re, _ := New(o)
+	if err := re.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(reportJSON(t, m), reportJSON(t, re)) {
+		t.Fatal("the restored report differs")
+	}
+	reset := &Record{Kind: Reset, Model: "m", Time: 2}
+	if err := m.Check(reset); err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(2, reset)
+	rep, _ = m.Report("m", Query{})
+	if a := rep.Slices[0].Alarm; a.TestAlarm || a.ChangeAlarm || a.Rows != 0 || a.Test != 0 {
+		t.Fatalf("after a reset: %+v", a)
+	}
+	t.Logf("underconfident CIFAR-10 rows: test log-evidence %.1f (threshold %.1f), change %.1f (threshold %.1f)", a.Test, a.TestThreshold, a.Change, a.ChangeThreshold)
 }

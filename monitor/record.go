@@ -17,6 +17,9 @@ const (
 	// Outcome records the labels of predictions observed earlier without
 	// one, by prediction id.
 	Outcome RecordKind = 2
+	// Reset starts the alarms of a model's slice (Slice), or of all its
+	// slices (Slice ""), again.
+	Reset RecordKind = 3
 )
 
 func (k RecordKind) String() string {
@@ -25,6 +28,8 @@ func (k RecordKind) String() string {
 		return "observe"
 	case Outcome:
 		return "outcome"
+	case Reset:
+		return "reset"
 	}
 	return fmt.Sprintf("RecordKind(%d)", uint8(k))
 }
@@ -85,7 +90,7 @@ const maxString = 1 << 10
 func (r *Record) AppendBinary(b []byte) ([]byte, error) {
 	n := len(r.Labels)
 	switch {
-	case r.Kind != Observe && r.Kind != Outcome:
+	case r.Kind != Observe && r.Kind != Outcome && r.Kind != Reset:
 		return b, fmt.Errorf("monitor: record kind %d", r.Kind)
 	case r.Kind == Observe && len(r.Probs) != n*r.K:
 		return b, fmt.Errorf("monitor: %d probabilities for %d rows of %d", len(r.Probs), n, r.K)
@@ -221,7 +226,7 @@ func (d *decoder) floats(n int, what string) []float64 {
 func DecodeRecord(b []byte) (*Record, error) {
 	d := &decoder{b: b}
 	r := &Record{Kind: RecordKind(d.byte())}
-	if d.err == nil && r.Kind != Observe && r.Kind != Outcome {
+	if d.err == nil && r.Kind != Observe && r.Kind != Outcome && r.Kind != Reset {
 		return nil, fmt.Errorf("monitor: record kind %d", r.Kind)
 	}
 	r.Model = d.string("model")
@@ -238,6 +243,9 @@ func DecodeRecord(b []byte) (*Record, error) {
 	}
 	if flags&^(flagWeights|flagIDs|flagTimes) != 0 {
 		return nil, fmt.Errorf("monitor: record: unknown flags %#x", flags)
+	}
+	if r.Kind == Reset && (n != 0 || flags != 0) {
+		return nil, fmt.Errorf("monitor: record: a reset with %d rows", n)
 	}
 	if r.Kind == Observe {
 		if r.K < 2 {

@@ -33,6 +33,54 @@ type SliceReport struct {
 	// first).
 	Total   json.RawMessage `json:"total"`
 	Windows []WindowReport  `json:"windows"`
+	// Alarm is the slice's calibration alarm.
+	Alarm AlarmReport `json:"alarm"`
+}
+
+// AlarmReport is a slice's calibration alarm (package alarm): each
+// layer's log-evidence, its threshold, and whether it reached it since
+// the start or the last reset.
+type AlarmReport struct {
+	// Test: is the model still calibrated? An alarm happens at some time
+	// with probability at most alpha = exp(-TestThreshold) if it is.
+	Test            float64 `json:"test_log_evidence"`
+	TestThreshold   float64 `json:"test_threshold"`
+	TestAlarm       bool    `json:"test_alarm"`
+	TestTop         float64 `json:"test_top_label"`
+	TestClassWise   float64 `json:"test_class_wise"`
+	Change          float64 `json:"change_log_evidence"`
+	ChangeThreshold float64 `json:"change_threshold"`
+	ChangeAlarm     bool    `json:"change_alarm"`
+	ChangeTop       float64 `json:"change_top_label"`
+	ChangeClassWise float64 `json:"change_class_wise"`
+	// Rows are the labelled rows bet on since the start or last reset.
+	Rows int64 `json:"rows"`
+}
+
+func alarmReport(s *slice) AlarmReport {
+	e := s.alarm.Evidence()
+	return AlarmReport{Test: e.Test, TestThreshold: e.TestThreshold, TestAlarm: s.fired[0], TestTop: e.TestTop, TestClassWise: e.TestClass,
+		Change: e.Change, ChangeThreshold: e.ChangeThreshold, ChangeAlarm: s.fired[1], ChangeTop: e.ChangeTop, ChangeClassWise: e.ChangeClass, Rows: e.Rows}
+}
+
+// SliceAlarm is one slice's alarm, for gauges.
+type SliceAlarm struct {
+	Model, Slice string
+	AlarmReport
+}
+
+// Alarms returns every slice's alarm, sorted by model and slice.
+func (m *Monitor) Alarms() []SliceAlarm {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SliceAlarm
+	for _, name := range sortedKeys(m.st.models) {
+		md := m.st.models[name]
+		for _, sl := range sortedKeys(md.slices) {
+			out = append(out, SliceAlarm{Model: name, Slice: sl, AlarmReport: alarmReport(md.slices[sl])})
+		}
+	}
+	return out
 }
 
 // WindowReport is one window of a slice: the rows whose prediction time
@@ -72,7 +120,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 	w := int64(m.o.Window)
 	for _, name := range names {
 		s := md.slices[name]
-		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(m.total(s)), Windows: []WindowReport{}}
+		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(m.total(s)), Windows: []WindowReport{}, Alarm: alarmReport(s)}
 		idx := make([]int64, 0, len(s.windows))
 		for i := range s.windows {
 			idx = append(idx, i)

@@ -55,6 +55,8 @@ type sliceJSON struct {
 	Windows  []partJSON        `json:"windows"`
 	Top      *metric.BinSums   `json:"top_bins"`
 	Class    []*metric.BinSums `json:"class_bins,omitempty"`
+	Alarm    json.RawMessage   `json:"alarm"`
+	Fired    [2]bool           `json:"fired"`
 }
 
 type partJSON struct {
@@ -72,6 +74,7 @@ type pendingJSON struct {
 	Received int64     `json:"received"`
 	Probs    []float64 `json:"probs"`
 	Weight   float64   `json:"weight"`
+	Bet      []float64 `json:"bet"`
 }
 
 // config returns what a snapshot of m records of its options.
@@ -86,7 +89,8 @@ func (m *Monitor) config() snapshotConfig {
 		KSCells    int
 		MaxCells   int
 		Mode       any
-	}{m.o.Eval.Bins, m.o.Eval.KSR, m.o.Eval.P, m.o.Eval.SmECE, m.o.Eval.ClassMean, m.o.Eval.Convention, m.o.Eval.KSCells, m.o.Eval.MaxCells, m.o.Eval.Mode})
+		Alarm      any
+	}{m.o.Eval.Bins, m.o.Eval.KSR, m.o.Eval.P, m.o.Eval.SmECE, m.o.Eval.ClassMean, m.o.Eval.Convention, m.o.Eval.KSCells, m.o.Eval.MaxCells, m.o.Eval.Mode, m.o.Alarm})
 	b := m.o.Eval.Bins.Bins
 	if b == 0 {
 		b = metric.DefaultBins
@@ -111,7 +115,11 @@ func (m *Monitor) marshal() ([]byte, error) {
 		mj := modelJSON{Name: name, K: md.k, Weighted: md.weighted}
 		for _, sn := range sortedKeys(md.slices) {
 			s := md.slices[sn]
-			sj := sliceJSON{Name: sn, Observed: s.observed, Labelled: s.labelled, Top: s.top, Class: s.class, Windows: []partJSON{}}
+			a, err := s.alarm.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			sj := sliceJSON{Name: sn, Observed: s.observed, Labelled: s.labelled, Top: s.top, Class: s.class, Windows: []partJSON{}, Alarm: a, Fired: s.fired}
 			if r := s.retired; r != nil && r.sums != nil {
 				sj.Retired = &partJSON{Next: r.next, Rows: r.rows, Sums: r.sums}
 			}
@@ -133,7 +141,7 @@ func (m *Monitor) marshal() ([]byte, error) {
 		if p == nil {
 			continue
 		}
-		out.Pending = append(out.Pending, pendingJSON{ID: id, Model: p.model, Slice: p.slice, Time: p.time, Received: p.received, Probs: p.probs, Weight: p.weight})
+		out.Pending = append(out.Pending, pendingJSON{ID: id, Model: p.model, Slice: p.slice, Time: p.time, Received: p.received, Probs: p.probs, Weight: p.weight, Bet: p.bet})
 	}
 	return stateKind.Encode(out)
 }
@@ -163,7 +171,14 @@ func (m *Monitor) Restore(b []byte) error {
 			if !ValidName(sj.Name) || md.slices[sj.Name] != nil || sj.Top == nil || (m.o.ClassWise && len(sj.Class) != mj.K) {
 				return stateKind.Errorf("model %q, slice %q: bad, repeated or missing bins", mj.Name, sj.Name)
 			}
-			s := &slice{observed: sj.Observed, labelled: sj.Labelled, top: sj.Top, class: sj.Class, windows: map[int64]*part{}}
+			s, err := m.newSlice(mj.K)
+			if err != nil {
+				return stateKind.Errorf("model %q: %v", mj.Name, err)
+			}
+			if err := s.alarm.UnmarshalJSON(sj.Alarm); err != nil {
+				return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
+			}
+			s.observed, s.labelled, s.top, s.class, s.fired = sj.Observed, sj.Labelled, sj.Top, sj.Class, sj.Fired
 			if sj.Retired != nil {
 				if err := checkPart(sj.Retired, mj); err != nil {
 					return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
@@ -185,7 +200,10 @@ func (m *Monitor) Restore(b []byte) error {
 		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !finite(pj.Probs) || math.IsNaN(pj.Weight) || st.pending[pj.ID] != nil {
 			return stateKind.Errorf("prediction %q: no such model or slice, %d probabilities, or repeated", pj.ID, len(pj.Probs))
 		}
-		st.pending[pj.ID] = &pending{model: pj.Model, slice: pj.Slice, time: pj.Time, received: pj.Received, probs: pj.Probs, weight: pj.Weight}
+		if want := len(md.slices[pj.Slice].alarm.Bet(pj.Probs)); len(pj.Bet) != want {
+			return stateKind.Errorf("prediction %q: %d bets, want %d", pj.ID, len(pj.Bet), want)
+		}
+		st.pending[pj.ID] = &pending{model: pj.Model, slice: pj.Slice, time: pj.Time, received: pj.Received, probs: pj.Probs, weight: pj.Weight, bet: pj.Bet}
 		st.queue = append(st.queue, pj.ID)
 	}
 	for _, id := range in.Dedup {

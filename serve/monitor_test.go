@@ -189,6 +189,12 @@ func TestMonitorReplicasPromQL(t *testing.T) {
 		if err != nil {
 			t.Fatalf("replica %d: /metrics does not parse: %v", i, err)
 		}
+		if f := fams["calib_alarm_log_evidence"]; f == nil || len(f.Metric) != 6 {
+			t.Fatalf("replica %d: calib_alarm_log_evidence: %v", i, f)
+		}
+		if f := fams["calib_alarm_log_threshold"]; f == nil || len(f.Metric) != 2 || f.Metric[0].GetGauge().GetValue() <= 0 {
+			t.Fatalf("replica %d: calib_alarm_log_threshold: %v", i, f)
+		}
 		for name, into := range map[string]map[string]float64{"calib_bin_correct_total": correct, "calib_bin_confidence_sum": conf, "calib_bin_observations_total": obs} {
 			f := fams[name]
 			if f == nil || len(f.Metric) != 15 {

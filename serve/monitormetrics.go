@@ -27,6 +27,7 @@ type monitorCollector struct {
 	observed, counted           *prometheus.Desc
 	pending, unmatched, expired *prometheus.Desc
 	duplicates, lsn, models     *prometheus.Desc
+	evidence, threshold, firing *prometheus.Desc
 }
 
 func newMonitorCollector(st *monitor.Store) *monitorCollector {
@@ -63,11 +64,17 @@ func newMonitorCollector(st *monitor.Store) *monitorCollector {
 			"Sequence number of the last record applied (the write-ahead log's).", nil, nil),
 		models: prometheus.NewDesc("calib_monitor_models",
 			"Models observed.", nil, nil),
+		evidence: prometheus.NewDesc("calib_alarm_log_evidence",
+			"Log-evidence of a slice's calibration alarm since its start or reset: layer test (is it calibrated? a test martingale) or change (did calibration change? a CUSUM e-detector); event top_label, class_wise (the mean over classes) or combined (the mean of both: the one compared with the threshold).", []string{"model", "slice", "layer", "event"}, nil),
+		threshold: prometheus.NewDesc("calib_alarm_log_threshold",
+			"The log-evidence at which a layer alarms: log(1/alpha) for test (P(ever | calibrated) <= alpha), log(ARL) for change (average run length to a false alarm >= ARL rows).", []string{"layer"}, nil),
+		firing: prometheus.NewDesc("calib_alarm_firing",
+			"1 once a slice's alarm layer reached its threshold (until a reset), else 0.", []string{"model", "slice", "layer"}, nil),
 	}
 }
 
 func (c *monitorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.obs, c.conf, c.correct, c.cobs, c.cconf, c.ccorrect, c.observed, c.counted, c.pending, c.unmatched, c.expired, c.duplicates, c.lsn, c.models} {
+	for _, d := range []*prometheus.Desc{c.obs, c.conf, c.correct, c.cobs, c.cconf, c.ccorrect, c.observed, c.counted, c.pending, c.unmatched, c.expired, c.duplicates, c.lsn, c.models, c.evidence, c.threshold, c.firing} {
 		ch <- d
 	}
 }
@@ -93,6 +100,22 @@ func (c *monitorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.observed, prometheus.CounterValue, float64(bc.Observed), bc.Model, bc.Slice)
 		ch <- prometheus.MustNewConstMetric(c.counted, prometheus.CounterValue, float64(bc.Counted), bc.Model, bc.Slice)
 	}
+	alarms := m.Alarms()
+	for _, a := range alarms {
+		for _, v := range []struct {
+			layer, event string
+			x            float64
+		}{{"test", "top_label", a.TestTop}, {"test", "class_wise", a.TestClassWise}, {"test", "combined", a.Test},
+			{"change", "top_label", a.ChangeTop}, {"change", "class_wise", a.ChangeClassWise}, {"change", "combined", a.Change}} {
+			ch <- prometheus.MustNewConstMetric(c.evidence, prometheus.GaugeValue, v.x, a.Model, a.Slice, v.layer, v.event)
+		}
+		ch <- prometheus.MustNewConstMetric(c.firing, prometheus.GaugeValue, b2f(a.TestAlarm), a.Model, a.Slice, "test")
+		ch <- prometheus.MustNewConstMetric(c.firing, prometheus.GaugeValue, b2f(a.ChangeAlarm), a.Model, a.Slice, "change")
+	}
+	if len(alarms) > 0 {
+		ch <- prometheus.MustNewConstMetric(c.threshold, prometheus.GaugeValue, alarms[0].TestThreshold, "test")
+		ch <- prometheus.MustNewConstMetric(c.threshold, prometheus.GaugeValue, alarms[0].ChangeThreshold, "change")
+	}
 	st := m.Stats()
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(st.Pending))
 	ch <- prometheus.MustNewConstMetric(c.unmatched, prometheus.CounterValue, float64(st.Unmatched))
@@ -100,4 +123,11 @@ func (c *monitorCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.duplicates, prometheus.CounterValue, float64(st.Duplicates))
 	ch <- prometheus.MustNewConstMetric(c.lsn, prometheus.GaugeValue, float64(st.LSN))
 	ch <- prometheus.MustNewConstMetric(c.models, prometheus.GaugeValue, float64(st.Models))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

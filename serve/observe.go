@@ -329,3 +329,13 @@ func clip(raw []byte) string {
 	}
 	return string(raw)
 }
+
+// adminReset answers POST /v1/admin/reset/{model}?slice=S: the alarms
+// of the slice (or of every slice) start again, through the log.
+func (s *Server) adminReset(w http.ResponseWriter, r *http.Request) error {
+	if s.o.Store == nil {
+		return errNoMonitor
+	}
+	rec := &monitor.Record{Kind: monitor.Reset, Model: r.PathValue("model"), Slice: r.URL.Query().Get("slice")}
+	return s.submit(w, r, rec)
+}

@@ -178,6 +178,7 @@ func (s *Server) routes() {
 	handle("GET /v1/monitor/{model}", "monitor", false, s.monitorReport)
 	if s.o.Admin {
 		handle("POST /v1/admin/reload", "reload", false, s.adminReload)
+		handle("POST /v1/admin/reset/{model}", "reset", false, s.adminReset)
 	}
 	handle("GET /v2/health/live", "live", true, s.live)
 	handle("GET /v2/health/ready", "ready", true, s.ready)

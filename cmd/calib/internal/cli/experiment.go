@@ -61,7 +61,33 @@ func (f *experimentFlags) run(cmd *cobra.Command, name string, run func(dir stri
 
 func newExperimentCmd() *cobra.Command {
 	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training), measure the tests' size and power (tests) and every estimator against ground truth (estimators)", nil, nil)
-	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd())
+	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd(), newAlarmCmd())
+	return cmd
+}
+
+func newAlarmCmd() *cobra.Command {
+	var ef experimentFlags
+	var o experiment.AlarmOptions
+	cmd := ef.command("alarm", "calib serve's calibration alarm: its false-alarm rate and run length on calibrated streams, and its delay to detect a shift beside the optimal CUSUM and a windowed ECE rule", exactArgs(0),
+		func(cmd *cobra.Command, args []string) error {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"null-runs", o.NullRuns}, {"null-rows", o.NullRows}, {"arl-runs", o.ARLRuns}, {"delay-runs", o.DelayRuns}} {
+				if f.v < 0 {
+					return usageErrorf("--%s %d must not be negative (0: the default)", f.name, f.v)
+				}
+			}
+			return ef.run(cmd, "alarm", func(_ string, ui *progressUI) (experiment.Result, error) {
+				o.Quick, o.Seed, o.Workers, o.Progress = ef.quick, ef.seed, ef.workers, ui
+				return experiment.Alarm(cmd.Context(), o)
+			})
+		})
+	fs := cmd.Flags()
+	fs.IntVar(&o.NullRuns, "null-runs", 0, "calibrated streams of the false-alarm study (0: 1000, 100 with --quick)")
+	fs.IntVar(&o.NullRows, "null-rows", 0, "rows of each (0: 20,000, 5,000 with --quick)")
+	fs.IntVar(&o.ARLRuns, "arl-runs", 0, "calibrated streams of the run-length study and of the windowed ECE's threshold (0: 200, 10 with --quick)")
+	fs.IntVar(&o.DelayRuns, "delay-runs", 0, "streams per shift and label delay of the delay study (0: 100, 10 with --quick)")
 	return cmd
 }
 
@@ -238,7 +264,7 @@ func newTestsCmd() *cobra.Command {
 	fs.StringVar(&split, "split", "test", "the split of each LOGIT_DIR read: test or val")
 	fs.IntVar(&o.Sets, "sets", 0, "calibrated data sets per cell of the size study (0: 1000, 40 with --quick)")
 	fs.IntVar(&o.Resamples, "resamples", 0, "resamples of the consistency-resampling and bootstrap tests (0: 99, so that the levels 0.05 and 0.01 are exact)")
-	fs.IntVar(&o.PowerSets, "power-sets", 0, "data sets per point of the power curves (0: 200, 20 with --quick)")
+	fs.IntVar(&o.PowerSets, "power-sets", 0, "data sets per point of the power curves (0: 200, 10 with --quick)")
 	fs.StringVar(&sizes, "sizes", "", "n of the size study, comma-separated (default 100,1000,10000)")
 	fs.StringVar(&ks, "ks", "", "K of the synthetic size study, comma-separated (default 2,4,10,100)")
 	fs.StringVar(&tests, "tests", "", "tests of the size study, comma-separated (default: calib test's, with ece_kde and skce_u at n <= 1,000, K <= 10)")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/monitor"
 	"github.com/calib-dev/calib/serve"
@@ -59,6 +60,14 @@ func newServeCmd() *cobra.Command {
 		stderr := cmd.ErrOrStderr()
 		o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 		if mf.dir != "" {
+			so.Monitor.OnAlarm = func(f monitor.Fired) {
+				what := "the model is not calibrated (P(this alarm | calibrated) <= alpha)"
+				if f.Layer == "change" {
+					what = "its calibration changed (false alarms at most once per ARL rows on average)"
+				}
+				o.Logger.Warn("calibration alarm", "model", f.Model, "slice", f.Slice, "layer", f.Layer, "meaning", what,
+					"log_evidence", f.Evidence.Test, "rows", f.Evidence.Rows)
+			}
 			so.Snapshotted = func(n int, err error) {
 				if err != nil {
 					o.Logger.Error("snapshot failed", "dir", mf.dir, "error", err)
@@ -144,6 +153,8 @@ type monitorFlags struct {
 	classWise           bool
 	models, slices      int
 	pending, requestIDs int
+	alpha, arl          float64
+	alarmClassWise      bool
 }
 
 func (mf *monitorFlags) register(fs *pflag.FlagSet) {
@@ -160,6 +171,9 @@ func (mf *monitorFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&mf.slices, "max-slices", monitor.DefaultMaxSlices, "most slices per model")
 	fs.IntVar(&mf.pending, "max-pending", monitor.DefaultMaxPending, "most predictions waiting for their outcome (past it the oldest are dropped)")
 	fs.IntVar(&mf.requestIDs, "max-request-ids", monitor.DefaultDedup, "request ids remembered to refuse a request recorded twice")
+	fs.Float64Var(&mf.alpha, "alarm-alpha", alarm.DefaultAlpha, "level of the alarm's test: P(ever alarm | calibrated) <= alpha")
+	fs.Float64Var(&mf.arl, "alarm-arl", alarm.DefaultARL, "average run length, in labelled rows, of the change detector to a false alarm")
+	fs.BoolVar(&mf.alarmClassWise, "alarm-class-wise", true, "the alarm bets on every class's probability too (one threshold for all: their mean)")
 }
 
 // options checks the monitor flags (before any file is read) and returns
@@ -167,7 +181,7 @@ func (mf *monitorFlags) register(fs *pflag.FlagSet) {
 func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error) {
 	var so monitor.StoreOptions
 	if mf.dir == "" {
-		for _, name := range []string{"window", "retain", "snapshot-every", "fsync", "metrics", "bins", "class-wise-bins", "max-models", "max-slices", "max-pending", "max-request-ids"} {
+		for _, name := range []string{"window", "retain", "snapshot-every", "fsync", "metrics", "bins", "class-wise-bins", "max-models", "max-slices", "max-pending", "max-request-ids", "alarm-alpha", "alarm-arl", "alarm-class-wise"} {
 			if fs.Changed(name) {
 				return so, usageErrorf("--%s applies to the monitors: give --data STATE_DIR", name)
 			}
@@ -206,6 +220,14 @@ func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error)
 	}
 	so.Monitor = monitor.Options{Window: time.Duration(mf.window), Retain: time.Duration(mf.retain), ClassWise: mf.classWise,
 		MaxModels: mf.models, MaxSlices: mf.slices, MaxPending: mf.pending, Dedup: mf.requestIDs}
+	so.Monitor.Alarm = alarm.Options{Alpha: mf.alpha, ARL: mf.arl, ClassWise: mf.alarmClassWise}
+	if err := so.Monitor.Alarm.Check(); err != nil {
+		flag := "alarm-alpha"
+		if strings.Contains(err.Error(), "ARL") {
+			flag = "alarm-arl"
+		}
+		return so, usageErrorf("--%s: %s", flag, strings.TrimPrefix(err.Error(), "alarm: "))
+	}
 	so.Monitor.Eval.Metrics = ms
 	so.Monitor.Eval.Bins.Bins = mf.bins
 	so.SnapshotEvery = mf.snapshotEvery
