@@ -773,7 +773,22 @@ func rowSet(md *model, rows []row) *data.Set {
 
 // addBins adds rows to a slice's bin counters.
 func (m *Monitor) addBins(s *slice, k int, set *data.Set) {
-	sc, oc := metric.TopR(set.Probs, set.Labels, k, 1)
+	// The top-label scores and outcomes (metric.TopR at r = 1: ties go
+	// to the lower class), without TopR's ranking of every row.
+	sc, oc := make([]float64, set.N), make([]float64, set.N)
+	for i := range set.N {
+		row := set.Probs[i*k : (i+1)*k]
+		j := 0
+		for c, v := range row {
+			if v > row[j] {
+				j = c
+			}
+		}
+		sc[i] = row[j]
+		if j == set.Labels[i] {
+			oc[i] = 1
+		}
+	}
 	_ = s.top.Add(sc, oc, set.Weights)
 	for c, bs := range s.class {
 		col := set.Column(c)

@@ -508,12 +508,13 @@ func (s *Store) Snapshot() error {
 	// Cut the log first so that the segments before the cut hold only
 	// records the snapshot will hold.
 	s.m.mu.Lock()
-	b, err := s.m.marshal()
 	lsn := s.m.st.lsn
-	s.m.mu.Unlock()
-	if err == nil && lsn == s.lastSnap {
+	if lsn == s.lastSnap {
+		s.m.mu.Unlock()
 		return nil // nothing new
 	}
+	b, err := s.m.marshal()
+	s.m.mu.Unlock()
 	if err == nil {
 		err = s.writeSnapshot(lsn, b)
 	}

@@ -106,3 +106,36 @@ func FuzzObserve(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLabels: the one-scan label decoder agrees with the general one
+// wherever it answers.
+func FuzzLabels(f *testing.F) {
+	for _, s := range []string{`[0, 1, null, 2]`, `[01]`, `[1.0]`, `[-1]`, `[null]`, `[ 3 ,4 ]`, `[1,]`, `[123456789012]`} {
+		f.Add([]byte(s), 4, true)
+		f.Add([]byte(s), 1, false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, n int, nullOK bool) {
+		if n < 0 || n > 100 {
+			return
+		}
+		fast := fastLabels(b, n, nullOK)
+		if fast == nil {
+			return
+		}
+		var els []json.RawMessage
+		if err := json.Unmarshal(b, &els); err != nil || len(els) != n {
+			t.Fatalf("%q: the fast path read %v, JSON says %v (%d elements)", b, fast, err, len(els))
+		}
+		for i, el := range els {
+			want := monitor.NoLabel
+			if string(bytes.TrimSpace(el)) != "null" {
+				if err := json.Unmarshal(el, &want); err != nil {
+					t.Fatalf("%q: element %d %s: %v", b, i, el, err)
+				}
+			}
+			if fast[i] != want {
+				t.Fatalf("%q: element %d: fast %d, JSON %d", b, i, fast[i], want)
+			}
+		}
+	})
+}

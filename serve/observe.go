@@ -226,6 +226,9 @@ func dataError(err error, field string) error {
 // decodeLabels decodes an array of n labels: integers >= 0, or null
 // (nullOK: monitor.NoLabel) for an outcome to come.
 func decodeLabels(raw json.RawMessage, n int, nullOK bool) ([]int, error) {
+	if out := fastLabels(raw, n, nullOK); out != nil {
+		return out, nil
+	}
 	els, err := array(raw, "labels", n)
 	if err != nil {
 		return nil, err
@@ -246,6 +249,43 @@ func decodeLabels(raw json.RawMessage, n int, nullOK bool) ([]int, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// fastLabels decodes an array of exactly n labels that are all small
+// non-negative integers in JSON's form (or null, when nullOK) in one
+// scan; nil means "take the slow path", which names what is wrong.
+func fastLabels(raw []byte, n int, nullOK bool) []int {
+	sc := scanner{b: raw}
+	if !sc.byte('[') {
+		return nil
+	}
+	out := make([]int, 0, n)
+	for len(out) < n {
+		sc.space()
+		switch {
+		case nullOK && bytes.HasPrefix(sc.b[sc.i:], []byte("null")):
+			sc.i += 4
+			out = append(out, monitor.NoLabel)
+		default:
+			j := sc.i
+			v := 0
+			for sc.i < len(sc.b) && sc.b[sc.i] >= '0' && sc.b[sc.i] <= '9' && sc.i-j < 9 {
+				v = 10*v + int(sc.b[sc.i]-'0')
+				sc.i++
+			}
+			if sc.i == j || sc.b[j] == '0' && sc.i-j > 1 {
+				return nil
+			}
+			out = append(out, v)
+		}
+		if len(out) < n && !sc.byte(',') {
+			return nil
+		}
+	}
+	if !sc.byte(']') || !sc.end() {
+		return nil
+	}
+	return out
 }
 
 // decodeVector decodes an array of n numbers.
