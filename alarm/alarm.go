@@ -9,7 +9,8 @@
 //     W is a nonnegative martingale and by Ville's inequality
 //     P(sup_t W_t >= 1/alpha) <= alpha: the alarm sounds at some time
 //     with probability at most alpha if the model is calibrated.
-//   - Change: "did calibration change?" A CUSUM e-detector (Shin, Ramdas
+//   - Change: "are the recent rows miscalibrated?" (a model that was
+//     calibrated and no longer is: a change). A CUSUM e-detector (Shin, Ramdas
 //     and Rinaldo 2022): M_t = (1 + lambda_t x_t) max(M_{t-1}, 1), alarm
 //     at M_t >= ARL; under calibration E[M_tau] <= E[tau] for every
 //     stopping time, so the average run length to a false alarm is at

@@ -225,8 +225,8 @@ type slice struct {
 type Fired struct {
 	Model, Slice string
 	// Layer is "test" (the model is not calibrated: P(this | calibrated)
-	// <= alpha) or "change" (its calibration changed: false alarms every
-	// ARL rows at most on average).
+	// <= alpha) or "change" (the recent rows are miscalibrated: false
+	// alarms every ARL rows at most on average).
 	Layer    string
 	Evidence alarm.Evidence
 }

@@ -65,7 +65,7 @@ func newMonitorCollector(st *monitor.Store) *monitorCollector {
 		models: prometheus.NewDesc("calib_monitor_models",
 			"Models observed.", nil, nil),
 		evidence: prometheus.NewDesc("calib_alarm_log_evidence",
-			"Log-evidence of a slice's calibration alarm since its start or reset: layer test (is it calibrated? a test martingale) or change (did calibration change? a CUSUM e-detector); event top_label, class_wise (the mean over classes) or combined (the mean of both: the one compared with the threshold).", []string{"model", "slice", "layer", "event"}, nil),
+			"Log-evidence of a slice's calibration alarm since its start or reset: layer test (is it calibrated? a test martingale) or change (are the recent rows miscalibrated? a CUSUM e-detector, quick on a miscalibration that starts late); event top_label, class_wise (the mean over classes) or combined (the mean of both: the one compared with the threshold).", []string{"model", "slice", "layer", "event"}, nil),
 		threshold: prometheus.NewDesc("calib_alarm_log_threshold",
 			"The log-evidence at which a layer alarms: log(1/alpha) for test (P(ever | calibrated) <= alpha), log(ARL) for change (average run length to a false alarm >= ARL rows).", []string{"layer"}, nil),
 		firing: prometheus.NewDesc("calib_alarm_firing",

@@ -63,10 +63,10 @@ func newServeCmd() *cobra.Command {
 			so.Monitor.OnAlarm = func(f monitor.Fired) {
 				what := "the model is not calibrated (P(this alarm | calibrated) <= alpha)"
 				if f.Layer == "change" {
-					what = "its calibration changed (false alarms at most once per ARL rows on average)"
+					what = "the recent rows are miscalibrated (if calibrated, false alarms at most once per ARL rows on average)"
 				}
 				o.Logger.Warn("calibration alarm", "model", f.Model, "slice", f.Slice, "layer", f.Layer, "meaning", what,
-					"log_evidence", f.Evidence.Test, "rows", f.Evidence.Rows)
+					"test_log_evidence", f.Evidence.Test, "change_log_evidence", f.Evidence.Change, "rows", f.Evidence.Rows)
 			}
 			so.Snapshotted = func(n int, err error) {
 				if err != nil {
