@@ -225,6 +225,26 @@ func (a *Alarm) Bet(p []float64) Bet {
 	return out
 }
 
+// ValidBet reports whether bet is a bet of a's options on the prediction
+// p: one per process, each finite and within the range that keeps every
+// factor 1 + lambda x at 1/2 or more (what Bet gives).
+func (a *Alarm) ValidBet(p []float64, bet Bet) bool {
+	if len(bet) != 2+2*len(a.Class) || len(p) != a.k {
+		return false
+	}
+	ok := func(l, c float64) bool { return l >= -0.5/(1-c) && l <= 0.5/c && !math.IsNaN(l) && !math.IsInf(l, 0) }
+	_, c := top(p)
+	if !ok(bet[0], c) || !ok(bet[1], c) {
+		return false
+	}
+	for k := range a.Class {
+		if !ok(bet[2+2*k], p[k]) || !ok(bet[3+2*k], p[k]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Update applies the label y of a prediction p whose bets were bet (from
 // Bet when the prediction was made; nil: made now, from the rows
 // labelled so far, as for a label known at once).

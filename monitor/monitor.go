@@ -23,8 +23,8 @@ import (
 const (
 	DefaultWindow     = time.Hour
 	DefaultRetain     = 24 * time.Hour
-	DefaultMaxModels  = 100
-	DefaultMaxSlices  = 100
+	DefaultMaxModels  = 10
+	DefaultMaxSlices  = 10
 	DefaultMaxPending = 1_000_000
 	DefaultDedup      = 100_000
 	// DefaultMaxCells bounds the canonical cells of ece_bin per window
@@ -62,7 +62,7 @@ func onePass(m evaluate.Metric) bool {
 }
 
 // Options configures a Monitor. The zero value is one-hour windows kept
-// seven days, the metrics of Metrics on 15 equal-width bins, and the
+// a day, the metrics of Metrics on 15 equal-width bins, and the
 // default bounds.
 type Options struct {
 	// Window is the length of the tumbling windows (0: DefaultWindow);
@@ -177,8 +177,10 @@ type Monitor struct {
 	mu sync.Mutex
 	st monitorState
 	// inflight holds the request ids of records checked but not yet
-	// applied or dropped (Check, Release).
-	inflight map[string]bool
+	// applied or dropped (Check, Release); inflightIDs the prediction ids
+	// such records will leave waiting.
+	inflight    map[string]bool
+	inflightIDs map[pendingKey]bool
 	// swept is the oldest window kept at the last sweep of the windows
 	// (expire sweeps them when it moves).
 	swept int64
@@ -189,10 +191,14 @@ type monitorState struct {
 	lsn     uint64 // the last record applied
 	clock   int64  // the latest receipt time applied (Unix ns)
 	models  map[string]*model
-	pending map[string]*pending
-	queue   []string // pending ids, oldest first (some may be gone)
-	dedup   map[string]bool
-	ids     []string // dedup's ids, oldest first
+	pending map[pendingKey]*pending
+	// queue holds the predictions waiting, oldest first; an entry whose
+	// pending prediction has gone, or was replaced (another seq), is
+	// skipped.
+	queue []queued
+	seq   uint64 // the seq of the last prediction queued
+	dedup map[string]bool
+	ids   []string // dedup's ids, oldest first
 	// counts of what applying dropped
 	unmatched, expired, duplicates int64
 }
@@ -247,7 +253,17 @@ func windowSource(i int64) string { return "window-" + strconv.FormatInt(i, 10) 
 const retiredSource = "retired"
 
 // pending is a prediction waiting for its outcome.
+// pendingKey names a prediction waiting for its outcome.
+type pendingKey struct{ model, id string }
+
+// queued is an entry of the queue of predictions waiting.
+type queued struct {
+	key pendingKey
+	seq uint64
+}
+
 type pending struct {
+	seq          uint64 // its queue entry's
 	model, slice string
 	time         int64 // the prediction's time
 	received     int64 // its record's receipt time (for expiry)
@@ -262,13 +278,13 @@ func New(o Options) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Monitor{o: o, inflight: map[string]bool{}, swept: math.MinInt64}
+	m := &Monitor{o: o, inflight: map[string]bool{}, inflightIDs: map[pendingKey]bool{}, swept: math.MinInt64}
 	m.st = newState()
 	return m, nil
 }
 
 func newState() monitorState {
-	return monitorState{models: map[string]*model{}, pending: map[string]*pending{}, dedup: map[string]bool{}}
+	return monitorState{models: map[string]*model{}, pending: map[pendingKey]*pending{}, dedup: map[string]bool{}}
 }
 
 // Options returns the options, defaults filled in.
@@ -338,8 +354,16 @@ func (m *Monitor) Check(r *Record) error {
 	if !ValidName(r.Model) {
 		return checkErr("model", 0, "%q: want 1 to 128 letters, digits or ._-:/", r.Model)
 	}
+	if len(r.RequestID) > MaxID {
+		return checkErr("request_id", 0, "%d bytes: at most %d", len(r.RequestID), MaxID)
+	}
 	if r.RequestID != "" && (m.st.dedup[r.RequestID] || m.inflight[r.RequestID]) {
 		return ErrDuplicate
+	}
+	for i, id := range r.IDs {
+		if len(id) > MaxID {
+			return checkErr("ids", i+1, "%d bytes: at most %d", len(id), MaxID)
+		}
 	}
 	n := r.Rows()
 	if n == 0 && r.Kind != Reset {
@@ -373,6 +397,7 @@ func (m *Monitor) Check(r *Record) error {
 		if md != nil && md.slices[sl] == nil && len(md.slices) >= m.o.MaxSlices {
 			return checkErr("slice", 0, "%q would be slice %d of model %q: at most %d (--max-slices)", sl, len(md.slices)+1, r.Model, m.o.MaxSlices)
 		}
+		seen := map[string]int{}
 		for i, l := range r.Labels {
 			if l == NoLabel && (r.IDs == nil || r.IDs[i] == "") {
 				return checkErr("ids", i+1, "a prediction without a label needs an id (its outcome names it)")
@@ -380,8 +405,16 @@ func (m *Monitor) Check(r *Record) error {
 			if l != NoLabel && (l < 0 || l >= r.K) {
 				return checkErr("labels", i+1, "label %d out of range 0..%d", l, r.K-1)
 			}
-			if l == NoLabel && m.st.pending[r.IDs[i]] != nil {
-				return checkErr("ids", i+1, "prediction id %q is already waiting for its outcome", r.IDs[i])
+			if l != NoLabel {
+				continue
+			}
+			id := r.IDs[i]
+			if j, ok := seen[id]; ok {
+				return checkErr("ids", i+1, "prediction id %q is row %d's too: an id names one prediction", id, j)
+			}
+			seen[id] = i + 1
+			if k := (pendingKey{r.Model, id}); m.st.pending[k] != nil || m.inflightIDs[k] {
+				return checkErr("ids", i+1, "prediction id %q is already waiting for its outcome", id)
 			}
 		}
 		if err := m.checkTimes(r); err != nil {
@@ -405,9 +438,14 @@ func (m *Monitor) Check(r *Record) error {
 		if r.IDs == nil {
 			return checkErr("ids", 0, "missing: an outcome names the predictions by id")
 		}
+		seen := map[string]int{}
 		for i, id := range r.IDs {
-			p := m.st.pending[id]
-			if p == nil || p.model != r.Model {
+			if j, ok := seen[id]; ok {
+				return checkErr("ids", i+1, "prediction id %q is row %d's too: one label per prediction", id, j)
+			}
+			seen[id] = i + 1
+			p := m.st.pending[pendingKey{r.Model, id}]
+			if p == nil {
 				return &CheckError{Field: "ids", Row: i + 1, NotFound: true, Err: fmt.Errorf("prediction id %q is not waiting for an outcome of model %q (never observed without a label, already joined, or expired after %v)", id, r.Model, m.o.Retain)}
 			}
 			if l := r.Labels[i]; l < 0 || l >= md.k {
@@ -428,8 +466,21 @@ func (m *Monitor) Check(r *Record) error {
 	if r.RequestID != "" {
 		m.inflight[r.RequestID] = true
 	}
+	if r.Kind == Observe {
+		for i, l := range r.Labels {
+			if l == NoLabel {
+				m.inflightIDs[pendingKey{r.Model, r.IDs[i]}] = true
+			}
+		}
+	}
 	return nil
 }
+
+// MaxID is the longest request id or prediction id, in bytes.
+const MaxID = 256
+
+// MaxWeight is the largest row weight (so that no sum overflows).
+const MaxWeight = 1e12
 
 // checkProbs checks an observation's probabilities: n rows of K >= 2
 // values in [0, 1] summing to 1 within data.DefaultTolerance, and its
@@ -452,8 +503,8 @@ func checkProbs(r *Record) error {
 		}
 	}
 	for i, w := range r.Weights {
-		if !(w >= 0) || math.IsInf(w, 0) {
-			return checkErr("weights", i+1, "%v: want a finite weight >= 0", w)
+		if !(w >= 0 && w <= MaxWeight) {
+			return checkErr("weights", i+1, "%v: want a weight in [0, %g]", w, MaxWeight)
 		}
 	}
 	return nil
@@ -475,7 +526,18 @@ func (m *Monitor) checkTimes(r *Record) error {
 func (m *Monitor) Release(r *Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.release(r)
+}
+
+func (m *Monitor) release(r *Record) {
 	delete(m.inflight, r.RequestID)
+	if r.Kind == Observe {
+		for i, l := range r.Labels {
+			if l == NoLabel && r.IDs != nil {
+				delete(m.inflightIDs, pendingKey{r.Model, r.IDs[i]})
+			}
+		}
+	}
 }
 
 // newSlice returns an empty slice of a model with k classes.
@@ -528,8 +590,8 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 		m.st.lsn = lsn
 	}
 	m.st.clock = max(m.st.clock, r.Time)
+	m.release(r)
 	if r.RequestID != "" {
-		delete(m.inflight, r.RequestID)
 		if m.st.dedup[r.RequestID] {
 			m.st.duplicates++
 			out.Duplicate = true
@@ -575,7 +637,7 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 			p := r.Probs[i*r.K : (i+1)*r.K]
 			s.observed++
 			if l == NoLabel {
-				m.wait(r.IDs[i], &pending{model: r.Model, slice: sl, time: t, received: r.Time, probs: slices.Clone(p), weight: w, bet: s.alarm.Bet(p)})
+				m.wait(pendingKey{r.Model, r.IDs[i]}, &pending{model: r.Model, slice: sl, time: t, received: r.Time, probs: slices.Clone(p), weight: w, bet: s.alarm.Bet(p)})
 				out.Pending++
 				continue
 			}
@@ -593,13 +655,14 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 		}
 		var rows []row
 		for i, id := range r.IDs {
-			p := m.st.pending[id]
-			if p == nil || p.model != r.Model || r.Labels[i] < 0 || r.Labels[i] >= md.k {
+			key := pendingKey{r.Model, id}
+			p := m.st.pending[key]
+			if p == nil || r.Labels[i] < 0 || r.Labels[i] >= md.k {
 				out.Unmatched++
 				m.st.unmatched++
 				continue
 			}
-			delete(m.st.pending, id)
+			delete(m.st.pending, key)
 			rows = append(rows, row{slice: p.slice, time: p.time, probs: p.probs, label: r.Labels[i], weight: p.weight})
 			s := md.slices[p.slice]
 			s.alarm.Update(p.probs, r.Labels[i], p.bet)
@@ -832,12 +895,13 @@ func (m *Monitor) expire() {
 	cut := m.st.clock - int64(m.o.Retain)
 	q := m.st.queue
 	for len(q) > 0 {
-		p := m.st.pending[q[0]]
-		if p != nil && p.received >= cut && len(m.st.pending) <= m.o.MaxPending {
+		p := m.st.pending[q[0].key]
+		live := p != nil && p.seq == q[0].seq
+		if live && p.received >= cut && len(m.st.pending) <= m.o.MaxPending {
 			break
 		}
-		if p != nil {
-			delete(m.st.pending, q[0])
+		if live {
+			delete(m.st.pending, q[0].key)
 			m.st.expired++
 		}
 		q = q[1:]
@@ -849,12 +913,12 @@ func (m *Monitor) expire() {
 }
 
 // wait records a prediction waiting for its outcome (replacing one of
-// the same id).
-func (m *Monitor) wait(id string, p *pending) {
-	if m.st.pending[id] == nil {
-		m.st.queue = append(m.st.queue, id)
-	}
-	m.st.pending[id] = p
+// the same id, whose queue entry is then skipped).
+func (m *Monitor) wait(key pendingKey, p *pending) {
+	m.st.seq++
+	p.seq = m.st.seq
+	m.st.queue = append(m.st.queue, queued{key, p.seq})
+	m.st.pending[key] = p
 	for len(m.st.pending) > m.o.MaxPending {
 		m.expire()
 	}

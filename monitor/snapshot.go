@@ -136,12 +136,12 @@ func (m *Monitor) marshal() ([]byte, error) {
 		}
 		out.Models = append(out.Models, mj)
 	}
-	for _, id := range st.queue {
-		p := st.pending[id]
-		if p == nil {
+	for _, q := range st.queue {
+		p := st.pending[q.key]
+		if p == nil || p.seq != q.seq {
 			continue
 		}
-		out.Pending = append(out.Pending, pendingJSON{ID: id, Model: p.model, Slice: p.slice, Time: p.time, Received: p.received, Probs: p.probs, Weight: p.weight, Bet: p.bet})
+		out.Pending = append(out.Pending, pendingJSON{ID: q.key.id, Model: p.model, Slice: p.slice, Time: p.time, Received: p.received, Probs: p.probs, Weight: p.weight, Bet: p.bet})
 	}
 	return stateKind.Encode(out)
 }
@@ -197,14 +197,16 @@ func (m *Monitor) Restore(b []byte) error {
 	}
 	for _, pj := range in.Pending {
 		md := st.models[pj.Model]
-		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !finite(pj.Probs) || math.IsNaN(pj.Weight) || st.pending[pj.ID] != nil {
+		key := pendingKey{pj.Model, pj.ID}
+		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !finite(pj.Probs) || !(pj.Weight >= 0 && pj.Weight <= MaxWeight) || st.pending[key] != nil {
 			return stateKind.Errorf("prediction %q: no such model or slice, %d probabilities, or repeated", pj.ID, len(pj.Probs))
 		}
-		if want := len(md.slices[pj.Slice].alarm.Bet(pj.Probs)); len(pj.Bet) != want {
-			return stateKind.Errorf("prediction %q: %d bets, want %d", pj.ID, len(pj.Bet), want)
+		if !md.slices[pj.Slice].alarm.ValidBet(pj.Probs, pj.Bet) {
+			return stateKind.Errorf("prediction %q: bets %v are not bets of this alarm on its probabilities", pj.ID, pj.Bet)
 		}
-		st.pending[pj.ID] = &pending{model: pj.Model, slice: pj.Slice, time: pj.Time, received: pj.Received, probs: pj.Probs, weight: pj.Weight, bet: pj.Bet}
-		st.queue = append(st.queue, pj.ID)
+		st.seq++
+		st.pending[key] = &pending{seq: st.seq, model: pj.Model, slice: pj.Slice, time: pj.Time, received: pj.Received, probs: pj.Probs, weight: pj.Weight, bet: pj.Bet}
+		st.queue = append(st.queue, queued{key, st.seq})
 	}
 	for _, id := range in.Dedup {
 		st.dedup[id] = true

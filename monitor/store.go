@@ -118,6 +118,7 @@ type Store struct {
 	lastSnap uint64     // the LSN of the latest snapshot
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	lock     *os.File // the directory's lock, held while open
 }
 
 // entry is a record waiting for its group's commit.
@@ -155,13 +156,19 @@ func Open(dir string, o StoreOptions) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("monitor: state directory: %w", err)
 	}
-	s := &Store{o: o, dir: dir, m: m, done: make(chan struct{}), stop: make(chan struct{})}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{o: o, dir: dir, m: m, done: make(chan struct{}), stop: make(chan struct{}), lock: lock}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.recover(); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	s.written = s.next
 	if err := s.openSegment(); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	go s.commit()
@@ -266,6 +273,9 @@ func appendFrame(b []byte, lsn uint64, r *Record) ([]byte, error) {
 	if err != nil {
 		return b[:start], err
 	}
+	if len(b)-start-frameHeader > maxFrame {
+		return b[:start], fmt.Errorf("monitor: a record of %d bytes: at most %d (send smaller batches)", len(b)-start-frameHeader, maxFrame)
+	}
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeader))
 	binary.LittleEndian.PutUint64(b[start+8:], lsn)
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], crcTable))
@@ -284,6 +294,11 @@ func (s *Store) replay(name string, last bool, expect *uint64) error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	size := info.Size()
 	r := bufio.NewReaderSize(f, 1<<20)
 	var off int64
 	var hdr [frameHeader]byte
@@ -292,8 +307,13 @@ func (s *Store) replay(name string, last bool, expect *uint64) error {
 		if err == io.EOF {
 			return nil
 		}
-		bad := func(why string) error {
-			if last {
+		// bad handles a record that cannot be read: cut short or damaged
+		// at the end of the last segment (its claimed end at or past the
+		// file's end: a write the process did not finish, never
+		// acknowledged), it is dropped and the file truncated; anywhere
+		// else the log is damaged.
+		bad := func(why string, end int64) error {
+			if last && end >= size {
 				// A write the process did not finish: never acknowledged.
 				if err := f.Truncate(off); err != nil {
 					return fmt.Errorf("monitor: %s: %w", name, err)
@@ -303,24 +323,25 @@ func (s *Store) replay(name string, last bool, expect *uint64) error {
 			return fmt.Errorf("monitor: %s, offset %d: %s (the log is damaged; the records after it cannot be read)", name, off, why)
 		}
 		if err != nil {
-			return bad("a record header cut short")
+			return bad("a record header cut short", size)
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:])
+		end := off + frameHeader + int64(n)
 		if n > maxFrame {
-			return bad(fmt.Sprintf("a record of %d bytes", n))
+			return bad(fmt.Sprintf("a record of %d bytes", n), max(end, size))
 		}
 		payload := make([]byte, 8+n)
 		copy(payload, hdr[8:])
 		if _, err := io.ReadFull(r, payload[8:]); err != nil {
-			return bad("a record cut short")
+			return bad("a record cut short", size)
 		}
 		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return bad("a record whose checksum does not match")
+			return bad("a record whose checksum does not match", end)
 		}
 		lsn := binary.LittleEndian.Uint64(hdr[8:])
 		rec, err := DecodeRecord(payload[8:])
 		if err != nil {
-			return bad(err.Error())
+			return bad(err.Error(), end)
 		}
 		off += int64(frameHeader) + int64(n)
 		if lsn < *expect {
@@ -339,7 +360,14 @@ func (s *Store) replay(name string, last bool, expect *uint64) error {
 // or the commit goroutine is not running.
 func (s *Store) openSegment() error {
 	if s.seg != nil {
-		if err := s.seg.Close(); err != nil {
+		// Whatever Sync says, the records of a closed segment are on
+		// disk before a later segment's name is: a crash then loses the
+		// tail of the last segment only.
+		err := s.seg.Sync()
+		if cerr := s.seg.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
@@ -488,14 +516,21 @@ func (s *Store) write(b []byte, end uint64) error {
 			return err
 		}
 	}
-	if _, err := s.seg.Write(b); err != nil {
+	_, err := s.seg.Write(b)
+	if err == nil && s.o.Sync != SyncNone {
+		err = s.seg.Sync()
+	}
+	if err != nil {
+		// The callers hear of a failure: the records must not come back
+		// on replay. Cut them off (best effort: the store takes no more
+		// records either way).
+		if terr := s.seg.Truncate(s.segSize); terr == nil {
+			s.seg.Sync()
+		}
 		return err
 	}
 	s.segSize += int64(len(b))
 	s.written = end
-	if s.o.Sync != SyncNone {
-		return s.seg.Sync()
-	}
 	return nil
 }
 
@@ -629,5 +664,6 @@ func (s *Store) Close() error {
 	}
 	s.seg = nil
 	s.segMu.Unlock()
+	s.lock.Close()
 	return err
 }

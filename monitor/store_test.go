@@ -67,6 +67,13 @@ func TestStoreReplay(t *testing.T) {
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
+		} else {
+			// A second process on the directory is refused while the
+			// first holds it.
+			if _, err := Open(dir, StoreOptions{}); err == nil || !strings.Contains(err.Error(), "in use") {
+				t.Fatalf("a second Open of a directory in use: %v", err)
+			}
+			st.lock.Close() // as the kernel does when the process dies
 		}
 		re, err := Open(dir, StoreOptions{SnapshotEvery: -1})
 		if err != nil {
@@ -111,6 +118,7 @@ func TestStoreTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	submitAll(t, st, recs)
+	st.lock.Close() // the process dies
 	segs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
 	if len(segs) != 1 {
 		t.Fatalf("segments %v", segs)
@@ -127,6 +135,7 @@ func TestStoreTornTail(t *testing.T) {
 	}
 	// New records follow in a new segment; the torn one is truncated.
 	submitAll(t, re, recs[len(recs)-1:])
+	re.lock.Close()
 	// Damage a byte in the middle of the first (now not last) segment.
 	b, _ = os.ReadFile(segs[0])
 	b[len(b)/2] ^= 0xff
@@ -140,6 +149,9 @@ func TestStoreTornTail(t *testing.T) {
 // TestCheckRefuses: what Check refuses, naming the field and row.
 func TestCheckRefuses(t *testing.T) {
 	m, _ := New(Options{MaxSlices: 1})
+	if err := m.Check(&Record{Kind: Observe, Model: "w", K: 2, Probs: []float64{0.3, 0.7}, Labels: []int{1}, Weights: []float64{1e308}}); err == nil || !strings.Contains(err.Error(), "weights: row 1") {
+		t.Errorf("a weight of 1e308: %v", err)
+	}
 	ok := &Record{Kind: Observe, Model: "m", K: 2, Probs: []float64{0.3, 0.7}, Labels: []int{1}, Time: 1}
 	if err := m.Check(ok); err != nil {
 		t.Fatal(err)
@@ -158,6 +170,9 @@ func TestCheckRefuses(t *testing.T) {
 		{Record{Kind: Observe, Model: "bad name", K: 2, Probs: []float64{0.3, 0.7}, Labels: []int{1}}, "model"},
 		{Record{Kind: Outcome, Model: "m", IDs: []string{"x"}, Labels: []int{1}}, `ids: row 1: prediction id "x" is not waiting`},
 		{Record{Kind: Outcome, Model: "n", IDs: []string{"x"}, Labels: []int{1}}, `"n" has no observations`},
+		{Record{Kind: Observe, Model: "m", K: 2, Probs: []float64{0.3, 0.7, 0.3, 0.7}, Labels: []int{NoLabel, NoLabel}, IDs: []string{"d", "d"}}, `ids: row 2: prediction id "d" is row 1's too`},
+		{Record{Kind: Observe, Model: "m", K: 2, Probs: []float64{0.3, 0.7}, Labels: []int{NoLabel}, IDs: []string{strings.Repeat("x", 300)}}, "ids: row 1: 300 bytes: at most 256"},
+		{Record{Kind: Observe, Model: "m", K: 2, Probs: []float64{0.3, 0.7}, Labels: []int{1}, RequestID: strings.Repeat("x", 300)}, "request_id: 300 bytes"},
 	} {
 		err := m.Check(&c.r)
 		var ce *CheckError
@@ -196,4 +211,57 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStoreDamageInLastSegment: a damaged record followed by others in
+// the last segment is an error, not a torn tail to cut.
+func TestStoreDamageInLastSegment(t *testing.T) {
+	s := realSet(t)
+	dir := t.TempDir()
+	st, _ := Open(dir, StoreOptions{SnapshotEvery: -1})
+	submitAll(t, st, records(s, 0, 1000, 100, time.Now().UnixNano()))
+	st.lock.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	b, _ := os.ReadFile(segs[0])
+	b[len(b)/3] ^= 0xff
+	os.WriteFile(segs[0], b, 0o644)
+	if _, err := Open(dir, StoreOptions{SnapshotEvery: -1}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a damaged record before others: %v", err)
+	}
+}
+
+// TestPendingReuse: a prediction id joined by its outcome can wait again
+// (the queue's old entry is skipped), the state snapshots and reopens,
+// and ids of two models do not collide.
+func TestPendingReuse(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, StoreOptions{SnapshotEvery: -1, Monitor: Options{MaxPending: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := func(model, id string) *Record {
+		return &Record{Kind: Observe, Model: model, K: 2, Probs: []float64{0.4, 0.6}, Labels: []int{NoLabel}, IDs: []string{id}}
+	}
+	out := func(model, id string) *Record {
+		return &Record{Kind: Outcome, Model: model, IDs: []string{id}, Labels: []int{1}}
+	}
+	submitAll(t, st, []*Record{obs("m", "x"), obs("m", "a"), out("m", "a"), obs("m", "a"), obs("n", "a")})
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re, err := Open(dir, StoreOptions{SnapshotEvery: -1, Monitor: Options{MaxPending: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	// MaxPending 2 kept the newest two: m/a and n/a, not m/x.
+	if got, err := re.Submit(context.Background(), out("m", "a")); err != nil || got.Counted != 1 {
+		t.Fatalf("outcome m/a: %+v %v", got, err)
+	}
+	if got, err := re.Submit(context.Background(), out("n", "a")); err != nil || got.Counted != 1 {
+		t.Fatalf("outcome n/a: %+v %v", got, err)
+	}
+	if _, err := re.Submit(context.Background(), out("m", "x")); err == nil {
+		t.Fatal("m/x should have expired past MaxPending")
+	}
 }

@@ -331,6 +331,9 @@ func decodeTime(raw json.RawMessage, where string) (int64, error) {
 		if err != nil {
 			return 0, badRequest(where, "%q is not an RFC 3339 time (2026-11-29T12:00:00Z)", s)
 		}
+		if y := t.UTC().Year(); y < 1970 || y >= 2242 {
+			return 0, badRequest(where, "%q: want a time from 1970 to 2241", s)
+		}
 		return t.UnixNano(), nil
 	}
 	v, err := number(raw, where)

@@ -249,6 +249,9 @@ func (d *days) Set(s string) error {
 	rest, n := s, time.Duration(0)
 	if i := strings.Index(s, "d"); i > 0 {
 		v, err := strconv.ParseUint(s[:i], 10, 32)
+		if err == nil && v > 100_000 {
+			return fmt.Errorf("%q: at most 100000d", s)
+		}
 		if err != nil {
 			return fmt.Errorf("%q: want a duration (90m, 36h, 7d)", s)
 		}
