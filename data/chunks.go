@@ -36,7 +36,7 @@ const maxChunkValues = 1 << 24
 
 // Chunks reads a prediction file a chunk of rows at a time, in memory
 // proportional to the rows of a chunk times K, never the whole file: the
-// reader of streamed evaluation (issue 18). Each chunk is the validated Set
+// reader of streamed evaluation. Each chunk is the validated Set
 // that Load would give for those rows: the same probabilities (logits through
 // the softmax, one column as the binary case), labels, weights, and the
 // Renormalized and Rounded counts of the chunk. What Load decides for the

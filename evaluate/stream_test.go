@@ -173,7 +173,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 // hold the full-data value for most of 10 samples (seeds 3..12). With
 // these log-normal weights they hold it in 7 to 10 of 10, below their 95 %
 // (the ratio estimator's linearised SE at m = 400 with heavy-tailed
-// weights; issue 32 measures the intervals): at least 7 is asked, and 5
+// weights; EXPERIMENTS.md section 7 measures the intervals): at least 7 is asked, and 5
 // of mmce, whose root of a noisy square is biased low here (the mean of 30
 // samples 0.0180 against the full 0.0204; unweighted 0.0205 against
 // 0.0203) and whose interval held the value in 6 of 10.
@@ -730,7 +730,7 @@ func TestStreamWitness(t *testing.T) {
 		// m = 150: the interval of each of 10 samples (seeds 4..13 of
 		// the sample; the witness's own splits follow the points) holds
 		// the full-data value in most of them. One sample's interval
-		// misses it now and then: issue 32 measured the witness's
+		// misses it now and then: EXPERIMENTS.md section 7 measured the witness's
 		// intervals about 25 % too narrow.
 		holds := map[string]int{}
 		for _, m := range []int{AllPoints, 150, 150, 150, 150, 150, 150, 150, 150, 150, 150} {

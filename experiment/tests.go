@@ -114,7 +114,7 @@ type TestsResult struct {
 // testAlphas are the levels of the size study.
 // StudyTests are the tests of the size and power studies when
 // TestsOptions.Tests is nil: calibtest.DefaultTests and the SKCE block
-// test (the default list of issue 19, whose rows TESTS.md
+// test (the default list, whose rows TESTS.md
 // holds).
 var StudyTests = []string{"ks", "kuiper", "spiegelhalter", "skce", "ece_bin", "temperature_score", "prior_score"}
 
@@ -129,7 +129,7 @@ var testAlphas = []float64{0.05, 0.01}
 //	prior_shift      f = p, y ~ q with q_k proportional to pi_k p_k, pi = (2, 1, ..., 1)
 var Miscalibrations = []string{"temperature", "label_smoothing", "prior_shift"}
 
-// Tests measures the size and the power of calibtest's tests (issue 19):
+// Tests measures the size and the power of calibtest's tests:
 //
 //   - Size: on calibrated data (labels drawn from the predictions), the
 //     rejection rate of every test at alpha = 0.05 and 0.01 over Sets data

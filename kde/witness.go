@@ -79,13 +79,13 @@ import (
 //
 //	h_i = 0.003 (1/0.003)^(i/12),   i = 0, ..., 12
 //
-// (neighbours a factor 1.62 apart). Until issue 29 the grid had 25 values
+// (neighbours a factor 1.62 apart). The grid once had 25 values
 // (i/24, a factor 1.27), twice the work for the same estimates within
 // their noise: on six synthetic setups with known CE_p (K = 4 to 20,
 // n = 500 to 5,000, calibrated and not) the mean and the RMSE of both
 // exponents matched, and on the 12 real test sets the estimates moved by
 // at most 0.36 (p = 1) and 0.61 (p = 2) standard errors (BENCHMARKS.md,
-// "Issue 29, session 4"). Its 13 values are the older grid's even-indexed
+// "History at a glance"). Its 13 values are the older grid's even-indexed
 // ones, bit for bit; pass the finer grid in WitnessOptions.Grid for the
 // older figures.
 func WitnessGrid() []float64 { return mathx.LogSpace(0.003, 1, 13) }

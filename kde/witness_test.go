@@ -14,7 +14,7 @@ import (
 
 // bruteWitnessTerms returns the witness term, the CV term and the
 // U-statistic term of every point at bandwidth h, straight from the
-// formulas of issue 8 (U_j with the difference of squares).
+// formulas of kde.Witness's doc (U_j with the difference of squares).
 func bruteWitnessTerms(probs []float64, labels []int, k int, h float64) (v1, cv, u []float64) {
 	ones := make([]float64, len(labels))
 	for i := range ones {

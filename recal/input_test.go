@@ -66,7 +66,7 @@ func fitAll(t testing.TB, n int) []Calibrator {
 	return cs
 }
 
-// TestCalibrateRejectsBadInput (issue 15, item 1): every map's Calibrate
+// TestCalibrateRejectsBadInput : every map's Calibrate
 // returns an error wrapping ErrInput that names the row and column (1-based)
 // for a NaN, a negative probability, one above 1, a row summing to 0.9, a
 // NaN or infinite logit where the map reads logits, lengths that do not
@@ -141,7 +141,7 @@ func TestCalibrateRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestFitBadInputIsErrInput (issue 15, item 3): the input problems of every
+// TestFitBadInputIsErrInput : the input problems of every
 // Fit function wrap ErrInput, and those of too little data also ErrTooFew;
 // FitSplineCurve reports mismatched lengths as an error, not a panic.
 func TestFitBadInputIsErrInput(t *testing.T) {

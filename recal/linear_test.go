@@ -44,7 +44,7 @@ func TestLinearMethodsReal(t *testing.T) {
 	}
 }
 
-// TestFitLinearContextCancel (issue 15, item 5): a matrix-odir fit with
+// TestFitLinearContextCancel : a matrix-odir fit with
 // cross-validation on 20,000 rows of K = 10 (147 L-BFGS fits, tens of
 // seconds) whose context is cancelled after 50 ms returns within 1 s with
 // an error wrapping context.Canceled; so does a fit without

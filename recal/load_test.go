@@ -53,7 +53,7 @@ func set(m map[string]any, x any, path ...any) {
 	}
 }
 
-// TestLoadRejectsBadValues (issue 15, item 2): Load checks the values of a
+// TestLoadRejectsBadValues : Load checks the values of a
 // map as well as its form. An isotonic map whose y[3] was edited to 5 (which
 // made every row one-hot) fails with ErrMap (a kind of ErrInput, not
 // ErrSchema) and a message naming the field; so do the other edits below,

@@ -117,7 +117,7 @@ func curveDiff(a, b *Spline, scores []float64) float64 {
 	return d
 }
 
-// TestSplineV1FileLoads (issue 15, item 4): testdata/spline_v1.json, a
+// TestSplineV1FileLoads : testdata/spline_v1.json, a
 // spline map saved by the code before the compact format (every curve
 // with its "calibrated" array; fitted on splineV1Set with the default
 // options), still loads and reproduces the outputs recorded then
@@ -223,7 +223,7 @@ type legacyCurve struct {
 	Calibrated        []float64 `json:"calibrated"`
 }
 
-// TestSplineMapSize (issue 15, item 4): the 6-knot spline map of the
+// TestSplineMapSize : the 6-knot spline map of the
 // 5,000-row demo validation set (K = 10) is written without the
 // recalibrated values and with its arrays on one line: under 45 % of the old
 // format's size (712,870 bytes), at most 21 bytes per stored validation

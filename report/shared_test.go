@@ -13,7 +13,7 @@ import (
 )
 
 // TestBandwidthViewSharesEstimate: the report's bandwidth view takes its
-// estimate at the selected bandwidth from the evaluation (issue 17); it
+// estimate at the selected bandwidth from the evaluation; it
 // must be the view's own kde.EstimateCurve value bit for bit, with and
 // without weights, for the canonical and the binary notion.
 func TestBandwidthViewSharesEstimate(t *testing.T) {

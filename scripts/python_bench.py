@@ -1,4 +1,4 @@
-"""Timings of the Python package for BENCHMARKS.md ("Issue 33").
+"""Timings of the Python package for BENCHMARKS.md.
 
     .venv/bin/python scripts/python_bench.py overhead
     .venv/bin/python scripts/python_bench.py side-by-side --paper PATH/ece_kde.py

@@ -16,7 +16,7 @@ import (
 // to build: times and the provenance (tool version).
 var Volatile = []string{"seconds", "eval_seconds", "fit_seconds", "provenance"}
 
-// Definitions are the keys that issue 16 added to every JSON entry so that
+// Definitions are the keys the library refactor added to every JSON entry so that
 // it states how to recompute its value (evaluate's definition keys). The
 // golden files were made before them: a test drops them from the output
 // and then compares exactly, so that nothing else may change.

@@ -7,7 +7,7 @@ import (
 )
 
 // The command-level benchmarks of BENCHMARKS.md ("calib eval and calib
-// demo before and after issue 16"): each runs a whole command through
+// demo before and after the library refactor"): each runs a whole command through
 // Main, output discarded, progress off. The same file runs on older
 // commits (Main's signature has not changed), so benchstat compares them.
 //
@@ -40,7 +40,7 @@ const demoTest = "../demo/cifar10_resnet110-brier/"
 
 // BenchmarkCommandEvalDemoTest: calib eval with no flags (every metric,
 // canonical, marginal and top-label ECE^KDE) on the demo's test split,
-// n = 10,000, K = 10 (issue 17).
+// n = 10,000, K = 10.
 func BenchmarkCommandEvalDemoTest(b *testing.B) {
 	benchCommand(b, "eval", demoTest+"test_logits.npy", "--labels", demoTest+"test_labels.npy", "--logits", "--json")
 }

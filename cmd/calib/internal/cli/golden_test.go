@@ -67,7 +67,7 @@ func goldenCases() []goldenCase {
 // file must be in the output with the same value and no other key
 // (volatile keys aside, and the definition keys added since:
 // goldenjson.Definitions). The golden files were
-// made before the library refactor (issue 16) so that it can be checked to
+// made before the library refactor so that it can be checked to
 // change no number. The sets with n = 10,000 run under CALIB_THOROUGH.
 func TestGoldenJSON(t *testing.T) {
 	golden, err := filepath.Abs("testdata")

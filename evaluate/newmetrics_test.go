@@ -13,7 +13,8 @@ import (
 )
 
 // TestNewMetricsIdentityResample: the bootstrap statistic of every entry
-// of the metrics of issue 31 (under the conventions that change them),
+// of smece, ece_sweep, atb, tce, ace, ece_bin, mce and ece_variational
+// (under the conventions that change them),
 // run on the resample that draws every row once, gives the entry's value:
 // a statistic that computed something else (another grid, another view,
 // counts read wrongly) would move the centred interval.
