@@ -41,6 +41,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // Defaults of Options.
@@ -202,12 +204,7 @@ func (a *Alarm) Reset() {
 // top returns the top label and its probability (ties: the lower class,
 // as metric.TopR).
 func top(p []float64) (int, float64) {
-	j := 0
-	for i, v := range p {
-		if v > p[j] {
-			j = i
-		}
-	}
+	j := mathx.Argmax(p)
 	return j, p[j]
 }
 

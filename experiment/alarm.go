@@ -7,10 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"sync"
 
 	"github.com/calib-dev/calib/alarm"
+	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
 )
@@ -70,19 +70,11 @@ var priorShift = alarmShift{Name: "prior (class 0 x3)", q: func(p, _ []float64) 
 }}
 
 func softmaxT(z []float64, t float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range z {
-		m = max(m, v/t)
-	}
 	out := make([]float64, len(z))
-	s := 0.0
 	for i, v := range z {
-		out[i] = math.Exp(v/t - m)
-		s += out[i]
+		out[i] = v / t
 	}
-	for i := range out {
-		out[i] /= s
-	}
+	mathx.Softmax(out, out)
 	return out
 }
 
@@ -229,7 +221,7 @@ func Alarm(ctx context.Context, o AlarmOptions) (*AlarmResult, error) {
 
 	// The test's false alarms: the largest log-evidence of each run.
 	for di, d := range delays {
-		maxes, err := parallelRuns(ctx, o.Workers, o.NullRuns, func(run int) (float64, error) {
+		maxes, err := parallelRuns(ctx, o.Workers, o.NullRuns, func(run int) float64 {
 			rng := rand.New(rand.NewPCG(o.Seed, uint64(1_000_000+di*100_000+run)))
 			a, _ := alarm.New(o.K, opts)
 			st := &alarmStream{rng: rng, k: o.K}
@@ -238,7 +230,7 @@ func Alarm(ctx context.Context, o AlarmOptions) (*AlarmResult, error) {
 				best = max(best, e.Test)
 				return false
 			})
-			return best, nil
+			return best
 		})
 		if err != nil {
 			return nil, err
@@ -259,7 +251,7 @@ func Alarm(ctx context.Context, o AlarmOptions) (*AlarmResult, error) {
 	// reaches log(target), for both targets in one run.
 	targets := []float64{1000, 10_000}
 	limit := int(10 * targets[len(targets)-1])
-	firsts, err := parallelRuns(ctx, o.Workers, o.ARLRuns, func(run int) ([]int, error) {
+	firsts, err := parallelRuns(ctx, o.Workers, o.ARLRuns, func(run int) []int {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(2_000_000+run)))
 		a, _ := alarm.New(o.K, opts)
 		st := &alarmStream{rng: rng, k: o.K}
@@ -272,7 +264,7 @@ func Alarm(ctx context.Context, o AlarmOptions) (*AlarmResult, error) {
 			}
 			return first[len(first)-1] < limit
 		})
-		return first, nil
+		return first
 	})
 	if err != nil {
 		return nil, err
@@ -300,9 +292,9 @@ func Alarm(ctx context.Context, o AlarmOptions) (*AlarmResult, error) {
 	shifts := []alarmShift{temperatureShift(1.1), temperatureShift(1.3), temperatureShift(2), priorShift}
 	for si, sh := range shifts {
 		for di, d := range delays {
-			found, err := parallelRuns(ctx, o.Workers, o.DelayRuns, func(run int) ([]int, error) {
+			found, err := parallelRuns(ctx, o.Workers, o.DelayRuns, func(run int) []int {
 				rng := rand.New(rand.NewPCG(o.Seed, uint64(3_000_000+si*100_000+di*10_000+run)))
-				return delayRun(rng, o.K, sh, d, thr, opts), nil
+				return delayRun(rng, o.K, sh, d, thr, opts)
 			})
 			if err != nil {
 				return nil, err
@@ -416,12 +408,7 @@ func newWindowECE(w, b int) *windowECE {
 }
 
 func (e *windowECE) add(p []float64, y int) {
-	j := 0
-	for i, v := range p {
-		if v > p[j] {
-			j = i
-		}
-	}
+	j := mathx.Argmax(p)
 	c, o := p[j], 0.0
 	if j == y {
 		o = 1
@@ -456,7 +443,7 @@ func (e *windowECE) value() float64 {
 func eceThreshold(ctx context.Context, o AlarmOptions) (float64, error) {
 	n := 10 * alarmARL
 	runs := o.ARLRuns
-	seqs, err := parallelRuns(ctx, o.Workers, runs, func(run int) ([]float64, error) {
+	seqs, err := parallelRuns(ctx, o.Workers, runs, func(run int) []float64 {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(4_000_000+run)))
 		st := &alarmStream{rng: rng, k: o.K}
 		ece := newWindowECE(alarmECEWindow, alarmECEBins)
@@ -468,7 +455,7 @@ func eceThreshold(ctx context.Context, o AlarmOptions) (float64, error) {
 				vals = append(vals, ece.value())
 			}
 		}
-		return vals, nil
+		return vals
 	})
 	if err != nil {
 		return 0, err
@@ -499,41 +486,14 @@ func eceThreshold(ctx context.Context, o AlarmOptions) (float64, error) {
 	return hi, nil
 }
 
-// parallelRuns runs f for runs 0..n-1 on workers goroutines and returns
-// the results in run order (each run seeds its own generator, so the
-// results do not depend on workers).
-func parallelRuns[T any](ctx context.Context, workers, n int, f func(run int) (T, error)) ([]T, error) {
-	if workers <= 0 {
-		workers = 2
-	}
+// parallelRuns runs f for runs 0..n-1 on workers goroutines (0: all
+// cores; parallel.ForContext) and returns the results in run order (each
+// run seeds its own generator, so the results do not depend on workers).
+func parallelRuns[T any](ctx context.Context, workers, n int, f func(run int) T) ([]T, error) {
 	out := make([]T, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				out[i], errs[i] = f(i)
-			}
-		}()
-	}
-	for i := range n {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := parallel.ForContext(ctx, n, workers, func() struct{} { return struct{}{} }, func(_ struct{}, i int) { out[i] = f(i) })
+	if err != nil {
 		return nil, err
-	}
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
-		}
 	}
 	return out, nil
 }
@@ -564,11 +524,8 @@ func median(v []float64) float64 {
 		return math.NaN()
 	}
 	w := slices.Clone(v)
-	sort.Float64s(w)
-	if len(w)%2 == 1 {
-		return w[len(w)/2]
-	}
-	return (w[len(w)/2-1] + w[len(w)/2]) / 2
+	slices.Sort(w)
+	return mathx.Quantile(w, 0.5)
 }
 
 // WriteTable writes the three tables.

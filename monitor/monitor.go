@@ -3,9 +3,9 @@ package monitor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +15,7 @@ import (
 	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -669,7 +670,7 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 		}
 		m.count(md, rows)
 		out.Counted = len(rows)
-		for _, name := range sortedKeys(md.slices) {
+		for _, name := range slices.Sorted(maps.Keys(md.slices)) {
 			m.fire(r.Model, name, md.slices[name])
 		}
 	case Reset:
@@ -766,14 +767,10 @@ func (m *Monitor) add(p *part, set *data.Set) {
 // retire merges the windows before oldest into the slice's retired
 // part, in the order of their indices, and drops them.
 func (m *Monitor) retire(s *slice, oldest int64) {
-	var idx []int64
-	for i := range s.windows {
-		if i < oldest {
-			idx = append(idx, i)
+	for _, i := range slices.Sorted(maps.Keys(s.windows)) {
+		if i >= oldest {
+			break
 		}
-	}
-	slices.Sort(idx)
-	for _, i := range idx {
 		w := s.windows[i]
 		if w.sums != nil {
 			if s.retired == nil {
@@ -792,11 +789,7 @@ func (m *Monitor) retire(s *slice, oldest int64) {
 // total returns the merge of a slice's parts (nil before its first
 // row): the sums of every row counted.
 func (m *Monitor) total(s *slice) *evaluate.Sums {
-	var idx []int64
-	for i := range s.windows {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
+	idx := slices.Sorted(maps.Keys(s.windows))
 	parts := make([]*part, 0, len(idx)+1)
 	if s.retired != nil {
 		parts = append(parts, s.retired)
@@ -841,12 +834,7 @@ func (m *Monitor) addBins(s *slice, k int, set *data.Set) {
 	sc, oc := make([]float64, set.N), make([]float64, set.N)
 	for i := range set.N {
 		row := set.Probs[i*k : (i+1)*k]
-		j := 0
-		for c, v := range row {
-			if v > row[j] {
-				j = c
-			}
-		}
+		j := mathx.Argmax(row)
 		sc[i] = row[j]
 		if j == set.Labels[i] {
 			oc[i] = 1
@@ -942,24 +930,5 @@ func (m *Monitor) remember(id string) {
 func (m *Monitor) Models() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return sortedKeys(m.st.models)
-}
-
-func sortedKeys[V any](mp map[string]V) []string {
-	keys := make([]string, 0, len(mp))
-	for k := range mp {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// finite reports whether every value is finite (for tests of states).
-func finite(v []float64) bool {
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
+	return slices.Sorted(maps.Keys(m.st.models))
 }

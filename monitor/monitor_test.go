@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/goldenjson"
 )
 
 // realSet loads the CIFAR-10 test logits of the repository's testdata.
@@ -61,8 +61,9 @@ func records(s *data.Set, lo, hi, batch int, t0 int64) []*Record {
 	return out
 }
 
-// evalJSON returns evaluate's document for the rows of s (in memory).
-func evalJSON(t testing.TB, s *data.Set, o Options) map[string]any {
+// evalJSON returns evaluate's document for the rows of s (in memory),
+// decoded by goldenjson.
+func evalJSON(t testing.TB, s *data.Set, o Options) any {
 	t.Helper()
 	o, err := o.withDefaults()
 	if err != nil {
@@ -84,43 +85,11 @@ func evalJSON(t testing.TB, s *data.Set, o Options) map[string]any {
 	if err := evaluate.WriteJSON(&buf, ev); err != nil {
 		t.Fatal(err)
 	}
-	var v map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
+	v, err := goldenjson.Decode(buf.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// sameDoc compares two JSON documents, numbers to rel relative.
-func sameDoc(t testing.TB, path string, a, b any, rel float64) {
-	t.Helper()
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-		for k := range x {
-			sameDoc(t, path+"."+k, x[k], y[k], rel)
-		}
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-		for i := range x {
-			sameDoc(t, path+"["+strconv.Itoa(i)+"]", x[i], y[i], rel)
-		}
-	case float64:
-		y, ok := b.(float64)
-		if !ok || math.Abs(x-y) > rel*math.Max(math.Abs(x), 1e-300) && x != y {
-			t.Fatalf("%s: %v and %v differ by more than %g relative", path, a, b, rel)
-		}
-	default:
-		if a != b {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-	}
 }
 
 func TestMonitorEqualsEvaluate(t *testing.T) {
@@ -145,11 +114,7 @@ func TestMonitorEqualsEvaluate(t *testing.T) {
 	if len(rep.Slices) != 1 || rep.Slices[0].Counted != int64(s.N) {
 		t.Fatalf("report: %+v", rep.Slices)
 	}
-	var got map[string]any
-	if err := json.Unmarshal(rep.Slices[0].Total, &got); err != nil {
-		t.Fatal(err)
-	}
-	sameDoc(t, "total", got, evalJSON(t, s, Options{}), 1e-12)
+	goldenjson.RequireWithin(t, "total", evalJSON(t, s, Options{}), rep.Slices[0].Total, 1e-12)
 }
 
 // TestWindowsRetire: with one-second windows kept ten seconds, the
@@ -179,9 +144,7 @@ func TestWindowsRetire(t *testing.T) {
 	if n := len(rep.Slices[0].Windows); n == 0 || n > 11 {
 		t.Fatalf("%d windows kept", n)
 	}
-	var got map[string]any
-	json.Unmarshal(rep.Slices[0].Total, &got)
-	sameDoc(t, "total", got, evalJSON(t, s, Options{}), 1e-12)
+	goldenjson.RequireWithin(t, "total", evalJSON(t, s, Options{}), rep.Slices[0].Total, 1e-12)
 	b, err := m.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)

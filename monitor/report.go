@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -74,9 +75,9 @@ func (m *Monitor) Alarms() []SliceAlarm {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []SliceAlarm
-	for _, name := range sortedKeys(m.st.models) {
+	for _, name := range slices.Sorted(maps.Keys(m.st.models)) {
 		md := m.st.models[name]
-		for _, sl := range sortedKeys(md.slices) {
+		for _, sl := range slices.Sorted(maps.Keys(md.slices)) {
 			out = append(out, SliceAlarm{Model: name, Slice: sl, AlarmReport: alarmReport(md.slices[sl])})
 		}
 	}
@@ -110,7 +111,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations (models: %d)", model, len(m.st.models))}
 	}
 	out := &Report{Model: model, K: md.k, WindowSeconds: int64(m.o.Window / time.Second), RetainSeconds: int64(m.o.Retain / time.Second), Slices: []SliceReport{}}
-	names := sortedKeys(md.slices)
+	names := slices.Sorted(maps.Keys(md.slices))
 	if q.Slice != "" {
 		if md.slices[q.Slice] == nil {
 			return nil, &CheckError{Field: "slice", NotFound: true, Err: fmt.Errorf("%q is not a slice of model %q", q.Slice, model)}
@@ -121,11 +122,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 	for _, name := range names {
 		s := md.slices[name]
 		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(m.total(s)), Windows: []WindowReport{}, Alarm: alarmReport(s)}
-		idx := make([]int64, 0, len(s.windows))
-		for i := range s.windows {
-			idx = append(idx, i)
-		}
-		slices.Sort(idx)
+		idx := slices.Sorted(maps.Keys(s.windows))
 		switch {
 		case q.Windows < 0:
 			idx = nil
@@ -223,9 +220,9 @@ func (m *Monitor) Counters() []BinCounters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []BinCounters
-	for _, name := range sortedKeys(m.st.models) {
+	for _, name := range slices.Sorted(maps.Keys(m.st.models)) {
 		md := m.st.models[name]
-		for _, sl := range sortedKeys(md.slices) {
+		for _, sl := range slices.Sorted(maps.Keys(md.slices)) {
 			s := md.slices[sl]
 			c := BinCounters{Model: name, Slice: sl, Edges: s.top.Bins().Edges, Observed: s.observed, Counted: s.labelled}
 			c.Observations, c.Confidence, c.Correct = s.top.Totals()

@@ -3,11 +3,13 @@ package monitor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/state"
 	"github.com/calib-dev/calib/metric"
 )
@@ -110,10 +112,10 @@ func (m *Monitor) marshal() ([]byte, error) {
 	st := &m.st
 	out := snapshot{Version: stateKind.Version, Config: m.config(), LSN: st.lsn, Clock: st.clock,
 		Dedup: st.ids, Unmatched: st.unmatched, Expired: st.expired, Duplicates: st.duplicates, Models: []modelJSON{}, Pending: []pendingJSON{}}
-	for _, name := range sortedKeys(st.models) {
+	for _, name := range slices.Sorted(maps.Keys(st.models)) {
 		md := st.models[name]
 		mj := modelJSON{Name: name, K: md.k, Weighted: md.weighted}
-		for _, sn := range sortedKeys(md.slices) {
+		for _, sn := range slices.Sorted(maps.Keys(md.slices)) {
 			s := md.slices[sn]
 			a, err := s.alarm.MarshalJSON()
 			if err != nil {
@@ -123,12 +125,7 @@ func (m *Monitor) marshal() ([]byte, error) {
 			if r := s.retired; r != nil && r.sums != nil {
 				sj.Retired = &partJSON{Next: r.next, Rows: r.rows, Sums: r.sums}
 			}
-			idx := make([]int64, 0, len(s.windows))
-			for i := range s.windows {
-				idx = append(idx, i)
-			}
-			slices.Sort(idx)
-			for _, i := range idx {
+			for _, i := range slices.Sorted(maps.Keys(s.windows)) {
 				w := s.windows[i]
 				sj.Windows = append(sj.Windows, partJSON{Window: i, Next: w.next, Rows: w.rows, Sums: w.sums})
 			}
@@ -198,7 +195,7 @@ func (m *Monitor) Restore(b []byte) error {
 	for _, pj := range in.Pending {
 		md := st.models[pj.Model]
 		key := pendingKey{pj.Model, pj.ID}
-		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !finite(pj.Probs) || !(pj.Weight >= 0 && pj.Weight <= MaxWeight) || st.pending[key] != nil {
+		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !mathx.Finite(pj.Probs...) || !(pj.Weight >= 0 && pj.Weight <= MaxWeight) || st.pending[key] != nil {
 			return stateKind.Errorf("prediction %q: no such model or slice, %d probabilities, or repeated", pj.ID, len(pj.Probs))
 		}
 		if !md.slices[pj.Slice].alarm.ValidBet(pj.Probs, pj.Bet) {

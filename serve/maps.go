@@ -39,15 +39,8 @@ type Map struct {
 func (m *Map) Apply(values []float64, cols int, logits, renormalize bool, what string) ([]float64, error) {
 	info := m.Calibrator.Info()
 	s, err := data.New(values, cols, nil, logits, data.Options{Unlabeled: true, K: info.Columns(), Logits: logits, Renormalize: renormalize})
-	var de *data.Error
-	if errors.As(err, &de) {
-		e := *de
-		e.File = what // "probs: row 2, column 3: ..."
-		msg := strings.ReplaceAll(e.Error(), "--renormalize rescales rows", `"renormalize": true rescales rows`)
-		return nil, &RequestError{Err: errors.New(msg)}
-	}
 	if err != nil {
-		return nil, &RequestError{Field: what, Err: err}
+		return nil, dataError(err, what)
 	}
 	s.File = what
 	out, err := recal.Apply(m.Calibrator, s)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/goldenjson"
 	"github.com/calib-dev/calib/monitor"
 	"github.com/calib-dev/calib/serve/client"
 )
@@ -79,48 +80,12 @@ func evalStream(t testing.TB, s *data.Set) map[string]any {
 		t.Fatal(err)
 	}
 	out := calib(t, "eval", "--stream", name, "--json", "--metrics", monitor.Metrics.String(), "--mode", "top_label", "--max-cells", strconv.Itoa(monitor.DefaultMaxCells))
-	var v map[string]any
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
+	v, err := goldenjson.Decode([]byte(out)) // how it was run, how long it took: dropped
+	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	// What only a file's evaluation has: the file, how it was run, how
-	// long it took.
-	for _, k := range []string{"file", "provenance", "seconds"} {
-		delete(v, k)
-	}
-	return v
-}
-
-// sameJSON compares two JSON documents, numbers to rel relative.
-func sameJSON(t testing.TB, path string, a, b any, rel float64) {
-	t.Helper()
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-		for k := range x {
-			sameJSON(t, path+"."+k, x[k], y[k], rel)
-		}
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-		for i := range x {
-			sameJSON(t, fmt.Sprintf("%s[%d]", path, i), x[i], y[i], rel)
-		}
-	case float64:
-		y, ok := b.(float64)
-		if !ok || x != y && math.Abs(x-y) > rel*math.Abs(x) {
-			t.Fatalf("%s: %v and %v differ by more than %g relative", path, a, b, rel)
-		}
-	default:
-		if a != b {
-			t.Fatalf("%s: %v and %v differ", path, a, b)
-		}
-	}
+	// What only a file's evaluation has.
+	return goldenjson.Drop(v, "file").(map[string]any)
 }
 
 // TestMonitorEqualsEval: the rows observed (a quarter of their labels
@@ -143,12 +108,7 @@ func TestMonitorEqualsEval(t *testing.T) {
 	}
 	want := evalStream(t, s)
 	for name, doc := range map[string]json.RawMessage{"total": rep.Slices[0].Total, "window": rep.Slices[0].Windows[0].Evaluation} {
-		var got map[string]any
-		if err := json.Unmarshal(doc, &got); err != nil {
-			t.Fatal(err)
-		}
-		delete(got, "seconds")
-		sameJSON(t, name, got, want, 1e-12)
+		goldenjson.RequireWithin(t, name, want, doc, 1e-12)
 	}
 	// A restart restores the same state.
 	before, _ := json.Marshal(rep)
@@ -335,12 +295,11 @@ func TestMonitorSurvivesSIGKILL(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	evaluate.WriteJSON(&buf, ev)
-	var want, got map[string]any
-	json.Unmarshal(buf.Bytes(), &want)
-	if err := json.Unmarshal(rep.Slices[0].Total, &got); err != nil {
+	want, err := goldenjson.Decode(buf.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "total", got, want, 1e-9)
+	goldenjson.RequireWithin(t, "total", want, rep.Slices[0].Total, 1e-9)
 	t.Logf("%d rows, %d kills with SIGKILL, every acknowledged row counted once", total, kills)
 }
 

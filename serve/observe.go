@@ -79,16 +79,7 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	field, raw := "probs", req.Probs
-	switch {
-	case len(req.Probs) > 0 && len(req.Logits) > 0:
-		return badRequest("", "give \"probs\" or \"logits\", not both")
-	case len(req.Logits) > 0:
-		field, raw = "logits", req.Logits
-	case len(req.Probs) == 0:
-		return badRequest("", "give \"probs\" (rows of probabilities) or \"logits\" (rows of logits)")
-	}
-	x, err := decodeMatrix(raw, field, s.o.MaxRows)
+	field, x, err := s.predictions(req.Probs, req.Logits)
 	if err != nil {
 		return err
 	}
@@ -211,7 +202,9 @@ func (s *Server) monitorReport(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// dataError turns data.New's error into a RequestError naming field.
+// dataError turns data.New's error into a RequestError naming field
+// ("probs: row 2, column 3: ..."), the flag --renormalize spelt as the
+// request's "renormalize".
 func dataError(err error, field string) error {
 	var de *data.Error
 	if errors.As(err, &de) {

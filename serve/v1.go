@@ -35,16 +35,7 @@ func (s *Server) calibrate(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	field, raw := "probs", req.Probs
-	switch {
-	case len(req.Probs) > 0 && len(req.Logits) > 0:
-		return badRequest("", "give \"probs\" or \"logits\", not both")
-	case len(req.Logits) > 0:
-		field, raw = "logits", req.Logits
-	case len(req.Probs) == 0:
-		return badRequest("", "give \"probs\" (rows of probabilities) or \"logits\" (rows of logits)")
-	}
-	x, err := decodeMatrix(raw, field, s.o.MaxRows)
+	field, x, err := s.predictions(req.Probs, req.Logits)
 	if err != nil {
 		return err
 	}
@@ -66,6 +57,22 @@ func (s *Server) calibrate(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// predictions decodes the rows of a /v1 request: probs or logits (exactly
+// one), at most MaxRows; field is the one given.
+func (s *Server) predictions(probs, logits json.RawMessage) (field string, x *matrix, err error) {
+	field, raw := "probs", probs
+	switch {
+	case len(probs) > 0 && len(logits) > 0:
+		return "", nil, badRequest("", "give \"probs\" or \"logits\", not both")
+	case len(logits) > 0:
+		field, raw = "logits", logits
+	case len(probs) == 0:
+		return "", nil, badRequest("", "give \"probs\" (rows of probabilities) or \"logits\" (rows of logits)")
+	}
+	x, err = decodeMatrix(raw, field, s.o.MaxRows)
+	return field, x, err
 }
 
 // mapOf returns the map name being served, or a 404 RequestError.

@@ -6,10 +6,12 @@ package goldenjson
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // Volatile are the keys whose values change from run to run or from build
@@ -53,6 +55,30 @@ func Drop(v any, keys ...string) any {
 // true, keys of got that want lacks are allowed: new keys of a later
 // version), arrays element by element, numbers and strings exactly.
 func Diff(path string, want, got any, extra bool) []string {
+	return diff(path, want, got, extra, 0)
+}
+
+// DiffWithin is Diff without extra keys where two numbers are the same
+// when |got - want| <= rel |want|: for outputs computed by sums added in
+// another order.
+func DiffWithin(path string, want, got any, rel float64) []string {
+	return diff(path, want, got, false, rel)
+}
+
+// RequireWithin fails t where the JSON document got (decoded by Decode)
+// differs from want by more than DiffWithin's rel, listing every place.
+func RequireWithin(t testing.TB, path string, want any, got []byte, rel float64) {
+	t.Helper()
+	g, err := Decode(got)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if d := DiffWithin(path, want, g, rel); d != nil {
+		t.Fatalf("%s", strings.Join(d, "\n"))
+	}
+}
+
+func diff(path string, want, got any, extra bool, rel float64) []string {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
@@ -66,7 +92,7 @@ func Diff(path string, want, got any, extra bool) []string {
 				out = append(out, fmt.Sprintf("%s.%s: missing", path, k))
 				continue
 			}
-			out = append(out, Diff(path+"."+k, w[k], gv, extra)...)
+			out = append(out, diff(path+"."+k, w[k], gv, extra, rel)...)
 		}
 		if !extra {
 			for _, k := range sortedKeys(g) {
@@ -83,9 +109,13 @@ func Diff(path string, want, got any, extra bool) []string {
 		}
 		var out []string
 		for i := range w {
-			out = append(out, Diff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], extra)...)
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], extra, rel)...)
 		}
 		return out
+	case float64:
+		if g, ok := got.(float64); ok && math.Abs(g-w) <= rel*math.Abs(w) {
+			return nil
+		}
 	}
 	if !reflect.DeepEqual(want, got) {
 		return []string{fmt.Sprintf("%s: got %s, want %s", path, short(got), short(want))}

@@ -16,3 +16,18 @@ func TestDiff(t *testing.T) {
 		t.Errorf("values: %v", d)
 	}
 }
+
+func TestDiffWithin(t *testing.T) {
+	want, _ := Decode([]byte(`{"v": 1, "r": [0.5, "x"]}`))
+	near, _ := Decode([]byte(`{"v": 1.0000000000001, "r": [0.5, "x"]}`))
+	far, _ := Decode([]byte(`{"v": 1.001, "r": [0.5, "x"]}`))
+	if d := DiffWithin("", want, near, 1e-12); d != nil {
+		t.Errorf("within 1e-13: %v", d)
+	}
+	if d := DiffWithin("", want, far, 1e-12); len(d) != 1 || d[0] != ".v: got 1.001, want 1" {
+		t.Errorf("1e-3 apart: %v", d)
+	}
+	if d := DiffWithin("", want, near, 0); len(d) != 1 {
+		t.Errorf("rel 0 is exact: %v", d)
+	}
+}
