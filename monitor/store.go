@@ -265,21 +265,25 @@ const frameHeader = 4 + 4 + 8
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// appendFrame appends the frame of record lsn to b.
-func appendFrame(b []byte, lsn uint64, r *Record) ([]byte, error) {
-	start := len(b)
-	b = append(b, make([]byte, frameHeader)...)
-	b, err := r.AppendBinary(b)
+// encodeFrame returns the frame of r without its LSN and checksum
+// (sealFrame sets them): the payload's length, then the payload.
+func encodeFrame(r *Record) ([]byte, error) {
+	b, err := r.AppendBinary(make([]byte, frameHeader, frameHeader+64+9*len(r.Labels)+8*len(r.Probs)))
 	if err != nil {
-		return b[:start], err
+		return nil, err
 	}
-	if len(b)-start-frameHeader > maxFrame {
-		return b[:start], fmt.Errorf("monitor: a record of %d bytes: at most %d (send smaller batches)", len(b)-start-frameHeader, maxFrame)
+	if n := len(b) - frameHeader; n > maxFrame {
+		return nil, fmt.Errorf("monitor: a record of %d bytes: at most %d (send smaller batches)", n, maxFrame)
 	}
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeader))
-	binary.LittleEndian.PutUint64(b[start+8:], lsn)
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], crcTable))
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-frameHeader))
 	return b, nil
+}
+
+// sealFrame sets the LSN of a frame from encodeFrame and its checksum,
+// the CRC-32C of the LSN and payload.
+func sealFrame(b []byte, lsn uint64) {
+	binary.LittleEndian.PutUint64(b[8:], lsn)
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
 }
 
 // maxFrame bounds a record's payload.
@@ -419,7 +423,13 @@ func (s *Store) Submit(ctx context.Context, r *Record) (Applied, error) {
 		}
 		return Applied{}, err
 	}
-	e := &entry{rec: r, done: make(chan struct{})}
+	// The record is encoded before the lock, which only orders it.
+	frame, err := encodeFrame(r)
+	if err != nil {
+		s.m.Release(r)
+		return Applied{}, err
+	}
+	e := &entry{rec: r, frame: frame, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed || s.failed != nil {
 		err := s.failed
@@ -431,13 +441,7 @@ func (s *Store) Submit(ctx context.Context, r *Record) (Applied, error) {
 		return Applied{}, err
 	}
 	e.lsn = s.next
-	frame, err := appendFrame(nil, e.lsn, r)
-	if err != nil {
-		s.mu.Unlock()
-		s.m.Release(r)
-		return Applied{}, err
-	}
-	e.frame = frame
+	sealFrame(e.frame, e.lsn)
 	s.next++
 	s.queue = append(s.queue, e)
 	s.cond.Signal()
