@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // stream draws n predictions of k classes (logits 2.5 N(0, 1)) and their
@@ -35,19 +37,11 @@ func stream(rng *rand.Rand, n, k, change int, t float64) ([][]float64, []int) {
 }
 
 func softmax(z []float64, t float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range z {
-		m = max(m, v/t)
-	}
 	out := make([]float64, len(z))
-	s := 0.0
 	for i, v := range z {
-		out[i] = math.Exp(v/t - m)
-		s += out[i]
+		out[i] = v / t
 	}
-	for i := range out {
-		out[i] /= s
-	}
+	mathx.Softmax(out, out)
 	return out
 }
 
