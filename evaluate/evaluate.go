@@ -7,7 +7,7 @@
 //	ev, err := evaluate.Evaluate(ctx, s, evaluate.Options{CI: true})
 //	evaluate.WriteJSON(os.Stdout, ev)
 //
-// Every metric is defined in the README ("The other metrics" and "How the
+// Every metric is defined in docs/metrics.md ("The other metrics" and "How the
 // estimator is defined"); the JSON keys of a Result are calib's frozen
 // contract.
 package evaluate

@@ -8,7 +8,7 @@ import (
 )
 
 // Metric names a metric: an element of Options.Metrics and the "metric" key
-// of a Result. The README defines each ("What exactly each number is").
+// of a Result. docs/metrics.md defines each.
 type Metric string
 
 // The metrics of Options.Metrics, in output order (Metrics), and the two

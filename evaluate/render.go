@@ -311,7 +311,7 @@ func NoteMore() string {
 			more = append(more, string(m))
 		}
 	}
-	return "more: --metrics all adds " + strings.Join(more, ", ") + " (each defined in the README)."
+	return "more: --metrics all adds " + strings.Join(more, ", ") + " (each defined in docs/metrics.md)."
 }
 
 // defaultMetrics reports whether out's results are of DefaultMetrics

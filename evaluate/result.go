@@ -69,7 +69,7 @@ type Result struct {
 	IntervalLevel *float64 `json:"interval_level,omitempty"`
 	IntervalKind  string   `json:"interval_kind,omitempty"`
 
-	// The definition keys (see definition.go and the README's "What
+	// The definition keys (see definition.go and docs/metrics.md, "What
 	// exactly each number is"): with the keys above they say everything
 	// needed to recompute the value.
 	Estimator   string   `json:"estimator,omitempty"`        // which estimator of the metric (e.g. "plug-in", "witness-crossfit")

@@ -66,7 +66,7 @@ type sumsState struct {
 
 // streamVersion is the version of the JSON forms of Sums and KernelSums.
 // Version 1 (calib before the streamed witness and weights) is not read:
-// the promise of the states' envelope (package internal/state; README,
+// the promise of the states' envelope (package internal/state; docs/library.md,
 // "State files") starts at version 2.
 const streamVersion = 2
 

@@ -9,8 +9,8 @@
 //	"input":          "logits" | "probabilities",
 //	"k":              number of classes,
 //
-// plus the method's own parameters (documented on each type and in the
-// README). Maps whose input is logits read logits; given probabilities they
+// plus the method's own parameters (documented on each type and in
+// docs/maps.md). Maps whose input is logits read logits; given probabilities they
 // use log p as logits (softmax(log p) = p). Maps whose input is
 // probabilities read probabilities; given logits they use softmax(z).
 package recal

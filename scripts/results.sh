@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates RESULTS.md: `calib compare` (fit on val, measure on test) on
 # every logit set of ../shared/data/logits (or the folders given as
-# arguments). Usage: scripts/results.sh [SET_DIR ...] > RESULTS.md
+# arguments). Usage: scripts/results.sh [SET_DIR ...] > docs/evidence/RESULTS.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o /tmp/calib-results ./cmd/calib
@@ -16,7 +16,7 @@ echo "Each method is fitted on the validation split and measured on the test spl
 echo "Accuracy, ECE and KS in %; NLL and Brier per sample; ECE^KDE is the canonical L1 estimate (CE_1)"
 echo "at one bandwidth per set, chosen by LOO on the uncalibrated test predictions."
 echo
-echo "All 12 sets of \`shared/data/logits\`: \`scripts/results.sh > RESULTS.md\`. The analysis below is"
+echo "All 12 sets of \`shared/data/logits\`: \`scripts/results.sh > docs/evidence/RESULTS.md\`. The analysis below is"
 echo "\`scripts/results-analysis.md\` (written by hand from the tables; update it when they change)."
 echo
 cat scripts/results-analysis.md

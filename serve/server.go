@@ -195,7 +195,7 @@ func (s *Server) routes() {
 		return nil
 	})
 	handle("/", "unknown", true, func(w http.ResponseWriter, r *http.Request) error {
-		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see the README: /v1/calibrate/{map}, /v2/models/{map}/infer, /v1/observe/{model}, /v1/outcome/{model}, /v1/monitor/{model}, /metrics)")}
+		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see docs/serve.md: /v1/calibrate/{map}, /v2/models/{map}/infer, /v1/observe/{model}, /v1/outcome/{model}, /v1/monitor/{model}, /metrics)")}
 	})
 	s.mux = mux
 }

@@ -7,19 +7,22 @@ import (
 	"testing"
 )
 
-// TestReadmeExamples: every Go block of the README marked
+// TestReadmeExamples: every Go block of the documents (docPages) marked
 // `<!-- example: FILE NAME -->` is, line for line, the body of the Example
 // function NAME in FILE (one tab of indentation removed), so that the
-// README's library examples compile and their output is checked by go test.
+// documents' library examples compile and their output is checked by go test.
 func TestReadmeExamples(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	marked := regexp.MustCompile("(?s)<!-- example: (\\S+) (\\S+) -->\n```go\n(.*?)\n```")
-	ms := marked.FindAllStringSubmatch(string(b), -1)
+	var ms [][]string
+	for _, p := range docPages(t) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, marked.FindAllStringSubmatch(string(b), -1)...)
+	}
 	if len(ms) < 2 {
-		t.Fatalf("%d marked examples in the README, want at least 2", len(ms))
+		t.Fatalf("%d marked examples in the documents, want at least 2", len(ms))
 	}
 	for _, m := range ms {
 		file, name, block := m[1], m[2], m[3]
@@ -40,7 +43,7 @@ func TestReadmeExamples(t *testing.T) {
 			lines = append(lines, strings.TrimPrefix(l, "\t"))
 		}
 		if got := strings.Join(lines, "\n"); got != block {
-			t.Errorf("README's example %s differs from %s's:\n%s\nwant:\n%s", name, file, block, got)
+			t.Errorf("the documents' example %s differs from %s's:\n%s\nwant:\n%s", name, file, block, got)
 		}
 	}
 }

@@ -114,7 +114,7 @@ func TestTrainingQuick(t *testing.T) {
 }
 
 // TestFingerprintStable: the cache key of a run keeps the form of the
-// first cached study (docs/training/runs), so that adding options to
+// first cached study (docs/evidence/training/runs), so that adding options to
 // train.Config does not invalidate it.
 func TestFingerprintStable(t *testing.T) {
 	setup := Setup{ValFrac: 0.2, TestFrac: 0.2, SplitSeed: 1, BinsTopECE: 15}

@@ -210,7 +210,7 @@ def evaluate(probs, labels, *, logits=False, weights=None, metrics=None, mode=No
     command line. Returns an Evaluation. Bad input raises ValueError with
     the command line's message (which names the 1-based row and column).
 
-    Definitions (see the README): ece_kde is the ECE^KDE estimate of
+    Definitions (see docs/metrics.md): ece_kde is the ECE^KDE estimate of
     CE_p^p = E||E[Y|f(X)] - f(X)||_p^p with a Dirichlet kernel (paper eq. 2),
     ece_bin the binned ECE sum_b (n_b/n) |acc_b - conf_b|^p, ks the
     Kolmogorov-Smirnov error max_t |E[(Y - f) 1{f <= t}]| (splines paper

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times the ECE^KDE authors' reference code (ece_kde.py, github.com/tpopordanoska/ece-kde,
-not part of this repository) on the cases of issue 29's side-by-side table, in process,
+not part of this repository) on the cases of the side-by-side table, in process,
 float32 as the reference holds its tensors, best of REPEATS, and prints one line per case:
 
     case seconds value

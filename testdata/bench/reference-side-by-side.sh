@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 29's side by side: the ECE^KDE reference (ece_kde.py in $1, Debian's python3-torch)
+# Side by side: the ECE^KDE reference (ece_kde.py in $1, Debian's python3-torch)
 # against calib (the binary $2), h = 0.05, p = 1, on the cases below, one after the other on
 # the same CPU. The reference runs in process (best of 2, 2 threads); calib runs whole
 # processes (best of 3, CALIB_KERNEL as set by the caller), on the same probabilities

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Issue 30: whole-process timings of the refactor (before: a89223a, after: the
-# issue's last commit), interleaved, avx2; raw lines appended to /tmp/cmds-time.txt.
+# Whole-process timings of the metric-as-unit refactor (before: a89223a, after: its
+# last commit), interleaved, avx2; raw lines appended to /tmp/cmds-time.txt.
 D=/work/shared/data/logits
 A=$D/cifar10_densenet121-brier; F=$D/cifar10_densenet121-flsd53; C=$D/cifar100_resnet110-brier
 t() { name=$1; shift; for v in before after; do b=/tmp/calib; [ $v = before ] && b=/tmp/calib-before; /usr/bin/time -f "$name $v %e s %M KB" env CALIB_KERNEL=avx2 $b "$@" --progress=false > /dev/null 2>>/tmp/cmds-time.txt || echo "FAIL $name $v"; done; }
