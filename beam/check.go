@@ -45,9 +45,9 @@ func Check(ctx context.Context, shards []Shard, o Options) (*Checked, error) {
 			out.Shards = append(out.Shards, sh)
 			continue
 		}
-		var first *evaluate.Batch
+		var first *data.Batch
 		errFirst := errors.New("first row read")
-		err := eachBatch(ctx, sh, o.Data, 1, func(b *evaluate.Batch) error {
+		err := eachBatch(ctx, sh, o.Data, 1, func(b *data.Batch) error {
 			first = b
 			return errFirst
 		})
@@ -69,7 +69,7 @@ func Check(ctx context.Context, shards []Shard, o Options) (*Checked, error) {
 		out.Shards = append(out.Shards, sh)
 	}
 	if len(out.Shards) == 0 {
-		return nil, &evaluate.DataError{Err: fmt.Errorf("%w: every one of the %d shards is empty", data.ErrEmpty, len(shards))}
+		return nil, &data.StreamError{Err: fmt.Errorf("%w: every one of the %d shards is empty", data.ErrEmpty, len(shards))}
 	}
 	return out, nil
 }

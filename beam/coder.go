@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*evaluate.Batch)(nil)), EncodeBatch, DecodeBatch)
+	beam.RegisterCoder(reflect.TypeOf((*data.Batch)(nil)), EncodeBatch, DecodeBatch)
 	beam.RegisterCoder(reflect.TypeOf((*evaluate.Sums)(nil)), encodeSums, decodeSums)
 	beam.RegisterCoder(reflect.TypeOf((*evaluate.KernelSums)(nil)), encodeKernelSums, decodeKernelSums)
 	// The block-pair plan's accumulator, as JSON: Beam's schema coder would
@@ -43,7 +43,7 @@ var ErrCoder = errors.New("beam: bad encoding")
 // Logits and Weights, nil slices kept apart from empty ones), integers as
 // varints and floats as their IEEE 754 bits, little-endian. A nil batch or
 // set encodes as a batch of no rows.
-func EncodeBatch(b *evaluate.Batch) []byte {
+func EncodeBatch(b *data.Batch) []byte {
 	var s data.Set
 	var src string
 	var off int64
@@ -94,13 +94,13 @@ func appendFloats(buf []byte, x []float64) []byte {
 // DecodeBatch decodes what EncodeBatch wrote. Bytes that EncodeBatch cannot
 // have written (a short buffer, a length that does not match N and K) are
 // an error wrapping ErrCoder.
-func DecodeBatch(p []byte) (*evaluate.Batch, error) {
+func DecodeBatch(p []byte) (*data.Batch, error) {
 	d := decoder{p: p}
 	if v := d.byte(); v != batchVersion && d.err == nil {
 		return nil, fmt.Errorf("%w: batch version %d, want %d", ErrCoder, v, batchVersion)
 	}
 	flags := d.byte()
-	b := &evaluate.Batch{Set: &data.Set{}}
+	b := &data.Batch{Set: &data.Set{}}
 	s := b.Set
 	b.Source = d.string()
 	b.Shard = int(d.varint())

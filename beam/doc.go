@@ -21,13 +21,13 @@
 //
 // Each pass opens the shard files, as evaluate.Stream does, so no row
 // travels between workers: only the sums do. Since the sample of evaluation
-// points is a function of (source, row, seed) only (see evaluate.Sample),
+// points is a function of (source, row, seed) only (see the sample of package evaluate),
 // the pipeline draws the same sample as evaluate.Stream over the same
 // shards; the sums differ from the single-process ones only by the rounding
 // of their merge order (the order in which the runner combines them).
 //
 // Elements and accumulators travel with the coders registered here: a
-// compact binary coder for *evaluate.Batch and the versioned JSON forms of
+// compact binary coder for *data.Batch and the versioned JSON forms of
 // *evaluate.Sums and *evaluate.KernelSums (Beam's default schema coder
 // would drop their unexported state).
 //

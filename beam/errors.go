@@ -43,7 +43,7 @@ func marked(err error) error {
 // above K.
 func DataFault(err error) bool {
 	var de *data.Error
-	var se *evaluate.DataError
+	var se *data.StreamError
 	return errors.As(err, &de) || errors.As(err, &se) || errors.Is(err, data.ErrNoLabels) || errors.Is(err, data.ErrWeights) || errors.Is(err, data.ErrEmpty) || errors.Is(err, evaluate.ErrOptions)
 }
 

@@ -15,13 +15,12 @@ import (
 
 	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/evaluate"
 )
 
 // Shard is one prediction file of a sharded set, with its own labels and
 // weights files ("" when the labels or weights, if any, are in the file).
 // File is also the name of the shard's rows for the sample of evaluation
-// points (evaluate.Batch.Source): the same name must be used wherever the
+// points (data.Batch.Source): the same name must be used wherever the
 // same rows are evaluated, as calib eval --stream uses the names that
 // data.Shards returns.
 //
@@ -65,7 +64,7 @@ func Shards(ctx context.Context, input, labels, weights string) ([]Shard, error)
 			return nil, err
 		}
 		if len(names) != len(files) {
-			return nil, &evaluate.DataError{Err: fmt.Errorf("%s names %d %s files for the %d prediction files of %s; give one per prediction file (they are paired in sorted order)", side.pattern, len(names), side.what, len(files), input)}
+			return nil, &data.StreamError{Err: fmt.Errorf("%s names %d %s files for the %d prediction files of %s; give one per prediction file (they are paired in sorted order)", side.pattern, len(names), side.what, len(files), input)}
 		}
 		for i, name := range names {
 			side.set(&shards[i], name)
@@ -107,7 +106,7 @@ func expand(ctx context.Context, pattern string) ([]string, error) {
 // about data.DefaultChunkBytes of predictions), decoded as opts says (its Labels and Weights
 // replaced by the shard's), and calls fn on each; the batches are named
 // sh.File with their offsets in it.
-func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn func(*evaluate.Batch) error) (err error) {
+func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn func(*data.Batch) error) (err error) {
 	local := sh
 	if remote(sh.File) || remote(sh.Labels) || remote(sh.Weights) {
 		dir, err := os.MkdirTemp("", "calib-beam-*")
@@ -159,7 +158,7 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 		if err != nil {
 			return wrap(err)
 		}
-		if err := fn(&evaluate.Batch{Set: s, Source: sh.File, Shard: sh.Index, Offset: c.Offset()}); err != nil {
+		if err := fn(&data.Batch{Set: s, Source: sh.File, Shard: sh.Index, Offset: c.Offset()}); err != nil {
 			return err
 		}
 	}

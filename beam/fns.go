@@ -18,9 +18,9 @@ import (
 
 func init() {
 	beam.RegisterType(reflect.TypeOf((*Shard)(nil)).Elem())
-	register.DoFn3x1[context.Context, Shard, func(*evaluate.Batch), error](&readFn{})
-	register.Emitter1[*evaluate.Batch]()
-	register.Combiner3[*evaluate.Sums, *evaluate.Batch, *evaluate.Sums](&sumsFn{})
+	register.DoFn3x1[context.Context, Shard, func(*data.Batch), error](&readFn{})
+	register.Emitter1[*data.Batch]()
+	register.Combiner3[*evaluate.Sums, *data.Batch, *evaluate.Sums](&sumsFn{})
 	register.DoFn4x1[context.Context, Shard, *evaluate.Sums, func(*evaluate.KernelSums), error](&kernelFn{})
 	register.Emitter1[*evaluate.KernelSums]()
 	register.Combiner3[*evaluate.KernelSums, *evaluate.KernelSums, *evaluate.KernelSums](&kernelMergeFn{})
@@ -44,8 +44,8 @@ type readFn struct {
 }
 
 // ProcessElement emits the batches of the shard sh.
-func (f *readFn) ProcessElement(ctx context.Context, sh Shard, emit func(*evaluate.Batch)) error {
-	return marked(eachBatch(ctx, sh, f.Data, f.Rows, func(b *evaluate.Batch) error {
+func (f *readFn) ProcessElement(ctx context.Context, sh Shard, emit func(*data.Batch)) error {
+	return marked(eachBatch(ctx, sh, f.Data, f.Rows, func(b *data.Batch) error {
 		emit(b)
 		return nil
 	}))
@@ -64,7 +64,7 @@ func (f *sumsFn) CreateAccumulator() (*evaluate.Sums, error) {
 }
 
 // AddInput adds the rows of a batch.
-func (f *sumsFn) AddInput(s *evaluate.Sums, b *evaluate.Batch) (*evaluate.Sums, error) {
+func (f *sumsFn) AddInput(s *evaluate.Sums, b *data.Batch) (*evaluate.Sums, error) {
 	if err := s.Add(b); err != nil {
 		return nil, marked(err)
 	}
@@ -105,7 +105,7 @@ func addShard(ctx context.Context, ks *evaluate.KernelSums, err error, sh Shard,
 	if ks == nil {
 		return nil
 	}
-	err = eachBatch(ctx, sh, opts, rows, func(b *evaluate.Batch) error {
+	err = eachBatch(ctx, sh, opts, rows, func(b *data.Batch) error {
 		if err := ks.Add(ctx, b, workers); err != nil {
 			return fmt.Errorf("beam: %w", err)
 		}

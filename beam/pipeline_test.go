@@ -50,7 +50,7 @@ func writeNPYShards(t *testing.T, s *data.Set, dir string) {
 	}
 	c := len(s.Logits) / s.N
 	for i := range len(cuts) - 1 {
-		r := evaluate.RowsOf(s, cuts[i], cuts[i+1])
+		r := s.Rows(cuts[i], cuts[i+1])
 		name := fmt.Sprintf("part-%d.npy", i)
 		if err := data.WriteFile(filepath.Join(dir, "preds", name), r.Logits, c, nil); err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func writeNPYShards(t *testing.T, s *data.Set, dir string) {
 func writeCSVShards(t *testing.T, s *data.Set, dir string) {
 	t.Helper()
 	for i := range len(cuts) - 1 {
-		r := evaluate.RowsOf(s, cuts[i], cuts[i+1])
+		r := s.Rows(cuts[i], cuts[i+1])
 		if err := data.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.csv", i)), r.Probs, r.K, r.Labels); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func writeCSVShards(t *testing.T, s *data.Set, dir string) {
 func writeParquetShards(t *testing.T, s *data.Set, dir string) {
 	t.Helper()
 	for i := range len(cuts) - 1 {
-		r := evaluate.RowsOf(s, cuts[i], cuts[i+1])
+		r := s.Rows(cuts[i], cuts[i+1])
 		w := make([]float64, r.N)
 		for j := range w {
 			w[j] = float64(1 + (cuts[i]+j)%3)
@@ -109,7 +109,7 @@ type fileSource struct {
 	rows   int
 }
 
-func (f *fileSource) Open() (evaluate.Batches, error) { return &fileBatches{src: f}, nil }
+func (f *fileSource) Open() (data.Batches, error) { return &fileBatches{src: f}, nil }
 
 type fileBatches struct {
 	src *fileSource
@@ -117,7 +117,7 @@ type fileBatches struct {
 	c   *data.Chunks
 }
 
-func (b *fileBatches) Next() (*evaluate.Batch, error) {
+func (b *fileBatches) Next() (*data.Batch, error) {
 	for {
 		if b.c == nil {
 			if b.i == len(b.src.shards) {
@@ -141,7 +141,7 @@ func (b *fileBatches) Next() (*evaluate.Batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &evaluate.Batch{Set: s, Source: b.src.shards[b.i].File, Shard: b.src.shards[b.i].Index, Offset: b.c.Offset()}, nil
+		return &data.Batch{Set: s, Source: b.src.shards[b.i].File, Shard: b.src.shards[b.i].Index, Offset: b.c.Offset()}, nil
 	}
 }
 
@@ -398,10 +398,10 @@ func TestShardsPairing(t *testing.T) {
 // empty ones, and truncated or altered bytes are errors, never panics.
 func TestBatchCoder(t *testing.T) {
 	s := realSet(t)
-	r := evaluate.RowsOf(s, 10, 17)
+	r := s.Rows(10, 17)
 	r.Weights = []float64{1, 2, 0, 0.5, 1, 1, 3}
 	r.Renormalized, r.Rounded = 2, 3
-	for _, b := range []*evaluate.Batch{
+	for _, b := range []*data.Batch{
 		{Set: r, Source: "gs://b/part-1.npy", Offset: 10},
 		{Set: &data.Set{N: 0, K: 3, Probs: []float64{}, Labels: []int{}}, Source: "x"},
 		{Set: &data.Set{N: 1, K: 2, Probs: []float64{0.25, 0.75}, Binary: true, Logits: []float64{math.Log(3)}}},

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/calib-dev/calib/convention"
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
 )
@@ -377,7 +378,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		if cells.Overflowed() {
 			err := fmt.Errorf("more than %d occupied canonical cells (%d bins per coordinate, K = %d): their sums would pass the stream's memory bound (MaxCells; calib: --max-cells, each cell about %d bytes); use fewer bins or a larger bound", cells.Limit(), cells.B(), s.st.K, cellBytes(s.st.K))
 			if c.Strict {
-				return nil, &DataError{Err: err}
+				return nil, &data.StreamError{Err: err}
 			}
 			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B()), Error: err.Error()})
 			continue

@@ -49,7 +49,7 @@ func TestConformance(t *testing.T) {
 		}
 		sets = append(sets, s)
 	}
-	ws := RowsOf(sets[len(sets)-1], 0, sets[len(sets)-1].N)
+	ws := sets[len(sets)-1].Rows(0, sets[len(sets)-1].N)
 	rng := rand.New(rand.NewPCG(5, 5))
 	w := make([]float64, ws.N)
 	for i := range w {
@@ -113,7 +113,7 @@ func checkConformance(t *testing.T, m Metric, s *data.Set) {
 	}
 	so := StreamOptions{Options: o, EvalPoints: AllPoints}
 	so.NoBandwidthCheck = false // not a stream's option
-	one, err := Stream(ctx, SetSource(s, 37), so)
+	one, err := Stream(ctx, data.SetSource(s, 37), so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func mergedStates(t *testing.T, so StreamOptions, source string, parts []*data.S
 	}
 	for _, i := range order {
 		sp, _ := NewSums(so)
-		if err := sp.Add(&Batch{Set: parts[i], Source: source, Offset: offset(i)}); err != nil {
+		if err := sp.Add(&data.Batch{Set: parts[i], Source: source, Offset: offset(i)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := total.Merge(through(sp, new(Sums)).(*Sums)); err != nil {
@@ -200,7 +200,7 @@ func mergedStates(t *testing.T, so StreamOptions, source string, parts []*data.S
 			break
 		}
 		kp, _ := total.KernelSums()
-		if err := kp.Add(context.Background(), &Batch{Set: parts[i], Source: source, Offset: offset(i)}, 1); err != nil {
+		if err := kp.Add(context.Background(), &data.Batch{Set: parts[i], Source: source, Offset: offset(i)}, 1); err != nil {
 			t.Fatal(err)
 		}
 		if err := ks.Merge(through(kp, new(KernelSums)).(*KernelSums)); err != nil {

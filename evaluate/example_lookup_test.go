@@ -8,7 +8,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 )
 
-// Example_lookup is the README's library example of the main job: evaluate
+// Example_lookup is docs/library.md's example of the main job: evaluate
 // a prediction file as calib eval does without flags (the zero Options),
 // and read the numbers by key. The values are calib eval's on the same file.
 func Example_lookup() {
@@ -22,7 +22,7 @@ func Example_lookup() {
 		fmt.Println(err)
 		return
 	}
-	// evaluate.WriteText(os.Stdout, ev) prints calib eval's table, WriteJSON its --json.
+	// evaltext.WriteText(os.Stdout, ev) prints calib eval's table, evaluate.WriteJSON its --json.
 	h := ev.Lookup(evaluate.Headline) // the number to report: the canonical CE_1, with its interval
 	fmt.Printf("%-15s %-9s %.4f [%.4f, %.4f]\n", h.Metric, h.Notion, float64(*h.Value), float64(h.Interval[0]), float64(h.Interval[1]))
 	for _, k := range []evaluate.Key{

@@ -18,13 +18,13 @@ import (
 // "se"), at the bandwidth chosen on the grid (or the fixed one).
 func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 	if !s.started || s.st.N == 0 {
-		return nil, &DataError{Err: data.ErrEmpty}
+		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
 	if s.st.Weighted && !(s.st.W > 0) {
-		return nil, &DataError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.st.N)}
+		return nil, &data.StreamError{Err: fmt.Errorf("%w: all %d weights are zero", data.ErrWeights, s.st.N)}
 	}
 	if s.st.Weighted && math.IsInf(s.st.W, 0) {
-		return nil, &DataError{Err: fmt.Errorf("%w: the weights sum past the float64 range (1.8e308); a stream accumulates them as given: divide them by a common factor (every number is the same)", data.ErrWeights)}
+		return nil, &data.StreamError{Err: fmt.Errorf("%w: the weights sum past the float64 range (1.8e308); a stream accumulates them as given: divide them by a common factor (every number is the same)", data.ErrWeights)}
 	}
 	c := s.st.Config
 	if ks != nil {
@@ -47,7 +47,7 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		}
 		if vp := ks.st.Variational; vp != nil {
 			if err := vp.Fitted.SameRows(vp.Sums); err != nil {
-				return nil, &DataError{Err: err}
+				return nil, &data.StreamError{Err: err}
 			}
 		}
 	}
@@ -68,9 +68,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		rs, err := d.finish(s, ks, out)
 		if err != nil {
 			if c.Strict {
-				var de *DataError
+				var de *data.StreamError
 				if errors.As(err, &de) {
-					return nil, &DataError{Source: de.Source, Row: de.Row, Err: fmt.Errorf("%s: %w", d.name, de.Err)}
+					return nil, &data.StreamError{Source: de.Source, Row: de.Row, Err: fmt.Errorf("%s: %w", d.name, de.Err)}
 				}
 				return nil, fmt.Errorf("evaluate: %s: %w", d.name, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/metric"
 )
 
@@ -25,7 +26,7 @@ func FuzzStreamState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s = RowsOf(s, 0, 300)
+	s = s.Rows(0, 300)
 	for _, o := range []StreamOptions{
 		{EvalPoints: 20, KSCells: 8},
 		{Options: Options{Metrics: StreamableMetrics(), Bandwidth: 0.05, WitnessBandwidth: 0.1, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 15, KSCells: 8},
@@ -34,14 +35,14 @@ func FuzzStreamState(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		if err := sums.Add(&Batch{Set: s, Source: "x"}); err != nil {
+		if err := sums.Add(&data.Batch{Set: s, Source: "x"}); err != nil {
 			f.Fatal(err)
 		}
 		ks, err := sums.KernelSums()
 		if err != nil {
 			f.Fatal(err)
 		}
-		if err := ks.Add(context.Background(), &Batch{Set: s, Source: "x"}, 1); err != nil {
+		if err := ks.Add(context.Background(), &data.Batch{Set: s, Source: "x"}, 1); err != nil {
 			f.Fatal(err)
 		}
 		a, _ := json.Marshal(sums)

@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/calib-dev/calib/notion"
@@ -80,32 +79,4 @@ func (k Key) String() string {
 		s += " (" + k.Variant + ")"
 	}
 	return s
-}
-
-// AdviceNote is the note under an evaluation's table that names the
-// number to report with its value and interval, and the paper number
-// with its value, as found in ev; "" when ev has neither.
-func AdviceNote(ev *Evaluation) string {
-	h, p := ev.Lookup(Headline), ev.Lookup(PaperNumber)
-	hv := h != nil && h.Value != nil
-	pv := p != nil && p.Value != nil
-	switch {
-	case hv && pv:
-		return fmt.Sprintf("report: %s = %.4f%s (the canonical CE_1: how miscalibrated the model is); for comparison with papers: %s = %.4f (the 15-bin top-label ECE, a different number).",
-			Headline, float64(*h.Value), IntervalText(h), PaperNumber, float64(*p.Value))
-	case hv:
-		return fmt.Sprintf("report: %s = %.4f%s (the canonical CE_1: how miscalibrated the model is).", Headline, float64(*h.Value), IntervalText(h))
-	case pv:
-		return fmt.Sprintf("to report how miscalibrated the model is, add %s to --metrics (the canonical CE_1 with its interval); %s = %.4f is the number papers print.", Headline.Metric, PaperNumber, float64(*p.Value))
-	}
-	return ""
-}
-
-// IntervalText is " [lo, hi]" of the interval the table shows for the
-// entry, or "".
-func IntervalText(e *Result) string {
-	if lo, hi, ok := shownInterval(e); ok {
-		return fmt.Sprintf(" [%.4f, %.4f]", lo, hi)
-	}
-	return ""
 }

@@ -27,7 +27,7 @@ type kernelSumsState struct {
 	Notions []*kde.PointSums `json:"notions"`
 	// Points names the row of each evaluation point, in the order of the
 	// points of every notion.
-	Points []PointID `json:"points"`
+	Points []pointID `json:"points"`
 	K      int       `json:"k"` // columns of the rows
 	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
 	// not asked for).
@@ -97,8 +97,8 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PointID names a row of a streamed set: its shard and its index there.
-type PointID struct {
+// pointID names a row of a streamed set: its shard and its index there.
+type pointID struct {
 	Source string `json:"source"`
 	Row    int64  `json:"row"`
 }
@@ -152,7 +152,7 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 		return nil, nil
 	}
 	if !s.started || s.st.N == 0 {
-		return nil, &DataError{Err: data.ErrEmpty}
+		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
 	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
 	if s.st.TopSketch != nil && b == 0 {
@@ -261,7 +261,7 @@ func (ks *KernelSums) all() []*kde.PointSums {
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
 // ctx may be nil).
-func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
+func (ks *KernelSums) Add(ctx context.Context, b *data.Batch, workers int) error {
 	if ks == nil || b == nil || b.Set == nil || b.N == 0 {
 		return nil
 	}
@@ -275,7 +275,7 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 		}
 	}
 	if b.K != ks.st.K || b.Labels == nil {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.st.K)}
+		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.st.K)}
 	}
 	self := make([]int, b.N)
 	rows := ks.index[b.Source]
@@ -294,28 +294,28 @@ func (ks *KernelSums) Add(ctx context.Context, b *Batch, workers int) error {
 	}
 	if ks.st.MMCE != nil {
 		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.st.TopEdges != nil {
 		if err := addScores(ks.st.TopEdges, ks.st.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.st.Cells != nil {
 		if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	ks.st.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if ks.st.Witness != nil {
 		if err := ks.st.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	return nil

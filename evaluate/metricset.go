@@ -35,11 +35,12 @@ func parseMetrics(list string) (MetricSet, error) {
 	return out, nil
 }
 
-// CheckKSR checks the KS r of o against the K of the set they will be
-// used on when o asks for ks (the default metrics, or "ks" among o.Metrics): an
-// r above K would name no rows. Its error reads "ks-r 4: the predictions
-// have K = 3 classes, so r must be at most 3".
-func CheckKSR(o Options, k int) error {
+// CheckK checks the options that depend on the number of classes K of the
+// set they will be used on: the KS r when o asks for ks (the default
+// metrics, or "ks" among o.Metrics), since an r above K would name no rows.
+// Its error reads "ks-r 4: the predictions have K = 3 classes, so r must be
+// at most 3". Evaluate leaves such entries out instead.
+func (o Options) CheckK(k int) error {
 	if o.Metrics != nil && !o.Metrics.Has(KS) {
 		return nil
 	}

@@ -15,18 +15,18 @@ import (
 	"github.com/calib-dev/calib/kde"
 )
 
-// TestCheckKSR: the KS r is checked against K only when ks is asked for.
-func TestCheckKSR(t *testing.T) {
+// TestCheckK: the KS r is checked against K only when ks is asked for.
+func TestCheckK(t *testing.T) {
 	o := Options{KSR: []int{1, 4}}
-	if err := CheckKSR(o, 3); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), "ks-r 4: the predictions have K = 3 classes, so r must be at most 3") {
-		t.Errorf("CheckKSR: %v", err)
+	if err := o.CheckK(3); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), "ks-r 4: the predictions have K = 3 classes, so r must be at most 3") {
+		t.Errorf("CheckK: %v", err)
 	}
-	if err := CheckKSR(o, 4); err != nil {
-		t.Errorf("CheckKSR K = 4: %v", err)
+	if err := o.CheckK(4); err != nil {
+		t.Errorf("CheckK K = 4: %v", err)
 	}
 	o.Metrics = MetricSet{"brier"}
-	if err := CheckKSR(o, 3); err != nil {
-		t.Errorf("CheckKSR without ks: %v", err)
+	if err := o.CheckK(3); err != nil {
+		t.Errorf("CheckK without ks: %v", err)
 	}
 }
 

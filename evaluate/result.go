@@ -128,6 +128,11 @@ func (e *Result) group() int {
 	return groupCanonical
 }
 
+// Group is the name of the entry's output group, in the order of
+// `calib eval`'s tables: "canonical", "class-wise", "top-label", "binary" or
+// "proper scores and basics" (see group).
+func (e *Result) Group() string { return groupNames[e.group()] }
+
 // sortByGroup orders the entries by group, keeping the order within groups.
 func sortByGroup(es []*Result) {
 	slices.SortStableFunc(es, func(a, b *Result) int { return cmp.Compare(a.group(), b.group()) })

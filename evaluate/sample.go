@@ -9,7 +9,7 @@ import (
 	"github.com/calib-dev/calib/internal/rowkey"
 )
 
-// Sample is a uniform sample without replacement of at most M rows of a
+// sample is a uniform sample without replacement of at most M rows of a
 // streamed set, mergeable across shards: the bottom-M sketch. Every row
 // gets the key rowkey.Key of its label, weight, K probabilities, the
 // position of its shard in the stream's list and its index there: a
@@ -25,17 +25,17 @@ import (
 // same sample for any cut into batches, any order of the shards' batches
 // and any number of workers, and every subset of M rows is equally likely
 // (over seeds).
-type Sample struct {
+type sample struct {
 	M    int         `json:"m"` // capacity
 	Seed uint64      `json:"seed"`
 	K    int         `json:"k"` // columns of the rows
-	Rows []SampleRow `json:"rows"`
+	Rows []sampleRow `json:"rows"`
 	// sorted says Rows is in key order and holds at most M rows.
 	sorted bool
 }
 
-// SampleRow is one row of a Sample.
-type SampleRow struct {
+// sampleRow is one row of a Sample.
+type sampleRow struct {
 	Key    uint64    `json:"key"`
 	Source string    `json:"source"`
 	Row    int64     `json:"row"`
@@ -45,13 +45,13 @@ type SampleRow struct {
 }
 
 // MarshalJSON writes the sample compacted: its M rows of smallest key.
-func (s *Sample) MarshalJSON() ([]byte, error) {
+func (s *sample) MarshalJSON() ([]byte, error) {
 	s.compact()
-	type plain Sample
+	type plain sample
 	return json.Marshal((*plain)(s))
 }
 
-func compareRows(a, b *SampleRow) int {
+func compareRows(a, b *sampleRow) int {
 	if c := cmp.Compare(a.Key, b.Key); c != 0 {
 		return c
 	}
@@ -62,7 +62,7 @@ func compareRows(a, b *SampleRow) int {
 }
 
 // threshold returns the key above which a row cannot enter the sample.
-func (s *Sample) threshold() uint64 {
+func (s *sample) threshold() uint64 {
 	s.compact()
 	if len(s.Rows) < s.M {
 		return ^uint64(0)
@@ -71,11 +71,11 @@ func (s *Sample) threshold() uint64 {
 }
 
 // compact sorts the rows by key and keeps the M smallest.
-func (s *Sample) compact() {
+func (s *sample) compact() {
 	if s.sorted {
 		return
 	}
-	slices.SortFunc(s.Rows, func(a, b SampleRow) int { return compareRows(&a, &b) })
+	slices.SortFunc(s.Rows, func(a, b sampleRow) int { return compareRows(&a, &b) })
 	if len(s.Rows) > s.M {
 		clear(s.Rows[s.M:])
 		s.Rows = s.Rows[:s.M]
@@ -86,7 +86,7 @@ func (s *Sample) compact() {
 // add offers the rows of a batch (probs n×K, labels, weights nil: 1) of
 // source (at position shard in the stream) whose first row has index
 // offset.
-func (s *Sample) add(source string, shard int, offset int64, probs []float64, labels []int, weights []float64) {
+func (s *sample) add(source string, shard int, offset int64, probs []float64, labels []int, weights []float64) {
 	limit := s.threshold()
 	for i, y := range labels {
 		w := 1.0
@@ -97,7 +97,7 @@ func (s *Sample) add(source string, shard int, offset int64, probs []float64, la
 		if key > limit {
 			continue
 		}
-		s.Rows = append(s.Rows, SampleRow{Key: key, Source: source, Row: offset + int64(i), Probs: slices.Clone(probs[i*s.K : (i+1)*s.K]), Label: y, Weight: w})
+		s.Rows = append(s.Rows, sampleRow{Key: key, Source: source, Row: offset + int64(i), Probs: slices.Clone(probs[i*s.K : (i+1)*s.K]), Label: y, Weight: w})
 		s.sorted = false
 		if len(s.Rows) >= 2*max(s.M, 512) {
 			limit = s.threshold()
@@ -106,7 +106,7 @@ func (s *Sample) add(source string, shard int, offset int64, probs []float64, la
 }
 
 // merge adds the rows of another sample with the same M, seed and K.
-func (s *Sample) merge(o *Sample) error {
+func (s *sample) merge(o *sample) error {
 	if s.M != o.M || s.Seed != o.Seed || s.K != o.K {
 		return fmt.Errorf("evaluate: samples of %d rows (seed %d, K = %d) and %d rows (seed %d, K = %d) do not merge", s.M, s.Seed, s.K, o.M, o.Seed, o.K)
 	}
@@ -120,10 +120,10 @@ func (s *Sample) merge(o *Sample) error {
 // name, then row; with every row of one source the input order, which the
 // witness's cross-fitting splits follow): probabilities m×K, labels,
 // weights (nil when unweighted) and the row of each.
-func (s *Sample) points(weighted bool) (probs []float64, labels []int, weights []float64, ids []PointID) {
+func (s *sample) points(weighted bool) (probs []float64, labels []int, weights []float64, ids []pointID) {
 	s.compact()
 	rows := slices.Clone(s.Rows)
-	slices.SortFunc(rows, func(a, b SampleRow) int {
+	slices.SortFunc(rows, func(a, b sampleRow) int {
 		if c := cmp.Compare(a.Source, b.Source); c != 0 {
 			return c
 		}
@@ -135,7 +135,7 @@ func (s *Sample) points(weighted bool) (probs []float64, labels []int, weights [
 		if weighted {
 			weights = append(weights, r.Weight)
 		}
-		ids = append(ids, PointID{Source: r.Source, Row: r.Row})
+		ids = append(ids, pointID{Source: r.Source, Row: r.Row})
 	}
 	return probs, labels, weights, ids
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/calib-dev/calib/metric"
 )
 
-// RowRange is a run of rows [From, To) of one source (a shard's name, as
+// rowRange is a run of rows [From, To) of one source (a shard's name, as
 // Batch.Source) that a Sums has added. Sums keep them so that the same
 // rows cannot be added twice (a shard's sums merged with a copy of
 // themselves doubled n) and so that a decoded Sums can be checked: the
 // ranges hold exactly N rows.
-type RowRange struct {
+type rowRange struct {
 	Source   string `json:"source"`
 	From, To int64
 }
@@ -22,8 +22,8 @@ type RowRange struct {
 // rowsOverlap returns an error naming the rows [from, to) of source when
 // rs (sorted by source, then From) holds any of them, and the index at
 // which a range starting at from would go.
-func rowsOverlap(rs []RowRange, source string, from, to int64) (int, error) {
-	i, _ := slices.BinarySearchFunc(rs, RowRange{Source: source, From: from}, compareRanges)
+func rowsOverlap(rs []rowRange, source string, from, to int64) (int, error) {
+	i, _ := slices.BinarySearchFunc(rs, rowRange{Source: source, From: from}, compareRanges)
 	if i > 0 && rs[i-1].Source == source && rs[i-1].To > from || i < len(rs) && rs[i].Source == source && rs[i].From < to {
 		return i, fmt.Errorf("rows %d to %d of %s were added before: the same rows twice (a shard's sums merged with themselves?)", from+1, to, source)
 	}
@@ -33,7 +33,7 @@ func rowsOverlap(rs []RowRange, source string, from, to int64) (int, error) {
 // addRows records the rows [from, to) of source in rs, at index i from
 // rowsOverlap (sorted by source, then From; adjacent runs joined), and
 // returns the new list.
-func addRows(rs []RowRange, i int, source string, from, to int64) []RowRange {
+func addRows(rs []rowRange, i int, source string, from, to int64) []rowRange {
 	if to <= from {
 		return rs
 	}
@@ -50,16 +50,16 @@ func addRows(rs []RowRange, i int, source string, from, to int64) []RowRange {
 		rs[i].From = from
 		return rs
 	}
-	return slices.Insert(rs, i, RowRange{Source: source, From: from, To: to})
+	return slices.Insert(rs, i, rowRange{Source: source, From: from, To: to})
 }
 
 // mergeRows returns the ranges of a and b (each sorted, without overlap)
 // in one sorted list, adjacent runs joined, in O(len(a) + len(b)), or an
 // error naming rows that both hold.
-func mergeRows(a, b []RowRange) ([]RowRange, error) {
-	out := make([]RowRange, 0, len(a)+len(b))
+func mergeRows(a, b []rowRange) ([]rowRange, error) {
+	out := make([]rowRange, 0, len(a)+len(b))
 	for i, j := 0, 0; i < len(a) || j < len(b); {
-		var r RowRange
+		var r rowRange
 		if j >= len(b) || i < len(a) && compareRanges(a[i], b[j]) <= 0 {
 			r, i = a[i], i+1
 		} else {
@@ -80,7 +80,7 @@ func mergeRows(a, b []RowRange) ([]RowRange, error) {
 	return out, nil
 }
 
-func compareRanges(a, b RowRange) int {
+func compareRanges(a, b rowRange) int {
 	if c := cmp.Compare(a.Source, b.Source); c != 0 {
 		return c
 	}
@@ -152,9 +152,9 @@ func (s *Sums) checkState() error {
 		if sm.M != c.M || sm.Seed != c.Seed || len(sm.Rows) > sm.M || int64(len(sm.Rows)) > s.st.N {
 			return fmt.Errorf("sample: %d rows of capacity %d (seed %d) for %d rows; the configuration's capacity %d, seed %d", len(sm.Rows), sm.M, sm.Seed, s.st.N, c.M, c.Seed)
 		}
-		seen := map[PointID]bool{}
+		seen := map[pointID]bool{}
 		for i, r := range sm.Rows {
-			id := PointID{Source: r.Source, Row: r.Row}
+			id := pointID{Source: r.Source, Row: r.Row}
 			if len(r.Probs) != s.st.K || r.Label < 0 || r.Label >= s.st.K || !(r.Weight >= 0) || seen[id] {
 				return fmt.Errorf("sample: row %d (%s, row %d): %d probabilities, label %d, weight %v for K = %d, or a row twice", i, r.Source, r.Row, len(r.Probs), r.Label, r.Weight, s.st.K)
 			}

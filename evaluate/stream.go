@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -41,19 +42,6 @@ import (
 // give, with the kernel estimates' sampling intervals. Stream runs both
 // passes over a Source that can be read twice.
 
-// Batch is a chunk of rows of a streamed set: a validated data.Set of its
-// rows, the name of the shard it comes from, the position of that shard in
-// the stream's list of shards (0 for one file) and the index of its first
-// row in that shard. Source and Offset identify its rows (no row may be
-// added twice); Shard and Offset place them in the stream for the sample of
-// evaluation points, which never reads the name.
-type Batch struct {
-	*data.Set
-	Source string
-	Shard  int
-	Offset int64
-}
-
 // DefaultEvalPoints is the number m of evaluation points of the streamed
 // kernel estimators when StreamOptions.EvalPoints is 0.
 const DefaultEvalPoints = 2000
@@ -84,20 +72,20 @@ type StreamOptions struct {
 	// metric.DefaultKSCells).
 	KSCells int
 	// MaxCells bounds the occupied cells of the canonical binned metrics
-	// (each holds 2K + 2 numbers); 0 means MaxCellFloats / (2K + 2). Past
+	// (each holds 2K + 2 numbers); 0 means maxCellFloats / (2K + 2). Past
 	// it the canonical entries of ece_bin and mce are errors and the
 	// other entries are unaffected.
 	MaxCells int
 }
 
-// MaxCellFloats is the default budget of the canonical cells of a stream:
+// maxCellFloats is the default budget of the canonical cells of a stream:
 // 2^20 numbers (47,662 cells at K = 10, about 296 bytes of heap each: 14
 // MB), so that a stream stays under 64 MB with the default options at any
 // n. Predictions spread over more cells than that hold too few samples per
 // cell for the canonical binned values to mean anything (the sparse-cell
 // warning); a larger MaxCells computes them, at about (2K + 2) x 8 x 1.7
 // bytes a cell.
-const MaxCellFloats = 1 << 20
+const maxCellFloats = 1 << 20
 
 // cellBytes is about the heap a canonical cell of K classes takes (296
 // bytes measured at K = 10: its 2K + 2 sums, the key, the map entry).
@@ -305,7 +293,7 @@ func (c *streamConfig) cellLimit(k int) int {
 	if c.MaxCells > 0 {
 		return c.MaxCells
 	}
-	return max(1, MaxCellFloats/(2*k+2))
+	return max(1, maxCellFloats/(2*k+2))
 }
 
 // sketched says whether the bins depend on the data (equal-mass edges, the
@@ -319,43 +307,6 @@ func (c *streamConfig) sketched() bool {
 // (the Doane and Sqrt rules): the cells are then summed in the second pass.
 func (c *streamConfig) dataCells() bool { return c.cells() && c.Bins.Rule != metric.Fixed }
 
-// DataError is an error in the data of a stream rather than in the
-// options or the code: a shard whose columns, kind (probabilities or
-// logits) or weights differ from the stream's, a batch without labels, a
-// stream without rows or positive weights. Source names the shard ("" for
-// the whole stream) and Row the first row of its chunk (1-based; 0 when
-// none). calib exits 2 on it.
-type DataError struct {
-	Source string
-	Row    int64
-	Err    error
-}
-
-func (e *DataError) Error() string {
-	switch {
-	case e.Source == "":
-		return e.Err.Error()
-	case e.Row > 0:
-		return fmt.Sprintf("%s (rows from %d): %v", e.Source, e.Row, e.Err)
-	}
-	return fmt.Sprintf("%s: %v", e.Source, e.Err)
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
-
-// Source is a streamed set that can be read more than once (the kernel
-// estimators read it twice): Open starts a new pass.
-type Source interface {
-	Open() (Batches, error)
-}
-
-// Batches yields the batches of one pass; Next returns io.EOF after the
-// last one.
-type Batches interface {
-	Next() (*Batch, error)
-	Close() error
-}
-
 // Stream evaluates the streamed set src in two passes (one without
 // ece_kde): the first adds every batch to the Sums (and draws the
 // evaluation points), the second adds every batch to the KernelSums. The
@@ -363,7 +314,7 @@ type Batches interface {
 // gives them in a fixed order gives bit-identical results for any
 // o.Workers. o.Progress, if set, is told of each pass ("pass 1 of 2:
 // sums") with a step per batch.
-func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, error) {
+func Stream(ctx context.Context, src data.Source, o StreamOptions) (*Evaluation, error) {
 	start := time.Now()
 	s, err := NewSums(o)
 	if err != nil {
@@ -377,7 +328,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	if sz, ok := src.(interface{ Size() int64 }); ok {
 		size = sz.Size()
 	}
-	pass := func(i int, name string, add func(b *Batch) error) error {
+	pass := func(i int, name string, add func(b *data.Batch) error) error {
 		progress.Phasef(o.Progress, "pass %d of %d: %s", i, passes, name)
 		bs, err := src.Open()
 		if err != nil {
@@ -416,9 +367,9 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	}
 	if s.st.N == 0 {
 		if sk, ok := src.(interface{ Skipped() []string }); ok && len(sk.Skipped()) > 0 {
-			return nil, &DataError{Err: fmt.Errorf("%w: every shard is without rows (%s)", data.ErrEmpty, strings.Join(sk.Skipped(), ", "))}
+			return nil, &data.StreamError{Err: fmt.Errorf("%w: every shard is without rows (%s)", data.ErrEmpty, strings.Join(sk.Skipped(), ", "))}
 		}
-		return nil, &DataError{Err: data.ErrEmpty}
+		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
 	var ks *KernelSums
 	if passes == 2 {
@@ -426,7 +377,7 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 		if ks, err = s.kernelSumsFitted(ctx, 0, 1, true); err != nil {
 			return nil, err
 		}
-		if err := pass(2, "kernel sums", func(b *Batch) error { return ks.Add(ctx, b, o.Workers) }); err != nil {
+		if err := pass(2, "kernel sums", func(b *data.Batch) error { return ks.Add(ctx, b, o.Workers) }); err != nil {
 			return nil, err
 		}
 	}
@@ -441,53 +392,11 @@ func Stream(ctx context.Context, src Source, o StreamOptions) (*Evaluation, erro
 	return ev, nil
 }
 
-// SetSource returns a Source that reads the in-memory set s in batches of
-// rows rows (<= 0: 65,536) named s.File: a streamed evaluation of a set
-// that fits in memory, or one shard of several.
-func SetSource(s *data.Set, rows int) Source {
-	if rows <= 0 {
-		rows = 1 << 16
+// skippedWarning is the warning of a stream whose source skipped shards.
+func skippedWarning(names []string) error {
+	base := make([]string, len(names))
+	for i, n := range names {
+		base[i] = filepath.Base(n)
 	}
-	return &setSource{s: s, rows: rows}
-}
-
-type setSource struct {
-	s    *data.Set
-	rows int
-}
-
-func (src *setSource) Open() (Batches, error) { return &setBatches{src: src}, nil }
-
-type setBatches struct {
-	src  *setSource
-	next int
-}
-
-func (b *setBatches) Close() error { return nil }
-
-func (b *setBatches) Next() (*Batch, error) {
-	s := b.src.s
-	if b.next >= s.N {
-		return nil, io.EOF
-	}
-	i0, i1 := b.next, min(s.N, b.next+b.src.rows)
-	b.next = i1
-	return &Batch{Set: RowsOf(s, i0, i1), Source: s.File, Offset: int64(i0)}, nil
-}
-
-// RowsOf returns rows i0..i1-1 of s as a set sharing s's memory (the
-// counts Renormalized and Rounded are not split: they are 0).
-func RowsOf(s *data.Set, i0, i1 int) *data.Set {
-	r := &data.Set{N: i1 - i0, K: s.K, Probs: s.Probs[i0*s.K : i1*s.K], Binary: s.Binary, File: s.File}
-	if s.Labels != nil {
-		r.Labels = s.Labels[i0:i1]
-	}
-	if s.Weights != nil {
-		r.Weights = s.Weights[i0:i1]
-	}
-	if s.Logits != nil {
-		c := len(s.Logits) / s.N
-		r.Logits = s.Logits[i0*c : i1*c]
-	}
-	return r
+	return warn(SkippedInput, fmt.Sprintf("skipped %d shard(s) without rows: %s", len(names), strings.Join(base, ", ")))
 }

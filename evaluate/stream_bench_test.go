@@ -18,7 +18,7 @@ import (
 // the label replaced by a uniform one for 10 % of the rows.
 type synthSource struct{ n, k, rows int }
 
-func (s *synthSource) Open() (Batches, error) { return &synthBatches{src: s}, nil }
+func (s *synthSource) Open() (data.Batches, error) { return &synthBatches{src: s}, nil }
 
 type synthBatches struct {
 	src  *synthSource
@@ -27,7 +27,7 @@ type synthBatches struct {
 
 func (b *synthBatches) Close() error { return nil }
 
-func (b *synthBatches) Next() (*Batch, error) {
+func (b *synthBatches) Next() (*data.Batch, error) {
 	src := b.src
 	if b.next >= src.n {
 		return nil, io.EOF
@@ -41,7 +41,7 @@ func (b *synthBatches) Next() (*Batch, error) {
 		return nil, err
 	}
 	s.File = "synth"
-	return &Batch{Set: s, Source: "synth", Offset: int64(i0)}, nil
+	return &data.Batch{Set: s, Source: "synth", Offset: int64(i0)}, nil
 }
 
 func envInt(name string, def int) int {

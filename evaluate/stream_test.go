@@ -47,10 +47,10 @@ type shards struct {
 	order []int
 }
 
-func (sh *shards) Open() (Batches, error) {
-	var bs []*Batch
+func (sh *shards) Open() (data.Batches, error) {
+	var bs []*data.Batch
 	for _, i := range sh.order {
-		b, _ := SetSource(sh.sets[i], sh.rows).Open()
+		b, _ := data.SetSource(sh.sets[i], sh.rows).Open()
 		for {
 			x, err := b.Next()
 			if err == io.EOF {
@@ -62,9 +62,9 @@ func (sh *shards) Open() (Batches, error) {
 	return &list{bs: bs}, nil
 }
 
-type list struct{ bs []*Batch }
+type list struct{ bs []*data.Batch }
 
-func (l *list) Next() (*Batch, error) {
+func (l *list) Next() (*data.Batch, error) {
 	if len(l.bs) == 0 {
 		return nil, io.EOF
 	}
@@ -78,7 +78,7 @@ func (l *list) Close() error { return nil }
 func split(s *data.Set, n int) []*data.Set {
 	out := make([]*data.Set, n)
 	for i := range out {
-		r := RowsOf(s, i*s.N/n, (i+1)*s.N/n)
+		r := s.Rows(i*s.N/n, (i+1)*s.N/n)
 		r.File = fmt.Sprintf("%s-%d", s.File, i)
 		out[i] = r
 	}
@@ -106,7 +106,7 @@ func TestStreamMatchesEvaluate(t *testing.T) {
 	ctx := context.Background()
 	for si, s := range realSets(t) {
 		if si == 2 {
-			s = RowsOf(s, 0, 1500) // K = 100: keep the O(n^2) part short
+			s = s.Rows(0, 1500) // K = 100: keep the O(n^2) part short
 		}
 		h := 0.02
 		metrics := MetricSet{"ece_kde", "ece_bin", "mce", "ece_bin_debiased", "ks", "mmce", "sharpness", "brier", "nll", "accuracy", "confidence"}
@@ -182,7 +182,7 @@ func TestStreamWeighted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 3000)
+	s = s.Rows(0, 3000)
 	rng := rand.New(rand.NewPCG(1, 2))
 	w := make([]float64, s.N)
 	for i := range w {
@@ -198,7 +198,7 @@ func TestStreamWeighted(t *testing.T) {
 	}
 	holds := map[string]int{}
 	for seed := uint64(3); seed < 13; seed++ {
-		got, err := Stream(ctx, SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.TopLabel}, Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
+		got, err := Stream(ctx, data.SetSource(s, 1000), StreamOptions{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.TopLabel}, Metrics: MetricSet{"ece_kde", "ece_bin", "mmce", "sharpness", "brier", "nll"}, Seed: seed}, EvalPoints: 400})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,9 +242,9 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 2000)
+	s = s.Rows(0, 2000)
 	o := StreamOptions{Options: Options{Mode: NotionSet{kde.Canonical, kde.TopLabel}}, EvalPoints: 300}
-	whole, err := Stream(context.Background(), SetSource(s, 500), o)
+	whole, err := Stream(context.Background(), data.SetSource(s, 500), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 	total, _ := NewSums(o)
 	for _, p := range parts {
 		sp, _ := NewSums(o)
-		if err := sp.Add(&Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}); err != nil {
+		if err := sp.Add(&data.Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(sp)
@@ -274,7 +274,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 	for i := len(parts) - 1; i >= 0; i-- { // the other order
 		p := parts[i]
 		kp, _ := total.KernelSums()
-		if err := kp.Add(nil, &Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}, 1); err != nil {
+		if err := kp.Add(nil, &data.Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}, 1); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(kp)
@@ -299,7 +299,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 			t.Errorf("%s: merged %v, one pass %v", key(e), *e.Value, *w.Value)
 		}
 	}
-	again, err := Stream(context.Background(), SetSource(s, 500), StreamOptions{Options: Options{Mode: NotionSet{kde.Canonical, kde.TopLabel}, Workers: 1}, EvalPoints: 300})
+	again, err := Stream(context.Background(), data.SetSource(s, 500), StreamOptions{Options: Options{Mode: NotionSet{kde.Canonical, kde.TopLabel}, Workers: 1}, EvalPoints: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestStreamAllPointsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := demoSet("test")
-	b := &Batch{Set: RowsOf(d, 0, 10), Source: "x"}
+	b := &data.Batch{Set: d.Rows(0, 10), Source: "x"}
 	if err := s.Add(b); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestStreamAllPointsBound(t *testing.T) {
 // and --metrics (Strict) makes a failing metric fail the stream.
 func TestStreamEdgeCases(t *testing.T) {
 	d, _ := demoSet("test")
-	s := RowsOf(d, 0, 800)
+	s := d.Rows(0, 800)
 	probs := append([]float64(nil), s.Probs...)
 	row := probs[:s.K]
 	row[9], row[0] = 0, row[0]+row[9]
@@ -372,13 +372,13 @@ func TestStreamEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Stream(context.Background(), SetSource(z, 300), StreamOptions{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
+	if _, err := Stream(context.Background(), data.SetSource(z, 300), StreamOptions{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
 		t.Errorf("marginal with a unique zero: %v", err)
 	}
 	a, _ := NewSums(StreamOptions{Options: Options{P: []float64{1}}})
 	b, _ := NewSums(StreamOptions{Options: Options{P: []float64{2}}})
 	for _, x := range []*Sums{a, b} {
-		if err := x.Add(&Batch{Set: RowsOf(d, 0, 10), Source: "x"}); err != nil {
+		if err := x.Add(&data.Batch{Set: d.Rows(0, 10), Source: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,11 +391,11 @@ func TestStreamEdgeCases(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	one := RowsOf(d, 0, 1)
-	if _, err := Stream(context.Background(), SetSource(one, 10), StreamOptions{Options: Options{Metrics: MetricSet{"ece_kde"}, Strict: true}}); err == nil {
+	one := d.Rows(0, 1)
+	if _, err := Stream(context.Background(), data.SetSource(one, 10), StreamOptions{Options: Options{Metrics: MetricSet{"ece_kde"}, Strict: true}}); err == nil {
 		t.Error("one row, ece_kde asked for: no error")
 	}
-	if _, err := Stream(context.Background(), SetSource(RowsOf(d, 0, 50), 10), StreamOptions{Options: Options{Metrics: MetricSet{"ks"}, KSR: []int{11}}}); err == nil {
+	if _, err := Stream(context.Background(), data.SetSource(d.Rows(0, 50), 10), StreamOptions{Options: Options{Metrics: MetricSet{"ks"}, KSR: []int{11}}}); err == nil {
 		t.Error("ks r = 11 > K = 10: no error")
 	}
 }
@@ -410,7 +410,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 1200)
+	s = s.Rows(0, 1200)
 	p1 := make([]float64, s.N)
 	y1 := make([]int, s.N)
 	for i := range p1 {
@@ -445,7 +445,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 		sums, _ := NewSums(so)
 		parts := split(tc.set, 2)
 		for _, p := range parts {
-			if err := sums.Add(&Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
+			if err := sums.Add(&data.Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -455,7 +455,7 @@ func TestStreamSharpnessOwnSums(t *testing.T) {
 		}
 		for _, p := range parts {
 			kp, _ := sums.KernelSums()
-			if err := kp.Add(ctx, &Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}, 0); err != nil {
+			if err := kp.Add(ctx, &data.Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}, 0); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := json.Marshal(kp)
@@ -512,13 +512,13 @@ func TestStreamDataBins(t *testing.T) {
 	ctx := context.Background()
 	metrics := MetricSet{"ece_bin", "mce", "ece_bin_debiased"}
 	sets := realSets(t)
-	sets[2] = RowsOf(sets[2], 0, 800) // K = 100: its 101 sketches are as large as the data at this n
+	sets[2] = sets[2].Rows(0, 800) // K = 100: its 101 sketches are as large as the data at this n
 	rng := rand.New(rand.NewPCG(7, 8))
 	w := make([]float64, sets[0].N)
 	for i := range w {
 		w[i] = float64(1 + rng.IntN(3))
 	}
-	weighted := RowsOf(sets[0], 0, sets[0].N)
+	weighted := sets[0].Rows(0, sets[0].N)
 	if err := weighted.SetWeights(w); err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestStreamDataBins(t *testing.T) {
 			parts := split(s, 3)
 			for _, p := range parts {
 				sp, _ := NewSums(o)
-				if err := sp.Add(&Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
+				if err := sp.Add(&data.Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}); err != nil {
 					t.Fatal(err)
 				}
 				b, _ := json.Marshal(sp)
@@ -559,7 +559,7 @@ func TestStreamDataBins(t *testing.T) {
 			}
 			for i := len(parts) - 1; i >= 0; i-- {
 				kp, _ := sums.KernelSums()
-				if err := kp.Add(ctx, &Batch{Set: parts[i], Source: "x", Offset: int64(partOffset(parts, parts[i]))}, 0); err != nil {
+				if err := kp.Add(ctx, &data.Batch{Set: parts[i], Source: "x", Offset: int64(partOffset(parts, parts[i]))}, 0); err != nil {
 					t.Fatal(err)
 				}
 				b, _ := json.Marshal(kp)
@@ -605,15 +605,15 @@ func TestStreamBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 1500)
+	s = s.Rows(0, 1500)
 	metrics := MetricSet{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
 	for _, o := range []StreamOptions{
 		{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
 		{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: metrics}, EvalPoints: 200},
 	} {
 		parts := split(s, 3)
-		batch := func(p *data.Set) *Batch {
-			return &Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}
+		batch := func(p *data.Set) *data.Batch {
+			return &data.Batch{Set: p, Source: "x", Offset: int64(partOffset(parts, p))}
 		}
 		sums, _ := NewSums(o)
 		for _, p := range parts {
@@ -712,8 +712,8 @@ func TestStreamWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 800)
-	ws := RowsOf(s, 0, 800)
+	s = s.Rows(0, 800)
+	ws := s.Rows(0, 800)
 	w := make([]float64, s.N)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for i := range w {
@@ -739,7 +739,7 @@ func TestStreamWitness(t *testing.T) {
 				seed = uint64(4 + holds["draws"])
 				holds["draws"]++
 			}
-			got, err := Stream(ctx, SetSource(set, 300), StreamOptions{Options: Options{Metrics: MetricSet{"ece_witness"}, Seed: seed}, EvalPoints: m})
+			got, err := Stream(ctx, data.SetSource(set, 300), StreamOptions{Options: Options{Metrics: MetricSet{"ece_witness"}, Seed: seed}, EvalPoints: m})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -788,12 +788,12 @@ func TestStreamMaxCells(t *testing.T) {
 	}
 	ctx := context.Background()
 	o := StreamOptions{Options: Options{Metrics: MetricSet{"ece_bin", "mce", "brier"}}}
-	want, err := Stream(ctx, SetSource(s, 2000), o)
+	want, err := Stream(ctx, data.SetSource(s, 2000), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.MaxCells = 50
-	got, err := Stream(ctx, SetSource(s, 2000), o)
+	got, err := Stream(ctx, data.SetSource(s, 2000), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -810,7 +810,7 @@ func TestStreamMaxCells(t *testing.T) {
 		}
 	}
 	o.Strict = true
-	if _, err := Stream(ctx, SetSource(s, 2000), o); err == nil || !strings.Contains(err.Error(), "canonical cells") {
+	if _, err := Stream(ctx, data.SetSource(s, 2000), o); err == nil || !strings.Contains(err.Error(), "canonical cells") {
 		t.Errorf("strict: %v", err)
 	}
 	if _, err := NewSums(StreamOptions{MaxCells: -1}); err == nil {
@@ -873,7 +873,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = RowsOf(s, 0, 1000)
+	s = s.Rows(0, 1000)
 	w := make([]float64, s.N)
 	for i := range w {
 		if i >= 400 {
@@ -893,7 +893,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 		return f.Name()
 	}
 	names := []string{write("a.parquet", 0, 400, w), write("b.parquet", 400, 1000, w)}
-	ws := RowsOf(s, 0, s.N)
+	ws := s.Rows(0, s.N)
 	if err := ws.SetWeights(w); err != nil {
 		t.Fatal(err)
 	}
@@ -902,7 +902,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{Options: o})
+	got, err := Stream(context.Background(), data.Files(names, data.Options{}, 300, nil), StreamOptions{Options: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -911,7 +911,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	}
 	// The default metrics too (smece's grids take a batch of zero
 	// weights): every entry computed.
-	def, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{})
+	def, err := Stream(context.Background(), data.Files(names, data.Options{}, 300, nil), StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -927,7 +927,7 @@ func TestStreamZeroWeightShard(t *testing.T) {
 	}
 	zero := make([]float64, s.N)
 	names = []string{write("c.parquet", 0, 400, zero), write("d.parquet", 400, 1000, zero)}
-	if _, err := Stream(context.Background(), Files(names, data.Options{}, 300, nil), StreamOptions{Options: o}); !errors.Is(err, data.ErrWeights) {
+	if _, err := Stream(context.Background(), data.Files(names, data.Options{}, 300, nil), StreamOptions{Options: o}); !errors.Is(err, data.ErrWeights) {
 		t.Errorf("all weights zero: %v", err)
 	}
 }
@@ -945,7 +945,7 @@ func TestStreamHeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Stream(ctx, SetSource(s, 999), StreamOptions{Options: Options{Strict: true}})
+		got, err := Stream(ctx, data.SetSource(s, 999), StreamOptions{Options: Options{Strict: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1007,7 +1007,7 @@ func TestMergeNamesTheOptionsThatDiffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ss.Add(&Batch{Set: s, Source: string(m)}); err != nil {
+		if err := ss.Add(&data.Batch{Set: s, Source: string(m)}); err != nil {
 			t.Fatal(err)
 		}
 		sums = append(sums, ss)

@@ -54,14 +54,14 @@ type sumsState struct {
 	KSTop       []*metric.KSSums      `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
 	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
 	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
-	Sample      *Sample               `json:"sample,omitempty"`
+	Sample      *sample               `json:"sample,omitempty"`
 	// SmECE holds smece's summed grids.
 	SmECE *smeceSums `json:"smece,omitempty"`
 	// Variational holds ece_variational's samples, one per fold.
 	Variational *variational.Sketch `json:"variational,omitempty"`
 	// Rows are the runs of rows added, by source: the same rows cannot
 	// be added twice, and they hold exactly N rows.
-	Rows []RowRange `json:"rows"`
+	Rows []rowRange `json:"rows"`
 }
 
 // streamVersion is the version of the JSON forms of Sums and KernelSums.
@@ -87,10 +87,10 @@ func NewSums(o StreamOptions) (*Sums, error) {
 }
 
 // start sets up the sums for the first batch's K and kind.
-func (s *Sums) start(b *Batch) error {
+func (s *Sums) start(b *data.Batch) error {
 	c := s.st.Config
 	if c.has("ks") {
-		if err := CheckKSR(Options{KSR: c.KSR}, b.K); err != nil {
+		if err := (Options{KSR: c.KSR}).CheckK(b.K); err != nil {
 			return err
 		}
 	}
@@ -144,7 +144,7 @@ func (s *Sums) start(b *Batch) error {
 		}
 	}
 	if s.kernelMetrics() {
-		s.st.Sample = &Sample{M: c.M, Seed: c.Seed, K: s.st.K}
+		s.st.Sample = &sample{M: c.M, Seed: c.Seed, K: s.st.K}
 	}
 	if s.st.Variational, err = c.newVariationalSketch(s.st.K); err != nil {
 		return err
@@ -158,12 +158,12 @@ func (s *Sums) start(b *Batch) error {
 }
 
 // Add adds a batch: its rows to every sum, and to the sample's draw.
-func (s *Sums) Add(b *Batch) error {
+func (s *Sums) Add(b *data.Batch) error {
 	if b == nil || b.Set == nil || b.N == 0 {
 		return nil
 	}
 	if b.Labels == nil {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: data.ErrNoLabels}
+		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: data.ErrNoLabels}
 	}
 	if !s.started {
 		if err := s.start(b); err != nil {
@@ -172,10 +172,10 @@ func (s *Sums) Add(b *Batch) error {
 	}
 	at, err := rowsOverlap(s.st.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
 	if err != nil {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 	}
 	if b.K != s.st.K || b.Binary != s.st.Binary || b.Set.Kind() != s.st.Input || (b.Weights != nil) != s.st.Weighted {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted))}
+		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted))}
 	}
 	c, k, p, y, w := s.st.Config, b.K, b.Probs, b.Labels, b.Weights
 	logits := b.Logits
@@ -239,12 +239,12 @@ func (s *Sums) Add(b *Batch) error {
 	}
 	if s.st.Variational != nil {
 		if err := s.st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	if s.st.SmECE != nil {
 		if err := s.st.SmECE.add(p, y, k, w); err != nil {
-			return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	s.st.Rows = addRows(s.st.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
@@ -528,7 +528,7 @@ func (s *Sums) K() int { return s.st.K }
 
 // Rows returns the runs of rows added, by source (merged shards'
 // included), sorted by source and first row.
-func (s *Sums) Rows() []RowRange { return slices.Clone(s.st.Rows) }
+func (s *Sums) Rows() []rowRange { return slices.Clone(s.st.Rows) }
 
 // Metrics returns the metrics the sums are for.
 func (s *Sums) Metrics() MetricSet { return slices.Clone(MetricSet(s.st.Config.Metrics)) }

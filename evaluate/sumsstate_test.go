@@ -111,7 +111,7 @@ func TestSumsStateChecked(t *testing.T) {
 	for i := range w {
 		w[i] = 1 + float64(i%3)
 	}
-	ws := RowsOf(s, 0, s.N)
+	ws := s.Rows(0, s.N)
 	if err := ws.SetWeights(w); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestSumsStateChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sums.Add(&Batch{Set: set, Source: "part-0.csv"}); err != nil {
+		if err := sums.Add(&data.Batch{Set: set, Source: "part-0.csv"}); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(sums)
@@ -166,7 +166,7 @@ func TestSumsStateChecked(t *testing.T) {
 		}
 	}
 	a, _ := NewSums(o)
-	if err := a.Add(&Batch{Set: s, Source: "part-0.csv"}); err != nil {
+	if err := a.Add(&data.Batch{Set: s, Source: "part-0.csv"}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(a)
@@ -177,14 +177,14 @@ func TestSumsStateChecked(t *testing.T) {
 	if err := a.Merge(&copyOf); err == nil || !strings.Contains(err.Error(), "the same rows twice") || a.st.N != 200 {
 		t.Errorf("merged with itself: %v, n = %d", err, a.st.N)
 	}
-	if err := a.Add(&Batch{Set: RowsOf(s, 50, 60), Source: "part-0.csv", Offset: 50}); err == nil || !strings.Contains(err.Error(), "rows 51 to 60") {
+	if err := a.Add(&data.Batch{Set: s.Rows(50, 60), Source: "part-0.csv", Offset: 50}); err == nil || !strings.Contains(err.Error(), "rows 51 to 60") {
 		t.Errorf("rows added twice: %v", err)
 	}
 	// Other rows of the same source, and another source, merge.
 	c, _ := NewSums(o)
-	c.Add(&Batch{Set: RowsOf(s, 0, 100), Source: "part-1.csv"})
+	c.Add(&data.Batch{Set: s.Rows(0, 100), Source: "part-1.csv"})
 	d, _ := NewSums(o)
-	d.Add(&Batch{Set: RowsOf(s, 100, 200), Source: "part-1.csv", Offset: 100})
+	d.Add(&data.Batch{Set: s.Rows(100, 200), Source: "part-1.csv", Offset: 100})
 	if err := c.Merge(d); err != nil || c.st.N != 200 || len(c.st.Rows) != 1 || c.st.Rows[0].To != 200 {
 		t.Errorf("two halves of one source: %v, n = %d, rows %+v", err, c.st.N, c.st.Rows)
 	}
@@ -203,8 +203,8 @@ func TestRowRanges(t *testing.T) {
 		src string
 		row int64
 	}
-	build := func(n int) ([]RowRange, map[key]bool, bool) {
-		var rs []RowRange
+	build := func(n int) ([]rowRange, map[key]bool, bool) {
+		var rs []rowRange
 		set := map[key]bool{}
 		refused := false
 		for range n {
@@ -230,7 +230,7 @@ func TestRowRanges(t *testing.T) {
 		}
 		return rs, set, refused
 	}
-	check := func(rs []RowRange, set map[key]bool) {
+	check := func(rs []rowRange, set map[key]bool) {
 		t.Helper()
 		n := 0
 		for i, r := range rs {
@@ -278,8 +278,8 @@ func TestRowRanges(t *testing.T) {
 // such data); the keys never read the shard's name.
 func TestSampleNoClusters(t *testing.T) {
 	const shards, rows, m = 400, 50, 2000
-	smp := &Sample{M: m, Seed: 3, K: 2}
-	named := &Sample{M: m, Seed: 3, K: 2}
+	smp := &sample{M: m, Seed: 3, K: 2}
+	named := &sample{M: m, Seed: 3, K: 2}
 	for sh := range shards {
 		p := make([]float64, 2*rows)
 		y := make([]int, rows)
@@ -346,7 +346,7 @@ func TestWeightsScaleFreeBins(t *testing.T) {
 		return ev
 	}
 	weighted := func(w []float64) *data.Set {
-		s := RowsOf(base, 0, base.N)
+		s := base.Rows(0, base.N)
 		if err := s.SetWeights(w); err != nil {
 			t.Fatal(err)
 		}

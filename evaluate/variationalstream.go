@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/variational"
 )
@@ -62,9 +63,9 @@ func (s *Sums) variationalPass(ctx context.Context, free bool) (*variationalPass
 }
 
 // add sums a batch's gains.
-func (vp *variationalPass) add(b *Batch) error {
+func (vp *variationalPass) add(b *data.Batch) error {
 	if err := vp.Fitted.Add(vp.Sums, b.Set, b.Shard, b.Offset); err != nil {
-		return &DataError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 	}
 	return nil
 }

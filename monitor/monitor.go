@@ -759,7 +759,7 @@ func (m *Monitor) add(p *part, set *data.Set) {
 		p.sums, _ = evaluate.NewSums(m.o.Eval) // the options were checked
 	}
 	// The rows were checked (Check, DecodeRecord): Add does not fail.
-	_ = p.sums.Add(&evaluate.Batch{Set: set, Source: p.source, Offset: p.next})
+	_ = p.sums.Add(&data.Batch{Set: set, Source: p.source, Offset: p.next})
 	p.next += int64(set.N)
 	p.rows += int64(set.N)
 }

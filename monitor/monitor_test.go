@@ -74,7 +74,7 @@ func evalJSON(t testing.TB, s *data.Set, o Options) any {
 		t.Fatal(err)
 	}
 	set := &data.Set{N: s.N, K: s.K, Probs: s.Probs, Labels: s.Labels}
-	if err := sums.Add(&evaluate.Batch{Set: set, Source: "x"}); err != nil {
+	if err := sums.Add(&data.Batch{Set: set, Source: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := evaluate.Finish(sums, nil)

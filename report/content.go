@@ -9,6 +9,7 @@ import (
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evaltext"
 	"github.com/calib-dev/calib/metric"
 )
 
@@ -50,7 +51,7 @@ func summaryFacts(s, val *data.Set, ev *evaluate.Evaluation) []Fact {
 func answerFacts(ev *evaluate.Evaluation, tests *calibtest.Report) []Fact {
 	var facts []Fact
 	if e := ev.Lookup(evaluate.Headline); e != nil && e.Value != nil {
-		facts = append(facts, Fact{Name: HeadlineFact, Value: fmt.Sprintf("%.4f%s", float64(*e.Value), evaluate.IntervalText(e))})
+		facts = append(facts, Fact{Name: HeadlineFact, Value: fmt.Sprintf("%.4f%s", float64(*e.Value), evaltext.IntervalText(e))})
 	}
 	if e := ev.Lookup(evaluate.PaperNumber); e != nil && e.Value != nil {
 		facts = append(facts, Fact{Name: "for comparison with papers (" + evaluate.PaperNumber.String() + ", the 15-bin top-label ECE)", Value: fmt.Sprintf("%.4f", float64(*e.Value))})
@@ -92,22 +93,22 @@ func metricsTable(ev *evaluate.Evaluation) *Table {
 		if e.CILevel != nil {
 			level = *e.CILevel
 		}
-		row := e.Row()
+		row := evaltext.Row(e)
 		if pvalues {
-			row = append(row, evaluate.PValueCell(e))
+			row = append(row, evaltext.PValueCell(e))
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Caption = evaluate.NoteValue + " Lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
-	for _, line := range evaluate.EstimatorNotes(ev) {
+	t.Caption = evaltext.NoteValue + " Lower is better except for accuracy and sharpness. [!] marks a row with a warning under Notes."
+	for _, line := range evaltext.EstimatorNotes(ev) {
 		t.Caption += " " + line
 	}
 	if pvalues {
-		t.Caption += " " + strings.ToUpper(evaluate.PValueNote(ev)[:1]) + evaluate.PValueNote(ev)[1:]
+		t.Caption += " " + strings.ToUpper(evaltext.PValueNote(ev)[:1]) + evaltext.PValueNote(ev)[1:]
 	}
 	if level > 0 {
 		t.Caption += fmt.Sprintf(" Intervals: %.0f%% bootstrap intervals.", 100*level)
-		for _, line := range evaluate.IntervalNotes(ev) {
+		for _, line := range evaltext.IntervalNotes(ev) {
 			t.Caption += " " + strings.ToUpper(line[:1]) + line[1:]
 		}
 	}
@@ -121,7 +122,7 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 		"KS calibration error and spline recalibration: Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu and Hartley, \"Calibration of Neural Networks using Splines\", ICLR 2021.",
 		"Binned ECE uses 15 equal-width bins unless stated; intervals are bootstrap intervals over resampled predictions (the bandwidth and bin edges held fixed).",
 	}
-	notes = append(notes, evaluate.IntervalNotes(ev)...)
+	notes = append(notes, evaltext.IntervalNotes(ev)...)
 	seen := map[string]bool{}
 	for _, e := range ev.Results {
 		for _, w := range e.Warnings.Strings() {

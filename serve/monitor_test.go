@@ -285,7 +285,7 @@ func TestMonitorSurvivesSIGKILL(t *testing.T) {
 	for off := 0; off < total; off += s.N {
 		n := min(s.N, total-off)
 		sub := &data.Set{N: n, K: s.K, Probs: s.Probs[:n*s.K], Labels: s.Labels[:n]}
-		if err := sums.Add(&evaluate.Batch{Set: sub, Source: "rows", Offset: int64(off)}); err != nil {
+		if err := sums.Add(&data.Batch{Set: sub, Source: "rows", Offset: int64(off)}); err != nil {
 			t.Fatal(err)
 		}
 	}

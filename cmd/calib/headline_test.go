@@ -11,6 +11,7 @@ import (
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evaltext"
 	"github.com/calib-dev/calib/report"
 )
 
@@ -44,7 +45,7 @@ func TestOneHeadline(t *testing.T) {
 		t.Errorf("the headline has no interval: %+v", e)
 	}
 	var text bytes.Buffer
-	if err := evaluate.WriteText(&text, ev); err != nil {
+	if err := evaltext.WriteText(&text, ev); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "report: "+h+" = ") {

@@ -54,7 +54,7 @@ type Text struct {
 // all, as without a list, it is an entry with an error). With the set s
 // (nil: before the data is read) it also checks what depends on the data:
 // the mode against the set's columns (evaluate.NotionSet.Resolve), the KS
-// r against K (evaluate.CheckKSR).
+// r against K (evaluate.Options.CheckK).
 func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
 	if t.Mode != "" {
 		if err := o.Mode.UnmarshalText([]byte(t.Mode)); err != nil {
@@ -90,7 +90,7 @@ func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
 		return err
 	}
 	if s != nil {
-		return evaluate.CheckKSR(*o, s.K)
+		return o.CheckK(s.K)
 	}
 	return nil
 }

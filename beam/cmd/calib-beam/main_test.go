@@ -111,7 +111,7 @@ func TestSameAsCalibEvalStream(t *testing.T) {
 	}
 	cuts := []int{0, 1300, 2500, 3750, 5000}
 	for i := range len(cuts) - 1 {
-		r := evaluate.RowsOf(s, cuts[i], cuts[i+1])
+		r := s.Rows(cuts[i], cuts[i+1])
 		if err := data.WriteFile(filepath.Join("shards", fmt.Sprintf("part-%d.csv", i)), r.Probs, r.K, r.Labels); err != nil {
 			t.Fatal(err)
 		}

@@ -244,7 +244,7 @@ func calib_stream_add(call, h C.int64_t, x unsafe.Pointer, dtype C.int, n, cols 
 		if err != nil {
 			return "", codeInput, err
 		}
-		b := &evaluate.Batch{Set: s, Source: a.source, Offset: first}
+		b := &data.Batch{Set: s, Source: a.source, Offset: first}
 		if a.ks != nil {
 			if first+int64(n) > a.sums.N() {
 				return inputError("%s: the second pass would hold %d rows, the first holds %d (the second must add the same rows in the same order)", name, first+int64(n), a.sums.N())

@@ -13,6 +13,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
+	"github.com/calib-dev/calib/evaluate/evaltext"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
@@ -112,7 +113,7 @@ func newEvalCmd() *cobra.Command {
 		if ef.json {
 			return evaluate.WriteJSON(cmd.OutOrStdout(), out)
 		}
-		return evaluate.WriteText(cmd.OutOrStdout(), out)
+		return evaltext.WriteText(cmd.OutOrStdout(), out)
 	})
 	registerEval(cmd, &in, &ef, &sf)
 	return cmd

@@ -177,7 +177,7 @@ func isExponent(msg string) bool {
 func isInputError(err error) bool {
 	var ie inputError
 	var de *data.Error
-	var se *evaluate.DataError
+	var se *data.StreamError
 	return errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) ||
 		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, calibtest.ErrInput) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
 		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||

@@ -151,7 +151,7 @@ func (f *streamFlags) inMemory(fs *pflag.FlagSet, pred string) error {
 // shard, paired in sorted order as calib-beam's --label-files). Files
 // that the labels or weights patterns name are not prediction shards
 // (labels .npy files beside NPY shards in one directory).
-func pairShards(pred string, names []string, labels, weights string) ([]evaluate.Shard, error) {
+func pairShards(pred string, names []string, labels, weights string) ([]data.Shard, error) {
 	side := map[string]bool{}
 	lists := make([][]string, 2)
 	for i, pattern := range []string{labels, weights} {
@@ -176,7 +176,7 @@ func pairShards(pred string, names []string, labels, weights string) ([]evaluate
 	if len(preds) == 0 {
 		return nil, usageErrorf("%s: every file it names is a labels or weights file", pred)
 	}
-	shards := make([]evaluate.Shard, len(preds))
+	shards := make([]data.Shard, len(preds))
 	for i, n := range preds {
 		shards[i].File = n
 	}
@@ -320,7 +320,7 @@ func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, 
 	ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), f.progress)
 	so.Progress = ui
 	defer limitHeap()()
-	out, err := evaluate.Stream(cmd.Context(), evaluate.ShardFiles(shards, in.o, sf.rows, transform), so)
+	out, err := evaluate.Stream(cmd.Context(), data.ShardFiles(shards, in.o, sf.rows, transform), so)
 	ui.wait()
 	if errors.Is(err, data.ErrNoLabels) {
 		err = fmt.Errorf("%w (--labels FILES: one labels file per shard, a glob or a directory, paired with the shards in sorted order)", err)
