@@ -248,7 +248,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 func rowOptions(h float64, seed uint64, workers int) evaluate.Options {
 	return evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.Headline.Metric, evaluate.ECEKDE, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
-		Mode:    evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KSR: []int{1, 2},
+		Mode:    evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KS: evaluate.KSOptions{R: []int{1, 2}},
 		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true,
 		Seed: seed, Workers: workers,
 	}

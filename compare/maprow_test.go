@@ -33,7 +33,7 @@ func TestCompareRowIsTheMapApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ks", "brier", "accuracy"}, KSR: []int{1, 2}, Workers: 1})
+		ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ks", "brier", "accuracy"}, KS: evaluate.KSOptions{R: []int{1, 2}}, Workers: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,10 +9,27 @@ import (
 	"github.com/calib-dev/calib/notion"
 )
 
-// DefaultACEBins is the number of bins of ace when Options.ACEBins is 0
-// (robustness_metrics' registered "ace" uses 30, torch-uncertainty's and
-// netcal's default is 10: --ace-bins reproduces them).
+// ACEOptions configures ace (Options.ACE). The zero value is 15 bins.
+type ACEOptions struct {
+	// Bins is the number of bins of every convention's ACE; 0 means 15
+	// (robustness_metrics' registered "ace" uses 30, torch-uncertainty's
+	// and netcal's default is 10: --ace-bins reproduces them).
+	Bins int
+}
+
+// DefaultACEBins is the number of bins of ACEOptions.Bins 0.
 const DefaultACEBins = 15
+
+// check fills the default number of bins and refuses a negative one.
+func (a *ACEOptions) check() error {
+	if a.Bins < 0 {
+		return optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", a.Bins, DefaultACEBins)
+	}
+	if a.Bins == 0 {
+		a.Bins = DefaultACEBins
+	}
+	return nil
+}
 
 // aceDef is "ACE" in each of its three meanings, each entry naming its
 // convention (convention package):
@@ -30,7 +47,14 @@ const DefaultACEBins = 15
 // None takes sample weights (the libraries have none): a weighted set
 // gets an error.
 var aceDef = metricDef{
-	name:     ACE,
+	name:  ACE,
+	check: func(o *Options) error { return o.ACE.check() },
+	variant: func(e *Result) string { // the convention; robustness_metrics' TACE apart
+		if e.Threshold != nil && *e.Threshold > 0 {
+			return e.Convention + "/tace"
+		}
+		return e.Convention
+	},
 	compute:  (*evaluator).ace,
 	interval: centered,
 	define: func(_ *config, e *Result) {
@@ -51,10 +75,7 @@ func (ev *evaluator) ace() ([]*Result, error) {
 	if s.Weights != nil {
 		return nil, optionError("weights", "ace: the libraries that define it take no sample weights")
 	}
-	bins := c.ACEBins
-	if bins == 0 {
-		bins = DefaultACEBins
-	}
+	bins := c.ACE.Bins
 	var out []*Result
 	// failed is the entry of a part the library cannot compute (too few
 	// scores for the bins): its error; the other parts stand.

@@ -28,7 +28,6 @@ import (
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/smooth"
-	"github.com/calib-dev/calib/variational"
 )
 
 // ErrOptions is wrapped by the errors of options that cannot be used (an
@@ -75,12 +74,9 @@ type Options struct {
 	// h and 10h, which warns); for callers that chose h on other data on
 	// purpose (compare: one h for every recalibrated set).
 	NoBandwidthCheck bool
-	// WitnessBandwidth evaluates ece_witness at this one bandwidth
-	// instead of choosing it (p = 1: the residual witness at h; p = 2:
-	// the U-statistic at h/2, h being h_cv); 0 chooses it as kde.Witness
-	// does. ece_witness reports p = 1 and 2, or those of P when P is given.
-	WitnessBandwidth float64
-	Objective        kde.Objective
+	// Witness configures ece_witness (witness.go).
+	Witness   WitnessOptions
+	Objective kde.Objective
 	// Exact computes the one-dimensional ECE^KDE notions (top_label,
 	// binary, class_wise) of ece_kde and sharpness, and their bandwidths, by
 	// the exact O(n^2) sweeps instead of the tree of series
@@ -92,12 +88,10 @@ type Options struct {
 	// Bins are the binned metrics' bins (the zero value: 15 equal-width,
 	// fixed).
 	Bins metric.BinOptions
-	// KSR lists the r of the KS top-r errors (and within-top-r for r >= 2),
-	// each at most K; nil means {1, 2}.
-	KSR Ranks
-	// MMCEWidth is the width of MMCE's Laplacian kernel; 0 means
-	// metric.DefaultMMCEWidth.
-	MMCEWidth float64
+	// KS configures ks (ks.go): the r of its top-r errors.
+	KS KSOptions
+	// MMCE configures mmce (mmce.go): its kernel's width.
+	MMCE MMCEOptions
 	// SmECE configures smece: the zero value is relplot 1.0.3's smECE at
 	// its fixed point sigma*; Sigma fixes the bandwidth (relplot's
 	// smECE_sigma), Convention smooth.Relplot101 is relplot 1.0.1's.
@@ -107,13 +101,11 @@ type Options struct {
 	// (package convention; "" and convention.Calib are calib's own). The
 	// class-wise and canonical entries are calib's whatever it is.
 	Convention convention.Name
-	// ACEBins is the number of bins of ace; 0 means DefaultACEBins.
-	ACEBins int
-	// VariationalFamily is the comma-separated list of recalibration
-	// families of ece_variational (variational.ParseFamilies: recal
-	// method names, "log-spline-shared", "auto"); "" means
-	// DefaultVariationalFamily.
-	VariationalFamily string
+	// ACE configures ace (ace.go): its number of bins.
+	ACE ACEOptions
+	// Variational configures ece_variational (variational.go): its
+	// recalibration families.
+	Variational VariationalOptions
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
 	// meaning 0.95): centred on the estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
@@ -201,8 +193,6 @@ type config struct {
 	metrics  MetricSet
 	ps       []float64
 	bin      metric.BinOptions
-	ksR      []int
-	mmce     float64
 	boot     metric.BootstrapOptions
 	explicit bool
 	ci       bool
@@ -244,7 +234,7 @@ func optionError(option, format string, args ...any) error {
 // resolve checks o and fills its defaults for the set s.
 func (o Options) resolve(s *data.Set) (*config, error) {
 	o.Seed = o.seed()
-	c := &config{Options: o, explicit: o.Strict, bin: o.Bins, mmce: o.MMCEWidth}
+	c := &config{Options: o, explicit: o.Strict, bin: o.Bins}
 	var err error
 	if c.notions, c.note, err = o.Mode.Resolve(s); err != nil {
 		return nil, err
@@ -256,9 +246,6 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 		if !(p >= 1 && p <= kde.MaxP) {
 			return nil, optionError("p", "p = %v: each p must be a number in [1, %d]", p, kde.MaxP)
 		}
-	}
-	if !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0) {
-		return nil, optionError("witness-bandwidth", "witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", o.WitnessBandwidth)
 	}
 	if !(o.Bandwidth >= 0) || math.IsInf(float64(o.Bandwidth), 0) {
 		return nil, optionError("bandwidth", "bandwidth %v: want a finite h > 0, or 0 (chosen by leave-one-out likelihood)", o.Bandwidth)
@@ -281,39 +268,13 @@ func (o Options) resolve(s *data.Set) (*config, error) {
 	if c.bin.Bins == 0 {
 		c.bin.Bins = metric.DefaultBins
 	}
-	if c.ksR = o.KSR; c.ksR == nil {
-		c.ksR = []int{1, 2}
-	}
-	for _, r := range c.ksR {
-		if r < 1 {
-			return nil, optionError("ks-r", "ks r = %d: each r must be >= 1", r)
-		}
-	}
-	if c.mmce == 0 {
-		c.mmce = metric.DefaultMMCEWidth
-	}
-	if !(c.mmce > 0) || math.IsInf(c.mmce, 0) {
-		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.mmce)
-	}
-	if sg := o.SmECE.Sigma; !(sg == 0 || (sg >= smooth.MinSigma && sg <= 1)) {
-		return nil, optionError("smece-sigma", "smece sigma %v: want a bandwidth in [%g, 1], or 0 (the fixed point)", sg, smooth.MinSigma)
-	}
-	if e := o.SmECE.Eps; !(e >= 0 && e < 1) {
-		return nil, optionError("smece-sigma", "smece eps %v: want a number in [0, 1)", e)
-	}
-	if cv := o.SmECE.Convention; cv != smooth.Relplot && cv != smooth.Relplot101 {
-		return nil, optionError("convention", "smece convention %v is not one (valid: relplot, relplot-1.0.1)", cv)
+	if err := c.Options.checkMetrics(); err != nil {
+		return nil, err
 	}
 	if cv, err := convention.Parse(string(o.Convention)); err != nil {
 		return nil, optionError("convention", "%v", err)
 	} else {
 		c.Convention = cv
-	}
-	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
-		return nil, optionError("variational-family", "%v", err)
-	}
-	if o.ACEBins < 0 {
-		return nil, optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", o.ACEBins, DefaultACEBins)
 	}
 	c.ci = o.CI || o.CIExact
 	if o.PValueResamples < 0 {

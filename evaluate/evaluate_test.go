@@ -55,7 +55,7 @@ func TestEvaluateMatchesGolden(t *testing.T) {
 func TestEvaluateOptions(t *testing.T) {
 	s := loadTest(t)
 	for _, o := range []Options{{Metrics: MetricSet{"nope"}}, {P: []float64{0.5}}, {P: []float64{1000}}, {Mode: NotionSet{kde.Notion(7)}},
-		{Bandwidth: -1}, {KSR: []int{0}}, {MMCEWidth: -1}, {CI: true, Level: 2}} {
+		{Bandwidth: -1}, {KS: KSOptions{R: []int{0}}}, {MMCE: MMCEOptions{Width: -1}}, {CI: true, Level: 2}} {
 		if _, err := Evaluate(context.Background(), s, o); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v, want ErrOptions", o, err)
 		}

@@ -29,7 +29,7 @@ func FuzzStreamState(f *testing.F) {
 	s = s.Rows(0, 300)
 	for _, o := range []StreamOptions{
 		{EvalPoints: 20, KSCells: 8},
-		{Options: Options{Metrics: StreamableMetrics(), Bandwidth: 0.05, WitnessBandwidth: 0.1, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 15, KSCells: 8},
+		{Options: Options{Metrics: StreamableMetrics(), Bandwidth: 0.05, Witness: WitnessOptions{Bandwidth: 0.1}, Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}}, EvalPoints: 15, KSCells: 8},
 	} {
 		sums, err := NewSums(o)
 		if err != nil {

@@ -13,11 +13,33 @@ import (
 // scores, the within-top-r scores and each class column.
 var ksDef = metricDef{
 	name:     KS,
+	check:    func(o *Options) error { return o.KS.check() },
 	compute:  (*evaluator).ks,
 	interval: centered,
 	pValues:  (*evaluator).ksPValues,
 	define:   func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
 	finish:   func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
+}
+
+// KSOptions configures ks (Options.KS). The zero value reports the top-1
+// and top-2 errors and the within-top-2 error.
+type KSOptions struct {
+	// R lists the r of the KS top-r errors (and within-top-r for r >= 2),
+	// each at most K (Options.CheckK); nil means {1, 2}.
+	R Ranks
+}
+
+// check fills the default ranks and refuses an r below 1.
+func (o *KSOptions) check() error {
+	if o.R == nil {
+		o.R = Ranks{1, 2}
+	}
+	for _, r := range o.R {
+		if r < 1 {
+			return optionError("ks-r", "ks r = %d: each r must be >= 1", r)
+		}
+	}
+	return nil
 }
 
 func (ev *evaluator) ks() ([]*Result, error) {
@@ -30,13 +52,13 @@ func (ev *evaluator) ks() ([]*Result, error) {
 		ev.setStat(e, func(idx []int) (float64, error) { return sorted.KSResample(metric.Counts(s.N, idx)), nil })
 		out = append(out, e)
 	}
-	for _, r := range ev.cfg.ksR {
+	for _, r := range ev.cfg.KS.R {
 		if r <= s.K {
 			sc, oc := metric.TopR(s.Probs, s.Labels, s.K, r)
 			add("top_r", r, sc, oc)
 		}
 	}
-	for _, r := range ev.cfg.ksR {
+	for _, r := range ev.cfg.KS.R {
 		if r >= 2 && r <= s.K {
 			sc, oc := metric.WithinTopR(s.Probs, s.Labels, s.K, r)
 			add("within_top_r", r, sc, oc)

@@ -44,7 +44,7 @@ func (o Options) CheckK(k int) error {
 	if o.Metrics != nil && !o.Metrics.Has(KS) {
 		return nil
 	}
-	for _, r := range o.KSR {
+	for _, r := range o.KS.R {
 		if r > k {
 			return optionError("ks-r", "ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
 		}

@@ -12,6 +12,7 @@ import (
 // V-statistic (the i = j terms included).
 var mmceDef = metricDef{
 	name:     MMCE,
+	check:    func(o *Options) error { return o.MMCE.check() },
 	compute:  (*evaluator).mmce,
 	interval: centered,
 	pValues:  (*evaluator).recomputedPValues,
@@ -19,8 +20,28 @@ var mmceDef = metricDef{
 	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
 }
 
+// MMCEOptions configures mmce (Options.MMCE). The zero value is the
+// width metric.DefaultMMCEWidth (0.4, Kumar et al.'s).
+type MMCEOptions struct {
+	// Width is the width of MMCE's Laplacian kernel exp(-|r_i - r_j| /
+	// Width); 0 means metric.DefaultMMCEWidth.
+	Width float64
+}
+
+// check fills the default width and refuses one that is not a positive
+// finite number.
+func (m *MMCEOptions) check() error {
+	if m.Width == 0 {
+		m.Width = metric.DefaultMMCEWidth
+	}
+	if !(m.Width > 0) || math.IsInf(m.Width, 0) {
+		return optionError("mmce-width", "MMCE width %v: must be positive", m.Width)
+	}
+	return nil
+}
+
 func (ev *evaluator) mmce() ([]*Result, error) {
-	s, w := ev.set, ev.cfg.mmce
+	s, w := ev.set, ev.cfg.MMCE.Width
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
 	v, sq := metric.MMCE(r, cor, w, nil, s.Weights)
 	e := &Result{Metric: MMCE, Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w)}

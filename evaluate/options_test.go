@@ -17,7 +17,7 @@ import (
 
 // TestCheckK: the KS r is checked against K only when ks is asked for.
 func TestCheckK(t *testing.T) {
-	o := Options{KSR: []int{1, 4}}
+	o := Options{KS: KSOptions{R: []int{1, 4}}}
 	if err := o.CheckK(3); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), "ks-r 4: the predictions have K = 3 classes, so r must be at most 3") {
 		t.Errorf("CheckK: %v", err)
 	}

@@ -102,7 +102,7 @@ func TestKSStatistics(t *testing.T) {
 				set.Weights[i] = 0.5 + rng.Float64()
 			}
 		}
-		c, err := Options{Metrics: MetricSet{"ks"}, KSR: []int{1, 2, 3}}.resolve(&set)
+		c, err := Options{Metrics: MetricSet{"ks"}, KS: KSOptions{R: []int{1, 2, 3}}}.resolve(&set)
 		if err != nil {
 			t.Fatal(err)
 		}

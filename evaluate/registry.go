@@ -115,6 +115,14 @@ type metricDef struct {
 	// define sets the definition keys that are the metric's own: the
 	// estimator, and the kernel, bin rules or seed where it has them.
 	define func(c *config, e *Result)
+	// variant, if not nil, tells apart the entries of one notion and p
+	// (Key.Variant).
+	variant func(e *Result) string
+	// check checks the metric's own options (its field of Options) and
+	// fills their defaults; nil: it has none. Evaluate and a stream run
+	// every metric's check, asked for or not, so that a bad option is
+	// refused whatever the metrics.
+	check func(o *Options) error
 	// finish reports the metric from a stream's sums; nil: it is not
 	// streamed.
 	finish func(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error)
@@ -150,6 +158,30 @@ func lookupDef(m Metric) *metricDef {
 	for _, d := range metricTable {
 		if d.name == m {
 			return d
+		}
+	}
+	return nil
+}
+
+// variantOf maps a metric to its metricDef.variant (filled from the table
+// at start-up: Key reads it, and the table's functions call Key).
+var variantOf = map[Metric]func(e *Result) string{}
+
+func init() {
+	for _, d := range metricTable {
+		if d.variant != nil {
+			variantOf[d.name] = d.variant
+		}
+	}
+}
+
+// checkMetrics runs every metric's check on o, in the table's order.
+func (o *Options) checkMetrics() error {
+	for _, d := range metricTable {
+		if d.check != nil {
+			if err := d.check(o); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -85,9 +85,9 @@ func TestOptionErrorNamesTheOption(t *testing.T) {
 		{Options{P: []float64{0.5}}, "p"},
 		{Options{Metrics: MetricSet{"nope"}}, "metrics"},
 		{Options{Mode: NotionSet{kde.Binary}, Metrics: MetricSet{ECEKDE}}, "mode"},
-		{Options{KSR: []int{0}}, "ks-r"},
+		{Options{KS: KSOptions{R: []int{0}}}, "ks-r"},
 		{Options{Bandwidth: -1}, "bandwidth"},
-		{Options{MMCEWidth: -1}, "mmce-width"},
+		{Options{MMCE: MMCEOptions{Width: -1}}, "mmce-width"},
 		{Options{CI: true, Level: 2}, "ci-resamples"},
 	} {
 		_, err = Evaluate(context.Background(), s, c.o)

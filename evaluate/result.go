@@ -72,25 +72,18 @@ type Result struct {
 	// The definition keys (see definition.go and docs/metrics.md, "What
 	// exactly each number is"): with the keys above they say everything
 	// needed to recompute the value.
-	Estimator   string   `json:"estimator,omitempty"`        // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
-	Kernel      string   `json:"kernel,omitempty"`           // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
-	BinRule     string   `json:"bin_rule,omitempty"`         // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
-	BinEdges    string   `json:"bin_edges,omitempty"`        // binned metrics: which bin a score on an edge falls in
-	Convention  string   `json:"convention,omitempty"`       // whose definition the value follows ("calib", "sklearn", "relplot", ...; convention.Name)
-	Threshold   *float64 `json:"threshold,omitempty"`        // ace (robustness_metrics): the probabilities kept are those above it
-	Loss        string   `json:"loss,omitempty"`             // ece_variational: the proper loss ("lp", "log", "brier")
-	Family      string   `json:"family,omitempty"`           // ece_variational: the recalibration family whose gain it is (variational.FamilyOf)
-	MapSE       *Float   `json:"map_se,omitempty"`           // ece_variational: the part of se from the refitted maps (variational.Result.MapSE)
-	Optimism    *Float   `json:"optimism,omitempty"`         // ece_variational: the maps' gain on their training rows less the value (variational.Result.Optimism)
-	Families    []string `json:"families,omitempty"`         // ece_variational: the families fitted, Family the one with the largest log-loss gain
-	Over        *Float   `json:"over_confidence,omitempty"`  // ece_variational top_label, binary: the part of the value from lowering the confidence
-	Under       *Float   `json:"under_confidence,omitempty"` // ece_variational top_label, binary: the part from raising it
-	Folds       *int     `json:"folds,omitempty"`            // ece_variational: the cross-fitting folds
-	CIResamples *int     `json:"ci_resamples,omitempty"`     // with ci: bootstrap resamples
-	CISeed      *uint64  `json:"ci_seed,omitempty"`          // with ci: bootstrap seed
-	CIExact     bool     `json:"ci_exact,omitempty"`         // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
-	Seed        *uint64  `json:"seed,omitempty"`             // ece_witness: seed of the cross-fitting splits
-	Weighted    bool     `json:"weighted"`                   // sample weights were used (Set.Weights not nil)
+	Estimator       string   `json:"estimator,omitempty"`  // which estimator of the metric (e.g. "plug-in", "witness-crossfit")
+	Kernel          string   `json:"kernel,omitempty"`     // kernel of the kernel estimators ("dirichlet", "beta", "laplacian")
+	BinRule         string   `json:"bin_rule,omitempty"`   // binned metrics: "fixed", "sqrt" or "doane" (the number of bins)
+	BinEdges        string   `json:"bin_edges,omitempty"`  // binned metrics: which bin a score on an edge falls in
+	Convention      string   `json:"convention,omitempty"` // whose definition the value follows ("calib", "sklearn", "relplot", ...; convention.Name)
+	Threshold       *float64 `json:"threshold,omitempty"`  // ace (robustness_metrics): the probabilities kept are those above it
+	VariationalKeys          // ece_variational's keys (variational.go)
+	CIResamples     *int     `json:"ci_resamples,omitempty"` // with ci: bootstrap resamples
+	CISeed          *uint64  `json:"ci_seed,omitempty"`      // with ci: bootstrap seed
+	CIExact         bool     `json:"ci_exact,omitempty"`     // with ci: the estimator recomputed on every resample (else the per-point terms resampled)
+	Seed            *uint64  `json:"seed,omitempty"`         // ece_witness: seed of the cross-fitting splits
+	Weighted        bool     `json:"weighted"`               // sample weights were used (Set.Weights not nil)
 
 	// With Options.PValues: the p-value of the test of calibration whose
 	// statistic is this entry (calibtest.ConsistencyMany), its method and
@@ -167,16 +160,8 @@ func (e *Result) Key() Key {
 	if e.R != nil {
 		k.R = *e.R
 	}
-	switch e.Metric {
-	case ECESweep, TCE:
-		k.Variant = e.Binning
-	case ECEVariational:
-		k.Variant = e.Loss
-	case ACE:
-		k.Variant = e.Convention
-		if e.Threshold != nil && *e.Threshold > 0 {
-			k.Variant += "/tace"
-		}
+	if d := variantOf[e.Metric]; d != nil {
+		k.Variant = d(e)
 	}
 	return k
 }

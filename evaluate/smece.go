@@ -28,6 +28,7 @@ import (
 // interval of the smECE does, 11 bandwidths per resample).
 var smeceDef = metricDef{
 	name:     SmECE,
+	check:    func(o *Options) error { return checkSmECE(o.SmECE) },
 	compute:  (*evaluator).smece,
 	interval: centered,
 	define: func(c *config, e *Result) {
@@ -38,6 +39,21 @@ var smeceDef = metricDef{
 		}
 	},
 	finish: finishSmECE,
+}
+
+// checkSmECE checks Options.SmECE: sigma 0 (the fixed point) or in
+// [smooth.MinSigma, 1], eps in [0, 1), and one of relplot's conventions.
+func checkSmECE(o smooth.Options) error {
+	if sg := o.Sigma; !(sg == 0 || (sg >= smooth.MinSigma && sg <= 1)) {
+		return optionError("smece-sigma", "smece sigma %v: want a bandwidth in [%g, 1], or 0 (the fixed point)", sg, smooth.MinSigma)
+	}
+	if e := o.Eps; !(e >= 0 && e < 1) {
+		return optionError("smece-sigma", "smece eps %v: want a number in [0, 1)", e)
+	}
+	if cv := o.Convention; cv != smooth.Relplot && cv != smooth.Relplot101 {
+		return optionError("convention", "smece convention %v is not one (valid: relplot, relplot-1.0.1)", cv)
+	}
+	return nil
 }
 
 func (ev *evaluator) smece() ([]*Result, error) {

@@ -16,7 +16,6 @@ import (
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/smooth"
-	"github.com/calib-dev/calib/variational"
 )
 
 // Streamed evaluation: the metrics of a prediction set read in batches, in
@@ -56,7 +55,7 @@ const AllPoints = -1
 const MaxAllPoints = 200_000
 
 // StreamOptions configures a streamed evaluation: Options (Metrics,
-// Strict, Mode, P, Bandwidth, ClassMean, Bins, KSR, MMCEWidth, Level, Seed,
+// Strict, Mode, P, Bandwidth, ClassMean, Bins, KS, MMCE, Level, Seed,
 // Workers, Progress; the bootstrap, debiasing and witness options are
 // refused) and the stream's own.
 type StreamOptions struct {
@@ -141,17 +140,15 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("max-cells", "%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
 	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
 		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, or all", o.EvalPoints, MaxAllPoints)
-	case !(o.WitnessBandwidth >= 0) || math.IsInf(o.WitnessBandwidth, 0):
-		return nil, optionError("witness-bandwidth", "witness bandwidth %v: must be positive", o.WitnessBandwidth)
 	case o.SmECE.Convention != smooth.Relplot:
 		return nil, optionError("convention", "a streamed evaluation computes relplot 1.0.3's smece (its grids are sums); relplot 1.0.1's grid follows its search and needs the set in memory")
 	case o.Convention != "" && o.Convention != convention.Calib:
 		return nil, optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
 	}
-	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
-		return nil, optionError("variational-family", "%v", err)
+	if err := o.Options.checkMetrics(); err != nil {
+		return nil, err
 	}
-	c := &streamConfig{SmECE: o.SmECE, VariationalFamily: o.VariationalFamily, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KSR, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCEWidth, Strict: o.Strict}
+	c := &streamConfig{SmECE: o.SmECE, VariationalFamily: o.Variational.Family, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KS.R, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCE.Width, Strict: o.Strict}
 	if o.Metrics == nil {
 		c.Metrics, c.Defaulted = slices.Clone(streamMetrics), true
 	}
@@ -170,22 +167,16 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		return nil, optionError("metrics", "no metric given")
 	}
 	// The checks of Options.resolve that need no data.
-	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KSR: o.KSR, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KS: o.KS, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
 	if err != nil {
 		return nil, err
 	}
-	c.P, c.KSR, c.Level = base.ps, base.ksR, base.boot.Level
+	c.P, c.Level = base.ps, base.boot.Level
 	if c.Bins.Bins == 0 {
 		c.Bins.Bins = metric.DefaultBins
 	}
 	if _, err := metric.NewBinSums(metric.BinOptions{Bins: c.Bins.Bins}); err != nil {
 		return nil, optionError("bins", "%v", err)
-	}
-	if c.MMCEWidth == 0 {
-		c.MMCEWidth = metric.DefaultMMCEWidth
-	}
-	if !(c.MMCEWidth > 0) || math.IsInf(c.MMCEWidth, 0) {
-		return nil, optionError("mmce-width", "MMCE width %v: must be positive", c.MMCEWidth)
 	}
 	if c.KSCells == 0 {
 		c.KSCells = metric.DefaultKSCells
@@ -207,8 +198,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	}
 	if c.has("ece_witness") {
 		c.WitnessGrid = kde.WitnessGrid()
-		if o.WitnessBandwidth > 0 {
-			c.WitnessGrid = []float64{o.WitnessBandwidth}
+		if o.Witness.Bandwidth > 0 {
+			c.WitnessGrid = []float64{o.Witness.Bandwidth}
 		}
 		for _, p := range c.P {
 			if (p == 1 || p == 2) && !slices.Contains(c.WitnessP, p) {

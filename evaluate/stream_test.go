@@ -395,7 +395,7 @@ func TestStreamEdgeCases(t *testing.T) {
 	if _, err := Stream(context.Background(), data.SetSource(one, 10), StreamOptions{Options: Options{Metrics: MetricSet{"ece_kde"}, Strict: true}}); err == nil {
 		t.Error("one row, ece_kde asked for: no error")
 	}
-	if _, err := Stream(context.Background(), data.SetSource(d.Rows(0, 50), 10), StreamOptions{Options: Options{Metrics: MetricSet{"ks"}, KSR: []int{11}}}); err == nil {
+	if _, err := Stream(context.Background(), data.SetSource(d.Rows(0, 50), 10), StreamOptions{Options: Options{Metrics: MetricSet{"ks"}, KS: KSOptions{R: []int{11}}}}); err == nil {
 		t.Error("ks r = 11 > K = 10: no error")
 	}
 }

@@ -90,7 +90,7 @@ func NewSums(o StreamOptions) (*Sums, error) {
 func (s *Sums) start(b *data.Batch) error {
 	c := s.st.Config
 	if c.has("ks") {
-		if err := (Options{KSR: c.KSR}).CheckK(b.K); err != nil {
+		if err := (Options{KS: KSOptions{R: c.KSR}}).CheckK(b.K); err != nil {
 			return err
 		}
 	}

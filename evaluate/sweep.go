@@ -15,6 +15,7 @@ import (
 // bootstrap sweeps each resample again.
 var eceSweepDef = metricDef{
 	name:     ECESweep,
+	variant:  func(e *Result) string { return e.Binning }, // equal_width, equal_mass
 	compute:  (*evaluator).eceSweep,
 	interval: centered,
 	define: func(_ *config, e *Result) {

@@ -14,6 +14,7 @@ import (
 // sets get an error.
 var tceDef = metricDef{
 	name:     TCE,
+	variant:  func(e *Result) string { return e.Binning }, // pava, equal_mass
 	compute:  (*evaluator).tce,
 	interval: centered,
 	define: func(_ *config, e *Result) {

@@ -15,7 +15,7 @@ import (
 // variationalDef is the variational calibration error of Berta et al.
 // (2026) as probmetrics computes it (package variational): the
 // cross-fitted gain of the recalibration families of
-// Options.VariationalFamily (by default temperature scaling and log-spline
+// Options.Variational.Family (by default temperature scaling and log-spline
 // scaling without and with class biases, the simplest kept unless a
 // richer one's per-row gains beat it significantly) on 5 folds dealt by a hash of each
 // row (variational.RowFold), seeded by Options.Seed: p = 1 (of P) is the L1 error CE_1 by the
@@ -35,6 +35,8 @@ import (
 // over- and under-confidence.
 var variationalDef = metricDef{
 	name:     ECEVariational,
+	check:    func(o *Options) error { return o.Variational.check() },
+	variant:  func(e *Result) string { return e.Loss },
 	compute:  (*evaluator).variational,
 	finish:   finishVariational,
 	interval: percentile,
@@ -43,9 +45,36 @@ var variationalDef = metricDef{
 	},
 }
 
-// DefaultVariationalFamily is the family list of ece_variational when
-// Options.VariationalFamily is "".
-const DefaultVariationalFamily = variational.Auto
+// VariationalOptions configures ece_variational (Options.Variational). The
+// zero value fits variational.Auto: temperature scaling and log-spline
+// scaling without and with class biases.
+type VariationalOptions struct {
+	// Family is the comma-separated list of recalibration families
+	// (variational.ParseFamilies: recal method names,
+	// "log-spline-shared", "auto"); "" means variational.Auto.
+	Family string
+}
+
+// check refuses a family list that variational.ParseFamilies refuses.
+func (v VariationalOptions) check() error {
+	if _, err := variational.ParseFamilies(v.Family); err != nil {
+		return optionError("variational-family", "%v", err)
+	}
+	return nil
+}
+
+// VariationalKeys are the keys of an ece_variational entry, embedded in
+// Result (its JSON stays flat: "loss", "family", ...).
+type VariationalKeys struct {
+	Loss     string   `json:"loss,omitempty"`             // the proper loss ("lp", "log", "brier")
+	Family   string   `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
+	MapSE    *Float   `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
+	Optimism *Float   `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
+	Families []string `json:"families,omitempty"`         // the families fitted, Family the one with the largest log-loss gain
+	Over     *Float   `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
+	Under    *Float   `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
+	Folds    *int     `json:"folds,omitempty"`            // the cross-fitting folds
+}
 
 // variationalClassWiseMaxK is the largest K whose class-wise entries
 // ece_variational computes (K binary cross-fits; as ece_kde's "all").
@@ -53,7 +82,7 @@ const variationalClassWiseMaxK = 20
 
 func (ev *evaluator) variational() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
-	families, err := variational.ParseFamilies(c.VariationalFamily)
+	families, err := variational.ParseFamilies(c.Variational.Family)
 	if err != nil {
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}
@@ -153,7 +182,7 @@ func (ev *evaluator) variational() ([]*Result, error) {
 // is the rows' given the maps), p and root for the lp (CE_1) and Brier
 // (CE_2^2) losses.
 func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result, families []string, folds int) *Result {
-	e := &Result{Metric: ECEVariational, Notion: nt, Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds),
+	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds)},
 		Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {
 		e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)

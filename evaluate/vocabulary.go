@@ -49,7 +49,7 @@ func (ps *Exponents) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Ranks lists the r >= 1 of the KS top-r errors (Options.KSR). Its text
+// Ranks lists the r >= 1 of the KS top-r errors (Options.KS.R). Its text
 // form is the integers, comma-separated ("1,2"); an empty text is an
 // empty, non-nil list: no top-r error.
 type Ranks []int

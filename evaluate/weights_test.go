@@ -48,7 +48,7 @@ func TestWeightsEqualRepeatedRows(t *testing.T) {
 		if err := s.SetWeights(w); err != nil {
 			t.Fatal(err)
 		}
-		o := Options{Metrics: c.metrics, Strict: true, KSR: []int{1, 2, 3}}
+		o := Options{Metrics: c.metrics, Strict: true, KS: KSOptions{R: []int{1, 2, 3}}}
 		if err := o.Bins.Binning.UnmarshalText([]byte(c.bins)); err != nil {
 			t.Fatal(err)
 		}

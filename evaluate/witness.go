@@ -17,10 +17,29 @@ import (
 // cost).
 var witnessDef = metricDef{
 	name:     ECEWitness,
+	check:    func(o *Options) error { return o.Witness.check() },
 	compute:  (*evaluator).eceWitness,
 	interval: witnessInterval,
 	define:   defineWitness,
 	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishWitness(s, ks) },
+}
+
+// WitnessOptions configures ece_witness (Options.Witness). The zero value
+// chooses the bandwidth by cross-fitting, as kde.Witness does.
+type WitnessOptions struct {
+	// Bandwidth evaluates ece_witness at this one bandwidth h instead of
+	// choosing it (p = 1: the residual witness at h; p = 2: the
+	// U-statistic at h/2, h being h_cv); 0 chooses it. ece_witness
+	// reports p = 1 and 2, or those of Options.P when P is given.
+	Bandwidth float64
+}
+
+// check refuses a bandwidth that is negative or not finite.
+func (w WitnessOptions) check() error {
+	if !(w.Bandwidth >= 0) || math.IsInf(w.Bandwidth, 0) {
+		return optionError("witness-bandwidth", "witness bandwidth %v: want a finite h > 0, or 0 (chosen by cross-fitting)", w.Bandwidth)
+	}
+	return nil
 }
 
 // witnessInterval is the percentile interval of the resampled per-point
@@ -53,8 +72,8 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 		return nil, err
 	}
 	o := kde.WitnessOptions{Seed: c.boot.Seed, Workers: c.Workers}
-	if c.WitnessBandwidth > 0 {
-		o.Grid = []float64{c.WitnessBandwidth}
+	if c.Witness.Bandwidth > 0 {
+		o.Grid = []float64{c.Witness.Bandwidth}
 	}
 	if c.P != nil { // the p of P that the witness has: 1, 2
 		for _, p := range c.P {

@@ -92,7 +92,7 @@ func (m *Monitor) config() snapshotConfig {
 		MaxCells   int
 		Mode       any
 		Alarm      any
-	}{m.o.Eval.Bins, m.o.Eval.KSR, m.o.Eval.P, m.o.Eval.SmECE, m.o.Eval.ClassMean, m.o.Eval.Convention, m.o.Eval.KSCells, m.o.Eval.MaxCells, m.o.Eval.Mode, m.o.Alarm})
+	}{m.o.Eval.Bins, m.o.Eval.KS.R, m.o.Eval.P, m.o.Eval.SmECE, m.o.Eval.ClassMean, m.o.Eval.Convention, m.o.Eval.KSCells, m.o.Eval.MaxCells, m.o.Eval.Mode, m.o.Alarm})
 	b := m.o.Eval.Bins.Bins
 	if b == 0 {
 		b = metric.DefaultBins

@@ -22,6 +22,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/variational"
 )
 
 // FlagSet is what Register needs of a flag set: *flag.FlagSet and
@@ -46,7 +47,7 @@ type Text struct {
 	Metrics   string // Options.Metrics (and Strict): evaluate.MetricSet; "" leaves them
 	Binning   string // Options.Bins.Binning: metric.Binning
 	BinRule   string // Options.Bins.Rule: metric.BinRule
-	KSR       string // Options.KSR: evaluate.Ranks
+	KSR       string // Options.KS.R: evaluate.Ranks
 }
 
 // Parse sets the fields of o that t holds; a list of metrics without
@@ -86,7 +87,7 @@ func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
 	if o.Bins.Rule, err = metric.ParseBinRule(t.BinRule); err != nil {
 		return optionError("bin-rule", "bin-rule: %v", err)
 	}
-	if err := o.KSR.UnmarshalText([]byte(t.KSR)); err != nil {
+	if err := o.KS.R.UnmarshalText([]byte(t.KSR)); err != nil {
 		return err
 	}
 	if s != nil {
@@ -170,8 +171,8 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 	fs.StringVar(&t.BinRule, "bin-rule", "fixed", "number of bins: fixed, doane or sqrt")
 	fs.StringVar(&t.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.BoolVar(&o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
-	fs.Float64Var(&o.MMCEWidth, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
-	fs.StringVar(&o.VariationalFamily, "variational-family", evaluate.DefaultVariationalFamily, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
+	fs.Float64Var(&o.MMCE.Width, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
+	fs.StringVar(&o.Variational.Family, "variational-family", variational.Auto, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
 	fs.Float64Var(&o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 }
 

@@ -57,9 +57,9 @@ func TestTextParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
-		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KSR: []int{1, 2}}
+		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KS: evaluate.KSOptions{R: []int{1, 2}}}
 	if !slices.Equal(o.P, want.P) || o.Bandwidth != want.Bandwidth || o.Objective != want.Objective || !slices.Equal(o.Metrics, want.Metrics) ||
-		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KSR, want.KSR) || o.Seed != 7 || !slices.Equal(o.Mode, evaluate.NotionSet{kde.Canonical}) {
+		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KS.R, want.KS.R) || o.Seed != 7 || !slices.Equal(o.Mode, evaluate.NotionSet{kde.Canonical}) {
 		t.Errorf("parsed %+v\nwant %+v", o, want)
 	}
 	base := Text{P: "1,2", Bandwidth: "auto", Objective: "loo", Binning: "equal_width", BinRule: "fixed", KSR: "1,2"}
@@ -114,7 +114,7 @@ func TestRegister(t *testing.T) {
 		if err := text.Parse(&o, nil); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KSR, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
+		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KS.R, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
 			o.Bins.Bins != metric.DefaultBins || !slices.Equal(o.Mode, evaluate.AllNotions) || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
 			t.Errorf("defaults %+v, %+v", o, st)
 		}
@@ -129,7 +129,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||
-			!slices.Equal(o.KSR, evaluate.Ranks{3}) || !slices.Equal(o.Mode, evaluate.NotionSet{kde.TopLabel}) || !o.ClassMean || o.Bins.Bins != 7 {
+			!slices.Equal(o.KS.R, evaluate.Ranks{3}) || !slices.Equal(o.Mode, evaluate.NotionSet{kde.TopLabel}) || !o.ClassMean || o.Bins.Bins != 7 {
 			t.Errorf("given: %+v", o)
 		}
 		if m, err := st.Points(); err != nil || m != evaluate.AllPoints {

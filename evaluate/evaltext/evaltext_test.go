@@ -17,7 +17,7 @@ func jf(v float64) *evaluate.Float { f := evaluate.Float(v); return &f }
 // never names another estimator as the number to report.
 func TestAdviceNote(t *testing.T) {
 	p1 := 1.0
-	h := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "canonical", Loss: "lp", P: &p1, Value: jf(0.1234), Interval: []evaluate.Float{0.1, 0.15}}
+	h := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: jf(0.1234), Interval: []evaluate.Float{0.1, 0.15}}
 	paper := &evaluate.Result{Metric: evaluate.ECEBin, Notion: "top_label", P: &p1, Value: jf(0.05)}
 	for _, c := range []struct {
 		ev   *evaluate.Evaluation

@@ -95,7 +95,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	// default).
 	named := map[string]string{"metrics": c.text.Metrics, "mode": c.text.Mode, "p": c.text.P, "ks-r": c.text.KSR,
 		"bandwidth": c.text.Bandwidth, "binning": c.text.Binning, "bin-rule": c.text.BinRule,
-		"variational-family": c.eval.VariationalFamily, "eval-points": c.stream.EvalPoints, "format": c.format}
+		"variational-family": c.eval.Variational.Family, "eval-points": c.stream.EvalPoints, "format": c.format}
 	for _, name := range slices.Sorted(maps.Keys(named)) {
 		if set[name] && strings.Trim(named[name], " ,") == "" {
 			return o, usageErrorf("--%s %q: names nothing; leave the flag out for its default", name, named[name])

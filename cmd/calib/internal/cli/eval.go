@@ -37,7 +37,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.o.Exact, "exact", false, "ece_kde and sharpness: compute top_label, binary and class_wise (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative")
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
-	fs.IntVar(&f.o.ACEBins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
+	fs.IntVar(&f.o.ACE.Bins, "ace-bins", evaluate.DefaultACEBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
 	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.o.Resamples, "ci-resamples", 200, "bootstrap resamples")
@@ -237,8 +237,8 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	if err := f.text.Parse(&o, s); err != nil {
 		return o, optionError("", err)
 	}
-	if _, err := variational.ParseFamilies(o.VariationalFamily); err != nil {
-		return o, usageErrorf("--variational-family %q: %v", o.VariationalFamily, err)
+	if _, err := variational.ParseFamilies(o.Variational.Family); err != nil {
+		return o, usageErrorf("--variational-family %q: %v", o.Variational.Family, err)
 	}
 	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(f.convention)), "_", "-") {
 	case "relplot-1.0.1", "relplot-1.0":

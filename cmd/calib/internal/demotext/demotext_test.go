@@ -18,7 +18,7 @@ func TestWrite(t *testing.T) {
 	ev := &evaluate.Evaluation{N: 100, K: 3, Results: []*evaluate.Result{
 		{Metric: "accuracy", Value: v(0.9)},
 		{Metric: "ece_witness", Notion: "canonical", P: &p1, Value: v(0.07)}, // not a headline figure
-		{Metric: "ece_variational", Notion: "canonical", Loss: "lp", P: &p1, Value: v(0.05), CI: []evaluate.Float{0.04, 0.06}},
+		{Metric: "ece_variational", Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: v(0.05), CI: []evaluate.Float{0.04, 0.06}},
 		{Metric: "ks", Notion: "top_r", R: &r1, Value: v(0.02)},
 		{Metric: "nll", Error: "failed"},
 	}}
