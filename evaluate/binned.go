@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
 )
@@ -31,9 +33,136 @@ func binnedDef(m Metric, estimator string) metricDef {
 			e.Estimator = estimator
 			defineBins(c, e)
 		},
+		sums:   []*sumsPart{binnedSums},
 		finish: func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
 	}
 }
+
+// binnedSums is the binned metrics' first pass: with fixed bins the bin
+// sums of the top-label score and of each class column (Top, Class), with
+// data-dependent bins their score sketches (TopSketch, ClassSketch); for
+// ece_bin and mce the canonical cells' sums (Cells), or with
+// data-dependent cells the moments of the n x K probabilities (Pooled)
+// and the cells in the second pass.
+var binnedSums = &sumsPart{
+	start: func(st *sumsState, _ *data.Batch) error {
+		c := st.Config
+		var err error
+		switch {
+		case c.sketched():
+			st.TopSketch = metric.NewScoreSketch()
+			st.ClassSketch = make([]*metric.ScoreSketch, st.K)
+			for k := range st.ClassSketch {
+				st.ClassSketch[k] = metric.NewScoreSketch()
+			}
+		default:
+			if st.Top, err = metric.NewBinSums(c.Bins); err != nil {
+				return err
+			}
+			st.Class = make([]*metric.BinSums, st.K)
+			for k := range st.Class {
+				st.Class[k], _ = metric.NewBinSums(c.Bins)
+			}
+		}
+		switch {
+		case c.dataCells():
+			st.Pooled = new(metric.Moments)
+		case c.cells():
+			if st.Cells, err = metric.NewCellSums(st.K, c.Bins.Bins); err != nil {
+				return err
+			}
+			st.Cells.SetLimit(c.cellLimit(st.K))
+		}
+		return nil
+	},
+	add: func(st *sumsState, b *data.Batch) error {
+		p, y, k, w := b.Probs, b.Labels, b.K, b.Weights
+		if st.Top != nil {
+			if err := addScores(st.Top, st.Class, p, y, k, w); err != nil {
+				return err
+			}
+		}
+		if st.Cells != nil {
+			if err := st.Cells.Add(p, y, w); err != nil {
+				return err
+			}
+		}
+		if st.TopSketch != nil {
+			if err := addScores(st.TopSketch, st.ClassSketch, p, y, k, w); err != nil {
+				return err
+			}
+		}
+		if st.Pooled != nil {
+			for i, v := range p {
+				st.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
+			}
+		}
+		return nil
+	},
+	merge: func(st, o *sumsState) error {
+		var errs []error
+		if st.Top != nil {
+			errs = append(errs, st.Top.Merge(o.Top))
+			for k := range st.Class {
+				errs = append(errs, st.Class[k].Merge(o.Class[k]))
+			}
+		}
+		if st.Cells != nil {
+			errs = append(errs, st.Cells.Merge(o.Cells))
+		}
+		if st.TopSketch != nil {
+			errs = append(errs, st.TopSketch.Merge(o.TopSketch))
+			for k := range st.ClassSketch {
+				errs = append(errs, st.ClassSketch[k].Merge(o.ClassSketch[k]))
+			}
+		}
+		if st.Pooled != nil {
+			st.Pooled.Merge(*o.Pooled)
+		}
+		return errors.Join(errs...)
+	},
+	check: func(st *sumsState) error {
+		c := st.Config
+		switch {
+		case c.sketched() && (st.TopSketch == nil || len(st.ClassSketch) != st.K || slices.Contains(st.ClassSketch, nil)):
+			return errors.New("missing score sketches")
+		case !c.sketched() && (st.Top == nil || len(st.Class) != st.K || slices.Contains(st.Class, nil)):
+			return errors.New("missing bin sums")
+		case c.dataCells() && st.Pooled == nil:
+			return errors.New("missing moments")
+		case c.cells() && !c.dataCells() && st.Cells == nil:
+			return errors.New("missing cell sums")
+		}
+		return nil
+	},
+	secondPass: func(c *streamConfig) bool { return c.sketched() || c.dataCells() },
+}
+
+// binned says whether the configuration has a binned metric.
+func (c *streamConfig) binned() bool { return c.has(ECEBin) || c.has(MCE) || c.has(ECEBinDebiased) }
+
+// cells says whether the configuration has a metric of the canonical
+// cells: ece_bin and mce (ece_bin_debiased has no canonical entry).
+func (c *streamConfig) cells() bool { return c.has(ECEBin) || c.has(MCE) }
+
+// cellLimit is the bound on the canonical cells for K classes.
+func (c *streamConfig) cellLimit(k int) int {
+	if c.MaxCells > 0 {
+		return c.MaxCells
+	}
+	return max(1, maxCellFloats/(2*k+2))
+}
+
+// sketched says whether the bins depend on the data (equal-mass edges, the
+// Doane and Sqrt rules): the first pass then sketches the scores and the
+// second collects the scores near the edges (metric.ScoreSketch).
+func (c *streamConfig) sketched() bool {
+	return c.binned() && (c.Bins.Binning == metric.EqualMass || c.Bins.Rule != metric.Fixed)
+}
+
+// dataCells says whether the canonical cells' number depends on the data
+// (the Doane and Sqrt rules): the cells are then summed in the second pass.
+func (c *streamConfig) dataCells() bool { return c.cells() && c.Bins.Rule != metric.Fixed }
 
 // defineBins sets the bin rule, edge rule and convention of a binned
 // entry: the canonical cells are always the fixed equal-width grid; an

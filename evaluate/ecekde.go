@@ -19,11 +19,22 @@ import (
 // shares with sharpness.
 var eceKDEDef = metricDef{
 	name:     ECEKDE,
+	sums:     []*sumsPart{eceKDEModes, sampleSums},
 	compute:  (*evaluator).eceKDE,
 	interval: centered,
 	pValues:  (*evaluator).eceKDEPValues,
 	define:   defineKDE,
 	finish:   finishKDE,
+}
+
+// eceKDEModes refuses, at a stream's first batch, notions of Options.Mode
+// that the batch's columns do not have (its sums are the kernel metrics'
+// sample).
+var eceKDEModes = &sumsPart{
+	start: func(st *sumsState, b *data.Batch) error {
+		_, _, err := streamNotions(st.Config.Mode, b.K, b.Binary)
+		return err
+	},
 }
 
 // defineKDE sets the definition keys of ece_kde and sharpness: the

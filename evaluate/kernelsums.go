@@ -202,12 +202,12 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 		return nil, err
 	}
 	ks.st.Points = ids
-	if s.st.Config.has("mmce") {
+	if s.st.Config.has(MMCE) {
 		if ks.st.MMCE, err = metric.NewMMCESums(probs, labels, s.st.K, weights, s.st.Config.MMCEWidth); err != nil {
 			return nil, fmt.Errorf("evaluate: %w", err)
 		}
 	}
-	if !s.st.Config.has("ece_kde") {
+	if !s.st.Config.has(ECEKDE) {
 		notions = nil
 	}
 	for _, n := range notions {
@@ -217,7 +217,7 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 		}
 		ks.st.Notions = append(ks.st.Notions, ps)
 	}
-	if c := s.st.Config; c.has("ece_witness") {
+	if c := s.st.Config; c.has(ECEWitness) {
 		scale := 0.0
 		if slices.Contains(c.WitnessP, 2) {
 			scale = 0.5 // kde.WitnessOptions.P2Scale's default
@@ -226,7 +226,7 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 			return nil, err
 		}
 	}
-	if s.st.Config.has("sharpness") {
+	if s.st.Config.has(Sharpness) {
 		ps := ks.notion(s.sharpnessNotion())
 		if ps == nil {
 			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.st.K, weights, s.st.Config.Grid); err != nil {

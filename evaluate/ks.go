@@ -1,9 +1,12 @@
 package evaluate
 
 import (
+	"errors"
 	"math"
+	"slices"
 
 	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -18,7 +21,91 @@ var ksDef = metricDef{
 	interval: centered,
 	pValues:  (*evaluator).ksPValues,
 	define:   func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
+	sums:     []*sumsPart{ksSums},
 	finish:   func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
+}
+
+// ksSums is ks's first pass: the KS sums of the score cells of each top-r
+// score (KSTop, r <= K), each within-top-r score (KSWith, 2 <= r <= K)
+// and each class column (KSClass).
+var ksSums = &sumsPart{
+	start: func(st *sumsState, b *data.Batch) error {
+		c := st.Config
+		if err := (Options{KS: KSOptions{R: c.KSR}}).CheckK(b.K); err != nil {
+			return err
+		}
+		for _, r := range c.KSR {
+			if r <= st.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				st.KSTop = append(st.KSTop, ks)
+			}
+			if r >= 2 && r <= st.K {
+				ks, _ := metric.NewKSSums(c.KSCells)
+				st.KSWith = append(st.KSWith, ks)
+			}
+		}
+		st.KSClass = make([]*metric.KSSums, st.K)
+		for k := range st.KSClass {
+			st.KSClass[k], _ = metric.NewKSSums(c.KSCells)
+		}
+		return nil
+	},
+	add: func(st *sumsState, b *data.Batch) error {
+		p, y, k, w := b.Probs, b.Labels, b.K, b.Weights
+		i, j := 0, 0
+		for _, r := range st.Config.KSR {
+			if r <= k {
+				sc, oc := metric.TopR(p, y, k, r)
+				if err := st.KSTop[i].Add(sc, oc, w); err != nil {
+					return err
+				}
+				i++
+			}
+			if r >= 2 && r <= k {
+				sc, oc := metric.WithinTopR(p, y, k, r)
+				if err := st.KSWith[j].Add(sc, oc, w); err != nil {
+					return err
+				}
+				j++
+			}
+		}
+		for cl, ks := range st.KSClass {
+			sc, oc := metric.ClassColumn(p, y, k, cl)
+			if err := ks.Add(sc, oc, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	merge: func(st, o *sumsState) error {
+		var errs []error
+		for i := range st.KSTop {
+			errs = append(errs, st.KSTop[i].Merge(o.KSTop[i]))
+		}
+		for i := range st.KSWith {
+			errs = append(errs, st.KSWith[i].Merge(o.KSWith[i]))
+		}
+		for i := range st.KSClass {
+			errs = append(errs, st.KSClass[i].Merge(o.KSClass[i]))
+		}
+		return errors.Join(errs...)
+	},
+	check: func(st *sumsState) error {
+		nTop, nWith := 0, 0
+		for _, r := range st.Config.KSR {
+			if r <= st.K {
+				nTop++
+			}
+			if r >= 2 && r <= st.K {
+				nWith++
+			}
+		}
+		if len(st.KSTop) != nTop || len(st.KSWith) != nWith || len(st.KSClass) != st.K ||
+			slices.Contains(st.KSTop, nil) || slices.Contains(st.KSWith, nil) || slices.Contains(st.KSClass, nil) {
+			return errors.New("missing KS sums")
+		}
+		return nil
+	},
 }
 
 // KSOptions configures ks (Options.KS). The zero value reports the top-1

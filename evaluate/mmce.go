@@ -12,6 +12,7 @@ import (
 // V-statistic (the i = j terms included).
 var mmceDef = metricDef{
 	name:     MMCE,
+	sums:     []*sumsPart{sampleSums},
 	check:    func(o *Options) error { return o.MMCE.check() },
 	compute:  (*evaluator).mmce,
 	interval: centered,

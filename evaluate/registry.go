@@ -115,6 +115,9 @@ type metricDef struct {
 	// define sets the definition keys that are the metric's own: the
 	// estimator, and the kernel, bin rules or seed where it has them.
 	define func(c *config, e *Result)
+	// sums are the metric's parts of a stream's first pass (sumsPart);
+	// metrics that share sums name the same part.
+	sums []*sumsPart
 	// variant, if not nil, tells apart the entries of one notion and p
 	// (Key.Variant).
 	variant func(e *Result) string

@@ -3,9 +3,11 @@ package evaluate
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/rowkey"
 )
 
@@ -138,4 +140,33 @@ func (s *sample) points(weighted bool) (probs []float64, labels []int, weights [
 		ids = append(ids, pointID{Source: r.Source, Row: r.Row})
 	}
 	return probs, labels, weights, ids
+}
+
+// sampleSums is the kernel metrics' first pass (ece_kde, ece_witness,
+// mmce, sharpness): the sample of their evaluation points, drawn from
+// every row (Sample); their kernel sums at the points are the second
+// pass (KernelSums).
+var sampleSums = &sumsPart{
+	start: func(st *sumsState, _ *data.Batch) error {
+		st.Sample = &sample{M: st.Config.M, Seed: st.Config.Seed, K: st.K}
+		return nil
+	},
+	add: func(st *sumsState, b *data.Batch) error {
+		st.Sample.add(b.Source, b.Shard, b.Offset, b.Probs, b.Labels, b.Weights)
+		return nil
+	},
+	mergeable: func(st, o *sumsState) error {
+		if o.Sample == nil || st.Sample.M != o.Sample.M || st.Sample.Seed != o.Sample.Seed || st.Sample.K != o.Sample.K {
+			return errors.New("sums with different samples")
+		}
+		return nil
+	},
+	merge: func(st, o *sumsState) error { return st.Sample.merge(o.Sample) },
+	check: func(st *sumsState) error {
+		if st.Sample == nil || st.Sample.M < 1 || st.Sample.K != st.K {
+			return errors.New("missing or inconsistent sample")
+		}
+		return nil
+	},
+	secondPass: func(*streamConfig) bool { return true },
 }

@@ -15,6 +15,7 @@ import (
 // debiased-ratio variant.
 var sharpnessDef = metricDef{
 	name:     Sharpness,
+	sums:     []*sumsPart{sampleSums},
 	compute:  (*evaluator).sharpness,
 	interval: centered,
 	define:   defineKDE,

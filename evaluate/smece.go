@@ -28,6 +28,7 @@ import (
 // interval of the smECE does, 11 bandwidths per resample).
 var smeceDef = metricDef{
 	name:     SmECE,
+	sums:     []*sumsPart{smeceStreamSums},
 	check:    func(o *Options) error { return checkSmECE(o.SmECE) },
 	compute:  (*evaluator).smece,
 	interval: centered,
@@ -161,6 +162,34 @@ func smeceClassWise(mode string, k int, binary bool) (bool, error) {
 	}
 	notions, _, err := ns.Resolve(&data.Set{K: k, Binary: binary})
 	return slices.Contains(notions, kde.Marginal), err
+}
+
+// smeceStreamSums is smece's first pass: the summed grids of its views
+// (SmECE: top-label, binary, each class), from which Finish computes it.
+var smeceStreamSums = &sumsPart{
+	start: func(st *sumsState, _ *data.Batch) (err error) {
+		st.SmECE, err = newSmeceSums(st.Config, st.K, st.Binary)
+		return err
+	},
+	add: func(st *sumsState, b *data.Batch) error {
+		if err := st.SmECE.add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+		return nil
+	},
+	mergeable: func(st, o *sumsState) error {
+		if o.SmECE == nil {
+			return errors.New("sums with and without smece's")
+		}
+		return nil
+	},
+	merge: func(st, o *sumsState) error { return st.SmECE.merge(o.SmECE) },
+	check: func(st *sumsState) error {
+		if st.SmECE == nil {
+			return errors.New("missing smece sums")
+		}
+		return st.SmECE.check(st.Config, st.K, st.Binary)
+	},
 }
 
 // newSmeceSums returns the empty sums of the views of rows of k columns.

@@ -196,7 +196,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if c.Bandwidth > 0 {
 		c.Grid = []float64{c.Bandwidth}
 	}
-	if c.has("ece_witness") {
+	if c.has(ECEWitness) {
 		c.WitnessGrid = kde.WitnessGrid()
 		if o.Witness.Bandwidth > 0 {
 			c.WitnessGrid = []float64{o.Witness.Bandwidth}
@@ -270,33 +270,8 @@ func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error
 	return all, note, nil
 }
 
+// has reports whether the configuration has the metric m.
 func (c *streamConfig) has(m Metric) bool { return slices.Contains(c.Metrics, m) }
-
-// binned says whether a binned metric is asked for, cells whether the
-// canonical cells are (not for ece_bin_debiased).
-func (c *streamConfig) binned() bool {
-	return c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
-}
-func (c *streamConfig) cells() bool { return c.has("ece_bin") || c.has("mce") }
-
-// cellLimit is the bound on the canonical cells for K classes.
-func (c *streamConfig) cellLimit(k int) int {
-	if c.MaxCells > 0 {
-		return c.MaxCells
-	}
-	return max(1, maxCellFloats/(2*k+2))
-}
-
-// sketched says whether the bins depend on the data (equal-mass edges, the
-// Doane and Sqrt rules): the first pass then sketches the scores and the
-// second collects the scores near the edges (metric.ScoreSketch).
-func (c *streamConfig) sketched() bool {
-	return c.binned() && (c.Bins.Binning == metric.EqualMass || c.Bins.Rule != metric.Fixed)
-}
-
-// dataCells says whether the canonical cells' number depends on the data
-// (the Doane and Sqrt rules): the cells are then summed in the second pass.
-func (c *streamConfig) dataCells() bool { return c.cells() && c.Bins.Rule != metric.Fixed }
 
 // Stream evaluates the streamed set src in two passes (one without
 // ece_kde): the first adds every batch to the Sums (and draws the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -86,74 +87,66 @@ func NewSums(o StreamOptions) (*Sums, error) {
 	return &Sums{st: sumsState{Version: streamVersion, Config: c}}, nil
 }
 
+// sumsPart is a metric's part of the first pass (metricDef.sums): its
+// state is a field of sumsState (so the JSON form names it), and these
+// functions, written in the metric's file, are the only code that sets it
+// up, adds to it, merges it and checks it. Metrics that share sums share
+// one part (the binned metrics' bins, the kernel metrics' sample). Every
+// function may be nil.
+type sumsPart struct {
+	// start sets up the state for the first batch (the sums' K, Binary,
+	// Input and Weighted are set); it may refuse the batch.
+	start func(st *sumsState, b *data.Batch) error
+	// add adds a batch's rows.
+	add func(st *sumsState, b *data.Batch) error
+	// mergeable refuses another shard's state that cannot be merged,
+	// before anything is merged.
+	mergeable func(st, o *sumsState) error
+	// merge adds another shard's state (same configuration and K).
+	merge func(st, o *sumsState) error
+	// check says whether a decoded state holds what the configuration
+	// needs (a state without rows is not checked).
+	check func(st *sumsState) error
+	// secondPass says whether the part needs the second pass
+	// (KernelSums).
+	secondPass func(c *streamConfig) bool
+}
+
+// parts returns the first-pass parts of the configuration's metrics, each
+// once, in the table's order.
+func (c *streamConfig) parts() []*sumsPart {
+	var ps []*sumsPart
+	for _, d := range metricTable {
+		if !c.has(d.name) {
+			continue
+		}
+		for _, p := range d.sums {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+}
+
+// uses reports whether the configuration's metrics use part p.
+func (c *streamConfig) uses(p *sumsPart) bool { return slices.Contains(c.parts(), p) }
+
 // start sets up the sums for the first batch's K and kind.
 func (s *Sums) start(b *data.Batch) error {
-	c := s.st.Config
-	if c.has("ks") {
-		if err := (Options{KS: KSOptions{R: c.KSR}}).CheckK(b.K); err != nil {
-			return err
-		}
-	}
-	if c.has("ece_kde") {
-		if _, _, err := streamNotions(c.Mode, b.K, b.Binary); err != nil {
-			return err
-		}
-	}
-	s.st.K, s.st.Binary, s.st.Input, s.st.Weighted, s.started = b.K, b.Binary, b.Set.Kind(), b.Weights != nil, true
+	empty := s.st
+	s.st.K, s.st.Binary, s.st.Input, s.st.Weighted = b.K, b.Binary, b.Set.Kind(), b.Weights != nil
 	s.st.Scores = metric.NewScoreSums()
-	var err error
-	switch {
-	case c.sketched():
-		s.st.TopSketch = metric.NewScoreSketch()
-		s.st.ClassSketch = make([]*metric.ScoreSketch, s.st.K)
-		for k := range s.st.ClassSketch {
-			s.st.ClassSketch[k] = metric.NewScoreSketch()
+	for _, p := range s.st.Config.parts() {
+		if p.start == nil {
+			continue
 		}
-	case c.binned():
-		if s.st.Top, err = metric.NewBinSums(c.Bins); err != nil {
-			return err
-		}
-		s.st.Class = make([]*metric.BinSums, s.st.K)
-		for k := range s.st.Class {
-			s.st.Class[k], _ = metric.NewBinSums(c.Bins)
-		}
-	}
-	switch {
-	case c.dataCells():
-		s.st.Pooled = new(metric.Moments)
-	case c.cells():
-		if s.st.Cells, err = metric.NewCellSums(s.st.K, c.Bins.Bins); err != nil {
-			return err
-		}
-		s.st.Cells.SetLimit(c.cellLimit(s.st.K))
-	}
-	if c.has("ks") {
-		for _, r := range c.KSR {
-			if r <= s.st.K {
-				ks, _ := metric.NewKSSums(c.KSCells)
-				s.st.KSTop = append(s.st.KSTop, ks)
-			}
-			if r >= 2 && r <= s.st.K {
-				ks, _ := metric.NewKSSums(c.KSCells)
-				s.st.KSWith = append(s.st.KSWith, ks)
-			}
-		}
-		s.st.KSClass = make([]*metric.KSSums, s.st.K)
-		for k := range s.st.KSClass {
-			s.st.KSClass[k], _ = metric.NewKSSums(c.KSCells)
-		}
-	}
-	if s.kernelMetrics() {
-		s.st.Sample = &sample{M: c.M, Seed: c.Seed, K: s.st.K}
-	}
-	if s.st.Variational, err = c.newVariationalSketch(s.st.K); err != nil {
-		return err
-	}
-	if c.has(SmECE) {
-		if s.st.SmECE, err = newSmeceSums(c, s.st.K, s.st.Binary); err != nil {
+		if err := p.start(&s.st, b); err != nil {
+			s.st = empty // no part half set up
 			return err
 		}
 	}
+	s.started = true
 	return nil
 }
 
@@ -177,7 +170,6 @@ func (s *Sums) Add(b *data.Batch) error {
 	if b.K != s.st.K || b.Binary != s.st.Binary || b.Set.Kind() != s.st.Input || (b.Weights != nil) != s.st.Weighted {
 		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted))}
 	}
-	c, k, p, y, w := s.st.Config, b.K, b.Probs, b.Labels, b.Weights
 	logits := b.Logits
 	if logits != nil && b.Binary { // one logit z is (0, z)
 		z := make([]float64, 2*b.N)
@@ -186,71 +178,21 @@ func (s *Sums) Add(b *data.Batch) error {
 		}
 		logits = z
 	}
-	if err := s.st.Scores.Add(p, logits, y, k, w); err != nil {
+	if err := s.st.Scores.Add(b.Probs, logits, b.Labels, b.K, b.Weights); err != nil {
 		return err
 	}
-	if s.st.Top != nil {
-		if err := addScores(s.st.Top, s.st.Class, p, y, k, w); err != nil {
+	for _, p := range s.st.Config.parts() {
+		if p.add == nil {
+			continue
+		}
+		if err := p.add(&s.st, b); err != nil {
 			return err
-		}
-	}
-	if s.st.Cells != nil {
-		if err := s.st.Cells.Add(p, y, w); err != nil {
-			return err
-		}
-	}
-	if s.st.TopSketch != nil {
-		if err := addScores(s.st.TopSketch, s.st.ClassSketch, p, y, k, w); err != nil {
-			return err
-		}
-	}
-	if s.st.Pooled != nil {
-		for i, v := range p {
-			s.st.Pooled.Add(mathx.Weight(w, i/k), v, 0, 0)
-		}
-	}
-	if s.st.KSTop != nil || s.st.KSClass != nil {
-		i, j := 0, 0
-		for _, r := range c.KSR {
-			if r <= k {
-				sc, oc := metric.TopR(p, y, k, r)
-				if err := s.st.KSTop[i].Add(sc, oc, w); err != nil {
-					return err
-				}
-				i++
-			}
-			if r >= 2 && r <= k {
-				sc, oc := metric.WithinTopR(p, y, k, r)
-				if err := s.st.KSWith[j].Add(sc, oc, w); err != nil {
-					return err
-				}
-				j++
-			}
-		}
-		for cl, ks := range s.st.KSClass {
-			sc, oc := metric.ClassColumn(p, y, k, cl)
-			if err := ks.Add(sc, oc, w); err != nil {
-				return err
-			}
-		}
-	}
-	if s.st.Sample != nil {
-		s.st.Sample.add(b.Source, b.Shard, b.Offset, p, y, w)
-	}
-	if s.st.Variational != nil {
-		if err := s.st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
-		}
-	}
-	if s.st.SmECE != nil {
-		if err := s.st.SmECE.add(p, y, k, w); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
 		}
 	}
 	s.st.Rows = addRows(s.st.Rows, at, b.Source, b.Offset, b.Offset+int64(b.N))
 	s.st.N += int64(b.N)
-	s.st.Pos += int64(mathx.PositiveRows(w, b.N))
-	s.st.W += mathx.WeightSum(w, b.N)
+	s.st.Pos += int64(mathx.PositiveRows(b.Weights, b.N))
+	s.st.W += mathx.WeightSum(b.Weights, b.N)
 	s.st.Renormalized += b.Renormalized
 	s.st.Rounded += b.Rounded
 	s.st.ZeroRounded = s.st.ZeroRounded || roundedZerosWarning(b.Set) != ""
@@ -283,8 +225,13 @@ func (s *Sums) Merge(o *Sums) error {
 	if a, b := configKey(s.st.Config), configKey(o.st.Config); a != b {
 		return fmt.Errorf("evaluate: merging sums of different options: %s", configDiff(a, b))
 	}
-	if (s.st.Sample == nil) != (o.st.Sample == nil) || (s.st.Sample != nil && (s.st.Sample.M != o.st.Sample.M || s.st.Sample.Seed != o.st.Sample.Seed || s.st.Sample.K != o.st.Sample.K)) {
-		return fmt.Errorf("evaluate: merging sums with different samples")
+	parts := s.st.Config.parts()
+	for _, p := range parts {
+		if p.mergeable != nil {
+			if err := p.mergeable(&s.st, &o.st); err != nil {
+				return fmt.Errorf("evaluate: merge: %w", err)
+			}
+		}
 	}
 	rows, err := mergeRows(s.st.Rows, o.st.Rows)
 	if err != nil {
@@ -292,45 +239,10 @@ func (s *Sums) Merge(o *Sums) error {
 	}
 	s.st.Rows = rows
 	errs := []error{s.st.Scores.Merge(o.st.Scores)}
-	if s.st.Top != nil {
-		errs = append(errs, s.st.Top.Merge(o.st.Top))
-		for k := range s.st.Class {
-			errs = append(errs, s.st.Class[k].Merge(o.st.Class[k]))
+	for _, p := range parts {
+		if p.merge != nil {
+			errs = append(errs, p.merge(&s.st, &o.st))
 		}
-	}
-	if s.st.Cells != nil {
-		errs = append(errs, s.st.Cells.Merge(o.st.Cells))
-	}
-	if s.st.TopSketch != nil {
-		errs = append(errs, s.st.TopSketch.Merge(o.st.TopSketch))
-		for k := range s.st.ClassSketch {
-			errs = append(errs, s.st.ClassSketch[k].Merge(o.st.ClassSketch[k]))
-		}
-	}
-	if s.st.Pooled != nil {
-		s.st.Pooled.Merge(*o.st.Pooled)
-	}
-	for i := range s.st.KSTop {
-		errs = append(errs, s.st.KSTop[i].Merge(o.st.KSTop[i]))
-	}
-	for i := range s.st.KSWith {
-		errs = append(errs, s.st.KSWith[i].Merge(o.st.KSWith[i]))
-	}
-	for i := range s.st.KSClass {
-		errs = append(errs, s.st.KSClass[i].Merge(o.st.KSClass[i]))
-	}
-	if s.st.Sample != nil {
-		errs = append(errs, s.st.Sample.merge(o.st.Sample))
-	}
-	if (s.st.Variational == nil) != (o.st.Variational == nil) {
-		errs = append(errs, errors.New("sums with and without ece_variational's samples"))
-	} else if s.st.Variational != nil {
-		errs = append(errs, s.st.Variational.Merge(o.st.Variational))
-	}
-	if (s.st.SmECE == nil) != (o.st.SmECE == nil) {
-		errs = append(errs, errors.New("sums with and without smece's"))
-	} else if s.st.SmECE != nil {
-		errs = append(errs, s.st.SmECE.merge(o.st.SmECE))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("evaluate: merge: %w", err)
@@ -434,61 +346,41 @@ func (s *Sums) check() error {
 		return errors.New("inconsistent configuration")
 	}
 	if !s.started {
-		if s.st.N != 0 || s.st.Top != nil || s.st.Sample != nil || s.st.Cells != nil || s.st.KSClass != nil {
+		z := s.st
+		z.Version, z.Config, z.Rows = 0, nil, nil
+		if len(s.st.Rows) != 0 || !reflect.DeepEqual(z, sumsState{}) {
 			return errors.New("sums without scores")
 		}
 		return nil
 	}
-	binned := c.has("ece_bin") || c.has("mce") || c.has("ece_bin_debiased")
-	nTop, nWith := 0, 0
-	for _, r := range c.KSR {
-		if r <= s.st.K {
-			nTop++
-		}
-		if r >= 2 && r <= s.st.K {
-			nWith++
-		}
-	}
-	switch {
-	case s.st.K < 2:
+	if s.st.K < 2 {
 		return fmt.Errorf("K = %d", s.st.K)
-	case c.sketched() && (s.st.TopSketch == nil || len(s.st.ClassSketch) != s.st.K || slices.Contains(s.st.ClassSketch, nil)):
-		return errors.New("missing score sketches")
-	case binned && !c.sketched() && (s.st.Top == nil || len(s.st.Class) != s.st.K || slices.Contains(s.st.Class, nil)):
-		return errors.New("missing bin sums")
-	case c.dataCells() && s.st.Pooled == nil:
-		return errors.New("missing moments")
-	case c.cells() && !c.dataCells() && s.st.Cells == nil:
-		return errors.New("missing cell sums")
-	case c.has("ks") && (len(s.st.KSTop) != nTop || len(s.st.KSWith) != nWith || len(s.st.KSClass) != s.st.K ||
-		slices.Contains(s.st.KSTop, nil) || slices.Contains(s.st.KSWith, nil) || slices.Contains(s.st.KSClass, nil)):
-		return errors.New("missing KS sums")
-	case s.kernelMetrics() && (s.st.Sample == nil || s.st.Sample.M < 1 || s.st.Sample.K != s.st.K):
-		return errors.New("missing or inconsistent sample")
-	case c.has(ECEVariational) != (s.st.Variational != nil) || (s.st.Variational != nil && (s.st.Variational.K != s.st.K || s.st.Variational.Seed != c.Seed)):
-		return errors.New("missing or inconsistent ece_variational samples")
-	case c.has(SmECE) != (s.st.SmECE != nil):
-		return errors.New("missing smece sums")
 	}
-	if s.st.SmECE != nil {
-		if err := s.st.SmECE.check(c, s.st.K, s.st.Binary); err != nil {
-			return err
+	for _, p := range c.parts() {
+		if p.check != nil {
+			if err := p.check(&s.st); err != nil {
+				return err
+			}
 		}
 	}
 	return s.checkState()
 }
 
 // KernelPass says whether the metrics need the second pass (KernelSums):
-// ece_kde, mmce and sharpness do, and binned metrics with data-dependent
-// bins (the scores near the edges).
+// the kernel metrics do (ece_kde, ece_witness, mmce, sharpness: at the
+// evaluation points), ece_variational (its fitted maps' gains), and the
+// binned metrics with data-dependent bins (the scores near the edges).
 func (s *Sums) KernelPass() bool {
-	return s.kernelMetrics() || s.st.Config.sketched() || s.st.Config.dataCells() || s.st.Config.has(ECEVariational)
+	for _, p := range s.st.Config.parts() {
+		if p.secondPass != nil && p.secondPass(s.st.Config) {
+			return true
+		}
+	}
+	return false
 }
 
 // kernelMetrics says whether a metric needs the evaluation points.
-func (s *Sums) kernelMetrics() bool {
-	return s.st.Config.has("ece_kde") || s.st.Config.has("mmce") || s.st.Config.has("sharpness") || s.st.Config.has("ece_witness")
-}
+func (s *Sums) kernelMetrics() bool { return s.st.Config.uses(sampleSums) }
 
 // total is the total weight of the rows (their number without weights).
 func (s *Sums) total() float64 {

@@ -35,6 +35,7 @@ import (
 // over- and under-confidence.
 var variationalDef = metricDef{
 	name:     ECEVariational,
+	sums:     []*sumsPart{variationalSums},
 	check:    func(o *Options) error { return o.Variational.check() },
 	variant:  func(e *Result) string { return e.Loss },
 	compute:  (*evaluator).variational,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/calib-dev/calib/data"
@@ -30,13 +31,34 @@ type variationalPass struct {
 	Sums   *variational.GainSums `json:"sums"`
 }
 
-// newVariationalSketch returns the first pass's sample of ece_variational
-// for rows of k classes (nil when the metric is not asked for).
-func (c *streamConfig) newVariationalSketch(k int) (*variational.Sketch, error) {
-	if !c.has(ECEVariational) {
-		return nil, nil
-	}
-	return variational.NewSketch(variational.Options{Folds: variationalFolds, Seed: c.Seed}, k, 0)
+// variationalSums is ece_variational's first pass: each fold's sample of
+// the rows (Variational, a variational.Sketch), on which the second pass
+// fits the families.
+var variationalSums = &sumsPart{
+	start: func(st *sumsState, _ *data.Batch) (err error) {
+		st.Variational, err = variational.NewSketch(variational.Options{Folds: variationalFolds, Seed: st.Config.Seed}, st.K, 0)
+		return err
+	},
+	add: func(st *sumsState, b *data.Batch) error {
+		if err := st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
+			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		}
+		return nil
+	},
+	mergeable: func(st, o *sumsState) error {
+		if o.Variational == nil {
+			return errors.New("sums with and without ece_variational's samples")
+		}
+		return nil
+	},
+	merge: func(st, o *sumsState) error { return st.Variational.Merge(o.Variational) },
+	check: func(st *sumsState) error {
+		if st.Variational == nil || st.Variational.K != st.K || st.Variational.Seed != st.Config.Seed {
+			return errors.New("missing or inconsistent ece_variational samples")
+		}
+		return nil
+	},
+	secondPass: func(*streamConfig) bool { return true },
 }
 
 // variationalPass fits the families of the configuration on the first

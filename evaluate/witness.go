@@ -17,6 +17,7 @@ import (
 // cost).
 var witnessDef = metricDef{
 	name:     ECEWitness,
+	sums:     []*sumsPart{sampleSums},
 	check:    func(o *Options) error { return o.Witness.check() },
 	compute:  (*evaluator).eceWitness,
 	interval: witnessInterval,
