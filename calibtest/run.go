@@ -401,7 +401,7 @@ func consistencyStatistics(ctx context.Context, t string, probs []float64, label
 		return one("canonical", st, err)
 	case "ece_kde":
 		var out []notionStatistic
-		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
+		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.ClassWise} {
 			// The LOO objective is the density of the predictions: the
 			// labels do not enter it.
 			cv, err := kde.SelectBandwidth(ctx, nt, probs, make([]int, len(labels)), k, nil, kde.BandwidthOptions{Workers: workers})
@@ -413,7 +413,7 @@ func consistencyStatistics(ctx context.Context, t string, probs []float64, label
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}
 			notion := nt.String()
-			if nt == kde.Marginal {
+			if nt == kde.ClassWise {
 				notion = "class_wise"
 			}
 			out = append(out, notionStatistic{notion: notion, method: fmt.Sprintf(", h = %.4g (LOO on the predictions)", cv.Bandwidth), stat: st})

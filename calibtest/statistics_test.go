@@ -77,7 +77,7 @@ var statCases = []statCase{
 		}, n: 300, resamples: 99},
 	kdeCase(kde.Canonical, 1),
 	kdeCase(kde.TopLabel, 1),
-	kdeCase(kde.Marginal, 2),
+	kdeCase(kde.ClassWise, 2),
 	{name: "skce", tol: 1e-12,
 		make: func(t *testing.T, p []float64, k int) Statistic { return must(SKCEStatistic(p, k, 0, 0)) },
 		ref: func(t *testing.T, p []float64, y []int, k int) float64 {

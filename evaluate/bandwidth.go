@@ -109,7 +109,7 @@ func (ev *evaluator) fixedBandwidthCheck(notion kde.Notion, h float64) (string, 
 	s := ev.set
 	grid := []float64{h / 10, h, h * 10}
 	m := fixedCheckPoints
-	if notion == kde.Marginal {
+	if notion == kde.ClassWise {
 		m = fixedCheckMarginal
 	}
 	perm := rand.New(rand.NewPCG(ev.cfg.Seed, 0xf1bc)).Perm(s.N)

@@ -100,7 +100,7 @@ func TestConformance(t *testing.T) {
 // checkConformance is TestConformance's check of metric m on the set s.
 func checkConformance(t *testing.T, m Metric, s *data.Set) {
 	ctx := context.Background()
-	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{kde.Canonical, kde.Marginal, kde.TopLabel}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
+	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{kde.Canonical, kde.ClassWise, kde.TopLabel}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
 	if s.Binary {
 		o.Mode = NotionSet{kde.Binary, kde.TopLabel}
 	}

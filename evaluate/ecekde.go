@@ -138,19 +138,19 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 				name, step = ECEKDEDebiased, notion.String()+" debiased estimate"
 			}
 			progress, done := ev.step(step)
-			res, err := kde.Estimate(ev.ctx, notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Neighbours: notion != kde.Marginal && !debias})
+			res, err := kde.Estimate(ev.ctx, notion, s.Probs, s.Labels, s.K, s.Weights, kde.Options{Bandwidth: b.h, P: c.ps, ClassMean: c.ClassMean, Exact: c.Exact, Workers: c.Workers, Progress: progress, Terms: c.ci, Debias: debias, Neighbours: notion != kde.ClassWise && !debias})
 			done()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 			for i, v := range res.Values {
-				e := &Result{Metric: name, Notion: notion.Name(), P: ptr(v.P), Bandwidth: ptr(b.h),
+				e := &Result{Metric: name, Notion: notion, P: ptr(v.P), Bandwidth: ptr(b.h),
 					Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: b.method, Excluded: ptr(res.Excluded),
 					Warnings: b.warnings}
 				if w := smoothingWarning(notion, s, v.P, v.Value, b.h, res.Neighbours); w != nil {
 					e.Warnings = append(slices.Clip(e.Warnings), w)
 				}
-				if notion == kde.Marginal {
+				if notion == kde.ClassWise {
 					e.Aggregate = "sum"
 					if c.ClassMean {
 						e.Aggregate = "mean"
@@ -203,9 +203,9 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 			return nil, fmt.Errorf("%s: %w", ps.Notion(), err)
 		}
 		for i, v := range res.Values {
-			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion().Name(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
+			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
 				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
-			if ps.Notion() == kde.Marginal {
+			if ps.Notion() == kde.ClassWise {
 				e.Aggregate = "sum"
 				if c.ClassMean {
 					e.Aggregate = "mean"

@@ -54,7 +54,7 @@ func TestFixedBandwidthCheckSampled(t *testing.T) {
 	n := 3000
 	s := &data.Set{N: n, K: d.K, Probs: d.Probs[:n*d.K], Labels: d.Labels[:n]}
 	warned := 0
-	for _, notion := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal} {
+	for _, notion := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.ClassWise} {
 		for _, h := range []float64{1e-5, 1e-4, 1e-3, 0.01, 0.05, 0.3} {
 			want := fullCheck(t, s, notion, h)
 			if got := fixedWarned(t, s, notion, h); got != want {

@@ -140,13 +140,13 @@ func TestNotionSet(t *testing.T) {
 		want   []kde.Notion
 		string string
 	}{
-		{"", k3, []kde.Notion{kde.Canonical, kde.Marginal, kde.TopLabel}, "all"},
-		{"all", k3, []kde.Notion{kde.Canonical, kde.Marginal, kde.TopLabel}, "all"},
+		{"", k3, []kde.Notion{kde.Canonical, kde.ClassWise, kde.TopLabel}, "all"},
+		{"all", k3, []kde.Notion{kde.Canonical, kde.ClassWise, kde.TopLabel}, "all"},
 		{"all", k30, []kde.Notion{kde.Canonical, kde.TopLabel}, "all"},
-		{"all, marginal", k30, []kde.Notion{kde.Canonical, kde.TopLabel, kde.Marginal}, "all,class_wise"},
+		{"all, marginal", k30, []kde.Notion{kde.Canonical, kde.TopLabel, kde.ClassWise}, "all,class_wise"},
 		{"all", bin, []kde.Notion{kde.Binary, kde.TopLabel}, "all"},
 		{"top-label,canonical,top_label", k3, []kde.Notion{kde.TopLabel, kde.Canonical}, "top_label,canonical"},
-		{"class_wise", nil, []kde.Notion{kde.Marginal}, "class_wise"},
+		{"class_wise", nil, []kde.Notion{kde.ClassWise}, "class_wise"},
 		{"all", nil, []kde.Notion{kde.Canonical}, "all"},
 	} {
 		var ns NotionSet
@@ -161,7 +161,7 @@ func TestNotionSet(t *testing.T) {
 	if (NotionSet(nil)).String() != "all" || AllNotions.String() != "all" || AllNotions == nil {
 		t.Error("all")
 	}
-	for _, ns := range []NotionSet{{}, {kde.Notion(9)}, {kde.Binary}} {
+	for _, ns := range []NotionSet{{}, {kde.Notion("nope")}, {kde.Binary}} {
 		var oe *OptionError
 		if _, _, err := ns.Resolve(k3); !errors.As(err, &oe) || oe.Option != "mode" {
 			t.Errorf("%v: %v", ns, err)

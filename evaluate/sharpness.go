@@ -46,7 +46,7 @@ func (ev *evaluator) sharpness() ([]*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
-		e := &Result{Metric: name, Notion: notion.Name(), Bandwidth: ptr(b.h), BandwidthMethod: b.method,
+		e := &Result{Metric: name, Notion: notion, Bandwidth: ptr(b.h), BandwidthMethod: b.method,
 			Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)}
 		if c.CIExact {
 			ev.setStat(e, func(idx []int) (float64, error) {
@@ -106,7 +106,7 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := s.sampled(&Result{Metric: Sharpness, Notion: n.Name(), Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
+	e := s.sampled(&Result{Metric: Sharpness, Notion: n, Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
 		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)},
 		res.M, res.SE, Float(res.Lo), Float(res.Hi))
 	return []*Result{e}, nil

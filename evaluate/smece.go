@@ -90,7 +90,7 @@ func (ev *evaluator) smece() ([]*Result, error) {
 		views = append(views, notion.Binary)
 	}
 	views = append(views, notion.TopLabel)
-	if slices.Contains(c.notions, kde.Marginal) {
+	if slices.Contains(c.notions, kde.ClassWise) {
 		views = append(views, notion.ClassWise)
 	}
 	var out []*Result
@@ -161,7 +161,7 @@ func smeceClassWise(mode string, k int, binary bool) (bool, error) {
 		return false, err
 	}
 	notions, _, err := ns.Resolve(&data.Set{K: k, Binary: binary})
-	return slices.Contains(notions, kde.Marginal), err
+	return slices.Contains(notions, kde.ClassWise), err
 }
 
 // smeceStreamSums is smece's first pass: the summed grids of its views

@@ -372,7 +372,7 @@ func TestStreamEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Stream(context.Background(), data.SetSource(z, 300), StreamOptions{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
+	if _, err := Stream(context.Background(), data.SetSource(z, 300), StreamOptions{Options: Options{Mode: NotionSet{kde.ClassWise}, Metrics: MetricSet{"ece_kde"}}, EvalPoints: AllPoints}); err != nil {
 		t.Errorf("marginal with a unique zero: %v", err)
 	}
 	a, _ := NewSums(StreamOptions{Options: Options{P: []float64{1}}})
@@ -609,7 +609,7 @@ func TestStreamBlocks(t *testing.T) {
 	metrics := MetricSet{"ece_kde", "mmce", "sharpness", "ece_bin", "mce", "brier"}
 	for _, o := range []StreamOptions{
 		{Options: Options{Bandwidth: 0.02, Mode: NotionSet{kde.Canonical, kde.TopLabel}, Metrics: metrics, Bins: metric.BinOptions{Rule: metric.Sqrt}}, EvalPoints: AllPoints},
-		{Options: Options{Mode: NotionSet{kde.Marginal}, Metrics: metrics}, EvalPoints: 200},
+		{Options: Options{Mode: NotionSet{kde.ClassWise}, Metrics: metrics}, EvalPoints: 200},
 	} {
 		parts := split(s, 3)
 		batch := func(p *data.Set) *data.Batch {

@@ -134,7 +134,7 @@ type NotionSet []kde.Notion
 var AllNotions = NotionSet{allNotions}
 
 // allNotions stands for "all" inside a NotionSet.
-const allNotions kde.Notion = -1
+const allNotions kde.Notion = "all"
 
 // String returns the names, comma-separated ("all" for nil).
 func (ns NotionSet) String() string {
@@ -197,7 +197,7 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 	}
 	for _, n := range items {
 		if n != allNotions && !slices.Contains(kde.Notions, n) {
-			return nil, "", optionError("mode", "mode: unknown notion %d", int(n))
+			return nil, "", optionError("mode", "mode: unknown notion %q", n)
 		}
 		if n != allNotions {
 			if n == kde.Binary && s != nil && !s.Binary {
@@ -213,7 +213,7 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 			notions = append(notions, kde.Binary, kde.TopLabel)
 			note = "all = binary, top_label (one-column input)"
 		case s.K <= 20:
-			notions = append(notions, kde.Canonical, kde.Marginal, kde.TopLabel)
+			notions = append(notions, kde.Canonical, kde.ClassWise, kde.TopLabel)
 			note = "all = canonical, class_wise, top_label (K <= 20)"
 		default:
 			notions = append(notions, kde.Canonical, kde.TopLabel)

@@ -144,7 +144,7 @@ func estimate(ctx context.Context, notion, estimator string, probs []float64, la
 			return b.ECE(1), nil
 		}
 	}
-	n := map[string]kde.Notion{"canonical": kde.Canonical, "class-wise": kde.Marginal, "top-label": kde.TopLabel}[notion]
+	n := map[string]kde.Notion{"canonical": kde.Canonical, "class-wise": kde.ClassWise, "top-label": kde.TopLabel}[notion]
 	cv, err := kde.SelectBandwidth(ctx, n, probs, labels, k, nil, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return 0, err

@@ -136,9 +136,9 @@ type Curve struct {
 // SelectBandwidth chooses the bandwidth of a notion by leave-one-out maximum
 // likelihood: the Dirichlet kernel on the full vectors for Canonical, the
 // Beta kernel on the confidences for TopLabel and on p1 for Binary, and for
-// Marginal one bandwidth maximising the sum over classes of the Beta LOO on
+// ClassWise one bandwidth maximising the sum over classes of the Beta LOO on
 // each column. labels are not used, but are checked like Estimate's (the
-// TopLabel and Marginal points do not depend on them).
+// TopLabel and ClassWise points do not depend on them).
 //
 // weights are the sample weights (nil means all 1; see the objectives):
 // sample j's log-likelihood term is weighted by w_j and its leave-one-out
@@ -383,7 +383,7 @@ func brentMax(f func(u float64) float64, br bracket, tol float64, maxEvals int) 
 }
 
 // objective returns the objective at each bandwidth, summed over the parts
-// (the classes of Marginal), the number of excluded points (LOO) and the
+// (the classes of ClassWise), the number of excluded points (LOO) and the
 // total weight of the points kept (of the first bandwidth, summed over the
 // parts; the number kept without weights). w are the sample weights (nil:
 // all 1).

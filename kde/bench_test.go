@@ -58,7 +58,7 @@ func BenchmarkEstimate(b *testing.B) {
 	sizes = append(sizes, size{50000, 3}, size{50000, 10})
 	for _, sz := range sizes {
 		probs, labels := benchSet(b, sz.n, sz.k)
-		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 			b.Run(fmt.Sprintf("%s/n=%d/K=%d", notion, sz.n, sz.k), func(b *testing.B) {
 				for b.Loop() {
 					if _, err := Estimate(context.Background(), notion, probs, labels, sz.k, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}}); err != nil {
@@ -145,7 +145,7 @@ func BenchmarkEstimateNeighbours(b *testing.B) {
 func BenchmarkSelectBandwidth(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
 		probs, labels := benchSet(b, n, 10)
-		for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+		for _, notion := range []Notion{Canonical, TopLabel, ClassWise} {
 			for _, refine := range []bool{false, true} {
 				name := "grid"
 				if refine {
@@ -166,7 +166,7 @@ func BenchmarkSelectBandwidth(b *testing.B) {
 // BenchmarkGradient measures the exact gradient (three sweeps over the pairs).
 func BenchmarkGradient(b *testing.B) {
 	probs, labels := benchSet(b, 2000, 10)
-	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+	for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 		b.Run(fmt.Sprintf("%s/n=2000/K=10", notion), func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := Gradient(context.Background(), nil, notion, probs, labels, 10, 2, nil, Options{Bandwidth: 0.05}); err != nil {
@@ -238,7 +238,7 @@ func BenchmarkEstimateDirichlet(b *testing.B) {
 // as calib eval runs it) and the estimate at the chosen bandwidth.
 func BenchmarkLine(b *testing.B) {
 	probs, labels := benchSet(b, 10000, 10)
-	for _, notion := range []Notion{TopLabel, Marginal} {
+	for _, notion := range []Notion{TopLabel, ClassWise} {
 		for _, exact := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/exact=%v/bandwidth", notion, exact), func(b *testing.B) {
 				for b.Loop() {

@@ -99,7 +99,7 @@ func bruteEstimate(notion Notion, probs []float64, labels []int, k int, h, p flo
 			}
 		}
 		return value / float64(kept), n - kept
-	case Marginal:
+	case ClassWise:
 		for c := 0; c < k; c++ {
 			col, a := make([]float64, n), make([]int, n)
 			for j := range col {
@@ -213,7 +213,7 @@ func TestBruteForceExactZeros(t *testing.T) {
 		}
 		n++
 		s := g.set
-		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 			for _, h := range []float64{0.001, 0.05, 0.5} {
 				for _, p := range []float64{1, 2} {
 					res, err := Estimate(context.Background(), notion, s.Probs, s.Labels, s.K, nil, Options{Bandwidth: h, P: []float64{p}})
@@ -241,7 +241,7 @@ func TestBinaryEqualsCanonical(t *testing.T) {
 	probs, labels := randomSet(rng, 200, 2, 3)
 	for _, h := range []float64{0.01, 0.1} {
 		var vals []float64
-		for _, notion := range []Notion{Binary, Canonical, Marginal} {
+		for _, notion := range []Notion{Binary, Canonical, ClassWise} {
 			res, err := Estimate(context.Background(), notion, probs, labels, 2, nil, Options{Bandwidth: h, P: []float64{1, 2}})
 			if err != nil {
 				t.Fatal(err)
@@ -264,7 +264,7 @@ func TestDeterminism(t *testing.T) {
 	var ref []float64
 	for _, w := range []int{1, 2, 3, 8} {
 		var got []float64
-		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 			res, err := Estimate(context.Background(), notion, probs, labels, 4, nil, Options{Bandwidth: 0.02, P: []float64{1, 2}, Workers: w})
 			if err != nil {
 				t.Fatal(err)
@@ -314,7 +314,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			}
 			for _, p := range []float64{1, 2, 2.5} {
 				for _, h := range []float64{0.05, 0.4} {
-					opts := Options{Bandwidth: h, ClassMean: notion == Marginal && p == 2}
+					opts := Options{Bandwidth: h, ClassMean: notion == ClassWise && p == 2}
 					val := func(x []float64) float64 {
 						res, err := Estimate(context.Background(), notion, x, labels, k, nil, Options{Bandwidth: h, P: []float64{p}, ClassMean: opts.ClassMean})
 						if err != nil {
@@ -502,7 +502,7 @@ func TestKnownCalibrationError(t *testing.T) {
 func TestProgress(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	probs, labels := randomSet(rng, 300, 3, 2)
-	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+	for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 		var last, total atomic.Int64
 		fn := func(done, tot int64) {
 			for {

@@ -21,7 +21,7 @@ func TestContextCancelsSweeps(t *testing.T) {
 	const h = 0.05
 	calls := map[string]func(ctx context.Context, p Progress) error{
 		"Estimate": func(ctx context.Context, p Progress) error {
-			_, err := Estimate(ctx, Marginal, probs, labels, 10, nil, Options{Bandwidth: h, Progress: p})
+			_, err := Estimate(ctx, ClassWise, probs, labels, 10, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 		"SelectBandwidth": func(ctx context.Context, p Progress) error {
@@ -33,7 +33,7 @@ func TestContextCancelsSweeps(t *testing.T) {
 			return err
 		},
 		"Gradient": func(ctx context.Context, p Progress) error {
-			_, _, err := Gradient(ctx, nil, Marginal, probs, labels, 10, 1, nil, Options{Bandwidth: h, Progress: p})
+			_, _, err := Gradient(ctx, nil, ClassWise, probs, labels, 10, 1, nil, Options{Bandwidth: h, Progress: p})
 			return err
 		},
 		"Sharpness": func(ctx context.Context, p Progress) error {

@@ -28,13 +28,13 @@
 // The notions:
 //
 //   - Canonical: the Dirichlet kernel on the whole vector, r_j in the simplex.
-//   - Marginal: for each class k a Beta kernel on f_jk with the indicator
+//   - ClassWise: for each class k a Beta kernel on f_jk with the indicator
 //     [y = k]; the value is the SUM over classes of (1/n) sum_j |r_jk - f_jk|^p
 //     (the reference code's convention), or with Options.ClassMean the mean.
 //   - TopLabel: a Beta kernel on c_j = max_k f_jk with the indicator
 //     [argmax_k f_jk = y_j]; (1/n) sum_j |r_j - c_j|^p, no factor 2.
 //   - Binary: one-column input p1: 2 x (1/n) sum_j |r_j - p1_j|^p with the
-//     Beta kernel on p1, which equals Canonical (and Marginal) on the two
+//     Beta kernel on p1, which equals Canonical (and ClassWise) on the two
 //     columns (1-p1, p1).
 //
 // # Cancellation
@@ -56,7 +56,7 @@
 //	CE_p^p ≈ sum_j w_j || r_j - f_j ||_p^p / sum_j w_j                (eq. 2, 9)
 //	r_j    = sum_{i != j} w_i k_h(f_j; f_i) y_i / sum_{i != j} w_i k_h(f_j; f_i)   (eq. 3)
 //
-// with both outer sums over the kept points (Marginal, TopLabel and Binary
+// with both outer sums over the kept points (ClassWise, TopLabel and Binary
 // use the same weights on their Beta kernels); the term i = j stays
 // excluded exactly. The leave-one-out bandwidth objective (section 5) is
 // the weighted mean log-likelihood of the weighted leave-one-out density,

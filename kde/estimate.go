@@ -27,7 +27,7 @@ type Options struct {
 	// P lists the exponents p >= 1 to report; nil means {1}. The ratios
 	// r_j do not depend on p, so extra exponents cost O(nK) each.
 	P []float64
-	// ClassMean makes Marginal report the mean over the K classes instead
+	// ClassMean makes ClassWise report the mean over the K classes instead
 	// of the sum (the sum is the reference code's convention).
 	ClassMean bool
 	// Workers is the number of goroutines; 0 means GOMAXPROCS. The
@@ -42,7 +42,7 @@ type Options struct {
 	// kernel sums ride along in the same sweep).
 	Neighbours bool
 	// Exact computes the one-dimensional notions (TopLabel, Binary,
-	// Marginal) by the exact O(n^2) sweeps instead of the tree of
+	// ClassWise) by the exact O(n^2) sweeps instead of the tree of
 	// series of line.go (relative error of every kernel sum about 1e-13;
 	// see there). Canonical is always exact.
 	Exact bool
@@ -69,15 +69,15 @@ type Result struct {
 	// Excluded counts evaluation points left out because their
 	// leave-one-out kernel density is exactly 0 (only possible with exact
 	// zeros or ones in the predictions, or when every other sample of
-	// positive weight is 0); the averages run over the others. For Marginal
+	// positive weight is 0); the averages run over the others. For ClassWise
 	// it is the sum over classes.
 	Excluded int
 	Values   []Value // one per Options.P, in order
-	// PerClass holds, for Marginal, the class terms
+	// PerClass holds, for ClassWise, the class terms
 	// (1/n') sum_j |r_jk - f_jk|^p (weighted: sum_j w_j |r_jk - f_jk|^p /
 	// sum_j w_j over the kept j): PerClass[i][k] for exponent P[i].
 	PerClass [][]float64
-	// Terms[i][c][j] is point j's term of part c (the class of Marginal,
+	// Terms[i][c][j] is point j's term of part c (the class of ClassWise,
 	// else 0) for exponent P[i], and Kept[c][j] whether point j is kept:
 	// Value = sum_c mean over kept j of Terms[i][c][j] (the mean weighted
 	// by the sample weights; divided by K with ClassMean). Set only with
@@ -163,7 +163,7 @@ type part struct {
 	prob      *problem
 	canonical bool
 	scale     float64 // 2 for Binary, else 1
-	class     int     // the column of probs this part belongs to (Marginal; TopLabel: -1; Binary: 1)
+	class     int     // the column of probs this part belongs to (ClassWise; TopLabel: -1; Binary: 1)
 }
 
 // nerr is the number of error terms per point: K for Canonical, else 1.
@@ -257,8 +257,8 @@ func meanTerms(terms [][]float64, kept []bool, nkept int, w []float64) (means []
 func check(notion Notion, probs []float64, labels []int, k int) error {
 	n := len(labels)
 	switch {
-	case notion < Canonical || notion > Binary:
-		return fmt.Errorf("kde: invalid notion %d", int(notion))
+	case !slices.Contains(Notions, notion):
+		return fmt.Errorf("kde: invalid notion %q", notion)
 	case k < 2:
 		return fmt.Errorf("kde: %d classes, need at least 2", k)
 	case notion == Binary && k != 2:
@@ -362,7 +362,7 @@ func parts(notion Notion, probs []float64, labels []int, k int, w []float64, wor
 	switch notion {
 	case Canonical:
 		return []part{{prob: newProblem(probs, k, labels, k, w, workers), canonical: true, scale: 1, class: -1}}
-	case Marginal:
+	case ClassWise:
 		ps := make([]part, k)
 		for c := 0; c < k; c++ {
 			x, ind := make([]float64, n), make([]int, n)
@@ -519,14 +519,14 @@ func Estimate(ctx context.Context, notion Notion, probs []float64, labels []int,
 	pts := parts(notion, probs, labels, k, weights, opts.Workers)
 	lineMode(pts, opts.Exact)
 	track(opts.ctx, pts, opts.Progress, 1)
-	if notion == Marginal {
+	if notion == ClassWise {
 		res.PerClass = make([][]float64, len(ps))
 		for i := range ps {
 			res.PerClass[i] = make([]float64, k)
 		}
 	}
 	if opts.Terms {
-		res.Terms, res.Kept, res.classMean = make([][][]float64, len(ps)), make([][]bool, len(pts)), notion == Marginal && opts.ClassMean
+		res.Terms, res.Kept, res.classMean = make([][][]float64, len(ps)), make([][]bool, len(pts)), notion == ClassWise && opts.ClassMean
 		for i := range ps {
 			res.Terms[i] = make([][]float64, len(pts))
 		}
@@ -565,7 +565,7 @@ func Estimate(ctx context.Context, notion Notion, probs []float64, labels []int,
 		}
 		for i, v := range means {
 			res.Values[i].Value += v
-			if notion == Marginal {
+			if notion == ClassWise {
 				res.PerClass[i][pi] = v
 			}
 		}
@@ -576,7 +576,7 @@ func Estimate(ctx context.Context, notion Notion, probs []float64, labels []int,
 	for i, p := range ps {
 		v := &res.Values[i]
 		v.P = p
-		if notion == Marginal && opts.ClassMean {
+		if notion == ClassWise && opts.ClassMean {
 			v.Value /= float64(k)
 		}
 		v.Root = math.Pow(v.Value, 1/p)

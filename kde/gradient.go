@@ -62,7 +62,7 @@ func Gradient(ctx context.Context, dst []float64, notion Notion, probs []float64
 		}
 	}
 	scale := 1.0
-	if notion == Marginal && opts.ClassMean {
+	if notion == ClassWise && opts.ClassMean {
 		scale = 1 / float64(k)
 	}
 	for _, pt := range pts {

@@ -11,7 +11,7 @@ import (
 
 // One-dimensional kernel sums by a tree of series (tens of node visits per point and bandwidth instead of n kernels).
 //
-// A Beta-kernel problem (TopLabel, Binary and each Marginal column; eq. 8)
+// A Beta-kernel problem (TopLabel, Binary and each ClassWise column; eq. 8)
 // has centres c_i with coordinates (a_i, b_i) = (c_i, 1 - c_i) and, for an
 // evaluation point x_j with u_j = log a_j and v_j = log b_j, the weighted
 // log-kernels (see logNorm; C_i = log B(alpha_i) - log w_i)

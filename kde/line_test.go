@@ -238,7 +238,7 @@ func TestLineRealSets(t *testing.T) {
 		}
 	}
 	for _, st := range sets {
-		for _, notion := range []Notion{TopLabel, Marginal} {
+		for _, notion := range []Notion{TopLabel, ClassWise} {
 			ce, err := SelectBandwidth(context.Background(), notion, st.probs, st.labels, st.k, nil, BandwidthOptions{Exact: true})
 			if err != nil {
 				t.Fatal(err)

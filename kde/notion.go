@@ -1,79 +1,56 @@
 package kde
 
 import (
-	"fmt"
+	"slices"
 
 	"github.com/calib-dev/calib/internal/textenum"
 	"github.com/calib-dev/calib/notion"
 )
 
-// Notion is a notion of calibration: which conditional expectation the
-// estimator compares the predictions with.
-type Notion int
+// Notion is a notion of calibration: package notion's type, so that an
+// estimator's notion is the one every result and option names.
+type Notion = notion.Notion
 
+// The notions of the kernel estimators (Notions), package notion's values.
 const (
-	// Canonical compares the whole probability vector f with E[y | f]
-	// using the Dirichlet kernel on the simplex (eq. 9-10).
-	Canonical Notion = iota
-	// Marginal (class-wise, spelled class_wise: notion.ClassWise)
-	// compares each coordinate f_k with P(y = k | f_k) using a Beta
-	// kernel on that coordinate (eq. 8).
-	Marginal
-	// TopLabel compares the confidence c = max_k f_k with
-	// P(y = argmax f | c) using a Beta kernel on c.
-	TopLabel
-	// Binary is one-column input p1 = P(y = 1): 2 x the Beta estimate on
-	// p1, which equals Canonical on the two columns (1-p1, p1).
-	Binary
+	Canonical = notion.Canonical
+	ClassWise = notion.ClassWise
+	TopLabel  = notion.TopLabel
+	Binary    = notion.Binary
 )
 
-// notionNames are the notions' names (package notion's spellings).
-var notionNames = [...]string{string(notion.Canonical), string(notion.ClassWise), string(notion.TopLabel), string(notion.Binary)}
+// Notions lists the notions of calibration the kernel estimators compute,
+// in order (package notion's type and spellings):
+//
+//   - notion.Canonical compares the whole probability vector f with
+//     E[y | f] using the Dirichlet kernel on the simplex (eq. 9-10);
+//   - notion.ClassWise compares each coordinate f_k with P(y = k | f_k)
+//     using a Beta kernel on that coordinate (eq. 8);
+//   - notion.TopLabel compares the confidence c = max_k f_k with
+//     P(y = argmax f | c) using a Beta kernel on c;
+//   - notion.Binary is one-column input p1 = P(y = 1): 2 x the Beta
+//     estimate on p1, which equals Canonical on the two columns
+//     (1-p1, p1).
+var Notions = []Notion{Canonical, ClassWise, TopLabel, Binary}
 
-// Notions lists every notion in order.
-var Notions = []Notion{Canonical, Marginal, TopLabel, Binary}
-
-// String returns the notion's name as used in the JSON output and on the
-// command line: canonical, class_wise, top_label or binary (Name).
-func (n Notion) String() string {
-	if n < 0 || int(n) >= len(notionNames) {
-		return fmt.Sprintf("Notion(%d)", int(n))
+// notionNames are the names of Notions.
+var notionNames = func() []string {
+	s := make([]string, len(Notions))
+	for i, n := range Notions {
+		s[i] = string(n)
 	}
-	return notionNames[n]
-}
+	return s
+}()
 
-// MarshalText implements encoding.TextMarshaler.
-func (n Notion) MarshalText() ([]byte, error) {
-	if n < 0 || int(n) >= len(notionNames) {
-		return nil, fmt.Errorf("kde: invalid notion %d", int(n))
-	}
-	return []byte(n.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler, as ParseNotion.
-func (n *Notion) UnmarshalText(b []byte) error {
-	v, err := ParseNotion(string(b))
-	if err != nil {
-		return err
-	}
-	*n = v
-	return nil
-}
-
-// ParseNotion returns the notion named s, read as notion.Parse reads it
-// (earlier spellings too: "marginal" is Marginal, "toplabel" TopLabel).
+// ParseNotion returns the kernel estimators' notion named s, read as
+// notion.Parse reads it (earlier spellings too: "marginal" is class_wise,
+// "toplabel" top_label); the notions they do not compute are refused,
+// listing theirs.
 func ParseNotion(s string) (Notion, error) {
 	n, err := notion.Parse(s)
-	if err == nil {
-		for i, name := range notionNames {
-			if string(n) == name {
-				return Notion(i), nil
-			}
-		}
+	if err == nil && slices.Contains(Notions, n) {
+		return n, nil
 	}
-	_, err = textenum.Parse("notion", s, notionNames[:])
-	return 0, err
+	_, err = textenum.Parse("notion", s, notionNames) // s is none of notionNames
+	return "", err
 }
-
-// Name returns the notion's name in package notion's vocabulary.
-func (n Notion) Name() notion.Notion { return notion.Notion(n.String()) }

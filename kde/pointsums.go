@@ -47,7 +47,7 @@ func StreamGrid() []float64 { return mathx.LogSpace(1e-4, 1, 21) }
 //
 // The notions are those of Estimate: Canonical (the Dirichlet kernel on the
 // K columns), TopLabel (the Beta kernel on the confidence, labels "top
-// class correct"), Marginal (one Beta kernel regression per class column)
+// class correct"), ClassWise (one Beta kernel regression per class column)
 // and Binary (the Beta kernel on p1; terms doubled). Memory is
 // O(parts x grid x m x labels): K x grid x m floats for Canonical.
 type PointSums struct {
@@ -97,20 +97,20 @@ const pointTile = 1024
 // pointPart is one kernel regression of a notion on the evaluation points.
 type pointPart struct {
 	d, nl int
-	class int       // Marginal: the column; else -1
+	class int       // ClassWise: the column; else -1
 	lx    []float64 // m×d log coordinates of the evaluation points
 	exact []bool    // point has a zero coordinate
 }
 
 // partRow returns the d = 2 coordinates (c, 1-c) of a Beta-kernel notion or
 // the K columns of Canonical for row f of the input, and the row's label in
-// the part: c is the column class (Marginal), the confidence (TopLabel) or
+// the part: c is the column class (ClassWise), the confidence (TopLabel) or
 // p1 (Binary).
 func partRow(n Notion, class int, f []float64, y int, dst []float64) ([]float64, int) {
 	switch n {
 	case Canonical:
 		return append(dst[:0], f...), y
-	case Marginal:
+	case ClassWise:
 		c := f[class]
 		lab := 0
 		if y == class {
@@ -133,9 +133,9 @@ func partRow(n Notion, class int, f []float64, y int, dst []float64) ([]float64,
 	return append(dst[:0], f[1], 1-f[1]), y // Binary
 }
 
-// numParts returns the kernel regressions of a notion: K for Marginal.
+// numParts returns the kernel regressions of a notion: K for ClassWise.
 func numParts(n Notion, k int) int {
-	if n == Marginal {
+	if n == ClassWise {
 		return k
 	}
 	return 1
@@ -221,7 +221,7 @@ func (ps *PointSums) parts() []pointPart {
 	for c := range out {
 		pp := &out[c]
 		pp.class, pp.nl = -1, labelsPerPart(ps.st.Notion, k)
-		if ps.st.Notion == Marginal {
+		if ps.st.Notion == ClassWise {
 			pp.class = c
 		}
 		pp.d = 2
@@ -585,7 +585,7 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	m := len(v.Labels)
-	if v.K < 2 || v.Notion < Canonical || v.Notion > Binary || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
+	if v.K < 2 || !slices.Contains(Notions, v.Notion) || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
 		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) || (v.Squares != nil && len(v.Squares) != len(v.Sums)) {
 		return pointSumsKind.Errorf("inconsistent sizes")
 	}
@@ -606,7 +606,7 @@ type Selection struct {
 	Index     int       // index of the best grid point
 	Bandwidth float64   // Grid[Index]
 	GridLL    []float64 // the objective at each grid point (-Inf where it is -Inf)
-	Excluded  int       // evaluation points (for Marginal: points x classes) with zero density at every bandwidth
+	Excluded  int       // evaluation points (for ClassWise: points x classes) with zero density at every bandwidth
 	Warnings  []error   // when the choice is doubtful (the best bandwidth at an end of the grid)
 }
 
@@ -616,7 +616,7 @@ type Selection struct {
 //	l(h) = sum_j w_j log( S_j(h) / W_-j ) / sum_j w_j,   S_j = sum_l S_jl,
 //
 // W_-j = W - w_j, the mean over the points of the LOO objective's terms
-// (for Marginal the sum over classes), which with every point evaluated is
+// (for ClassWise the sum over classes), which with every point evaluated is
 // SelectBandwidth's LOO objective divided by n. Points whose density is 0
 // at every bandwidth are left out (Excluded). A best value at an end of
 // the grid is warned about.
@@ -690,8 +690,8 @@ func (ps *PointSums) weight(j int) float64 { return mathx.Weight(ps.st.Weights, 
 
 // PointLogLik returns each evaluation point's term of the leave-one-out
 // log-likelihood at bandwidth Grid[g] (Select's l(h) without the weighted
-// mean): log( S_j(h) / W_-j ), summed over the classes for Marginal, -Inf
-// where the point's density is 0 (in some class, for Marginal).
+// mean): log( S_j(h) / W_-j ), summed over the classes for ClassWise, -Inf
+// where the point's density is 0 (in some class, for ClassWise).
 func (ps *PointSums) PointLogLik(g int) []float64 {
 	m, G := ps.M(), len(ps.st.Grid)
 	nl := labelsPerPart(ps.st.Notion, ps.st.K)
@@ -730,12 +730,12 @@ type SampledResult struct {
 	Bandwidth float64
 	M         int   // evaluation points
 	N         int64 // centres (rows) in all
-	// Excluded counts evaluation points (for Marginal: points x classes)
+	// Excluded counts evaluation points (for ClassWise: points x classes)
 	// whose leave-one-out density is 0 (left out, as Estimate leaves them
 	// out).
 	Excluded int
 	Values   []SampledValue
-	// PerClass[i][c] is class c's mean term for exponent P[i] (Marginal).
+	// PerClass[i][c] is class c's mean term for exponent P[i] (ClassWise).
 	PerClass [][]float64
 }
 
@@ -744,7 +744,7 @@ type SampledResult struct {
 //
 //	CE_p^p ~ sum_j w_j t_j / sum_j w_j,  t_j = scale x ||r_j - f_j||_p^p
 //
-// over the evaluation points j kept (positive density; for Marginal t_j is
+// over the evaluation points j kept (positive density; for ClassWise t_j is
 // the sum over classes of the class terms, or their mean with classMean).
 // With every row an evaluation point this is Estimate's value. With m < n
 // points drawn uniformly without replacement from the n rows it is the
@@ -791,7 +791,7 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 		scale = 2
 	}
 	res := &SampledResult{Notion: ps.st.Notion, Bandwidth: ps.st.Grid[g], M: m, N: ps.st.N, Values: make([]SampledValue, len(p))}
-	if ps.st.Notion == Marginal {
+	if ps.st.Notion == ClassWise {
 		res.PerClass = make([][]float64, len(p))
 		for i := range p {
 			res.PerClass[i] = make([]float64, k)
@@ -806,7 +806,7 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 	r := make([]float64, nl)
 	for c := 0; c < parts; c++ {
 		class := -1
-		if ps.st.Notion == Marginal {
+		if ps.st.Notion == ClassWise {
 			class = c
 		}
 		partSum, partW := make([]float64, len(p)), 0.0
@@ -842,7 +842,7 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 				partSum[i] += w * t
 			}
 		}
-		if ps.st.Notion == Marginal {
+		if ps.st.Notion == ClassWise {
 			for i := range p {
 				if partW > 0 {
 					res.PerClass[i][c] = partSum[i] / partW
@@ -861,12 +861,12 @@ func (ps *PointSums) Estimate(g int, p []float64, classMean bool, level float64)
 		return nil, fmt.Errorf("kde: %w", ErrNoDensity)
 	}
 	div := 1.0
-	if ps.st.Notion == Marginal && classMean {
+	if ps.st.Notion == ClassWise && classMean {
 		div = float64(k)
 	}
 	for i, pv := range p {
 		v := 0.0
-		if ps.st.Notion == Marginal {
+		if ps.st.Notion == ClassWise {
 			for _, x := range res.PerClass[i] {
 				v += x
 			}

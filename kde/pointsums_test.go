@@ -60,7 +60,7 @@ func TestPointSumsAllPointsEqualEstimate(t *testing.T) {
 	probs, labels, k := realRows(t, 600)
 	rng := rand.New(rand.NewPCG(3, 4))
 	w := randWeights(rng, len(labels), true)
-	for _, notion := range []Notion{Canonical, TopLabel, Marginal, Binary} {
+	for _, notion := range []Notion{Canonical, TopLabel, ClassWise, Binary} {
 		x, y, kk := probs, labels, k
 		if notion == Binary {
 			x, y = binaryRows(probs, labels, k)
@@ -93,7 +93,7 @@ func TestPointSumsAllPointsEqualEstimate(t *testing.T) {
 				if got.Excluded != want.Excluded {
 					t.Errorf("%s: excluded %d, Estimate %d", notion, got.Excluded, want.Excluded)
 				}
-				if notion == Marginal {
+				if notion == ClassWise {
 					for c := range got.PerClass[1] {
 						if d := relDiff(got.PerClass[1][c], want.PerClass[1][c]); d > 1e-12 {
 							t.Errorf("marginal class %d: %v, Estimate %v", c, got.PerClass[1][c], want.PerClass[1][c])
@@ -109,7 +109,7 @@ func TestPointSumsAllPointsEqualEstimate(t *testing.T) {
 // SelectBandwidth's LOO objective (divided by n) at the grid points.
 func TestPointSumsSelectMatchesLOO(t *testing.T) {
 	probs, labels, k := realRows(t, 400)
-	for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+	for _, notion := range []Notion{Canonical, TopLabel, ClassWise} {
 		grid := []float64{0.003, 0.01, 0.03, 0.1, 0.3}
 		cv, err := SelectBandwidth(context.Background(), notion, probs, labels, k, nil, BandwidthOptions{Grid: grid, NoRefine: true})
 		if err != nil {
@@ -392,7 +392,7 @@ func TestConcatPointSums(t *testing.T) {
 	probs, labels, k := realRows(t, 400)
 	m := 60
 	pts, ptl := probs[:m*k], labels[:m]
-	for _, notion := range []Notion{Canonical, TopLabel, Marginal} {
+	for _, notion := range []Notion{Canonical, TopLabel, ClassWise} {
 		one, _ := NewPointSums(notion, pts, ptl, k, nil, []float64{0.01, 0.05})
 		one.KeepSquares()
 		addInBatches(t, one, probs, labels, k, nil, 150, func(i int) int {

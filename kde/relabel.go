@@ -93,7 +93,7 @@ const relabelChunk = 16
 // kernels, built on all-zero labels so that the order of the centres and
 // the tiles do not depend on the labels) and the log normalisers at the
 // bandwidth. For a Beta part the outcome of row i is [y_i = target[i]]
-// (TopLabel: the arg max of row i; Marginal: the part's class; Binary: 1).
+// (TopLabel: the arg max of row i; ClassWise: the part's class; Binary: 1).
 type relabelPart struct {
 	pb     *problem
 	c      []float64
@@ -130,7 +130,7 @@ func NewRelabel(ctx context.Context, notion Notion, probs []float64, k int, weig
 	if err != nil {
 		return nil, err
 	}
-	rl := &Relabel{notion: notion, n: n, k: k, ps: slices.Clone(ps), classMean: opts.ClassMean && notion == Marginal,
+	rl := &Relabel{notion: notion, n: n, k: k, ps: slices.Clone(ps), classMean: opts.ClassMean && notion == ClassWise,
 		weights: slices.Clone(weights), workers: opts.Workers, h: h, tr: newTracker(opts.Progress)}
 	add := func(x []float64, d int, target []int, scale float64) {
 		pb := newProblem(x, d, zeros, 1, rl.weights, opts.Workers)
@@ -147,7 +147,7 @@ func NewRelabel(ctx context.Context, notion Notion, probs []float64, k int, weig
 			t[j] = argMax(probs[j*k : (j+1)*k])
 		}
 		add(betaPoints(c), 2, t, 1)
-	case Marginal:
+	case ClassWise:
 		for c := 0; c < k; c++ {
 			x := make([]float64, n)
 			for j := range x {

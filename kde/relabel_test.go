@@ -47,7 +47,7 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 		{"canonical rounded", rounded, Canonical, 0.05},
 		{"top_label", probs, TopLabel, 0.01},
 		{"top_label rounded", rounded, TopLabel, 0.05},
-		{"marginal", probs, Marginal, 0.01},
+		{"marginal", probs, ClassWise, 0.01},
 		{"binary", nil, Binary, 0.03},
 	} {
 		x, kk := tc.probs, k
@@ -64,7 +64,7 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 			ys[3][i] = kk - 1
 		}
 		for _, wt := range [][]float64{nil, w} {
-			opts := Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == Marginal}
+			opts := Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == ClassWise}
 			rl, err := NewRelabel(context.Background(), tc.notion, x, kk, wt, opts)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
@@ -83,7 +83,7 @@ func TestRelabelEqualsEstimate(t *testing.T) {
 			rl3, _ := NewRelabel(context.Background(), tc.notion, x, kk, wt, opts)
 			got3, _ := rl3.Estimates(ys)
 			for b, y := range ys {
-				want, err := Estimate(context.Background(), tc.notion, x, y, kk, wt, Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == Marginal})
+				want, err := Estimate(context.Background(), tc.notion, x, y, kk, wt, Options{Bandwidth: tc.h, P: ps, ClassMean: tc.notion == ClassWise})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -131,7 +131,7 @@ func bruteWeightedRatios(x []float64, d int, y []int, nl int, w []float64, h flo
 
 // bruteWeightedEstimate is doc.go's weighted ECE^KDE of a notion:
 // sum_j w_j ||r_j - f_j||_p^p / sum_j w_j over the kept points, r_j the
-// weighted leave-one-out ratio; Marginal sums (or averages) the classes,
+// weighted leave-one-out ratio; ClassWise sums (or averages) the classes,
 // Binary doubles the Beta estimate on p1.
 func bruteWeightedEstimate(notion Notion, probs []float64, labels []int, k int, w []float64, h, p float64, classMean, debias bool) float64 {
 	n := len(labels)
@@ -164,7 +164,7 @@ func bruteWeightedEstimate(notion Notion, probs []float64, labels []int, k int, 
 			}
 			return s
 		}, ok)
-	case Marginal:
+	case ClassWise:
 		v := 0.0
 		for c := 0; c < k; c++ {
 			col, a := make([]float64, n), make([]int, n)
@@ -211,7 +211,7 @@ func TestWeightedBruteForce(t *testing.T) {
 						if notion == Binary && k != 2 {
 							continue
 						}
-						for _, o := range []Options{{ClassMean: notion == Marginal}, {Debias: true}} {
+						for _, o := range []Options{{ClassMean: notion == ClassWise}, {Debias: true}} {
 							o.Bandwidth, o.P = h, ps
 							res, err := Estimate(context.Background(), notion, probs, labels, k, w, o)
 							if err != nil {
@@ -309,7 +309,7 @@ func bruteWeightedLOO(x []float64, d int, w []float64, h float64, reference bool
 
 // notionPoints returns the kernel points of each part of a notion (as
 // parts does): the rows for Canonical, (c, 1-c) of each column for
-// Marginal, of the confidences for TopLabel, of p1 for Binary.
+// ClassWise, of the confidences for TopLabel, of p1 for Binary.
 func notionPoints(notion Notion, probs []float64, labels []int, k int) (xs [][]float64, d int) {
 	n := len(labels)
 	two := func(c func(j int) float64) []float64 {
@@ -322,7 +322,7 @@ func notionPoints(notion Notion, probs []float64, labels []int, k int) (xs [][]f
 	switch notion {
 	case Canonical:
 		return [][]float64{probs}, k
-	case Marginal:
+	case ClassWise:
 		for c := 0; c < k; c++ {
 			xs = append(xs, two(func(j int) float64 { return probs[j*k+c] }))
 		}
@@ -949,7 +949,7 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 			t.Errorf("%s: %.17g with zero weights, %.17g removed (rel %.2g)", what, got, want, d)
 		}
 	}
-	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+	for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 		for _, o := range []Options{{Bandwidth: 0.04, P: []float64{1, 2}, Neighbours: true}, {Bandwidth: 0.2, P: []float64{1, 2}, Debias: true}} {
 			a, err1 := Estimate(context.Background(), notion, probs, labels, k, w, o)
 			b, err2 := Estimate(context.Background(), notion, rp, rl, k, rw, o)
@@ -958,7 +958,7 @@ func TestZeroWeightsRemoveRows(t *testing.T) {
 			}
 			for i := range a.Values {
 				check(notion.String()+" estimate", a.Values[i].Value, b.Values[i].Value)
-				if notion == Marginal {
+				if notion == ClassWise {
 					for c := range k {
 						check("per class", a.PerClass[i][c], b.PerClass[i][c])
 					}
@@ -1050,7 +1050,7 @@ func TestWeightedDeterminism(t *testing.T) {
 	var ref []float64
 	for _, workers := range []int{1, 2, 7} {
 		var got []float64
-		for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+		for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 			for _, o := range []Options{{Bandwidth: 0.02, P: []float64{1, 2}, Neighbours: true, Terms: true}, {Bandwidth: 0.2, P: []float64{2}, Debias: true}} {
 				o.Workers = workers
 				res, err := Estimate(context.Background(), notion, probs, labels, k, w, o)
@@ -1117,7 +1117,7 @@ func TestWeightedResampled(t *testing.T) {
 	for j := range idx {
 		idx[j] = rng.IntN(n)
 	}
-	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+	for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 		res, err := Estimate(context.Background(), notion, probs, labels, k, w, Options{Bandwidth: 0.05, P: []float64{1, 2}, Terms: true, ClassMean: true})
 		if err != nil {
 			t.Fatal(err)
@@ -1137,7 +1137,7 @@ func TestWeightedResampled(t *testing.T) {
 				}
 				want += num / den
 			}
-			if notion == Marginal {
+			if notion == ClassWise {
 				want /= k
 			}
 			if d := relDiff(res.Resampled(i, idx), want); d > 1e-14 {
@@ -1177,7 +1177,7 @@ func TestWeightErrors(t *testing.T) {
 			return err
 		},
 		"Gradient": func(w []float64) error {
-			_, _, err := Gradient(context.Background(), nil, Marginal, probs, labels, k, 1, w, o)
+			_, _, err := Gradient(context.Background(), nil, ClassWise, probs, labels, k, 1, w, o)
 			return err
 		},
 		"LogitGradient": func(w []float64) error {
@@ -1252,7 +1252,7 @@ func TestWeightScaleInvariance(t *testing.T) {
 			t.Errorf("%s: %.17g, weights x 3.7: %.17g (rel %.2g)", what, a, b, d)
 		}
 	}
-	for _, notion := range []Notion{Canonical, Marginal, TopLabel} {
+	for _, notion := range []Notion{Canonical, ClassWise, TopLabel} {
 		for _, o := range []Options{{Bandwidth: 0.03, P: []float64{1, 2}, Neighbours: true}, {Bandwidth: 0.2, P: []float64{2}, Debias: true}} {
 			a, err1 := Estimate(context.Background(), notion, probs, labels, k, w, o)
 			b, err2 := Estimate(context.Background(), notion, probs, labels, k, w2, o)

@@ -134,7 +134,7 @@ func TestBuildOptions(t *testing.T) {
 		{"same classes", report.Options{Figures: report.FigureOptions{Classes: []int{1, 1}}}, nil, report.ErrOptions, false},
 		{"negative bins", report.Options{Figures: report.FigureOptions{Bins: metric.BinOptions{Bins: -1}}}, nil, report.ErrOptions, false},
 		{"p below 1", report.Options{Eval: evaluate.Options{P: []float64{0.5}}}, nil, evaluate.ErrOptions, false},
-		{"unknown notion", report.Options{Eval: evaluate.Options{Mode: evaluate.NotionSet{kde.Notion(9)}}}, nil, evaluate.ErrOptions, false},
+		{"unknown notion", report.Options{Eval: evaluate.Options{Mode: evaluate.NotionSet{kde.Notion("nope")}}}, nil, evaluate.ErrOptions, false},
 		{"class above K", report.Options{Figures: report.FigureOptions{Classes: []int{0, 3}}}, nil, report.ErrOptions, true},
 		{"K differs", report.Options{}, k4, recal.ErrInput, true},
 	} {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -23,7 +24,7 @@ type PlotOptions struct {
 	// Class is the class whose probability the reliability diagrams draw;
 	// -1 draws the top-label confidence.
 	Class  int
-	Notion kde.Notion // the notion of the bandwidth view
+	Notion kde.Notion // the notion of the bandwidth view ("": canonical)
 }
 
 // Plot makes the figure kind (one of Plots) of test, as `calib plot` draws
@@ -47,7 +48,7 @@ func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po P
 	case "simplex":
 		fig, err = SimplexOf(ctx, test, o)
 	case "bandwidth":
-		fig, err = BandwidthViewOf(ctx, test, po.Notion, o)
+		fig, err = BandwidthViewOf(ctx, test, cmp.Or(po.Notion, kde.Canonical), o)
 	case "compare":
 		if val == nil {
 			return nil, optionsError("the compare figure needs a validation set")

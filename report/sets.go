@@ -171,7 +171,7 @@ func evaluatedCE1(ev *evaluate.Evaluation, notion kde.Notion, h float64) *float6
 	if ev == nil {
 		return nil
 	}
-	e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.Name(), P: 1})
+	e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion, P: 1})
 	if e == nil || e.Error != "" || e.Value == nil ||
 		(e.Aggregate != "" && e.Aggregate != "sum") || // the view sums a marginal notion's classes
 		e.Bandwidth == nil || *e.Bandwidth != h {

@@ -124,14 +124,14 @@ func BandwidthNotion(mode string, s *data.Set) (kde.Notion, error) {
 	}
 	var set evaluate.NotionSet
 	if err := set.UnmarshalText([]byte(mode)); err != nil {
-		return 0, err
+		return "", err
 	}
 	ns, _, err := set.Resolve(s)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if len(ns) != 1 {
-		return 0, optionError("mode", "mode: bandwidth takes one notion, got %d", len(ns))
+		return "", optionError("mode", "mode: bandwidth takes one notion, got %d", len(ns))
 	}
 	return ns[0], nil
 }

@@ -92,9 +92,9 @@ func Conflicts(given func(name string) bool, o evaluate.Options, ms evaluate.Met
 		return !explicitMode || slices.Contains(o.Mode, n) || slices.Equal(o.Mode, evaluate.AllNotions)
 	}
 	switch {
-	case given("class-mean") && explicitMode && !has(kde.Marginal):
+	case given("class-mean") && explicitMode && !has(kde.ClassWise):
 		return &evaluate.OptionError{Option: "class-mean", Err: fmt.Errorf("class-mean applies to ece_kde's class_wise notion, which --mode %s leaves out", o.Mode)}
-	case given("exact") && explicitMode && !has(kde.TopLabel) && !has(kde.Binary) && !has(kde.Marginal) && !ms.Has(evaluate.Sharpness):
+	case given("exact") && explicitMode && !has(kde.TopLabel) && !has(kde.Binary) && !has(kde.ClassWise) && !ms.Has(evaluate.Sharpness):
 		return &evaluate.OptionError{Option: "exact", Err: fmt.Errorf("exact applies to the one-dimensional notions (top_label, binary, class_wise) and sharpness; --mode %s computes the canonical notion only", o.Mode)}
 	case given("bandwidth-objective") && o.Bandwidth != 0:
 		return &evaluate.OptionError{Option: "bandwidth-objective", Err: fmt.Errorf("bandwidth-objective chooses the bandwidth, which --bandwidth %s fixes", o.Bandwidth)}

@@ -23,7 +23,7 @@ func TestEnumsOneRule(t *testing.T) {
 		values []textEnum
 		parse  func(string) (textEnum, error)
 	}{
-		{[]textEnum{kde.Canonical, kde.Marginal, kde.TopLabel, kde.Binary}, func(s string) (textEnum, error) { return kde.ParseNotion(s) }},
+		{[]textEnum{kde.Canonical, kde.ClassWise, kde.TopLabel, kde.Binary}, func(s string) (textEnum, error) { return kde.ParseNotion(s) }},
 		{[]textEnum{kde.LOO, kde.Reference}, func(s string) (textEnum, error) { return kde.ParseObjective(s) }},
 		{[]textEnum{metric.EqualWidth, metric.EqualMass}, func(s string) (textEnum, error) { return metric.ParseBinning(s) }},
 		{[]textEnum{metric.Fixed, metric.Doane, metric.Sqrt}, func(s string) (textEnum, error) { return metric.ParseBinRule(s) }},
