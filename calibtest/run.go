@@ -15,6 +15,7 @@ import (
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // DefaultTests lists the tests Run runs when none are named, in report
@@ -64,8 +65,13 @@ var ErrTooFew = errors.New("calibtest: too few rows")
 // weightedTests are the tests that take sample weights.
 var weightedTests = []string{"ks", "kuiper", "spiegelhalter"}
 
+// DefaultSeed is the seed Options.Seed 0 stands for: calib test's --seed
+// default, so that the zero Options runs as `calib test` without flags.
+const DefaultSeed = 1
+
 // Options configures Run. The zero value runs DefaultTests at alpha 0.05
-// with DefaultResamples resamples, seed 0, on every core.
+// with DefaultResamples resamples, seed DefaultSeed, on every core: as
+// `calib test` without flags.
 type Options struct {
 	// Tests names the tests (of Tests); nil means DefaultTests, and
 	// {"all"} every test that applies: with weights the weighted ones,
@@ -74,8 +80,10 @@ type Options struct {
 	Tests     []string
 	Alpha     float64 // 0: 0.05
 	Resamples int     // consistency resamples; 0: DefaultResamples
-	Seed      uint64
-	Workers   int
+	// Seed seeds every resampling test; 0 means DefaultSeed (so seed 0
+	// itself cannot be asked for).
+	Seed    uint64
+	Workers int
 }
 
 // Validate checks the options (the test names, alpha, the resamples) without
@@ -130,14 +138,14 @@ func MinResamples(alpha float64) int {
 // consistency test of the marginal ECE^KDE summed over the classes (no
 // PerClass).
 type Result struct {
-	Test      string    `json:"test"`
-	Notion    string    `json:"notion"`
-	Statistic float64   `json:"statistic"`
-	PValue    float64   `json:"p_value"`
-	Method    string    `json:"method"`
-	Resamples int       `json:"resamples,omitempty"`
-	Reject    bool      `json:"reject"`
-	PerClass  []float64 `json:"per_class,omitempty"`
+	Test      string        `json:"test"`
+	Notion    notion.Notion `json:"notion"`
+	Statistic float64       `json:"statistic"`
+	PValue    float64       `json:"p_value"`
+	Method    string        `json:"method"`
+	Resamples int           `json:"resamples,omitempty"`
+	Reject    bool          `json:"reject"`
+	PerClass  []float64     `json:"per_class,omitempty"`
 	// Error says why the test could not run on this data (no variance
 	// under the null, too few rows); Statistic and PValue are then NaN
 	// (null in JSON) and the other tests run.
@@ -162,8 +170,8 @@ func (e reasonError) Is(target error) bool { return target == e.kind }
 func cannotRun(err error) bool { return errors.Is(err, ErrNoVariance) || errors.Is(err, ErrTooFew) }
 
 // notRun is the entry of a test that could not run on this data.
-func notRun(test, notion string, err error) Result {
-	return Result{Test: test, Notion: notion, Statistic: math.NaN(), PValue: math.NaN(), Error: strings.ReplaceAll(err.Error(), "calibtest: ", "")}
+func notRun(test string, nt notion.Notion, err error) Result {
+	return Result{Test: test, Notion: nt, Statistic: math.NaN(), PValue: math.NaN(), Error: strings.ReplaceAll(err.Error(), "calibtest: ", "")}
 }
 
 // Report is the outcome of Run: every test, and the plain-language answer.
@@ -184,6 +192,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
 	weights, _ = mathx.ScaleWeights(weights) // any finite positive weights: their normalised form's answer
 	tests, skipped := expandTests(o.Tests, len(labels), k, weights != nil)
 	alpha := cmp.Or(o.Alpha, DefaultAlpha)
@@ -240,7 +249,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			case err != nil:
 				return nil, fmt.Errorf("%s top_label: %w", t, err)
 			default:
-				add(Result{Test: t, Notion: "top_label", Statistic: v, PValue: p, Method: method})
+				add(Result{Test: t, Notion: notion.TopLabel, Statistic: v, PValue: p, Method: method})
 			}
 			// The class-wise family by consistency resampling with the
 			// maxT adjustment: the columns' asymptotic laws fail when
@@ -266,7 +275,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				}
 			}
 			if cw := classWise[t]; cw != nil {
-				add(Result{Test: t, Notion: "class_wise", Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
+				add(Result{Test: t, Notion: notion.ClassWise, Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
 					Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
 			} else {
 				add(notRun(t, "class_wise", classWiseErr))
@@ -290,7 +299,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "skce", Notion: "canonical", Statistic: r.BlockValue, PValue: r.BlockP,
+			add(Result{Test: "skce", Notion: notion.Canonical, Statistic: r.BlockValue, PValue: r.BlockP,
 				Method: fmt.Sprintf("block z-test, %d blocks of %d in a seeded row order (its p-value moves with the seed), width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
 		case "skce_u":
 			if weights != nil {
@@ -304,7 +313,7 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "skce_u", Notion: "canonical", Statistic: r.Statistic, PValue: r.P, Resamples: r.Resamples,
+			add(Result{Test: "skce_u", Notion: notion.Canonical, Statistic: r.Statistic, PValue: r.P, Resamples: r.Resamples,
 				Method: fmt.Sprintf("bootstrap of the U-statistic (statistic n U/(n-1) - V; SKCE_uq = %.4g), width %.4g (median heuristic)", r.Value, r.Width)})
 		default: // consistency resampling
 			if weights != nil {
@@ -367,38 +376,39 @@ func expandTests(names []string, n, k int, weighted bool) (tests, skipped []stri
 
 // notionStatistic is one statistic of a consistency test and its notion.
 type notionStatistic struct {
-	notion, method string
-	stat           Statistic
+	notion notion.Notion
+	method string
+	stat   Statistic
 }
 
 // consistencyStatistics returns the statistics of the consistency test t
 // (ece_bin, ece_kde, ks_error, mmce, ece_witness).
 func consistencyStatistics(ctx context.Context, t string, probs []float64, labels []int, k, workers int) ([]notionStatistic, error) {
-	one := func(notion string, st Statistic, err error) ([]notionStatistic, error) {
+	one := func(nt notion.Notion, st Statistic, err error) ([]notionStatistic, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []notionStatistic{{notion: notion, stat: st}}, nil
+		return []notionStatistic{{notion: nt, stat: st}}, nil
 	}
 	switch t {
 	case "ece_bin":
 		st, err := BinnedECEStatistic(probs, k, 1, metric.BinOptions{}, workers)
-		return one("top_label", st, err)
+		return one(notion.TopLabel, st, err)
 	case "ks_error":
 		st, err := KSErrorStatistic(probs, k, workers)
-		return one("top_label", st, err)
+		return one(notion.TopLabel, st, err)
 	case "mmce":
 		st, err := MMCEStatistic(probs, k, 0, workers)
-		return one("top_label", st, err)
+		return one(notion.TopLabel, st, err)
 	case "ece_witness":
 		st, err := WitnessStatistic(ctx, probs, k, 1, kde.WitnessOptions{Workers: workers})
-		return one("canonical", st, err)
+		return one(notion.Canonical, st, err)
 	case "temperature_score":
 		st, err := TemperatureScoreStatistic(probs, k, workers)
-		return one("canonical", st, err)
+		return one(notion.Canonical, st, err)
 	case "prior_score":
 		st, err := PriorScoreStatistic(probs, k, workers)
-		return one("canonical", st, err)
+		return one(notion.Canonical, st, err)
 	case "ece_kde":
 		var out []notionStatistic
 		for _, nt := range []kde.Notion{kde.Canonical, kde.TopLabel, kde.ClassWise} {
@@ -412,11 +422,7 @@ func consistencyStatistics(ctx context.Context, t string, probs []float64, label
 			if err != nil {
 				return nil, fmt.Errorf("ece_kde %s: %w", nt, err)
 			}
-			notion := nt.String()
-			if nt == kde.ClassWise {
-				notion = "class_wise"
-			}
-			out = append(out, notionStatistic{notion: notion, method: fmt.Sprintf(", h = %.4g (LOO on the predictions)", cv.Bandwidth), stat: st})
+			out = append(out, notionStatistic{notion: nt, method: fmt.Sprintf(", h = %.4g (LOO on the predictions)", cv.Bandwidth), stat: st})
 		}
 		return out, nil
 	}
@@ -432,14 +438,14 @@ func answer(r *Report) string {
 	var rejected, notRun []string
 	for i, t := range r.Tests {
 		if t.Error != "" {
-			notRun = append(notRun, t.Test+" ("+t.Notion+")")
+			notRun = append(notRun, t.Test+" ("+string(t.Notion)+")")
 			continue
 		}
 		if best == nil || t.PValue < best.PValue {
 			best = &r.Tests[i]
 		}
 		if t.Reject {
-			rejected = append(rejected, t.Test+" ("+t.Notion+")")
+			rejected = append(rejected, t.Test+" ("+string(t.Notion)+")")
 		}
 	}
 	skipped := ""

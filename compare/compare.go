@@ -24,6 +24,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -272,13 +273,13 @@ func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int
 		key evaluate.Key
 		dst **evaluate.Float
 	}{
-		{E{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}, &r.ECEKDE},
+		{E{Metric: evaluate.ECEKDE, Notion: notion.Canonical, P: 1}, &r.ECEKDE},
 		{evaluate.Headline, &r.Headline},
-		{E{Metric: evaluate.ECEBin, Notion: "top_label", P: 1}, &r.ECETopLabel},
-		{E{Metric: evaluate.KS, Notion: "top_r", R: 1}, &r.KSTop1},
-		{E{Metric: evaluate.KS, Notion: "top_r", R: 2}, &r.KSTop2},
-		{E{Metric: evaluate.KS, Notion: "within_top_r", R: 2}, &r.KSWithinTop2},
-		{E{Metric: evaluate.KS, Notion: "class_wise"}, &r.KSClassWise},
+		{E{Metric: evaluate.ECEBin, Notion: notion.TopLabel, P: 1}, &r.ECETopLabel},
+		{E{Metric: evaluate.KS, Notion: notion.TopR, R: 1}, &r.KSTop1},
+		{E{Metric: evaluate.KS, Notion: notion.TopR, R: 2}, &r.KSTop2},
+		{E{Metric: evaluate.KS, Notion: notion.WithinTopR, R: 2}, &r.KSWithinTop2},
+		{E{Metric: evaluate.KS, Notion: notion.ClassWise}, &r.KSClassWise},
 		{E{Metric: evaluate.Brier}, &r.Brier},
 		{E{Metric: evaluate.NLL}, &r.NLL},
 		{E{Metric: evaluate.Accuracy}, &r.Accuracy},

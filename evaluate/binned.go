@@ -178,7 +178,7 @@ func defineBins(c *config, e *Result) {
 	} else if n := convention.Name(e.Convention); n != convention.Calib {
 		e.BinRule, e.BinEdges = metric.Fixed.String(), n.Edges()
 	}
-	if e.Notion == "canonical" {
+	if e.Notion == notion.Canonical {
 		e.BinRule = metric.Fixed.String()
 	}
 }
@@ -272,7 +272,7 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			e = &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
+			e = &Result{Metric: m, Notion: notion.TopLabel, Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
 			ev.setStat(e, func(idx []int) (float64, error) {
 				b, err := bins(top, topY, topA, idx)
 				if err != nil {
@@ -318,7 +318,7 @@ func (ev *evaluator) binned(m Metric) ([]*Result, error) {
 			// meaningless (--metrics ece_bin computes it, with the warning).
 			continue
 		}
-		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
+		e = &Result{Metric: m, Notion: notion.Canonical, Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
 		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
 		finish(e, p)
 		ev.setStat(e, func(idx []int) (float64, error) {
@@ -351,7 +351,7 @@ func binnedValue(m Metric) func(b *metric.Bins, p float64) float64 {
 // exponent p: the mean over classes of the per-class values pc of the
 // class bins cb (rule: their bin rule), with the sum and the terms.
 func classWiseEntry(m Metric, binning string, p float64, pc metric.PerClass, cb []*metric.Bins, rule metric.BinRule) *Result {
-	e := &Result{Metric: m, Notion: "class_wise", Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum)}
+	e := &Result{Metric: m, Notion: notion.ClassWise, Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	maxBins := 0
 	for k, b := range cb {
 		e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
@@ -484,7 +484,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, p := range ps {
-		e := &Result{Metric: m, Notion: "top_label", Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p))}
+		e := &Result{Metric: m, Notion: notion.TopLabel, Binning: binning, Bins: ptr(len(top.Count)), Value: jf(val(top, p))}
 		finishBinnedEntry(m, e, p)
 		edgeBound(m, e, p, tb.Mass, tb.Abs)
 		out = append(out, e)
@@ -509,7 +509,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 			if c.Strict {
 				return nil, &data.StreamError{Err: err}
 			}
-			out = append(out, &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cells.B()), Error: err.Error()})
+			out = append(out, &Result{Metric: m, Notion: notion.Canonical, Binning: "equal_width", Bins: ptr(cells.B()), Error: err.Error()})
 			continue
 		}
 		pp := cellP(m, p)
@@ -521,7 +521,7 @@ func (s *Sums) finishBinned(m Metric, ks *KernelSums) ([]*Result, error) {
 		if c.Defaulted && sparseCellsWarning(int(s.st.N), cn.Cells, s.st.K, cn.B) != "" {
 			continue // as Evaluate's default
 		}
-		e = &Result{Metric: m, Notion: "canonical", Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v)}
+		e = &Result{Metric: m, Notion: notion.Canonical, Binning: "equal_width", Bins: ptr(cn.B), Value: jf(v)}
 		e.Warnings = canonicalWarnings(m, int(s.st.N), s.st.K, cn)
 		finishBinnedEntry(m, e, p)
 		out = append(out, e)

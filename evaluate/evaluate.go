@@ -13,6 +13,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -203,12 +204,7 @@ type config struct {
 }
 
 // seed is the seed of every random choice: Seed, or DefaultSeed for 0.
-func (o Options) seed() uint64 {
-	if o.Seed == 0 {
-		return DefaultSeed
-	}
-	return o.Seed
-}
+func (o Options) seed() uint64 { return cmp.Or(o.Seed, DefaultSeed) }
 
 // OptionError is an option that cannot be used. Option names it as calib
 // eval spells it without the dashes ("metrics", "p", "ks-r", "bandwidth",

@@ -152,7 +152,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 		}
 	}
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
-	e := &Result{Metric: KS, Notion: "class_wise", Value: jf(pc.Value), Sum: jf(pc.Sum)}
+	e := &Result{Metric: KS, Notion: notion.ClassWise, Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	for _, v := range pc.PerClass {
 		e.PerClass = append(e.PerClass, Float(v))
 	}
@@ -199,7 +199,7 @@ func (s *Sums) finishKS() []*Result {
 			i++
 		}
 	}
-	e := &Result{Metric: KS, Notion: "class_wise", IntervalKind: "bound"}
+	e := &Result{Metric: KS, Notion: notion.ClassWise, IntervalKind: "bound"}
 	sum, slo, shi := 0.0, 0.0, 0.0
 	for _, ks := range s.st.KSClass {
 		lo, hi := ks.Interval()
@@ -227,14 +227,14 @@ func (ev *evaluator) ksStatistics(group []*Result) calibtest.Statistics {
 	cols := make([][]column, len(group)) // the columns of each entry (class_wise: K, averaged)
 	for g, e := range group {
 		switch e.Notion {
-		case "top_r", "within_top_r":
+		case notion.TopR, notion.WithinTopR:
 			r, view := *e.R, metric.TopR
-			if e.Notion == "within_top_r" {
+			if e.Notion == notion.WithinTopR {
 				view = metric.WithinTopR
 			}
 			sc, oc := view(s.Probs, s.Labels, s.K, r)
 			cols[g] = []column{{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := view(s.Probs, y, s.K, r); return o }}}
-		case "class_wise":
+		case notion.ClassWise:
 			for k := 0; k < s.K; k++ {
 				sc, oc := metric.ClassColumn(s.Probs, s.Labels, s.K, k)
 				cols[g] = append(cols[g], column{metric.NewSortedKS(sc, oc, s.Weights), func(y []int) []float64 { _, o := metric.ClassColumn(s.Probs, y, s.K, k); return o }})

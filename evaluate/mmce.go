@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // mmceDef is the maximum mean calibration error of Kumar, Sarawagi and
@@ -45,7 +46,7 @@ func (ev *evaluator) mmce() ([]*Result, error) {
 	s, w := ev.set, ev.cfg.MMCE.Width
 	r, cor := metric.TopR(s.Probs, s.Labels, s.K, 1)
 	v, sq := metric.MMCE(r, cor, w, nil, s.Weights)
-	e := &Result{Metric: MMCE, Notion: "top_label", Value: jf(v), Squared: jf(sq), Width: ptr(w)}
+	e := &Result{Metric: MMCE, Notion: notion.TopLabel, Value: jf(v), Squared: jf(sq), Width: ptr(w)}
 	ev.setStat(e, func(idx []int) (float64, error) {
 		v, _ := metric.MMCE(metric.Resample(r, 1, idx), metric.Resample(cor, 1, idx), w, nil, metric.Resample(s.Weights, 1, idx))
 		return v, nil
@@ -63,6 +64,6 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	c := s.st.Config
 	sq, se, lo, hi := ks.st.MMCE.Estimate(c.Level)
 	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
-	e := s.sampled(&Result{Metric: MMCE, Notion: "top_label", Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
+	e := s.sampled(&Result{Metric: MMCE, Notion: notion.TopLabel, Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }

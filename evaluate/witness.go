@@ -8,6 +8,7 @@ import (
 
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 )
 
 // witnessDef is the converging canonical estimators: the cross-fitted
@@ -95,7 +96,7 @@ func (ev *evaluator) eceWitness() ([]*Result, error) {
 	}
 	var out []*Result
 	for i, v := range res.Values {
-		e := &Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+		e := &Result{Metric: ECEWitness, Notion: notion.Canonical, P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w.Error()))
@@ -142,7 +143,7 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, v := range vals {
-		e := s.sampled(&Result{Metric: ECEWitness, Notion: "canonical", P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
+		e := s.sampled(&Result{Metric: ECEWitness, Notion: notion.Canonical, P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
 			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w.Error()))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/synth"
@@ -297,7 +298,7 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 			continue
 		}
 		for _, t := range r.Tests {
-			key := [2]string{t.Test, t.Notion}
+			key := [2]string{t.Test, string(t.Notion)}
 			if _, ok := out.p[key]; !ok {
 				out.keys = append(out.keys, key)
 				out.p[key] = nil
@@ -324,8 +325,8 @@ func runOne(ctx context.Context, f []float64, y []int, k int, tests []string, B 
 	for _, t := range tests {
 		r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1})
 		if err != nil {
-			for _, notion := range testNotions(t) {
-				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: notion, PValue: math.NaN()})
+			for _, nt := range testNotions(t) {
+				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: nt, PValue: math.NaN()})
 			}
 			continue
 		}
@@ -335,16 +336,16 @@ func runOne(ctx context.Context, f []float64, y []int, k int, tests []string, B 
 }
 
 // testNotions lists the rows a test gives (for a failed test's NaN rows).
-func testNotions(t string) []string {
+func testNotions(t string) []notion.Notion {
 	switch t {
 	case "ks", "kuiper", "spiegelhalter":
-		return []string{"top_label", "class_wise"}
+		return []notion.Notion{notion.TopLabel, notion.ClassWise}
 	case "ece_kde":
-		return []string{"canonical", "top_label", "class_wise"}
+		return []notion.Notion{notion.Canonical, notion.TopLabel, notion.ClassWise}
 	case "ece_bin", "ks_error", "mmce":
-		return []string{"top_label"}
+		return []notion.Notion{notion.TopLabel}
 	}
-	return []string{"canonical"}
+	return []notion.Notion{notion.Canonical}
 }
 
 // miscalibrated draws n predictions and labels of the miscalibration m

@@ -16,6 +16,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/train"
@@ -467,11 +468,11 @@ func trainMetrics(ctx context.Context, logits []float64, labels []int, k, worker
 		}
 		return math.NaN() // refused below
 	}
-	m.ECEKDE = value(evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1})
-	m.TopECE = value(evaluate.Key{Metric: evaluate.ECEBin, Notion: "top_label", P: 1})
+	m.ECEKDE = value(evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.Canonical, P: 1})
+	m.TopECE = value(evaluate.Key{Metric: evaluate.ECEBin, Notion: notion.TopLabel, P: 1})
 	m.NLL = value(evaluate.Key{Metric: evaluate.NLL})
 	m.Accuracy = value(evaluate.Key{Metric: evaluate.Accuracy})
-	if e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}); e != nil && e.Bandwidth != nil {
+	if e := ev.Lookup(evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.Canonical, P: 1}); e != nil && e.Bandwidth != nil {
 		m.Bandwidth = *e.Bandwidth
 	}
 	for _, v := range []float64{m.Accuracy, m.NLL, m.ECEKDE, m.TopECE} {

@@ -122,6 +122,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"eval", one, "--mode", "canonical"}, "needs at least 2 samples"},
 		{[]string{"eval", one, "--metrics", "ece_kde"}, "needs at least 2 samples"},
 		{[]string{"eval", golden + "c01_n60_k2.csv", "--metrics", "nope"}, "unknown metric"},
+		{[]string{"serve", "--maps", dir, "--data", filepath.Join(dir, "state"), "--metrics", "nope"}, `calib: --metrics: unknown metric "nope"`},
 		{[]string{"eval", golden + "c01_n60_k2.csv", "--binning", "x"}, "--binning"},
 		{[]string{"eval", golden + "c01_n60_k2.csv", "--ks-r", "0"}, "--ks-r"},
 		{[]string{"eval", filepath.Join(dir, "missing.csv")}, "missing.csv"},

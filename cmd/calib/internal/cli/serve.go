@@ -216,7 +216,7 @@ func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error)
 		return so, err
 	}
 	if err := ms.UnmarshalText([]byte(mf.metrics)); err != nil {
-		return so, usageErrorf("--metrics %s", strings.TrimPrefix(err.Error(), "metrics: "))
+		return so, optionError("", err)
 	}
 	so.Monitor = monitor.Options{Window: time.Duration(mf.window), Retain: time.Duration(mf.retain), ClassWise: mf.classWise,
 		MaxModels: mf.models, MaxSlices: mf.slices, MaxPending: mf.pending, Dedup: mf.requestIDs}

@@ -12,6 +12,7 @@ import (
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/notion"
 )
 
 // Write writes the demo's text: the headline figures of ev (the test
@@ -95,11 +96,11 @@ var headline = []struct {
 }{
 	{"canonical CE_1 (report this)", evaluate.Headline},
 	{"15-bin top-label ECE (papers print)", evaluate.PaperNumber},
-	{"KS top-1", evaluate.Key{Metric: evaluate.KS, Notion: "top_r", R: 1}},
+	{"KS top-1", evaluate.Key{Metric: evaluate.KS, Notion: notion.TopR, R: 1}},
 	{"NLL", evaluate.Key{Metric: evaluate.NLL}},
 	{"accuracy", evaluate.Key{Metric: evaluate.Accuracy}},
-	{"plug-in ECE^KDE canonical CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: "canonical", P: 1}},
-	{"plug-in ECE^KDE top_label CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: "top_label", P: 1}},
+	{"plug-in ECE^KDE canonical CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.Canonical, P: 1}},
+	{"plug-in ECE^KDE top_label CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.TopLabel, P: 1}},
 }
 
 // WriteHeadline writes the main figures of ev, each with its interval when
