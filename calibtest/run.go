@@ -138,14 +138,14 @@ func MinResamples(alpha float64) int {
 // consistency test of the marginal ECE^KDE summed over the classes (no
 // PerClass).
 type Result struct {
-	Test      string        `json:"test"`
-	Notion    notion.Notion `json:"notion"`
-	Statistic float64       `json:"statistic"`
-	PValue    float64       `json:"p_value"`
-	Method    string        `json:"method"`
-	Resamples int           `json:"resamples,omitempty"`
-	Reject    bool          `json:"reject"`
-	PerClass  []float64     `json:"per_class,omitempty"`
+	Test      string    `json:"test"`
+	Notion    string    `json:"notion"` // package notion's spelling; "-" for a test that could not run before its notions were known
+	Statistic float64   `json:"statistic"`
+	PValue    float64   `json:"p_value"`
+	Method    string    `json:"method"`
+	Resamples int       `json:"resamples,omitempty"`
+	Reject    bool      `json:"reject"`
+	PerClass  []float64 `json:"per_class,omitempty"`
 	// Error says why the test could not run on this data (no variance
 	// under the null, too few rows); Statistic and PValue are then NaN
 	// (null in JSON) and the other tests run.
@@ -170,7 +170,7 @@ func (e reasonError) Is(target error) bool { return target == e.kind }
 func cannotRun(err error) bool { return errors.Is(err, ErrNoVariance) || errors.Is(err, ErrTooFew) }
 
 // notRun is the entry of a test that could not run on this data.
-func notRun(test string, nt notion.Notion, err error) Result {
+func notRun(test string, nt string, err error) Result {
 	return Result{Test: test, Notion: nt, Statistic: math.NaN(), PValue: math.NaN(), Error: strings.ReplaceAll(err.Error(), "calibtest: ", "")}
 }
 
@@ -245,11 +245,11 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			v, p, err := stat(-1, s, c)
 			switch {
 			case err != nil && cannotRun(err):
-				add(notRun(t, "top_label", err))
+				add(notRun(t, string(notion.TopLabel), err))
 			case err != nil:
 				return nil, fmt.Errorf("%s top_label: %w", t, err)
 			default:
-				add(Result{Test: t, Notion: notion.TopLabel, Statistic: v, PValue: p, Method: method})
+				add(Result{Test: t, Notion: string(notion.TopLabel), Statistic: v, PValue: p, Method: method})
 			}
 			// The class-wise family by consistency resampling with the
 			// maxT adjustment: the columns' asymptotic laws fail when
@@ -275,17 +275,17 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 				}
 			}
 			if cw := classWise[t]; cw != nil {
-				add(Result{Test: t, Notion: notion.ClassWise, Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
+				add(Result{Test: t, Notion: string(notion.ClassWise), Statistic: cw.Statistic, PValue: cw.P, Resamples: cw.Resamples,
 					Method: "consistency resampling, maxT over the classes (Westfall-Young)", PerClass: cw.Adjusted})
 			} else {
-				add(notRun(t, "class_wise", classWiseErr))
+				add(notRun(t, string(notion.ClassWise), classWiseErr))
 			}
 		case "skce":
 			if weights != nil {
 				return nil, reasonError{ErrInput, "skce takes no weights (the SKCE block test is unweighted; the weighted tests are ks, kuiper and spiegelhalter)"}
 			}
 			if n < 4 {
-				add(notRun(t, "canonical", fmt.Errorf("%w: skce: the block test needs at least 4 rows (two blocks of 2), got %d", ErrTooFew, n)))
+				add(notRun(t, string(notion.Canonical), fmt.Errorf("%w: skce: the block test needs at least 4 rows (two blocks of 2), got %d", ErrTooFew, n)))
 				continue
 			}
 			// Blocks of sqrt(n) rows: more power than pairs, and still
@@ -293,13 +293,13 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			b := min(max(2, int(math.Sqrt(float64(n)))), n/2)
 			r, err := SKCE(probs, labels, k, SKCEOptions{Block: b, Seed: o.Seed, Workers: o.Workers, BlockOnly: true})
 			if err != nil && cannotRun(err) {
-				add(notRun(t, "canonical", err))
+				add(notRun(t, string(notion.Canonical), err))
 				continue
 			}
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "skce", Notion: notion.Canonical, Statistic: r.BlockValue, PValue: r.BlockP,
+			add(Result{Test: "skce", Notion: string(notion.Canonical), Statistic: r.BlockValue, PValue: r.BlockP,
 				Method: fmt.Sprintf("block z-test, %d blocks of %d in a seeded row order (its p-value moves with the seed), width %.4g (median heuristic)", r.Blocks, r.Block, r.Width)})
 		case "skce_u":
 			if weights != nil {
@@ -307,13 +307,13 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			}
 			r, err := SKCEBootstrap(probs, labels, k, SKCEBootstrapOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 			if err != nil && cannotRun(err) {
-				add(notRun(t, "canonical", err))
+				add(notRun(t, string(notion.Canonical), err))
 				continue
 			}
 			if err != nil {
 				return nil, err
 			}
-			add(Result{Test: "skce_u", Notion: notion.Canonical, Statistic: r.Statistic, PValue: r.P, Resamples: r.Resamples,
+			add(Result{Test: "skce_u", Notion: string(notion.Canonical), Statistic: r.Statistic, PValue: r.P, Resamples: r.Resamples,
 				Method: fmt.Sprintf("bootstrap of the U-statistic (statistic n U/(n-1) - V; SKCE_uq = %.4g), width %.4g (median heuristic)", r.Value, r.Width)})
 		default: // consistency resampling
 			if weights != nil {
@@ -330,13 +330,13 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 			for _, st := range stats {
 				r, err := Consistency(ctx, probs, labels, k, st.stat, ConsistencyOptions{Resamples: o.Resamples, Seed: o.Seed, Workers: o.Workers})
 				if err != nil && cannotRun(err) {
-					add(notRun(t, st.notion, err))
+					add(notRun(t, string(st.notion), err))
 					continue
 				}
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", t, st.notion, err)
 				}
-				add(Result{Test: t, Notion: st.notion, Statistic: r.Statistic, PValue: r.P, Method: "consistency resampling" + st.method, Resamples: r.Resamples})
+				add(Result{Test: t, Notion: string(st.notion), Statistic: r.Statistic, PValue: r.P, Method: "consistency resampling" + st.method, Resamples: r.Resamples})
 			}
 		}
 	}
@@ -438,14 +438,14 @@ func answer(r *Report) string {
 	var rejected, notRun []string
 	for i, t := range r.Tests {
 		if t.Error != "" {
-			notRun = append(notRun, t.Test+" ("+string(t.Notion)+")")
+			notRun = append(notRun, t.Test+" ("+t.Notion+")")
 			continue
 		}
 		if best == nil || t.PValue < best.PValue {
 			best = &r.Tests[i]
 		}
 		if t.Reject {
-			rejected = append(rejected, t.Test+" ("+string(t.Notion)+")")
+			rejected = append(rejected, t.Test+" ("+t.Notion+")")
 		}
 	}
 	skipped := ""

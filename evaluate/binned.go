@@ -136,6 +136,9 @@ var binnedSums = &sumsPart{
 		return nil
 	},
 	secondPass: func(c *streamConfig) bool { return c.sketched() || c.dataCells() },
+	holds: func(st *sumsState) bool {
+		return st.Top != nil || st.Class != nil || st.TopSketch != nil || st.ClassSketch != nil || st.Cells != nil || st.Pooled != nil
+	},
 }
 
 // binned says whether the configuration has a binned metric.

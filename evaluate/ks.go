@@ -106,6 +106,7 @@ var ksSums = &sumsPart{
 		}
 		return nil
 	},
+	holds: func(st *sumsState) bool { return st.KSTop != nil || st.KSWith != nil || st.KSClass != nil },
 }
 
 // KSOptions configures ks (Options.KS). The zero value reports the top-1
@@ -142,13 +143,13 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	for _, r := range ev.cfg.KS.R {
 		if r <= s.K {
 			sc, oc := metric.TopR(s.Probs, s.Labels, s.K, r)
-			add("top_r", r, sc, oc)
+			add(notion.TopR, r, sc, oc)
 		}
 	}
 	for _, r := range ev.cfg.KS.R {
 		if r >= 2 && r <= s.K {
 			sc, oc := metric.WithinTopR(s.Probs, s.Labels, s.K, r)
-			add("within_top_r", r, sc, oc)
+			add(notion.WithinTopR, r, sc, oc)
 		}
 	}
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
@@ -188,14 +189,14 @@ func (s *Sums) finishKS() []*Result {
 	i := 0
 	for _, r := range c.KSR {
 		if r <= s.st.K {
-			out = append(out, entry("top_r", r, s.st.KSTop[i]))
+			out = append(out, entry(notion.TopR, r, s.st.KSTop[i]))
 			i++
 		}
 	}
 	i = 0
 	for _, r := range c.KSR {
 		if r >= 2 && r <= s.st.K {
-			out = append(out, entry("within_top_r", r, s.st.KSWith[i]))
+			out = append(out, entry(notion.WithinTopR, r, s.st.KSWith[i]))
 			i++
 		}
 	}

@@ -169,4 +169,5 @@ var sampleSums = &sumsPart{
 		return nil
 	},
 	secondPass: func(*streamConfig) bool { return true },
+	holds:      func(st *sumsState) bool { return st.Sample != nil },
 }

@@ -190,6 +190,7 @@ var smeceStreamSums = &sumsPart{
 		}
 		return st.SmECE.check(st.Config, st.K, st.Binary)
 	},
+	holds: func(st *sumsState) bool { return st.SmECE != nil },
 }
 
 // newSmeceSums returns the empty sums of the views of rows of k columns.

@@ -110,6 +110,22 @@ type sumsPart struct {
 	// secondPass says whether the part needs the second pass
 	// (KernelSums).
 	secondPass func(c *streamConfig) bool
+	// holds says whether a state holds any of the part's sums: a decoded
+	// state may not hold the sums of a part its metrics do not use.
+	holds func(st *sumsState) bool
+}
+
+// allParts returns every part of the table, each once.
+func allParts() []*sumsPart {
+	var ps []*sumsPart
+	for _, d := range metricTable {
+		for _, p := range d.sums {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
 }
 
 // parts returns the first-pass parts of the configuration's metrics, each
@@ -356,11 +372,17 @@ func (s *Sums) check() error {
 	if s.st.K < 2 {
 		return fmt.Errorf("K = %d", s.st.K)
 	}
-	for _, p := range c.parts() {
+	used := c.parts()
+	for _, p := range used {
 		if p.check != nil {
 			if err := p.check(&s.st); err != nil {
 				return err
 			}
+		}
+	}
+	for _, p := range allParts() {
+		if !slices.Contains(used, p) && p.holds != nil && p.holds(&s.st) {
+			return errors.New("sums of a metric the configuration does not have")
 		}
 	}
 	return s.checkState()

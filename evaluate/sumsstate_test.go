@@ -100,7 +100,8 @@ func (w *writerCounter) Write(p []byte) (int, error) { *w += writerCounter(len(p
 // refused with a message naming the field: n edited to -5 or 10^6, the
 // weight total to 0 or 1e308, scores.correct_sum times 5 (an accuracy of
 // 3.95 was reported), a configuration edited from 15 to 20 bins over
-// 15-bin sums (15 were used); merging a shard's sums with a copy of
+// 15-bin sums (15 were used), a metric dropped from the configuration
+// with its sums kept, or its sums dropped; merging a shard's sums with a copy of
 // themselves is refused (n doubled), and so is adding the same rows twice.
 func TestSumsStateChecked(t *testing.T) {
 	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
@@ -155,6 +156,10 @@ func TestSumsStateChecked(t *testing.T) {
 			cfg := m["config"].(map[string]any)
 			cfg["bins"].(map[string]any)["Bins"] = 20
 		}, "for 20 bins"},
+		{"ks dropped from the metrics, its sums kept", false, func(m map[string]any) {
+			m["config"].(map[string]any)["metrics"] = []any{"ece_bin", "brier", "accuracy"}
+		}, "sums of a metric the configuration does not have"},
+		{"ks's sums dropped", false, func(m map[string]any) { delete(m, "ks_class") }, "missing KS sums"},
 	} {
 		m := state(s, o)
 		if c.weighted {

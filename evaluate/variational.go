@@ -71,7 +71,7 @@ type VariationalKeys struct {
 	Family   string   `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
 	MapSE    *Float   `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
 	Optimism *Float   `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
-	Families []string `json:"families,omitempty"`         // the families fitted, Family the one with the largest log-loss gain
+	Families []string `json:"families,omitempty"`         // the families fitted, Family the simplest unless a richer one's gains beat it significantly
 	Over     *Float   `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
 	Under    *Float   `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
 	Folds    *int     `json:"folds,omitempty"`            // the cross-fitting folds

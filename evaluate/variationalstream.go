@@ -59,6 +59,7 @@ var variationalSums = &sumsPart{
 		return nil
 	},
 	secondPass: func(*streamConfig) bool { return true },
+	holds:      func(st *sumsState) bool { return st.Variational != nil },
 }
 
 // variationalPass fits the families of the configuration on the first

@@ -298,7 +298,7 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 			continue
 		}
 		for _, t := range r.Tests {
-			key := [2]string{t.Test, string(t.Notion)}
+			key := [2]string{t.Test, t.Notion}
 			if _, ok := out.p[key]; !ok {
 				out.keys = append(out.keys, key)
 				out.p[key] = nil
@@ -326,7 +326,7 @@ func runOne(ctx context.Context, f []float64, y []int, k int, tests []string, B 
 		r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1})
 		if err != nil {
 			for _, nt := range testNotions(t) {
-				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: nt, PValue: math.NaN()})
+				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: string(nt), PValue: math.NaN()})
 			}
 			continue
 		}

@@ -209,10 +209,10 @@ func testsSection(r *calibtest.Report) Section {
 			method += fmt.Sprintf(", %d resamples", x.Resamples)
 		}
 		if x.Error != "" {
-			t.Rows = append(t.Rows, []string{x.Test, string(x.Notion), "-", "-", "-", "cannot run: " + x.Error})
+			t.Rows = append(t.Rows, []string{x.Test, x.Notion, "-", "-", "-", "cannot run: " + x.Error})
 			continue
 		}
-		t.Rows = append(t.Rows, []string{x.Test, string(x.Notion), fmt.Sprintf("%.6g", x.Statistic), fmt.Sprintf("%.4g", x.PValue), fmt.Sprint(x.Reject), method})
+		t.Rows = append(t.Rows, []string{x.Test, x.Notion, fmt.Sprintf("%.6g", x.Statistic), fmt.Sprintf("%.4g", x.PValue), fmt.Sprint(x.Reject), method})
 	}
 	return Section{ID: "tests", Title: "Is it calibrated?",
 		Text:  "Answer: " + r.Answer + ". " + testsText(r),

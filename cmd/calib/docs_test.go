@@ -134,7 +134,8 @@ func docSet(n, k int, seed uint64) *data.Set {
 
 // TestMetricsPage: docs/metrics.md names every metric of the registry (its
 // key table's metric row lists exactly them), every JSON key a Result can
-// carry, and every estimator and kernel the metrics report (found by
+// carry, and every estimator, kernel, interval kind and loss the metrics
+// report (found by
 // evaluating every metric, with every variant, on a multi-class and a
 // binary set), so that the page cannot fall behind the code.
 func TestMetricsPage(t *testing.T) {
@@ -170,8 +171,10 @@ func TestMetricsPage(t *testing.T) {
 		}
 	}
 
-	rt := reflect.TypeFor[evaluate.Result]()
-	for f := range rt.Fields() {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[evaluate.Result]()) { // the embedded keys' too
+		if f.Anonymous {
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name != "" && name != "-" && !named(name) {
 			t.Errorf("docs/metrics.md does not name the key `%s` (Result.%s)", name, f.Name)
@@ -196,6 +199,8 @@ func TestMetricsPage(t *testing.T) {
 				js, _ := json.Marshal(e)
 				seen["estimator "+e.Estimator] = string(js)
 				seen["kernel "+e.Kernel] = string(js)
+				seen["interval_kind "+e.IntervalKind] = string(js)
+				seen["loss "+e.Loss] = string(js)
 			}
 		}
 	}

@@ -19,16 +19,19 @@ import (
 // and package notion, no Go code names a metric or a notion by a string
 // literal where the typed value belongs: a Metric or Notion field of a
 // composite literal, an element of a MetricSet or NotionSet, either side of
-// a comparison with a .Metric or .Notion, a case of a switch on one, or an
-// argument of Has. A renamed metric or notion then fails to compile instead
-// of silently matching nothing.
+// a comparison with a .Metric or .Notion, a case of a switch on one, an
+// argument of Has, or (for notions) any call's argument. A renamed metric
+// or notion then has one spelling to change, where the compiler finds its
+// uses, instead of literals that silently match nothing.
 func TestNoMetricOrNotionLiterals(t *testing.T) {
 	words := map[string]bool{"marginal": true}
 	for _, m := range append(slices.Clone(evaluate.Metrics), evaluate.ECEKDEDebiased, evaluate.SharpnessDebiased, evaluate.ATBDebiased) {
 		words[string(m)] = true
 	}
+	notionWords := map[string]bool{"marginal": true}
 	for _, n := range notion.All {
 		words[string(n)] = true
+		notionWords[string(n)] = true
 	}
 	typed := func(e ast.Expr) bool { // a .Metric or .Notion, or a Notion() call
 		switch x := e.(type) {
@@ -104,6 +107,14 @@ func TestNoMetricOrNotionLiterals(t *testing.T) {
 				if s, ok := x.Fun.(*ast.SelectorExpr); ok && (s.Sel.Name == "Has" || s.Sel.Name == "has") {
 					for _, a := range x.Args {
 						report(a, s.Sel.Name)
+					}
+				}
+				// A notion's name as any call's argument (metric names
+				// are other vocabularies' words too: calib test's tests,
+				// plot kinds, losses).
+				for _, a := range x.Args {
+					if s, ok := lit(a); ok && notionWords[s] {
+						report(a, "a call's argument")
 					}
 				}
 			}

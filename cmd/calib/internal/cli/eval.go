@@ -44,7 +44,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.Float64Var(&f.o.Level, "ci-level", 0.95, "bootstrap interval level")
 	fs.BoolVar(&f.o.PValues, "p-values", false, "attach to ece_kde, ece_bin, mce, ece_bin_debiased, ks and mmce the p-value of the test of calibration with that number as statistic (consistency resampling: labels redrawn from the predictions)")
 	fs.IntVar(&f.o.PValueResamples, "p-resamples", 1000, "resamples of --p-values")
-	fs.Uint64Var(&f.o.Seed, "seed", DefaultSeed, "seed of the bootstrap, of the p-values' resamples and of ece_witness's cross-fitting splits (same seed, same output)")
+	fs.Uint64Var(&f.o.Seed, "seed", DefaultSeed, "seed of the bootstrap, of the p-values' resamples and of ece_witness's cross-fitting splits (same seed, same output; 0 means 1)")
 	fs.IntVar(&f.o.Workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress bars on stderr when it is a terminal")

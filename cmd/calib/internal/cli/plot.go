@@ -37,7 +37,7 @@ func (f *plotFlags) register(cmd *cobra.Command) {
 	fs.StringVarP(&f.out, "output", "o", "", "the figure `FILE` (.png, .svg or .pdf)")
 	fs.IntVar(&f.po.Class, "class", -1, "reliability, smooth: the class whose probability is drawn (default: the top-label confidence)")
 	fs.StringVar(&f.convention, "convention", "calib", "reliability -o FILE.json: whose bins the data follow (calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics, torch_uncertainty)")
-	fs.StringVar(&f.notion, "notion", "canonical", "bandwidth: the ECE^KDE notion (canonical, class_wise, top_label, binary)")
+	fs.StringVar(&f.notion, "notion", string(kde.Canonical), "bandwidth: the ECE^KDE notion (canonical, class_wise, top_label, binary)")
 	fs.StringVar(&f.val, "val", "", "validation predictions `FILE` (ks: the spline map; compare: every method)")
 	fs.StringVar(&f.valLabels, "val-labels", "", "validation labels `FILE` (if not in the validation file)")
 	fs.StringVar(&f.ff.text.Methods, "methods", "", "compare: methods, comma-separated (default: all)")

@@ -63,7 +63,7 @@ func newTestCmd() *cobra.Command {
 	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests, ", ")+", or all (default: "+strings.Join(calibtest.DefaultTests, ",")+")")
 	fs.IntVar(&o.Resamples, "resamples", calibtest.DefaultResamples, fmt.Sprintf("resamples B of the consistency-resampling tests, at least 1/alpha - 1 (a resampled p-value is at least 1/(B+1)) and at most %d", calibtest.MaxResamples))
 	fs.Float64Var(&o.Alpha, "alpha", calibtest.DefaultAlpha, "level of the verdicts, in (0, 1)")
-	fs.Uint64Var(&o.Seed, "seed", DefaultSeed, "seed of the resamples and of the SKCE blocks (the default seed of every calib command)")
+	fs.Uint64Var(&o.Seed, "seed", DefaultSeed, "seed of the resamples and of the SKCE blocks (the default seed of every calib command; 0 means 1)")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines (0: all cores); results are identical for any value")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
