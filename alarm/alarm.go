@@ -43,6 +43,7 @@ import (
 	"math"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/pkgerr"
 )
 
 // Defaults of Options.
@@ -85,13 +86,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case !(o.Alpha > 0 && o.Alpha < 1):
-		return o, fmt.Errorf("alarm: alpha %v: want a level in (0, 1)", o.Alpha)
+		return o, pkgerr.FieldErrorf("alarm", "Alpha", "alpha %v: want a level in (0, 1)", o.Alpha)
 	case !(o.ARL > 1) || math.IsInf(o.ARL, 0):
-		return o, fmt.Errorf("alarm: ARL %v: want a finite number of rows > 1", o.ARL)
+		return o, pkgerr.FieldErrorf("alarm", "ARL", "ARL %v: want a finite number of rows > 1", o.ARL)
 	case o.Bins < 1 || o.Bins > 1000:
-		return o, fmt.Errorf("alarm: %d bins: want 1 to 1000", o.Bins)
+		return o, pkgerr.FieldErrorf("alarm", "Bins", "%d bins: want 1 to 1000", o.Bins)
 	case !(o.HalfLife >= 1) || math.IsInf(o.HalfLife, 0):
-		return o, fmt.Errorf("alarm: half-life %v: want at least 1 row", o.HalfLife)
+		return o, pkgerr.FieldErrorf("alarm", "HalfLife", "half-life %v: want at least 1 row", o.HalfLife)
 	}
 	return o, nil
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -94,25 +95,25 @@ func (o Options) Validate() error {
 			continue
 		}
 		if !slices.Contains(Tests, t) {
-			return fmt.Errorf("calibtest: unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
+			return pkgerr.Errorf("calibtest", "unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
 		}
 		if slices.Contains(o.Tests[:i], t) {
-			return fmt.Errorf("calibtest: test %q listed twice", t)
+			return pkgerr.Errorf("calibtest", "test %q listed twice", t)
 		}
 	}
 	if len(o.Tests) == 0 && o.Tests != nil {
-		return fmt.Errorf("calibtest: no test named (nil means the default tests)")
+		return pkgerr.Errorf("calibtest", "no test named (nil means the default tests)")
 	}
 	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
-		return fmt.Errorf("calibtest: alpha %v outside (0, 1)", o.Alpha)
+		return pkgerr.Errorf("calibtest", "alpha %v outside (0, 1)", o.Alpha)
 	}
 	if o.Resamples < 0 || o.Resamples > MaxResamples {
-		return fmt.Errorf("calibtest: %d resamples: want 1 to %d (0: %d)", o.Resamples, MaxResamples, DefaultResamples)
+		return pkgerr.Errorf("calibtest", "%d resamples: want 1 to %d (0: %d)", o.Resamples, MaxResamples, DefaultResamples)
 	}
 	// A resampled p-value is at least 1/(B+1): below B = 1/alpha - 1 no
 	// resampling test could ever reject.
 	if alpha := cmp.Or(o.Alpha, DefaultAlpha); o.Resamples > 0 && o.Resamples < MinResamples(alpha) {
-		return fmt.Errorf("calibtest: %d resamples: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach alpha = %g; want at least %d resamples",
+		return pkgerr.Errorf("calibtest", "%d resamples: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach alpha = %g; want at least %d resamples",
 			o.Resamples, 1/float64(o.Resamples+1), alpha, MinResamples(alpha))
 	}
 	return nil

@@ -52,9 +52,9 @@
 package convention
 
 import (
-	"fmt"
 	"strings"
 
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/internal/textenum"
 )
 
@@ -113,7 +113,7 @@ func Parse(s string) (Name, error) {
 	}
 	i, err := textenum.Parse("convention", s, words)
 	if err != nil {
-		return "", fmt.Errorf("convention: %w", err)
+		return "", pkgerr.Errorf("convention", "%w", err)
 	}
 	return Names[i], nil
 }

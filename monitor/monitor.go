@@ -16,6 +16,7 @@ import (
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -129,28 +130,28 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case o.Window < time.Second || o.Window%time.Second != 0:
-		return o, fmt.Errorf("monitor: window %v: want whole seconds, at least 1s", o.Window)
+		return o, pkgerr.Errorf("monitor", "window %v: want whole seconds, at least 1s", o.Window)
 	case o.Retain < 0:
-		return o, fmt.Errorf("monitor: retain %v is negative", o.Retain)
+		return o, pkgerr.Errorf("monitor", "retain %v is negative", o.Retain)
 	case o.MaxModels < 0 || o.MaxSlices < 0 || o.MaxPending < 0 || o.Dedup < 0:
-		return o, errors.New("monitor: negative bounds")
+		return o, pkgerr.Errorf("monitor", "negative bounds")
 	}
 	for _, m := range o.Eval.Metrics {
 		if !onePass(m) {
-			return o, fmt.Errorf("monitor: metric %s needs a second pass over the rows, which a monitor does not keep (one-pass metrics: %s)", m, onePassNames())
+			return o, pkgerr.Errorf("monitor", "metric %s needs a second pass over the rows, which a monitor does not keep (one-pass metrics: %s)", m, onePassNames())
 		}
 	}
 	if !o.Eval.Bins.DataIndependent() {
-		return o, fmt.Errorf("monitor: %s bins with the %s rule depend on the data: a monitor takes fixed equal-width bins", o.Eval.Bins.Binning, o.Eval.Bins.Rule)
+		return o, pkgerr.Errorf("monitor", "%s bins with the %s rule depend on the data: a monitor takes fixed equal-width bins", o.Eval.Bins.Binning, o.Eval.Bins.Rule)
 	}
 	if _, err := evaluate.NewSums(o.Eval); err != nil {
-		return o, fmt.Errorf("monitor: %w", err)
+		return o, pkgerr.Errorf("monitor", "%w", err)
 	}
 	if _, err := metric.NewBinSums(o.Eval.Bins); err != nil {
-		return o, fmt.Errorf("monitor: %w", err)
+		return o, pkgerr.Errorf("monitor", "%w", err)
 	}
 	if err := o.Alarm.Check(); err != nil {
-		return o, fmt.Errorf("monitor: %w", err)
+		return o, pkgerr.Errorf("monitor", "%w", err)
 	}
 	return o, nil
 }

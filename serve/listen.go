@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/calib-dev/calib/internal/pkgerr"
 )
 
 // ListenOptions says where and how a Server listens. The zero value but
@@ -50,13 +52,23 @@ var ErrExposed = errors.New("serve: the address is not a loopback address and no
 func CheckExposure(addr string, token, clientCerts bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("serve: address %q: want host:port (127.0.0.1:8080)", addr)
+		return pkgerr.Errorf("serve", "address %q: want host:port (127.0.0.1:8080)", addr)
 	}
 	if Loopback(host) || token || clientCerts {
 		return nil
 	}
-	return fmt.Errorf("%w: %s listens beyond this machine; give a token (--token-file) or client certificates (--tls-client-ca), or listen on 127.0.0.1", ErrExposed, addr)
+	return &pkgerr.Error{Pkg: "serve", Field: "addr", Err: exposure(addr)}
 }
+
+// exposure is the reason of an exposed address: it is ErrExposed.
+type exposure string
+
+func (e exposure) Error() string {
+	return string(e) + " listens beyond this machine; give a token (--token-file) or client certificates (--tls-client-ca), or listen on 127.0.0.1"
+}
+
+// Is reports whether target is ErrExposed.
+func (e exposure) Is(target error) bool { return target == ErrExposed }
 
 // Loopback reports whether host (a name or an IP address) names only this
 // machine: localhost or a loopback address.

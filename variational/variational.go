@@ -68,6 +68,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/internal/rowkey"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/recal"
@@ -296,7 +297,7 @@ type noFamilyFits []error
 func (e noFamilyFits) Error() string {
 	msgs := make([]string, len(e))
 	for i, err := range e {
-		msgs[i] = strings.TrimPrefix(err.Error(), "variational: ")
+		msgs[i] = pkgerr.Reason(err)
 	}
 	return "variational: no family fits these data: " + strings.Join(msgs, "; ")
 }
@@ -317,7 +318,7 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 			ws := withLogits(s, fam.Method)
 			t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, *ls)
 			if err != nil {
-				return nil, fmt.Errorf("variational: %s: %w", fam.Name, err)
+				return nil, pkgerr.Errorf("variational", "%s: %w", fam.Name, err)
 			}
 			knots[ls.Knots] = t
 		}
@@ -330,14 +331,14 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 		train, test := split(fold, f)
 		c, err := recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
 		if err != nil {
-			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
 		}
 		maps[f] = c
 		if ls, ok := c.(*recal.LogSpline); ok {
 			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
 		}
 		if err := applyRows(put, c, fam.Method, s, test); err != nil {
-			return nil, fmt.Errorf("variational: %s, fold %d: %w", fam.Name, f, err)
+			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
 		}
 	}
 	return maps, nil

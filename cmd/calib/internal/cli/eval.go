@@ -14,6 +14,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/evaluate/evaltext"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
@@ -246,7 +247,7 @@ func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
 	default:
 		n, err := convention.Parse(f.convention)
 		if err != nil {
-			return o, usageErrorf("--convention %q: %v", f.convention, strings.TrimPrefix(err.Error(), "convention: "))
+			return o, usageErrorf("--convention %q: %v", f.convention, pkgerr.Reason(err))
 		}
 		o.Convention = n
 	}

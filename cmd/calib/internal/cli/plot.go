@@ -13,6 +13,7 @@ import (
 	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/report"
@@ -73,7 +74,7 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	}
 	n, err := convention.Parse(f.convention)
 	if err != nil {
-		return o, usageErrorf("--convention %q: %v", f.convention, strings.TrimPrefix(err.Error(), "convention: "))
+		return o, usageErrorf("--convention %q: %v", f.convention, pkgerr.Reason(err))
 	}
 	if n != convention.Calib && (kind != "reliability" || !f.json()) {
 		return o, usageErrorf("--convention %s: only the data of a reliability diagram (-o FILE.json) follow another library's bins; the figures are drawn with calib's", f.convention)

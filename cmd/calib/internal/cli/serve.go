@@ -17,6 +17,7 @@ import (
 
 	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/monitor"
 	"github.com/calib-dev/calib/serve"
 )
@@ -54,7 +55,7 @@ func newServeCmd() *cobra.Command {
 			}
 		}
 		if err := serve.CheckExposure(lo.Addr, tokenFile != "", lo.ClientCA != ""); err != nil {
-			return usageErrorf("--addr %s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), serve.ErrExposed.Error()+": "), "serve: "))
+			return usageErrorf("--addr %s", pkgerr.Reason(err))
 		}
 		o.MaxBodyBytes = int64(maxBodyMiB) << 20
 		stderr := cmd.ErrOrStderr()
@@ -223,16 +224,16 @@ func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error)
 	so.Monitor.Alarm = alarm.Options{Alpha: mf.alpha, ARL: mf.arl, ClassWise: mf.alarmClassWise}
 	if err := so.Monitor.Alarm.Check(); err != nil {
 		flag := "alarm-alpha"
-		if strings.Contains(err.Error(), "ARL") {
+		if pkgerr.Field(err) == "ARL" {
 			flag = "alarm-arl"
 		}
-		return so, usageErrorf("--%s: %s", flag, strings.TrimPrefix(err.Error(), "alarm: "))
+		return so, usageErrorf("--%s: %s", flag, pkgerr.Reason(err))
 	}
 	so.Monitor.Eval.Metrics = ms
 	so.Monitor.Eval.Bins.Bins = mf.bins
 	so.SnapshotEvery = mf.snapshotEvery
 	if _, err := monitor.New(so.Monitor); err != nil {
-		return so, usageErrorf("--metrics: %s", strings.TrimPrefix(err.Error(), "monitor: "))
+		return so, usageErrorf("--metrics: %s", pkgerr.Reason(err))
 	}
 	return so, nil
 }

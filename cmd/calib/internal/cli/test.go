@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/internal/pkgerr"
 )
 
 func newTestCmd() *cobra.Command {
@@ -32,7 +33,7 @@ func newTestCmd() *cobra.Command {
 			return usageErrorf("--resamples %d: a resampled p-value is at least 1/(B+1) = %.3g, so it could never reach --alpha %g; want at least %d resamples", B, 1/float64(B+1), o.Alpha, calibtest.MinResamples(o.Alpha))
 		}
 		if err := o.Validate(); err != nil { // the test names
-			return usageErrorf("--tests: %s", strings.TrimPrefix(err.Error(), "calibtest: "))
+			return usageErrorf("--tests: %s", pkgerr.Reason(err))
 		}
 		chosen := o.Tests
 		switch {
