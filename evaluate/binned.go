@@ -186,154 +186,210 @@ func defineBins(c *config, e *Result) {
 	}
 }
 
+// binned computes the binned metric m: for each p its top-label,
+// class-wise and canonical entries (ece_bin_debiased: p = 2 and no
+// canonical entry; mce: no p).
 func (ev *evaluator) binned(m Metric) ([]*Result, error) {
-	c, s := ev.cfg, ev.set
-	o := c.bin
-	ps := c.ps
-	if m == ECEBinDebiased {
-		ps = []float64{2}
+	v, err := newBinnedViews(ev.set, ev.cfg.bin, m)
+	if err != nil {
+		return nil, err
 	}
-	binning := o.Binning.String()
-	var out []*Result
-	val := binnedValue(m)
-	finish := func(e *Result, p float64) { finishBinnedEntry(m, e, p) }
-	if m == MCE {
+	ps := ev.cfg.ps
+	switch m {
+	case ECEBinDebiased:
+		ps = []float64{2}
+	case MCE:
 		ps = []float64{math.NaN()} // one Result, no p
 	}
-	// The scores of each view, and their bins when a resample can reuse
-	// them (bins that do not depend on the data).
-	top, topY := metric.TopR(s.Probs, s.Labels, s.K, 1)
-	cols, colsY := make([][]float64, s.K), make([][]float64, s.K)
-	for k := range cols {
-		cols[k], colsY[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-	}
-	var topA *metric.Assignment
-	var colA []*metric.Assignment
-	var cells *metric.Cells
-	// Bins are reused on resamples when they do not depend on the data;
-	// with weights the sqrt rule depends on a resample's total weight.
-	reuse := s.Weights == nil || o.Rule == metric.Fixed
-	if o.DataIndependent() && reuse {
-		var err error
-		if topA, err = metric.AssignBins(top, s.Weights, o); err != nil {
+	var out []*Result
+	for _, p := range ps {
+		top, err := ev.binnedTop(m, v, p)
+		if err != nil {
 			return nil, err
 		}
-		colA = make([]*metric.Assignment, s.K)
-		for k := range cols {
-			if colA[k], err = metric.AssignBins(cols[k], s.Weights, o); err != nil {
+		cw, err := ev.binnedClassWise(m, v, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, top, cw)
+		if m == ECEBinDebiased { // no canonical entry
+			continue
+		}
+		cn, err := ev.binnedCanonical(m, v, p)
+		if err != nil {
+			return nil, err
+		}
+		if cn != nil {
+			out = append(out, cn)
+		}
+	}
+	return out, nil
+}
+
+// binnedViews are a set's views for a binned metric: the top-label score
+// and each class column with their outcomes, and their bins and the
+// canonical cells assigned once where a resample can reuse them (bins
+// that do not depend on the data; with weights the sqrt rule depends on a
+// resample's total weight).
+type binnedViews struct {
+	s           *data.Set
+	o           metric.BinOptions
+	val         func(b *metric.Bins, p float64) float64
+	top, topY   []float64
+	cols, colsY [][]float64
+	topA        *metric.Assignment
+	colA        []*metric.Assignment
+	cells       *metric.Cells
+}
+
+func newBinnedViews(s *data.Set, o metric.BinOptions, m Metric) (*binnedViews, error) {
+	v := &binnedViews{s: s, o: o, val: binnedValue(m)}
+	v.top, v.topY = metric.TopR(s.Probs, s.Labels, s.K, 1)
+	v.cols, v.colsY = make([][]float64, s.K), make([][]float64, s.K)
+	for k := range v.cols {
+		v.cols[k], v.colsY[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+	}
+	reuse := s.Weights == nil || o.Rule == metric.Fixed
+	var err error
+	if o.DataIndependent() && reuse {
+		if v.topA, err = metric.AssignBins(v.top, s.Weights, o); err != nil {
+			return nil, err
+		}
+		v.colA = make([]*metric.Assignment, s.K)
+		for k := range v.cols {
+			if v.colA[k], err = metric.AssignBins(v.cols[k], s.Weights, o); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if o.Rule != metric.Doane && m != ECEBinDebiased && reuse {
+		if v.cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, s.Weights, o); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// bins summarises the view sc (outcomes y, bins a if assigned) on a
+// resample (idx nil: all samples).
+func (v *binnedViews) bins(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
+	if a != nil {
+		return a.Summarize(sc, y, idx, v.s.Weights), nil
+	}
+	w := v.s.Weights
+	if idx != nil {
+		sc, y, w = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx), metric.Resample(w, 1, idx)
+	}
+	return metric.BinScores(sc, y, w, v.o)
+}
+
+// topBins are the top-label view's bins on a resample.
+func (v *binnedViews) topBins(idx []int) (*metric.Bins, error) {
+	return v.bins(v.top, v.topY, v.topA, idx)
+}
+
+// classWise is the class-wise value at p on a resample, with each class's
+// bins.
+func (v *binnedViews) classWise(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
+	cb := make([]*metric.Bins, v.s.K)
+	for k := range cb {
+		var a *metric.Assignment
+		if v.colA != nil {
+			a = v.colA[k]
+		}
 		var err error
-		if cells, err = metric.AssignCells(s.Probs, s.Labels, s.K, s.Weights, o); err != nil {
-			return nil, err
+		if cb[k], err = v.bins(v.cols[k], v.colsY[k], a, idx); err != nil {
+			return metric.PerClass{}, nil, fmt.Errorf("class %d: %w", k, err)
 		}
 	}
-	// bins summarises a view on a resample (nil: all samples).
-	bins := func(sc, y []float64, a *metric.Assignment, idx []int) (*metric.Bins, error) {
-		if a != nil {
-			return a.Summarize(sc, y, idx, s.Weights), nil
-		}
-		w := s.Weights
-		if idx != nil {
-			sc, y, w = metric.Resample(sc, 1, idx), metric.Resample(y, 1, idx), metric.Resample(w, 1, idx)
-		}
-		return metric.BinScores(sc, y, w, o)
+	return metric.ClassWise(cb, func(b *metric.Bins) float64 { return v.val(b, p) }), cb, nil
+}
+
+// canonical is the canonical cells' estimate at p on a resample.
+func (v *binnedViews) canonical(p float64, idx []int) (*metric.CanonicalBinned, error) {
+	s := v.s
+	if v.cells != nil {
+		return v.cells.Estimate(p, idx), nil
 	}
-	classWise := func(p float64, idx []int) (metric.PerClass, []*metric.Bins, error) {
-		cb := make([]*metric.Bins, s.K)
-		for k := range cb {
-			var a *metric.Assignment
-			if colA != nil {
-				a = colA[k]
-			}
-			var err error
-			if cb[k], err = bins(cols[k], colsY[k], a, idx); err != nil {
-				return metric.PerClass{}, nil, fmt.Errorf("class %d: %w", k, err)
-			}
-		}
-		return metric.ClassWise(cb, func(b *metric.Bins) float64 { return val(b, p) }), cb, nil
+	if idx == nil {
+		return metric.Canonical(s.Probs, s.Labels, s.K, p, s.Weights, v.o)
 	}
-	canonical := func(p float64, idx []int) (*metric.CanonicalBinned, error) {
-		if cells != nil {
-			return cells.Estimate(p, idx), nil
-		}
-		if idx == nil {
-			return metric.Canonical(s.Probs, s.Labels, s.K, p, s.Weights, o)
-		}
-		return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, metric.Resample(s.Weights, 1, idx), o)
-	}
-	for _, p := range ps {
-		// Top-label (or another library's entry: Options.Convention).
-		var e *Result
-		if c.Convention != convention.Calib && m != ECEBinDebiased {
-			e = ev.conventionEntry(m, p)
-		} else {
-			tb, err := bins(top, topY, topA, nil)
-			if err != nil {
-				return nil, err
-			}
-			e = &Result{Metric: m, Notion: notion.TopLabel, Binning: binning, Bins: ptr(len(tb.Count)), Value: jf(val(tb, p))}
-			ev.setStat(e, func(idx []int) (float64, error) {
-				b, err := bins(top, topY, topA, idx)
-				if err != nil {
-					return 0, err
-				}
-				return val(b, p), nil
-			})
-		}
-		if e.Error == "" {
-			finish(e, p)
-		} else if m != MCE {
-			e.P = ptr(p)
-		}
-		out = append(out, e)
-		// Class-wise: the mean over classes, with the sum and the terms.
-		pc, cb, err := classWise(p, nil)
+	return metric.Canonical(metric.Resample(s.Probs, s.K, idx), metric.Resample(s.Labels, 1, idx), s.K, p, metric.Resample(s.Weights, 1, idx), v.o)
+}
+
+// binnedTop is the top-label entry of m at p (or another library's:
+// Options.Convention).
+func (ev *evaluator) binnedTop(m Metric, v *binnedViews, p float64) (*Result, error) {
+	var e *Result
+	if ev.cfg.Convention != convention.Calib && m != ECEBinDebiased {
+		e = ev.conventionEntry(m, p)
+	} else {
+		tb, err := v.topBins(nil)
 		if err != nil {
 			return nil, err
 		}
-		e = classWiseEntry(m, binning, p, pc, cb, o.Rule)
+		e = &Result{Metric: m, Notion: notion.TopLabel, Binning: v.o.Binning.String(), Bins: ptr(len(tb.Count)), Value: jf(v.val(tb, p))}
 		ev.setStat(e, func(idx []int) (float64, error) {
-			pc, _, err := classWise(p, idx)
-			return pc.Value, err
-		})
-		out = append(out, e)
-		// Canonical cells (not for the debiased estimator).
-		if m == ECEBinDebiased {
-			continue
-		}
-		pp := cellP(m, p)
-		cn, err := canonical(pp, nil)
-		if err != nil {
-			return nil, err
-		}
-		pick := func(c *metric.CanonicalBinned) float64 {
-			if m == MCE {
-				return c.MCE
-			}
-			return c.Value
-		}
-		if ev.cfg.defaulted && sparseCellsWarning(s.N, cn.Cells, s.K, cn.B) != "" {
-			// The default leaves out what its own warning would call
-			// meaningless (--metrics ece_bin computes it, with the warning).
-			continue
-		}
-		e = &Result{Metric: m, Notion: notion.Canonical, Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
-		e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
-		finish(e, p)
-		ev.setStat(e, func(idx []int) (float64, error) {
-			c, err := canonical(pp, idx)
+			b, err := v.topBins(idx)
 			if err != nil {
 				return 0, err
 			}
-			return pick(c), nil
+			return v.val(b, p), nil
 		})
-		out = append(out, e)
 	}
-	return out, nil
+	if e.Error == "" {
+		finishBinnedEntry(m, e, p)
+	} else if m != MCE {
+		e.P = ptr(p)
+	}
+	return e, nil
+}
+
+// binnedClassWise is the class-wise entry of m at p: the mean over
+// classes, with the sum and the terms.
+func (ev *evaluator) binnedClassWise(m Metric, v *binnedViews, p float64) (*Result, error) {
+	pc, cb, err := v.classWise(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	e := classWiseEntry(m, v.o.Binning.String(), p, pc, cb, v.o.Rule)
+	ev.setStat(e, func(idx []int) (float64, error) {
+		pc, _, err := v.classWise(p, idx)
+		return pc.Value, err
+	})
+	return e, nil
+}
+
+// binnedCanonical is the canonical cells' entry of m at p; nil where the
+// default evaluation leaves out what its own warning would call
+// meaningless (--metrics ece_bin computes it, with the warning).
+func (ev *evaluator) binnedCanonical(m Metric, v *binnedViews, p float64) (*Result, error) {
+	s := v.s
+	pp := cellP(m, p)
+	cn, err := v.canonical(pp, nil)
+	if err != nil {
+		return nil, err
+	}
+	pick := func(c *metric.CanonicalBinned) float64 {
+		if m == MCE {
+			return c.MCE
+		}
+		return c.Value
+	}
+	if ev.cfg.defaulted && sparseCellsWarning(s.N, cn.Cells, s.K, cn.B) != "" {
+		return nil, nil
+	}
+	e := &Result{Metric: m, Notion: notion.Canonical, Binning: "equal_width", Bins: ptr(cn.B), Value: jf(pick(cn))}
+	e.Warnings = canonicalWarnings(m, s.N, s.K, cn)
+	finishBinnedEntry(m, e, p)
+	ev.setStat(e, func(idx []int) (float64, error) {
+		c, err := v.canonical(pp, idx)
+		if err != nil {
+			return 0, err
+		}
+		return pick(c), nil
+	})
+	return e, nil
 }
 
 // binnedValue returns the value of the binned metric m for one bins
