@@ -305,16 +305,16 @@ func labelsOf(p unsafe.Pointer, ldtype C.int, n C.int64_t, name string) ([]int, 
 }
 
 // arrays gathers the caller's arrays.
-func arrays(x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, name string) (cli.Arrays, error) {
+func arrays(x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, name string) (data.Arrays, error) {
 	v, err := values(x, dtype, n, cols)
 	if err != nil {
-		return cli.Arrays{}, err
+		return data.Arrays{}, err
 	}
 	y, err := labelsOf(labels, ldtype, n, name)
 	if err != nil {
-		return cli.Arrays{}, err
+		return data.Arrays{}, err
 	}
-	a := cli.Arrays{Values: v, Cols: int(cols), Labels: y}
+	a := data.Arrays{Values: v, Cols: int(cols), Labels: y}
 	if weights != nil {
 		a.Weights = unsafe.Slice((*float64)(unsafe.Pointer(weights)), n)
 	}
@@ -459,7 +459,7 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		// is the arrays' name, never a flag.
 		args := append(append(append([]string{r.Command}, flags...), own...), "--", r.Name)
 		var stdout bytes.Buffer
-		code, err := cli.Exec(contextOf(h), args, map[string]cli.Arrays{r.Name: a}, &stdout, io.Discard)
+		code, err := cli.Exec(contextOf(h), args, map[string]data.Arrays{r.Name: a}, &stdout, io.Discard)
 		if err != nil {
 			return "", code, err
 		}
@@ -488,8 +488,17 @@ func calib_apply(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, col
 		if err != nil {
 			return "", codeInput, err
 		}
-		s, err := cli.ApplyArrays(r.Map, r.Name, a, r.Logits)
+		// As calib apply: the map checked when read, the predictions
+		// unlabelled (logits under Logits), then the map applied.
+		c, err := recal.Load(bytes.NewReader(r.Map))
 		if err != nil {
+			return inputError("map: %w", err)
+		}
+		s, err := a.Load(r.Name, data.Options{Logits: r.Logits, Unlabeled: true})
+		if err != nil {
+			return "", codeInput, err
+		}
+		if s, err = recal.Apply(c, s); err != nil {
 			return "", codeInput, err
 		}
 		if dst == nil {

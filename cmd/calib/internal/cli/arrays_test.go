@@ -33,7 +33,7 @@ func withoutRun(v any) any {
 	return v
 }
 
-func execJSON(t *testing.T, args []string, arrays map[string]Arrays) any {
+func execJSON(t *testing.T, args []string, arrays map[string]data.Arrays) any {
 	t.Helper()
 	var out bytes.Buffer
 	code, err := Exec(context.Background(), args, arrays, &out, io.Discard)
@@ -55,7 +55,7 @@ func TestExecArraysMatchFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := map[string]Arrays{"probs": {Values: slices.Clone(s.Probs), Cols: s.K, Labels: s.Labels}}
+	a := map[string]data.Arrays{"probs": {Values: slices.Clone(s.Probs), Cols: s.K, Labels: s.Labels}}
 	for _, args := range [][]string{
 		{"eval", "--json", "--progress=false", "--metrics", "ece_bin,ks,brier,ece_witness", "--ci", "--ci-resamples", "20"},
 		{"test", "--json", "--resamples", "99"},
@@ -71,7 +71,7 @@ func TestExecArraysMatchFiles(t *testing.T) {
 
 func TestExecArraysRefusals(t *testing.T) {
 	p := []float64{0.5, 0.5, 0.25, 0.7, 0.1, 0.9}
-	a := map[string]Arrays{"probs": {Values: p, Cols: 2, Labels: []int{0, 1, 1}}}
+	a := map[string]data.Arrays{"probs": {Values: p, Cols: 2, Labels: []int{0, 1, 1}}}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -137,7 +137,7 @@ func BenchmarkExecArrays(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := map[string]Arrays{"logits": {Values: s.Logits[:1000*s.K], Cols: s.K, Labels: s.Labels[:1000]}}
+	a := map[string]data.Arrays{"logits": {Values: s.Logits[:1000*s.K], Cols: s.K, Labels: s.Labels[:1000]}}
 	for _, c := range []struct{ name, metrics string }{{"default", ""}, {"brier", "brier"}} {
 		args := []string{"eval", "logits", "--json", "--progress=false", "--logits"}
 		if c.metrics != "" {

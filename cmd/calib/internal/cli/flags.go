@@ -360,7 +360,7 @@ func (f *inputFlags) loadWith(ctx context.Context, name string, unlabeled bool, 
 	var s *data.Set
 	var err error
 	if a, ok := arraysOf(ctx, name); ok {
-		s, err = a.Load(name, o)
+		s, err = loadArrays(a, name, o)
 	} else {
 		s, err = data.Load(name, o)
 	}
