@@ -185,6 +185,12 @@ type Batch struct {
 	Offset int64
 }
 
+// RowsError returns err as the StreamError of the batch's rows: its
+// source and its first row (1-based).
+func (b *Batch) RowsError(err error) error {
+	return &StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+}
+
 // StreamError is an error in the data of a stream rather than in the
 // options or the code: a shard whose columns, kind (probabilities or
 // logits) or weights differ from the stream's, a batch without labels, a

@@ -275,7 +275,7 @@ func (ks *KernelSums) Add(ctx context.Context, b *data.Batch, workers int) error
 		}
 	}
 	if b.K != ks.st.K || b.Labels == nil {
-		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.st.K)}
+		return b.RowsError(fmt.Errorf("%d columns, where the first pass had %d (or no labels)", b.K, ks.st.K))
 	}
 	self := make([]int, b.N)
 	rows := ks.index[b.Source]
@@ -294,28 +294,28 @@ func (ks *KernelSums) Add(ctx context.Context, b *data.Batch, workers int) error
 	}
 	if ks.st.MMCE != nil {
 		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 	}
 	if ks.st.TopEdges != nil {
 		if err := addScores(ks.st.TopEdges, ks.st.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 	}
 	if ks.st.Cells != nil {
 		if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 	}
 	ks.st.Rows += int64(b.N)
 	for _, ps := range ks.all() {
 		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 	}
 	if ks.st.Witness != nil {
 		if err := ks.st.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 	}
 	return nil

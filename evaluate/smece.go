@@ -173,7 +173,7 @@ var smeceStreamSums = &sumsPart{
 	},
 	add: func(st *sumsState, b *data.Batch) error {
 		if err := st.SmECE.add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 		return nil
 	},

@@ -172,7 +172,7 @@ func (s *Sums) Add(b *data.Batch) error {
 		return nil
 	}
 	if b.Labels == nil {
-		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: data.ErrNoLabels}
+		return b.RowsError(data.ErrNoLabels)
 	}
 	if !s.started {
 		if err := s.start(b); err != nil {
@@ -181,10 +181,10 @@ func (s *Sums) Add(b *data.Batch) error {
 	}
 	at, err := rowsOverlap(s.st.Rows, b.Source, b.Offset, b.Offset+int64(b.N))
 	if err != nil {
-		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		return b.RowsError(err)
 	}
 	if b.K != s.st.K || b.Binary != s.st.Binary || b.Set.Kind() != s.st.Input || (b.Weights != nil) != s.st.Weighted {
-		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted))}
+		return b.RowsError(fmt.Errorf("%d columns of %s%s, where the stream began with %d of %s%s (every shard of a stream must have the same columns, kind and weights)", b.K, b.Set.Kind(), weightedWord(b.Weights != nil), s.st.K, s.st.Input, weightedWord(s.st.Weighted)))
 	}
 	logits := b.Logits
 	if logits != nil && b.Binary { // one logit z is (0, z)

@@ -41,7 +41,7 @@ var variationalSums = &sumsPart{
 	},
 	add: func(st *sumsState, b *data.Batch) error {
 		if err := st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
-			return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+			return b.RowsError(err)
 		}
 		return nil
 	},
@@ -88,7 +88,7 @@ func (s *Sums) variationalPass(ctx context.Context, free bool) (*variationalPass
 // add sums a batch's gains.
 func (vp *variationalPass) add(b *data.Batch) error {
 	if err := vp.Fitted.Add(vp.Sums, b.Set, b.Shard, b.Offset); err != nil {
-		return &data.StreamError{Source: b.Source, Row: b.Offset + 1, Err: err}
+		return b.RowsError(err)
 	}
 	return nil
 }
