@@ -45,6 +45,7 @@ func binnedDef(m Metric, estimator string) metricDef {
 // data-dependent cells the moments of the n x K probabilities (Pooled)
 // and the cells in the second pass.
 var binnedSums = &sumsPart{
+	what: "the binned metrics'",
 	start: func(st *sumsState, _ *data.Batch) error {
 		c := st.Config
 		var err error

@@ -29,9 +29,10 @@ var ksDef = metricDef{
 // score (KSTop, r <= K), each within-top-r score (KSWith, 2 <= r <= K)
 // and each class column (KSClass).
 var ksSums = &sumsPart{
+	what: "ks's",
 	start: func(st *sumsState, b *data.Batch) error {
 		c := st.Config
-		if err := (Options{KS: KSOptions{R: c.KSR}}).CheckK(b.K); err != nil {
+		if err := (KSOptions{R: c.KSR}).checkK(b.K); err != nil {
 			return err
 		}
 		for _, r := range c.KSR {
@@ -125,6 +126,16 @@ func (o *KSOptions) check() error {
 	for _, r := range o.R {
 		if r < 1 {
 			return optionError("ks-r", "ks r = %d: each r must be >= 1", r)
+		}
+	}
+	return nil
+}
+
+// checkK refuses an r above the K of the set (Options.CheckK).
+func (o KSOptions) checkK(k int) error {
+	for _, r := range o.R {
+		if r > k {
+			return optionError("ks-r", "ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
 		}
 	}
 	return nil

@@ -44,10 +44,5 @@ func (o Options) CheckK(k int) error {
 	if o.Metrics != nil && !o.Metrics.Has(KS) {
 		return nil
 	}
-	for _, r := range o.KS.R {
-		if r > k {
-			return optionError("ks-r", "ks-r %d: the predictions have K = %d classes, so r must be at most %d", r, k, k)
-		}
-	}
-	return nil
+	return o.KS.checkK(k)
 }

@@ -147,6 +147,7 @@ func (s *sample) points(weighted bool) (probs []float64, labels []int, weights [
 // every row (Sample); their kernel sums at the points are the second
 // pass (KernelSums).
 var sampleSums = &sumsPart{
+	what: "the evaluation points' sample",
 	start: func(st *sumsState, _ *data.Batch) error {
 		st.Sample = &sample{M: st.Config.M, Seed: st.Config.Seed, K: st.K}
 		return nil
@@ -156,7 +157,7 @@ var sampleSums = &sumsPart{
 		return nil
 	},
 	mergeable: func(st, o *sumsState) error {
-		if o.Sample == nil || st.Sample.M != o.Sample.M || st.Sample.Seed != o.Sample.Seed || st.Sample.K != o.Sample.K {
+		if st.Sample.M != o.Sample.M || st.Sample.Seed != o.Sample.Seed || st.Sample.K != o.Sample.K {
 			return errors.New("sums with different samples")
 		}
 		return nil

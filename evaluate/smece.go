@@ -167,6 +167,7 @@ func smeceClassWise(mode string, k int, binary bool) (bool, error) {
 // smeceStreamSums is smece's first pass: the summed grids of its views
 // (SmECE: top-label, binary, each class), from which Finish computes it.
 var smeceStreamSums = &sumsPart{
+	what: "smece's",
 	start: func(st *sumsState, _ *data.Batch) (err error) {
 		st.SmECE, err = newSmeceSums(st.Config, st.K, st.Binary)
 		return err
@@ -174,12 +175,6 @@ var smeceStreamSums = &sumsPart{
 	add: func(st *sumsState, b *data.Batch) error {
 		if err := st.SmECE.add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
 			return b.RowsError(err)
-		}
-		return nil
-	},
-	mergeable: func(st, o *sumsState) error {
-		if o.SmECE == nil {
-			return errors.New("sums with and without smece's")
 		}
 		return nil
 	},

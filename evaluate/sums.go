@@ -94,13 +94,16 @@ func NewSums(o StreamOptions) (*Sums, error) {
 // one part (the binned metrics' bins, the kernel metrics' sample). Every
 // function may be nil.
 type sumsPart struct {
+	// what names the part's sums in messages ("smece's").
+	what string
 	// start sets up the state for the first batch (the sums' K, Binary,
 	// Input and Weighted are set); it may refuse the batch.
 	start func(st *sumsState, b *data.Batch) error
 	// add adds a batch's rows.
 	add func(st *sumsState, b *data.Batch) error
 	// mergeable refuses another shard's state that cannot be merged,
-	// before anything is merged.
+	// before anything is merged (a state without the part's sums is
+	// refused by Merge itself, from holds).
 	mergeable func(st, o *sumsState) error
 	// merge adds another shard's state (same configuration and K).
 	merge func(st, o *sumsState) error
@@ -111,7 +114,8 @@ type sumsPart struct {
 	// (KernelSums).
 	secondPass func(c *streamConfig) bool
 	// holds says whether a state holds any of the part's sums: a decoded
-	// state may not hold the sums of a part its metrics do not use.
+	// state may not hold the sums of a part its metrics do not use, and
+	// two states merge only if both hold the sums of every part they use.
 	holds func(st *sumsState) bool
 }
 
@@ -243,6 +247,9 @@ func (s *Sums) Merge(o *Sums) error {
 	}
 	parts := s.st.Config.parts()
 	for _, p := range parts {
+		if p.holds != nil && !p.holds(&o.st) {
+			return fmt.Errorf("evaluate: merge: sums with and without %s", p.what)
+		}
 		if p.mergeable != nil {
 			if err := p.mergeable(&s.st, &o.st); err != nil {
 				return fmt.Errorf("evaluate: merge: %w", err)

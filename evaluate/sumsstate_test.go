@@ -402,3 +402,41 @@ func TestWeightsScaleFreeBins(t *testing.T) {
 		same(fmt.Sprintf("%+v, a 0/1 mask against the rows dropped", bo), eval(weighted(mask), bo), eval(dropped, bo))
 	}
 }
+
+// TestMergeRefusesMissingPart: a shard's sums that lack a part their
+// metrics use (its state nil) are refused before anything is merged, for
+// every part, with a message naming the part's sums.
+func TestMergeRefusesMissingPart(t *testing.T) {
+	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := StreamOptions{Options: Options{Metrics: MetricSet{ECEBin, KS, SmECE, ECEVariational, MMCE}}, EvalPoints: 50}
+	sums := func(i0, i1 int) *Sums {
+		t.Helper()
+		x, err := NewSums(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Add(&data.Batch{Set: s.Rows(i0, i1), Source: "a.csv", Offset: int64(i0)}); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		drop func(st *sumsState)
+		want string
+	}{
+		{func(st *sumsState) { st.Top, st.Class, st.Cells = nil, nil, nil }, "the binned metrics'"},
+		{func(st *sumsState) { st.KSTop, st.KSWith, st.KSClass = nil, nil, nil }, "ks's"},
+		{func(st *sumsState) { st.SmECE = nil }, "smece's"},
+		{func(st *sumsState) { st.Variational = nil }, "ece_variational's samples"},
+		{func(st *sumsState) { st.Sample = nil }, "the evaluation points' sample"},
+	} {
+		a, b := sums(0, 100), sums(100, 200)
+		c.drop(&b.st)
+		if err := a.Merge(b); err == nil || !strings.HasSuffix(err.Error(), "sums with and without "+c.want) || a.st.N != 100 || len(a.st.Rows) != 1 || a.st.Rows[0].To != 100 {
+			t.Errorf("%s: %v, n = %d", c.want, err, a.st.N)
+		}
+	}
+}

@@ -35,6 +35,7 @@ type variationalPass struct {
 // the rows (Variational, a variational.Sketch), on which the second pass
 // fits the families.
 var variationalSums = &sumsPart{
+	what: "ece_variational's samples",
 	start: func(st *sumsState, _ *data.Batch) (err error) {
 		st.Variational, err = variational.NewSketch(variational.Options{Folds: variationalFolds, Seed: st.Config.Seed}, st.K, 0)
 		return err
@@ -42,12 +43,6 @@ var variationalSums = &sumsPart{
 	add: func(st *sumsState, b *data.Batch) error {
 		if err := st.Variational.Add(b.Set, b.Shard, b.Offset); err != nil {
 			return b.RowsError(err)
-		}
-		return nil
-	},
-	mergeable: func(st, o *sumsState) error {
-		if o.Variational == nil {
-			return errors.New("sums with and without ece_variational's samples")
 		}
 		return nil
 	},
