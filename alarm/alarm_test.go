@@ -19,9 +19,9 @@ func stream(rng *rand.Rand, n, k, change int, t float64) ([][]float64, []int) {
 		for j := range z {
 			z[j] = 2.5 * rng.NormFloat64()
 		}
-		p, q := softmax(z, 1), softmax(z, 1)
+		p, q := mathx.TemperedSoftmax(z, 1), mathx.TemperedSoftmax(z, 1)
 		if i >= change {
-			q = softmax(z, t)
+			q = mathx.TemperedSoftmax(z, t)
 		}
 		u := rng.Float64()
 		y := k - 1
@@ -34,15 +34,6 @@ func stream(rng *rand.Rand, n, k, change int, t float64) ([][]float64, []int) {
 		ps[i], ys[i] = p, y
 	}
 	return ps, ys
-}
-
-func softmax(z []float64, t float64) []float64 {
-	out := make([]float64, len(z))
-	for i, v := range z {
-		out[i] = v / t
-	}
-	mathx.Softmax(out, out)
-	return out
 }
 
 // TestFalseAlarmRate: on calibrated streams of 5,000 rows the test

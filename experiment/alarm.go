@@ -51,7 +51,7 @@ type alarmShift struct {
 }
 
 func temperatureShift(t float64) alarmShift {
-	return alarmShift{Name: fmt.Sprintf("temperature %g", t), q: func(_, z []float64) []float64 { return softmaxT(z, t) }}
+	return alarmShift{Name: fmt.Sprintf("temperature %g", t), q: func(_, z []float64) []float64 { return mathx.TemperedSoftmax(z, t) }}
 }
 
 // priorShift makes class 0 three times as likely (the labels' prior
@@ -68,15 +68,6 @@ var priorShift = alarmShift{Name: "prior (class 0 x3)", q: func(p, _ []float64) 
 	}
 	return q
 }}
-
-func softmaxT(z []float64, t float64) []float64 {
-	out := make([]float64, len(z))
-	for i, v := range z {
-		out[i] = v / t
-	}
-	mathx.Softmax(out, out)
-	return out
-}
 
 // drawClass returns a class drawn from q.
 func drawClass(rng *rand.Rand, q []float64) int {
@@ -108,7 +99,7 @@ func (s *alarmStream) next() (p, shifted []float64, y int) {
 	for j := range z {
 		z[j] = 2.5 * s.rng.NormFloat64()
 	}
-	p = softmaxT(z, 1)
+	p = mathx.TemperedSoftmax(z, 1)
 	q := p
 	if s.shift != nil {
 		shifted = s.shift.q(p, z)

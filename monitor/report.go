@@ -75,13 +75,21 @@ func (m *Monitor) Alarms() []SliceAlarm {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []SliceAlarm
-	for _, name := range slices.Sorted(maps.Keys(m.st.models)) {
-		md := m.st.models[name]
-		for _, sl := range slices.Sorted(maps.Keys(md.slices)) {
-			out = append(out, SliceAlarm{Model: name, Slice: sl, AlarmReport: alarmReport(md.slices[sl])})
+	m.eachSlice(func(model, name string, s *slice) {
+		out = append(out, SliceAlarm{Model: model, Slice: name, AlarmReport: alarmReport(s)})
+	})
+	return out
+}
+
+// eachSlice calls f on every slice, sorted by model and slice name; the
+// caller holds m.mu.
+func (m *Monitor) eachSlice(f func(model, name string, s *slice)) {
+	for _, model := range slices.Sorted(maps.Keys(m.st.models)) {
+		md := m.st.models[model]
+		for _, name := range slices.Sorted(maps.Keys(md.slices)) {
+			f(model, name, md.slices[name])
 		}
 	}
-	return out
 }
 
 // WindowReport is one window of a slice: the rows whose prediction time
@@ -220,20 +228,16 @@ func (m *Monitor) Counters() []BinCounters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []BinCounters
-	for _, name := range slices.Sorted(maps.Keys(m.st.models)) {
-		md := m.st.models[name]
-		for _, sl := range slices.Sorted(maps.Keys(md.slices)) {
-			s := md.slices[sl]
-			c := BinCounters{Model: name, Slice: sl, Edges: s.top.Bins().Edges, Observed: s.observed, Counted: s.labelled}
-			c.Observations, c.Confidence, c.Correct = s.top.Totals()
-			for _, bs := range s.class {
-				var cb ClassBins
-				cb.Observations, cb.Confidence, cb.Correct = bs.Totals()
-				c.Class = append(c.Class, cb)
-			}
-			out = append(out, c)
+	m.eachSlice(func(model, name string, s *slice) {
+		c := BinCounters{Model: model, Slice: name, Edges: s.top.Bins().Edges, Observed: s.observed, Counted: s.labelled}
+		c.Observations, c.Confidence, c.Correct = s.top.Totals()
+		for _, bs := range s.class {
+			var cb ClassBins
+			cb.Observations, cb.Confidence, cb.Correct = bs.Totals()
+			c.Class = append(c.Class, cb)
 		}
-	}
+		out = append(out, c)
+	})
 	return out
 }
 

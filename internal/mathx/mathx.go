@@ -25,6 +25,17 @@ func Softmax(dst, z []float64) {
 	}
 }
 
+// TemperedSoftmax returns the softmax of z / t in a new slice: the
+// probabilities of the logits z at temperature t > 0.
+func TemperedSoftmax(z []float64, t float64) []float64 {
+	out := make([]float64, len(z))
+	for i, v := range z {
+		out[i] = v / t
+	}
+	Softmax(out, out)
+	return out
+}
+
 // Sigmoid returns 1 / (1 + exp(-z)) without overflow for any finite z.
 func Sigmoid(z float64) float64 {
 	if z >= 0 {

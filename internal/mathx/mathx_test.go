@@ -71,3 +71,14 @@ func TestCheckWeights(t *testing.T) {
 		t.Error("WeightSum/Weight: nil must mean all 1")
 	}
 }
+
+// TestTemperedSoftmax: the logits (0, log 3) at temperature 2 are the
+// softmax of (0, log 3 / 2): (1, sqrt 3) / (1 + sqrt 3); z is not written.
+func TestTemperedSoftmax(t *testing.T) {
+	z := []float64{0, math.Log(3)}
+	p := TemperedSoftmax(z, 2)
+	s := math.Sqrt(3)
+	if math.Abs(p[0]-1/(1+s)) > 1e-15 || math.Abs(p[1]-s/(1+s)) > 1e-15 || z[1] != math.Log(3) {
+		t.Errorf("TemperedSoftmax = %v (z %v), want [%v %v]", p, z, 1/(1+s), s/(1+s))
+	}
+}
