@@ -6,8 +6,8 @@
 
 overhead: calib.evaluate (the default metrics, and brier alone) on n = 1,000,
 K = 10 against the same work in Go, which `go test -run '^$' -bench
-'ExecArrays' ./cmd/calib/internal/cli` measures (cli.Exec on the same
-arrays: what the C ABI runs); this prints the Python side.
+'RunArrays' ./cmd/calib/internal/commands` measures (the eval command run
+on the same arrays, as the C ABI runs it); this prints the Python side.
 
 side-by-side: on the same arrays (CIFAR-10 DenseNet-121 validation logits in
 testdata/realsets, n = 5,000, and its first 1,000 rows), calib.ece_kde
@@ -52,7 +52,7 @@ def softmax(z):
 
 
 def overhead_set():
-    # The set BenchmarkExecArrays uses: the first 1,000 rows of the CIFAR-10
+    # The set BenchmarkRunArrays uses: the first 1,000 rows of the CIFAR-10
     # DenseNet-121 (focal loss) validation logits, as probabilities.
     d = os.path.join(ROOT, "testdata", "realsets", "cifar10_densenet121-flsd53")
     z = np.load(os.path.join(d, "logits.npy"))[:1000].astype(np.float64)

@@ -219,8 +219,6 @@ class _Library:
         lib.calib_registry.restype = vp
         lib.calib_input_address.restype = ctypes.c_size_t
         lib.calib_input_address.argtypes = [vp, c_int, i64, i64]
-        lib.calib_args.restype = c_int
-        lib.calib_args.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
         lib.calib_run.restype = c_int
         lib.calib_run.argtypes = [i64, ctypes.c_char_p, vp, c_int, i64, i64, vp, c_int, vp, ctypes.POINTER(vp)]
         lib.calib_apply.restype = c_int
@@ -325,11 +323,6 @@ class _Library:
 
     def registry(self):
         return json.loads(self._string(self.lib.calib_registry()))
-
-    def args(self, options):
-        out = ctypes.c_void_p()
-        code = self.lib.calib_args(json.dumps(options).encode(), ctypes.byref(out))
-        return code, self._string(out.value)
 
     def input_address(self, x, dtype):
         return self.lib.calib_input_address(_ptr(x), dtype, x.shape[0], x.shape[1])

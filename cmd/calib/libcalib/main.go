@@ -60,7 +60,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calib-dev/calib/cmd/calib/internal/cli"
+	"github.com/calib-dev/calib/cmd/calib/internal/commands"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
@@ -164,7 +164,8 @@ type registry struct {
 	// request keys).
 	Options map[string]map[string]option `json:"options"`
 	// Readers names, by command, the options that only some choices
-	// read (metrics, methods, tests) and those choices (cli.OptionReaders).
+	// read (metrics, methods, tests) and those choices
+	// (commands.OptionReaders).
 	Readers map[string]map[string][]string `json:"readers"`
 }
 
@@ -176,23 +177,20 @@ type option struct {
 
 //export calib_registry
 func calib_registry() *C.char {
-	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: cli.OptionReaders()}
+	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: commands.OptionReaders()}
 	for _, m := range recal.Methods {
 		if m.NeedsLogits() {
 			r.LogitMethods = append(r.LogitMethods, string(m))
 		}
 	}
-	for _, cmd := range cli.NewRoot().Commands() {
-		if _, ok := commands[cmd.Name()]; !ok {
-			continue
-		}
+	for name := range runs {
 		opts := map[string]option{}
-		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		commands.New(name).Flags().VisitAll(func(f *pflag.Flag) {
 			if !slices.Contains(reserved, f.Name) {
 				opts[f.Name] = option{f.Value.Type(), f.DefValue}
 			}
 		})
-		r.Options[cmd.Name()] = opts
+		r.Options[name] = opts
 	}
 	b, _ := json.Marshal(r)
 	return C.CString(string(b))
@@ -337,21 +335,22 @@ type request struct {
 	Options json.RawMessage `json:"options"` // the command's flags
 }
 
-// commands lists the commands calib_run runs and the flags it sets itself.
-var commands = map[string][]string{
-	"eval":      {"--json", "--progress=false"},
-	"test":      {"--json"},
-	"bandwidth": {"--json", "--progress=false"},
-	"fit":       {"-o", "-", "--progress=false"},
+// runs lists the commands calib_run runs and the flags it sets itself.
+var runs = map[string][]commands.Setting{
+	"eval":      {{Name: "json", Value: "true"}, {Name: "progress", Value: "false"}},
+	"test":      {{Name: "json", Value: "true"}},
+	"bandwidth": {{Name: "json", Value: "true"}, {Name: "progress", Value: "false"}},
+	"fit":       {{Name: "output", Value: "-"}, {Name: "progress", Value: "false"}},
 }
 
 // reserved are the flags calib_run sets or that name files.
 var reserved = []string{"json", "progress", "output", "o", "labels", "weights", "format", "help", "h", "calibrator"}
 
-// Args turns the options object into command-line flags: "--key=value"
-// for each key in order, true as "--key", a list joined by commas, null
-// left out; keys may use "_" for "-".
-func Args(options []byte) ([]string, error) {
+// settings decodes the options object into the flags it sets, in order:
+// each key (as a flag name: "_" may stand for "-") with its value as the
+// flag's text, true or false, a number as written, a string, or a list
+// joined by commas; a null is left out.
+func settings(options []byte) ([]commands.Setting, error) {
 	if len(bytes.TrimSpace(options)) == 0 || string(bytes.TrimSpace(options)) == "null" {
 		return nil, nil
 	}
@@ -361,7 +360,7 @@ func Args(options []byte) ([]string, error) {
 	if err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("options: want a JSON object of flags")
 	}
-	var args []string
+	var set []commands.Setting
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -372,7 +371,7 @@ func Args(options []byte) ([]string, error) {
 		if slices.Contains(reserved, key) {
 			return nil, fmt.Errorf("options: %q is set by the caller of the library (the arrays are passed as arrays, the result returned)", t)
 		}
-		if key == "" || strings.HasPrefix(key, "-") {
+		if key == "" || strings.HasPrefix(key, "-") || strings.ContainsAny(key, "= \t\r\n") {
 			return nil, fmt.Errorf("options: %q is not a flag name", t)
 		}
 		var v any
@@ -384,7 +383,7 @@ func Args(options []byte) ([]string, error) {
 			return nil, fmt.Errorf("options: %q: %v", name, err)
 		}
 		if ok {
-			args = append(args, "--"+key+"="+s)
+			set = append(set, commands.Setting{Name: key, Value: s})
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
@@ -393,7 +392,7 @@ func Args(options []byte) ([]string, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("options: data after the JSON object")
 	}
-	return args, nil
+	return set, nil
 }
 
 // flagValue is the text of a flag's value; ok is false for null.
@@ -421,18 +420,6 @@ func flagValue(v any) (string, bool, error) {
 	return "", false, fmt.Errorf("want a number, string, boolean, list or null")
 }
 
-//export calib_args
-func calib_args(options *C.char, out **C.char) C.int {
-	return guard(out, func() (string, int, error) {
-		args, err := Args([]byte(C.GoString(options)))
-		if err != nil {
-			return "", codeInput, err
-		}
-		b, _ := json.Marshal(args)
-		return string(b), codeOK, nil
-	})
-}
-
 //export calib_run
 func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols C.int64_t, labels unsafe.Pointer, ldtype C.int, weights *C.double, out **C.char) C.int {
 	return guard(out, func() (string, int, error) {
@@ -440,14 +427,14 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err := json.Unmarshal([]byte(C.GoString(req)), &r); err != nil {
 			return inputError("request: %v", err)
 		}
-		own, ok := commands[r.Command]
+		own, ok := runs[r.Command]
 		if !ok {
 			return inputError("command %q: want eval, test, bandwidth or fit", r.Command)
 		}
 		if r.Name == "" {
 			r.Name = "predictions"
 		}
-		flags, err := Args(r.Options)
+		set, err := settings(r.Options)
 		if err != nil {
 			return "", codeInput, err
 		}
@@ -455,12 +442,20 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err != nil {
 			return "", codeInput, err
 		}
-		// The name after "--": whatever it spells ("-h", "--stream"), it
-		// is the arrays' name, never a flag.
-		args := append(append(append([]string{r.Command}, flags...), own...), "--", r.Name)
+		// The command's own flags, set by the same table as the command
+		// line's, then its run on the arrays (whatever r.Name spells,
+		// "-h" or "--stream", it is the arrays' name, never a flag).
+		ctx := contextOf(h)
+		c := commands.New(r.Command)
+		err = c.Set(set)
+		if err == nil {
+			err = c.Set(own)
+		}
 		var stdout bytes.Buffer
-		code, err := cli.Exec(contextOf(h), args, map[string]data.Arrays{r.Name: a}, &stdout, io.Discard)
-		if err != nil {
+		if err == nil {
+			err = c.Run(ctx, []string{r.Name}, commands.Input{Stdout: &stdout, Arrays: map[string]data.Arrays{r.Name: a}})
+		}
+		if code, err := commands.Code(ctx, err); err != nil {
 			return "", code, err
 		}
 		return stdout.String(), codeOK, nil

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/calib-dev/calib/cmd/calib/internal/cli"
+	"github.com/calib-dev/calib/cmd/calib/internal/commands"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 )
@@ -134,11 +134,11 @@ type streamRequest struct {
 // starts from the state, if any: its first pass's sums, its rows' source
 // and its second pass's sums.
 func newAccumulator(r streamRequest) (*accumulator, error) {
-	flags, err := Args(r.Options)
+	set, err := settings(r.Options)
 	if err != nil {
 		return nil, err
 	}
-	so, in, err := cli.StreamOptions(flags)
+	so, in, err := commands.StreamOptions(set)
 	if err != nil {
 		return nil, err
 	}

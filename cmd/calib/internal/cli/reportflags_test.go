@@ -7,24 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"github.com/calib-dev/calib/cmd/calib/internal/commands"
 )
 
-// TestReportPValuesNoPanic: report and demo with --p-values built their
-// options (evaluate.Options.Validate with no data yet) through a nil set
-// and panicked; the report now carries the p-value column.
+// TestReportPValuesNoPanic: report with --p-values carries the p-value
+// column (report and demo with --p-values panicked; their options:
+// TestReportPValuesOptions).
 func TestReportPValuesNoPanic(t *testing.T) {
-	for _, name := range []string{"report", "demo"} {
-		var rf reportFlags
-		cmd := &cobra.Command{Use: name}
-		rf.register(cmd, "")
-		if err := cmd.ParseFlags([]string{"-o", filepath.Join(t.TempDir(), "r.html"), "--p-values"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rf.options(cmd.Flags()); err != nil {
-			t.Errorf("%s --p-values: %v", name, err)
-		}
-	}
 	out := filepath.Join(t.TempDir(), "r.html")
 	_, stderr, code := run(t, "report", golden+"c02_n200_k3.csv", "--p-values", "--p-resamples", "19", "--metrics", "ece_bin,brier", "--tests=false", "--ci=false", "-o", out)
 	if code != 0 {
@@ -142,7 +131,7 @@ func TestNoSilentTestFlag(t *testing.T) {
 // TestTestDefaultSeedIsTheReports: calib test's --seed defaults to 1, the
 // seed of report (and every command), so both print the same p-values.
 func TestTestDefaultSeedIsTheReports(t *testing.T) {
-	f := newTestCmd().Flags().Lookup("seed")
+	f := commands.New("test").Flags().Lookup("seed")
 	if f == nil || f.DefValue != "1" {
 		t.Fatalf("calib test --seed default %v", f)
 	}

@@ -1,105 +1,28 @@
-// Package cli implements the calib command line: one cobra command per file,
-// each a thin layer over the library packages.
+// Package cli is the calib command line: cobra's parsing, help and
+// subcommand tree over the commands of package commands, which hold each
+// command's flags and run.
 package cli
 
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/calib-dev/calib/calibtest"
-	"github.com/calib-dev/calib/convention"
+	"github.com/calib-dev/calib/cmd/calib/internal/commands"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/evaluate/evalflag"
-	"github.com/calib-dev/calib/kde"
-	"github.com/calib-dev/calib/recal"
-	"github.com/calib-dev/calib/report"
-	"github.com/calib-dev/calib/smooth"
-	"github.com/calib-dev/calib/train"
-	"github.com/calib-dev/calib/variational"
 )
 
-// Exit statuses.
+// Exit statuses: commands'.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1   // any other failure
-	ExitInput       = 2   // bad input data or bad usage
-	ExitInterrupted = 130 // stopped by Ctrl-C (SIGINT) or a cancelled context: 128 + SIGINT, as shells report it
+	ExitOK          = commands.ExitOK
+	ExitFailure     = commands.ExitFailure
+	ExitInput       = commands.ExitInput
+	ExitInterrupted = commands.ExitInterrupted
 )
-
-// inputError marks errors caused by the user's input or flags (exit 2).
-type inputError struct{ err error }
-
-func (e inputError) Error() string { return e.err.Error() }
-func (e inputError) Unwrap() error { return e.err }
-
-// usageErrorf returns an input error for bad flags or arguments.
-func usageErrorf(format string, args ...any) error {
-	return inputError{fmt.Errorf(format, args...)}
-}
-
-// optionError turns a library's error about the value of flag (an
-// evaluate.ErrOptions or report.ErrOptions error, an unknown enumeration
-// name) into a usage error "FLAG: message", the library's prefix dropped;
-// with flag "" the message names the option itself ("bandwidth \"x\":
-// ...") and gets the dashes: "--bandwidth \"x\": ...".
-func optionError(flag string, err error) error {
-	if flag == "" && errors.As(err, new(*evaluate.OptionError)) {
-		// The option's name, where the message does not begin with it
-		// ("--ci: bootstrap intervals need ...", not "--bootstrap ...").
-		return usageErrorf("%s", evalflag.FlagMessage(err))
-	}
-	msg := optionMessage(err)
-	if flag == "" {
-		return usageErrorf("--%s", msg)
-	}
-	return usageErrorf("%s: %s", flag, msg)
-}
-
-// optionMessage is the message of an option error without the library's
-// "bad options" (an evaluate or report OptionError's Err), or err's.
-func optionMessage(err error) string {
-	var eo *evaluate.OptionError
-	var ro *report.OptionError
-	switch {
-	case errors.As(err, &eo):
-		return eo.Err.Error()
-	case errors.As(err, &ro):
-		return ro.Err.Error()
-	}
-	return err.Error()
-}
-
-// exactArgs is cobra.ExactArgs with an input error.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageErrorf("%s takes %d argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.UseLine())
-		}
-		return nil
-	}
-}
-
-// command returns the subcommand use whose body is run, with its long
-// help and examples from help/NAME.txt and help/NAME.example.txt (NAME
-// the first word of use).
-func command(use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, args []string) error) *cobra.Command {
-	name := strings.Fields(use)[0]
-	return &cobra.Command{Use: use, Short: short, Long: help(name), Example: help(name + ".example"), Args: args, RunE: run}
-}
-
-// oneLineError is err's message on one line.
-func oneLineError(err error) string {
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
-}
 
 // NewRoot returns the calib command with its subcommands.
 func NewRoot() *cobra.Command {
@@ -110,79 +33,59 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       data.Version(),
-		// Every flag is checked before a command reads any data.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return validateFlags(cmd) },
 	}
 	root.SetVersionTemplate("calib {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return inputError{flagError(err)} })
-	root.AddCommand(newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd(), newTestCmd(), newServeCmd())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.InputError(commands.FlagError(err)) })
+	for _, c := range commands.All() {
+		root.AddCommand(cobraCommand(c))
+	}
 	return root
+}
+
+// cobraCommand is c as a cobra command: its help from help/NAME.txt and
+// help/NAME.example.txt, its flags (the same *pflag.Flag values, so that
+// cobra's parsing sets c's options) and its subcommands. Every flag is
+// checked before a command reads any data (commands.Command.Run).
+func cobraCommand(c *commands.Command) *cobra.Command {
+	cc := &cobra.Command{Use: c.Use(), Short: c.Short(), Long: help(c.Name()), Example: help(c.Name() + ".example")}
+	if c.Runnable() {
+		cc.Args = func(_ *cobra.Command, args []string) error { return c.CheckArgs(args) }
+		cc.RunE = func(cc *cobra.Command, args []string) error {
+			return c.Run(cc.Context(), args, commands.Input{Stdout: cc.OutOrStdout(), Stderr: cc.ErrOrStderr()})
+		}
+	}
+	cc.Flags().AddFlagSet(c.Flags())
+	for _, s := range c.Commands() {
+		cc.AddCommand(cobraCommand(s))
+	}
+	return cc
 }
 
 // Main runs calib with the arguments args (without the program name) and
 // returns the exit status; errors are printed to stderr on one line.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code, err := Exec(ctx, args, nil, stdout, stderr)
+	code, err := Exec(ctx, args, stdout, stderr)
 	switch {
 	case code == ExitInterrupted:
 		// Interrupted: whatever the command returned, nothing more is
 		// printed (outputs are written atomically, so none is partial).
 		fmt.Fprintln(stderr, "calib: interrupted")
 	case err != nil:
-		fmt.Fprintf(stderr, "calib: %s\n", oneLineError(err))
+		fmt.Fprintf(stderr, "calib: %s\n", strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error()))
 	}
 	return code
 }
 
-// flagValueKinds names, for pflag's parse errors, what the flag wanted.
-var flagValueKinds = map[string]string{
-	"strconv.ParseInt":   "an integer",
-	"strconv.ParseUint":  "a non-negative integer",
-	"strconv.ParseFloat": "a number",
-	"strconv.ParseBool":  "true or false",
-}
-
-// flagError rewrites pflag's "invalid argument" errors, which quote Go's
-// strconv, in the user's terms: invalid argument "abc" for "--bins" flag:
-// want an integer.
-func flagError(err error) error {
-	msg := err.Error()
-	for fn, want := range flagValueKinds {
-		i := strings.Index(msg, ": "+fn+":")
-		if i < 0 {
-			continue
-		}
-		switch {
-		case strings.HasSuffix(msg, "value out of range"):
-			want += " in range (this one is too large)"
-		case fn != "strconv.ParseFloat" && fn != "strconv.ParseBool" && isExponent(msg[:i]):
-			want += " written in digits, without an exponent"
-		}
-		return fmt.Errorf("%s: want %s", msg[:i], want)
-	}
-	return err
-}
-
-// isExponent reports whether pflag's message "invalid argument "V" for
-// ..." quotes a number V written with an exponent (5e9).
-func isExponent(msg string) bool {
-	v, _, ok := strings.Cut(strings.TrimPrefix(msg, `invalid argument "`), `"`)
-	_, err := strconv.ParseFloat(v, 64)
-	return ok && err == nil && strings.ContainsAny(v, "eE")
-}
-
-// isInputError reports errors caused by the input: bad flags and arguments,
-// bad data files, options the library refuses, too few samples, no kernel
-// density anywhere.
-func isInputError(err error) bool {
-	var ie inputError
-	var de *data.Error
-	var se *data.StreamError
-	return errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) ||
-		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, calibtest.ErrInput) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
-		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
-		errors.Is(err, variational.ErrInput) || errors.Is(err, smooth.ErrInput) || errors.Is(err, convention.ErrUnsupported) ||
-		strings.HasPrefix(err.Error(), "unknown command")
+// Exec runs the calib command line args (without the program name), as
+// Main does, and returns the exit status and the error (nil on success;
+// its message is the one line Main prints). A command's output goes to
+// stdout; progress and notes to stderr.
+func Exec(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	root := NewRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return commands.Code(ctx, root.ExecuteContext(ctx))
 }
 
 // helpFiles holds the long help of every command, help/NAME.txt, and its
@@ -197,22 +100,4 @@ var helpFiles embed.FS
 func help(name string) string {
 	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
 	return strings.TrimSuffix(string(b), "\n")
-}
-
-// newProvenance records calib's version, cmd, its arguments, every flag
-// with its value (set or default) and --seed, where the command has one;
-// the caller adds the inputs (AddInput).
-func newProvenance(cmd *cobra.Command, args []string) *data.Provenance {
-	p := &data.Provenance{Version: data.Version(), Command: cmd.CommandPath(), Args: args, Options: map[string]string{}}
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name != "help" {
-			p.Options[f.Name] = f.Value.String()
-		}
-	})
-	if f := cmd.Flags().Lookup("seed"); f != nil {
-		if v, err := cmd.Flags().GetUint64("seed"); err == nil {
-			p.Seed = &v
-		}
-	}
-	return p
 }

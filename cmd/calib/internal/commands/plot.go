@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/atomicfile"
@@ -30,7 +29,7 @@ type plotFlags struct {
 	workers                           int
 }
 
-func (f *plotFlags) register(cmd *cobra.Command) {
+func (f *plotFlags) register(cmd *Command) {
 	f.in.register(cmd.Flags())
 	f.in.registerWeights(cmd.Flags(), true)
 	f.ff.register(cmd, true)
@@ -102,19 +101,19 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	return o, refuseUnread(fs, gridReaders, "--methods", methodNames(o.Methods))
 }
 
-func newPlotCmd() *cobra.Command {
+func newPlotCmd() *Command {
 	var pf plotFlags
-	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *cobra.Command, args []string) error {
+	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *Command, args []string) error {
 		kind := args[0]
 		o, err := pf.options(cmd.Flags(), kind)
 		if err != nil {
 			return err
 		}
-		s, err := pf.in.load(cmd.Context(), args[1])
+		s, err := pf.in.load(cmd, args[1])
 		if err != nil {
 			return err
 		}
-		vs, err := pf.in.loadVal(cmd.Context(), pf.val, pf.valLabels, s.K)
+		vs, err := pf.in.loadVal(cmd, pf.val, pf.valLabels, s.K)
 		if err != nil {
 			return err
 		}
@@ -146,7 +145,7 @@ func (f *plotFlags) json() bool { return strings.EqualFold(filepath.Ext(f.out), 
 
 // writeData writes the data of a reliability (under --convention) or
 // smooth diagram to -o.
-func (f *plotFlags) writeData(cmd *cobra.Command, kind string, s *data.Set, o report.Options) error {
+func (f *plotFlags) writeData(cmd *Command, kind string, s *data.Set, o report.Options) error {
 	var v any
 	if kind == "smooth" {
 		d, err := report.SmoothCurveDataOf(cmd.Context(), s, f.po.Class, o)

@@ -1,21 +1,19 @@
-package cli
+package commands
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/internal/pkgerr"
 )
 
-func newTestCmd() *cobra.Command {
+func newTestCmd() *Command {
 	var in inputFlags
 	var tests string
 	var o calibtest.Options
 	var asJSON bool
-	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, SKCE bootstrap, consistency resampling of ECE^KDE, binned ECE, KS error, MMCE, witness)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := command("test PRED", "Test whether the model is calibrated: p-values that hold their level (cumulative KS and Kuiper, Spiegelhalter, SKCE block test, SKCE bootstrap, consistency resampling of ECE^KDE, binned ECE, KS error, MMCE, witness)", exactArgs(1), func(cmd *Command, args []string) error {
 		if cmd.Flags().Changed("tests") {
 			o.Tests = []string{}
 			for _, t := range strings.Split(tests, ",") {
@@ -45,7 +43,7 @@ func newTestCmd() *cobra.Command {
 		if err := refuseUnread(cmd.Flags(), testReaders, "--tests", chosen); err != nil {
 			return err
 		}
-		s, err := in.load(cmd.Context(), args[0])
+		s, err := in.load(cmd, args[0])
 		if err != nil {
 			return err
 		}

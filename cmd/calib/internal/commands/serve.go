@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/alarm"
@@ -25,13 +24,13 @@ import (
 // minTokenBytes is the shortest bearer token --token-file may hold.
 const minTokenBytes = 16
 
-func newServeCmd() *cobra.Command {
+func newServeCmd() *Command {
 	var o serve.Options
 	var lo serve.ListenOptions
 	var tokenFile string
 	var maxBodyMiB int
 	var mf monitorFlags
-	cmd := command("serve --maps DIR [--data STATE_DIR]", "Apply calibration maps over HTTP (calib's /v1 API and the Open Inference Protocol v2) and monitor calibration live, with Prometheus metrics", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+	cmd := command("serve --maps DIR [--data STATE_DIR]", "Apply calibration maps over HTTP (calib's /v1 API and the Open Inference Protocol v2) and monitor calibration live, with Prometheus metrics", exactArgs(0), func(cmd *Command, args []string) error {
 		if o.MapsDir == "" && mf.dir == "" {
 			return usageErrorf("--maps DIR is required (a directory of NAME.json maps written by calib fit), or --data STATE_DIR to monitor only")
 		}

@@ -1,19 +1,17 @@
-package cli
+package commands
 
 import (
-	"github.com/spf13/cobra"
-
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/kde"
 )
 
-func newBandwidthCmd() *cobra.Command {
+func newBandwidthCmd() *Command {
 	var in inputFlags
 	var mode, objective string
 	var o kde.BandwidthOptions
 	var asJSON, progress bool
-	cmd := command("bandwidth PRED", "Choose the ECE^KDE kernel bandwidth by leave-one-out maximum likelihood", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := command("bandwidth PRED", "Choose the ECE^KDE kernel bandwidth by leave-one-out maximum likelihood", exactArgs(1), func(cmd *Command, args []string) error {
 		var err error
 		if o.Objective, err = kde.ParseObjective(objective); err != nil {
 			return optionError("--bandwidth-objective", err)
@@ -24,7 +22,7 @@ func newBandwidthCmd() *cobra.Command {
 		if _, err := evalflag.BandwidthNotion(mode, nil); err != nil {
 			return optionError("", err) // "--mode: ..."
 		}
-		s, err := in.load(cmd.Context(), args[0])
+		s, err := in.load(cmd, args[0])
 		if err != nil {
 			return err
 		}

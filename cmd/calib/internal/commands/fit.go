@@ -1,21 +1,19 @@
-package cli
+package commands
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/recal"
 )
 
-func newFitCmd() *cobra.Command {
+func newFitCmd() *Command {
 	var in inputFlags
 	var method, out string
 	var o recal.FitOptions
 	progress := true
-	cmd := command("fit VAL_PRED --method METHOD -o MAP.json", "Fit a recalibration map on validation predictions and save it as JSON", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := command("fit VAL_PRED --method METHOD -o MAP.json", "Fit a recalibration map on validation predictions and save it as JSON", exactArgs(1), func(cmd *Command, args []string) error {
 		if err := checkMethod(cmd, method); err != nil {
 			return err
 		}
@@ -24,7 +22,7 @@ func newFitCmd() *cobra.Command {
 				return err
 			}
 		}
-		s, err := in.load(cmd.Context(), args[0])
+		s, err := in.load(cmd, args[0])
 		if err != nil {
 			return err
 		}
@@ -95,7 +93,7 @@ var methodFlags = map[string][]string{
 // checkMethod checks that --method is given (its value is checked by
 // flagRules) and refuses a method-specific flag given for a method it does
 // not apply to (it would be ignored without a word).
-func checkMethod(cmd *cobra.Command, method string) error {
+func checkMethod(cmd *Command, method string) error {
 	if method == "" {
 		return usageErrorf("--method is required: one of %s", strings.Join(recal.MethodNames(), ", "))
 	}
@@ -124,10 +122,10 @@ func checkMethod(cmd *cobra.Command, method string) error {
 	return nil
 }
 
-func newApplyCmd() *cobra.Command {
+func newApplyCmd() *Command {
 	var in inputFlags
 	var out string
-	cmd := command("apply MAP.json PRED -o OUT", "Apply a recalibration map to predictions and write the calibrated probabilities", exactArgs(2), func(cmd *cobra.Command, args []string) error {
+	cmd := command("apply MAP.json PRED -o OUT", "Apply a recalibration map to predictions and write the calibrated probabilities", exactArgs(2), func(cmd *Command, args []string) error {
 		if err := requireOutput(out, "OUT", "npy", "csv"); err != nil {
 			return err
 		}
@@ -135,7 +133,7 @@ func newApplyCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := in.loadWith(cmd.Context(), args[1], true, c.Info().Columns())
+		s, err := in.loadWith(cmd, args[1], true, c.Info().Columns())
 		if err != nil {
 			return err
 		}

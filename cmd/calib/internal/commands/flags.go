@@ -1,8 +1,7 @@
-package cli
+package commands
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/atomicfile"
@@ -180,7 +178,7 @@ var flagRules = map[string]flagRule{
 // validateFlags applies flagRules to the flags of cmd that the user set (a
 // default may be a sentinel, such as --lr 0 for "the optimiser's default",
 // that the user may not give).
-func validateFlags(cmd *cobra.Command) error {
+func validateFlags(cmd *Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if err != nil || !f.Changed {
@@ -345,8 +343,8 @@ func (f *inputFlags) registerWeights(fs *pflag.FlagSet, val bool) {
 }
 
 // load reads and validates the prediction file.
-func (f *inputFlags) load(ctx context.Context, name string) (*data.Set, error) {
-	return f.loadWith(ctx, name, false, 0)
+func (f *inputFlags) load(cmd *Command, name string) (*data.Set, error) {
+	return f.loadWith(cmd, name, false, 0)
 }
 
 // loadWith reads the prediction file (data.Load); unlabeled allows a file
@@ -354,17 +352,17 @@ func (f *inputFlags) load(ctx context.Context, name string) (*data.Set, error) {
 // expected, so that a CSV with k+1 columns has its labels last. Every
 // error is the input's (a file that cannot be opened too); a missing
 // labels column names the flag that gives them.
-func (f *inputFlags) loadWith(ctx context.Context, name string, unlabeled bool, k int) (*data.Set, error) {
+func (f *inputFlags) loadWith(cmd *Command, name string, unlabeled bool, k int) (*data.Set, error) {
 	o := f.o
 	o.Unlabeled, o.K = unlabeled, k
 	var s *data.Set
 	var err error
-	if a, ok := arraysOf(ctx, name); ok {
+	if a, ok := cmd.arraysOf(name); ok {
 		s, err = loadArrays(a, name, o)
 	} else {
 		s, err = data.Load(name, o)
 	}
-	if _, inMemory := arraysOf(ctx, name); errors.Is(err, data.ErrNoLabels) && !inMemory {
+	if _, inMemory := cmd.arraysOf(name); errors.Is(err, data.ErrNoLabels) && !inMemory {
 		err = fmt.Errorf("%w (%s FILE)", err, cmp.Or(f.labelsFlag, "--labels"))
 	}
 	if err != nil {
@@ -376,13 +374,13 @@ func (f *inputFlags) loadWith(ctx context.Context, name string, unlabeled bool, 
 // loadVal loads a validation set named by --val with the same input flags
 // and its own labels file (nil when name is ""); it must have want classes
 // (want 0: any).
-func (f *inputFlags) loadVal(ctx context.Context, name, labels string, want int) (*data.Set, error) {
+func (f *inputFlags) loadVal(cmd *Command, name, labels string, want int) (*data.Set, error) {
 	if name == "" {
 		return nil, nil
 	}
 	vf := *f
 	vf.o.Labels, vf.labelsFlag, vf.o.Weights = labels, "--val-labels", f.valWeights
-	vs, err := vf.load(ctx, name)
+	vs, err := vf.load(cmd, name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,9 @@
-package cli
+package commands
 
 import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/data"
@@ -22,7 +21,7 @@ type figureFlags struct {
 	text report.Text
 }
 
-func (f *figureFlags) register(cmd *cobra.Command, withBins bool) {
+func (f *figureFlags) register(cmd *Command, withBins bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.text.Classes, "classes", "", "simplex view: the two classes `a,b` shown (the others merge into \"other\"); default: the pair the model confuses most")
 	fs.IntVar(&f.o.PerClass, "per-class", report.DefaultPerClass, "reliability diagrams of the first `N` classes (0: none)")
@@ -59,7 +58,7 @@ type reportFlags struct {
 	mapping   recal.Calibrator // the map of --calibrator, read by options
 }
 
-func (f *reportFlags) register(cmd *cobra.Command, outUsage string) {
+func (f *reportFlags) register(cmd *Command, outUsage string) {
 	f.ef.register(cmd)
 	f.ff.register(cmd, false)
 	// The report's metric defaults: every metric, ECE^KDE canonical and
@@ -118,7 +117,7 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 // --calibrator to both sets (the report is then the calibrated
 // predictions') and checking the metric flags against the data (--ks-r
 // against K), and writes it to -o (atomically).
-func (f *reportFlags) write(cmd *cobra.Command, test, val *data.Set, o report.Options, prov *data.Provenance) (*report.Document, error) {
+func (f *reportFlags) write(cmd *Command, test, val *data.Set, o report.Options, prov *data.Provenance) (*report.Document, error) {
 	if f.mapping != nil {
 		var err error
 		if test, err = recal.Apply(f.mapping, test); err != nil {
@@ -159,11 +158,11 @@ func warnNotDrawn(w io.Writer, doc *report.Document) {
 	}
 }
 
-func newReportCmd() *cobra.Command {
+func newReportCmd() *Command {
 	var in inputFlags
 	var rf reportFlags
 	var val, valLabels string
-	cmd := command("report PRED -o report.html", "Write one self-contained HTML report: metrics with intervals, every figure, and the recalibration comparison", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := command("report PRED -o report.html", "Write one self-contained HTML report: metrics with intervals, every figure, and the recalibration comparison", exactArgs(1), func(cmd *Command, args []string) error {
 		o, err := rf.options(cmd.Flags())
 		if err != nil {
 			return err
@@ -175,11 +174,11 @@ func newReportCmd() *cobra.Command {
 				}
 			}
 		}
-		s, err := in.load(cmd.Context(), args[0])
+		s, err := in.load(cmd, args[0])
 		if err != nil {
 			return err
 		}
-		vs, err := in.loadVal(cmd.Context(), val, valLabels, s.K)
+		vs, err := in.loadVal(cmd, val, valLabels, s.K)
 		if err != nil {
 			return err
 		}

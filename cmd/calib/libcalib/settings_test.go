@@ -9,22 +9,25 @@ import (
 	"testing"
 )
 
-func TestArgs(t *testing.T) {
+// TestSettings: the options object becomes the flags it sets, in order.
+func TestSettings(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want []string
+		want []string // NAME=VALUE
 		err  string
 	}{
 		{``, nil, ""},
 		{`null`, nil, ""},
 		{`{}`, nil, ""},
 		{`{"metrics": ["ece_kde", "ks"], "ci": true, "seed": 18446744073709551615, "ci_level": 0.9, "mode": null}`,
-			[]string{"--metrics=ece_kde,ks", "--ci=true", "--seed=18446744073709551615", "--ci-level=0.9"}, ""},
-		{`{"p": [1, 2.5], "exact": false, "convention": "sklearn"}`, []string{"--p=1,2.5", "--exact=false", "--convention=sklearn"}, ""},
+			[]string{"metrics=ece_kde,ks", "ci=true", "seed=18446744073709551615", "ci-level=0.9"}, ""},
+		{`{"p": [1, 2.5], "exact": false, "convention": "sklearn"}`, []string{"p=1,2.5", "exact=false", "convention=sklearn"}, ""},
 		{`[1]`, nil, "want a JSON object"},
 		{`{"json": false}`, nil, "set by the caller"},
 		{`{"labels": "y.npy"}`, nil, "set by the caller"},
 		{`{"-x": 1}`, nil, "not a flag name"},
+		{`{"seed=3": 1}`, nil, "not a flag name"},
+		{`{"ci level": 1}`, nil, "not a flag name"},
 		{`{"bins": {"a": 1}}`, nil, "want a number"},
 		{`{"p": [[1]]}`, nil, "element 0"},
 		{`{"p": [null]}`, nil, "element 0"},
@@ -35,33 +38,37 @@ func TestArgs(t *testing.T) {
 		{`{"smece_sigma": NaN}`, nil, `"smece_sigma": not a JSON value (NaN and infinities are not JSON numbers)`},
 		{`{"bandwidth": Infinity}`, nil, `"bandwidth": not a JSON value`},
 	} {
-		got, err := Args([]byte(c.in))
+		set, err := settings([]byte(c.in))
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("Args(%s): error %v, want one with %q", c.in, err, c.err)
+				t.Errorf("settings(%s): error %v, want one with %q", c.in, err, c.err)
 			}
 			continue
 		}
+		var got []string
+		for _, s := range set {
+			got = append(got, s.Name+"="+s.Value)
+		}
 		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("Args(%s) = %q, %v; want %q", c.in, got, err, c.want)
+			t.Errorf("settings(%s) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
 }
 
-// FuzzArgs: any bytes give flags or an error, never a panic; accepted
-// options give one "--name=value" per non-null key.
-func FuzzArgs(f *testing.F) {
+// FuzzSettings: any bytes give flags or an error, never a panic; accepted
+// options give one flag name per non-null key.
+func FuzzSettings(f *testing.F) {
 	for _, s := range []string{`{"metrics": ["ece_kde"], "ci": true}`, `{"p": [1, 2]}`, `{"a": null}`, `{`, `[]`, `{"x": "a,b"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		args, err := Args(b)
+		args, err := settings(b)
 		if err != nil {
 			return
 		}
 		for _, a := range args {
-			if !strings.HasPrefix(a, "--") || !strings.Contains(a, "=") {
-				t.Fatalf("Args(%q) gave %q", b, a)
+			if a.Name == "" || strings.HasPrefix(a.Name, "-") || strings.ContainsAny(a.Name, "=_ ") {
+				t.Fatalf("settings(%q) gave the flag name %q", b, a.Name)
 			}
 		}
 		var m map[string]any
@@ -73,7 +80,7 @@ func FuzzArgs(f *testing.F) {
 				}
 			}
 			if len(m) == len(args)+countNull(m) && n != len(args) {
-				t.Fatalf("Args(%q): %d flags for %d non-null keys", b, len(args), n)
+				t.Fatalf("settings(%q): %d flags for %d non-null keys", b, len(args), n)
 			}
 		}
 	})

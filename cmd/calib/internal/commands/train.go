@@ -1,11 +1,9 @@
-package cli
+package commands
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/train"
 )
@@ -19,10 +17,10 @@ var lossFlags = map[string][]string{
 	"smoothing": {train.LossLS},
 }
 
-func newTrainCmd() *cobra.Command {
+func newTrainCmd() *Command {
 	var o train.RunOptions
 	cfg := &o.Config
-	cmd := command("train --data FILE.csv --loss xe|kde-xe|mmce|focal|ls -o DIR", "Train an MLP with cross-entropy or KDE-XE on a tabular data set and write its val/test logits", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+	cmd := command("train --data FILE.csv --loss xe|kde-xe|mmce|focal|ls -o DIR", "Train an MLP with cross-entropy or KDE-XE on a tabular data set and write its val/test logits", exactArgs(0), func(cmd *Command, args []string) error {
 		if o.Data == "" || o.Dir == "" {
 			return usageErrorf("--data FILE.csv and -o DIR are required")
 		}

@@ -1,12 +1,10 @@
-package cli
+package commands
 
 import (
 	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
@@ -22,9 +20,9 @@ import (
 // zero Options does not have).
 func TestReportZeroOptionsAreCLIDefaults(t *testing.T) {
 	var rf reportFlags
-	cmd := &cobra.Command{Use: "report"}
+	cmd := command("report", "", nil, nil)
 	rf.register(cmd, "")
-	if err := cmd.ParseFlags([]string{"-o", filepath.Join(t.TempDir(), "r.html")}); err != nil {
+	if err := cmd.Flags().Parse([]string{"-o", filepath.Join(t.TempDir(), "r.html")}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := rf.options(cmd.Flags())
@@ -83,5 +81,22 @@ func TestReportZeroOptionsAreCLIDefaults(t *testing.T) {
 	}
 	if c0 != c1 {
 		t.Errorf("the comparison of the zero Options differs from the CLI defaults':\n%s\n%s", c0, c1)
+	}
+}
+
+// TestReportPValuesOptions: report and demo with --p-values build their
+// options (evaluate.Options.Validate with no data yet) without a set: they
+// went through a nil set and panicked.
+func TestReportPValuesOptions(t *testing.T) {
+	for _, name := range []string{"report", "demo"} {
+		var rf reportFlags
+		cmd := command(name, "", nil, nil)
+		rf.register(cmd, "")
+		if err := cmd.Flags().Parse([]string{"-o", filepath.Join(t.TempDir(), "r.html"), "--p-values"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rf.options(cmd.Flags()); err != nil {
+			t.Errorf("%s --p-values: %v", name, err)
+		}
 	}
 }

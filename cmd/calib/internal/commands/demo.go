@@ -1,20 +1,18 @@
-package cli
+package commands
 
 import (
 	"fmt"
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
 	"github.com/calib-dev/calib/cmd/calib/internal/demotext"
 	"github.com/calib-dev/calib/evaluate"
 )
 
-func newDemoCmd() *cobra.Command {
+func newDemoCmd() *Command {
 	var rf reportFlags
-	cmd := command("demo", "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+	cmd := command("demo", "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report", exactArgs(0), func(cmd *Command, args []string) error {
 		start := time.Now()
 		if rf.out == "" {
 			dir, err := outputDir("", "demo")

@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/data"
@@ -90,7 +89,7 @@ var streamOnly = map[string]bool{"eval-points": true, "rows": true, "ks-cells": 
 
 // decide says whether eval streams PRED (a file, glob or directory) and
 // returns its shards when it does.
-func (f *streamFlags) decide(cmd *cobra.Command, pred string) (bool, []string, error) {
+func (f *streamFlags) decide(cmd *Command, pred string) (bool, []string, error) {
 	fs := cmd.Flags()
 	if _, err := f.points(); err != nil {
 		return false, nil, err
@@ -260,25 +259,22 @@ func (f *evalFlags) streamOptions(sf *streamFlags) (evaluate.StreamOptions, erro
 	return so, nil
 }
 
-// StreamOptions parses calib eval's flags args (without PRED) as calib
-// eval --stream reads them and returns the options of a streamed
+// StreamOptions sets calib eval's flags to settings (Command.Set) and
+// reads them as calib eval --stream does and returns the options of a streamed
 // evaluation and of reading its batches (--logits, --tolerance,
 // --renormalize): the C ABI's accumulators, fed batch by batch. The
 // flags that name files or drive the command (--stream, --rows, --labels,
 // --weights, --format, --calibrator, --json, --progress) are refused.
-func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) {
+func StreamOptions(settings []Setting) (evaluate.StreamOptions, data.Options, error) {
 	var in inputFlags
 	var ef evalFlags
 	var sf streamFlags
-	cmd := &cobra.Command{Use: "eval"}
+	cmd := command("eval", "", nil, nil)
 	registerEval(cmd, &in, &ef, &sf)
+	if err := cmd.Set(settings); err != nil {
+		return evaluate.StreamOptions{}, data.Options{}, err
+	}
 	fs := cmd.Flags()
-	if err := fs.Parse(args); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, inputError{flagError(err)}
-	}
-	if fs.NArg() > 0 {
-		return evaluate.StreamOptions{}, data.Options{}, usageErrorf("unexpected argument %q: give flags only", fs.Arg(0))
-	}
 	for _, name := range []string{"stream", "rows", "labels", "weights", "format", "calibrator", "json", "progress"} {
 		if fs.Changed(name) {
 			return evaluate.StreamOptions{}, data.Options{}, usageErrorf("--%s does not apply to batches added in memory", name)
@@ -298,7 +294,7 @@ func StreamOptions(args []string) (evaluate.StreamOptions, data.Options, error) 
 }
 
 // stream evaluates the shards names of args[0] in two passes of chunks.
-func (f *evalFlags) stream(cmd *cobra.Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
+func (f *evalFlags) stream(cmd *Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
 	start, prov := time.Now(), newProvenance(cmd, args)
 	so, err := f.streamOptions(sf)
 	if err != nil {

@@ -1,20 +1,18 @@
-package cli
+package commands
 
 import (
 	"strings"
-
-	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/recal"
 )
 
-func newCompareCmd() *cobra.Command {
+func newCompareCmd() *Command {
 	var val, valLabels, valWeights, test, testLabels, testWeights, methods string
 	var o compare.Options
 	var logits, asJSON, progress bool
-	cmd := command("compare --val VAL --val-labels F --test TEST --test-labels F", "Fit every recalibration method on val and compare them on test", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+	cmd := command("compare --val VAL --val-labels F --test TEST --test-labels F", "Fit every recalibration method on val and compare them on test", exactArgs(0), func(cmd *Command, args []string) error {
 		if val == "" || test == "" {
 			return usageErrorf("--val and --test are required")
 		}
@@ -25,11 +23,11 @@ func newCompareCmd() *cobra.Command {
 		if err := refuseUnread(cmd.Flags(), gridReaders, "--methods", methodNames(o.Methods)); err != nil {
 			return err
 		}
-		vs, err := (&inputFlags{o: data.Options{Labels: valLabels, Weights: valWeights, Logits: logits}, labelsFlag: "--val-labels"}).load(cmd.Context(), val)
+		vs, err := (&inputFlags{o: data.Options{Labels: valLabels, Weights: valWeights, Logits: logits}, labelsFlag: "--val-labels"}).load(cmd, val)
 		if err != nil {
 			return err
 		}
-		ts, err := (&inputFlags{o: data.Options{Labels: testLabels, Weights: testWeights, Logits: logits}, labelsFlag: "--test-labels"}).load(cmd.Context(), test)
+		ts, err := (&inputFlags{o: data.Options{Labels: testLabels, Weights: testWeights, Logits: logits}, labelsFlag: "--test-labels"}).load(cmd, test)
 		if err != nil {
 			return err
 		}

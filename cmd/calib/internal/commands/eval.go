@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/convention"
@@ -31,7 +30,7 @@ type evalFlags struct {
 	json, progress bool
 }
 
-func (f *evalFlags) register(cmd *cobra.Command) {
+func (f *evalFlags) register(cmd *Command) {
 	fs := cmd.Flags()
 	evalflag.Register(fs, &f.text, &f.o, evalflag.Eval)
 	fs.StringVar(&f.text.Objective, "bandwidth-objective", "loo", "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)")
@@ -52,11 +51,11 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.calibrator, "calibrator", "", "apply the map `MAP.json` (from calib fit) before measuring")
 }
 
-func newEvalCmd() *cobra.Command {
+func newEvalCmd() *Command {
 	var in inputFlags
 	var ef evalFlags
 	var sf streamFlags
-	cmd := command("eval PRED", "Measure the calibration of a prediction file (ECE^KDE, binned ECE, KS, MMCE, proper scores)", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+	cmd := command("eval PRED", "Measure the calibration of a prediction file (ECE^KDE, binned ECE, KS, MMCE, proper scores)", exactArgs(1), func(cmd *Command, args []string) error {
 		if err := ef.evalOnly(cmd.Flags()); err != nil {
 			return err
 		}
@@ -67,7 +66,7 @@ func newEvalCmd() *cobra.Command {
 		var out *evaluate.Evaluation
 		var stream bool
 		var names []string
-		if _, ok := arraysOf(cmd.Context(), args[0]); ok {
+		if _, ok := cmd.arraysOf(args[0]); ok {
 			// Arrays in memory: evaluated whole, whatever a file of
 			// that name would be.
 			if err = sf.inMemory(cmd.Flags(), args[0]); err == nil {
@@ -123,7 +122,7 @@ func newEvalCmd() *cobra.Command {
 // registerEval registers calib eval's flags on cmd: the input's, the
 // metrics' and the stream's (eval itself and the accumulators'
 // StreamOptions).
-func registerEval(cmd *cobra.Command, in *inputFlags, ef *evalFlags, sf *streamFlags) {
+func registerEval(cmd *Command, in *inputFlags, ef *evalFlags, sf *streamFlags) {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	ef.register(cmd)
@@ -169,7 +168,7 @@ func unreadGiven(given func(name string) bool, o evaluate.Options, ms evaluate.M
 // evaluate reads the map of --calibrator (before the data), loads the set
 // args[0], applies the map and evaluates the set with progress on stderr;
 // Seconds covers it all, the provenance records the input and the map.
-func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) (*evaluate.Evaluation, error) {
+func (f *evalFlags) evaluate(cmd *Command, in *inputFlags, args []string) (*evaluate.Evaluation, error) {
 	start, prov := time.Now(), newProvenance(cmd, args)
 	var c recal.Calibrator
 	var err error
@@ -178,7 +177,7 @@ func (f *evalFlags) evaluate(cmd *cobra.Command, in *inputFlags, args []string) 
 			return nil, err
 		}
 	}
-	s, err := in.load(cmd.Context(), args[0])
+	s, err := in.load(cmd, args[0])
 	if err != nil {
 		return nil, err
 	}

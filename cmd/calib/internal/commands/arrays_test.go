@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func withoutRun(v any) any {
 func execJSON(t *testing.T, args []string, arrays map[string]data.Arrays) any {
 	t.Helper()
 	var out bytes.Buffer
-	code, err := Exec(context.Background(), args, arrays, &out, io.Discard)
+	code, err := execArgs(context.Background(), args, arrays, &out, io.Discard)
 	if code != ExitOK || err != nil {
 		t.Fatalf("calib %s: exit %d: %v", strings.Join(args, " "), code, err)
 	}
@@ -80,13 +80,13 @@ func TestExecArraysRefusals(t *testing.T) {
 		{[]string{"eval", "probs", "--labels", "y.npy"}, "pass the labels and weights as arrays"},
 		{[]string{"eval", "probs"}, "probs: row 2: row does not sum to 1"},
 	} {
-		code, err := Exec(context.Background(), c.args, a, io.Discard, io.Discard)
+		code, err := execArgs(context.Background(), c.args, a, io.Discard, io.Discard)
 		if code != ExitInput || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("calib %s: exit %d, %v; want exit 2 and %q", strings.Join(c.args, " "), code, err, c.want)
 		}
 	}
 	// --renormalize works on a copy: the caller's buffer is unchanged.
-	if code, err := Exec(context.Background(), []string{"eval", "probs", "--renormalize", "--metrics", "brier"}, a, io.Discard, io.Discard); code != ExitOK {
+	if code, err := execArgs(context.Background(), []string{"eval", "probs", "--renormalize", "--metrics", "brier"}, a, io.Discard, io.Discard); code != ExitOK {
 		t.Fatalf("--renormalize: exit %d: %v", code, err)
 	}
 	if p[2] != 0.25 || p[3] != 0.7 {
@@ -99,10 +99,10 @@ func TestFitToStdout(t *testing.T) {
 	const file = "../../../../testdata/golden/ecekde/c04_n1000_k10.csv"
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
-	if code, err := Exec(context.Background(), []string{"fit", file, "--method", "isotonic", "-o", "-", "--progress=false"}, nil, &out, &errOut); code != ExitOK {
+	if code, err := execArgs(context.Background(), []string{"fit", file, "--method", "isotonic", "-o", "-", "--progress=false"}, nil, &out, &errOut); code != ExitOK {
 		t.Fatalf("fit -o -: %v", err)
 	}
-	if code, err := Exec(context.Background(), []string{"fit", file, "--method", "isotonic", "-o", dir + "/m.json", "--progress=false"}, nil, io.Discard, io.Discard); code != ExitOK {
+	if code, err := execArgs(context.Background(), []string{"fit", file, "--method", "isotonic", "-o", dir + "/m.json", "--progress=false"}, nil, io.Discard, io.Discard); code != ExitOK {
 		t.Fatalf("fit -o FILE: %v", err)
 	}
 	var a, b map[string]any
@@ -119,6 +119,8 @@ func TestFitToStdout(t *testing.T) {
 	}
 }
 
+const golden = "../../../../testdata/golden/ecekde/"
+
 func readFile(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(name)
@@ -128,27 +130,46 @@ func readFile(t *testing.T, name string) []byte {
 	return b
 }
 
-// BenchmarkExecArrays is the Go side of the Python package's overhead
+// BenchmarkRunArrays is the Go side of the Python package's overhead
 // (scripts/python_bench.py overhead): calib eval on arrays in memory, the
 // first 1,000 rows of the CIFAR-10 DenseNet-121 validation logits, as the
-// C ABI runs it.
-func BenchmarkExecArrays(b *testing.B) {
+// C ABI runs it (New, Set, Run).
+func BenchmarkRunArrays(b *testing.B) {
 	s, err := data.Load("../../../../testdata/realsets/cifar10_densenet121-flsd53/logits.npy", data.Options{Logits: true, Labels: "../../../../testdata/realsets/cifar10_densenet121-flsd53/labels.npy"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	a := map[string]data.Arrays{"logits": {Values: s.Logits[:1000*s.K], Cols: s.K, Labels: s.Labels[:1000]}}
 	for _, c := range []struct{ name, metrics string }{{"default", ""}, {"brier", "brier"}} {
-		args := []string{"eval", "logits", "--json", "--progress=false", "--logits"}
+		set := []Setting{{"json", "true"}, {"progress", "false"}, {"logits", "true"}}
 		if c.metrics != "" {
-			args = append(args, "--metrics", c.metrics)
+			set = append(set, Setting{"metrics", c.metrics})
 		}
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if code, err := Exec(context.Background(), args, a, io.Discard, io.Discard); code != ExitOK {
+				cmd := New("eval")
+				err := cmd.Set(set)
+				if err == nil {
+					err = cmd.Run(context.Background(), []string{"logits"}, Input{Arrays: a})
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// execArgs runs the command line args (without the program name) as
+// calib does, with the arrays standing for the names that key them: the
+// flags parsed by the command's own flag set.
+func execArgs(ctx context.Context, args []string, arrays map[string]data.Arrays, stdout, stderr io.Writer) (int, error) {
+	c := New(args[0])
+	if err := c.Flags().Parse(args[1:]); err != nil {
+		return Code(ctx, InputError(FlagError(err)))
+	}
+	if err := c.CheckArgs(c.Flags().Args()); err != nil {
+		return Code(ctx, err)
+	}
+	return Code(ctx, c.Run(ctx, c.Flags().Args(), Input{Stdout: stdout, Stderr: stderr, Arrays: arrays}))
 }

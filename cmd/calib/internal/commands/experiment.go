@@ -1,4 +1,4 @@
-package cli
+package commands
 
 import (
 	"path/filepath"
@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
@@ -25,7 +23,7 @@ type experimentFlags struct {
 
 // command returns the experiment command use (its long help
 // help/NAME.txt), with the shared flags.
-func (f *experimentFlags) command(use, short string, args cobra.PositionalArgs, runE func(cmd *cobra.Command, args []string) error) *cobra.Command {
+func (f *experimentFlags) command(use, short string, args PositionalArgs, runE func(cmd *Command, args []string) error) *Command {
 	cmd := command(use, short, args, runE)
 	fs := cmd.Flags()
 	fs.BoolVar(&f.quick, "quick", false, "a small version that runs in under 30 s (what CI runs)")
@@ -40,7 +38,7 @@ func (f *experimentFlags) command(use, short string, args cobra.PositionalArgs, 
 // experiment with progress on stderr, saves its outputs there with the
 // command's provenance (experiment.Save), and prints its table and the
 // files written.
-func (f *experimentFlags) run(cmd *cobra.Command, name string, run func(dir string, ui *progressUI) (experiment.Result, error)) error {
+func (f *experimentFlags) run(cmd *Command, name string, run func(dir string, ui *progressUI) (experiment.Result, error)) error {
 	dir, err := outputDir(f.dir, name)
 	if err != nil {
 		return err
@@ -52,24 +50,24 @@ func (f *experimentFlags) run(cmd *cobra.Command, name string, run func(dir stri
 	if err != nil {
 		return err
 	}
-	files, err := experiment.Save(dir, name, res, newProvenance(cmd, cmd.Flags().Args()))
+	files, err := experiment.Save(dir, name, res, newProvenance(cmd, cmd.Args()))
 	if err != nil {
 		return err
 	}
 	return experiment.WriteSummary(cmd.OutOrStdout(), res, files, time.Since(start))
 }
 
-func newExperimentCmd() *cobra.Command {
+func newExperimentCmd() *Command {
 	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training), measure the tests' size and power (tests) and every estimator against ground truth (estimators)", nil, nil)
-	cmd.AddCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd(), newAlarmCmd())
+	cmd.addCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd(), newAlarmCmd())
 	return cmd
 }
 
-func newAlarmCmd() *cobra.Command {
+func newAlarmCmd() *Command {
 	var ef experimentFlags
 	var o experiment.AlarmOptions
 	cmd := ef.command("alarm", "calib serve's calibration alarm: its false-alarm rate and run length on calibrated streams, and its delay to detect a shift beside the optimal CUSUM and a windowed ECE rule", exactArgs(0),
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			for _, f := range []struct {
 				name string
 				v    int
@@ -91,11 +89,11 @@ func newAlarmCmd() *cobra.Command {
 	return cmd
 }
 
-func newConvergenceCmd() *cobra.Command {
+func newConvergenceCmd() *Command {
 	var ef experimentFlags
 	var groundSamples int
 	cmd := ef.command("convergence", "ECE^KDE and binned ECE against n and against h, with the Monte Carlo ground truth (paper Fig. 2a)", exactArgs(0),
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			return ef.run(cmd, "convergence", func(_ string, ui *progressUI) (experiment.Result, error) {
 				return experiment.Convergence(cmd.Context(), experiment.ConvergenceOptions{Quick: ef.quick, Seed: ef.seed, Workers: ef.workers,
 					GroundSamples: groundSamples, Progress: ui})
@@ -105,12 +103,12 @@ func newConvergenceCmd() *cobra.Command {
 	return cmd
 }
 
-func newBinnedVsKDECmd() *cobra.Command {
+func newBinnedVsKDECmd() *Command {
 	var ef experimentFlags
 	var classes, split string
 	var reps int
-	cmd := ef.command("binned-vs-kde [LOGIT_DIR]", "ECE^KDE against binned ECE on subsamples of real 3-class predictions (paper appendices F, G)", cobra.MaximumNArgs(1),
-		func(cmd *cobra.Command, args []string) error {
+	cmd := ef.command("binned-vs-kde [LOGIT_DIR]", "ECE^KDE against binned ECE on subsamples of real 3-class predictions (paper appendices F, G)", maximumArgs(1),
+		func(cmd *Command, args []string) error {
 			s, err := demo.Load(split)
 			if len(args) == 1 {
 				s, err = experiment.LoadLogitDir(args[0], split)
@@ -137,12 +135,12 @@ func newBinnedVsKDECmd() *cobra.Command {
 	return cmd
 }
 
-func newWitnessCmd() *cobra.Command {
+func newWitnessCmd() *Command {
 	var ef experimentFlags
 	var split string
 	var resamples int
 	cmd := ef.command("witness [LOGIT_DIR ...]", "The converging canonical estimators (ece_witness) beside the plug-in and binned ones on real predictions", nil,
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			var sets []experiment.RealSet
 			for _, d := range args {
 				s, err := experiment.LoadLogitDir(d, split)
@@ -168,11 +166,11 @@ func newWitnessCmd() *cobra.Command {
 	return cmd
 }
 
-func newSharpnessCmd() *cobra.Command {
+func newSharpnessCmd() *Command {
 	var ef experimentFlags
 	var o experiment.SharpnessOptions
 	cmd := ef.command("sharpness", "Bias of the sharpness ratio: eq. 7 against its appendix D debiasing, with ground truth (paper Fig. 2b)", exactArgs(0),
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			return ef.run(cmd, "sharpness", func(_ string, ui *progressUI) (experiment.Result, error) {
 				o.Quick, o.Seed, o.Workers = ef.quick, ef.seed, ef.workers
 				defer ui.Status("sharpness experiment")()
@@ -192,11 +190,11 @@ func newSharpnessCmd() *cobra.Command {
 	return cmd
 }
 
-func newTrainingCmd() *cobra.Command {
+func newTrainingCmd() *Command {
 	var ef experimentFlags
 	var sets string
 	var seeds int
-	cmd := command("training", "Train MLPs with XE, KDE-XE, MMCE, focal loss and label smoothing on the UCI sets (paper Tables 2-4, Fig. 4)", exactArgs(0), func(cmd *cobra.Command, args []string) error {
+	cmd := command("training", "Train MLPs with XE, KDE-XE, MMCE, focal loss and label smoothing on the UCI sets (paper Tables 2-4, Fig. 4)", exactArgs(0), func(cmd *Command, args []string) error {
 		list, err := training.ParseSets(sets)
 		if err != nil {
 			return usageErrorf("--sets: %v", err)
@@ -215,13 +213,13 @@ func newTrainingCmd() *cobra.Command {
 	return cmd
 }
 
-func newTestsCmd() *cobra.Command {
+func newTestsCmd() *Command {
 	var ef experimentFlags
 	var split, sizes, ks, tests string
 	var power bool
 	var o experiment.TestsOptions
 	cmd := ef.command("tests [LOGIT_DIR ...]", "Size and power of calib test's tests: rejection rates on calibrated synthetic and real predictions, and against miscalibrated ones", nil,
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			if o.Sets < 0 || o.Resamples < 0 || o.PowerSets < 0 {
 				return usageErrorf("--sets, --resamples and --power-sets must not be negative (0: the default)")
 			}
@@ -288,11 +286,11 @@ func intList(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-func newEstimatorsCmd() *cobra.Command {
+func newEstimatorsCmd() *Command {
 	var ef experimentFlags
 	var o experiment.EstimatorsOptions
 	cmd := ef.command("estimators", "Every canonical calibration-error estimator against the Monte Carlo truth: bias, spread, RMSE and interval coverage, K = 2 to 100", exactArgs(0),
-		func(cmd *cobra.Command, args []string) error {
+		func(cmd *Command, args []string) error {
 			if o.Reps < 0 || o.GroundSamples < 0 {
 				return usageErrorf("--reps and --ground-samples must not be negative (0: the default)")
 			}

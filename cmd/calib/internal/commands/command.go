@@ -1,0 +1,230 @@
+// Package commands holds calib's commands without a command-line parser:
+// each command is its option table (flags registered on a pflag.FlagSet,
+// bound to the typed options of the library package it calls) and its
+// run, a thin layer over that package. Package cli gives them cobra's
+// parsing and help; the C ABI (cmd/calib/libcalib) sets the same flags
+// from its JSON options (Command.Set) and runs the command on the
+// caller's arrays (Command.Run with Input.Arrays), so names, defaults,
+// checks and messages cannot drift between the two.
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/evaluate"
+)
+
+// Exit statuses.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1   // any other failure
+	ExitInput       = 2   // bad input data or bad usage
+	ExitInterrupted = 130 // stopped by Ctrl-C (SIGINT) or a cancelled context: 128 + SIGINT, as shells report it
+)
+
+// PositionalArgs checks a command's positional arguments.
+type PositionalArgs func(cmd *Command, args []string) error
+
+// A Command is one calib command: its use line ("eval PRED"), its one-line
+// summary, its flags, its subcommands (calib experiment's) and its run.
+// The methods that a run reads (Context, Flags, OutOrStdout, ErrOrStderr,
+// CommandPath) are valid during Run.
+type Command struct {
+	use, short string
+	args       PositionalArgs // nil: any
+	run        func(cmd *Command, args []string) error
+	flags      *pflag.FlagSet
+	subs       []*Command
+	parent     *Command
+
+	// Set by Run for the run's length.
+	ctx            context.Context
+	stdout, stderr io.Writer
+	arrays         map[string]data.Arrays
+	runArgs        []string
+}
+
+// command returns the command use whose body is run (nil: a command that
+// only groups subcommands), with positional arguments checked by args.
+func command(use, short string, args PositionalArgs, run func(cmd *Command, args []string) error) *Command {
+	return &Command{use: use, short: short, args: args, run: run, flags: pflag.NewFlagSet(strings.Fields(use)[0], pflag.ContinueOnError)}
+}
+
+// addCommand adds subcommands to c.
+func (c *Command) addCommand(subs ...*Command) {
+	for _, s := range subs {
+		s.parent = c
+		c.subs = append(c.subs, s)
+	}
+}
+
+// New returns a new command named name (eval, test, fit...), with its
+// flags at their defaults, or nil if calib has no such command.
+func New(name string) *Command {
+	for _, c := range All() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// All returns a new instance of every calib command, in the order of
+// calib's help.
+func All() []*Command {
+	return []*Command{newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd(), newTestCmd(), newServeCmd()}
+}
+
+// Use returns the command's use line, its name first ("eval PRED").
+func (c *Command) Use() string { return c.use }
+
+// Short returns the command's one-line summary.
+func (c *Command) Short() string { return c.short }
+
+// Name returns the command's name, the first word of its use line.
+func (c *Command) Name() string { return strings.Fields(c.use)[0] }
+
+// CommandPath returns "calib" and the names down to c ("calib experiment
+// alarm").
+func (c *Command) CommandPath() string {
+	if c.parent == nil {
+		return "calib " + c.Name()
+	}
+	return c.parent.CommandPath() + " " + c.Name()
+}
+
+// UseLine returns the use line after "calib" and the parents' names,
+// with "[flags]" (as cobra writes it: "calib eval PRED [flags]").
+func (c *Command) UseLine() string {
+	return strings.TrimSuffix(c.CommandPath(), c.Name()) + c.use + " [flags]"
+}
+
+// Flags returns the command's flags: its option table.
+func (c *Command) Flags() *pflag.FlagSet { return c.flags }
+
+// Commands returns the subcommands.
+func (c *Command) Commands() []*Command { return c.subs }
+
+// Runnable reports whether the command runs (a command that only groups
+// subcommands does not).
+func (c *Command) Runnable() bool { return c.run != nil }
+
+// Context returns the context of the current run.
+func (c *Command) Context() context.Context { return c.ctx }
+
+// OutOrStdout returns where the current run writes its result.
+func (c *Command) OutOrStdout() io.Writer { return c.stdout }
+
+// ErrOrStderr returns where the current run writes progress and notes.
+func (c *Command) ErrOrStderr() io.Writer { return c.stderr }
+
+// Args returns the positional arguments of the current run.
+func (c *Command) Args() []string { return c.runArgs }
+
+// arraysOf returns the in-memory set that name stands for in this run.
+func (c *Command) arraysOf(name string) (data.Arrays, bool) {
+	a, ok := c.arrays[name]
+	return a, ok
+}
+
+// CheckArgs checks the positional arguments as the command takes them.
+func (c *Command) CheckArgs(args []string) error {
+	if c.args == nil {
+		return nil
+	}
+	return c.args(c, args)
+}
+
+// Input is what a run reads besides its flags and arguments.
+type Input struct {
+	Stdout, Stderr io.Writer // the result; progress and notes (nil: discarded)
+	// Arrays are sets in memory that stand for the file names that key
+	// them: an argument naming one reads the arrays, never a file.
+	Arrays map[string]data.Arrays
+}
+
+// Run checks the flags that were set (their ranges, before any data is
+// read) and runs the command on its positional arguments args. Its error
+// is the one-line message calib prints; Code gives its exit status.
+func (c *Command) Run(ctx context.Context, args []string, in Input) error {
+	if c.run == nil {
+		return fmt.Errorf("%s: name a subcommand", c.CommandPath())
+	}
+	c.ctx, c.stdout, c.stderr, c.arrays, c.runArgs = ctx, in.Stdout, in.Stderr, in.Arrays, args
+	if c.stdout == nil {
+		c.stdout = io.Discard
+	}
+	if c.stderr == nil {
+		c.stderr = io.Discard
+	}
+	defer func() { c.ctx, c.stdout, c.stderr, c.arrays, c.runArgs = nil, nil, nil, nil, nil }()
+	if err := validateFlags(c); err != nil {
+		return err
+	}
+	return c.run(c, args)
+}
+
+// A Setting is an option given by name, with its value as the flag's
+// text ("seed", "3").
+type Setting struct{ Name, Value string }
+
+// Set sets the command's flags, in order, as the command line parses
+// --NAME=VALUE: an unknown name fails with "unknown flag: --NAME", a bad
+// value with the command line's message (FlagError).
+func (c *Command) Set(settings []Setting) error {
+	for _, s := range settings {
+		if c.flags.Lookup(s.Name) == nil {
+			return usageErrorf("unknown flag: --%s", s.Name)
+		}
+		if err := c.flags.Set(s.Name, s.Value); err != nil {
+			return inputError{FlagError(err)}
+		}
+	}
+	return nil
+}
+
+// Code returns the exit status of a run that returned err in the context
+// ctx, and the error to print (nil on success): an option the library
+// refused is named as its flag is spelled; a cancelled context is
+// "interrupted".
+func Code(ctx context.Context, err error) (int, error) {
+	if eo := (*evaluate.OptionError)(nil); err != nil && errors.As(err, &eo) {
+		err = optionError("", err)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ExitInterrupted, fmt.Errorf("interrupted: %w", ctx.Err())
+	case err == nil:
+		return ExitOK, nil
+	case isInputError(err):
+		return ExitInput, err
+	}
+	return ExitFailure, err
+}
+
+// exactArgs requires n positional arguments (an input error).
+func exactArgs(n int) PositionalArgs {
+	return func(cmd *Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %d argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// maximumArgs allows at most n positional arguments.
+func maximumArgs(n int) PositionalArgs {
+	return func(_ *Command, args []string) error {
+		if len(args) > n {
+			return fmt.Errorf("accepts at most %d arg(s), received %d", n, len(args))
+		}
+		return nil
+	}
+}
