@@ -25,6 +25,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/notion"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -35,19 +36,19 @@ type Row struct {
 	// The test figures: nil (JSON null) where the row's map could not be
 	// fitted or that figure could not be computed (Error says why; the
 	// others are kept).
-	Accuracy     *evaluate.Float `json:"accuracy"`
-	NLL          *evaluate.Float `json:"nll"`
-	Brier        *evaluate.Float `json:"brier"`
-	ECEKDE       *evaluate.Float `json:"ece_kde_canonical"`
-	Headline     *evaluate.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
-	ECETopLabel  *evaluate.Float `json:"ece_top_label"`
-	KSTop1       *evaluate.Float `json:"ks_top1"`
-	KSTop2       *evaluate.Float `json:"ks_top2"`
-	KSWithinTop2 *evaluate.Float `json:"ks_within_top2"`
-	KSClassWise  *evaluate.Float `json:"ks_class_wise"`
-	Params       string          `json:"params,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	EvalSeconds  float64         `json:"eval_seconds"`
+	Accuracy     *data.Float `json:"accuracy"`
+	NLL          *data.Float `json:"nll"`
+	Brier        *data.Float `json:"brier"`
+	ECEKDE       *data.Float `json:"ece_kde_canonical"`
+	Headline     *data.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
+	ECETopLabel  *data.Float `json:"ece_top_label"`
+	KSTop1       *data.Float `json:"ks_top1"`
+	KSTop2       *data.Float `json:"ks_top2"`
+	KSWithinTop2 *data.Float `json:"ks_within_top2"`
+	KSClassWise  *data.Float `json:"ks_class_wise"`
+	Params       string      `json:"params,omitempty"`
+	Error        string      `json:"error,omitempty"`
+	EvalSeconds  float64     `json:"eval_seconds"`
 	calibrated   *data.Set
 }
 
@@ -78,19 +79,19 @@ var RankingNote = "Ranked first by " + evaluate.Headline.String() + " (the canon
 var rankedColumns = []struct {
 	key    string
 	higher bool
-	value  func(r *Row) *evaluate.Float
+	value  func(r *Row) *data.Float
 }{
-	{string(evaluate.Headline.Metric), false, func(r *Row) *evaluate.Float { return r.Headline }},
-	{"ece_top_label", false, func(r *Row) *evaluate.Float { return r.ECETopLabel }},
-	{"ks_top1", false, func(r *Row) *evaluate.Float { return r.KSTop1 }},
-	{"ks_class_wise", false, func(r *Row) *evaluate.Float { return r.KSClassWise }},
-	{"nll", false, func(r *Row) *evaluate.Float { return r.NLL }},
-	{"brier", false, func(r *Row) *evaluate.Float { return r.Brier }},
-	{"accuracy", true, func(r *Row) *evaluate.Float { return r.Accuracy }},
+	{string(evaluate.Headline.Metric), false, func(r *Row) *data.Float { return r.Headline }},
+	{"ece_top_label", false, func(r *Row) *data.Float { return r.ECETopLabel }},
+	{"ks_top1", false, func(r *Row) *data.Float { return r.KSTop1 }},
+	{"ks_class_wise", false, func(r *Row) *data.Float { return r.KSClassWise }},
+	{"nll", false, func(r *Row) *data.Float { return r.NLL }},
+	{"brier", false, func(r *Row) *data.Float { return r.Brier }},
+	{"accuracy", true, func(r *Row) *data.Float { return r.Accuracy }},
 }
 
 // Value returns *v, or NaN for nil (a figure not computed).
-func Value(v *evaluate.Float) float64 {
+func Value(v *data.Float) float64 {
 	if v == nil {
 		return math.NaN()
 	}
@@ -151,7 +152,7 @@ type Options struct {
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores
 	// Progress, if not nil, is told what runs.
-	Progress evaluate.Progress
+	Progress progress.Reporter
 	// Bandwidths, if not nil, shares the canonical LOO selection on the
 	// test set with other computations on it.
 	Bandwidths evaluate.Bandwidths
@@ -182,7 +183,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	if gridName == "" {
 		gridName = "default"
 	}
-	var ui evaluate.Progress = noProgress{}
+	var ui progress.Reporter = noProgress{}
 	if o.Progress != nil {
 		ui = o.Progress
 	}
@@ -271,7 +272,7 @@ func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int
 	type E = evaluate.Key
 	for _, f := range []struct {
 		key evaluate.Key
-		dst **evaluate.Float
+		dst **data.Float
 	}{
 		{E{Metric: evaluate.ECEKDE, Notion: notion.Canonical, P: 1}, &r.ECEKDE},
 		{evaluate.Headline, &r.Headline},
@@ -327,13 +328,13 @@ func params(c recal.Calibrator) string {
 // class-wise, plug-in ECE^KDE): percentages for accuracy, ECE and KS, "-"
 // for a figure not computed.
 func Cells(r *Row) []string {
-	pct := func(v *evaluate.Float) string {
+	pct := func(v *data.Float) string {
 		if v == nil {
 			return "-"
 		}
 		return fmt.Sprintf("%.3f", 100*float64(*v))
 	}
-	num := func(v *evaluate.Float) string {
+	num := func(v *data.Float) string {
 		if v == nil {
 			return "-"
 		}

@@ -3,6 +3,7 @@ package evaluate
 import (
 	"math"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -26,17 +27,20 @@ var atbDef = metricDef{
 	},
 }
 
-func (ev *evaluator) atb() ([]*Result, error) {
-	c, s := ev.cfg, ev.set
-	type view struct {
-		n   notion.Notion
-		f   [][]float64 // one column, or K for class_wise
-		atb []*metric.SortedATB
-		noW bool
-	}
-	var views []view
+// atbView is one notion's columns of the two-bin average: one column,
+// or K for class_wise, each sorted once.
+type atbView struct {
+	n   notion.Notion
+	f   [][]float64
+	atb []*metric.SortedATB
+}
+
+// atbViews returns the views of s: binary (two columns only), top_label,
+// class_wise.
+func atbViews(s *data.Set) ([]atbView, error) {
+	var views []atbView
 	add := func(n notion.Notion, cols ...[2][]float64) error {
-		v := view{n: n}
+		v := atbView{n: n}
 		for _, c := range cols {
 			a, err := metric.NewSortedATB(c[0], c[1])
 			if err != nil {
@@ -64,31 +68,41 @@ func (ev *evaluator) atb() ([]*Result, error) {
 	if err := add(notion.ClassWise, cols...); err != nil {
 		return nil, err
 	}
-	// mean returns the view's value on the resample of the counts (nil:
-	// the set): the mean over its columns of ATB_p, or of ATB_2 less its
-	// bias.
-	mean := func(v view, counts []float64, p float64, debiased bool) (float64, []float64, error) {
-		w := s.Weights
-		if counts != nil {
-			w = make([]float64, len(counts))
-			for i, c := range counts {
-				w[i] = c * mathx.Weight(s.Weights, i)
-			}
+	return views, nil
+}
+
+// mean returns the view's value on the resample of the counts (nil: the
+// set) with the set's weights w: the mean over its columns of ATB_p, or
+// of ATB_2 less its bias, and each column's.
+func (v atbView) mean(w, counts []float64, p float64, debiased bool) (float64, []float64, error) {
+	given := w
+	if counts != nil {
+		w = make([]float64, len(counts))
+		for i, c := range counts {
+			w[i] = c * mathx.Weight(given, i)
 		}
-		per := make([]float64, len(v.atb))
-		sum := 0.0
-		for k, a := range v.atb {
-			x, err := a.Value(w, p)
-			if err != nil {
-				return 0, nil, err
-			}
-			if debiased {
-				x -= metric.ATBBiasCounts(v.f[k], s.Weights, counts)
-			}
-			per[k] = x
-			sum += x
+	}
+	per := make([]float64, len(v.atb))
+	sum := 0.0
+	for k, a := range v.atb {
+		x, err := a.Value(w, p)
+		if err != nil {
+			return 0, nil, err
 		}
-		return sum / float64(len(v.atb)), per, nil
+		if debiased {
+			x -= metric.ATBBiasCounts(v.f[k], given, counts)
+		}
+		per[k] = x
+		sum += x
+	}
+	return sum / float64(len(v.atb)), per, nil
+}
+
+func (ev *evaluator) atb() ([]*Result, error) {
+	c, s := ev.cfg, ev.set
+	views, err := atbViews(s)
+	if err != nil {
+		return nil, err
 	}
 	var out []*Result
 	for _, v := range views {
@@ -97,7 +111,7 @@ func (ev *evaluator) atb() ([]*Result, error) {
 				if debiased && p != 2 {
 					continue
 				}
-				val, per, err := mean(v, nil, p, debiased)
+				val, per, err := v.mean(s.Weights, nil, p, debiased)
 				if err != nil {
 					return nil, err
 				}
@@ -111,11 +125,11 @@ func (ev *evaluator) atb() ([]*Result, error) {
 				if v.n == notion.ClassWise {
 					e.Sum = jf(val * float64(len(per)))
 					for _, x := range per {
-						e.PerClass = append(e.PerClass, Float(x))
+						e.PerClass = append(e.PerClass, data.Float(x))
 					}
 				}
 				ev.setStat(e, func(idx []int) (float64, error) {
-					x, _, err := mean(v, metric.ResampleCounts(s.N, idx, nil), p, debiased)
+					x, _, err := v.mean(s.Weights, metric.ResampleCounts(s.N, idx, nil), p, debiased)
 					return x, err
 				})
 				out = append(out, e)

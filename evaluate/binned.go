@@ -414,7 +414,7 @@ func classWiseEntry(m Metric, binning string, p float64, pc metric.PerClass, cb 
 	e := &Result{Metric: m, Notion: notion.ClassWise, Binning: binning, Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	maxBins := 0
 	for k, b := range cb {
-		e.PerClass = append(e.PerClass, Float(pc.PerClass[k]))
+		e.PerClass = append(e.PerClass, data.Float(pc.PerClass[k]))
 		maxBins = max(maxBins, len(b.Count))
 		if rule != metric.Fixed {
 			e.PerClassBins = append(e.PerClassBins, len(b.Count))
@@ -514,7 +514,7 @@ func edgeBound(m Metric, e *Result, p float64, mass, abs float64) {
 	e.Warnings = append(e.Warnings, warn(ApproximateEdges, fmt.Sprintf("too many distinct scores near the data-dependent bin edges for the second pass: edges taken at the ends of sketch buckets, which holds up to %.3g%% of the weight in other bins than exact edges would", 100*mass)))
 	if m == ECEBin && p == 1 {
 		v := float64(*e.Value)
-		e.Interval, e.IntervalKind = []Float{Float(math.Max(0, v-2*abs)), Float(v + 2*abs)}, "bound"
+		e.Interval, e.IntervalKind = []data.Float{data.Float(math.Max(0, v-2*abs)), data.Float(v + 2*abs)}, "bound"
 	}
 }
 

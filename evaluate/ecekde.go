@@ -156,7 +156,7 @@ func (ev *evaluator) eceKDE() ([]*Result, error) {
 						e.Aggregate = "mean"
 					}
 					for _, x := range res.PerClass[i] {
-						e.PerClass = append(e.PerClass, Float(x))
+						e.PerClass = append(e.PerClass, data.Float(x))
 					}
 				}
 				if c.CIExact {
@@ -204,14 +204,14 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 		}
 		for i, v := range res.Values {
 			e := s.sampled(&Result{Metric: ECEKDE, Notion: ps.Notion(), P: ptr(v.P), Bandwidth: ptr(res.Bandwidth),
-				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, Float(v.Lo), Float(v.Hi))
+				Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: method, Excluded: ptr(res.Excluded), Warnings: warnings}, res.M, v.SE, data.Float(v.Lo), data.Float(v.Hi))
 			if ps.Notion() == kde.ClassWise {
 				e.Aggregate = "sum"
 				if c.ClassMean {
 					e.Aggregate = "mean"
 				}
 				for _, x := range res.PerClass[i] {
-					e.PerClass = append(e.PerClass, Float(x))
+					e.PerClass = append(e.PerClass, data.Float(x))
 				}
 			}
 			rs = append(rs, e)

@@ -35,13 +35,6 @@ import (
 // unknown metric, p outside [1, kde.MaxP], ...): the caller's input.
 var ErrOptions = errors.New("evaluate: bad options")
 
-// Progress shows what an evaluation is doing: calib's one job reporter,
-// progress.Reporter. Phase names the part of the work (e.g. "metric 3 of
-// 12: ece_kde"); Step starts a step and returns the progress.Func that
-// moves it and the function that ends it. The CLI's progress bars
-// implement it.
-type Progress = progress.Reporter
-
 // DefaultSeed is the seed that Options.Seed 0 stands for: the --seed
 // default of every calib command, so that the zero Options evaluates
 // exactly as `calib eval` without flags (the same bits).
@@ -136,24 +129,25 @@ type Options struct {
 	Seed    uint64
 	Workers int // goroutines; 0 means all cores; results are the same for any value
 	// Progress, if not nil, is told what runs.
-	Progress Progress
+	Progress progress.Reporter
 	// Bandwidths, if not nil, shares the LOO selections with other
 	// computations on the same set.
 	Bandwidths Bandwidths
 }
 
-// DocumentVersion is the version of the evaluation document's form
+// documentVersion is the version of the evaluation document's form
 // (Evaluation.Version): 3 since p means CE_p^p in every entry (the
 // ece_variational Brier entry is p = 2; version 2 wrote it without p and
 // wrote lp entries at p = 2 whose value was the mean L2 norm, which
 // readers drop); 2 since ece_kde's class-wise entries are spelled
 // class_wise, as the binned and KS ones (version 1, without the key,
 // spelled them marginal; Result.Notion reads either).
-const DocumentVersion = 3
+const documentVersion = 3
 
 // Evaluation is the result of Evaluate: what `calib eval --json` prints.
 type Evaluation struct {
-	// Version is the version of the document's form: DocumentVersion.
+	// Version is the version of the document's form (3 since ece_variational's
+	// Brier entry is p = 2; a decoded older document reads as this one).
 	Version      int       `json:"version"`
 	N            int       `json:"n"`
 	K            int       `json:"k"`
@@ -164,7 +158,7 @@ type Evaluation struct {
 	Rounded      int       `json:"rounded,omitempty"` // rows rescaled because their values were rounded to few decimals (data.Set.Rounded)
 	// WeightSum is the sum of the sample weights when the set has them
 	// (every Result then says "weighted": true); 0 without weights.
-	WeightSum Float `json:"weight_sum,omitempty"`
+	WeightSum data.Float `json:"weight_sum,omitempty"`
 	// Headline names the entry to report (evaluate.Headline) where the
 	// evaluation has it, so that a reader of the JSON (the Python
 	// package's Evaluation.headline) finds it without its own definition;
@@ -299,9 +293,9 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		return nil, err
 	}
 	s = s.ScaledWeights()
-	out := &Evaluation{Version: DocumentVersion, N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
+	out := &Evaluation{Version: documentVersion, N: s.N, K: s.K, File: s.File, Binary: s.Binary, Renormalized: s.Renormalized, Rounded: s.Rounded, Input: s.Kind()}
 	if s.Weights != nil {
-		out.WeightSum = Float(s.GivenWeightSum())
+		out.WeightSum = data.Float(s.GivenWeightSum())
 	}
 	if c.metrics.Has(ECEKDE) {
 		out.Modes = c.note
@@ -317,68 +311,10 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 		}
 	}
 	for i, d := range todo {
-		m := d.name
-		progress.Phasef(o.Progress, "metric %d of %d: %s", i+1, len(todo), m)
-		start := time.Now()
-		entries, err := d.compute(ev)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		progress.Phasef(o.Progress, "metric %d of %d: %s", i+1, len(todo), d.name)
+		entries, err := ev.metric(d)
 		if err != nil {
-			if c.explicit {
-				return nil, err
-			}
-			if eo := (*OptionError)(nil); errors.As(err, &eo) {
-				err = eo.Err // the entry says what, without "bad options"
-			}
-			entries = []*Result{{Metric: d.name, Error: oneLineError(err)}}
-		}
-		// Each entry's time is its own: a metric that times its parts
-		// (ece_kde: each notion) has set them; otherwise the first entry
-		// carries the computation shared by all. The intervals add each
-		// entry's own bootstrap.
-		timed := false
-		for _, e := range entries {
-			timed = timed || e.Seconds != nil
-		}
-		if len(entries) > 0 && !timed {
-			entries[0].Seconds = ptr(time.Since(start).Seconds())
-		}
-		if c.ci {
-			for _, e := range entries {
-				t0 := time.Now()
-				err := ev.interval(d, e)
-				if e.Seconds == nil {
-					e.Seconds = ptr(0.0)
-				}
-				*e.Seconds += time.Since(t0).Seconds()
-				if err != nil {
-					if c.explicit {
-						return nil, err
-					}
-					e.Error = oneLineError(err)
-				}
-			}
-		}
-		if c.PValues && d.pValues != nil {
-			t0 := time.Now()
-			if err := d.pValues(ev, d, entries); err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				if c.explicit {
-					return nil, err
-				}
-				for _, e := range entries {
-					e.Warnings = append(slices.Clip(e.Warnings), warn(EstimatorWarning, "no p-value: "+oneLineError(err)))
-				}
-			}
-			if len(entries) > 0 && entries[0].Seconds != nil {
-				*entries[0].Seconds += time.Since(t0).Seconds()
-			}
-		}
-		for _, e := range entries {
-			c.define(d, e, s.Weights != nil)
+			return nil, err
 		}
 		out.Results = append(out.Results, entries...)
 	}
@@ -386,6 +322,87 @@ func Evaluate(ctx context.Context, s *data.Set, o Options) (*Evaluation, error) 
 	setHeadline(out)
 	out.Seconds = time.Since(start).Seconds()
 	return out, nil
+}
+
+// metric computes the entries of d with their times, their intervals
+// and p-values where asked, and their definition keys. A failure is the
+// entry's (the metric's error, or a warning for its p-values), except
+// where it fails the evaluation: a metric named in an explicit list, or a
+// cancelled context.
+func (ev *evaluator) metric(d *metricDef) ([]*Result, error) {
+	c, ctx := ev.cfg, ev.ctx
+	start := time.Now()
+	entries, err := d.compute(ev)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		if c.explicit {
+			return nil, err
+		}
+		if eo := (*OptionError)(nil); errors.As(err, &eo) {
+			err = eo.Err // the entry says what, without "bad options"
+		}
+		entries = []*Result{{Metric: d.name, Error: oneLineError(err)}}
+	}
+	// Each entry's time is its own: a metric that times its parts
+	// (ece_kde: each notion) has set them; otherwise the first entry
+	// carries the computation shared by all. The intervals add each
+	// entry's own bootstrap.
+	timed := false
+	for _, e := range entries {
+		timed = timed || e.Seconds != nil
+	}
+	if len(entries) > 0 && !timed {
+		entries[0].Seconds = ptr(time.Since(start).Seconds())
+	}
+	if c.ci {
+		for _, e := range entries {
+			t0 := time.Now()
+			err := ev.interval(d, e)
+			if e.Seconds == nil {
+				e.Seconds = ptr(0.0)
+			}
+			*e.Seconds += time.Since(t0).Seconds()
+			if err != nil {
+				if c.explicit {
+					return nil, err
+				}
+				e.Error = oneLineError(err)
+			}
+		}
+	}
+	if c.PValues && d.pValues != nil {
+		if err := ev.pValues(d, entries); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range entries {
+		c.define(d, e, ev.set.Weights != nil)
+	}
+	return entries, nil
+}
+
+// pValues attaches the p-values of d to its entries (the time to the
+// first entry's); a failure is a warning on each entry, unless the list is
+// explicit or the context cancelled.
+func (ev *evaluator) pValues(d *metricDef, entries []*Result) error {
+	t0 := time.Now()
+	if err := d.pValues(ev, d, entries); err != nil {
+		if ev.ctx.Err() != nil {
+			return ev.ctx.Err()
+		}
+		if ev.cfg.explicit {
+			return err
+		}
+		for _, e := range entries {
+			e.Warnings = append(slices.Clip(e.Warnings), warn(EstimatorWarning, "no p-value: "+oneLineError(err)))
+		}
+	}
+	if len(entries) > 0 && entries[0].Seconds != nil {
+		*entries[0].Seconds += time.Since(t0).Seconds()
+	}
+	return nil
 }
 
 // roundedZerosWarning warns when a file whose values were rounded to few
@@ -431,7 +448,7 @@ func (ev *evaluator) interval(d *metricDef, e *Result) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", e.Metric, e.Notion, err)
 	}
-	e.CI = []Float{Float(iv.Lo), Float(iv.Hi)}
+	e.CI = []data.Float{data.Float(iv.Lo), data.Float(iv.Hi)}
 	e.CILevel, e.CIMethod = &iv.Level, iv.Method.String()
 	if iv.Method == metric.Centered {
 		e.CIBias = jf(iv.Bias)
@@ -452,7 +469,7 @@ type evaluator struct {
 	ctx        context.Context
 	cfg        *config
 	set        *data.Set
-	progress   Progress
+	progress   progress.Reporter
 	bandwidths map[kde.Notion]*chosenBandwidth
 	// shared, if not nil, shares LOO bandwidth selections with other
 	// users of the same set (report: the comparison and the bandwidth view).

@@ -51,9 +51,9 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 			}
 		}
 	}
-	out := &Evaluation{Version: DocumentVersion, N: int(s.st.N), K: s.st.K, Binary: s.st.Binary, Renormalized: s.st.Renormalized, Rounded: s.st.Rounded, Input: s.st.Input}
+	out := &Evaluation{Version: documentVersion, N: int(s.st.N), K: s.st.K, Binary: s.st.Binary, Renormalized: s.st.Renormalized, Rounded: s.st.Rounded, Input: s.st.Input}
 	if s.st.Weighted {
-		out.WeightSum = Float(s.st.W)
+		out.WeightSum = data.Float(s.st.W)
 	}
 	if s.st.ZeroRounded {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
@@ -90,8 +90,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 // sampled sets the keys of an estimate from m evaluation points: the
 // points, its SE and interval [lo, hi] at the stream's level, of kind
 // "sampling", or "exact" with every row a point.
-func (s *Sums) sampled(e *Result, m int, se float64, lo, hi Float) *Result {
-	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []Float{lo, hi}, ptr(s.st.Config.Level)
+func (s *Sums) sampled(e *Result, m int, se float64, lo, hi data.Float) *Result {
+	e.EvalPoints, e.SE, e.Interval, e.IntervalLevel = ptr(m), jf(se), []data.Float{lo, hi}, ptr(s.st.Config.Level)
 	e.IntervalKind = "sampling"
 	if int64(m) >= s.st.N {
 		e.IntervalKind = "exact"

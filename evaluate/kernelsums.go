@@ -155,31 +155,10 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
 	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
-	if s.st.TopSketch != nil && b == 0 {
-		top, err := s.st.TopSketch.Needed(s.st.Config.Bins, s.st.Weighted)
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: top-label bins: %w", err)
-		}
-		ks.st.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.st.K))
-		for k, sk := range s.st.ClassSketch {
-			keys, err := sk.Needed(s.st.Config.Bins, s.st.Weighted)
-			if err != nil {
-				return nil, fmt.Errorf("evaluate: class %d bins: %w", k, err)
-			}
-			ks.st.ClassEdges = append(ks.st.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.st.K)))
-		}
-	}
-	if s.st.Pooled != nil && b == 0 {
-		// The pooled coordinates' rule: the rows of positive weight
-		// (Sqrt), their K values each (Doane).
-		bins, err := s.st.Config.Bins.MergedBins(*s.st.Pooled, float64(s.st.Pos), float64(s.st.Pos)*float64(s.st.K))
-		if err != nil {
+	if b == 0 {
+		if err := s.binnedKernelPart(ks); err != nil {
 			return nil, err
 		}
-		if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
-			return nil, err
-		}
-		ks.st.Cells.SetLimit(s.st.Config.cellLimit(s.st.K))
 	}
 	if s.st.Sample == nil {
 		return ks, nil
@@ -202,9 +181,53 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 		return nil, err
 	}
 	ks.st.Points = ids
+	if err := s.pointSums(ks, notions, probs, labels, weights); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// binnedKernelPart starts the binned entries' part of the second pass
+// (the first block's): the top-label and class edges the sketches need,
+// and the canonical cells of the pooled coordinates' bins.
+func (s *Sums) binnedKernelPart(ks *KernelSums) error {
+	if s.st.TopSketch != nil {
+		top, err := s.st.TopSketch.Needed(s.st.Config.Bins, s.st.Weighted)
+		if err != nil {
+			return fmt.Errorf("evaluate: top-label bins: %w", err)
+		}
+		ks.st.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.st.K))
+		for k, sk := range s.st.ClassSketch {
+			keys, err := sk.Needed(s.st.Config.Bins, s.st.Weighted)
+			if err != nil {
+				return fmt.Errorf("evaluate: class %d bins: %w", k, err)
+			}
+			ks.st.ClassEdges = append(ks.st.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.st.K)))
+		}
+	}
+	if s.st.Pooled != nil {
+		// The pooled coordinates' rule: the rows of positive weight
+		// (Sqrt), their K values each (Doane).
+		bins, err := s.st.Config.Bins.MergedBins(*s.st.Pooled, float64(s.st.Pos), float64(s.st.Pos)*float64(s.st.K))
+		if err != nil {
+			return err
+		}
+		if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
+			return err
+		}
+		ks.st.Cells.SetLimit(s.st.Config.cellLimit(s.st.K))
+	}
+	return nil
+}
+
+// pointSums starts the kernel metrics' sums at the block's evaluation
+// points: mmce's, ece_kde's of each notion, ece_witness's and sharpness's
+// (which shares ece_kde's sums of its notion where there are some).
+func (s *Sums) pointSums(ks *KernelSums, notions []kde.Notion, probs []float64, labels []int, weights []float64) error {
+	var err error
 	if s.st.Config.has(MMCE) {
 		if ks.st.MMCE, err = metric.NewMMCESums(probs, labels, s.st.K, weights, s.st.Config.MMCEWidth); err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
+			return fmt.Errorf("evaluate: %w", err)
 		}
 	}
 	if !s.st.Config.has(ECEKDE) {
@@ -213,7 +236,7 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 	for _, n := range notions {
 		ps, err := kde.NewPointSums(n, probs, labels, s.st.K, weights, s.st.Config.Grid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ks.st.Notions = append(ks.st.Notions, ps)
 	}
@@ -223,22 +246,22 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 			scale = 0.5 // kde.WitnessOptions.P2Scale's default
 		}
 		if ks.st.Witness, err = kde.NewWitnessSums(probs, labels, s.st.K, weights, c.WitnessGrid, scale); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if s.st.Config.has(Sharpness) {
 		ps := ks.notion(s.sharpnessNotion())
 		if ps == nil {
 			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.st.K, weights, s.st.Config.Grid); err != nil {
-				return nil, err
+				return err
 			}
 			ks.st.Sharpness = ps
 		}
 		if err := ps.KeepSquares(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return ks, nil
+	return nil
 }
 
 // notion returns ece_kde's sums of notion n (nil when not computed).

@@ -166,7 +166,7 @@ func (ev *evaluator) ks() ([]*Result, error) {
 	pc := metric.ClassWiseKS(s.Probs, s.Labels, s.K, s.Weights)
 	e := &Result{Metric: KS, Notion: notion.ClassWise, Value: jf(pc.Value), Sum: jf(pc.Sum)}
 	for _, v := range pc.PerClass {
-		e.PerClass = append(e.PerClass, Float(v))
+		e.PerClass = append(e.PerClass, data.Float(v))
 	}
 	sorted := make([]*metric.SortedKS, s.K)
 	for k := range sorted {
@@ -191,7 +191,7 @@ func (s *Sums) finishKS() []*Result {
 	var out []*Result
 	entry := func(nt notion.Notion, r int, ks *metric.KSSums) *Result {
 		lo, hi := ks.Interval()
-		e := &Result{Metric: KS, Notion: nt, Value: jf((lo + hi) / 2), Interval: []Float{Float(lo), Float(hi)}, IntervalKind: "bound"}
+		e := &Result{Metric: KS, Notion: nt, Value: jf((lo + hi) / 2), Interval: []data.Float{data.Float(lo), data.Float(hi)}, IntervalKind: "bound"}
 		if r > 0 {
 			e.R = ptr(r)
 		}
@@ -215,13 +215,13 @@ func (s *Sums) finishKS() []*Result {
 	sum, slo, shi := 0.0, 0.0, 0.0
 	for _, ks := range s.st.KSClass {
 		lo, hi := ks.Interval()
-		e.PerClass = append(e.PerClass, Float((lo+hi)/2))
+		e.PerClass = append(e.PerClass, data.Float((lo+hi)/2))
 		sum += (lo + hi) / 2
 		slo += lo
 		shi += hi
 	}
 	k := float64(s.st.K)
-	e.Value, e.Sum, e.Interval = jf(sum/k), jf(sum), []Float{Float(slo / k), Float(shi / k)}
+	e.Value, e.Sum, e.Interval = jf(sum/k), jf(sum), []data.Float{data.Float(slo / k), data.Float(shi / k)}
 	return append(out, e)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
 )
@@ -63,7 +64,7 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	c := s.st.Config
 	sq, se, lo, hi := ks.st.MMCE.Estimate(c.Level)
-	root := func(v float64) Float { return Float(math.Sqrt(math.Max(0, v))) }
+	root := func(v float64) data.Float { return data.Float(math.Sqrt(math.Max(0, v))) }
 	e := s.sampled(&Result{Metric: MMCE, Notion: notion.TopLabel, Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
 	return []*Result{e}, nil
 }

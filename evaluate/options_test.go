@@ -101,7 +101,7 @@ func TestSelectBandwidth(t *testing.T) {
 		len(r.Grid) != len(cv.Grid) || float64(r.LogLikAt) != cv.LogLik {
 		t.Errorf("report %+v, selection %+v", r, cv)
 	}
-	r.LogLik[0] = Float(math.Inf(-1))
+	r.LogLik[0] = data.Float(math.Inf(-1))
 	var js, text bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)

@@ -179,7 +179,7 @@ func TestNotionSet(t *testing.T) {
 // score keeps its group when its interval failed, and a metric that failed
 // as a whole (no notion, no value) is listed first.
 func TestGroupOfEntries(t *testing.T) {
-	v := Float(0.5)
+	v := data.Float(0.5)
 	for _, c := range []struct {
 		e    Result
 		want int

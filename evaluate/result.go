@@ -35,27 +35,27 @@ type Result struct {
 	Bins         *int          `json:"bins,omitempty"`
 	P            *float64      `json:"p,omitempty"`
 	Bandwidth    *float64      `json:"bandwidth,omitempty"`
-	Value        *Float        `json:"value,omitempty"`
-	Root         *Float        `json:"root,omitempty"`
-	Sum          *Float        `json:"sum,omitempty"`
-	PerClass     []Float       `json:"per_class,omitempty"`
+	Value        *data.Float   `json:"value,omitempty"`
+	Root         *data.Float   `json:"root,omitempty"`
+	Sum          *data.Float   `json:"sum,omitempty"`
+	PerClass     []data.Float  `json:"per_class,omitempty"`
 	PerClassBins []int         `json:"per_class_bins,omitempty"` // class-wise with a data-driven bin rule
 	// PerClassBandwidth: class-wise smece, each class's sigma*.
-	PerClassBandwidth []float64 `json:"per_class_bandwidth,omitempty"`
-	Variance          *Float    `json:"variance,omitempty"` // sharpness
-	Squared           *Float    `json:"squared,omitempty"`  // mmce
-	Width             *float64  `json:"width,omitempty"`    // mmce
-	BandwidthMethod   string    `json:"bandwidth_method,omitempty"`
-	CVBandwidth       *float64  `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
-	Excluded          *int      `json:"excluded,omitempty"`
-	Aggregate         string    `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
-	Warnings          Warnings  `json:"warnings,omitempty"`
-	CI                []Float   `json:"ci,omitempty"`
-	CILevel           *float64  `json:"ci_level,omitempty"`
-	CIMethod          string    `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
-	CIBias            *Float    `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
-	Seconds           *float64  `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
-	Error             string    `json:"error,omitempty"`
+	PerClassBandwidth []float64    `json:"per_class_bandwidth,omitempty"`
+	Variance          *data.Float  `json:"variance,omitempty"` // sharpness
+	Squared           *data.Float  `json:"squared,omitempty"`  // mmce
+	Width             *float64     `json:"width,omitempty"`    // mmce
+	BandwidthMethod   string       `json:"bandwidth_method,omitempty"`
+	CVBandwidth       *float64     `json:"cv_bandwidth,omitempty"` // ece_witness p = 2: h_cv (the bandwidth is h_cv / 2)
+	Excluded          *int         `json:"excluded,omitempty"`
+	Aggregate         string       `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
+	Warnings          Warnings     `json:"warnings,omitempty"`
+	CI                []data.Float `json:"ci,omitempty"`
+	CILevel           *float64     `json:"ci_level,omitempty"`
+	CIMethod          string       `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
+	CIBias            *data.Float  `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
+	Seconds           *float64     `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
+	Error             string       `json:"error,omitempty"`
 
 	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
 	// number of evaluation points, the standard error of its estimate and
@@ -63,11 +63,11 @@ type Result struct {
 	// IntervalLevel; "exact": every row evaluated, width 0); ks's rigorous
 	// bounds lo <= KS <= hi from the score cells (IntervalKind "bound",
 	// Value their midpoint).
-	EvalPoints    *int     `json:"eval_points,omitempty"`
-	SE            *Float   `json:"se,omitempty"`
-	Interval      []Float  `json:"interval,omitempty"`
-	IntervalLevel *float64 `json:"interval_level,omitempty"`
-	IntervalKind  string   `json:"interval_kind,omitempty"`
+	EvalPoints    *int         `json:"eval_points,omitempty"`
+	SE            *data.Float  `json:"se,omitempty"`
+	Interval      []data.Float `json:"interval,omitempty"`
+	IntervalLevel *float64     `json:"interval_level,omitempty"`
+	IntervalKind  string       `json:"interval_kind,omitempty"`
 
 	// The definition keys (see definition.go and docs/metrics.md, "What
 	// exactly each number is"): with the keys above they say everything
@@ -88,14 +88,14 @@ type Result struct {
 	// With Options.PValues: the p-value of the test of calibration whose
 	// statistic is this entry (calibtest.ConsistencyMany), its method and
 	// its resamples.
-	PValue          *Float `json:"p_value,omitempty"`
-	PValueMethod    string `json:"p_value_method,omitempty"`
-	PValueResamples *int   `json:"p_value_resamples,omitempty"`
+	PValue          *data.Float `json:"p_value,omitempty"`
+	PValueMethod    string      `json:"p_value_method,omitempty"`
+	PValueResamples *int        `json:"p_value_resamples,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
 
-func jf(v float64) *Float { return ptr(Float(v)) }
+func jf(v float64) *data.Float { return ptr(data.Float(v)) }
 
 // group is the output group of an entry, from its notion: canonical;
 // class-wise; top-label (top_label,
@@ -130,10 +130,6 @@ func (e *Result) Group() string { return groupNames[e.group()] }
 func sortByGroup(es []*Result) {
 	slices.SortStableFunc(es, func(a, b *Result) int { return cmp.Compare(a.group(), b.group()) })
 }
-
-// Float is a float64 that encodes -Inf, +Inf and NaN as null in JSON, so
-// that no non-finite number ever reaches the output (data.Float).
-type Float = data.Float
 
 // Key identifies one entry of an Evaluation: its metric, its notion
 // (notion.None for the proper scores), its exponent p (0: the entry
@@ -180,7 +176,7 @@ func (ev *Evaluation) Lookup(k Key) *Result {
 }
 
 // UnmarshalJSON reads an evaluation document of any version up to
-// DocumentVersion into today's form: Version is DocumentVersion and the
+// documentVersion into today's form: Version is documentVersion and the
 // notions have today's spellings (Result.Notion reads "marginal" as
 // class_wise). A newer document is refused.
 func (ev *Evaluation) UnmarshalJSON(b []byte) error {
@@ -189,15 +185,15 @@ func (ev *Evaluation) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("evaluate.Evaluation: %w", err)
 	}
-	if v.Version > DocumentVersion {
-		return fmt.Errorf("evaluate.Evaluation: version %d, newer than this calib reads (1 to %d)", v.Version, DocumentVersion)
+	if v.Version > documentVersion {
+		return fmt.Errorf("evaluate.Evaluation: version %d, newer than this calib reads (1 to %d)", v.Version, documentVersion)
 	}
 	*ev = Evaluation(v)
 	if ev.Version < 3 {
 		ev.Results = upgradeVariational(ev.Results)
 		setHeadline(ev)
 	}
-	ev.Version = DocumentVersion
+	ev.Version = documentVersion
 	return nil
 }
 

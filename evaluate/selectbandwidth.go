@@ -15,19 +15,19 @@ import (
 // `calib bandwidth` prints it. Bandwidth, Objective, Grid and LogLik are
 // the JSON contract; LogLik holds null where the objective is -Inf.
 type BandwidthReport struct {
-	Bandwidth float64   `json:"bandwidth"`
-	Objective string    `json:"objective"`
-	Grid      []float64 `json:"grid"`
-	LogLik    []Float   `json:"loglik"`
-	Notion    string    `json:"notion"`
-	Index     int       `json:"index"` // of the best grid value
-	Refined   bool      `json:"refined"`
+	Bandwidth float64      `json:"bandwidth"`
+	Objective string       `json:"objective"`
+	Grid      []float64    `json:"grid"`
+	LogLik    []data.Float `json:"loglik"`
+	Notion    string       `json:"notion"`
+	Index     int          `json:"index"` // of the best grid value
+	Refined   bool         `json:"refined"`
 	// LogLikAt is the objective at the selected bandwidth.
-	LogLikAt Float    `json:"loglik_at_bandwidth"`
-	Excluded int      `json:"excluded"`
-	Warnings Warnings `json:"warnings,omitempty"`
-	N        int      `json:"n"`
-	K        int      `json:"k"`
+	LogLikAt data.Float `json:"loglik_at_bandwidth"`
+	Excluded int        `json:"excluded"`
+	Warnings Warnings   `json:"warnings,omitempty"`
+	N        int        `json:"n"`
+	K        int        `json:"k"`
 	// Provenance is the caller's record of how the report was made (see
 	// Evaluation.Provenance); not read here.
 	Provenance *data.Provenance `json:"provenance,omitempty"`
@@ -47,12 +47,12 @@ func SelectBandwidth(ctx context.Context, s *data.Set, notion kde.Notion, o kde.
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
 	r := &BandwidthReport{Bandwidth: cv.Bandwidth, Objective: cv.Objective.String(), Grid: cv.Grid, Notion: notion.String(),
-		Index: cv.Index, Refined: cv.Refined, LogLikAt: Float(cv.LogLik), Excluded: cv.Excluded, N: s.N, K: s.K}
+		Index: cv.Index, Refined: cv.Refined, LogLikAt: data.Float(cv.LogLik), Excluded: cv.Excluded, N: s.N, K: s.K}
 	for _, w := range cv.Warnings {
 		r.Warnings = append(r.Warnings, warn(EstimatorWarning, w.Error()))
 	}
 	for _, v := range cv.GridLL {
-		r.LogLik = append(r.LogLik, Float(v))
+		r.LogLik = append(r.LogLik, data.Float(v))
 	}
 	return r, nil
 }

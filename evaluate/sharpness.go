@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 )
@@ -108,6 +109,6 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	}
 	e := s.sampled(&Result{Metric: Sharpness, Notion: n, Bandwidth: ptr(res.Bandwidth), BandwidthMethod: method,
 		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)},
-		res.M, res.SE, Float(res.Lo), Float(res.Hi))
+		res.M, res.SE, data.Float(res.Lo), data.Float(res.Hi))
 	return []*Result{e}, nil
 }

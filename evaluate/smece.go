@@ -59,88 +59,95 @@ func checkSmECE(o smooth.Options) error {
 
 func (ev *evaluator) smece() ([]*Result, error) {
 	c, s := ev.cfg, ev.set
-	o := c.SmECE
-	one := func(f, y, w []float64) (smooth.Result, error) {
-		r, err := smooth.ECE(ev.ctx, f, y, w, o)
-		if err != nil {
-			return r, fmt.Errorf("smece: %w", err)
-		}
-		return r, nil
-	}
-	// at returns smECE of the resample idx: at the full sample's sigma,
-	// or (CIExact) at the resample's own fixed point.
-	at := func(f, y []float64, sigma float64, idx []int) (float64, error) {
-		ro := o
-		// relplot 1.0.1's value comes from the largest grid its search
-		// visited: only a search again gives it on a resample.
-		if !c.CIExact && o.Convention != smooth.Relplot101 {
-			ro.Sigma = sigma
-		}
-		r, err := smooth.ECE(ev.ctx, metric.Resample(f, 1, idx), metric.Resample(y, 1, idx), metric.Resample(s.Weights, 1, idx), ro)
-		if err != nil {
-			return 0, fmt.Errorf("smece: %w", err)
-		}
-		return r.Value, nil
-	}
-	stat := func(e *Result, f, y []float64, sigma float64) {
-		ev.setStat(e, func(idx []int) (float64, error) { return at(f, y, sigma, idx) })
-	}
 	var views []notion.Notion
 	if s.Binary {
 		views = append(views, notion.Binary)
 	}
 	views = append(views, notion.TopLabel)
-	if slices.Contains(c.notions, kde.ClassWise) {
-		views = append(views, notion.ClassWise)
-	}
 	var out []*Result
 	for _, v := range views {
-		switch v {
-		case notion.Binary, notion.TopLabel:
-			var f, y []float64
-			if v == notion.Binary {
-				f, y = metric.ClassColumn(s.Probs, s.Labels, s.K, 1)
-			} else {
-				f, y = metric.TopR(s.Probs, s.Labels, s.K, 1)
-			}
-			r, err := one(f, y, s.Weights)
-			if err != nil {
-				return nil, err
-			}
-			e := &Result{Metric: SmECE, Notion: v, Bandwidth: ptr(r.Sigma), Value: jf(r.Value)}
-			stat(e, f, y, r.Sigma)
-			out = append(out, e)
-		case notion.ClassWise:
-			cols, ys := make([][]float64, s.K), make([][]float64, s.K)
-			e := &Result{Metric: SmECE, Notion: v}
-			sum := 0.0
-			for k := range cols {
-				cols[k], ys[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-				r, err := one(cols[k], ys[k], s.Weights)
-				if err != nil {
-					return nil, fmt.Errorf("class %d: %w", k, err)
-				}
-				sum += r.Value
-				e.PerClass = append(e.PerClass, Float(r.Value))
-				e.PerClassBandwidth = append(e.PerClassBandwidth, r.Sigma)
-			}
-			e.Value, e.Sum = jf(sum/float64(s.K)), jf(sum)
-			sigmas := e.PerClassBandwidth
-			ev.setStat(e, func(idx []int) (float64, error) {
-				sum := 0.0
-				for k := range cols {
-					v, err := at(cols[k], ys[k], sigmas[k], idx)
-					if err != nil {
-						return 0, fmt.Errorf("class %d: %w", k, err)
-					}
-					sum += v
-				}
-				return sum / float64(len(cols)), nil
-			})
-			out = append(out, e)
+		var f, y []float64
+		if v == notion.Binary {
+			f, y = metric.ClassColumn(s.Probs, s.Labels, s.K, 1)
+		} else {
+			f, y = metric.TopR(s.Probs, s.Labels, s.K, 1)
 		}
+		r, err := ev.smeceOne(f, y)
+		if err != nil {
+			return nil, err
+		}
+		e := &Result{Metric: SmECE, Notion: v, Bandwidth: ptr(r.Sigma), Value: jf(r.Value)}
+		ev.setStat(e, func(idx []int) (float64, error) { return ev.smeceAt(f, y, r.Sigma, idx) })
+		out = append(out, e)
+	}
+	if slices.Contains(c.notions, kde.ClassWise) {
+		e, err := ev.smeceClassWise()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
 	}
 	return out, nil
+}
+
+// smeceClassWise is the class_wise entry: the mean over the classes of
+// each class column's smECE, each at its own sigma.
+func (ev *evaluator) smeceClassWise() (*Result, error) {
+	s := ev.set
+	cols, ys := make([][]float64, s.K), make([][]float64, s.K)
+	e := &Result{Metric: SmECE, Notion: notion.ClassWise}
+	sum := 0.0
+	for k := range cols {
+		cols[k], ys[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
+		r, err := ev.smeceOne(cols[k], ys[k])
+		if err != nil {
+			return nil, fmt.Errorf("class %d: %w", k, err)
+		}
+		sum += r.Value
+		e.PerClass = append(e.PerClass, data.Float(r.Value))
+		e.PerClassBandwidth = append(e.PerClassBandwidth, r.Sigma)
+	}
+	e.Value, e.Sum = jf(sum/float64(s.K)), jf(sum)
+	sigmas := e.PerClassBandwidth
+	ev.setStat(e, func(idx []int) (float64, error) {
+		sum := 0.0
+		for k := range cols {
+			v, err := ev.smeceAt(cols[k], ys[k], sigmas[k], idx)
+			if err != nil {
+				return 0, fmt.Errorf("class %d: %w", k, err)
+			}
+			sum += v
+		}
+		return sum / float64(len(cols)), nil
+	})
+	return e, nil
+}
+
+// smeceOne is smECE of the column f with outcomes y, weighted by the
+// set's weights.
+func (ev *evaluator) smeceOne(f, y []float64) (smooth.Result, error) {
+	r, err := smooth.ECE(ev.ctx, f, y, ev.set.Weights, ev.cfg.SmECE)
+	if err != nil {
+		return r, fmt.Errorf("smece: %w", err)
+	}
+	return r, nil
+}
+
+// smeceAt returns smECE of the resample idx of the column f: at the full
+// sample's sigma, or (CIExact) at the resample's own fixed point.
+func (ev *evaluator) smeceAt(f, y []float64, sigma float64, idx []int) (float64, error) {
+	c, w := ev.cfg, ev.set.Weights
+	ro := c.SmECE
+	// relplot 1.0.1's value comes from the largest grid its search
+	// visited: only a search again gives it on a resample.
+	if !c.CIExact && ro.Convention != smooth.Relplot101 {
+		ro.Sigma = sigma
+	}
+	r, err := smooth.ECE(ev.ctx, metric.Resample(f, 1, idx), metric.Resample(y, 1, idx), metric.Resample(w, 1, idx), ro)
+	if err != nil {
+		return 0, fmt.Errorf("smece: %w", err)
+	}
+	return r.Value, nil
 }
 
 // smeceSums is smece's part of a stream's first pass: the summed smooth
@@ -306,7 +313,7 @@ func finishSmECE(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
 				return nil, fmt.Errorf("class %d: %w", k, err)
 			}
 			sum += r.Value
-			e.PerClass = append(e.PerClass, Float(r.Value))
+			e.PerClass = append(e.PerClass, data.Float(r.Value))
 			e.PerClassBandwidth = append(e.PerClassBandwidth, r.Sigma)
 		}
 		e.Value, e.Sum = jf(sum/float64(len(ss.Class))), jf(sum)

@@ -92,7 +92,7 @@ func TestStatesOfEarlierVersions(t *testing.T) {
 // number named where the document has it, and the canonical binned
 // warnings pointing at the headline.
 func documentNow(b []byte) []byte {
-	s := strings.Replace(string(b), `{"n":`, fmt.Sprintf(`{"version":%d,"n":`, DocumentVersion), 1)
+	s := strings.Replace(string(b), `{"n":`, fmt.Sprintf(`{"version":%d,"n":`, documentVersion), 1)
 	s = strings.ReplaceAll(s, `"notion":"marginal"`, `"notion":"class_wise"`)
 	s = strings.ReplaceAll(s, "read ece_witness instead", "read "+Headline.String()+" instead")
 	if strings.Contains(s, `{"metric":"ece_bin","notion":"top_label","binning":"equal_width","bins":15,"p":1,`) ||
@@ -116,7 +116,7 @@ func TestDocumentVersion1(t *testing.T) {
 	if err := json.Unmarshal([]byte(v1), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if e := ev.Lookup(Key{Metric: ECEKDE, Notion: notion.ClassWise, P: 1}); e == nil || *e.Value != 0.1 || ev.Version != DocumentVersion {
+	if e := ev.Lookup(Key{Metric: ECEKDE, Notion: notion.ClassWise, P: 1}); e == nil || *e.Value != 0.1 || ev.Version != documentVersion {
 		t.Errorf("version 1 document: %+v", ev)
 	}
 	if e := ev.Lookup(Key{Metric: KS, Notion: notion.ClassWise}); e == nil || e.group() != groupClassWise {
@@ -126,7 +126,7 @@ func TestDocumentVersion1(t *testing.T) {
 	if err := WriteJSON(&b, &ev); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b.Bytes(), []byte(fmt.Sprintf(`"version":%d,`, DocumentVersion))) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
+	if !bytes.Contains(b.Bytes(), []byte(fmt.Sprintf(`"version":%d,`, documentVersion))) || !bytes.Contains(b.Bytes(), []byte(`{"metric":"ece_kde","notion":"class_wise"`)) {
 		t.Errorf("written again: %s", b.Bytes())
 	}
 	if err := json.Unmarshal([]byte(`{"version":4,"n":2,"k":3,"results":[]}`), &ev); err == nil {
@@ -149,7 +149,7 @@ func TestDocumentVersion2(t *testing.T) {
 	if err := json.Unmarshal([]byte(v2), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(ev.Results) != 3 || ev.Version != DocumentVersion {
+	if len(ev.Results) != 3 || ev.Version != documentVersion {
 		t.Fatalf("%d entries, version %d: %+v", len(ev.Results), ev.Version, ev.Results)
 	}
 	if e := ev.Lookup(Key{Metric: ECEVariational, Notion: notion.Canonical, P: 2, Variant: "brier"}); e == nil || *e.Value != 0.01 {

@@ -125,46 +125,15 @@ type streamConfig struct {
 
 // resolve checks the options of a stream, before any data is read.
 func (o StreamOptions) resolve() (*streamConfig, error) {
-	switch {
-	case o.CI || o.CIExact:
-		return nil, optionError("ci", "bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
-	case o.Debias:
-		return nil, optionError("debias", "the debiased estimators are not available in a streamed evaluation")
-	case o.Exact:
-		return nil, optionError("exact", "the exact O(n^2) sweeps need the set in memory; a streamed evaluation sums kernels at its sampled points (--eval-points all: every row)")
-	case o.PValues:
-		return nil, optionError("p-values", "p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
-	case o.Objective != kde.LOO:
-		return nil, optionError("bandwidth-objective", "a streamed evaluation chooses the bandwidth by the LOO objective only")
-	case o.MaxCells < 0:
-		return nil, optionError("max-cells", "%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
-	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
-		return nil, optionError("eval-points", "%d evaluation points: want a number from 1 to %d, or all", o.EvalPoints, MaxAllPoints)
-	case o.SmECE.Convention != smooth.Relplot:
-		return nil, optionError("convention", "a streamed evaluation computes relplot 1.0.3's smece (its grids are sums); relplot 1.0.1's grid follows its search and needs the set in memory")
-	case o.Convention != "" && o.Convention != convention.Calib:
-		return nil, optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
+	if err := o.checkStreamable(); err != nil {
+		return nil, err
 	}
 	if err := o.Options.checkMetrics(); err != nil {
 		return nil, err
 	}
 	c := &streamConfig{SmECE: o.SmECE, VariationalFamily: o.Variational.Family, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KS.R, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCE.Width, Strict: o.Strict}
-	if o.Metrics == nil {
-		c.Metrics, c.Defaulted = slices.Clone(streamMetrics), true
-	}
-	for _, m := range o.Metrics {
-		if !slices.Contains(Metrics, m) {
-			return nil, optionError("metrics", "unknown metric %q (valid: %s)", m, Metrics.words())
-		}
-		if !slices.Contains(streamable, m) {
-			return nil, optionError("metrics", "%s is not available in a streamed evaluation (streamed: %s)", m, streamable.words())
-		}
-		if !slices.Contains(c.Metrics, m) {
-			c.Metrics = append(c.Metrics, m)
-		}
-	}
-	if len(c.Metrics) == 0 {
-		return nil, optionError("metrics", "no metric given")
+	if err := c.setMetrics(o.Metrics); err != nil {
+		return nil, err
 	}
 	// The checks of Options.resolve that need no data.
 	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KS: o.KS, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
@@ -196,22 +165,8 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if c.Bandwidth > 0 {
 		c.Grid = []float64{c.Bandwidth}
 	}
-	if c.has(ECEWitness) {
-		c.WitnessGrid = kde.WitnessGrid()
-		if o.Witness.Bandwidth > 0 {
-			c.WitnessGrid = []float64{o.Witness.Bandwidth}
-		}
-		for _, p := range c.P {
-			if (p == 1 || p == 2) && !slices.Contains(c.WitnessP, p) {
-				c.WitnessP = append(c.WitnessP, p)
-			}
-		}
-		if o.P == nil {
-			c.WitnessP = []float64{1, 2}
-		}
-		if c.WitnessP == nil {
-			return nil, optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
-		}
+	if err := c.setWitness(o); err != nil {
+		return nil, err
 	}
 	for i, h := range c.Grid {
 		if !(h > 0) || math.IsInf(h, 0) || (i > 0 && !(h > c.Grid[i-1])) {
@@ -219,6 +174,55 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkStreamable refuses the options that need the whole set in memory
+// and those out of a stream's range.
+func (o StreamOptions) checkStreamable() error {
+	switch {
+	case o.CI || o.CIExact:
+		return optionError("ci", "bootstrap intervals need the whole set in memory; a streamed evaluation gives the kernel estimates' sampling intervals and the KS bounds instead")
+	case o.Debias:
+		return optionError("debias", "the debiased estimators are not available in a streamed evaluation")
+	case o.Exact:
+		return optionError("exact", "the exact O(n^2) sweeps need the set in memory; a streamed evaluation sums kernels at its sampled points (--eval-points all: every row)")
+	case o.PValues:
+		return optionError("p-values", "p-values redraw every label from the predictions, which needs the whole set in memory; run calib eval or calib test without --stream")
+	case o.Objective != kde.LOO:
+		return optionError("bandwidth-objective", "a streamed evaluation chooses the bandwidth by the LOO objective only")
+	case o.MaxCells < 0:
+		return optionError("max-cells", "%d canonical cells: want a positive number, or 0 for the default", o.MaxCells)
+	case o.EvalPoints < AllPoints || o.EvalPoints > MaxAllPoints:
+		return optionError("eval-points", "%d evaluation points: want a number from 1 to %d, or all", o.EvalPoints, MaxAllPoints)
+	case o.SmECE.Convention != smooth.Relplot:
+		return optionError("convention", "a streamed evaluation computes relplot 1.0.3's smece (its grids are sums); relplot 1.0.1's grid follows its search and needs the set in memory")
+	case o.Convention != "" && o.Convention != convention.Calib:
+		return optionError("convention", "a streamed evaluation computes calib's binned entries only; other libraries' conventions (%s) need the set in memory", o.Convention)
+	}
+	return nil
+}
+
+// setMetrics sets the stream's metrics to ms (nil: the streamed
+// defaults), each once, refusing those a stream cannot compute.
+func (c *streamConfig) setMetrics(ms MetricSet) error {
+	if ms == nil {
+		c.Metrics, c.Defaulted = slices.Clone(streamMetrics), true
+	}
+	for _, m := range ms {
+		if !slices.Contains(Metrics, m) {
+			return optionError("metrics", "unknown metric %q (valid: %s)", m, Metrics.words())
+		}
+		if !slices.Contains(streamable, m) {
+			return optionError("metrics", "%s is not available in a streamed evaluation (streamed: %s)", m, streamable.words())
+		}
+		if !slices.Contains(c.Metrics, m) {
+			c.Metrics = append(c.Metrics, m)
+		}
+	}
+	if len(c.Metrics) == 0 {
+		return optionError("metrics", "no metric given")
+	}
+	return nil
 }
 
 // modeText is the stream configuration's form of a mode: "" for all

@@ -90,7 +90,7 @@ func TestWeightsScaleFree(t *testing.T) {
 	}
 }
 
-func fmtG(x float64) string { b, _ := Float(x).MarshalJSON(); return string(b) }
+func fmtG(x float64) string { b, _ := data.Float(x).MarshalJSON(); return string(b) }
 
 type writerCounter int
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/notion"
@@ -67,14 +68,14 @@ func (v VariationalOptions) check() error {
 // VariationalKeys are the keys of an ece_variational entry, embedded in
 // Result (its JSON stays flat: "loss", "family", ...).
 type VariationalKeys struct {
-	Loss     string   `json:"loss,omitempty"`             // the proper loss ("lp", "log", "brier")
-	Family   string   `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
-	MapSE    *Float   `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
-	Optimism *Float   `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
-	Families []string `json:"families,omitempty"`         // the families fitted, Family the simplest unless a richer one's gains beat it significantly
-	Over     *Float   `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
-	Under    *Float   `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
-	Folds    *int     `json:"folds,omitempty"`            // the cross-fitting folds
+	Loss     string      `json:"loss,omitempty"`             // the proper loss ("lp", "log", "brier")
+	Family   string      `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
+	MapSE    *data.Float `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
+	Optimism *data.Float `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
+	Families []string    `json:"families,omitempty"`         // the families fitted, Family the simplest unless a richer one's gains beat it significantly
+	Over     *data.Float `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
+	Under    *data.Float `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
+	Folds    *int        `json:"folds,omitempty"`            // the cross-fitting folds
 }
 
 // variationalClassWiseMaxK is the largest K whose class-wise entries
@@ -97,43 +98,11 @@ func (ev *evaluator) variational() ([]*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}
-	notions := []notion.Notion{notion.Canonical}
-	if !c.defaulted {
-		// The default computes the headline's notion alone; the others
-		// when ece_variational is asked for, those of Mode where given.
-		notions = append(notions, notion.TopLabel)
-		if s.Binary {
-			notions = append(notions, notion.Binary)
-		} else if s.K <= variationalClassWiseMaxK {
-			notions = append(notions, notion.ClassWise)
-		}
-		if c.Mode != nil {
-			notions = slices.DeleteFunc(notions, func(nt notion.Notion) bool {
-				return !slices.ContainsFunc(c.notions, func(k kde.Notion) bool { return k.String() == string(nt) })
-			})
-			if len(notions) == 0 {
-				return nil, fmt.Errorf("ece_variational: --mode names none of its notions (canonical, top_label, class_wise, binary)")
-			}
-		}
+	notions, err := variationalNotions(c, s)
+	if err != nil {
+		return nil, err
 	}
-	type loss struct {
-		l variational.Loss
-		p float64 // the entry's p: CE_1 by the lp loss, CE_2^2 by the Brier score; 0 for log
-	}
-	// One definition per column: p = 1 is the L1 error CE_1 (the lp loss
-	// at p = 1, E||E[y | f] - f||_1), p = 2 the squared L2 error CE_2^2
-	// (the Brier score's gain); the lp loss at other p estimates the mean
-	// norm E||E[y | f] - f||_p, not CE_p^p, and is not reported.
-	var losses []loss
-	for _, p := range c.ps {
-		switch p {
-		case 1:
-			losses = append(losses, loss{variational.Lp, 1})
-		case 2:
-			losses = append(losses, loss{variational.Brier, 2})
-		}
-	}
-	losses = append(losses, loss{variational.Log, 0})
+	losses := variationalLosses(c.ps)
 	var out []*Result
 	var cm *variational.ClassMaps
 	for _, nt := range notions {
@@ -159,22 +128,77 @@ func (ev *evaluator) variational() ([]*Result, error) {
 				e.Over, e.Under = jf(r.Over), jf(r.Under)
 			}
 			gains := r.Gains
-			ev.setStat(e, func(idx []int) (float64, error) {
-				var sw, sg float64
-				for _, i := range idx {
-					w := mathx.Weight(s.Weights, i)
-					sw += w
-					sg += w * gains[i]
-				}
-				if !(sw > 0) {
-					return 0, fmt.Errorf("ece_variational: a resample of weight 0")
-				}
-				return sg / sw, nil
-			})
+			ev.setStat(e, func(idx []int) (float64, error) { return meanGain(gains, s.Weights, idx) })
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// variationalNotions returns the notions ece_variational computes: the
+// default evaluation computes the headline's notion alone (canonical);
+// ece_variational asked for adds top_label and binary or class_wise (up
+// to variationalClassWiseMaxK classes), those of Mode where given.
+func variationalNotions(c *config, s *data.Set) ([]notion.Notion, error) {
+	notions := []notion.Notion{notion.Canonical}
+	if c.defaulted {
+		return notions, nil
+	}
+	notions = append(notions, notion.TopLabel)
+	if s.Binary {
+		notions = append(notions, notion.Binary)
+	} else if s.K <= variationalClassWiseMaxK {
+		notions = append(notions, notion.ClassWise)
+	}
+	if c.Mode != nil {
+		notions = slices.DeleteFunc(notions, func(nt notion.Notion) bool {
+			return !slices.ContainsFunc(c.notions, func(k kde.Notion) bool { return k.String() == string(nt) })
+		})
+		if len(notions) == 0 {
+			return nil, fmt.Errorf("ece_variational: --mode names none of its notions (canonical, top_label, class_wise, binary)")
+		}
+	}
+	return notions, nil
+}
+
+// variationalLoss is a loss of ece_variational with its entry's p: CE_1
+// by the lp loss, CE_2^2 by the Brier score; 0 for log.
+type variationalLoss struct {
+	l variational.Loss
+	p float64
+}
+
+// variationalLosses returns the losses of the exponents ps: one
+// definition per column: p = 1 is the L1 error CE_1 (the lp loss at p =
+// 1, E||E[y | f] - f||_1), p = 2 the squared L2 error CE_2^2 (the Brier
+// score's gain); the lp loss at other p estimates the mean norm
+// E||E[y | f] - f||_p, not CE_p^p, and is not reported. The log loss is
+// always there.
+func variationalLosses(ps []float64) []variationalLoss {
+	var losses []variationalLoss
+	for _, p := range ps {
+		switch p {
+		case 1:
+			losses = append(losses, variationalLoss{variational.Lp, 1})
+		case 2:
+			losses = append(losses, variationalLoss{variational.Brier, 2})
+		}
+	}
+	return append(losses, variationalLoss{variational.Log, 0})
+}
+
+// meanGain is the weighted mean of the rows' gains over the resample idx.
+func meanGain(gains, weights []float64, idx []int) (float64, error) {
+	var sw, sg float64
+	for _, i := range idx {
+		w := mathx.Weight(weights, i)
+		sw += w
+		sg += w * gains[i]
+	}
+	if !(sw > 0) {
+		return 0, fmt.Errorf("ece_variational: a resample of weight 0")
+	}
+	return sg / sw, nil
 }
 
 // variationalEntry is the ece_variational entry of an estimate r of the
@@ -184,7 +208,7 @@ func (ev *evaluator) variational() ([]*Result, error) {
 // (CE_2^2) losses.
 func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result, families []string, folds int) *Result {
 	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds)},
-		Value: jf(r.Value), SE: jf(r.SE), Interval: []Float{Float(r.Lo), Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
+		Value: jf(r.Value), SE: jf(r.SE), Interval: []data.Float{data.Float(r.Lo), data.Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {
 		e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -144,7 +145,7 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	var out []*Result
 	for _, v := range vals {
 		e := s.sampled(&Result{Metric: ECEWitness, Notion: notion.Canonical, P: ptr(v.P), Bandwidth: ptr(v.Bandwidth),
-			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}, v.M, v.SE, Float(v.Lo), Float(v.Hi))
+			Value: jf(v.Value), Root: jf(v.Root), BandwidthMethod: "witness-crossfit", Excluded: ptr(v.Excluded)}, v.M, v.SE, data.Float(v.Lo), data.Float(v.Hi))
 		for _, w := range v.Warnings {
 			e.Warnings = append(e.Warnings, warn(EstimatorWarning, w.Error()))
 		}
@@ -154,4 +155,29 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// setWitness sets ece_witness's part of a stream's configuration: its
+// bandwidth grid (or the fixed bandwidth) and its exponents, p = 1 and 2
+// of the options' (both by default).
+func (c *streamConfig) setWitness(o StreamOptions) error {
+	if !c.has(ECEWitness) {
+		return nil
+	}
+	c.WitnessGrid = kde.WitnessGrid()
+	if o.Witness.Bandwidth > 0 {
+		c.WitnessGrid = []float64{o.Witness.Bandwidth}
+	}
+	for _, p := range c.P {
+		if (p == 1 || p == 2) && !slices.Contains(c.WitnessP, p) {
+			c.WitnessP = append(c.WitnessP, p)
+		}
+	}
+	if o.P == nil {
+		c.WitnessP = []float64{1, 2}
+	}
+	if c.WitnessP == nil {
+		return optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -97,7 +98,7 @@ type Options struct {
 	// step per group of figures. A Progress with a method Status(name
 	// string) func() is told of those steps, which have no measure of
 	// progress, through it instead of Step (calib shows a spinner).
-	Progress evaluate.Progress
+	Progress progress.Reporter
 	// Provenance is the caller's record of how the report was made
 	// (calib: the version, command, options and inputs). Build does not
 	// read it; it is copied to Document.Evaluation.Provenance and
@@ -243,7 +244,7 @@ type statuser interface {
 
 // status starts a step without a measure of progress and returns the
 // function that ends it.
-func status(p evaluate.Progress, name string) func() {
+func status(p progress.Reporter, name string) func() {
 	switch p := p.(type) {
 	case nil:
 		return func() {}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/notion"
 )
@@ -245,7 +246,7 @@ func valueCell(e *evaluate.Result) string {
 	return floatCell(e.Value)
 }
 
-func floatCell(v *evaluate.Float) string {
+func floatCell(v *data.Float) string {
 	if v == nil {
 		return "-"
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 )
 
-func jf(v float64) *evaluate.Float { f := evaluate.Float(v); return &f }
+func jf(v float64) *data.Float { f := data.Float(v); return &f }
 
 // TestAdviceNote: the note names the headline with its value and interval
 // when the evaluation has it; without it, it says how to get it, and it
 // never names another estimator as the number to report.
 func TestAdviceNote(t *testing.T) {
 	p1 := 1.0
-	h := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: jf(0.1234), Interval: []evaluate.Float{0.1, 0.15}}
+	h := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: jf(0.1234), Interval: []data.Float{0.1, 0.15}}
 	paper := &evaluate.Result{Metric: evaluate.ECEBin, Notion: "top_label", P: &p1, Value: jf(0.05)}
 	for _, c := range []struct {
 		ev   *evaluate.Evaluation

@@ -7,6 +7,7 @@ import (
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
+	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 )
 
@@ -14,11 +15,11 @@ import (
 // interval, in the headline's order, and the text explains the numbers.
 func TestWrite(t *testing.T) {
 	p1, r1 := 1.0, 1
-	v := func(x float64) *evaluate.Float { f := evaluate.Float(x); return &f }
+	v := func(x float64) *data.Float { f := data.Float(x); return &f }
 	ev := &evaluate.Evaluation{N: 100, K: 3, Results: []*evaluate.Result{
 		{Metric: "accuracy", Value: v(0.9)},
 		{Metric: "ece_witness", Notion: "canonical", P: &p1, Value: v(0.07)}, // not a headline figure
-		{Metric: "ece_variational", Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: v(0.05), CI: []evaluate.Float{0.04, 0.06}},
+		{Metric: "ece_variational", Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: v(0.05), CI: []data.Float{0.04, 0.06}},
 		{Metric: "ks", Notion: "top_r", R: &r1, Value: v(0.02)},
 		{Metric: "nll", Error: "failed"},
 	}}
