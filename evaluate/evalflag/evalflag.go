@@ -50,19 +50,17 @@ type Text struct {
 	KSR       string // Options.KS.R: evaluate.Ranks
 }
 
-// Parse sets the fields of o that t holds; a list of metrics without
-// "all" sets o.Strict too (a named metric that fails fails Evaluate; with
-// all, as without a list, it is an entry with an error). With the set s
-// (nil: before the data is read) it also checks what depends on the data:
-// the mode against the set's columns (evaluate.NotionSet.Resolve), the KS
-// r against K (evaluate.Options.CheckK).
-func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
+// Parse sets the fields of o that t holds, once, before the data is read;
+// a list of metrics without "all" sets o.Strict too (a named metric that
+// fails fails Evaluate; with all, as without a list, it is an entry with
+// an error). What depends on the data is CheckSet's.
+func (t Text) Parse(o *evaluate.Options) error {
 	if t.Mode != "" {
 		if err := o.Mode.UnmarshalText([]byte(t.Mode)); err != nil {
 			return err
 		}
 	}
-	if _, _, err := o.Mode.Resolve(s); err != nil {
+	if _, _, err := o.Mode.Resolve(nil); err != nil {
 		return err
 	}
 	if err := o.P.UnmarshalText([]byte(t.P)); err != nil {
@@ -87,13 +85,17 @@ func (t Text) Parse(o *evaluate.Options, s *data.Set) error {
 	if o.Bins.Rule, err = metric.ParseBinRule(t.BinRule); err != nil {
 		return optionError("bin-rule", "bin-rule: %v", err)
 	}
-	if err := o.KS.R.UnmarshalText([]byte(t.KSR)); err != nil {
+	return o.KS.R.UnmarshalText([]byte(t.KSR))
+}
+
+// CheckSet checks the parsed options o against the set s, once it is
+// read: the mode against the set's columns (evaluate.NotionSet.Resolve),
+// the KS r against K (evaluate.Options.CheckK).
+func CheckSet(o evaluate.Options, s *data.Set) error {
+	if _, _, err := o.Mode.Resolve(s); err != nil {
 		return err
 	}
-	if s != nil {
-		return o.CheckK(s.K)
-	}
-	return nil
+	return o.CheckK(s.K)
 }
 
 // namesAll reports whether a list of metrics names "all".

@@ -48,12 +48,16 @@ func TestBandwidthNotion(t *testing.T) {
 }
 
 // TestTextParse: Text sets the fields it holds and leaves the others; a
-// list of metrics makes Evaluate strict (not with "all"); each error is an
-// OptionError naming its option.
+// list of metrics makes Evaluate strict (not with "all"); each error, of
+// the parse or of CheckSet against the set, is an OptionError naming its
+// option.
 func TestTextParse(t *testing.T) {
 	text := Text{P: "1", Bandwidth: "0.1", Objective: "reference", Metrics: "ks,ece_kde", Binning: "equal-mass", BinRule: "doane", KSR: "1,2"}
 	o := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7}
-	if err := text.Parse(&o, loadTest(t)); err != nil {
+	if err := text.Parse(&o); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSet(o, loadTest(t)); err != nil {
 		t.Fatal(err)
 	}
 	want := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
@@ -63,12 +67,12 @@ func TestTextParse(t *testing.T) {
 		t.Errorf("parsed %+v\nwant %+v", o, want)
 	}
 	base := Text{P: "1,2", Bandwidth: "auto", Objective: "loo", Binning: "equal_width", BinRule: "fixed", KSR: "1,2"}
-	if o := (evaluate.Options{}); base.Parse(&o, nil) != nil || o.Metrics != nil || o.Strict {
+	if o := (evaluate.Options{}); base.Parse(&o) != nil || o.Metrics != nil || o.Strict {
 		t.Errorf("no metrics: %+v", o)
 	}
 	all := base
 	all.Metrics = "brier, all"
-	if o := (evaluate.Options{}); all.Parse(&o, nil) != nil || !slices.Equal(o.Metrics, evaluate.Metrics) || o.Strict {
+	if o := (evaluate.Options{}); all.Parse(&o) != nil || !slices.Equal(o.Metrics, evaluate.Metrics) || o.Strict {
 		t.Errorf("all: %+v", o)
 	}
 	for _, c := range []struct {
@@ -88,7 +92,10 @@ func TestTextParse(t *testing.T) {
 	} {
 		tx, o := base, evaluate.Options{}
 		c.edit(&tx, &o)
-		err := tx.Parse(&o, loadTest(t))
+		err := tx.Parse(&o)
+		if err == nil {
+			err = CheckSet(o, loadTest(t))
+		}
 		var oe *evaluate.OptionError
 		if !errors.As(err, &oe) || oe.Option != c.option || !strings.HasPrefix(err.Error(), evaluate.ErrOptions.Error()+": "+c.want) {
 			t.Errorf("error %v, want an OptionError of %s with %q", err, c.option, c.want)
@@ -111,7 +118,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		text.Objective = "loo"
-		if err := text.Parse(&o, nil); err != nil {
+		if err := text.Parse(&o); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KS.R, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
@@ -125,7 +132,7 @@ func TestRegister(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		if err := text.Parse(&o, nil); err != nil {
+		if err := text.Parse(&o); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||

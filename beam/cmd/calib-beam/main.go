@@ -141,7 +141,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	// The only objective a stream takes; --mode alone means ece_kde
 	// only, as in calib eval.
 	text := c.textFor(set)
-	if err := text.Parse(&eo, nil); err != nil {
+	if err := text.Parse(&eo); err != nil {
 		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	switch text.Metrics {
@@ -228,8 +228,7 @@ func run(ctx context.Context, c *config, set map[string]bool, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	eo := o.Stream.Options
-	if err := c.textFor(set).Parse(&eo, checked.First); err != nil {
+	if err := evalflag.CheckSet(o.Stream.Options, checked.First); err != nil {
 		return usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	if len(checked.Empty) > 0 {

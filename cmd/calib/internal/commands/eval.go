@@ -28,6 +28,11 @@ type evalFlags struct {
 	calibrator     string
 	convention     string
 	json, progress bool
+
+	// The options parsed from the flags (options), once.
+	parsed        bool
+	parsedOptions evaluate.Options
+	parseErr      error
 }
 
 func (f *evalFlags) register(cmd *Command) {
@@ -59,7 +64,7 @@ func newEvalCmd() *Command {
 		if err := ef.evalOnly(cmd.Flags()); err != nil {
 			return err
 		}
-		o, err := ef.options(nil)
+		o, err := ef.options()
 		if err != nil {
 			return err
 		}
@@ -189,7 +194,10 @@ func (f *evalFlags) evaluate(cmd *Command, in *inputFlags, args []string) (*eval
 		}
 		prov.Mapping = &data.Mapping{File: f.calibrator, Method: c.Info().Method}
 	}
-	o, err := f.options(s)
+	o, err := f.options()
+	if err == nil {
+		err = f.checkSet(o, s)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -224,17 +232,35 @@ func (f *evalFlags) paired(fs *pflag.FlagSet) error {
 	return nil
 }
 
-// options parses the metric flags into evaluate.Options (their ranges are
-// checked once, by flagRules, before it runs; evaluate checks the options
-// again for library callers); with s nil (before the data is read) it
-// checks what does not depend on the data, with the set it also checks
-// what does (--ks-r against K, --mode binary against the columns).
-func (f *evalFlags) options(s *data.Set) (evaluate.Options, error) {
+// options parses the metric flags into evaluate.Options, once, before
+// the data is read (their ranges were checked by flagRules; evaluate
+// checks the options again for library callers): later calls return the
+// same options, or the same error. What depends on the data (--ks-r
+// against K, --mode binary against the columns) is checkSet's.
+func (f *evalFlags) options() (evaluate.Options, error) {
+	if !f.parsed {
+		f.parsed = true
+		f.parsedOptions, f.parseErr = f.parse()
+	}
+	return f.parsedOptions, f.parseErr
+}
+
+// checkSet checks the parsed options o against the set s once it is read
+// (evalflag.CheckSet).
+func (f *evalFlags) checkSet(o evaluate.Options, s *data.Set) error {
+	if err := evalflag.CheckSet(o, s); err != nil {
+		return optionError("", err)
+	}
+	return nil
+}
+
+// parse is options' one parse of the flags.
+func (f *evalFlags) parse() (evaluate.Options, error) {
 	o := f.o
 	if f.modeSet && f.text.Metrics == "" { // --mode alone: ece_kde only, and its failure fails eval
 		o.Metrics, o.Strict = evaluate.MetricSet{evaluate.ECEKDE}, true
 	}
-	if err := f.text.Parse(&o, s); err != nil {
+	if err := f.text.Parse(&o); err != nil {
 		return o, optionError("", err)
 	}
 	if _, err := variational.ParseFamilies(o.Variational.Family); err != nil {

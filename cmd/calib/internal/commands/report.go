@@ -83,7 +83,7 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 	if err := f.ef.paired(fs); err != nil {
 		return report.Options{}, err
 	}
-	eo, err := f.ef.options(nil)
+	eo, err := f.ef.options()
 	if err != nil {
 		return report.Options{}, err
 	}
@@ -131,7 +131,11 @@ func (f *reportFlags) write(cmd *Command, test, val *data.Set, o report.Options,
 		prov.Mapping = &data.Mapping{File: f.ef.calibrator, Method: f.mapping.Info().Method}
 		o.Facts = append(o.Facts, report.Fact{Name: "calibrated by", Value: prov.Mapping.String() + " (applied to the test and validation predictions before every number and figure)"})
 	}
-	if _, err := f.ef.options(test); err != nil {
+	eo, err := f.ef.options()
+	if err == nil {
+		err = f.ef.checkSet(eo, test)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if f.ff.text.Classes != "" && test.K < 3 {

@@ -238,7 +238,7 @@ func (f *evalFlags) streamUnread(fs *pflag.FlagSet, sf *streamFlags) (evaluate.S
 // streamOptions are the options of a streamed evaluation, checked (by
 // evaluate.NewSums) before any data is read.
 func (f *evalFlags) streamOptions(sf *streamFlags) (evaluate.StreamOptions, error) {
-	o, err := f.options(nil)
+	o, err := f.options()
 	if err != nil {
 		return evaluate.StreamOptions{}, err
 	}
