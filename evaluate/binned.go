@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,6 +35,7 @@ func binnedDef(m Metric, estimator string) metricDef {
 			defineBins(c, e)
 		},
 		sums:   []*sumsPart{binnedSums},
+		kernel: []*kernelPart{binnedKernel},
 		finish: func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
 	}
 }
@@ -139,6 +141,88 @@ var binnedSums = &sumsPart{
 	secondPass: func(c *streamConfig) bool { return c.sketched() || c.dataCells() },
 	holds: func(st *sumsState) bool {
 		return st.Top != nil || st.Class != nil || st.TopSketch != nil || st.ClassSketch != nil || st.Cells != nil || st.Pooled != nil
+	},
+}
+
+// binnedKernel is the binned metrics' part of the second pass (block 0):
+// with data-dependent bins the scores near the edges the first pass's
+// sketches need (TopEdges, ClassEdges), and the canonical cells of the
+// pooled coordinates' bins (Cells).
+var binnedKernel = &kernelPart{
+	what:      "the binned entries' edges and cells",
+	blockZero: true,
+	holds:     func(st *kernelSumsState) bool { return st.TopEdges != nil || st.Cells != nil },
+	start: func(ks *KernelSums, kb *kernelBlock) error {
+		s := kb.s
+		if s.st.TopSketch != nil {
+			top, err := s.st.TopSketch.Needed(s.st.Config.Bins, s.st.Weighted)
+			if err != nil {
+				return fmt.Errorf("evaluate: top-label bins: %w", err)
+			}
+			ks.st.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.st.K))
+			for k, sk := range s.st.ClassSketch {
+				keys, err := sk.Needed(s.st.Config.Bins, s.st.Weighted)
+				if err != nil {
+					return fmt.Errorf("evaluate: class %d bins: %w", k, err)
+				}
+				ks.st.ClassEdges = append(ks.st.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.st.K)))
+			}
+		}
+		if s.st.Pooled != nil {
+			// The pooled coordinates' rule: the rows of positive weight
+			// (Sqrt), their K values each (Doane).
+			bins, err := s.st.Config.Bins.MergedBins(*s.st.Pooled, float64(s.st.Pos), float64(s.st.Pos)*float64(s.st.K))
+			if err != nil {
+				return err
+			}
+			if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
+				return err
+			}
+			ks.st.Cells.SetLimit(s.st.Config.cellLimit(s.st.K))
+		}
+		return nil
+	},
+	add: func(ks *KernelSums, _ context.Context, b *data.Batch, _ []int, _ int) error {
+		if ks.st.TopEdges != nil {
+			if err := addScores(ks.st.TopEdges, ks.st.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
+				return b.RowsError(err)
+			}
+		}
+		if ks.st.Cells != nil {
+			if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
+				return b.RowsError(err)
+			}
+		}
+		return nil
+	},
+	merge: func(ks, o *KernelSums) error {
+		if (ks.st.TopEdges == nil) != (o.st.TopEdges == nil) || len(ks.st.ClassEdges) != len(o.st.ClassEdges) || (ks.st.Cells == nil) != (o.st.Cells == nil) {
+			return fmt.Errorf("evaluate: merging second-pass sums of different set-ups")
+		}
+		if ks.st.TopEdges != nil {
+			if err := ks.st.TopEdges.Merge(o.st.TopEdges); err != nil {
+				return err
+			}
+			for k := range ks.st.ClassEdges {
+				if err := ks.st.ClassEdges[k].Merge(o.st.ClassEdges[k]); err != nil {
+					return err
+				}
+			}
+		}
+		if ks.st.Cells != nil {
+			return ks.st.Cells.Merge(o.st.Cells)
+		}
+		return nil
+	},
+	concat: func(out *KernelSums, bs []*KernelSums) error {
+		out.st.TopEdges, out.st.ClassEdges, out.st.Cells = bs[0].st.TopEdges, bs[0].st.ClassEdges, bs[0].st.Cells
+		return nil
+	},
+	check: func(st *kernelSumsState) error {
+		if (st.TopEdges == nil && st.ClassEdges != nil) || (st.TopEdges != nil && (len(st.ClassEdges) != st.K || slices.Contains(st.ClassEdges, nil))) {
+			return fmt.Errorf("%d class edge sums for K = %d", len(st.ClassEdges), st.K)
+		}
+		return nil
 	},
 }
 

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ import (
 var eceKDEDef = metricDef{
 	name:     ECEKDE,
 	sums:     []*sumsPart{eceKDEModes, sampleSums},
+	kernel:   []*kernelPart{eceKDEKernel},
 	compute:  (*evaluator).eceKDE,
 	interval: centered,
 	pValues:  (*evaluator).eceKDEPValues,
@@ -255,4 +257,80 @@ func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 		}
 	}
 	return nil
+}
+
+// eceKDEKernel is ece_kde's part of the second pass: the kernel sums of
+// each notion (kde.PointSums) at the block's evaluation points, over every
+// row.
+var eceKDEKernel = &kernelPart{
+	what:  "ece_kde",
+	holds: func(st *kernelSumsState) bool { return len(st.Notions) > 0 },
+	start: func(ks *KernelSums, kb *kernelBlock) error {
+		if kb.points == nil {
+			return nil
+		}
+		s, pts := kb.s, kb.points
+		notions, _, err := streamNotions(s.st.Config.Mode, s.st.K, s.st.Binary)
+		if err != nil {
+			return err
+		}
+		for _, n := range notions {
+			ps, err := kde.NewPointSums(n, pts.probs, pts.labels, s.st.K, pts.weights, s.st.Config.Grid)
+			if err != nil {
+				return err
+			}
+			ks.st.Notions = append(ks.st.Notions, ps)
+		}
+		return nil
+	},
+	add: func(ks *KernelSums, ctx context.Context, b *data.Batch, self []int, workers int) error {
+		for _, ps := range ks.st.Notions {
+			if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
+				return b.RowsError(err)
+			}
+		}
+		return nil
+	},
+	merge: func(ks, o *KernelSums) error {
+		if len(ks.st.Notions) != len(o.st.Notions) {
+			return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.st.Notions), len(o.st.Notions))
+		}
+		for i, ps := range ks.st.Notions {
+			if err := ps.Merge(o.st.Notions[i]); err != nil {
+				return fmt.Errorf("evaluate: %w", err)
+			}
+		}
+		return nil
+	},
+	concat: func(out *KernelSums, bs []*KernelSums) error {
+		for _, b := range bs {
+			if len(b.st.Notions) != len(bs[0].st.Notions) {
+				return fmt.Errorf("evaluate: blocks of kernel sums of %d and %d notions", len(bs[0].st.Notions), len(b.st.Notions))
+			}
+		}
+		for i := range bs[0].st.Notions {
+			ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Notions[i] }, kde.ConcatPointSums)
+			if err != nil {
+				return err
+			}
+			out.st.Notions = append(out.st.Notions, ps)
+		}
+		return nil
+	},
+	check: func(st *kernelSumsState) error {
+		for _, ps := range st.Notions {
+			if ps == nil || ps.M() != len(st.Points) {
+				return fmt.Errorf("notions inconsistent with the %d points", len(st.Points))
+			}
+		}
+		return nil
+	},
+	complete: func(st *kernelSumsState, n int64) error {
+		for _, ps := range st.Notions {
+			if ps.N() != n {
+				return fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N(), n)
+			}
+		}
+		return nil
+	},
 }

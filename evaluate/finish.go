@@ -34,20 +34,12 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		if ks.st.Rows != s.st.N {
 			return nil, fmt.Errorf("evaluate: the second pass saw %d rows, the first %d: the second pass is incomplete", ks.st.Rows, s.st.N)
 		}
-		for _, ps := range ks.all() {
-			if ps.N() != s.st.N {
-				return nil, fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N(), s.st.N)
+		for _, p := range allKernelParts() {
+			if p.complete == nil || !p.holds(&ks.st) {
+				continue
 			}
-		}
-		if ks.st.Witness != nil && ks.st.Witness.N() != s.st.N {
-			return nil, fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.Witness.N(), s.st.N)
-		}
-		if ks.st.MMCE != nil && ks.st.MMCE.N() != s.st.N {
-			return nil, fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", ks.st.MMCE.N(), s.st.N)
-		}
-		if vp := ks.st.Variational; vp != nil {
-			if err := vp.Fitted.SameRows(vp.Sums); err != nil {
-				return nil, &data.StreamError{Err: err}
+			if err := p.complete(&ks.st, s.st.N); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -68,25 +68,11 @@ func (ks *KernelSums) UnmarshalJSON(b []byte) error {
 	if _, err := kernelSumsKind.Decode(b, &v); err != nil {
 		return err
 	}
-	for _, ps := range v.Notions {
-		if ps == nil || ps.M() != len(v.Points) {
-			return kernelSumsKind.Errorf("notions inconsistent with the %d points", len(v.Points))
+	for _, p := range allKernelParts() {
+		if p.check == nil {
+			continue
 		}
-	}
-	if v.Sharpness != nil && v.Sharpness.M() != len(v.Points) {
-		return kernelSumsKind.Errorf("sharpness sums inconsistent with the %d points", len(v.Points))
-	}
-	if v.MMCE != nil && v.MMCE.M() != len(v.Points) {
-		return kernelSumsKind.Errorf("mmce sums of %d points, not %d", v.MMCE.M(), len(v.Points))
-	}
-	if v.Witness != nil && v.Witness.M() != len(v.Points) {
-		return kernelSumsKind.Errorf("witness sums inconsistent with the %d points", len(v.Points))
-	}
-	if (v.TopEdges == nil && v.ClassEdges != nil) || (v.TopEdges != nil && (len(v.ClassEdges) != v.K || slices.Contains(v.ClassEdges, nil))) {
-		return kernelSumsKind.Errorf("%d class edge sums for K = %d", len(v.ClassEdges), v.K)
-	}
-	if v.Variational != nil {
-		if err := v.Variational.check(); err != nil {
+		if err := p.check(&v); err != nil {
 			return kernelSumsKind.Errorf("%v", err)
 		}
 	}
@@ -133,18 +119,6 @@ func (s *Sums) KernelSumsContext(ctx context.Context, b, nb int) (*KernelSums, e
 // samples go as its maps are fitted (Sums.variationalPass), for a caller
 // done with s's samples.
 func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*KernelSums, error) {
-	ks, err := s.kernelSums(b, nb)
-	if err != nil || ks == nil || b != 0 {
-		return ks, err
-	}
-	if ks.st.Variational, err = s.variationalPass(ctx, free); err != nil {
-		return nil, err
-	}
-	return ks, nil
-}
-
-// kernelSums is KernelSumsBlock but for ece_variational's part.
-func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 	if nb < 1 || b < 0 || b >= nb {
 		return nil, fmt.Errorf("evaluate: block %d of %d", b, nb)
 	}
@@ -154,114 +128,126 @@ func (s *Sums) kernelSums(b, nb int) (*KernelSums, error) {
 	if !s.started || s.st.N == 0 {
 		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
+	kb := &kernelBlock{s: s, ctx: ctx, free: free, first: b == 0}
 	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
-	if b == 0 {
-		if err := s.binnedKernelPart(ks); err != nil {
+	if s.st.Sample != nil {
+		pts, ids, err := s.blockPoints(b, nb)
+		if err != nil {
+			return nil, err
+		}
+		kb.points, ks.st.Points = pts, ids
+	}
+	for _, p := range s.st.Config.kernelParts() {
+		if p.start == nil || (p.blockZero && !kb.first) {
+			continue
+		}
+		if err := p.start(ks, kb); err != nil {
 			return nil, err
 		}
 	}
-	if s.st.Sample == nil {
-		return ks, nil
-	}
+	return ks, nil
+}
+
+// kernelPart is a metric's part of a stream's second pass
+// (metricDef.kernel): its state is a field of kernelSumsState (so the JSON
+// form names it), and these functions, written in the metric's file, are
+// the only code that sets it up, adds to it, merges it, joins its blocks
+// and checks it. Metrics that share sums share one part (the binned
+// metrics' bin edges and cells). Only holds is required.
+type kernelPart struct {
+	// what names the part's sums in messages ("mmce").
+	what string
+	// blockZero says the sums are not per evaluation point: they are
+	// set up in block 0 only and carried whole when the blocks are
+	// joined.
+	blockZero bool
+	// holds reports whether a state holds the part's sums.
+	holds func(st *kernelSumsState) bool
+	// start sets up the sums for the block kb.
+	start func(ks *KernelSums, kb *kernelBlock) error
+	// add adds a batch's rows; self gives each row's evaluation point
+	// of the block (-1: none).
+	add func(ks *KernelSums, ctx context.Context, b *data.Batch, self []int, workers int) error
+	// merge adds another shard's sums of the same block (both hold
+	// them).
+	merge func(ks, o *KernelSums) error
+	// concat joins the blocks' sums bs (in block order, all holding
+	// them) into out; nil for blockZero parts, whose sums block 0 holds.
+	concat func(out *KernelSums, bs []*KernelSums) error
+	// check checks a decoded state's sums (against its points).
+	check func(st *kernelSumsState) error
+	// complete checks, at Finish, that the sums saw the first pass's n
+	// rows.
+	complete func(st *kernelSumsState, n int64) error
+}
+
+// kernelBlock is what a part's start reads: the first pass, the fits'
+// context, whether the first pass's samples may go as they are fitted
+// (free), whether this is block 0, and the block's evaluation points (nil
+// without a sample).
+type kernelBlock struct {
+	s      *Sums
+	ctx    context.Context
+	free   bool
+	first  bool
+	points *evalPoints
+}
+
+// evalPoints are a block's evaluation points: their rows' probabilities,
+// labels and weights (nil: unweighted).
+type evalPoints struct {
+	probs   []float64
+	labels  []int
+	weights []float64
+}
+
+// blockPoints returns the evaluation points of block b of nb of the
+// sample, and their rows.
+func (s *Sums) blockPoints(b, nb int) (*evalPoints, []pointID, error) {
 	if s.st.Config.All && s.st.N > MaxAllPoints {
-		return nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
+		return nil, nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
 	}
 	probs, labels, weights, ids := s.st.Sample.points(s.st.Weighted)
 	m := len(ids)
 	j0, j1 := b*m/nb, (b+1)*m/nb
 	if j0 == j1 {
-		return nil, optionError("eval-blocks", "%d blocks of the %d evaluation points the data gave: block %d would be empty; give at most %d blocks", nb, m, b, m)
+		return nil, nil, optionError("eval-blocks", "%d blocks of the %d evaluation points the data gave: block %d would be empty; give at most %d blocks", nb, m, b, m)
 	}
-	probs, labels, ids = probs[j0*s.st.K:j1*s.st.K], labels[j0:j1], ids[j0:j1]
+	pts := &evalPoints{probs: probs[j0*s.st.K : j1*s.st.K], labels: labels[j0:j1]}
 	if weights != nil {
-		weights = weights[j0:j1]
+		pts.weights = weights[j0:j1]
 	}
-	notions, _, err := streamNotions(s.st.Config.Mode, s.st.K, s.st.Binary)
-	if err != nil {
-		return nil, err
-	}
-	ks.st.Points = ids
-	if err := s.pointSums(ks, notions, probs, labels, weights); err != nil {
-		return nil, err
-	}
-	return ks, nil
+	return pts, ids[j0:j1], nil
 }
 
-// binnedKernelPart starts the binned entries' part of the second pass
-// (the first block's): the top-label and class edges the sketches need,
-// and the canonical cells of the pooled coordinates' bins.
-func (s *Sums) binnedKernelPart(ks *KernelSums) error {
-	if s.st.TopSketch != nil {
-		top, err := s.st.TopSketch.Needed(s.st.Config.Bins, s.st.Weighted)
-		if err != nil {
-			return fmt.Errorf("evaluate: top-label bins: %w", err)
-		}
-		ks.st.TopEdges = metric.NewEdgeValues(top, edgeLimit(s.st.K))
-		for k, sk := range s.st.ClassSketch {
-			keys, err := sk.Needed(s.st.Config.Bins, s.st.Weighted)
-			if err != nil {
-				return fmt.Errorf("evaluate: class %d bins: %w", k, err)
+// allKernelParts returns every second-pass part of the table, each once.
+func allKernelParts() []*kernelPart {
+	var ps []*kernelPart
+	for _, d := range metricTable {
+		for _, p := range d.kernel {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
 			}
-			ks.st.ClassEdges = append(ks.st.ClassEdges, metric.NewEdgeValues(keys, edgeLimit(s.st.K)))
 		}
 	}
-	if s.st.Pooled != nil {
-		// The pooled coordinates' rule: the rows of positive weight
-		// (Sqrt), their K values each (Doane).
-		bins, err := s.st.Config.Bins.MergedBins(*s.st.Pooled, float64(s.st.Pos), float64(s.st.Pos)*float64(s.st.K))
-		if err != nil {
-			return err
-		}
-		if ks.st.Cells, err = metric.NewCellSums(s.st.K, bins); err != nil {
-			return err
-		}
-		ks.st.Cells.SetLimit(s.st.Config.cellLimit(s.st.K))
-	}
-	return nil
+	return ps
 }
 
-// pointSums starts the kernel metrics' sums at the block's evaluation
-// points: mmce's, ece_kde's of each notion, ece_witness's and sharpness's
-// (which shares ece_kde's sums of its notion where there are some).
-func (s *Sums) pointSums(ks *KernelSums, notions []kde.Notion, probs []float64, labels []int, weights []float64) error {
-	var err error
-	if s.st.Config.has(MMCE) {
-		if ks.st.MMCE, err = metric.NewMMCESums(probs, labels, s.st.K, weights, s.st.Config.MMCEWidth); err != nil {
-			return fmt.Errorf("evaluate: %w", err)
+// kernelParts returns the second-pass parts of the configuration's
+// metrics, each once, in the table's order.
+func (c *streamConfig) kernelParts() []*kernelPart {
+	var ps []*kernelPart
+	for _, d := range metricTable {
+		if !c.has(d.name) {
+			continue
 		}
-	}
-	if !s.st.Config.has(ECEKDE) {
-		notions = nil
-	}
-	for _, n := range notions {
-		ps, err := kde.NewPointSums(n, probs, labels, s.st.K, weights, s.st.Config.Grid)
-		if err != nil {
-			return err
-		}
-		ks.st.Notions = append(ks.st.Notions, ps)
-	}
-	if c := s.st.Config; c.has(ECEWitness) {
-		scale := 0.0
-		if slices.Contains(c.WitnessP, 2) {
-			scale = 0.5 // kde.WitnessOptions.P2Scale's default
-		}
-		if ks.st.Witness, err = kde.NewWitnessSums(probs, labels, s.st.K, weights, c.WitnessGrid, scale); err != nil {
-			return err
-		}
-	}
-	if s.st.Config.has(Sharpness) {
-		ps := ks.notion(s.sharpnessNotion())
-		if ps == nil {
-			if ps, err = kde.NewPointSums(s.sharpnessNotion(), probs, labels, s.st.K, weights, s.st.Config.Grid); err != nil {
-				return err
+		for _, p := range d.kernel {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
 			}
-			ks.st.Sharpness = ps
-		}
-		if err := ps.KeepSquares(); err != nil {
-			return err
 		}
 	}
-	return nil
+	return ps
 }
 
 // notion returns ece_kde's sums of notion n (nil when not computed).
@@ -272,14 +258,6 @@ func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
 		}
 	}
 	return nil
-}
-
-// all returns every PointSums of ks: ece_kde's and sharpness's own.
-func (ks *KernelSums) all() []*kde.PointSums {
-	if ks.st.Sharpness == nil {
-		return ks.st.Notions
-	}
-	return append(slices.Clip(ks.st.Notions), ks.st.Sharpness)
 }
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
@@ -308,39 +286,17 @@ func (ks *KernelSums) Add(ctx context.Context, b *data.Batch, workers int) error
 			self[i] = j
 		}
 	}
-	// ece_variational first: a batch its maps refuse leaves every sum as
-	// it was.
-	if ks.st.Variational != nil {
-		if err := ks.st.Variational.add(b); err != nil {
+	// The parts in the table's order: ece_variational's first, so that a
+	// batch its maps refuse leaves every sum as it was.
+	for _, p := range allKernelParts() {
+		if p.add == nil || !p.holds(&ks.st) {
+			continue
+		}
+		if err := p.add(ks, ctx, b, self, workers); err != nil {
 			return err
 		}
 	}
-	if ks.st.MMCE != nil {
-		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return b.RowsError(err)
-		}
-	}
-	if ks.st.TopEdges != nil {
-		if err := addScores(ks.st.TopEdges, ks.st.ClassEdges, b.Probs, b.Labels, b.K, b.Weights); err != nil {
-			return b.RowsError(err)
-		}
-	}
-	if ks.st.Cells != nil {
-		if err := ks.st.Cells.Add(b.Probs, b.Labels, b.Weights); err != nil {
-			return b.RowsError(err)
-		}
-	}
 	ks.st.Rows += int64(b.N)
-	for _, ps := range ks.all() {
-		if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return b.RowsError(err)
-		}
-	}
-	if ks.st.Witness != nil {
-		if err := ks.st.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
-			return b.RowsError(err)
-		}
-	}
 	return nil
 }
 
@@ -353,58 +309,18 @@ func (ks *KernelSums) Merge(o *KernelSums) error {
 	if ks.st.Block != o.st.Block || ks.st.Blocks != o.st.Blocks {
 		return fmt.Errorf("evaluate: merging kernel sums of block %d of %d with block %d of %d", ks.st.Block, ks.st.Blocks, o.st.Block, o.st.Blocks)
 	}
-	if (ks.st.MMCE == nil) != (o.st.MMCE == nil) {
-		return fmt.Errorf("evaluate: merging kernel sums with and without mmce")
-	}
-	if ks.st.MMCE != nil {
-		if err := ks.st.MMCE.Merge(o.st.MMCE); err != nil {
-			return err
+	for _, p := range allKernelParts() {
+		switch a, b := p.holds(&ks.st), p.holds(&o.st); {
+		case a != b:
+			return fmt.Errorf("evaluate: merging kernel sums with and without %s", p.what)
+		case !a || p.merge == nil:
+			continue
 		}
-	}
-	if (ks.st.Witness == nil) != (o.st.Witness == nil) {
-		return fmt.Errorf("evaluate: merging kernel sums with and without ece_witness")
-	}
-	if ks.st.Witness != nil {
-		if err := ks.st.Witness.Merge(o.st.Witness); err != nil {
-			return fmt.Errorf("evaluate: %w", err)
-		}
-	}
-	if (ks.st.TopEdges == nil) != (o.st.TopEdges == nil) || len(ks.st.ClassEdges) != len(o.st.ClassEdges) || (ks.st.Cells == nil) != (o.st.Cells == nil) {
-		return fmt.Errorf("evaluate: merging second-pass sums of different set-ups")
-	}
-	if ks.st.TopEdges != nil {
-		if err := ks.st.TopEdges.Merge(o.st.TopEdges); err != nil {
-			return err
-		}
-		for k := range ks.st.ClassEdges {
-			if err := ks.st.ClassEdges[k].Merge(o.st.ClassEdges[k]); err != nil {
-				return err
-			}
-		}
-	}
-	if ks.st.Cells != nil {
-		if err := ks.st.Cells.Merge(o.st.Cells); err != nil {
-			return err
-		}
-	}
-	if (ks.st.Variational == nil) != (o.st.Variational == nil) {
-		return fmt.Errorf("evaluate: merging kernel sums with and without ece_variational")
-	}
-	if ks.st.Variational != nil {
-		if err := ks.st.Variational.merge(o.st.Variational); err != nil {
+		if err := p.merge(ks, o); err != nil {
 			return err
 		}
 	}
 	ks.st.Rows += o.st.Rows
-	a, b := ks.all(), o.all()
-	if len(ks.st.Notions) != len(o.st.Notions) || len(a) != len(b) {
-		return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(a), len(b))
-	}
-	for i := range a {
-		if err := a[i].Merge(b[i]); err != nil {
-			return fmt.Errorf("evaluate: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -423,41 +339,33 @@ func ConcatKernelSums(blocks []*KernelSums) (*KernelSums, error) {
 	}
 	a := bs[0]
 	for i, b := range bs {
-		switch {
-		case b.st.Block != i || max(1, b.st.Blocks) != nb:
+		if b.st.Block != i || max(1, b.st.Blocks) != nb {
 			return nil, fmt.Errorf("evaluate: block %d of %d where block %d of %d was due", b.st.Block, b.st.Blocks, i, nb)
-		case b.st.K != a.st.K || b.st.Rows != a.st.Rows || len(b.st.Notions) != len(a.st.Notions) || (b.st.Sharpness == nil) != (a.st.Sharpness == nil) || (b.st.MMCE == nil) != (a.st.MMCE == nil) || (b.st.Witness == nil) != (a.st.Witness == nil):
+		}
+		if b.st.K != a.st.K || b.st.Rows != a.st.Rows {
 			return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.st.Rows, b.st.Rows)
-		case i > 0 && (b.st.TopEdges != nil || b.st.Cells != nil || b.st.Variational != nil):
-			return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
 		}
 	}
-	out := &KernelSums{st: kernelSumsState{Version: streamVersion, K: a.st.K, Rows: a.st.Rows, TopEdges: a.st.TopEdges, ClassEdges: a.st.ClassEdges, Cells: a.st.Cells, Variational: a.st.Variational}}
-	var err error
-	for i := range a.st.Notions {
-		ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Notions[i] }, kde.ConcatPointSums)
-		if err != nil {
-			return nil, err
-		}
-		out.st.Notions = append(out.st.Notions, ps)
-	}
-	if a.st.Sharpness != nil {
-		if out.st.Sharpness, err = concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Sharpness }, kde.ConcatPointSums); err != nil {
-			return nil, err
-		}
-	}
-	if a.st.Witness != nil {
-		if out.st.Witness, err = concatBlocks(bs, func(b *KernelSums) *kde.WitnessSums { return b.st.Witness }, kde.ConcatWitnessSums); err != nil {
-			return nil, err
-		}
-	}
-	if a.st.MMCE != nil {
-		if out.st.MMCE, err = concatBlocks(bs, func(b *KernelSums) *metric.MMCESums { return b.st.MMCE }, metric.ConcatMMCESums); err != nil {
-			return nil, err
-		}
-	}
+	out := &KernelSums{st: kernelSumsState{Version: streamVersion, K: a.st.K, Rows: a.st.Rows}}
 	for _, b := range bs {
 		out.st.Points = append(out.st.Points, b.st.Points...)
+	}
+	for _, p := range allKernelParts() {
+		held := p.holds(&a.st)
+		for i, b := range bs {
+			switch {
+			case p.blockZero && i > 0 && p.holds(&b.st):
+				return nil, fmt.Errorf("evaluate: block %d holds the sums of block 0", i)
+			case !p.blockZero && p.holds(&b.st) != held:
+				return nil, fmt.Errorf("evaluate: blocks of kernel sums of different set-ups or rows (%d and %d)", a.st.Rows, b.st.Rows)
+			}
+		}
+		if !held {
+			continue
+		}
+		if err := p.concat(out, bs); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

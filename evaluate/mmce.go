@@ -1,7 +1,9 @@
 package evaluate
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/calib-dev/calib/data"
@@ -15,6 +17,7 @@ import (
 var mmceDef = metricDef{
 	name:     MMCE,
 	sums:     []*sumsPart{sampleSums},
+	kernel:   []*kernelPart{mmceKernel},
 	check:    func(o *Options) error { return o.MMCE.check() },
 	compute:  (*evaluator).mmce,
 	interval: centered,
@@ -67,4 +70,44 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	root := func(v float64) data.Float { return data.Float(math.Sqrt(math.Max(0, v))) }
 	e := s.sampled(&Result{Metric: MMCE, Notion: notion.TopLabel, Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
 	return []*Result{e}, nil
+}
+
+// mmceKernel is mmce's part of the second pass: its Laplacian kernel sums
+// (metric.MMCESums) at the block's evaluation points, over every row.
+var mmceKernel = &kernelPart{
+	what:  "mmce",
+	holds: func(st *kernelSumsState) bool { return st.MMCE != nil },
+	start: func(ks *KernelSums, kb *kernelBlock) (err error) {
+		if kb.points == nil {
+			return nil
+		}
+		s, pts := kb.s, kb.points
+		if ks.st.MMCE, err = metric.NewMMCESums(pts.probs, pts.labels, s.st.K, pts.weights, s.st.Config.MMCEWidth); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+		return nil
+	},
+	add: func(ks *KernelSums, _ context.Context, b *data.Batch, _ []int, _ int) error {
+		if err := ks.st.MMCE.Add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
+			return b.RowsError(err)
+		}
+		return nil
+	},
+	merge: func(ks, o *KernelSums) error { return ks.st.MMCE.Merge(o.st.MMCE) },
+	concat: func(out *KernelSums, bs []*KernelSums) (err error) {
+		out.st.MMCE, err = concatBlocks(bs, func(b *KernelSums) *metric.MMCESums { return b.st.MMCE }, metric.ConcatMMCESums)
+		return err
+	},
+	check: func(st *kernelSumsState) error {
+		if st.MMCE != nil && st.MMCE.M() != len(st.Points) {
+			return fmt.Errorf("mmce sums of %d points, not %d", st.MMCE.M(), len(st.Points))
+		}
+		return nil
+	},
+	complete: func(st *kernelSumsState, n int64) error {
+		if st.MMCE.N() != n {
+			return fmt.Errorf("evaluate: the mmce sums saw %d rows, the first pass %d: the second pass is incomplete", st.MMCE.N(), n)
+		}
+		return nil
+	},
 }

@@ -118,6 +118,9 @@ type metricDef struct {
 	// sums are the metric's parts of a stream's first pass (sumsPart);
 	// metrics that share sums name the same part.
 	sums []*sumsPart
+	// kernel are the metric's parts of a stream's second pass
+	// (kernelPart); metrics that share sums name the same part.
+	kernel []*kernelPart
 	// variant, if not nil, tells apart the entries of one notion and p
 	// (Key.Variant).
 	variant func(e *Result) string

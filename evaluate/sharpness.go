@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 var sharpnessDef = metricDef{
 	name:     Sharpness,
 	sums:     []*sumsPart{sampleSums},
+	kernel:   []*kernelPart{sharpnessKernel},
 	compute:  (*evaluator).sharpness,
 	interval: centered,
 	define:   defineKDE,
@@ -111,4 +113,57 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 		Value: jf(res.Value), Variance: jf(res.Variance), Excluded: ptr(res.Excluded)},
 		res.M, res.SE, data.Float(res.Lo), data.Float(res.Hi))
 	return []*Result{e}, nil
+}
+
+// sharpnessKernel is sharpness's part of the second pass: the kernel sums
+// of its notion (top_label, or binary for one-column input) with their
+// squares, shared with ece_kde's sums of that notion where ece_kde
+// computes it (then only KeepSquares is sharpness's), else its own
+// (Sharpness).
+var sharpnessKernel = &kernelPart{
+	what:  "sharpness",
+	holds: func(st *kernelSumsState) bool { return st.Sharpness != nil },
+	start: func(ks *KernelSums, kb *kernelBlock) error {
+		if kb.points == nil {
+			return nil
+		}
+		s, pts := kb.s, kb.points
+		ps := ks.notion(s.sharpnessNotion())
+		if ps == nil {
+			var err error
+			if ps, err = kde.NewPointSums(s.sharpnessNotion(), pts.probs, pts.labels, s.st.K, pts.weights, s.st.Config.Grid); err != nil {
+				return err
+			}
+			ks.st.Sharpness = ps
+		}
+		return ps.KeepSquares()
+	},
+	add: func(ks *KernelSums, ctx context.Context, b *data.Batch, self []int, workers int) error {
+		if err := ks.st.Sharpness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
+			return b.RowsError(err)
+		}
+		return nil
+	},
+	merge: func(ks, o *KernelSums) error {
+		if err := ks.st.Sharpness.Merge(o.st.Sharpness); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+		return nil
+	},
+	concat: func(out *KernelSums, bs []*KernelSums) (err error) {
+		out.st.Sharpness, err = concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Sharpness }, kde.ConcatPointSums)
+		return err
+	},
+	check: func(st *kernelSumsState) error {
+		if st.Sharpness != nil && st.Sharpness.M() != len(st.Points) {
+			return fmt.Errorf("sharpness sums inconsistent with the %d points", len(st.Points))
+		}
+		return nil
+	},
+	complete: func(st *kernelSumsState, n int64) error {
+		if st.Sharpness.N() != n {
+			return fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", st.Sharpness.N(), n)
+		}
+		return nil
+	},
 }

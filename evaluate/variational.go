@@ -37,6 +37,7 @@ import (
 var variationalDef = metricDef{
 	name:     ECEVariational,
 	sums:     []*sumsPart{variationalSums},
+	kernel:   []*kernelPart{variationalKernel},
 	check:    func(o *Options) error { return o.Variational.check() },
 	variant:  func(e *Result) string { return e.Loss },
 	compute:  (*evaluator).variational,

@@ -80,6 +80,39 @@ func (s *Sums) variationalPass(ctx context.Context, free bool) (*variationalPass
 	return &variationalPass{Fitted: ft, Sums: ft.NewSums()}, nil
 }
 
+// variationalKernel is ece_variational's part of the second pass: its
+// maps, fitted on the first pass's samples (block 0), and their gain sums
+// over every row.
+var variationalKernel = &kernelPart{
+	what:      "ece_variational",
+	blockZero: true,
+	holds:     func(st *kernelSumsState) bool { return st.Variational != nil },
+	start: func(ks *KernelSums, kb *kernelBlock) (err error) {
+		ks.st.Variational, err = kb.s.variationalPass(kb.ctx, kb.free)
+		return err
+	},
+	add: func(ks *KernelSums, _ context.Context, b *data.Batch, _ []int, _ int) error {
+		return ks.st.Variational.add(b)
+	},
+	merge: func(ks, o *KernelSums) error { return ks.st.Variational.merge(o.st.Variational) },
+	concat: func(out *KernelSums, bs []*KernelSums) error {
+		out.st.Variational = bs[0].st.Variational
+		return nil
+	},
+	check: func(st *kernelSumsState) error {
+		if st.Variational == nil {
+			return nil
+		}
+		return st.Variational.check()
+	},
+	complete: func(st *kernelSumsState, _ int64) error {
+		if err := st.Variational.Fitted.SameRows(st.Variational.Sums); err != nil {
+			return &data.StreamError{Err: err}
+		}
+		return nil
+	},
+}
+
 // add sums a batch's gains.
 func (vp *variationalPass) add(b *data.Batch) error {
 	if err := vp.Fitted.Add(vp.Sums, b.Set, b.Shard, b.Offset); err != nil {

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ import (
 var witnessDef = metricDef{
 	name:     ECEWitness,
 	sums:     []*sumsPart{sampleSums},
+	kernel:   []*kernelPart{witnessKernel},
 	check:    func(o *Options) error { return o.Witness.check() },
 	compute:  (*evaluator).eceWitness,
 	interval: witnessInterval,
@@ -180,4 +182,52 @@ func (c *streamConfig) setWitness(o StreamOptions) error {
 		return optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
 	}
 	return nil
+}
+
+// witnessKernel is ece_witness's part of the second pass: its residual
+// kernel sums (kde.WitnessSums) at the block's evaluation points, over
+// every row.
+var witnessKernel = &kernelPart{
+	what:  "ece_witness",
+	holds: func(st *kernelSumsState) bool { return st.Witness != nil },
+	start: func(ks *KernelSums, kb *kernelBlock) (err error) {
+		if kb.points == nil {
+			return nil
+		}
+		s, pts, c := kb.s, kb.points, kb.s.st.Config
+		scale := 0.0
+		if slices.Contains(c.WitnessP, 2) {
+			scale = 0.5 // kde.WitnessOptions.P2Scale's default
+		}
+		ks.st.Witness, err = kde.NewWitnessSums(pts.probs, pts.labels, s.st.K, pts.weights, c.WitnessGrid, scale)
+		return err
+	},
+	add: func(ks *KernelSums, ctx context.Context, b *data.Batch, self []int, workers int) error {
+		if err := ks.st.Witness.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
+			return b.RowsError(err)
+		}
+		return nil
+	},
+	merge: func(ks, o *KernelSums) error {
+		if err := ks.st.Witness.Merge(o.st.Witness); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
+		return nil
+	},
+	concat: func(out *KernelSums, bs []*KernelSums) (err error) {
+		out.st.Witness, err = concatBlocks(bs, func(b *KernelSums) *kde.WitnessSums { return b.st.Witness }, kde.ConcatWitnessSums)
+		return err
+	},
+	check: func(st *kernelSumsState) error {
+		if st.Witness != nil && st.Witness.M() != len(st.Points) {
+			return fmt.Errorf("witness sums inconsistent with the %d points", len(st.Points))
+		}
+		return nil
+	},
+	complete: func(st *kernelSumsState, n int64) error {
+		if st.Witness.N() != n {
+			return fmt.Errorf("evaluate: the witness sums saw %d rows, the first pass %d: the second pass is incomplete", st.Witness.N(), n)
+		}
+		return nil
+	},
 }
