@@ -40,6 +40,19 @@ func binnedDef(m Metric, estimator string) metricDef {
 	}
 }
 
+// binnedState is binnedSums's part of the first pass's state (sumsState).
+type binnedState struct {
+	Top   *metric.BinSums   `json:"top,omitempty"`
+	Class []*metric.BinSums `json:"class,omitempty"`
+	Cells *metric.CellSums  `json:"cells,omitempty"`
+	// TopSketch and ClassSketch replace Top and Class for data-dependent
+	// bins; Pooled holds the moments of all n x K probabilities for the
+	// canonical cells' Doane rule.
+	TopSketch   *metric.ScoreSketch   `json:"top_sketch,omitempty"`
+	ClassSketch []*metric.ScoreSketch `json:"class_sketch,omitempty"`
+	Pooled      *metric.Moments       `json:"pooled,omitempty"`
+}
+
 // binnedSums is the binned metrics' first pass: with fixed bins the bin
 // sums of the top-label score and of each class column (Top, Class), with
 // data-dependent bins their score sketches (TopSketch, ClassSketch); for
@@ -142,6 +155,16 @@ var binnedSums = &sumsPart{
 	holds: func(st *sumsState) bool {
 		return st.Top != nil || st.Class != nil || st.TopSketch != nil || st.ClassSketch != nil || st.Cells != nil || st.Pooled != nil
 	},
+}
+
+// binnedKernelState is binnedKernel's part of the second pass's state
+// (kernelSumsState): the scores near the edges of data-dependent bins
+// (see metric.ScoreSketch) and the canonical cells when their number
+// depends on the data.
+type binnedKernelState struct {
+	TopEdges   *metric.EdgeValues   `json:"top_edges,omitempty"`
+	ClassEdges []*metric.EdgeValues `json:"class_edges,omitempty"`
+	Cells      *metric.CellSums     `json:"cells,omitempty"`
 }
 
 // binnedKernel is the binned metrics' part of the second pass (block 0):

@@ -259,6 +259,12 @@ func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 	return nil
 }
 
+// eceKDEKernelState is eceKDEKernel's part of the second pass's state
+// (kernelSumsState).
+type eceKDEKernelState struct {
+	Notions []*kde.PointSums `json:"notions"`
+}
+
 // eceKDEKernel is ece_kde's part of the second pass: the kernel sums of
 // each notion (kde.PointSums) at the block's evaluation points, over every
 // row.

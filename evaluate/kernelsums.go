@@ -8,7 +8,6 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
-	"github.com/calib-dev/calib/metric"
 )
 
 // KernelSums is the second pass of a streamed evaluation: the kernel sums
@@ -23,31 +22,21 @@ type KernelSums struct {
 
 // kernelSumsState is the state of KernelSums, and its JSON form.
 type kernelSumsState struct {
-	Version int              `json:"version"`
-	Notions []*kde.PointSums `json:"notions"`
+	Version int `json:"version"`
+	// Each part's state (kernelPart), declared in its metric's file,
+	// around the points; the JSON form is flat, in this order.
+	eceKDEKernelState
 	// Points names the row of each evaluation point, in the order of the
 	// points of every notion.
 	Points []pointID `json:"points"`
 	K      int       `json:"k"` // columns of the rows
-	// MMCE holds mmce's kernel sums at the same points (nil when mmce is
-	// not asked for).
-	MMCE *metric.MMCESums `json:"mmce,omitempty"`
-	// Witness holds ece_witness's residual kernel sums.
-	Witness *kde.WitnessSums `json:"witness,omitempty"`
-	// Sharpness holds sharpness's kernel sums (top_label, or binary for
-	// one-column input, with the squared sums) when ece_kde does not
-	// already compute that notion (then its PointSums keeps the squares).
-	Sharpness *kde.PointSums `json:"sharpness,omitempty"`
-	// TopEdges and ClassEdges hold the scores near the edges of
-	// data-dependent bins (see metric.ScoreSketch), Cells the canonical
-	// cells when their number depends on the data.
-	TopEdges   *metric.EdgeValues   `json:"top_edges,omitempty"`
-	ClassEdges []*metric.EdgeValues `json:"class_edges,omitempty"`
-	Cells      *metric.CellSums     `json:"cells,omitempty"`
+	mmceKernelState
+	witnessKernelState
+	sharpnessKernelState
+	binnedKernelState
 	// Rows counts the rows added, for the check that the pass is complete.
 	Rows int64 `json:"rows"`
-	// Variational holds ece_variational's maps and gain sums (block 0).
-	Variational *variationalPass `json:"variational,omitempty"`
+	variationalKernelState
 	// Block and Blocks say which block of the evaluation points these
 	// sums hold (0 of 1: all; see Sums.KernelSumsBlock).
 	Block  int `json:"block,omitempty"`

@@ -15,14 +15,43 @@ import (
 // ksDef is the KS calibration error (splines.md eq. 11) of the top-r
 // scores, the within-top-r scores and each class column.
 var ksDef = metricDef{
-	name:     KS,
-	check:    func(o *Options) error { return o.KS.check() },
-	compute:  (*evaluator).ks,
-	interval: centered,
-	pValues:  (*evaluator).ksPValues,
-	define:   func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
-	sums:     []*sumsPart{ksSums},
-	finish:   func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
+	name:      KS,
+	check:     func(o *Options) error { return o.KS.check() },
+	compute:   (*evaluator).ks,
+	interval:  centered,
+	pValues:   (*evaluator).ksPValues,
+	define:    func(_ *config, e *Result) { e.Estimator = "ks-cumulative" }, // max_i |cumulative (y - f) sums| over sorted scores
+	sums:      []*sumsPart{ksSums},
+	configure: configureKS,
+	finish:    func(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishKS(), nil },
+}
+
+// ksConfig is ks's part of a stream's configuration (streamConfig): the
+// r of its top-r and within-top-r entries (Options.KS.R) and the number of
+// score cells of its sums (StreamOptions.KSCells).
+type ksConfig struct {
+	KSR     []int `json:"ks_r"`
+	KSCells int   `json:"ks_cells"`
+}
+
+// configureKS sets ks's part of a stream's configuration: its r, and its
+// cells (0: metric.DefaultKSCells), checked.
+func configureKS(c *streamConfig, o StreamOptions) error {
+	c.KSR, c.KSCells = o.KS.R, o.KSCells
+	if c.KSCells == 0 {
+		c.KSCells = metric.DefaultKSCells
+	}
+	if _, err := metric.NewKSSums(c.KSCells); err != nil {
+		return optionError("ks-cells", "%v", err)
+	}
+	return nil
+}
+
+// ksState is ksSums's part of the first pass's state (sumsState).
+type ksState struct {
+	KSTop   []*metric.KSSums `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
+	KSWith  []*metric.KSSums `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
+	KSClass []*metric.KSSums `json:"ks_class,omitempty"`
 }
 
 // ksSums is ks's first pass: the KS sums of the score cells of each top-r

@@ -15,15 +15,22 @@ import (
 // Jain (2018) on the top-label confidence with a Laplacian kernel: the
 // V-statistic (the i = j terms included).
 var mmceDef = metricDef{
-	name:     MMCE,
-	sums:     []*sumsPart{sampleSums},
-	kernel:   []*kernelPart{mmceKernel},
-	check:    func(o *Options) error { return o.MMCE.check() },
-	compute:  (*evaluator).mmce,
-	interval: centered,
-	pValues:  (*evaluator).recomputedPValues,
-	define:   func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
-	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
+	name:      MMCE,
+	sums:      []*sumsPart{sampleSums},
+	configure: func(c *streamConfig, o StreamOptions) error { c.MMCEWidth = o.MMCE.Width; return nil },
+	kernel:    []*kernelPart{mmceKernel},
+	check:     func(o *Options) error { return o.MMCE.check() },
+	compute:   (*evaluator).mmce,
+	interval:  centered,
+	pValues:   (*evaluator).recomputedPValues,
+	define:    func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
+	finish:    func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
+}
+
+// mmceConfig is mmce's part of a stream's configuration (streamConfig):
+// its kernel width (Options.MMCE.Width).
+type mmceConfig struct {
+	MMCEWidth float64 `json:"mmce_width"`
 }
 
 // MMCEOptions configures mmce (Options.MMCE). The zero value is the
@@ -70,6 +77,13 @@ func finishMMCE(s *Sums, ks *KernelSums) ([]*Result, error) {
 	root := func(v float64) data.Float { return data.Float(math.Sqrt(math.Max(0, v))) }
 	e := s.sampled(&Result{Metric: MMCE, Notion: notion.TopLabel, Value: ptr(root(sq)), Squared: jf(sq), Width: ptr(c.MMCEWidth)}, ks.st.MMCE.M(), se, root(lo), root(hi))
 	return []*Result{e}, nil
+}
+
+// mmceKernelState is mmceKernel's part of the second pass's state
+// (kernelSumsState): mmce's kernel sums at the evaluation points (nil
+// when mmce is not asked for).
+type mmceKernelState struct {
+	MMCE *metric.MMCESums `json:"mmce,omitempty"`
 }
 
 // mmceKernel is mmce's part of the second pass: its Laplacian kernel sums

@@ -118,6 +118,10 @@ type metricDef struct {
 	// sums are the metric's parts of a stream's first pass (sumsPart);
 	// metrics that share sums name the same part.
 	sums []*sumsPart
+	// configure sets the metric's own fields of a stream's configuration
+	// from the options (after the shared ones, P and Level included), for
+	// every stream: a state holds them whatever its metrics. nil: none.
+	configure func(c *streamConfig, o StreamOptions) error
 	// kernel are the metric's parts of a stream's second pass
 	// (kernelPart); metrics that share sums name the same part.
 	kernel []*kernelPart

@@ -142,6 +142,12 @@ func (s *sample) points(weighted bool) (probs []float64, labels []int, weights [
 	return probs, labels, weights, ids
 }
 
+// sampleState is sampleSums's part of the first pass's state
+// (sumsState).
+type sampleState struct {
+	Sample *sample `json:"sample,omitempty"`
+}
+
 // sampleSums is the kernel metrics' first pass (ece_kde, ece_witness,
 // mmce, sharpness): the sample of their evaluation points, drawn from
 // every row (Sample); their kernel sums at the points are the second

@@ -115,6 +115,14 @@ func finishSharpness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	return []*Result{e}, nil
 }
 
+// sharpnessKernelState is sharpnessKernel's part of the second pass's
+// state (kernelSumsState): sharpness's kernel sums (top_label, or binary
+// for one-column input, with the squared sums) when ece_kde does not
+// already compute that notion (then its PointSums keeps the squares).
+type sharpnessKernelState struct {
+	Sharpness *kde.PointSums `json:"sharpness,omitempty"`
+}
+
 // sharpnessKernel is sharpness's part of the second pass: the kernel sums
 // of its notion (top_label, or binary for one-column input) with their
 // squares, shared with ece_kde's sums of that notion where ece_kde

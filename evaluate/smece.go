@@ -27,11 +27,12 @@ import (
 // at the resample's own fixed point, searched again (as relplot's own
 // interval of the smECE does, 11 bandwidths per resample).
 var smeceDef = metricDef{
-	name:     SmECE,
-	sums:     []*sumsPart{smeceStreamSums},
-	check:    func(o *Options) error { return checkSmECE(o.SmECE) },
-	compute:  (*evaluator).smece,
-	interval: centered,
+	name:      SmECE,
+	sums:      []*sumsPart{smeceStreamSums},
+	configure: func(c *streamConfig, o StreamOptions) error { c.SmECE = o.SmECE; return nil },
+	check:     func(o *Options) error { return checkSmECE(o.SmECE) },
+	compute:   (*evaluator).smece,
+	interval:  centered,
 	define: func(c *config, e *Result) {
 		e.Estimator, e.Kernel, e.Convention = "smooth", "reflected-gaussian", c.SmECE.Convention.String()
 		e.BandwidthMethod = "fixed-point"
@@ -40,6 +41,12 @@ var smeceDef = metricDef{
 		}
 	},
 	finish: finishSmECE,
+}
+
+// smeceConfig is smece's part of a stream's configuration (streamConfig):
+// its options (Options.SmECE).
+type smeceConfig struct {
+	SmECE smooth.Options `json:"smece"`
 }
 
 // checkSmECE checks Options.SmECE: sigma 0 (the fixed point) or in
@@ -169,6 +176,12 @@ func smeceClassWise(mode string, k int, binary bool) (bool, error) {
 	}
 	notions, _, err := ns.Resolve(&data.Set{K: k, Binary: binary})
 	return slices.Contains(notions, kde.ClassWise), err
+}
+
+// smeceState is smeceStreamSums's part of the first pass's state
+// (sumsState): smece's summed grids.
+type smeceState struct {
+	SmECE *smeceSums `json:"smece,omitempty"`
 }
 
 // smeceStreamSums is smece's first pass: the summed grids of its views

@@ -97,30 +97,26 @@ type streamConfig struct {
 	// Defaulted says Metrics are the defaults: the canonical ece_bin is
 	// then left out where Evaluate's default leaves it out, and where its
 	// cells pass the memory bound.
-	Defaulted bool              `json:"defaulted,omitempty"`
-	SmECE     smooth.Options    `json:"smece"`
+	Defaulted bool `json:"defaulted,omitempty"`
+	// A metric's own configuration (metricDef.configure) is declared in
+	// its file and embedded here; the JSON form is flat, in this order.
+	smeceConfig
 	Mode      string            `json:"mode"`
 	P         []float64         `json:"p"`
 	Bandwidth float64           `json:"bandwidth,omitempty"`
 	Grid      []float64         `json:"grid"`
 	ClassMean bool              `json:"class_mean,omitempty"`
 	Bins      metric.BinOptions `json:"bins"`
-	KSR       []int             `json:"ks_r"`
-	KSCells   int               `json:"ks_cells"`
-	MMCEWidth float64           `json:"mmce_width"`
-	M         int               `json:"m"`             // evaluation points
-	All       bool              `json:"all,omitempty"` // every row an evaluation point (M is then MaxAllPoints)
-	Strict    bool              `json:"strict,omitempty"`
-	Level     float64           `json:"level"`
-	Seed      uint64            `json:"seed"`
-	MaxCells  int               `json:"max_cells,omitempty"`
-	// VariationalFamily is ece_variational's family list
-	// (Options.VariationalFamily; "" for auto).
-	VariationalFamily string `json:"variational_family,omitempty"`
-	// WitnessGrid is ece_witness's grid (kde.WitnessGrid, or the one
-	// witness bandwidth); WitnessP its exponents (1 and 2 of P).
-	WitnessGrid []float64 `json:"witness_grid,omitempty"`
-	WitnessP    []float64 `json:"witness_p,omitempty"`
+	ksConfig
+	mmceConfig
+	M        int     `json:"m"`             // evaluation points
+	All      bool    `json:"all,omitempty"` // every row an evaluation point (M is then MaxAllPoints)
+	Strict   bool    `json:"strict,omitempty"`
+	Level    float64 `json:"level"`
+	Seed     uint64  `json:"seed"`
+	MaxCells int     `json:"max_cells,omitempty"`
+	variationalConfig
+	witnessConfig
 }
 
 // resolve checks the options of a stream, before any data is read.
@@ -131,7 +127,7 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if err := o.Options.checkMetrics(); err != nil {
 		return nil, err
 	}
-	c := &streamConfig{SmECE: o.SmECE, VariationalFamily: o.Variational.Family, Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, KSR: o.KS.R, KSCells: o.KSCells, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), MMCEWidth: o.MMCE.Width, Strict: o.Strict}
+	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), Strict: o.Strict}
 	if err := c.setMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
@@ -147,12 +143,6 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if _, err := metric.NewBinSums(metric.BinOptions{Bins: c.Bins.Bins}); err != nil {
 		return nil, optionError("bins", "%v", err)
 	}
-	if c.KSCells == 0 {
-		c.KSCells = metric.DefaultKSCells
-	}
-	if _, err := metric.NewKSSums(c.KSCells); err != nil {
-		return nil, optionError("ks-cells", "%v", err)
-	}
 	switch {
 	case c.M == 0:
 		c.M = DefaultEvalPoints
@@ -165,8 +155,15 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if c.Bandwidth > 0 {
 		c.Grid = []float64{c.Bandwidth}
 	}
-	if err := c.setWitness(o); err != nil {
-		return nil, err
+	// Each metric's own configuration, every metric's (a state holds its
+	// defaults whatever the metrics), in the table's order.
+	for _, d := range metricTable {
+		if d.configure == nil {
+			continue
+		}
+		if err := d.configure(c, o); err != nil {
+			return nil, err
+		}
 	}
 	for i, h := range c.Grid {
 		if !(h > 0) || math.IsInf(h, 0) || (i > 0 && !(h > c.Grid[i-1])) {

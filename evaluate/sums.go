@@ -13,7 +13,6 @@ import (
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/state"
 	"github.com/calib-dev/calib/metric"
-	"github.com/calib-dev/calib/variational"
 )
 
 // Sums is the first pass of a streamed evaluation: the exact mergeable sums
@@ -43,23 +42,13 @@ type sumsState struct {
 	ZeroRounded  bool    `json:"zero_rounded,omitempty"` // some rounded row holds an exact 0
 
 	Scores *metric.ScoreSums `json:"scores,omitempty"`
-	Top    *metric.BinSums   `json:"top,omitempty"`
-	Class  []*metric.BinSums `json:"class,omitempty"`
-	Cells  *metric.CellSums  `json:"cells,omitempty"`
-	// TopSketch and ClassSketch replace Top and Class for data-dependent
-	// bins; Pooled holds the moments of all n x K probabilities for the
-	// canonical cells' Doane rule.
-	TopSketch   *metric.ScoreSketch   `json:"top_sketch,omitempty"`
-	ClassSketch []*metric.ScoreSketch `json:"class_sketch,omitempty"`
-	Pooled      *metric.Moments       `json:"pooled,omitempty"`
-	KSTop       []*metric.KSSums      `json:"ks_top,omitempty"`    // per r of KSR (r <= K)
-	KSWith      []*metric.KSSums      `json:"ks_within,omitempty"` // per r >= 2 of KSR (r <= K)
-	KSClass     []*metric.KSSums      `json:"ks_class,omitempty"`
-	Sample      *sample               `json:"sample,omitempty"`
-	// SmECE holds smece's summed grids.
-	SmECE *smeceSums `json:"smece,omitempty"`
-	// Variational holds ece_variational's samples, one per fold.
-	Variational *variational.Sketch `json:"variational,omitempty"`
+	// Each part's state (sumsPart), declared in its metric's file; the
+	// JSON form is flat, in this order.
+	binnedState
+	ksState
+	sampleState
+	smeceState
+	variationalState
 	// Rows are the runs of rows added, by source: the same rows cannot
 	// be added twice, and they hold exactly N rows.
 	Rows []rowRange `json:"rows"`

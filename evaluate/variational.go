@@ -35,17 +35,25 @@ import (
 // resampled, the maps held fixed). Top-label and binary entries split the value into
 // over- and under-confidence.
 var variationalDef = metricDef{
-	name:     ECEVariational,
-	sums:     []*sumsPart{variationalSums},
-	kernel:   []*kernelPart{variationalKernel},
-	check:    func(o *Options) error { return o.Variational.check() },
-	variant:  func(e *Result) string { return e.Loss },
-	compute:  (*evaluator).variational,
-	finish:   finishVariational,
-	interval: percentile,
+	name:      ECEVariational,
+	sums:      []*sumsPart{variationalSums},
+	configure: func(c *streamConfig, o StreamOptions) error { c.VariationalFamily = o.Variational.Family; return nil },
+	kernel:    []*kernelPart{variationalKernel},
+	check:     func(o *Options) error { return o.Variational.check() },
+	variant:   func(e *Result) string { return e.Loss },
+	compute:   (*evaluator).variational,
+	finish:    finishVariational,
+	interval:  percentile,
 	define: func(_ *config, e *Result) {
 		e.Estimator = "variational-crossfit"
 	},
+}
+
+// variationalConfig is ece_variational's part of a stream's configuration
+// (streamConfig): its family list (Options.Variational.Family; "" for
+// auto).
+type variationalConfig struct {
+	VariationalFamily string `json:"variational_family,omitempty"`
 }
 
 // VariationalOptions configures ece_variational (Options.Variational). The

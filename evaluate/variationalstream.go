@@ -31,6 +31,12 @@ type variationalPass struct {
 	Sums   *variational.GainSums `json:"sums"`
 }
 
+// variationalState is variationalSums's part of the first pass's state
+// (sumsState): ece_variational's samples, one per fold.
+type variationalState struct {
+	Variational *variational.Sketch `json:"variational,omitempty"`
+}
+
 // variationalSums is ece_variational's first pass: each fold's sample of
 // the rows (Variational, a variational.Sketch), on which the second pass
 // fits the families.
@@ -78,6 +84,13 @@ func (s *Sums) variationalPass(ctx context.Context, free bool) (*variationalPass
 		return nil, fmt.Errorf("ece_variational: %w", err)
 	}
 	return &variationalPass{Fitted: ft, Sums: ft.NewSums()}, nil
+}
+
+// variationalKernelState is variationalKernel's part of the second
+// pass's state (kernelSumsState): ece_variational's maps and gain sums
+// (block 0).
+type variationalKernelState struct {
+	Variational *variationalPass `json:"variational,omitempty"`
 }
 
 // variationalKernel is ece_variational's part of the second pass: its

@@ -19,14 +19,15 @@ import (
 // sums are K-vectors at two grids: about 13 times ece_kde's canonical
 // cost).
 var witnessDef = metricDef{
-	name:     ECEWitness,
-	sums:     []*sumsPart{sampleSums},
-	kernel:   []*kernelPart{witnessKernel},
-	check:    func(o *Options) error { return o.Witness.check() },
-	compute:  (*evaluator).eceWitness,
-	interval: witnessInterval,
-	define:   defineWitness,
-	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishWitness(s, ks) },
+	name:      ECEWitness,
+	sums:      []*sumsPart{sampleSums},
+	configure: configureWitness,
+	kernel:    []*kernelPart{witnessKernel},
+	check:     func(o *Options) error { return o.Witness.check() },
+	compute:   (*evaluator).eceWitness,
+	interval:  witnessInterval,
+	define:    defineWitness,
+	finish:    func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishWitness(s, ks) },
 }
 
 // WitnessOptions configures ece_witness (Options.Witness). The zero value
@@ -159,10 +160,19 @@ func finishWitness(s *Sums, ks *KernelSums) ([]*Result, error) {
 	return out, nil
 }
 
-// setWitness sets ece_witness's part of a stream's configuration: its
-// bandwidth grid (or the fixed bandwidth) and its exponents, p = 1 and 2
-// of the options' (both by default).
-func (c *streamConfig) setWitness(o StreamOptions) error {
+// witnessConfig is ece_witness's part of a stream's configuration
+// (streamConfig): its grid (kde.WitnessGrid, or the one witness
+// bandwidth) and its exponents (1 and 2 of P).
+type witnessConfig struct {
+	WitnessGrid []float64 `json:"witness_grid,omitempty"`
+	WitnessP    []float64 `json:"witness_p,omitempty"`
+}
+
+// configureWitness sets ece_witness's part of a stream's configuration,
+// where ece_witness is asked for: its bandwidth grid (or the fixed
+// bandwidth) and its exponents, p = 1 and 2 of the options' (both by
+// default).
+func configureWitness(c *streamConfig, o StreamOptions) error {
 	if !c.has(ECEWitness) {
 		return nil
 	}
@@ -182,6 +192,12 @@ func (c *streamConfig) setWitness(o StreamOptions) error {
 		return optionError("p", "ece_witness is defined for p = 1 and 2, not for p = %v", c.P)
 	}
 	return nil
+}
+
+// witnessKernelState is witnessKernel's part of the second pass's state
+// (kernelSumsState): ece_witness's residual kernel sums.
+type witnessKernelState struct {
+	Witness *kde.WitnessSums `json:"witness,omitempty"`
 }
 
 // witnessKernel is ece_witness's part of the second pass: its residual
