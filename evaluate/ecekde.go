@@ -340,3 +340,13 @@ var eceKDEKernel = &kernelPart{
 		return nil
 	},
 }
+
+// notion returns ece_kde's sums of notion n (nil when not computed).
+func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
+	for _, ps := range ks.st.Notions {
+		if ps.Notion() == n {
+			return ps
+		}
+	}
+	return nil
+}

@@ -51,7 +51,8 @@ func Finish(s *Sums, ks *KernelSums) (*Evaluation, error) {
 		out.Warnings = append(out.Warnings, warn(RoundedZeros, "some rows were rounded to few decimals and hold exact zeros: a small probability written as 0.000000 is a zero coordinate to the Dirichlet kernel (see calib eval without --stream for the counts)"))
 	}
 	cfg := &config{bin: c.Bins, ps: c.P, boot: metric.BootstrapOptions{Seed: c.Seed}}
-	cfg.Options.Bins, cfg.Options.SmECE = c.Bins, c.SmECE
+	cfg.Options.Bins = c.Bins
+	c.smeceConfig.apply(&cfg.Options)
 	var results []*Result
 	for _, d := range metricTable {
 		if !c.has(d.name) {

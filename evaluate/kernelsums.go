@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/kde"
 )
 
 // KernelSums is the second pass of a streamed evaluation: the kernel sums
@@ -119,13 +118,11 @@ func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*Ker
 	}
 	kb := &kernelBlock{s: s, ctx: ctx, free: free, first: b == 0}
 	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
-	if s.st.Sample != nil {
-		pts, ids, err := s.blockPoints(b, nb)
-		if err != nil {
-			return nil, err
-		}
-		kb.points, ks.st.Points = pts, ids
+	pts, ids, err := s.blockPoints(b, nb)
+	if err != nil {
+		return nil, err
 	}
+	kb.points, ks.st.Points = pts, ids
 	for _, p := range s.st.Config.kernelParts() {
 		if p.start == nil || (p.blockZero && !kb.first) {
 			continue
@@ -182,33 +179,6 @@ type kernelBlock struct {
 	points *evalPoints
 }
 
-// evalPoints are a block's evaluation points: their rows' probabilities,
-// labels and weights (nil: unweighted).
-type evalPoints struct {
-	probs   []float64
-	labels  []int
-	weights []float64
-}
-
-// blockPoints returns the evaluation points of block b of nb of the
-// sample, and their rows.
-func (s *Sums) blockPoints(b, nb int) (*evalPoints, []pointID, error) {
-	if s.st.Config.All && s.st.N > MaxAllPoints {
-		return nil, nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
-	}
-	probs, labels, weights, ids := s.st.Sample.points(s.st.Weighted)
-	m := len(ids)
-	j0, j1 := b*m/nb, (b+1)*m/nb
-	if j0 == j1 {
-		return nil, nil, optionError("eval-blocks", "%d blocks of the %d evaluation points the data gave: block %d would be empty; give at most %d blocks", nb, m, b, m)
-	}
-	pts := &evalPoints{probs: probs[j0*s.st.K : j1*s.st.K], labels: labels[j0:j1]}
-	if weights != nil {
-		pts.weights = weights[j0:j1]
-	}
-	return pts, ids[j0:j1], nil
-}
-
 // allKernelParts returns every second-pass part of the table, each once.
 func allKernelParts() []*kernelPart {
 	var ps []*kernelPart
@@ -237,16 +207,6 @@ func (c *streamConfig) kernelParts() []*kernelPart {
 		}
 	}
 	return ps
-}
-
-// notion returns ece_kde's sums of notion n (nil when not computed).
-func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
-	for _, ps := range ks.st.Notions {
-		if ps.Notion() == n {
-			return ps
-		}
-	}
-	return nil
 }
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;

@@ -34,6 +34,9 @@ type ksConfig struct {
 	KSCells int   `json:"ks_cells"`
 }
 
+// valid reports whether a decoded configuration's cells are in range.
+func (c ksConfig) valid() bool { return c.KSCells >= 1 && c.KSCells <= 1<<24 }
+
 // configureKS sets ks's part of a stream's configuration: its r, and its
 // cells (0: metric.DefaultKSCells), checked.
 func configureKS(c *streamConfig, o StreamOptions) error {

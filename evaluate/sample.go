@@ -178,3 +178,33 @@ var sampleSums = &sumsPart{
 	secondPass: func(*streamConfig) bool { return true },
 	holds:      func(st *sumsState) bool { return st.Sample != nil },
 }
+
+// blockPoints returns the evaluation points of block b of nb of the
+// sample, and their rows (none without a sample).
+func (s *Sums) blockPoints(b, nb int) (*evalPoints, []pointID, error) {
+	if s.st.Sample == nil {
+		return nil, nil, nil
+	}
+	if s.st.Config.All && s.st.N > MaxAllPoints {
+		return nil, nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
+	}
+	probs, labels, weights, ids := s.st.Sample.points(s.st.Weighted)
+	m := len(ids)
+	j0, j1 := b*m/nb, (b+1)*m/nb
+	if j0 == j1 {
+		return nil, nil, optionError("eval-blocks", "%d blocks of the %d evaluation points the data gave: block %d would be empty; give at most %d blocks", nb, m, b, m)
+	}
+	pts := &evalPoints{probs: probs[j0*s.st.K : j1*s.st.K], labels: labels[j0:j1]}
+	if weights != nil {
+		pts.weights = weights[j0:j1]
+	}
+	return pts, ids[j0:j1], nil
+}
+
+// evalPoints are a block's evaluation points: their rows' probabilities,
+// labels and weights (nil: unweighted).
+type evalPoints struct {
+	probs   []float64
+	labels  []int
+	weights []float64
+}

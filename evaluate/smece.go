@@ -29,7 +29,7 @@ import (
 var smeceDef = metricDef{
 	name:      SmECE,
 	sums:      []*sumsPart{smeceStreamSums},
-	configure: func(c *streamConfig, o StreamOptions) error { c.SmECE = o.SmECE; return nil },
+	configure: configureSmECE,
 	check:     func(o *Options) error { return checkSmECE(o.SmECE) },
 	compute:   (*evaluator).smece,
 	interval:  centered,
@@ -46,8 +46,18 @@ var smeceDef = metricDef{
 // smeceConfig is smece's part of a stream's configuration (streamConfig):
 // its options (Options.SmECE).
 type smeceConfig struct {
-	SmECE smooth.Options `json:"smece"`
+	SmECEOptions smooth.Options `json:"smece"`
 }
+
+// configureSmECE sets smece's part of a stream's configuration: its
+// options (relplot 1.0.3's convention: checkStreamable refuses 1.0.1's).
+func configureSmECE(c *streamConfig, o StreamOptions) error {
+	c.SmECEOptions = o.SmECE
+	return nil
+}
+
+// apply sets smece's options of o, for its definition keys (Finish).
+func (c smeceConfig) apply(o *Options) { o.SmECE = c.SmECEOptions }
 
 // checkSmECE checks Options.SmECE: sigma 0 (the fixed point) or in
 // [smooth.MinSigma, 1], eps in [0, 1), and one of relplot's conventions.
@@ -181,7 +191,7 @@ func smeceClassWise(mode string, k int, binary bool) (bool, error) {
 // smeceState is smeceStreamSums's part of the first pass's state
 // (sumsState): smece's summed grids.
 type smeceState struct {
-	SmECE *smeceSums `json:"smece,omitempty"`
+	SmECESums *smeceSums `json:"smece,omitempty"`
 }
 
 // smeceStreamSums is smece's first pass: the summed grids of its views
@@ -189,23 +199,23 @@ type smeceState struct {
 var smeceStreamSums = &sumsPart{
 	what: "smece's",
 	start: func(st *sumsState, _ *data.Batch) (err error) {
-		st.SmECE, err = newSmeceSums(st.Config, st.K, st.Binary)
+		st.SmECESums, err = newSmeceSums(st.Config, st.K, st.Binary)
 		return err
 	},
 	add: func(st *sumsState, b *data.Batch) error {
-		if err := st.SmECE.add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
+		if err := st.SmECESums.add(b.Probs, b.Labels, b.K, b.Weights); err != nil {
 			return b.RowsError(err)
 		}
 		return nil
 	},
-	merge: func(st, o *sumsState) error { return st.SmECE.merge(o.SmECE) },
+	merge: func(st, o *sumsState) error { return st.SmECESums.merge(o.SmECESums) },
 	check: func(st *sumsState) error {
-		if st.SmECE == nil {
+		if st.SmECESums == nil {
 			return errors.New("missing smece sums")
 		}
-		return st.SmECE.check(st.Config, st.K, st.Binary)
+		return st.SmECESums.check(st.Config, st.K, st.Binary)
 	},
-	holds: func(st *sumsState) bool { return st.SmECE != nil },
+	holds: func(st *sumsState) bool { return st.SmECESums != nil },
 }
 
 // newSmeceSums returns the empty sums of the views of rows of k columns.
@@ -215,16 +225,16 @@ func newSmeceSums(c *streamConfig, k int, binary bool) (*smeceSums, error) {
 		return nil, err
 	}
 	ss := &smeceSums{}
-	if ss.Top, err = smooth.NewSums(c.SmECE); err != nil {
+	if ss.Top, err = smooth.NewSums(c.SmECEOptions); err != nil {
 		return nil, err
 	}
 	if binary {
-		ss.Binary, _ = smooth.NewSums(c.SmECE)
+		ss.Binary, _ = smooth.NewSums(c.SmECEOptions)
 	}
 	if classWise {
 		ss.Class = make([]*smooth.Sums, k)
 		for i := range ss.Class {
-			ss.Class[i], _ = smooth.NewSums(c.SmECE)
+			ss.Class[i], _ = smooth.NewSums(c.SmECEOptions)
 		}
 	}
 	return ss, nil
@@ -279,7 +289,7 @@ func (ss *smeceSums) check(c *streamConfig, k int, binary bool) error {
 	if ss.Top == nil || (ss.Binary != nil) != binary || len(ss.Class) != want || slices.Contains(ss.Class, nil) {
 		return errors.New("missing or inconsistent smece sums")
 	}
-	o := c.SmECE
+	o := c.SmECEOptions
 	o.Eps = cmp.Or(o.Eps, smooth.DefaultEps)
 	for _, sm := range append([]*smooth.Sums{ss.Top, ss.Binary}, ss.Class...) {
 		if sm != nil && sm.Options() != o {
@@ -292,7 +302,7 @@ func (ss *smeceSums) check(c *streamConfig, k int, binary bool) error {
 // finishSmECE returns the streamed smece entries: Evaluate's (values
 // within 1e-12), without bootstrap intervals.
 func finishSmECE(s *Sums, _ *KernelSums, _ *Evaluation) ([]*Result, error) {
-	ss := s.st.SmECE
+	ss := s.st.SmECESums
 	if ss == nil {
 		return nil, errors.New("no smece sums")
 	}

@@ -354,7 +354,7 @@ func (s *Sums) UnmarshalJSON(b []byte) error {
 // configuration needs, with the sizes it needs.
 func (s *Sums) check() error {
 	c := s.st.Config
-	if c.M < 1 || c.KSCells < 1 || c.KSCells > 1<<24 || c.Bins.Bins < 1 || c.Bins.Bins > 1<<20 || len(c.Metrics) == 0 || c.MaxCells < 0 {
+	if c.M < 1 || !c.ksConfig.valid() || c.Bins.Bins < 1 || c.Bins.Bins > 1<<20 || len(c.Metrics) == 0 || c.MaxCells < 0 {
 		return errors.New("inconsistent configuration")
 	}
 	if !s.started {

@@ -429,7 +429,7 @@ func TestMergeRefusesMissingPart(t *testing.T) {
 	}{
 		{func(st *sumsState) { st.Top, st.Class, st.Cells = nil, nil, nil }, "the binned metrics'"},
 		{func(st *sumsState) { st.KSTop, st.KSWith, st.KSClass = nil, nil, nil }, "ks's"},
-		{func(st *sumsState) { st.SmECE = nil }, "smece's"},
+		{func(st *sumsState) { st.SmECESums = nil }, "smece's"},
 		{func(st *sumsState) { st.Variational = nil }, "ece_variational's samples"},
 		{func(st *sumsState) { st.Sample = nil }, "the evaluation points' sample"},
 	} {
