@@ -140,8 +140,14 @@ type metricDef struct {
 
 // metricTable is the one place a metric is registered: Metrics (the names
 // and the output order), the dispatch of Evaluate and Finish, the
-// intervals, p-values and definition keys come from it. Adding a metric is
-// one file (its metricDef and parts) and one row here.
+// intervals, p-values, definition keys and a stream's parts come from it.
+// Adding a metric is its file (its metricDef, its options with their
+// check, its keys, its parts of a stream's two passes and configuration,
+// each with its state struct) and one row here, plus one line for each
+// struct it adds to the shared ones: its field of Options, its keys'
+// embed in Result, its states' and configuration's embeds in sumsState,
+// kernelSumsState and streamConfig (TestDriversNameNoMetricField keeps the
+// rest of its stream code in its file); and its flag (package evalflag).
 var metricTable = []*metricDef{
 	&variationalDef, // the Headline's metric first
 	&eceKDEDef,

@@ -276,5 +276,10 @@ func (f *evalFlags) parse() (evaluate.Options, error) {
 		}
 		o.Convention = n
 	}
+	// Every option's range, checked once, by its metric's check
+	// (evaluate.Options.Validate), before the data is read.
+	if err := o.Validate(); err != nil {
+		return o, optionError("", err)
+	}
 	return o, nil
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
-	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/train"
 )
 
@@ -145,7 +144,6 @@ var flagRules = map[string]flagRule{
 	"ks-r":                listRule(positiveInt),
 	"mmce-width":          positiveReal,
 	"ace-bins":            positiveInt,
-	"smece-sigma":         floatRule(func(x float64) bool { return x == 0 || (x >= smooth.MinSigma && x <= 1) }, fmt.Sprintf("a number in [%g, 1], or 0 (the fixed point)", smooth.MinSigma)),
 	"tolerance":           floatRule(func(x float64) bool { return x > 0 && x < 1 }, "a number in (0, 1)"),
 	"knots":               intRule(2, 1000, "an integer in [2, 1000]"),
 	"lambda":              nonNegReal,
