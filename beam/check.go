@@ -37,7 +37,7 @@ func Check(ctx context.Context, shards []Shard, o Options) (*Checked, error) {
 	}
 	sums, err := evaluate.NewSums(o.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("beam: %w", err)
+		return nil, errorf("%w", err)
 	}
 	out := &Checked{}
 	for i, sh := range shards {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 
@@ -36,7 +35,7 @@ const (
 )
 
 // ErrCoder is an encoded element or accumulator that cannot be decoded.
-var ErrCoder = errors.New("beam: bad encoding")
+var ErrCoder = errors.New("bad encoding")
 
 // EncodeBatch encodes a batch for Beam: its Source, Shard, Offset and rows (the
 // data.Set's N, K, Binary, File, Renormalized, Rounded, Probs, Labels,
@@ -97,7 +96,7 @@ func appendFloats(buf []byte, x []float64) []byte {
 func DecodeBatch(p []byte) (*data.Batch, error) {
 	d := decoder{p: p}
 	if v := d.byte(); v != batchVersion && d.err == nil {
-		return nil, fmt.Errorf("%w: batch version %d, want %d", ErrCoder, v, batchVersion)
+		return nil, errorf("%w: batch version %d, want %d", ErrCoder, v, batchVersion)
 	}
 	flags := d.byte()
 	b := &data.Batch{Set: &data.Set{}}
@@ -127,12 +126,12 @@ func DecodeBatch(p []byte) (*data.Batch, error) {
 	case d.err != nil:
 		return nil, d.err
 	case len(d.p) > 0:
-		return nil, fmt.Errorf("%w: %d bytes after a batch", ErrCoder, len(d.p))
+		return nil, errorf("%w: %d bytes after a batch", ErrCoder, len(d.p))
 	case s.N < 0 || s.K < 0 || len(s.Probs) != s.N*s.K,
 		s.Labels != nil && len(s.Labels) != s.N,
 		s.Weights != nil && len(s.Weights) != s.N,
 		s.Logits != nil && s.N > 0 && len(s.Logits)%s.N != 0:
-		return nil, fmt.Errorf("%w: a batch of %d rows of %d columns with %d probabilities, %d labels, %d logits, %d weights", ErrCoder, s.N, s.K, len(s.Probs), len(s.Labels), len(s.Logits), len(s.Weights))
+		return nil, errorf("%w: a batch of %d rows of %d columns with %d probabilities, %d labels, %d logits, %d weights", ErrCoder, s.N, s.K, len(s.Probs), len(s.Labels), len(s.Logits), len(s.Weights))
 	}
 	return b, nil
 }
@@ -145,7 +144,7 @@ type decoder struct {
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: batch: %s", ErrCoder, what)
+		d.err = errorf("%w: batch: %s", ErrCoder, what)
 	}
 	d.p = nil
 }
@@ -215,7 +214,7 @@ func (d *decoder) floats() []float64 {
 func encodeSums(s *evaluate.Sums) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("beam: encoding the sums: %w", err)
+		return nil, errorf("encoding the sums: %w", err)
 	}
 	return b, nil
 }
@@ -223,7 +222,7 @@ func encodeSums(s *evaluate.Sums) ([]byte, error) {
 func decodeSums(b []byte) (*evaluate.Sums, error) {
 	var s *evaluate.Sums
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("beam: decoding the sums: %w", err)
+		return nil, errorf("decoding the sums: %w", err)
 	}
 	return s, nil
 }
@@ -233,7 +232,7 @@ func decodeSums(b []byte) (*evaluate.Sums, error) {
 func encodeKernelSums(ks *evaluate.KernelSums) ([]byte, error) {
 	b, err := json.Marshal(ks)
 	if err != nil {
-		return nil, fmt.Errorf("beam: encoding the kernel sums: %w", err)
+		return nil, errorf("encoding the kernel sums: %w", err)
 	}
 	return b, nil
 }
@@ -241,7 +240,7 @@ func encodeKernelSums(ks *evaluate.KernelSums) ([]byte, error) {
 func decodeKernelSums(b []byte) (*evaluate.KernelSums, error) {
 	var ks *evaluate.KernelSums
 	if err := json.Unmarshal(b, &ks); err != nil {
-		return nil, fmt.Errorf("beam: decoding the kernel sums: %w", err)
+		return nil, errorf("decoding the kernel sums: %w", err)
 	}
 	return ks, nil
 }
@@ -249,7 +248,7 @@ func decodeKernelSums(b []byte) (*evaluate.KernelSums, error) {
 func encodeBlockAcc(a *blockAcc) ([]byte, error) {
 	b, err := json.Marshal(a)
 	if err != nil {
-		return nil, fmt.Errorf("beam: encoding the blocks' kernel sums: %w", err)
+		return nil, errorf("encoding the blocks' kernel sums: %w", err)
 	}
 	return b, nil
 }
@@ -257,7 +256,7 @@ func encodeBlockAcc(a *blockAcc) ([]byte, error) {
 func decodeBlockAcc(b []byte) (*blockAcc, error) {
 	var a *blockAcc
 	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("beam: decoding the blocks' kernel sums: %w", err)
+		return nil, errorf("decoding the blocks' kernel sums: %w", err)
 	}
 	return a, nil
 }

@@ -10,6 +10,25 @@ import (
 	"github.com/calib-dev/calib/evaluate/evalflag"
 )
 
+// Error is an error of this package: its message is "beam: " and Err's
+// (Reason).
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return "beam: " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf returns an Error of the message format.
+func errorf(format string, args ...any) error { return &Error{fmt.Errorf(format, args...)} }
+
+// Reason returns the message of err without this package's name where
+// err is this package's (an *Error), else err's message.
+func Reason(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Err.Error()
+	}
+	return err.Error()
+}
+
 // The driver finds the message of an error of calib's functions in the
 // runner's error, which wraps it in the runner's own report of the stage,
 // the plan and the bundle (about 30 lines on Prism): the functions
@@ -29,7 +48,7 @@ func marked(err error) error {
 	if DataFault(err) {
 		status = 2
 	}
-	msg := strings.TrimPrefix(err.Error(), "beam: ")
+	msg := Reason(err)
 	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse: named as calib-beam's flag
 		msg = evalflag.FlagMessage(err)
 	}

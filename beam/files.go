@@ -82,21 +82,21 @@ func expand(ctx context.Context, pattern string) ([]string, error) {
 	if !remote(pattern) {
 		files, err := data.Shards(pattern)
 		if err != nil {
-			return nil, fmt.Errorf("beam: %w", err)
+			return nil, errorf("%w", err)
 		}
 		return files, nil
 	}
 	fs, err := filesystem.New(ctx, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("beam: %s: %w", pattern, err)
+		return nil, errorf("%s: %w", pattern, err)
 	}
 	defer fs.Close()
 	files, err := fs.List(ctx, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("beam: listing %s: %w", pattern, err)
+		return nil, errorf("listing %s: %w", pattern, err)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("beam: %s: no file matches the pattern: %w", pattern, os.ErrNotExist)
+		return nil, errorf("%s: no file matches the pattern: %w", pattern, os.ErrNotExist)
 	}
 	slices.Sort(files)
 	return files, nil
@@ -111,7 +111,7 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 	if remote(sh.File) || remote(sh.Labels) || remote(sh.Weights) {
 		dir, err := os.MkdirTemp("", "calib-beam-*")
 		if err != nil {
-			return fmt.Errorf("beam: %s: %w", sh.File, err)
+			return errorf("%s: %w", sh.File, err)
 		}
 		defer os.RemoveAll(dir)
 		for i, p := range []*string{&local.File, &local.Labels, &local.Weights} {
@@ -130,9 +130,9 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 	// not the user's.
 	wrap := func(err error) error {
 		if local != sh {
-			return fmt.Errorf("beam: %s (copied to %s): %w", sh.File, local.File, err)
+			return errorf("%s (copied to %s): %w", sh.File, local.File, err)
 		}
-		return fmt.Errorf("beam: %w", err)
+		return errorf("%w", err)
 	}
 	// A shard may have only zero weights: evaluate.Finish checks the total.
 	opts.Labels, opts.Weights, opts.ZeroWeightFile = local.Labels, local.Weights, true
@@ -168,25 +168,25 @@ func eachBatch(ctx context.Context, sh Shard, opts data.Options, rows int, fn fu
 func download(ctx context.Context, name, dst string) (err error) {
 	fs, err := filesystem.New(ctx, name)
 	if err != nil {
-		return fmt.Errorf("beam: %s: %w", name, err)
+		return errorf("%s: %w", name, err)
 	}
 	defer fs.Close()
 	r, err := fs.OpenRead(ctx, name)
 	if err != nil {
-		return fmt.Errorf("beam: opening %s: %w", name, err)
+		return errorf("opening %s: %w", name, err)
 	}
 	defer r.Close()
 	f, err := os.Create(dst)
 	if err != nil {
-		return fmt.Errorf("beam: copying %s: %w", name, err)
+		return errorf("copying %s: %w", name, err)
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("beam: copying %s: %w", name, cerr)
+			err = errorf("copying %s: %w", name, cerr)
 		}
 	}()
 	if _, err := io.Copy(f, r); err != nil {
-		return fmt.Errorf("beam: copying %s: %w", name, err)
+		return errorf("copying %s: %w", name, err)
 	}
 	return nil
 }
@@ -200,17 +200,17 @@ func writeOutput(ctx context.Context, name string, doc []byte) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("beam: writing %s: %w", name, err)
+			return errorf("writing %s: %w", name, err)
 		}
 		return nil
 	}
 	fs, err := filesystem.New(ctx, name)
 	if err != nil {
-		return fmt.Errorf("beam: %s: %w", name, err)
+		return errorf("%s: %w", name, err)
 	}
 	defer fs.Close()
 	if err := filesystem.Write(ctx, fs, name, doc); err != nil {
-		return fmt.Errorf("beam: writing %s: %w", name, err)
+		return errorf("writing %s: %w", name, err)
 	}
 	return nil
 }
@@ -220,21 +220,21 @@ func readOutput(ctx context.Context, name string) ([]byte, error) {
 	if !remote(name) {
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("beam: reading the output: %w", err)
+			return nil, errorf("reading the output: %w", err)
 		}
 		return b, nil
 	}
 	fs, err := filesystem.New(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("beam: %s: %w", name, err)
+		return nil, errorf("%s: %w", name, err)
 	}
 	defer fs.Close()
 	b, err := filesystem.Read(ctx, fs, name)
 	if err != nil {
-		return nil, fmt.Errorf("beam: reading %s: %w", name, err)
+		return nil, errorf("reading %s: %w", name, err)
 	}
 	return b, nil
 }
 
 // errNoShards is an empty shard list.
-var errNoShards = errors.New("beam: no shards")
+var errNoShards = errorf("no shards")

@@ -3,8 +3,6 @@ package beam
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"time"
@@ -100,14 +98,14 @@ func (f *kernelFn) ProcessElement(ctx context.Context, sh Shard, sums *evaluate.
 // the error of making them; nil sums: no second pass) and emits them.
 func addShard(ctx context.Context, ks *evaluate.KernelSums, err error, sh Shard, opts data.Options, rows, workers int, emit func(*evaluate.KernelSums)) error {
 	if err != nil {
-		return fmt.Errorf("beam: %w", err)
+		return errorf("%w", err)
 	}
 	if ks == nil {
 		return nil
 	}
 	err = eachBatch(ctx, sh, opts, rows, func(b *data.Batch) error {
 		if err := ks.Add(ctx, b, workers); err != nil {
-			return fmt.Errorf("beam: %w", err)
+			return errorf("%w", err)
 		}
 		return nil
 	})
@@ -169,7 +167,7 @@ func (f *blocksMergeFn) CreateAccumulator() *blockAcc {
 func (f *blocksMergeFn) AddInput(a *blockAcc, ks *evaluate.KernelSums) (*blockAcc, error) {
 	block, _ := ks.Block()
 	if block < 0 || block >= len(a.Blocks) {
-		return nil, marked(fmt.Errorf("beam: kernel sums of block %d of %d", block, len(a.Blocks)))
+		return nil, marked(errorf("kernel sums of block %d of %d", block, len(a.Blocks)))
 	}
 	m, err := (&kernelMergeFn{}).MergeAccumulators(a.Blocks[block], ks)
 	if err != nil {
@@ -198,7 +196,7 @@ func (f *blocksMergeFn) ExtractOutput(a *blockAcc) (*evaluate.KernelSums, error)
 		if slices.IndexFunc(a.Blocks, func(ks *evaluate.KernelSums) bool { return ks != nil }) < 0 {
 			return nil, nil
 		}
-		return nil, marked(errors.New("beam: a block of the evaluation points has no kernel sums"))
+		return nil, marked(errorf("a block of the evaluation points has no kernel sums"))
 	}
 	ks, err := evaluate.ConcatKernelSums(a.Blocks)
 	if err != nil {

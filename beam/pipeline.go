@@ -3,7 +3,6 @@ package beam
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,18 +66,18 @@ func Build(s beam.Scope, shards []Shard, o Options) (beam.PCollection, error) {
 		return beam.PCollection{}, errNoShards
 	}
 	if o.Rows < 0 {
-		return beam.PCollection{}, fmt.Errorf("beam: %d rows per batch: want a positive number, or 0 for about %d bytes of predictions a batch", o.Rows, data.DefaultChunkBytes)
+		return beam.PCollection{}, errorf("%d rows per batch: want a positive number, or 0 for about %d bytes of predictions a batch", o.Rows, data.DefaultChunkBytes)
 	}
 	if o.EvalBlocks < 0 || o.EvalBlocks > MaxEvalBlocks {
-		return beam.PCollection{}, fmt.Errorf("beam: %d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, MaxEvalBlocks)
+		return beam.PCollection{}, errorf("%d blocks of evaluation points: want 1 to %d (0: 1)", o.EvalBlocks, MaxEvalBlocks)
 	}
 	empty, err := evaluate.NewSums(o.Stream)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("beam: %w", err)
+		return beam.PCollection{}, errorf("%w", err)
 	}
 	emptyJSON, err := json.Marshal(empty)
 	if err != nil {
-		return beam.PCollection{}, fmt.Errorf("beam: %w", err)
+		return beam.PCollection{}, errorf("%w", err)
 	}
 	s = s.Scope("calib.eval")
 	// The shard names, spread over the workers.
@@ -117,7 +116,7 @@ func Run(ctx context.Context, shards []Shard, o Options) (*evaluate.Evaluation, 
 	if o.Output == "" {
 		dir, err := os.MkdirTemp("", "calib-beam-*")
 		if err != nil {
-			return nil, fmt.Errorf("beam: %w", err)
+			return nil, errorf("%w", err)
 		}
 		defer os.RemoveAll(dir)
 		o.Output = filepath.Join(dir, "eval.json")
@@ -127,7 +126,7 @@ func Run(ctx context.Context, shards []Shard, o Options) (*evaluate.Evaluation, 
 		return nil, err
 	}
 	if err := beamx.Run(ctx, p); err != nil {
-		return nil, fmt.Errorf("beam: running the pipeline: %w", err)
+		return nil, errorf("running the pipeline: %w", err)
 	}
 	doc, err := readOutput(ctx, o.Output)
 	if err != nil {
@@ -135,7 +134,7 @@ func Run(ctx context.Context, shards []Shard, o Options) (*evaluate.Evaluation, 
 	}
 	ev := new(evaluate.Evaluation)
 	if err := json.Unmarshal(doc, ev); err != nil {
-		return nil, fmt.Errorf("beam: reading %s: %w", o.Output, err)
+		return nil, errorf("reading %s: %w", o.Output, err)
 	}
 	return ev, nil
 }

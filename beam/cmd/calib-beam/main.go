@@ -313,7 +313,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "calib-beam:", msg)
 		return status
 	}
-	msg := strings.TrimPrefix(err.Error(), "beam: ")
+	msg := calibbeam.Reason(err)
 	if errors.Is(err, evaluate.ErrOptions) { // an option the data refuse (--ks-r above K): the flag's name
 		msg = evalflag.FlagMessage(err)
 	}
