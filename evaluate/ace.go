@@ -11,22 +11,20 @@ import (
 
 // ACEOptions configures ace (Options.ACE). The zero value is 15 bins.
 type ACEOptions struct {
-	// Bins is the number of bins of every convention's ACE; 0 means 15
-	// (robustness_metrics' registered "ace" uses 30, torch-uncertainty's
+	// Bins is the number of bins of every convention's ACE; 0 means 15,
+	// the binned entries' default (metric.DefaultBins;
+	// robustness_metrics' registered "ace" uses 30, torch-uncertainty's
 	// and netcal's default is 10: --ace-bins reproduces them).
 	Bins int
 }
 
-// DefaultACEBins is the number of bins of ACEOptions.Bins 0.
-const DefaultACEBins = 15
-
 // check fills the default number of bins and refuses a negative one.
 func (a *ACEOptions) check() error {
 	if a.Bins < 0 {
-		return optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", a.Bins, DefaultACEBins)
+		return optionError("ace-bins", "ace bins %d: want a number >= 1, or 0 (%d)", a.Bins, metric.DefaultBins)
 	}
 	if a.Bins == 0 {
-		a.Bins = DefaultACEBins
+		a.Bins = metric.DefaultBins
 	}
 	return nil
 }
