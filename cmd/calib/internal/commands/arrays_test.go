@@ -173,3 +173,16 @@ func execArgs(ctx context.Context, args []string, arrays map[string]data.Arrays,
 	}
 	return Code(ctx, c.Run(ctx, c.Flags().Args(), Input{Stdout: stdout, Stderr: stderr, Arrays: arrays}))
 }
+
+// TestConstructorNames: New(name) builds the command of that name, for
+// every command All lists.
+func TestConstructorNames(t *testing.T) {
+	for _, c := range All() {
+		if got := New(c.Name()); got == nil || got.Name() != c.Name() || got.Use() != c.Use() {
+			t.Errorf("New(%q) = %v", c.Name(), got)
+		}
+	}
+	if New("nope") != nil {
+		t.Error("New(nope) is a command")
+	}
+}

@@ -65,12 +65,24 @@ func (c *Command) addCommand(subs ...*Command) {
 	}
 }
 
+// constructors builds each calib command by its name, in the order of
+// calib's help (TestConstructorNames checks the names).
+var constructors = []struct {
+	name string
+	make func() *Command
+}{
+	{"eval", newEvalCmd}, {"bandwidth", newBandwidthCmd}, {"demo", newDemoCmd}, {"fit", newFitCmd},
+	{"apply", newApplyCmd}, {"compare", newCompareCmd}, {"report", newReportCmd}, {"plot", newPlotCmd},
+	{"experiment", newExperimentCmd}, {"train", newTrainCmd}, {"test", newTestCmd}, {"serve", newServeCmd},
+}
+
 // New returns a new command named name (eval, test, fit...), with its
-// flags at their defaults, or nil if calib has no such command.
+// flags at their defaults, or nil if calib has no such command. Only that
+// command is built (a C ABI call builds one per call).
 func New(name string) *Command {
-	for _, c := range All() {
-		if c.Name() == name {
-			return c
+	for _, c := range constructors {
+		if c.name == name {
+			return c.make()
 		}
 	}
 	return nil
@@ -79,7 +91,11 @@ func New(name string) *Command {
 // All returns a new instance of every calib command, in the order of
 // calib's help.
 func All() []*Command {
-	return []*Command{newEvalCmd(), newBandwidthCmd(), newDemoCmd(), newFitCmd(), newApplyCmd(), newCompareCmd(), newReportCmd(), newPlotCmd(), newExperimentCmd(), newTrainCmd(), newTestCmd(), newServeCmd()}
+	cs := make([]*Command, len(constructors))
+	for i, c := range constructors {
+		cs[i] = c.make()
+	}
+	return cs
 }
 
 // Use returns the command's use line, its name first ("eval PRED").
