@@ -139,7 +139,11 @@ func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*Ker
 // form names it), and these functions, written in the metric's file, are
 // the only code that sets it up, adds to it, merges it, joins its blocks
 // and checks it. Metrics that share sums share one part (the binned
-// metrics' bin edges and cells). Only holds is required.
+// metrics' bin edges and cells). holds and concat are required. The parts
+// run in the table's order, on which two depend (TestKernelPartOrder):
+// ece_variational's first, since its add refuses the batches its maps do
+// not fit before any sum is touched, and ece_kde's before sharpness's,
+// which shares ece_kde's sums of its notion.
 type kernelPart struct {
 	// what names the part's sums in messages ("mmce").
 	what string
@@ -158,7 +162,7 @@ type kernelPart struct {
 	// them).
 	merge func(ks, o *KernelSums) error
 	// concat joins the blocks' sums bs (in block order, all holding
-	// them) into out; nil for blockZero parts, whose sums block 0 holds.
+	// them) into out; a blockZero part's takes block 0's.
 	concat func(out *KernelSums, bs []*KernelSums) error
 	// check checks a decoded state's sums (against its points).
 	check func(st *kernelSumsState) error

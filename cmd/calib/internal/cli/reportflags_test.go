@@ -174,3 +174,17 @@ func FuzzTestFlags(f *testing.F) {
 		}
 	})
 }
+
+// TestDemoRefusalLeavesNoDirectory: calib demo refusing a flag (here
+// --smece-sigma, checked with the metric options) leaves no empty
+// calib-demo-* directory behind.
+func TestDemoRefusalLeavesNoDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	if _, stderr, code := run(t, "demo", "--smece-sigma", "5"); code != ExitInput || !strings.Contains(stderr, "--smece-sigma") {
+		t.Fatalf("exit %d, %q", code, stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -186,3 +186,23 @@ func TestConstructorNames(t *testing.T) {
 		t.Error("New(nope) is a command")
 	}
 }
+
+// TestRunOnce: Run checks the arguments (no panic on none), and a command
+// runs once: what it parsed from its flags is its state.
+func TestRunOnce(t *testing.T) {
+	a := map[string]data.Arrays{"probs": {Values: []float64{0.2, 0.8, 0.6, 0.4, 0.3, 0.7}, Cols: 2, Labels: []int{1, 0, 1}}}
+	c := New("eval")
+	if err := c.Run(context.Background(), nil, Input{Arrays: a}); err == nil || !strings.Contains(err.Error(), "takes 1 argument(s), got 0") {
+		t.Errorf("no argument: %v", err)
+	}
+	c = New("eval")
+	if err := c.Set([]Setting{{"metrics", "brier"}, {"json", "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background(), []string{"probs"}, Input{Arrays: a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(context.Background(), []string{"probs"}, Input{Arrays: a}); err == nil || !strings.Contains(err.Error(), "has run") {
+		t.Errorf("second run: %v", err)
+	}
+}

@@ -35,7 +35,8 @@ type PositionalArgs func(cmd *Command, args []string) error
 // A Command is one calib command: its use line ("eval PRED"), its one-line
 // summary, its flags, its subcommands (calib experiment's) and its run.
 // The methods that a run reads (Context, Flags, OutOrStdout, ErrOrStderr,
-// CommandPath) are valid during Run.
+// CommandPath) are valid during Run. A Command runs once (its flags and
+// what it parsed from them are its state): build another with New.
 type Command struct {
 	use, short string
 	args       PositionalArgs // nil: any
@@ -49,6 +50,7 @@ type Command struct {
 	stdout, stderr io.Writer
 	arrays         map[string]data.Arrays
 	runArgs        []string
+	ran            bool
 }
 
 // command returns the command use whose body is run (nil: a command that
@@ -166,12 +168,20 @@ type Input struct {
 	Arrays map[string]data.Arrays
 }
 
-// Run checks the flags that were set (their ranges, before any data is
-// read) and runs the command on its positional arguments args. Its error
-// is the one-line message calib prints; Code gives its exit status.
+// Run checks the positional arguments args and the flags that were set
+// (their ranges, before any data is read) and runs the command on args.
+// Its error is the one-line message calib prints; Code gives its exit
+// status. A second Run of the same Command is refused.
 func (c *Command) Run(ctx context.Context, args []string, in Input) error {
-	if c.run == nil {
+	switch {
+	case c.run == nil:
 		return fmt.Errorf("%s: name a subcommand", c.CommandPath())
+	case c.ran:
+		return fmt.Errorf("%s: this command has run: build another (commands.New)", c.CommandPath())
+	}
+	c.ran = true
+	if err := c.CheckArgs(args); err != nil {
+		return err
 	}
 	c.ctx, c.stdout, c.stderr, c.arrays, c.runArgs = ctx, in.Stdout, in.Stderr, in.Arrays, args
 	if c.stdout == nil {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -12,14 +13,19 @@ import (
 
 func newDemoCmd() *Command {
 	var rf reportFlags
-	cmd := command("demo", "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report", exactArgs(0), func(cmd *Command, args []string) error {
+	cmd := command("demo", "Run the whole job on embedded real data (CIFAR-10 ResNet-110 logits): metrics, recalibration, HTML report", exactArgs(0), func(cmd *Command, args []string) (err error) {
 		start := time.Now()
 		if rf.out == "" {
-			dir, err := outputDir("", "demo")
-			if err != nil {
-				return err
+			dir, derr := outputDir("", "demo")
+			if derr != nil {
+				return derr
 			}
 			rf.out = filepath.Join(dir, "calib-demo-report.html")
+			defer func() {
+				if err != nil { // a refused flag, or a failure: no empty directory left behind
+					os.RemoveAll(dir)
+				}
+			}()
 		}
 		o, err := rf.options(cmd.Flags())
 		if err != nil {
