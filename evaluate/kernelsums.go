@@ -184,34 +184,11 @@ type kernelBlock struct {
 }
 
 // allKernelParts returns every second-pass part of the table, each once.
-func allKernelParts() []*kernelPart {
-	var ps []*kernelPart
-	for _, d := range metricTable {
-		for _, p := range d.kernel {
-			if !slices.Contains(ps, p) {
-				ps = append(ps, p)
-			}
-		}
-	}
-	return ps
-}
+func allKernelParts() []*kernelPart { return partsOf(nil, secondPass) }
 
 // kernelParts returns the second-pass parts of the configuration's
 // metrics, each once, in the table's order.
-func (c *streamConfig) kernelParts() []*kernelPart {
-	var ps []*kernelPart
-	for _, d := range metricTable {
-		if !c.has(d.name) {
-			continue
-		}
-		for _, p := range d.kernel {
-			if !slices.Contains(ps, p) {
-				ps = append(ps, p)
-			}
-		}
-	}
-	return ps
-}
+func (c *streamConfig) kernelParts() []*kernelPart { return partsOf(c.asks, secondPass) }
 
 // Add adds a batch's rows as kernel centres (workers: goroutines, 0 all;
 // ctx may be nil).

@@ -108,11 +108,16 @@ type sumsPart struct {
 	holds func(st *sumsState) bool
 }
 
-// allParts returns every part of the table, each once.
-func allParts() []*sumsPart {
-	var ps []*sumsPart
+// partsOf returns the parts (get: a metric's first- or second-pass
+// parts) of the table's metrics that keep accepts (nil: every metric),
+// each once, in the table's order.
+func partsOf[P comparable](keep func(d *metricDef) bool, get func(d *metricDef) []P) []P {
+	var ps []P
 	for _, d := range metricTable {
-		for _, p := range d.sums {
+		if keep != nil && !keep(d) {
+			continue
+		}
+		for _, p := range get(d) {
 			if !slices.Contains(ps, p) {
 				ps = append(ps, p)
 			}
@@ -121,22 +126,19 @@ func allParts() []*sumsPart {
 	return ps
 }
 
+// firstPass and secondPass are a metric's parts of each pass.
+func firstPass(d *metricDef) []*sumsPart    { return d.sums }
+func secondPass(d *metricDef) []*kernelPart { return d.kernel }
+
+// allParts returns every first-pass part of the table, each once.
+func allParts() []*sumsPart { return partsOf(nil, firstPass) }
+
 // parts returns the first-pass parts of the configuration's metrics, each
 // once, in the table's order.
-func (c *streamConfig) parts() []*sumsPart {
-	var ps []*sumsPart
-	for _, d := range metricTable {
-		if !c.has(d.name) {
-			continue
-		}
-		for _, p := range d.sums {
-			if !slices.Contains(ps, p) {
-				ps = append(ps, p)
-			}
-		}
-	}
-	return ps
-}
+func (c *streamConfig) parts() []*sumsPart { return partsOf(c.asks, firstPass) }
+
+// asks reports whether the configuration asks for d's metric.
+func (c *streamConfig) asks(d *metricDef) bool { return c.has(d.name) }
 
 // uses reports whether the configuration's metrics use part p.
 func (c *streamConfig) uses(p *sumsPart) bool { return slices.Contains(c.parts(), p) }
