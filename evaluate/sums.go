@@ -77,8 +77,8 @@ func NewSums(o StreamOptions) (*Sums, error) {
 }
 
 // sumsPart is a metric's part of the first pass (metricDef.sums): its
-// state is a field of sumsState (so the JSON form names it), and these
-// functions, written in the metric's file, are the only code that sets it
+// state is a struct declared beside it and embedded in sumsState (so the
+// JSON form names its fields), and these functions, written in the metric's file, are the only code that sets it
 // up, adds to it, merges it and checks it. Metrics that share sums share
 // one part (the binned metrics' bins, the kernel metrics' sample). Every
 // function may be nil.
