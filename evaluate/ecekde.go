@@ -272,9 +272,6 @@ var eceKDEKernel = &kernelPart{
 	what:  "ece_kde",
 	holds: func(st *kernelSumsState) bool { return len(st.Notions) > 0 },
 	start: func(ks *KernelSums, kb *kernelBlock) error {
-		if kb.points == nil {
-			return nil
-		}
 		s, pts := kb.s, kb.points
 		notions, _, err := streamNotions(s.st.Config.Mode, s.st.K, s.st.Binary)
 		if err != nil {

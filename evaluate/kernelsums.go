@@ -116,7 +116,7 @@ func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*Ker
 	if !s.started || s.st.N == 0 {
 		return nil, &data.StreamError{Err: data.ErrEmpty}
 	}
-	kb := &kernelBlock{s: s, ctx: ctx, free: free, first: b == 0}
+	kb := &kernelBlock{s: s, ctx: ctx, free: free}
 	ks := &KernelSums{st: kernelSumsState{Version: streamVersion, K: s.st.K, Block: b, Blocks: nb}}
 	pts, ids, err := s.blockPoints(b, nb)
 	if err != nil {
@@ -124,7 +124,9 @@ func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*Ker
 	}
 	kb.points, ks.st.Points = pts, ids
 	for _, p := range s.st.Config.kernelParts() {
-		if p.start == nil || (p.blockZero && !kb.first) {
+		// A blockZero part starts in block 0 only, a per-point part only
+		// where there are evaluation points (a sample).
+		if p.start == nil || (p.blockZero && b != 0) || (!p.blockZero && kb.points == nil) {
 			continue
 		}
 		if err := p.start(ks, kb); err != nil {
@@ -154,7 +156,8 @@ type kernelPart struct {
 	blockZero bool
 	// holds reports whether a state holds the part's sums.
 	holds func(st *kernelSumsState) bool
-	// start sets up the sums for the block kb.
+	// start sets up the sums for the block kb (a per-point part's has
+	// evaluation points).
 	start func(ks *KernelSums, kb *kernelBlock) error
 	// add adds a batch's rows; self gives each row's evaluation point
 	// of the block (-1: none).
@@ -174,13 +177,12 @@ type kernelPart struct {
 
 // kernelBlock is what a part's start reads: the first pass, the fits'
 // context, whether the first pass's samples may go as they are fitted
-// (free), whether this is block 0, and the block's evaluation points (nil
-// without a sample).
+// (free), and the block's evaluation points (a per-point part starts only
+// where there are some).
 type kernelBlock struct {
 	s      *Sums
 	ctx    context.Context
 	free   bool
-	first  bool
 	points *evalPoints
 }
 

@@ -92,9 +92,6 @@ var mmceKernel = &kernelPart{
 	what:  "mmce",
 	holds: func(st *kernelSumsState) bool { return st.MMCE != nil },
 	start: func(ks *KernelSums, kb *kernelBlock) (err error) {
-		if kb.points == nil {
-			return nil
-		}
 		s, pts := kb.s, kb.points
 		if ks.st.MMCE, err = metric.NewMMCESums(pts.probs, pts.labels, s.st.K, pts.weights, s.st.Config.MMCEWidth); err != nil {
 			return fmt.Errorf("evaluate: %w", err)

@@ -132,9 +132,6 @@ var sharpnessKernel = &kernelPart{
 	what:  "sharpness",
 	holds: func(st *kernelSumsState) bool { return st.Sharpness != nil },
 	start: func(ks *KernelSums, kb *kernelBlock) error {
-		if kb.points == nil {
-			return nil
-		}
 		s, pts := kb.s, kb.points
 		ps := ks.notion(s.sharpnessNotion())
 		if ps == nil {

@@ -207,9 +207,6 @@ var witnessKernel = &kernelPart{
 	what:  "ece_witness",
 	holds: func(st *kernelSumsState) bool { return st.Witness != nil },
 	start: func(ks *KernelSums, kb *kernelBlock) (err error) {
-		if kb.points == nil {
-			return nil
-		}
 		s, pts, c := kb.s, kb.points, kb.s.st.Config
 		scale := 0.0
 		if slices.Contains(c.WitnessP, 2) {
