@@ -212,20 +212,18 @@ func guard(out **C.char, f func() (string, int, error)) (code C.int) {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v", r)
 			poisoned.CompareAndSwap(nil, &msg)
-			*out = C.CString("calib: internal error (" + msg + "); the library refuses further calls: restart the process. Please report it with this stack: " + oneLine(string(debug.Stack())))
+			*out = C.CString("calib: internal error (" + msg + "); the library refuses further calls: restart the process. Please report it with this stack: " + commands.OneLine(string(debug.Stack())))
 			code = codePanic
 		}
 	}()
 	res, c, err := f()
 	if err != nil {
-		*out = C.CString(oneLine(err.Error()))
+		*out = C.CString(commands.OneLine(err.Error()))
 		return C.int(c)
 	}
 	*out = C.CString(res)
 	return codeOK
 }
-
-func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
 
 // inputError is an error in the arrays or options (code 2).
 func inputError(format string, args ...any) (string, int, error) {

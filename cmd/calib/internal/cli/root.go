@@ -71,7 +71,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// printed (outputs are written atomically, so none is partial).
 		fmt.Fprintln(stderr, "calib: interrupted")
 	case err != nil:
-		fmt.Fprintf(stderr, "calib: %s\n", strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error()))
+		fmt.Fprintf(stderr, "calib: %s\n", commands.OneLine(err.Error()))
 	}
 	return code
 }

@@ -190,7 +190,6 @@ func (c *Command) Run(ctx context.Context, args []string, in Input) error {
 	if c.stderr == nil {
 		c.stderr = io.Discard
 	}
-	defer func() { c.ctx, c.stdout, c.stderr, c.arrays, c.runArgs = nil, nil, nil, nil, nil }()
 	if err := validateFlags(c); err != nil {
 		return err
 	}

@@ -137,7 +137,6 @@ func newProvenance(cmd *Command, args []string) *data.Provenance {
 	return p
 }
 
-// oneLineError is err's message on one line.
-func oneLineError(err error) string {
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
-}
+// OneLine is s on one line (line breaks as spaces): how calib prints a
+// message, on the command line and through the C ABI.
+func OneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }

@@ -158,7 +158,7 @@ func (f *reportFlags) write(cmd *Command, test, val *data.Set, o report.Options,
 // warnNotDrawn prints the figures that could not be drawn.
 func warnNotDrawn(w io.Writer, doc *report.Document) {
 	for _, err := range doc.Warnings {
-		fmt.Fprintf(w, "warning: not drawn: %s\n", oneLineError(err))
+		fmt.Fprintf(w, "warning: not drawn: %s\n", OneLine(err.Error()))
 	}
 }
 
