@@ -44,12 +44,12 @@ func NewRoot() *cobra.Command {
 
 // cobraCommand is c as a cobra command: its help from help/NAME.txt and
 // help/NAME.example.txt, its flags (the same *pflag.Flag values, so that
-// cobra's parsing sets c's options) and its subcommands. Every flag is
-// checked before a command reads any data (commands.Command.Run).
+// cobra's parsing sets c's options) and its subcommands. The positional
+// arguments, then every flag, are checked before a command reads any data
+// (commands.Command.Run).
 func cobraCommand(c *commands.Command) *cobra.Command {
 	cc := &cobra.Command{Use: c.Use(), Short: c.Short(), Long: help(c.Name()), Example: help(c.Name() + ".example")}
 	if c.Runnable() {
-		cc.Args = func(_ *cobra.Command, args []string) error { return c.CheckArgs(args) }
 		cc.RunE = func(cc *cobra.Command, args []string) error {
 			return c.Run(cc.Context(), args, commands.Input{Stdout: cc.OutOrStdout(), Stderr: cc.ErrOrStderr()})
 		}
