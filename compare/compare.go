@@ -21,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -155,7 +156,7 @@ type Options struct {
 	Progress progress.Reporter
 	// Bandwidths, if not nil, shares the canonical LOO selection on the
 	// test set with other computations on it.
-	Bandwidths evaluate.Bandwidths
+	Bandwidths bandwidth.Cache
 }
 
 // noProgress shows nothing.
@@ -192,7 +193,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	}
 	ui.Phase("recalibration: bandwidths")
 	progress, done := ui.Step("canonical bandwidth")
-	cv, err := curves.Select(ctx, kde.Canonical, ts, kde.BandwidthOptions{Workers: workers, Progress: progress})
+	cv, err := curves.Curve(ctx, kde.Canonical, ts, kde.BandwidthOptions{Workers: workers, Progress: progress})
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("%s: bandwidth: %w", ts.File, err)
@@ -250,7 +251,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 func rowOptions(h float64, seed uint64, workers int) evaluate.Options {
 	return evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.Headline.Metric, evaluate.ECEKDE, evaluate.ECEBin, evaluate.KS, evaluate.Brier, evaluate.NLL, evaluate.Accuracy},
-		Mode:    evaluate.NotionSet{kde.Canonical}, P: []float64{1}, KS: evaluate.KSOptions{R: []int{1, 2}},
+		Mode:    evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, P: []float64{1}, KS: evaluate.KSOptions{R: []int{1, 2}},
 		Bandwidth: evaluate.Bandwidth(h), NoBandwidthCheck: true,
 		Seed: seed, Workers: workers,
 	}

@@ -1,13 +1,11 @@
 package evaluate
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 
-	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/kde"
 )
@@ -17,28 +15,6 @@ type chosenBandwidth struct {
 	h        float64
 	method   string
 	warnings Warnings
-}
-
-// Bandwidths holds the LOO bandwidth selection of each notion of one set,
-// so that several computations on the same set (an evaluation, a
-// comparison, the report's bandwidth view) select each once.
-type Bandwidths map[kde.Notion]*kde.Curve
-
-// Select returns the cached LOO selection of notion on s, or computes it
-// with kde.SelectBandwidth (and caches it when o asks for the default LOO
-// selection; a nil Bandwidths caches nothing).
-func (cc Bandwidths) Select(ctx context.Context, notion kde.Notion, s *data.Set, o kde.BandwidthOptions) (*kde.Curve, error) {
-	cacheable := cc != nil && o.Objective == kde.LOO && o.Grid == nil && !o.NoRefine && o.Tolerance == 0 && !o.Exact
-	if cacheable {
-		if cv, ok := cc[notion]; ok {
-			return cv, nil
-		}
-	}
-	cv, err := kde.SelectBandwidth(ctx, notion, s.Probs, s.Labels, s.K, s.Weights, o)
-	if err == nil && cacheable {
-		cc[notion] = cv
-	}
-	return cv, err
 }
 
 // bandwidth returns the bandwidth of a kde notion (chosen once, shared by
@@ -51,7 +27,7 @@ func (ev *evaluator) bandwidth(notion kde.Notion) (*chosenBandwidth, error) {
 	b := &chosenBandwidth{h: float64(c.Bandwidth), method: "fixed"}
 	if c.Bandwidth == 0 {
 		progress, done := ev.step(notion.String() + " bandwidth")
-		cv, err := ev.shared.Select(ev.ctx, notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress})
+		cv, err := ev.shared.Curve(ev.ctx, notion, s, kde.BandwidthOptions{Objective: c.Objective, Exact: c.Exact, Workers: c.Workers, Progress: progress})
 		done()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s bandwidth: %w", s.File, notion, err)

@@ -60,8 +60,8 @@ func BenchmarkImageNetSize(b *testing.B) {
 		name string
 		opt  Options
 	}{
-		{"ece_kde/canonical", Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{kde.Canonical}, Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
-		{"ece_kde/top_label", Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{kde.TopLabel}, Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
+		{"ece_kde/canonical", Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{Notions: []kde.Notion{kde.Canonical}}, Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
+		{"ece_kde/top_label", Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{Notions: []kde.Notion{kde.TopLabel}}, Bandwidth: 0.02, NoBandwidthCheck: true, Strict: true}},
 		{"binned_ks", Options{Metrics: MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks"}, Strict: true}},
 	}
 	for _, c := range cases {

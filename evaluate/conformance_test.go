@@ -100,12 +100,12 @@ func TestConformance(t *testing.T) {
 // checkConformance is TestConformance's check of metric m on the set s.
 func checkConformance(t *testing.T, m Metric, s *data.Set) {
 	ctx := context.Background()
-	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{kde.Canonical, kde.ClassWise, kde.TopLabel}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
+	o := Options{Metrics: MetricSet{m}, Strict: true, Mode: NotionSet{Notions: []kde.Notion{kde.Canonical, kde.ClassWise, kde.TopLabel}}, Bandwidth: 0.05, NoBandwidthCheck: true, Seed: 7, Workers: 2}
 	if s.Binary {
-		o.Mode = NotionSet{kde.Binary, kde.TopLabel}
+		o.Mode = NotionSet{Notions: []kde.Notion{kde.Binary, kde.TopLabel}}
 	}
 	if m == ECEVariational {
-		o.Mode = NotionSet{kde.Canonical} // a stream's entries
+		o.Mode = NotionSet{Notions: []kde.Notion{kde.Canonical}} // a stream's entries
 	}
 	mem, err := Evaluate(ctx, s, o)
 	if err != nil {

@@ -195,7 +195,7 @@ func finishKDE(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error) {
 	_, note, _ := streamNotions(c.Mode, s.st.K, s.st.Binary)
 	out.Modes = note
 	var rs []*Result
-	for _, ps := range ks.st.Notions {
+	for _, ps := range ks.st.PointSums {
 		g, method, warnings, err := c.gridBandwidth(ps)
 		if err != nil {
 			return nil, err
@@ -262,7 +262,7 @@ func (ev *evaluator) eceKDEPValues(_ *metricDef, entries []*Result) error {
 // eceKDEKernelState is eceKDEKernel's part of the second pass's state
 // (kernelSumsState).
 type eceKDEKernelState struct {
-	Notions []*kde.PointSums `json:"notions"`
+	PointSums []*kde.PointSums `json:"notions"` // per notion, in the stream's order
 }
 
 // eceKDEKernel is ece_kde's part of the second pass: the kernel sums of
@@ -270,7 +270,7 @@ type eceKDEKernelState struct {
 // row.
 var eceKDEKernel = &kernelPart{
 	what:  "ece_kde",
-	holds: func(st *kernelSumsState) bool { return len(st.Notions) > 0 },
+	holds: func(st *kernelSumsState) bool { return len(st.PointSums) > 0 },
 	start: func(ks *KernelSums, kb *kernelBlock) error {
 		s, pts := kb.s, kb.points
 		notions, _, err := streamNotions(s.st.Config.Mode, s.st.K, s.st.Binary)
@@ -282,12 +282,12 @@ var eceKDEKernel = &kernelPart{
 			if err != nil {
 				return err
 			}
-			ks.st.Notions = append(ks.st.Notions, ps)
+			ks.st.PointSums = append(ks.st.PointSums, ps)
 		}
 		return nil
 	},
 	add: func(ks *KernelSums, ctx context.Context, b *data.Batch, self []int, workers int) error {
-		for _, ps := range ks.st.Notions {
+		for _, ps := range ks.st.PointSums {
 			if err := ps.Add(ctx, b.Probs, b.Labels, b.Weights, kde.AddOptions{Self: self, Workers: workers}); err != nil {
 				return b.RowsError(err)
 			}
@@ -295,11 +295,11 @@ var eceKDEKernel = &kernelPart{
 		return nil
 	},
 	merge: func(ks, o *KernelSums) error {
-		if len(ks.st.Notions) != len(o.st.Notions) {
-			return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.st.Notions), len(o.st.Notions))
+		if len(ks.st.PointSums) != len(o.st.PointSums) {
+			return fmt.Errorf("evaluate: merging kernel sums of %d and %d notions", len(ks.st.PointSums), len(o.st.PointSums))
 		}
-		for i, ps := range ks.st.Notions {
-			if err := ps.Merge(o.st.Notions[i]); err != nil {
+		for i, ps := range ks.st.PointSums {
+			if err := ps.Merge(o.st.PointSums[i]); err != nil {
 				return fmt.Errorf("evaluate: %w", err)
 			}
 		}
@@ -307,21 +307,21 @@ var eceKDEKernel = &kernelPart{
 	},
 	concat: func(out *KernelSums, bs []*KernelSums) error {
 		for _, b := range bs {
-			if len(b.st.Notions) != len(bs[0].st.Notions) {
-				return fmt.Errorf("evaluate: blocks of kernel sums of %d and %d notions", len(bs[0].st.Notions), len(b.st.Notions))
+			if len(b.st.PointSums) != len(bs[0].st.PointSums) {
+				return fmt.Errorf("evaluate: blocks of kernel sums of %d and %d notions", len(bs[0].st.PointSums), len(b.st.PointSums))
 			}
 		}
-		for i := range bs[0].st.Notions {
-			ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.Notions[i] }, kde.ConcatPointSums)
+		for i := range bs[0].st.PointSums {
+			ps, err := concatBlocks(bs, func(b *KernelSums) *kde.PointSums { return b.st.PointSums[i] }, kde.ConcatPointSums)
 			if err != nil {
 				return err
 			}
-			out.st.Notions = append(out.st.Notions, ps)
+			out.st.PointSums = append(out.st.PointSums, ps)
 		}
 		return nil
 	},
 	check: func(st *kernelSumsState) error {
-		for _, ps := range st.Notions {
+		for _, ps := range st.PointSums {
 			if ps == nil || ps.M() != len(st.Points) {
 				return fmt.Errorf("notions inconsistent with the %d points", len(st.Points))
 			}
@@ -329,7 +329,7 @@ var eceKDEKernel = &kernelPart{
 		return nil
 	},
 	complete: func(st *kernelSumsState, n int64) error {
-		for _, ps := range st.Notions {
+		for _, ps := range st.PointSums {
 			if ps.N() != n {
 				return fmt.Errorf("evaluate: the kernel sums saw %d rows, the first pass %d: the second pass is incomplete", ps.N(), n)
 			}
@@ -340,7 +340,7 @@ var eceKDEKernel = &kernelPart{
 
 // notion returns ece_kde's sums of notion n (nil when not computed).
 func (ks *KernelSums) notion(n kde.Notion) *kde.PointSums {
-	for _, ps := range ks.st.Notions {
+	for _, ps := range ks.st.PointSums {
 		if ps.Notion() == n {
 			return ps
 		}

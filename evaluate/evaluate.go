@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
@@ -51,8 +52,8 @@ type Options struct {
 	// --mode is given).
 	Strict bool
 	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
-	// DefaultMetrics leave out: name them in Metrics); nil means all that
-	// apply: canonical, class_wise and top_label when K <= 20, canonical and
+	// DefaultMetrics leave out: name them in Metrics); the zero value means
+	// all that apply: canonical, class_wise and top_label when K <= 20, canonical and
 	// top_label above (class_wise costs K times canonical), binary and
 	// top_label for one-column input (see NotionSet).
 	Mode NotionSet
@@ -132,7 +133,7 @@ type Options struct {
 	Progress progress.Reporter
 	// Bandwidths, if not nil, shares the LOO selections with other
 	// computations on the same set.
-	Bandwidths Bandwidths
+	Bandwidths bandwidth.Cache
 }
 
 // documentVersion is the version of the evaluation document's form
@@ -473,7 +474,7 @@ type evaluator struct {
 	bandwidths map[kde.Notion]*chosenBandwidth
 	// shared, if not nil, shares LOO bandwidth selections with other
 	// users of the same set (report: the comparison and the bandwidth view).
-	shared Bandwidths
+	shared bandwidth.Cache
 	// stats holds, for the entries that have one, the function that
 	// recomputes the entry's value on a bootstrap resample (the rows idx).
 	stats map[*Result]func(idx []int) (float64, error)

@@ -54,7 +54,7 @@ func TestEvaluateMatchesGolden(t *testing.T) {
 // stops the evaluation, and Strict turns a failing metric into an error.
 func TestEvaluateOptions(t *testing.T) {
 	s := loadTest(t)
-	for _, o := range []Options{{Metrics: MetricSet{"nope"}}, {P: []float64{0.5}}, {P: []float64{1000}}, {Mode: NotionSet{kde.Notion("nope")}},
+	for _, o := range []Options{{Metrics: MetricSet{"nope"}}, {P: []float64{0.5}}, {P: []float64{1000}}, {Mode: NotionSet{Notions: []kde.Notion{kde.Notion("nope")}}},
 		{Bandwidth: -1}, {KS: KSOptions{R: []int{0}}}, {MMCE: MMCEOptions{Width: -1}}, {CI: true, Level: 2}} {
 		if _, err := Evaluate(context.Background(), s, o); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v, want ErrOptions", o, err)

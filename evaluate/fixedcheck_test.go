@@ -13,7 +13,7 @@ import (
 // off for notion.
 func fixedWarned(t *testing.T, s *data.Set, notion kde.Notion, h float64) bool {
 	t.Helper()
-	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{notion}, Bandwidth: Bandwidth(h), P: []float64{1}})
+	ev, err := Evaluate(context.Background(), s, Options{Metrics: MetricSet{"ece_kde"}, Mode: NotionSet{Notions: []kde.Notion{notion}}, Bandwidth: Bandwidth(h), P: []float64{1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestDriversNameNoMetricField(t *testing.T) {
 		}
 	}
 	// The check sees the parts: ece_variational's three, ks's config.
-	for _, f := range []string{"Variational", "VariationalFamily", "KSCells", "Notions", "SmECESums"} {
+	for _, f := range []string{"Variational", "VariationalFamily", "KSCells", "PointSums", "SmECESums"} {
 		if owner[f] == "" {
 			t.Fatalf("the field %s is not found in an embedded part struct (%v)", f, owner)
 		}

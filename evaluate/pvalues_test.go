@@ -20,7 +20,7 @@ import (
 // 3 workers give the same evaluation; a stream refuses p-values.
 func TestPValues(t *testing.T) {
 	s := loadTest(t)
-	o := Options{Metrics: MetricSet{"ece_kde", "ece_bin", "ks", "mmce", "brier"}, Mode: NotionSet{kde.Canonical, kde.TopLabel}, PValues: true, PValueResamples: 99, Seed: 3, Workers: 1}
+	o := Options{Metrics: MetricSet{"ece_kde", "ece_bin", "ks", "mmce", "brier"}, Mode: NotionSet{Notions: []kde.Notion{kde.Canonical, kde.TopLabel}}, PValues: true, PValueResamples: 99, Seed: 3, Workers: 1}
 	ev, err := Evaluate(context.Background(), s, o)
 	if err != nil {
 		t.Fatal(err)

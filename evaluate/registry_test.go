@@ -84,7 +84,7 @@ func TestOptionErrorNamesTheOption(t *testing.T) {
 	}{
 		{Options{P: []float64{0.5}}, "p"},
 		{Options{Metrics: MetricSet{"nope"}}, "metrics"},
-		{Options{Mode: NotionSet{kde.Binary}, Metrics: MetricSet{ECEKDE}}, "mode"},
+		{Options{Mode: NotionSet{Notions: []kde.Notion{kde.Binary}}, Metrics: MetricSet{ECEKDE}}, "mode"},
 		{Options{KS: KSOptions{R: []int{0}}}, "ks-r"},
 		{Options{Bandwidth: -1}, "bandwidth"},
 		{Options{MMCE: MMCEOptions{Width: -1}}, "mmce-width"},
@@ -131,7 +131,7 @@ func TestLookup(t *testing.T) {
 }
 
 // TestNotionSet: the text forms of a mode and what each resolves to; an
-// empty set and an unknown notion are refused.
+// empty list, an unknown notion and binary for K columns are refused.
 func TestNotionSet(t *testing.T) {
 	k3, k30, bin := &data.Set{K: 3}, &data.Set{K: 30}, &data.Set{K: 2, Binary: true}
 	for _, c := range []struct {
@@ -158,10 +158,10 @@ func TestNotionSet(t *testing.T) {
 			t.Errorf("%q: %v (%q), %v; want %v (%q)", c.text, got, ns.String(), err, c.want, c.string)
 		}
 	}
-	if (NotionSet(nil)).String() != "all" || AllNotions.String() != "all" || AllNotions == nil {
+	if (NotionSet{}).String() != "all" || (NotionSet{All: true}).String() != "all" || (NotionSet{All: true}).IsZero() {
 		t.Error("all")
 	}
-	for _, ns := range []NotionSet{{}, {kde.Notion("nope")}, {kde.Binary}} {
+	for _, ns := range []NotionSet{{Notions: []kde.Notion{kde.Notion("nope")}}, {Notions: []kde.Notion{kde.Binary}}} {
 		var oe *OptionError
 		if _, _, err := ns.Resolve(k3); !errors.As(err, &oe) || oe.Option != "mode" {
 			t.Errorf("%v: %v", ns, err)

@@ -185,7 +185,7 @@ func (s *Sums) blockPoints(b, nb int) (*evalPoints, []pointID, error) {
 	if s.st.Sample == nil {
 		return nil, nil, nil
 	}
-	if s.st.Config.All && s.st.N > MaxAllPoints {
+	if s.st.Config.All && s.st.N > int64(MaxAllPoints) {
 		return nil, nil, optionError("eval-points", "every row as an evaluation point: %d rows, more than the %d the kernel sums can hold; give a number of evaluation points", s.st.N, MaxAllPoints)
 	}
 	probs, labels, weights, ids := s.st.Sample.points(s.st.Weighted)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,18 +42,58 @@ import (
 // give, with the kernel estimates' sampling intervals. Stream runs both
 // passes over a Source that can be read twice.
 
-// DefaultEvalPoints is the number m of evaluation points of the streamed
-// kernel estimators when StreamOptions.EvalPoints is 0.
-const DefaultEvalPoints = 2000
+// EvalPoints is the number m of evaluation points of a stream's kernel
+// estimators (StreamOptions.EvalPoints): a uniform sample of m rows; 0
+// means DefaultEvalPoints, AllPoints every row. Its text form is the
+// number, or "all"; "" is 0.
+type EvalPoints int
 
-// AllPoints, as StreamOptions.EvalPoints, evaluates the kernel estimators
-// at every row: the exact plug-in estimates (memory O(n K x grid), refused
-// past MaxAllPoints rows).
-const AllPoints = -1
+const (
+	// DefaultEvalPoints is the number of evaluation points that
+	// EvalPoints 0 stands for.
+	DefaultEvalPoints EvalPoints = 2000
+	// AllPoints evaluates the kernel estimators at every row: the exact
+	// plug-in estimates (memory O(n K x grid), refused past MaxAllPoints
+	// rows).
+	AllPoints EvalPoints = -1
+	// MaxAllPoints is the largest number of rows AllPoints accepts, and
+	// the largest number of evaluation points.
+	MaxAllPoints EvalPoints = 200_000
+)
 
-// MaxAllPoints is the largest number of rows StreamOptions.EvalPoints =
-// AllPoints accepts.
-const MaxAllPoints = 200_000
+// String returns the number, "all" for AllPoints, or "" for 0.
+func (m EvalPoints) String() string {
+	switch m {
+	case 0:
+		return ""
+	case AllPoints:
+		return "all"
+	}
+	return strconv.Itoa(int(m))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m EvalPoints) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: "" is 0 (the
+// default), "all" AllPoints, else a number >= 1 (surrounding spaces
+// ignored). Its error is an OptionError of "eval-points": `eval-points
+// "x": want a number >= 1, or all`.
+func (m *EvalPoints) UnmarshalText(b []byte) error {
+	switch v := strings.TrimSpace(string(b)); v {
+	case "":
+		*m = 0
+	case "all":
+		*m = AllPoints
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return optionError("eval-points", "eval-points %q: want a number >= 1, or all", string(b))
+		}
+		*m = EvalPoints(n)
+	}
+	return nil
+}
 
 // StreamOptions configures a streamed evaluation: Options (Metrics,
 // Strict, Mode, P, Bandwidth, ClassMean, Bins, KS, MMCE, Level, Seed,
@@ -63,7 +104,7 @@ type StreamOptions struct {
 	// EvalPoints is the number m of evaluation points of ece_kde (a
 	// uniform sample of the rows); 0 means DefaultEvalPoints, AllPoints
 	// every row.
-	EvalPoints int
+	EvalPoints EvalPoints
 	// Grid lists the candidate bandwidths of the leave-one-out choice
 	// (nil: kde.StreamGrid()); with Options.Bandwidth set it is not used.
 	Grid []float64
@@ -127,12 +168,12 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if err := o.Options.checkMetrics(); err != nil {
 		return nil, err
 	}
-	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, MaxCells: o.MaxCells, M: o.EvalPoints, Level: o.Level, Seed: o.seed(), Strict: o.Strict}
+	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, MaxCells: o.MaxCells, M: int(o.EvalPoints), Level: o.Level, Seed: o.seed(), Strict: o.Strict}
 	if err := c.setMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
 	// The checks of Options.resolve that need no data.
-	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KS: o.KS, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{kde.Canonical}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
+	base, err := Options{P: o.P, Bandwidth: o.Bandwidth, KS: o.KS, Level: o.Level, SmECE: o.SmECE, Mode: NotionSet{Notions: []kde.Notion{kde.Canonical}}, Metrics: MetricSet{Accuracy}}.resolve(&data.Set{})
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +186,9 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	}
 	switch {
 	case c.M == 0:
-		c.M = DefaultEvalPoints
-	case c.M == AllPoints:
-		c.M, c.All = MaxAllPoints, true
+		c.M = int(DefaultEvalPoints)
+	case c.M == int(AllPoints):
+		c.M, c.All = int(MaxAllPoints), true
 	}
 	if c.Grid = o.Grid; c.Grid == nil {
 		c.Grid = kde.StreamGrid()
@@ -222,10 +263,10 @@ func (c *streamConfig) setMetrics(ms MetricSet) error {
 	return nil
 }
 
-// modeText is the stream configuration's form of a mode: "" for all
-// (nil), else the names.
+// modeText is the stream configuration's form of a mode: "" for the zero
+// value, else its text.
 func modeText(ns NotionSet) string {
-	if ns == nil {
+	if ns.IsZero() {
 		return ""
 	}
 	return ns.String()
@@ -241,22 +282,16 @@ func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error
 	if err := ns.UnmarshalText([]byte(mode)); err != nil {
 		return nil, "", err
 	}
-	if !ns.hasAll() {
+	if !ns.All && !ns.IsZero() {
 		return ns.Resolve(&data.Set{K: k, Binary: binary})
 	}
-	all := NotionSet{kde.Canonical, kde.TopLabel}
+	all := []kde.Notion{kde.Canonical, kde.TopLabel}
 	note := "all = canonical, top_label (streamed: class_wise costs K times canonical at every row; ask for it with --mode class_wise)"
 	if binary {
-		all = NotionSet{kde.Binary, kde.TopLabel}
+		all = []kde.Notion{kde.Binary, kde.TopLabel}
 		note = "all = binary, top_label (one-column input)"
 	}
-	var extra NotionSet
-	for _, n := range ns {
-		if n != allNotions {
-			extra = append(extra, n)
-		}
-	}
-	if extra != nil {
+	if extra := (NotionSet{Notions: ns.Notions}); !extra.IsZero() {
 		ex, _, err := extra.Resolve(&data.Set{K: k, Binary: binary})
 		if err != nil {
 			return nil, "", err

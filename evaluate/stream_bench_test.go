@@ -64,9 +64,9 @@ func envInt(name string, def int) int {
 // evaluation (both passes). Run it with -benchtime 1x under
 // /usr/bin/time -v for the peak memory.
 func BenchmarkStream(b *testing.B) {
-	n, m := envInt("CALIB_STREAM_N", 200_000), envInt("CALIB_STREAM_M", DefaultEvalPoints)
+	n, m := envInt("CALIB_STREAM_N", 200_000), envInt("CALIB_STREAM_M", int(DefaultEvalPoints))
 	h, _ := strconv.ParseFloat(os.Getenv("CALIB_STREAM_H"), 64)
-	o := StreamOptions{Options: Options{Bandwidth: Bandwidth(h)}, EvalPoints: m}
+	o := StreamOptions{Options: Options{Bandwidth: Bandwidth(h)}, EvalPoints: EvalPoints(m)}
 	if m == 0 {
 		o.Metrics = MetricSet{"ece_bin", "mce", "ece_bin_debiased", "ks", "brier", "nll", "accuracy", "confidence"}
 	}

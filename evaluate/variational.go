@@ -159,7 +159,7 @@ func variationalNotions(c *config, s *data.Set) ([]notion.Notion, error) {
 	} else if s.K <= variationalClassWiseMaxK {
 		notions = append(notions, notion.ClassWise)
 	}
-	if c.Mode != nil {
+	if !c.Mode.IsZero() {
 		notions = slices.DeleteFunc(notions, func(nt notion.Notion) bool {
 			return !slices.ContainsFunc(c.notions, func(k kde.Notion) bool { return k.String() == string(nt) })
 		})

@@ -118,35 +118,38 @@ func (h *Bandwidth) UnmarshalText(b []byte) error {
 }
 
 // NotionSet lists the ECE^KDE notions of ece_kde and sharpness
-// (Options.Mode). nil means all the notions that apply (Resolve): canonical,
-// class_wise and top_label when K <= 20; canonical and top_label above
-// (class_wise costs K times canonical); binary and top_label for one-column
-// input. Its text form is the names, comma-separated ("toplabel" and
-// "top-label" name top_label; surrounding spaces and empty items ignored),
-// or "all" (AllNotions), alone or with names it would leave out
-// ("all,class_wise" above K = 20); "" is nil. The earlier spelling
-// "marginal" reads as class_wise (package notion).
-type NotionSet []kde.Notion
+// (Options.Mode). The zero value means all the notions that apply
+// (Resolve): canonical, class_wise and top_label when K <= 20; canonical
+// and top_label above (class_wise costs K times canonical); binary and
+// top_label for one-column input. All says "all" explicitly (for a caller
+// whose zero value means something else: report.Options.Eval.Mode's zero
+// value is canonical and top_label), Notions names notions besides, e.g.
+// NotionSet{All: true, Notions: []kde.Notion{kde.ClassWise}} above K = 20.
+// Its text form is "all" and the names, comma-separated ("toplabel" and
+// "top-label" name top_label; surrounding spaces and empty items
+// ignored); "" is the zero value. The earlier spelling "marginal" reads as
+// class_wise (package notion).
+type NotionSet struct {
+	All     bool
+	Notions []kde.Notion
+}
 
-// AllNotions is "all" said explicitly: the notions nil stands for, for a
-// caller whose nil means something else (report.Options.Eval.Mode nil is
-// canonical and top_label).
-var AllNotions = NotionSet{allNotions}
+// IsZero reports whether ns is the zero value: no notion named, all that
+// apply.
+func (ns NotionSet) IsZero() bool { return !ns.All && len(ns.Notions) == 0 }
 
-// allNotions stands for "all" inside a NotionSet.
-const allNotions kde.Notion = "all"
+// Has reports whether ns names n itself (not through All).
+func (ns NotionSet) Has(n kde.Notion) bool { return slices.Contains(ns.Notions, n) }
 
-// String returns the names, comma-separated ("all" for nil).
+// String returns "all" (for All, or the zero value), then the names,
+// comma-separated.
 func (ns NotionSet) String() string {
-	if ns == nil {
-		return "all"
+	var names []string
+	if ns.All || ns.IsZero() {
+		names = append(names, "all")
 	}
-	names := make([]string, len(ns))
-	for i, n := range ns {
-		names[i] = n.String()
-		if n == allNotions {
-			names[i] = "all"
-		}
+	for _, n := range ns.Notions {
+		names = append(names, n.String())
 	}
 	return strings.Join(names, ",")
 }
@@ -154,9 +157,10 @@ func (ns NotionSet) String() string {
 // MarshalText implements encoding.TextMarshaler.
 func (ns NotionSet) MarshalText() ([]byte, error) { return []byte(ns.String()), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler: "" gives nil, "all"
-// AllNotions. Its errors are OptionErrors of "mode": `mode: unknown notion "x"
-// (valid: canonical, class_wise, top_label, binary) (or all)`.
+// UnmarshalText implements encoding.TextUnmarshaler: "" gives the zero
+// value, "all" sets All, each other name is added to Notions once. Its
+// errors are OptionErrors of "mode": `mode: unknown notion "x" (valid:
+// canonical, class_wise, top_label, binary) (or all)`.
 func (ns *NotionSet) UnmarshalText(b []byte) error {
 	var out NotionSet
 	empty := true
@@ -165,15 +169,16 @@ func (ns *NotionSet) UnmarshalText(b []byte) error {
 			continue
 		}
 		empty = false
-		n := allNotions
-		if f != "all" {
-			var err error
-			if n, err = kde.ParseNotion(f); err != nil {
-				return optionError("mode", "mode: %v (or all)", err)
-			}
+		if f == "all" {
+			out.All = true
+			continue
 		}
-		if !slices.Contains(out, n) {
-			out = append(out, n)
+		n, err := kde.ParseNotion(f)
+		if err != nil {
+			return optionError("mode", "mode: %v (or all)", err)
+		}
+		if !out.Has(n) {
+			out.Notions = append(out.Notions, n)
 		}
 	}
 	if empty && strings.TrimSpace(string(b)) != "" {
@@ -188,24 +193,7 @@ func (ns *NotionSet) UnmarshalText(b []byte) error {
 // "all" counts as canonical. The binary notion needs one-column input: its
 // error is an OptionError of "mode".
 func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err error) {
-	items := ns
-	switch {
-	case items == nil:
-		items = NotionSet{allNotions}
-	case len(items) == 0:
-		return nil, "", optionError("mode", "mode: no notion given")
-	}
-	for _, n := range items {
-		if n != allNotions && !slices.Contains(kde.Notions, n) {
-			return nil, "", optionError("mode", "mode: unknown notion %q", n)
-		}
-		if n != allNotions {
-			if n == kde.Binary && s != nil && !s.Binary {
-				return nil, "", optionError("mode", "mode: the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
-			}
-			notions = append(notions, n)
-			continue
-		}
+	if ns.All || ns.IsZero() {
 		switch {
 		case s == nil:
 			notions = append(notions, kde.Canonical)
@@ -220,16 +208,16 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 			note = fmt.Sprintf("all = canonical, top_label (K = %d > 20; ask for class_wise with --mode class_wise)", s.K)
 		}
 	}
-	seen := map[kde.Notion]bool{}
-	out := notions[:0]
-	for _, n := range notions {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
+	for _, n := range ns.Notions {
+		if !slices.Contains(kde.Notions, n) {
+			return nil, "", optionError("mode", "mode: unknown notion %q", n)
+		}
+		if n == kde.Binary && s != nil && !s.Binary {
+			return nil, "", optionError("mode", "mode: the binary notion needs one-column input (p1 or one logit); for K = %d use canonical", s.K)
+		}
+		if !slices.Contains(notions, n) {
+			notions = append(notions, n)
 		}
 	}
-	return out, note, nil
+	return notions, note, nil
 }
-
-// hasAll reports whether ns names "all" (nil, or with other names).
-func (ns NotionSet) hasAll() bool { return ns == nil || slices.Contains(ns, allNotions) }

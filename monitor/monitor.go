@@ -51,11 +51,11 @@ var Metrics = func() evaluate.MetricSet {
 	return ms
 }()
 
-// DefaultMode are the notions of smece when Options.Eval.Mode is nil:
+// DefaultMode are the notions of smece when Options.Eval.Mode is the zero value:
 // top-label only. smece's streamed state is a fixed set of grids per
 // notion and class (about 35,000 numbers each), so class-wise smece
 // would cost K times that per window and slice.
-var DefaultMode = evaluate.NotionSet{kde.TopLabel}
+var DefaultMode = evaluate.NotionSet{Notions: []kde.Notion{kde.TopLabel}}
 
 // onePass reports whether a stream computes m from its first pass alone.
 func onePass(m evaluate.Metric) bool {
@@ -80,7 +80,7 @@ type Options struct {
 	// means Metrics; each must be computed in one pass (no ece_kde, mmce,
 	// sharpness, ece_witness, ece_variational, data-dependent bins).
 	// Eval.Bins are also the bins of the per-bin counters. MaxCells 0
-	// means DefaultMaxCells, Mode nil DefaultMode.
+	// means DefaultMaxCells, Mode's zero value DefaultMode.
 	Eval evaluate.StreamOptions
 	// ClassWise adds per-class bin counters (K times the top-label's).
 	ClassWise bool
@@ -125,7 +125,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Eval.Metrics == nil {
 		o.Eval.Metrics = Metrics
 	}
-	if o.Eval.Mode == nil {
+	if o.Eval.Mode.IsZero() {
 		o.Eval.Mode = DefaultMode
 	}
 	switch {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
@@ -64,12 +65,12 @@ const DefaultPerClass = 10
 // Every result is the same for any number of workers.
 type Options struct {
 	// Eval configures the table of metrics (evaluate.Evaluate). Where its
-	// zero value differs from the report's, Build reads it so: Mode nil
-	// means canonical and top_label (evaluate: all notions; evaluate.AllNotions asks for them), Metrics nil
-	// ReportMetrics (evaluate: DefaultMetrics); CI is ignored
-	// (intervals are on unless NoIntervals; Eval.CIExact still implies
-	// them); Seed, Workers, Progress and Bandwidths are set by Build from
-	// the fields below.
+	// zero value differs from the report's, Build reads it so: Mode's zero
+	// value means canonical and top_label (evaluate: all notions; Mode.All
+	// asks for them), Metrics nil ReportMetrics (evaluate:
+	// DefaultMetrics); CI is ignored (intervals are on unless NoIntervals;
+	// Eval.CIExact still implies them); Seed, Workers, Progress and
+	// Bandwidths are set by Build from the fields below.
 	Eval evaluate.Options
 	// NoIntervals turns the bootstrap intervals off (calib report
 	// --ci=false).
@@ -193,10 +194,10 @@ func (o Options) seed() uint64 {
 }
 
 // evalOptions returns the options of evaluate.Evaluate.
-func (o Options) evalOptions(curves evaluate.Bandwidths) evaluate.Options {
+func (o Options) evalOptions(curves bandwidth.Cache) evaluate.Options {
 	e := o.Eval
-	if e.Mode == nil {
-		e.Mode = evaluate.NotionSet{kde.Canonical, kde.TopLabel}
+	if e.Mode.IsZero() {
+		e.Mode = evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical, kde.TopLabel}}
 	}
 	if e.Metrics == nil {
 		e.Metrics = ReportMetrics // the report's table
@@ -283,7 +284,7 @@ func Build(ctx context.Context, test, val *data.Set, o Options) (*Document, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	curves := evaluate.Bandwidths{}
+	curves := bandwidth.Cache{}
 	ev, err := evaluate.Evaluate(ctx, s, o.evalOptions(curves))
 	if err != nil {
 		return nil, err
@@ -338,7 +339,7 @@ type builder struct {
 	doc    *Document
 	o      Options
 	s, val *data.Set
-	curves evaluate.Bandwidths
+	curves bandwidth.Cache
 }
 
 // fail records a figure that could not be made.

@@ -110,7 +110,7 @@ func TestBuildCancelled(t *testing.T) {
 // TestBuildOptions checks the options Build refuses before any work (each
 // error wraps report.ErrOptions, or evaluate.ErrOptions for a metric
 // option, or recal.ErrInput for sets of different K) and the ones it reads
-// differently from evaluate: Mode nil means canonical and top-label, and
+// differently from evaluate: Mode's zero value means canonical and top-label, and
 // intervals are on unless NoIntervals.
 func TestBuildOptions(t *testing.T) {
 	s, err := data.Load(golden+"c02_n200_k3.csv", data.Options{})
@@ -134,7 +134,7 @@ func TestBuildOptions(t *testing.T) {
 		{"same classes", report.Options{Figures: report.FigureOptions{Classes: []int{1, 1}}}, nil, report.ErrOptions, false},
 		{"negative bins", report.Options{Figures: report.FigureOptions{Bins: metric.BinOptions{Bins: -1}}}, nil, report.ErrOptions, false},
 		{"p below 1", report.Options{Eval: evaluate.Options{P: []float64{0.5}}}, nil, evaluate.ErrOptions, false},
-		{"unknown notion", report.Options{Eval: evaluate.Options{Mode: evaluate.NotionSet{kde.Notion("nope")}}}, nil, evaluate.ErrOptions, false},
+		{"unknown notion", report.Options{Eval: evaluate.Options{Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Notion("nope")}}}}, nil, evaluate.ErrOptions, false},
 		{"class above K", report.Options{Figures: report.FigureOptions{Classes: []int{0, 3}}}, nil, report.ErrOptions, true},
 		{"K differs", report.Options{}, k4, recal.ErrInput, true},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -153,8 +154,8 @@ func BandwidthViewOf(ctx context.Context, s *data.Set, notion kde.Notion, o Opti
 // bandwidthView returns the bandwidth view of notion on s, sharing the
 // selection through curves (may be nil) and the estimate at the selected
 // bandwidth with ev, an evaluation of s (may be nil).
-func bandwidthView(ctx context.Context, s *data.Set, notion kde.Notion, curves evaluate.Bandwidths, ev *evaluate.Evaluation, workers int) (*BandwidthView, error) {
-	cv, err := curves.Select(ctx, notion, s, kde.BandwidthOptions{Workers: workers})
+func bandwidthView(ctx context.Context, s *data.Set, notion kde.Notion, curves bandwidth.Cache, ev *evaluate.Evaluation, workers int) (*BandwidthView, error) {
+	cv, err := curves.Curve(ctx, notion, s, kde.BandwidthOptions{Workers: workers})
 	if err != nil {
 		return nil, err
 	}

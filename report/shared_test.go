@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
@@ -49,7 +50,7 @@ func TestBandwidthViewSharesEstimate(t *testing.T) {
 			if k == 2 {
 				notion = kde.Binary
 			}
-			curves := evaluate.Bandwidths{}
+			curves := bandwidth.Cache{}
 			ev, err := evaluate.Evaluate(context.Background(), s, evaluate.Options{Metrics: evaluate.MetricSet{"ece_kde"}, CI: true, Bandwidths: curves})
 			if err != nil {
 				t.Fatal(err)

@@ -18,9 +18,10 @@ import (
 // TestNoMetricOrNotionLiterals: outside the registry (evaluate/registry.go)
 // and package notion, no Go code names a metric or a notion by a string
 // literal where the typed value belongs: a Metric or Notion field of a
-// composite literal, an element of a MetricSet or NotionSet, either side of
-// a comparison with a .Metric or .Notion, a case of a switch on one, an
-// argument of Has, or (for notions) any call's argument. A renamed metric
+// composite literal, an element of a MetricSet or of a []Notion (a
+// NotionSet's Notions), either side of a comparison with a .Metric or
+// .Notion, a case of a switch on one, an argument of Has, or (for notions)
+// any call's argument. A renamed metric
 // or notion then has one spelling to change, where the compiler finds its
 // uses, instead of literals that silently match nothing.
 func TestNoMetricOrNotionLiterals(t *testing.T) {
@@ -81,7 +82,11 @@ func TestNoMetricOrNotionLiterals(t *testing.T) {
 					report(x.Value, k.Name+" field")
 				}
 			case *ast.CompositeLit:
-				if id := typeName(x.Type); id == "MetricSet" || id == "NotionSet" {
+				id := typeName(x.Type)
+				if a, ok := x.Type.(*ast.ArrayType); ok && typeName(a.Elt) == "Notion" {
+					id = "[]Notion" // a NotionSet's Notions
+				}
+				if id == "MetricSet" || id == "[]Notion" {
 					for _, e := range x.Elts {
 						report(e, id)
 					}

@@ -15,7 +15,6 @@ package evalflag
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/calib-dev/calib/data"
@@ -195,23 +194,14 @@ func RegisterStream(fs FlagSet, t *StreamText, prefix string) {
 	fs.IntVar(&t.MaxCells, "max-cells", 0, prefix+"the most occupied cells the canonical ece_bin and mce may keep (0: 2^20 / (2K + 2), 47,662 at K = 10, about 14 MB; each cell about (2K + 2) x 14 bytes); past it those two entries are errors")
 }
 
-// Points parses EvalPoints into StreamOptions.EvalPoints: "" is 0 (the
-// default), "all" evaluate.AllPoints, else a number >= 1. Its error is an
-// OptionError of "eval-points": `eval-points "x": want a number >= 1, or
-// all`.
-func (t StreamText) Points() (int, error) {
-	switch v := strings.TrimSpace(t.EvalPoints); v {
-	case "":
-		return 0, nil
-	case "all":
-		return evaluate.AllPoints, nil
-	default:
-		m, err := strconv.Atoi(v)
-		if err != nil || m < 1 {
-			return 0, optionError("eval-points", "eval-points %q: want a number >= 1, or all", t.EvalPoints)
-		}
-		return m, nil
-	}
+// Points parses EvalPoints into StreamOptions.EvalPoints
+// (evaluate.EvalPoints' text: "" is 0, the default; "all"
+// evaluate.AllPoints; else a number >= 1). Its error is an OptionError of
+// "eval-points": `eval-points "x": want a number >= 1, or all`.
+func (t StreamText) Points() (evaluate.EvalPoints, error) {
+	var m evaluate.EvalPoints
+	err := m.UnmarshalText([]byte(t.EvalPoints))
+	return m, err
 }
 
 // FlagMessage is the message of err for a command line: an

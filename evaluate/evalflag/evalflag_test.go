@@ -53,17 +53,17 @@ func TestBandwidthNotion(t *testing.T) {
 // option.
 func TestTextParse(t *testing.T) {
 	text := Text{P: "1", Bandwidth: "0.1", Objective: "reference", Metrics: "ks,ece_kde", Binning: "equal-mass", BinRule: "doane", KSR: "1,2"}
-	o := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7}
+	o := evaluate.Options{Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, Seed: 7}
 	if err := text.Parse(&o); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckSet(o, loadTest(t)); err != nil {
 		t.Fatal(err)
 	}
-	want := evaluate.Options{Mode: evaluate.NotionSet{kde.Canonical}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
+	want := evaluate.Options{Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
 		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KS: evaluate.KSOptions{R: []int{1, 2}}}
 	if !slices.Equal(o.P, want.P) || o.Bandwidth != want.Bandwidth || o.Objective != want.Objective || !slices.Equal(o.Metrics, want.Metrics) ||
-		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KS.R, want.KS.R) || o.Seed != 7 || !slices.Equal(o.Mode, evaluate.NotionSet{kde.Canonical}) {
+		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KS.R, want.KS.R) || o.Seed != 7 || o.Mode.String() != "canonical" {
 		t.Errorf("parsed %+v\nwant %+v", o, want)
 	}
 	base := Text{P: "1,2", Bandwidth: "auto", Objective: "loo", Binning: "equal_width", BinRule: "fixed", KSR: "1,2"}
@@ -122,7 +122,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KS.R, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
-			o.Bins.Bins != metric.DefaultBins || !slices.Equal(o.Mode, evaluate.AllNotions) || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
+			o.Bins.Bins != metric.DefaultBins || !o.Mode.All || o.Mode.Notions != nil || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
 			t.Errorf("defaults %+v, %+v", o, st)
 		}
 		if m, err := st.Points(); err != nil || m != 0 {
@@ -136,7 +136,7 @@ func TestRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||
-			!slices.Equal(o.KS.R, evaluate.Ranks{3}) || !slices.Equal(o.Mode, evaluate.NotionSet{kde.TopLabel}) || !o.ClassMean || o.Bins.Bins != 7 {
+			!slices.Equal(o.KS.R, evaluate.Ranks{3}) || o.Mode.String() != "top_label" || !o.ClassMean || o.Bins.Bins != 7 {
 			t.Errorf("given: %+v", o)
 		}
 		if m, err := st.Points(); err != nil || m != evaluate.AllPoints {

@@ -89,7 +89,7 @@ func Conflicts(given func(name string) bool, o evaluate.Options, ms evaluate.Met
 		ms = evaluate.DefaultMetrics
 	}
 	has := func(n kde.Notion) bool {
-		return !explicitMode || slices.Contains(o.Mode, n) || slices.Equal(o.Mode, evaluate.AllNotions)
+		return !explicitMode || o.Mode.All || o.Mode.Has(n)
 	}
 	switch {
 	case given("class-mean") && explicitMode && !has(kde.ClassWise):

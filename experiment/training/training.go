@@ -457,7 +457,7 @@ func trainMetrics(ctx context.Context, logits []float64, labels []int, k, worker
 	}
 	ev, err := evaluate.Evaluate(ctx, s, evaluate.Options{
 		Metrics: evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEBin, evaluate.NLL, evaluate.Accuracy}, Strict: true,
-		Mode: evaluate.NotionSet{kde.Canonical}, P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
+		Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, P: []float64{1}, Bins: metric.BinOptions{Bins: bins}, Workers: workers,
 	})
 	if err != nil {
 		return m, err

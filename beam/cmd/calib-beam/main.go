@@ -133,7 +133,7 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	}
 	// Each block needs an evaluation point (with --eval-points all, the
 	// rows: checked against the first pass).
-	if points := cmp.Or(m, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > points {
+	if points := cmp.Or(m, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > int(points) {
 		return o, usageErrorf("--eval-blocks %d: more blocks than the %d evaluation points (--eval-points)", c.blocks, points)
 	}
 	eo := c.eval

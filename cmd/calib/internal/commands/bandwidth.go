@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/bandwidth"
 	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/kde"
 )
@@ -35,7 +35,7 @@ func newBandwidthCmd() *Command {
 		ui := newProgressUI(cmd.Context(), cmd.ErrOrStderr(), progress)
 		var done func()
 		o.Progress, done = ui.Step(notion.String() + " bandwidth")
-		r, err := evaluate.SelectBandwidth(cmd.Context(), s, notion, o)
+		r, err := bandwidth.Select(cmd.Context(), s, notion, o)
 		done()
 		ui.wait()
 		if err != nil {

@@ -211,7 +211,7 @@ func absPath(name string) string {
 }
 
 // points parses --eval-points.
-func (f *streamFlags) points() (int, error) {
+func (f *streamFlags) points() (evaluate.EvalPoints, error) {
 	m, err := f.text.Points()
 	if err != nil {
 		return 0, optionError("", err)
