@@ -34,8 +34,9 @@ type Report struct {
 	// LogLikAt is the objective at the selected bandwidth.
 	LogLikAt data.Float `json:"loglik_at_bandwidth"`
 	Excluded int        `json:"excluded"`
-	// Warnings are the selection's (kde.Curve.Warnings: a bandwidth at the
-	// edge of the grid, points left out), as text.
+	// Warnings are the selection's (kde.Curve.Warnings: the best grid
+	// value at an end of the grid), as text; Excluded counts the points
+	// left out.
 	Warnings []string `json:"warnings,omitempty"`
 	N        int      `json:"n"`
 	K        int      `json:"k"`

@@ -175,6 +175,25 @@ func TestNotionSet(t *testing.T) {
 	}
 }
 
+// TestModeNamesChecked: Evaluate and Stream refuse the same NotionSets
+// built in Go with names that are not notions ("all" is the All field, not
+// a name), and an empty Notions is the zero value.
+func TestModeNamesChecked(t *testing.T) {
+	s := loadTest(t)
+	for _, ns := range []NotionSet{{Notions: []kde.Notion{"all"}}, {All: true, Notions: []kde.Notion{""}}, {Notions: []kde.Notion{"marginal"}}} {
+		var oe *OptionError
+		if _, err := Evaluate(context.Background(), s, Options{Mode: ns, Metrics: MetricSet{ECEKDE}}); !errors.As(err, &oe) || oe.Option != "mode" {
+			t.Errorf("Evaluate, mode %#v: %v", ns, err)
+		}
+		if _, err := Stream(context.Background(), data.SetSource(s, 100), StreamOptions{Options: Options{Mode: ns, Metrics: MetricSet{ECEKDE}}}); !errors.As(err, &oe) || oe.Option != "mode" {
+			t.Errorf("Stream, mode %#v: %v", ns, err)
+		}
+	}
+	if empty := (NotionSet{Notions: []kde.Notion{}}); !empty.IsZero() || empty.String() != "all" || modeText(empty) != "" {
+		t.Errorf("an empty Notions: zero %v, text %q", empty.IsZero(), empty.String())
+	}
+}
+
 // TestGroupOfEntries: an entry's output group follows from its notion; a
 // score keeps its group when its interval failed, and a metric that failed
 // as a whole (no notion, no value) is listed first.

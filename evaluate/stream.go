@@ -168,6 +168,11 @@ func (o StreamOptions) resolve() (*streamConfig, error) {
 	if err := o.Options.checkMetrics(); err != nil {
 		return nil, err
 	}
+	// The mode's names as Evaluate checks them, before its text (which
+	// the configuration holds) could read a name such as "all" otherwise.
+	if _, _, err := o.Mode.Resolve(nil); err != nil {
+		return nil, err
+	}
 	c := &streamConfig{Mode: modeText(o.Mode), P: o.P, Bandwidth: float64(o.Bandwidth), ClassMean: o.ClassMean, Bins: o.Bins, MaxCells: o.MaxCells, M: int(o.EvalPoints), Level: o.Level, Seed: o.seed(), Strict: o.Strict}
 	if err := c.setMetrics(o.Metrics); err != nil {
 		return nil, err

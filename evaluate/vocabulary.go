@@ -118,8 +118,8 @@ func (h *Bandwidth) UnmarshalText(b []byte) error {
 }
 
 // NotionSet lists the ECE^KDE notions of ece_kde and sharpness
-// (Options.Mode). The zero value means all the notions that apply
-// (Resolve): canonical, class_wise and top_label when K <= 20; canonical
+// (Options.Mode). The zero value (no notion named: Notions nil or empty)
+// means all the notions that apply (Resolve): canonical, class_wise and top_label when K <= 20; canonical
 // and top_label above (class_wise costs K times canonical); binary and
 // top_label for one-column input. All says "all" explicitly (for a caller
 // whose zero value means something else: report.Options.Eval.Mode's zero
@@ -189,7 +189,8 @@ func (ns *NotionSet) UnmarshalText(b []byte) error {
 }
 
 // Resolve returns the notions of ns for the set s, with a note saying what
-// "all" meant there (see NotionSet). With s nil (before the data is read)
+// "all" meant there (see NotionSet): All's first, then the named ones not
+// among them, each once. With s nil (before the data is read)
 // "all" counts as canonical. The binary notion needs one-column input: its
 // error is an OptionError of "mode".
 func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err error) {

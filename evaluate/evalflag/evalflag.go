@@ -112,7 +112,7 @@ func optionError(option, format string, args ...any) error {
 }
 
 // BandwidthNotion parses the mode of a bandwidth selection
-// (evaluate.SelectBandwidth, calib bandwidth --mode), which must name one
+// (bandwidth.Select, calib bandwidth --mode), which must name one
 // notion (see evaluate.NotionSet); "" means canonical, or binary for
 // one-column input. With s nil (before the data is read) it checks the
 // names and their number only, "all" then counting as one.

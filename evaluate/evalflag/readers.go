@@ -88,8 +88,10 @@ func Conflicts(given func(name string) bool, o evaluate.Options, ms evaluate.Met
 	if ms == nil {
 		ms = evaluate.DefaultMetrics
 	}
+	// Exactly "all" counts as every notion (which ones it holds depends on
+	// K and on streaming); with names besides it, the names count.
 	has := func(n kde.Notion) bool {
-		return !explicitMode || o.Mode.All || o.Mode.Has(n)
+		return !explicitMode || o.Mode.Has(n) || (o.Mode.All && len(o.Mode.Notions) == 0)
 	}
 	switch {
 	case given("class-mean") && explicitMode && !has(kde.ClassWise):

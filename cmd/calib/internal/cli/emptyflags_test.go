@@ -83,6 +83,7 @@ func TestUnreadOptionsAreRefused(t *testing.T) {
 		{[]string{"eval", "nope.csv", "--metrics", "smece", "--convention", "sklearn"}, "--convention sklearn applies to ece_bin and mce"},
 		{[]string{"eval", "nope.csv", "--metrics", "brier", "--p-values"}, "--p-values applies to ece_kde"},
 		{[]string{"eval", "nope.csv", "--metrics", "ece_kde", "--mode", "canonical", "--class-mean"}, "--class-mean applies to ece_kde's class_wise notion"},
+		{[]string{"eval", "nope.csv", "--metrics", "ece_kde", "--mode", "top_label,all", "--class-mean"}, "which --mode all,top_label leaves out"},
 		{[]string{"eval", "nope.csv", "--metrics", "ece_kde", "--mode", "canonical", "--exact"}, "--exact applies to the one-dimensional notions"},
 		{[]string{"eval", "nope.csv", "--metrics", "ece_kde", "--bandwidth", "0.1", "--bandwidth-objective", "reference"}, "--bandwidth-objective chooses the bandwidth, which --bandwidth 0.1 fixes"},
 		{[]string{"eval", "nope.csv", "--stream", "--metrics", "brier", "--eval-points", "5"}, "--eval-points applies to ece_kde"},
