@@ -52,10 +52,11 @@ type Options struct {
 	// --mode is given).
 	Strict bool
 	// Mode lists the ECE^KDE notions of ece_kde and sharpness (which
-	// DefaultMetrics leave out: name them in Metrics); the zero value means
-	// all that apply: canonical, class_wise and top_label when K <= 20, canonical and
-	// top_label above (class_wise costs K times canonical), binary and
-	// top_label for one-column input (see NotionSet).
+	// DefaultMetrics leave out: name them in Metrics); the zero value
+	// means all that apply: canonical, class_wise and top_label when
+	// K <= 20, canonical and top_label above (class_wise costs K times
+	// canonical), binary and top_label for one-column input (see
+	// NotionSet).
 	Mode NotionSet
 	// P lists the exponents p in [1, kde.MaxP] of every Lp metric; nil
 	// means {1, 2}.

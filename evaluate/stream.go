@@ -287,7 +287,7 @@ func streamNotions(mode string, k int, binary bool) ([]kde.Notion, string, error
 	if err := ns.UnmarshalText([]byte(mode)); err != nil {
 		return nil, "", err
 	}
-	if !ns.All && !ns.IsZero() {
+	if !ns.asksAll() {
 		return ns.Resolve(&data.Set{K: k, Binary: binary})
 	}
 	all := []kde.Notion{kde.Canonical, kde.TopLabel}

@@ -140,9 +140,6 @@ func (c *streamConfig) parts() []*sumsPart { return partsOf(c.asks, firstPass) }
 // asks reports whether the configuration asks for d's metric.
 func (c *streamConfig) asks(d *metricDef) bool { return c.has(d.name) }
 
-// uses reports whether the configuration's metrics use part p.
-func (c *streamConfig) uses(p *sumsPart) bool { return slices.Contains(c.parts(), p) }
-
 // start sets up the sums for the first batch's K and kind.
 func (s *Sums) start(b *data.Batch) error {
 	empty := s.st
@@ -398,9 +395,6 @@ func (s *Sums) KernelPass() bool {
 	}
 	return false
 }
-
-// kernelMetrics says whether a metric needs the evaluation points.
-func (s *Sums) kernelMetrics() bool { return s.st.Config.uses(sampleSums) }
 
 // total is the total weight of the rows (their number without weights).
 func (s *Sums) total() float64 {

@@ -119,9 +119,9 @@ func (h *Bandwidth) UnmarshalText(b []byte) error {
 
 // NotionSet lists the ECE^KDE notions of ece_kde and sharpness
 // (Options.Mode). The zero value (no notion named: Notions nil or empty)
-// means all the notions that apply (Resolve): canonical, class_wise and top_label when K <= 20; canonical
-// and top_label above (class_wise costs K times canonical); binary and
-// top_label for one-column input. All says "all" explicitly (for a caller
+// means all the notions that apply (Resolve): canonical, class_wise and
+// top_label when K <= 20; canonical and top_label above (class_wise costs
+// K times canonical); binary and top_label for one-column input. All says "all" explicitly (for a caller
 // whose zero value means something else: report.Options.Eval.Mode's zero
 // value is canonical and top_label), Notions names notions besides, e.g.
 // NotionSet{All: true, Notions: []kde.Notion{kde.ClassWise}} above K = 20.
@@ -138,6 +138,10 @@ type NotionSet struct {
 // apply.
 func (ns NotionSet) IsZero() bool { return !ns.All && len(ns.Notions) == 0 }
 
+// asksAll reports whether ns asks for all the notions that apply: All, or
+// the zero value.
+func (ns NotionSet) asksAll() bool { return ns.All || len(ns.Notions) == 0 }
+
 // Has reports whether ns names n itself (not through All).
 func (ns NotionSet) Has(n kde.Notion) bool { return slices.Contains(ns.Notions, n) }
 
@@ -145,7 +149,7 @@ func (ns NotionSet) Has(n kde.Notion) bool { return slices.Contains(ns.Notions, 
 // comma-separated.
 func (ns NotionSet) String() string {
 	var names []string
-	if ns.All || ns.IsZero() {
+	if ns.asksAll() {
 		names = append(names, "all")
 	}
 	for _, n := range ns.Notions {
@@ -190,11 +194,11 @@ func (ns *NotionSet) UnmarshalText(b []byte) error {
 
 // Resolve returns the notions of ns for the set s, with a note saying what
 // "all" meant there (see NotionSet): All's first, then the named ones not
-// among them, each once. With s nil (before the data is read)
-// "all" counts as canonical. The binary notion needs one-column input: its
+// among them, each once. With s nil (before the data is read) "all" counts
+// as canonical. The binary notion needs one-column input: its
 // error is an OptionError of "mode".
 func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err error) {
-	if ns.All || ns.IsZero() {
+	if ns.asksAll() {
 		switch {
 		case s == nil:
 			notions = append(notions, kde.Canonical)

@@ -51,8 +51,8 @@ var Metrics = func() evaluate.MetricSet {
 	return ms
 }()
 
-// DefaultMode are the notions of smece when Options.Eval.Mode is the zero value:
-// top-label only. smece's streamed state is a fixed set of grids per
+// DefaultMode are the notions of smece when Options.Eval.Mode is the zero
+// value: top-label only. smece's streamed state is a fixed set of grids per
 // notion and class (about 35,000 numbers each), so class-wise smece
 // would cost K times that per window and slice.
 var DefaultMode = evaluate.NotionSet{Notions: []kde.Notion{kde.TopLabel}}

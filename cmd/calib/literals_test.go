@@ -21,9 +21,9 @@ import (
 // composite literal, an element of a MetricSet or of a []Notion (a
 // NotionSet's Notions), either side of a comparison with a .Metric or
 // .Notion, a case of a switch on one, an argument of Has, or (for notions)
-// any call's argument. A renamed metric
-// or notion then has one spelling to change, where the compiler finds its
-// uses, instead of literals that silently match nothing.
+// any call's argument. A renamed metric or notion then has one spelling to
+// change, where the compiler finds its uses, instead of literals that
+// silently match nothing.
 func TestNoMetricOrNotionLiterals(t *testing.T) {
 	words := map[string]bool{"marginal": true}
 	for _, m := range append(slices.Clone(evaluate.Metrics), evaluate.ECEKDEDebiased, evaluate.SharpnessDebiased, evaluate.ATBDebiased) {
