@@ -17,7 +17,7 @@ import (
 // (values compared against it directly), renders as calib bandwidth
 // prints it (null for -Inf in the JSON), and refuses a set of one sample.
 func TestSelect(t *testing.T) {
-	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	s, err := data.Load("../testdata/golden/ecekde/c02_n200_k3.csv", data.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

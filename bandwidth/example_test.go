@@ -13,7 +13,7 @@ import (
 // The bandwidth of the top-label notion on 200 predictions of 3 classes,
 // as `calib bandwidth --mode top_label` chooses it.
 func ExampleSelect() {
-	s, err := data.Load("testdata/c02_n200_k3.csv", data.Options{})
+	s, err := data.Load("../testdata/golden/ecekde/c02_n200_k3.csv", data.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
