@@ -139,9 +139,8 @@ func (s *Sums) kernelSumsFitted(ctx context.Context, b, nb int, free bool) (*Ker
 // kernelPart is a metric's part of a stream's second pass
 // (metricDef.kernel): its state is a struct declared beside it and
 // embedded in kernelSumsState (so the JSON form names its fields), and
-// these functions, written in the metric's file, are
-// the only code that sets it up, adds to it, merges it, joins its blocks
-// and checks it. Metrics that share sums share one part (the binned
+// these functions, written in the metric's file, are the only code that
+// sets it up, adds to it, merges it, joins its blocks and checks it. Metrics that share sums share one part (the binned
 // metrics' bin edges and cells). holds and concat are required. The parts
 // run in the table's order, on which two depend (TestKernelPartOrder):
 // ece_variational's first, since its add refuses the batches its maps do
