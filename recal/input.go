@@ -26,6 +26,16 @@ var ErrInput = errors.New("bad input")
 // ErrInput.
 var ErrTooFew error = &kindError{"not enough data", ErrInput}
 
+// ErrSeparable is wrapped by the errors of FitTemperature and FitPlatt on
+// predictions that separate the outcomes perfectly (temperature: the
+// label's logit is the largest in every row; Platt: every score of
+// outcome 0 is at or below every score of outcome 1, or above): the
+// likelihood grows without bound as the map sharpens, so there is no
+// finite fit, and the end of a search would give probabilities within
+// 1e-90 of 0 and 1. It is a kind of ErrTooFew (more data, on which the
+// model errs sometimes, makes the fit finite) and so of ErrInput.
+var ErrSeparable error = &kindError{"separable data", ErrTooFew}
+
 // SumTolerance is the tolerance of the row sums of the probabilities given
 // to Calibrate and the Fit functions, per class: a row of K probabilities
 // must satisfy |sum_k p_k - 1| <= K * SumTolerance (1e-5 for K = 10; rows

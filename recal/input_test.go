@@ -192,7 +192,7 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 		{"histogram 10 rows", hist(p[:10*k], y[:10], k), true, "10 samples for 15 bins"},
 		{"histogram bins", func() error { _, err := FitHistogram(p, y, k, -1, "", nil); return err }(), false, "-1 bins"},
 		{"histogram one_vs_rest", func() error { _, err := FitHistogram(p, y, k, 0, ModeOneVsRest, nil); return err }(), false, "is for isotonic"},
-		{"platt all right", platt(p, allRight, k), true, "every outcome is 1"},
+		{"platt all right", platt(p, allRight, k), true, "every prediction is right"},
 		{"platt binary one class", func() error { _, err := FitPlatt(p2, make([]int, 60), 2, ModeBinary, nil); return err }(), true, "every outcome is 0"},
 		{"platt 0 rows", platt(nil, nil, k), true, "no samples"},
 		{"beta all right", beta(p, allRight, k), true, "every outcome is 1"},
@@ -243,8 +243,8 @@ func TestFitBadInputIsErrInput(t *testing.T) {
 			t.Errorf("%s: error %v; want ErrInput (ErrTooFew %v) containing %q", c.name, c.err, c.tooFew, c.message)
 		}
 	}
-	// ErrTooFew, ErrSchema and ErrMap are kinds of ErrInput.
-	for _, e := range []error{ErrTooFew, ErrSchema, ErrMap} {
+	// ErrTooFew, ErrSchema, ErrMap and ErrSeparable are kinds of ErrInput.
+	for _, e := range []error{ErrTooFew, ErrSchema, ErrMap, ErrSeparable} {
 		if !errors.Is(e, ErrInput) || errors.Is(ErrInput, e) {
 			t.Errorf("%v should wrap ErrInput", e)
 		}

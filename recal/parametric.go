@@ -125,8 +125,11 @@ type Platt struct {
 //	sum_i w_i [log(1 + e^{z_i}) - o_i z_i] / sum_i w_i,  z_i = a logit(s_i) + b,
 //
 // nil weights meaning all 1. Malformed input (see FitSpline) and another
-// mode wrap ErrInput; outcomes of weight > 0 that are all 0 or all 1 (no
-// finite maximum-likelihood fit) ErrTooFew.
+// mode wrap ErrInput; outcomes of weight > 0 that are all 0 or all 1, and
+// scores that separate them (every clipped score of outcome 0 at or below
+// every one of outcome 1, or at or above: in top-label mode every wrong
+// prediction's confidence below every right one's), have no finite
+// maximum-likelihood fit and wrap ErrSeparable (a kind of ErrTooFew).
 func FitPlatt(probs []float64, labels []int, k int, mode string, weights []float64) (*Platt, error) {
 	if mode == "" {
 		mode = ModeTopLabel
@@ -140,6 +143,9 @@ func FitPlatt(probs []float64, labels []int, k int, mode string, weights []float
 		for i, v := range s {
 			v = math.Min(1-scoreEps, math.Max(scoreEps, v))
 			x[i] = []float64{math.Log(v / (1 - v))}
+		}
+		if err := separated(x, o, sw, mode); err != nil {
+			return nil, err
 		}
 		w, err := fitLogistic(x, o, sw)
 		if err != nil {
@@ -256,6 +262,43 @@ func (c *Beta) valid() error {
 		return fmt.Errorf("mode %q", c.Mode)
 	}
 	return firstError(checkNumber("a", c.A, 0), checkNumber("b", c.B, 0), checkNumber("c", c.C, math.Inf(-1)))
+}
+
+// separated returns an error wrapping ErrSeparable when the one feature
+// x[i][0] separates the outcomes of weight > 0: all of one outcome, or
+// max x over outcome 0 <= min x over outcome 1 (or the reverse), where
+// the log-likelihood of sigmoid(a x + b) grows without bound in |a|.
+func separated(x [][]float64, o, sw []float64, mode string) error {
+	lo0, hi0, lo1, hi1 := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i, v := range o {
+		if sw != nil && !(sw[i] > 0) {
+			continue
+		}
+		if v == 1 {
+			lo1, hi1 = math.Min(lo1, x[i][0]), math.Max(hi1, x[i][0])
+		} else {
+			lo0, hi0 = math.Min(lo0, x[i][0]), math.Max(hi0, x[i][0])
+		}
+	}
+	// How the messages name the outcomes: top-label outcomes say
+	// whether the predicted class is right.
+	all1, all0, right, wrong := "every outcome is 1", "every outcome is 0", "outcome 1", "outcome 0"
+	if mode == ModeTopLabel {
+		all1, all0, right, wrong = "every prediction is right (the classifier separates the classes on these data)", "every prediction is wrong", "right prediction", "wrong prediction"
+	}
+	switch {
+	case math.IsInf(lo0, 1) && math.IsInf(lo1, 1):
+		return nil // no rows: fitLogistic says so
+	case math.IsInf(lo0, 1):
+		return fmt.Errorf("%w: %s: a logistic map needs both outcomes", ErrSeparable, all1)
+	case math.IsInf(lo1, 1):
+		return fmt.Errorf("%w: %s: a logistic map needs both outcomes", ErrSeparable, all0)
+	case hi0 <= lo1:
+		return fmt.Errorf("%w: every %s's score is at or below every %s's (the scores separate the outcomes): the logistic fit has no finite optimum", ErrSeparable, wrong, right)
+	case hi1 <= lo0:
+		return fmt.Errorf("%w: every %s's score is at or below every %s's (the scores separate the outcomes, reversed): the logistic fit has no finite optimum", ErrSeparable, right, wrong)
+	}
+	return nil
 }
 
 // fitLogistic fits P(y = 1 | x) = mathx.Sigmoid(w . x + w_d) by Newton's method

@@ -378,8 +378,71 @@ func TestTemperatureNewton(t *testing.T) {
 		y[i] = i % 3
 		z[i*3+y[i]] = 3
 	}
-	if tf, err := FitTemperature(z, y, 3, nil); !errors.Is(err, ErrInput) || !strings.Contains(fmt.Sprint(err), "degenerate") {
-		t.Errorf("separable rows: T = %+v, error %v; want the degenerate error", tf, err)
+	if tf, err := FitTemperature(z, y, 3, nil); !errors.Is(err, ErrSeparable) || !errors.Is(err, ErrInput) {
+		t.Errorf("separable rows: T = %+v, error %v; want ErrSeparable", tf, err)
+	}
+}
+
+// TestTemperatureSeparable: logits on which a classifier is right in
+// every row are refused (ErrSeparable), at every size of the label's lead:
+// the out-of-fold log-probabilities of scikit-learn's LogisticRegression(C
+// = 1e6) on separable data lead by 13 to 20 nats, where Newton's steps
+// from T = 1 shrink to 1/13 in beta and the search used to stop after 200
+// of them at T = 0.06, returning probabilities of 1 - 1e-93. A row that
+// ties the label with another logit is still separable; one row where
+// another class leads makes the data fit.
+func TestTemperatureSeparable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, lead := range []float64{0.5, 3, 13.4, 20, 700} {
+		const n, k = 200, 2
+		z, y := make([]float64, n*k), make([]int, n)
+		for i := range y {
+			y[i] = i % 2
+			z[i*k+y[i]] = lead * (1 + rng.Float64()/2)
+		}
+		tf, err := FitTemperature(z, y, k, nil)
+		if !errors.Is(err, ErrSeparable) || !strings.Contains(fmt.Sprint(err), "the label's logit is the largest") {
+			t.Errorf("lead %v: T = %+v, error %v; want ErrSeparable", lead, tf, err)
+		}
+		z[0], z[1] = 1, 1 // a tie in row 1: still no minimum
+		if tf, err := FitTemperature(z, y, k, nil); !errors.Is(err, ErrSeparable) {
+			t.Errorf("lead %v with a tie: T = %+v, error %v; want ErrSeparable", lead, tf, err)
+		}
+		// A weight of 0 on the one wrong row leaves the data separable.
+		z[0], z[1] = 0, 1
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = 1
+		}
+		w[0] = 0
+		if tf, err := FitTemperature(z, y, k, w); !errors.Is(err, ErrSeparable) {
+			t.Errorf("lead %v, the wrong row of weight 0: T = %+v, error %v; want ErrSeparable", lead, tf, err)
+		}
+	}
+}
+
+// TestTemperatureCrawl: where Newton's steps shrink to 1/gap (200 rows
+// right by gap = 13 nats, one wrong by delta), the search bisects and
+// finds the minimum. The minimum is known: NLL'(beta) = 0 at
+// 200 gap sigma(-gap beta) = delta sigma(delta beta), which for these
+// sizes is e^{-gap beta} = delta / (2 * 200 * gap) within 1e-100
+// relative; with delta = 5200 e^{-13 * 19}, beta* = 19 (T* = 1/19).
+// The search of 200 unguarded Newton steps stopped near T = 0.06.
+func TestTemperatureCrawl(t *testing.T) {
+	const n, k, gap = 201, 2, 13.0
+	delta := 2 * 200 * gap * math.Exp(-gap*19)
+	z, y := make([]float64, n*k), make([]int, n)
+	for i := range 200 {
+		y[i] = i % 2
+		z[i*k+y[i]] = gap
+	}
+	y[200], z[200*k] = 1, delta // the label's logit 0, the other's delta
+	tf, err := FitTemperature(z, y, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1.0 / 19; math.Abs(tf.Temperature-want) > 1e-9*want {
+		t.Errorf("T = %.15g, want %.15g within 1e-9 relative", tf.Temperature, want)
 	}
 }
 
@@ -399,4 +462,40 @@ func meanNLL(z []float64, y []int, k int, beta float64) float64 {
 		s += m + math.Log(e) - beta*row[yi]
 	}
 	return s / float64(len(y))
+}
+
+// TestPlattSeparable: scores that separate the outcomes (binary: every
+// p1 of class 1 above every p1 of class 0; top-label: every wrong
+// prediction less confident than every right one) are refused with
+// ErrSeparable instead of a slope that the 1e-8 ridge alone keeps finite;
+// one pair of rows out of order makes them fit.
+func TestPlattSeparable(t *testing.T) {
+	const n = 100
+	p, y := make([]float64, 2*n), make([]int, n)
+	for i := range y {
+		y[i] = i % 2
+		s := 0.1 + 0.3*float64(i)/n // class 0: p1 in [0.1, 0.4)
+		if y[i] == 1 {
+			s += 0.5 // class 1: p1 in [0.6, 0.9)
+		}
+		p[2*i], p[2*i+1] = 1-s, s
+	}
+	for _, mode := range []string{ModeBinary, ModeTopLabel} {
+		c, err := FitPlatt(p, y, 2, mode, nil)
+		if !errors.Is(err, ErrSeparable) || !errors.Is(err, ErrTooFew) {
+			t.Errorf("%s: map %+v, error %v; want ErrSeparable", mode, c, err)
+		}
+	}
+	// Top-label: every row right at confidence 0.6 to 0.9 but one wrong
+	// at 0.55, the least confident: separable in top-label mode.
+	q := slices.Clone(p)
+	q[0], q[1] = 0.45, 0.55 // row 1 (class 0) predicted class 1 at 0.55: wrong, least confident
+	if c, err := FitPlatt(q, y, 2, ModeTopLabel, nil); !errors.Is(err, ErrSeparable) || !strings.Contains(err.Error(), "every wrong prediction's score is at or below every right prediction's") {
+		t.Errorf("top-label: map %+v, error %v; want ErrSeparable naming the wrong predictions", c, err)
+	}
+	// Rows 1 and 2 swapped in score: the classes overlap and a finite fit exists.
+	p[0], p[1], p[2], p[3] = 0.05, 0.95, 0.95, 0.05
+	if c, err := FitPlatt(p, y, 2, ModeBinary, nil); err != nil || !(c.A > 0) || math.IsInf(c.A, 0) {
+		t.Errorf("overlapping: map %+v, error %v; want a finite slope > 0", c, err)
+	}
 }

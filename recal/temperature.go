@@ -39,8 +39,18 @@ const (
 // from one pass: it is minimised by Newton's method on beta,
 // safeguarded by bisection of the bracket the derivative's sign keeps, to
 // a step below 1e-13 beta (5 to 8 passes where a golden-section search to
-// 1e-10 took 52). logits is n×k. It fails when the optimum is at an end
-// of the interval (the logits are degenerate for the labels: the error
+// 1e-10 took 52); where three steps in a row move the same end of the
+// bracket (the NLL of nearly separable rows falls like e^{-beta gap}, and
+// Newton's steps shrink to 1/gap), the next step bisects the bracket in
+// log beta instead, so the search ends within 200 steps whatever the
+// logits. logits is n×k.
+//
+// It refuses separable logits (ErrSeparable): where the label's logit is
+// the largest of its row in every row of weight > 0, every term of
+// NLL'(beta) is <= 0 at every beta, so the NLL falls all the way to
+// T -> 0 and has no minimum; a fit would return the interval's end, and
+// probabilities of 1 - 1e-90 and less. It fails when the optimum is at an
+// end of the interval (the logits are degenerate for the labels: the error
 // wraps ErrInput), on no samples (ErrTooFew) and on malformed input
 // (ErrInput: logits that are not n×k finite numbers, a label outside
 // 0..k-1, bad weights, which wrap data.ErrWeights too).
@@ -51,11 +61,16 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 	if len(labels) == 0 {
 		return nil, fmt.Errorf("recal: temperature: %w: no samples", ErrTooFew)
 	}
+	if separable(logits, labels, k, weights) {
+		return nil, fmt.Errorf("recal: temperature: %w: in every row the label's logit is the largest: the NLL falls as T -> 0 and has no minimum, so temperature scaling has nothing to fit (fit it on held-out predictions the model gets wrong sometimes, or use a method that takes separable data: isotonic, histogram)", ErrSeparable)
+	}
 	lo, hi := 1/MaxTemperature, 1/MinTemperature
 	beta := 1.0
+	same, last := 0, 0 // steps in a row that moved the same end of the bracket, and which (-1: lo, 1: hi)
 	degenerate := func() error {
 		return fmt.Errorf("recal: temperature: %w: the NLL is smallest at the end of [%g, %g] (T = %g): the logits look degenerate", ErrInput, MinTemperature, MaxTemperature, 1/beta)
 	}
+	converged := false
 	for range 200 {
 		d1, d2 := temperatureDerivatives(logits, labels, k, beta, weights)
 		if math.IsNaN(d1) || math.IsNaN(d2) {
@@ -64,13 +79,19 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 		if !(d2 > 0) {
 			return nil, degenerate() // every row's logits equal: the NLL does not depend on T
 		}
+		end := 0
 		switch {
 		case d1 > 0:
-			hi = beta
+			hi, end = beta, 1
 		case d1 < 0:
-			lo = beta
+			lo, end = beta, -1
 		default:
 			return temperatureAt(beta, k), nil
+		}
+		if end == last {
+			same++
+		} else {
+			same, last = 1, end
 		}
 		// The minimum lies beyond an end of the interval.
 		if (beta == 1/MaxTemperature && d1 > 0) || (beta == 1/MinTemperature && d1 < 0) {
@@ -78,8 +99,14 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 		}
 		next := beta - d1/d2
 		if math.Abs(next-beta) <= 1e-13*beta {
-			beta = next
+			beta, converged = next, true
 			break
+		}
+		if same >= 3 && next > lo && next < hi {
+			// Newton crawls towards one end: bisect in log beta (the
+			// bracket spans a factor of 400 at most, so 46 bisections
+			// reach 1e-13).
+			next, same = math.Sqrt(lo*hi), 0
 		}
 		if !(next > lo && next < hi) {
 			// Outside the bracket: bisect it, or try its end when the
@@ -94,15 +121,38 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 			}
 		}
 		if hi-lo <= 1e-13*beta {
-			beta = next
+			beta, converged = next, true
 			break
 		}
 		beta = next
+	}
+	if !converged {
+		return nil, fmt.Errorf("recal: temperature: the search did not converge in 200 steps (T = %g, bracket [%g, %g])", 1/beta, 1/hi, 1/lo)
 	}
 	if t := 1 / beta; math.Log(t)-math.Log(MinTemperature) < 1e-6 || math.Log(MaxTemperature)-math.Log(t) < 1e-6 {
 		return nil, degenerate()
 	}
 	return temperatureAt(beta, k), nil
+}
+
+// separable reports whether the label's logit is the largest of its row
+// (ties allowed) in every row of weight > 0, where some row's label logit
+// is above another of its logits: NLL(T) then falls as T -> 0.
+func separable(logits []float64, labels []int, k int, weights []float64) bool {
+	strict := false
+	for i, y := range labels {
+		if weights != nil && !(weights[i] > 0) {
+			continue
+		}
+		zy := logits[i*k+y]
+		for _, v := range logits[i*k : (i+1)*k] {
+			if v > zy {
+				return false
+			}
+			strict = strict || v < zy
+		}
+	}
+	return strict
 }
 
 func temperatureAt(beta float64, k int) *Temperature {
