@@ -278,3 +278,32 @@ func TestLabelsTextFile(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// TestLogitsHint: predictions read as probabilities that look like logits
+// (an entry below -0.01 or above 1, or entries in [0, 1] whose row sum is
+// off 1 by more than 0.1) get the hint "(logits? use --logits)"; a
+// rounding-sized negative entry and a row sum off by 0.05 do not.
+func TestLogitsHint(t *testing.T) {
+	const hint = "(logits? use --logits)"
+	npy := func(vals ...float64) []byte { return writeNPY("<f8", false, fmt.Sprintf("(1, %d)", len(vals)), vals) }
+	lab := writeNPY("<i8", false, "(1,)", []int64{0})
+	for _, c := range []struct {
+		name    string
+		file    []byte
+		want    error
+		hinted  bool
+		message string
+	}{
+		{"negative logit", npy(0.5, -1.3, 0.2), ErrNegative, true, "row 1, column 2: negative probability: -1.3"},
+		{"above one", npy(2.5, 1.3, 0.2), ErrAboveOne, true, "row 1, column 1: probability above 1: 2.5"},
+		{"rounding negative", npy(1, -1e-9, 0), ErrNegative, false, "negative probability: -1e-09"},
+		{"logits in [0, 1]", npy(0.9, 0.8, 0.6), ErrRowSum, true, "columns 1-3 sum to 2.3"},
+		{"sigmoid outputs", npy(0.3, 0.2, 0.1), ErrRowSum, true, "columns 1-3 sum to 0.59"},
+		{"near 1", npy(0.5, 0.3, 0.25), ErrRowSum, false, "sum to 1.05"},
+	} {
+		_, err := Parse("p.npy", c.file, "l.npy", lab, Options{})
+		if !errors.Is(err, c.want) || strings.Contains(fmt.Sprint(err), hint) != c.hinted || !strings.Contains(fmt.Sprint(err), c.message) {
+			t.Errorf("%s: error %v; want %v containing %q, the hint %v", c.name, err, c.want, c.message, c.hinted)
+		}
+	}
+}

@@ -314,7 +314,7 @@ func checkProbs(s *Set, t *table, tol float64, renormalize bool) error {
 		row := t.values[i*t.cols : (i+1)*t.cols]
 		for k, v := range row {
 			if v < 0 {
-				return t.err(i, k+1, fmt.Errorf("%w: %v", ErrNegative, v))
+				return t.err(i, k+1, fmt.Errorf("%w: %v%s", ErrNegative, v, logitsHintIf(v < -maxRounding)))
 			}
 			if v > 1 {
 				hint := ""
@@ -322,7 +322,7 @@ func checkProbs(s *Set, t *table, tol float64, renormalize bool) error {
 				case k == len(row)-1 && lastIsLabel(t, row):
 					hint = labelHint
 				case !t.logits:
-					hint = " (logits? use --logits)"
+					hint = logitsHint
 				}
 				return t.err(i, k+1, fmt.Errorf("%w: %v%s", ErrAboveOne, v, hint))
 			}
@@ -341,7 +341,11 @@ func checkProbs(s *Set, t *table, tol float64, renormalize bool) error {
 		}
 		rounded := t.digits != nil && dev <= MaxRoundingError(len(row), int(t.digits[i]))
 		if (!rounded && !renormalize) || sum == 0 {
-			return t.err(i, 0, fmt.Errorf("%w: columns 1-%d sum to %.17g (tolerance %g; --renormalize rescales rows)%s", ErrRowSum, t.cols, sum, tol, hintIf(lastIsLabel(t, row))))
+			hint := hintIf(lastIsLabel(t, row))
+			if hint == "" {
+				hint = logitsHintIf(dev > farFromOne)
+			}
+			return t.err(i, 0, fmt.Errorf("%w: columns 1-%d sum to %.17g (tolerance %g; --renormalize rescales rows)%s", ErrRowSum, t.cols, sum, tol, hint))
 		}
 		for k := range row {
 			row[k] /= sum
@@ -388,6 +392,25 @@ func rowFits(row []float64, d int8, tol float64) bool {
 // labelHint is the hint added to the error about a row whose last column
 // looks like a label.
 const labelHint = "; is the last column a label? name it 'label' in a header"
+
+// logitsHint is the hint added to the error about a value or a row of
+// predictions read as probabilities that looks like logits: an entry
+// above 1, one below -1e-2 (a rounding error of a probability is far
+// smaller), or a row of entries in [0, 1] whose sum is off 1 by more
+// than farFromOne (sigmoid outputs of several classes, or logits that
+// happen to lie in [0, 1]).
+const logitsHint = " (logits? use --logits)"
+
+// farFromOne is the row-sum error past which the row-sum error suggests
+// logits: 10 times the largest error that rounding explains (maxRounding).
+const farFromOne = 10 * maxRounding
+
+func logitsHintIf(ok bool) string {
+	if ok {
+		return logitsHint
+	}
+	return ""
+}
 
 func hintIf(ok bool) string {
 	if ok {
