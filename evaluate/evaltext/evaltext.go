@@ -376,12 +376,22 @@ func EstimatorNotes(out *evaluate.Evaluation) []string {
 
 // AdviceNote is the note under an evaluation's table that names the
 // number to report with its value and interval, and the paper number
-// with its value, as found in ev; "" when ev has neither.
+// with its value, as found in ev; "" when ev has neither. Where the
+// headline's metric was asked for and failed, it says so instead of
+// asking for the metric.
 func AdviceNote(ev *evaluate.Evaluation) string {
 	h, p := ev.Lookup(evaluate.Headline), ev.Lookup(evaluate.PaperNumber)
 	hv := h != nil && h.Value != nil
 	pv := p != nil && p.Value != nil
+	failed := false // an entry of the headline's metric that could not be computed
+	for _, e := range ev.Results {
+		failed = failed || (e.Metric == evaluate.Headline.Metric && e.Value == nil && e.Error != "")
+	}
 	switch {
+	case !hv && failed && pv:
+		return fmt.Sprintf("%s, the number to report, could not be computed on these data (its error is above); %s = %.4f is the number papers print.", evaluate.Headline.Metric, evaluate.PaperNumber, float64(*p.Value))
+	case !hv && failed:
+		return fmt.Sprintf("%s, the number to report, could not be computed on these data (its error is above).", evaluate.Headline.Metric)
 	case hv && pv:
 		return fmt.Sprintf("report: %s = %.4f%s (the canonical CE_1: how miscalibrated the model is); for comparison with papers: %s = %.4f (the 15-bin top-label ECE, a different number).",
 			evaluate.Headline, float64(*h.Value), IntervalText(h), evaluate.PaperNumber, float64(*p.Value))

@@ -19,6 +19,7 @@ func TestAdviceNote(t *testing.T) {
 	p1 := 1.0
 	h := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "canonical", VariationalKeys: evaluate.VariationalKeys{Loss: "lp"}, P: &p1, Value: jf(0.1234), Interval: []data.Float{0.1, 0.15}}
 	paper := &evaluate.Result{Metric: evaluate.ECEBin, Notion: "top_label", P: &p1, Value: jf(0.05)}
+	failed := &evaluate.Result{Metric: evaluate.ECEVariational, Notion: "-", Error: "variational: no family fits these data"}
 	for _, c := range []struct {
 		ev   *evaluate.Evaluation
 		want []string
@@ -26,12 +27,19 @@ func TestAdviceNote(t *testing.T) {
 		{&evaluate.Evaluation{Results: []*evaluate.Result{h, paper}}, []string{"report: " + evaluate.Headline.String() + " = 0.1234 [0.1000, 0.1500]", evaluate.PaperNumber.String() + " = 0.0500"}},
 		{&evaluate.Evaluation{Results: []*evaluate.Result{h}}, []string{"report: " + evaluate.Headline.String() + " = 0.1234 [0.1000, 0.1500]"}},
 		{&evaluate.Evaluation{Results: []*evaluate.Result{paper}}, []string{"add ece_variational to --metrics", "0.0500 is the number papers print"}},
+		// Asked for and failed (one class: no family fits): the note says
+		// so, and does not ask for the metric again.
+		{&evaluate.Evaluation{Results: []*evaluate.Result{failed, paper}}, []string{"ece_variational, the number to report, could not be computed on these data (its error is above)", "0.0500 is the number papers print"}},
+		{&evaluate.Evaluation{Results: []*evaluate.Result{failed}}, []string{"could not be computed on these data"}},
 	} {
 		got := AdviceNote(c.ev)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%q lacks %q", got, w)
 			}
+		}
+		if c.ev.Results[0] == failed && strings.Contains(got, "add ") {
+			t.Errorf("%q recommends the metric that failed", got)
 		}
 		if strings.Contains(got, "witness") {
 			t.Errorf("%q names the witness", got)
