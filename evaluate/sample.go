@@ -177,6 +177,7 @@ var sampleSums = &sumsPart{
 	},
 	secondPass: func(*streamConfig) bool { return true },
 	holds:      func(st *sumsState) bool { return st.Sample != nil },
+	drawn:      true,
 }
 
 // blockPoints returns the evaluation points of block b of nb of the

@@ -61,6 +61,7 @@ var variationalSums = &sumsPart{
 	},
 	secondPass: func(*streamConfig) bool { return true },
 	holds:      func(st *sumsState) bool { return st.Variational != nil },
+	drawn:      true,
 }
 
 // variationalPass fits the families of the configuration on the first
