@@ -29,6 +29,10 @@ const (
 	DefaultMaxSlices  = 10
 	DefaultMaxPending = 1_000_000
 	DefaultDedup      = 100_000
+	// DefaultMaxClasses bounds the classes K of a model: the state of a
+	// window and slice grows as K (about 25 KB per class: the KS sums of
+	// each class column), and so does the cost of its report.
+	DefaultMaxClasses = 1000
 	// DefaultMaxCells bounds the canonical cells of ece_bin per window
 	// and slice (each 2K + 2 numbers): past it the canonical entries are
 	// errors saying so (evaluate.StreamOptions.MaxCells).
@@ -93,10 +97,11 @@ type Options struct {
 	// threshold after a start or reset, replays included.
 	OnAlarm func(Fired)
 	// MaxModels, MaxSlices (per model), MaxPending (predictions waiting
-	// for their outcome, over all models; past it the oldest are dropped)
-	// and Dedup (request ids remembered) bound the state; 0 means the
-	// default of each.
-	MaxModels, MaxSlices, MaxPending, Dedup int
+	// for their outcome, over all models; past it the oldest are dropped),
+	// Dedup (request ids remembered, over all models) and MaxClasses (the
+	// K of a model, refused at its first observation past it) bound the
+	// state; 0 means the default of each.
+	MaxModels, MaxSlices, MaxPending, Dedup, MaxClasses int
 }
 
 // withDefaults returns o with its zero fields set, checked.
@@ -119,6 +124,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Dedup == 0 {
 		o.Dedup = DefaultDedup
 	}
+	if o.MaxClasses == 0 {
+		o.MaxClasses = DefaultMaxClasses
+	}
 	if o.Eval.MaxCells == 0 {
 		o.Eval.MaxCells = DefaultMaxCells
 	}
@@ -133,7 +141,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, pkgerr.Errorf("monitor", "window %v: want whole seconds, at least 1s", o.Window)
 	case o.Retain < 0:
 		return o, pkgerr.Errorf("monitor", "retain %v is negative", o.Retain)
-	case o.MaxModels < 0 || o.MaxSlices < 0 || o.MaxPending < 0 || o.Dedup < 0:
+	case o.MaxModels < 0 || o.MaxSlices < 0 || o.MaxPending < 0 || o.Dedup < 0 || o.MaxClasses < 0:
 		return o, pkgerr.Errorf("monitor", "negative bounds")
 	}
 	for _, m := range o.Eval.Metrics {
@@ -180,9 +188,13 @@ type Monitor struct {
 	st monitorState
 	// inflight holds the request ids of records checked but not yet
 	// applied or dropped (Check, Release); inflightIDs the prediction ids
-	// such records will leave waiting.
-	inflight    map[string]bool
+	// such records will leave waiting; reserved the models and slices
+	// they will create. Nothing of a record is in st before it is
+	// applied, so that a record refused after Check (a failed write)
+	// leaves no trace.
+	inflight    map[dedupKey]bool
 	inflightIDs map[pendingKey]bool
+	reserved    map[string]*reservation
 	// swept is the oldest window kept at the last sweep of the windows
 	// (expire sweeps them when it moves).
 	swept int64
@@ -199,10 +211,28 @@ type monitorState struct {
 	// skipped.
 	queue []queued
 	seq   uint64 // the seq of the last prediction queued
-	dedup map[string]bool
-	ids   []string // dedup's ids, oldest first
+	dedup map[dedupKey]bool
+	ids   []dedupKey // dedup's ids, oldest first
 	// counts of what applying dropped
 	unmatched, expired, duplicates int64
+}
+
+// dedupKey is a request id of a model: request ids are scoped per model
+// (the same id sent to two models is two requests). A key of model ""
+// is an id of a snapshot written before ids were scoped: it stands for
+// every model.
+type dedupKey struct{ model, id string }
+
+// reservation is what the records checked but not yet applied will
+// create of a model: the model itself (new: it is not in the state yet,
+// with the K and weighting of the first such record) and its slices, each
+// with the number of records that hold it.
+type reservation struct {
+	new      bool
+	k        int
+	weighted bool
+	records  int
+	slices   map[string]int
 }
 
 // model is one model's state.
@@ -241,7 +271,11 @@ type Fired struct {
 
 // part is the sums of a window, or of the rows of windows dropped.
 type part struct {
+	// sums are shared with a report being finished outside the lock
+	// when shared is set: the next change of the part clones them first
+	// (copy on write), so that the report reads the sums as they were.
 	sums   *evaluate.Sums
+	shared bool
 	source string // the Batch.Source of the rows added to it
 	next   int64  // rows added as source (the Offset of the next batch)
 	rows   int64  // rows in sums (merged parts' included)
@@ -280,13 +314,13 @@ func New(o Options) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Monitor{o: o, inflight: map[string]bool{}, inflightIDs: map[pendingKey]bool{}, swept: math.MinInt64}
+	m := &Monitor{o: o, inflight: map[dedupKey]bool{}, inflightIDs: map[pendingKey]bool{}, reserved: map[string]*reservation{}, swept: math.MinInt64}
 	m.st = newState()
 	return m, nil
 }
 
 func newState() monitorState {
-	return monitorState{models: map[string]*model{}, pending: map[pendingKey]*pending{}, dedup: map[string]bool{}}
+	return monitorState{models: map[string]*model{}, pending: map[pendingKey]*pending{}, dedup: map[dedupKey]bool{}}
 }
 
 // Options returns the options, defaults filled in.
@@ -327,7 +361,8 @@ func checkErr(field string, row int, format string, args ...any) error {
 }
 
 // ErrDuplicate is Check's answer to a record whose RequestID the monitor
-// has applied (or is applying): it is not applied again.
+// has applied (or is applying) for the same model: it is not applied
+// again.
 var ErrDuplicate = errors.New("monitor: this request id was recorded before")
 
 // ValidName reports whether s may name a model or a slice: 1 to 128
@@ -359,7 +394,7 @@ func (m *Monitor) Check(r *Record) error {
 	if len(r.RequestID) > MaxID {
 		return checkErr("request_id", 0, "%d bytes: at most %d", len(r.RequestID), MaxID)
 	}
-	if r.RequestID != "" && (m.st.dedup[r.RequestID] || m.inflight[r.RequestID]) {
+	if r.RequestID != "" && (m.seen(r.Model, r.RequestID) || m.inflight[dedupKey{r.Model, r.RequestID}]) {
 		return ErrDuplicate
 	}
 	for i, id := range r.IDs {
@@ -375,6 +410,7 @@ func (m *Monitor) Check(r *Record) error {
 		return checkErr("", 0, "%d labels, %d ids, %d weights, %d times: want as many of each (or none)", n, len(r.IDs), len(r.Weights), len(r.Times))
 	}
 	md := m.st.models[r.Model]
+	res := m.reserved[r.Model]
 	switch r.Kind {
 	case Observe:
 		sl := r.Slice
@@ -384,20 +420,32 @@ func (m *Monitor) Check(r *Record) error {
 		if !ValidName(sl) {
 			return checkErr("slice", 0, "%q: want 1 to 128 letters, digits or ._-:/", r.Slice)
 		}
+		if r.K > m.o.MaxClasses {
+			return checkErr("probs", 0, "%d classes: a monitor takes models of at most %d (--max-classes; a window's state and its report grow as K)", r.K, m.o.MaxClasses)
+		}
 		if err := checkProbs(r); err != nil {
 			return err
 		}
-		if md != nil && md.k != r.K {
-			return checkErr("probs", 0, "%d classes: model %q was observed with K = %d", r.K, r.Model, md.k)
+		k, weighted, known := 0, false, true
+		switch {
+		case md != nil:
+			k, weighted = md.k, md.weighted
+		case res != nil:
+			k, weighted = res.k, res.weighted
+		default:
+			known = false
 		}
-		if md != nil && md.weighted != (r.Weights != nil) {
-			return checkErr("weights", 0, "model %q was observed %s weights: give them on every request or on none", r.Model, map[bool]string{true: "with", false: "without"}[md.weighted])
+		if known && k != r.K {
+			return checkErr("probs", 0, "%d classes: model %q was observed with K = %d", r.K, r.Model, k)
 		}
-		if md == nil && len(m.st.models) >= m.o.MaxModels {
-			return checkErr("model", 0, "%q would be model %d: the monitor keeps at most %d (--max-models)", r.Model, len(m.st.models)+1, m.o.MaxModels)
+		if known && weighted != (r.Weights != nil) {
+			return checkErr("weights", 0, "model %q was observed %s weights: give them on every request or on none", r.Model, map[bool]string{true: "with", false: "without"}[weighted])
 		}
-		if md != nil && md.slices[sl] == nil && len(md.slices) >= m.o.MaxSlices {
-			return checkErr("slice", 0, "%q would be slice %d of model %q: at most %d (--max-slices)", sl, len(md.slices)+1, r.Model, m.o.MaxSlices)
+		if !known && m.models() >= m.o.MaxModels {
+			return checkErr("model", 0, "%q would be model %d: the monitor keeps at most %d (--max-models)", r.Model, m.models()+1, m.o.MaxModels)
+		}
+		if n := m.slices(md, res); !m.hasSlice(md, res, sl) && n >= m.o.MaxSlices {
+			return checkErr("slice", 0, "%q would be slice %d of model %q: at most %d (--max-slices)", sl, n+1, r.Model, m.o.MaxSlices)
 		}
 		seen := map[string]int{}
 		for i, l := range r.Labels {
@@ -422,16 +470,8 @@ func (m *Monitor) Check(r *Record) error {
 		if err := m.checkTimes(r); err != nil {
 			return err
 		}
-		if md == nil {
-			md = &model{k: r.K, weighted: r.Weights != nil, slices: map[string]*slice{}}
-			m.st.models[r.Model] = md
-		}
-		if md.slices[sl] == nil {
-			s, err := m.newSlice(md.k)
-			if err != nil {
-				return err
-			}
-			md.slices[sl] = s
+		if _, err := alarm.New(r.K, m.o.Alarm); err != nil {
+			return checkErr("probs", 0, "%v", err)
 		}
 	case Outcome:
 		if md == nil {
@@ -466,7 +506,7 @@ func (m *Monitor) Check(r *Record) error {
 		return checkErr("", 0, "record kind %d", r.Kind)
 	}
 	if r.RequestID != "" {
-		m.inflight[r.RequestID] = true
+		m.inflight[dedupKey{r.Model, r.RequestID}] = true
 	}
 	if r.Kind == Observe {
 		for i, l := range r.Labels {
@@ -474,8 +514,68 @@ func (m *Monitor) Check(r *Record) error {
 				m.inflightIDs[pendingKey{r.Model, r.IDs[i]}] = true
 			}
 		}
+		m.reserve(r, md)
 	}
 	return nil
+}
+
+// seen reports whether model's request id was applied.
+func (m *Monitor) seen(model, id string) bool {
+	return m.st.dedup[dedupKey{model, id}] || m.st.dedup[dedupKey{"", id}]
+}
+
+// models returns the number of models, those reserved included.
+func (m *Monitor) models() int {
+	n := len(m.st.models)
+	for _, res := range m.reserved {
+		if res.new {
+			n++
+		}
+	}
+	return n
+}
+
+// slices returns the number of slices of a model, those reserved
+// included.
+func (m *Monitor) slices(md *model, res *reservation) int {
+	n := 0
+	if md != nil {
+		n = len(md.slices)
+	}
+	if res != nil {
+		for name := range res.slices {
+			if md == nil || md.slices[name] == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// hasSlice reports whether a model has the slice, or a record checked
+// will create it.
+func (m *Monitor) hasSlice(md *model, res *reservation, name string) bool {
+	return md != nil && md.slices[name] != nil || res != nil && res.slices[name] > 0
+}
+
+// reserve records what an observation checked will create (md: its
+// model's state, nil when it has none yet).
+func (m *Monitor) reserve(r *Record, md *model) {
+	res := m.reserved[r.Model]
+	if res == nil {
+		res = &reservation{new: md == nil, k: r.K, weighted: r.Weights != nil, slices: map[string]int{}}
+		m.reserved[r.Model] = res
+	}
+	res.records++
+	res.slices[sliceName(r.Slice)]++
+}
+
+// sliceName returns the slice of an observation's rows.
+func sliceName(s string) string {
+	if s == "" {
+		return DefaultSlice
+	}
+	return s
 }
 
 // MaxID is the longest request id or prediction id, in bytes.
@@ -532,13 +632,25 @@ func (m *Monitor) Release(r *Record) {
 }
 
 func (m *Monitor) release(r *Record) {
-	delete(m.inflight, r.RequestID)
-	if r.Kind == Observe {
-		for i, l := range r.Labels {
-			if l == NoLabel && r.IDs != nil {
-				delete(m.inflightIDs, pendingKey{r.Model, r.IDs[i]})
-			}
+	delete(m.inflight, dedupKey{r.Model, r.RequestID})
+	if r.Kind != Observe {
+		return
+	}
+	for i, l := range r.Labels {
+		if l == NoLabel && r.IDs != nil {
+			delete(m.inflightIDs, pendingKey{r.Model, r.IDs[i]})
 		}
+	}
+	res := m.reserved[r.Model]
+	if res == nil {
+		return // a replayed record: never checked
+	}
+	sl := sliceName(r.Slice)
+	if res.slices[sl]--; res.slices[sl] <= 0 {
+		delete(res.slices, sl)
+	}
+	if res.records--; res.records <= 0 {
+		delete(m.reserved, r.Model)
 	}
 }
 
@@ -594,12 +706,12 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 	m.st.clock = max(m.st.clock, r.Time)
 	m.release(r)
 	if r.RequestID != "" {
-		if m.st.dedup[r.RequestID] {
+		if m.seen(r.Model, r.RequestID) {
 			m.st.duplicates++
 			out.Duplicate = true
 			return out
 		}
-		m.remember(r.RequestID)
+		m.remember(dedupKey{r.Model, r.RequestID})
 	}
 	m.expire()
 	md := m.st.models[r.Model]
@@ -614,10 +726,7 @@ func (m *Monitor) apply(lsn uint64, r *Record) Applied {
 			out.Unmatched = r.Rows()
 			return out
 		}
-		sl := r.Slice
-		if sl == "" {
-			sl = DefaultSlice
-		}
+		sl := sliceName(r.Slice)
 		s := md.slices[sl]
 		if s == nil {
 			var err error
@@ -754,8 +863,20 @@ func (m *Monitor) count(md *model, rows []row) {
 	}
 }
 
+// own makes a part's sums its own before a change: a copy of the sums
+// a report is reading (copy on write).
+func (p *part) own() {
+	if p.shared {
+		if p.sums != nil {
+			p.sums = p.sums.Clone()
+		}
+		p.shared = false
+	}
+}
+
 // add adds rows to a part's sums.
 func (m *Monitor) add(p *part, set *data.Set) {
+	p.own()
 	if p.sums == nil {
 		p.sums, _ = evaluate.NewSums(m.o.Eval) // the options were checked
 	}
@@ -777,6 +898,7 @@ func (m *Monitor) retire(s *slice, oldest int64) {
 			if s.retired == nil {
 				s.retired = &part{source: retiredSource}
 			}
+			s.retired.own()
 			if s.retired.sums == nil {
 				s.retired.sums, _ = evaluate.NewSums(m.o.Eval)
 			}
@@ -787,9 +909,11 @@ func (m *Monitor) retire(s *slice, oldest int64) {
 	}
 }
 
-// total returns the merge of a slice's parts (nil before its first
-// row): the sums of every row counted.
-func (m *Monitor) total(s *slice) *evaluate.Sums {
+// shareParts returns the sums of a slice's parts, the retired part's
+// first then the windows' by index, each marked shared (the caller holds
+// m.mu): they may be read after m.mu is released, until the next change
+// of their part, which copies them first.
+func shareParts(s *slice) []*evaluate.Sums {
 	idx := slices.Sorted(maps.Keys(s.windows))
 	parts := make([]*part, 0, len(idx)+1)
 	if s.retired != nil {
@@ -798,15 +922,25 @@ func (m *Monitor) total(s *slice) *evaluate.Sums {
 	for _, i := range idx {
 		parts = append(parts, s.windows[i])
 	}
-	var out *evaluate.Sums
+	var out []*evaluate.Sums
 	for _, p := range parts {
-		if p.sums == nil {
-			continue
+		if p.sums != nil {
+			p.shared = true
+			out = append(out, p.sums)
 		}
-		if out == nil {
-			out, _ = evaluate.NewSums(m.o.Eval)
-		}
-		_ = out.Merge(p.sums)
+	}
+	return out
+}
+
+// merged returns the merge of sums (nil when there are none): with the
+// parts of a slice, the sums of every row counted. It only reads sums.
+func merged(sums []*evaluate.Sums) *evaluate.Sums {
+	if len(sums) == 0 {
+		return nil
+	}
+	out := sums[0].Clone()
+	for _, p := range sums[1:] {
+		_ = out.Merge(p) // same options, other rows
 	}
 	return out
 }
@@ -915,7 +1049,7 @@ func (m *Monitor) wait(key pendingKey, p *pending) {
 
 // remember adds a request id to the ids remembered, forgetting the
 // oldest past Dedup.
-func (m *Monitor) remember(id string) {
+func (m *Monitor) remember(id dedupKey) {
 	m.st.dedup[id] = true
 	m.st.ids = append(m.st.ids, id)
 	for len(m.st.ids) > m.o.Dedup {

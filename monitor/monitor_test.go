@@ -150,7 +150,7 @@ func TestWindowsRetire(t *testing.T) {
 		t.Fatal(err)
 	}
 	re, _ := New(Options{Window: time.Second, Retain: 10 * time.Second})
-	if err := re.Restore(b); err != nil {
+	if _, err := re.Restore(b); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(reportJSON(t, m), reportJSON(t, re)) {
@@ -201,7 +201,7 @@ func TestAlarmFires(t *testing.T) {
 	}
 	b, _ := m.MarshalJSON()
 	re, _ := New(o)
-	if err := re.Restore(b); err != nil {
+	if _, err := re.Restore(b); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(reportJSON(t, m), reportJSON(t, re)) {

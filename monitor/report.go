@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -109,66 +110,121 @@ type Query struct {
 	Windows int
 }
 
-// Report returns the model's report. An unknown model or slice is a
-// *CheckError with NotFound set.
+// Report returns the model's report: ReportContext without a deadline.
 func (m *Monitor) Report(model string, q Query) (*Report, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	md := m.st.models[model]
-	if md == nil {
-		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations (models: %d)", model, len(m.st.models))}
+	return m.ReportContext(context.Background(), model, q)
+}
+
+// ReportContext returns the model's report. An unknown model or slice is
+// a *CheckError with NotFound set; ctx's error when it ends before the
+// report is finished (checked before each evaluation).
+//
+// The monitor is locked only to take the counts, the alarms and the sums
+// of the parts the report reads (no copy: the parts are marked shared,
+// and the next observation of one copies it first); the evaluations are
+// finished after the lock is released, so that a report stalls no
+// observation. Its cost is one evaluate.Finish per part read: per slice,
+// the total (every row) and each window asked for, each about
+// 2 ms + 0.08 ms x K on one core of a 2.3 GHz Xeon (docs/serve.md,
+// "What a report costs").
+func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Report, error) {
+	type pending struct {
+		total   []*evaluate.Sums
+		windows []*evaluate.Sums
 	}
-	out := &Report{Model: model, K: md.k, WindowSeconds: int64(m.o.Window / time.Second), RetainSeconds: int64(m.o.Retain / time.Second), Slices: []SliceReport{}}
-	names := slices.Sorted(maps.Keys(md.slices))
-	if q.Slice != "" {
-		if md.slices[q.Slice] == nil {
-			return nil, &CheckError{Field: "slice", NotFound: true, Err: fmt.Errorf("%q is not a slice of model %q", q.Slice, model)}
+	var todo []pending
+	out, err := func() (*Report, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		md := m.st.models[model]
+		if md == nil {
+			return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations (models: %d)", model, len(m.st.models))}
 		}
-		names = []string{q.Slice}
+		out := &Report{Model: model, K: md.k, WindowSeconds: int64(m.o.Window / time.Second), RetainSeconds: int64(m.o.Retain / time.Second), Slices: []SliceReport{}}
+		names := slices.Sorted(maps.Keys(md.slices))
+		if q.Slice != "" {
+			if md.slices[q.Slice] == nil {
+				return nil, &CheckError{Field: "slice", NotFound: true, Err: fmt.Errorf("%q is not a slice of model %q", q.Slice, model)}
+			}
+			names = []string{q.Slice}
+		}
+		w := int64(m.o.Window)
+		for _, name := range names {
+			s := md.slices[name]
+			sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Windows: []WindowReport{}, Alarm: alarmReport(s)}
+			job := pending{total: shareParts(s)}
+			idx := slices.Sorted(maps.Keys(s.windows))
+			switch {
+			case q.Windows < 0:
+				idx = nil
+			case q.Windows > 0 && len(idx) > q.Windows:
+				idx = idx[len(idx)-q.Windows:]
+			}
+			for _, i := range idx {
+				p := s.windows[i]
+				p.shared = true
+				sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows})
+				job.windows = append(job.windows, p.sums)
+			}
+			out.Slices = append(out.Slices, sr)
+			todo = append(todo, job)
+		}
+		return out, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
-	w := int64(m.o.Window)
-	for _, name := range names {
-		s := md.slices[name]
-		sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Total: evaluation(m.total(s)), Windows: []WindowReport{}, Alarm: alarmReport(s)}
-		idx := slices.Sorted(maps.Keys(s.windows))
-		switch {
-		case q.Windows < 0:
-			idx = nil
-		case q.Windows > 0 && len(idx) > q.Windows:
-			idx = idx[len(idx)-q.Windows:]
+	for i, job := range todo {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		for _, i := range idx {
-			p := s.windows[i]
-			sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows, Evaluation: evaluation(p.sums)})
+		sr := &out.Slices[i]
+		sr.Total = evaluation(merged(job.total))
+		for j, sums := range job.windows {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			sr.Windows[j].Evaluation = evaluation(sums)
 		}
-		out.Slices = append(out.Slices, sr)
 	}
 	return out, nil
 }
 
 // Evaluation returns the evaluation of a slice's rows (window: its
 // index, or AllRows): what evaluate.Finish gives on its sums, nil when no
-// row was counted there.
+// row was counted there. As in ReportContext, the monitor is locked only
+// to take the sums.
 func (m *Monitor) Evaluation(model, slice string, window int64) (*evaluate.Evaluation, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	md := m.st.models[model]
-	if md == nil || md.slices[slice] == nil {
-		return nil, &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("no slice %q of model %q", slice, model)}
-	}
-	s := md.slices[slice]
-	sums := m.total(s)
-	if window != AllRows {
-		sums = nil
-		if p := s.windows[window]; p != nil {
-			sums = p.sums
+	var parts []*evaluate.Sums
+	err := func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		md := m.st.models[model]
+		if md == nil || md.slices[slice] == nil {
+			return &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("no slice %q of model %q", slice, model)}
 		}
+		s := md.slices[slice]
+		if window == AllRows {
+			parts = shareParts(s)
+		} else if p := s.windows[window]; p != nil && p.sums != nil {
+			p.shared = true
+			parts = []*evaluate.Sums{p.sums}
+		}
+		return nil
+	}()
+	if err != nil || len(parts) == 0 {
+		return nil, err
 	}
-	if sums == nil {
-		return nil, nil
+	sums := parts[0]
+	if len(parts) > 1 {
+		sums = merged(parts)
 	}
 	return evaluate.Finish(sums, nil)
 }
+
+// testEvaluation, if not nil, is called before each evaluation of a
+// report (the tests hold a report there).
+var testEvaluation func()
 
 // AllRows is the window of Evaluation that means every row counted.
 const AllRows = -1 << 63
@@ -176,6 +232,9 @@ const AllRows = -1 << 63
 // evaluation returns the JSON document of the evaluation of sums, or
 // null (no rows), or {"error": ...}.
 func evaluation(sums *evaluate.Sums) json.RawMessage {
+	if testEvaluation != nil {
+		testEvaluation()
+	}
 	if sums == nil {
 		return json.RawMessage("null")
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/calib-dev/calib/evaluate"
@@ -28,7 +29,12 @@ type snapshot struct {
 	Clock      int64          `json:"clock"`
 	Models     []modelJSON    `json:"models"`
 	Pending    []pendingJSON  `json:"pending"`
-	Dedup      []string       `json:"dedup"`
+	// RequestIDs are the request ids remembered, oldest first, each with
+	// its model; Dedup holds those of a snapshot written before the ids
+	// were scoped per model (read, never written: each stands for every
+	// model).
+	RequestIDs []requestIDJSON `json:"request_ids"`
+	Dedup      []string        `json:"dedup,omitempty"`
 	Unmatched  int64          `json:"unmatched"`
 	Expired    int64          `json:"expired"`
 	Duplicates int64          `json:"duplicates"`
@@ -66,6 +72,11 @@ type partJSON struct {
 	Next   int64          `json:"next"`
 	Rows   int64          `json:"rows"`
 	Sums   *evaluate.Sums `json:"sums"`
+}
+
+type requestIDJSON struct {
+	Model string `json:"model"`
+	ID    string `json:"id"`
 }
 
 type pendingJSON struct {
@@ -111,7 +122,14 @@ func (m *Monitor) MarshalJSON() ([]byte, error) {
 func (m *Monitor) marshal() ([]byte, error) {
 	st := &m.st
 	out := snapshot{Version: stateKind.Version, Config: m.config(), LSN: st.lsn, Clock: st.clock,
-		Dedup: st.ids, Unmatched: st.unmatched, Expired: st.expired, Duplicates: st.duplicates, Models: []modelJSON{}, Pending: []pendingJSON{}}
+		RequestIDs: []requestIDJSON{}, Unmatched: st.unmatched, Expired: st.expired, Duplicates: st.duplicates, Models: []modelJSON{}, Pending: []pendingJSON{}}
+	for _, k := range st.ids {
+		if k.model == "" {
+			out.Dedup = append(out.Dedup, k.id)
+			continue
+		}
+		out.RequestIDs = append(out.RequestIDs, requestIDJSON{Model: k.model, ID: k.id})
+	}
 	for _, name := range slices.Sorted(maps.Keys(st.models)) {
 		md := st.models[name]
 		mj := modelJSON{Name: name, K: md.k, Weighted: md.weighted}
@@ -145,18 +163,35 @@ func (m *Monitor) marshal() ([]byte, error) {
 
 // Restore replaces m's state by the one b holds (MarshalJSON's form),
 // written by a monitor of the same window, metrics, bins and metric
-// options; anything else is refused, naming what differs.
-func (m *Monitor) Restore(b []byte) error {
+// options (the options the state's sums depend on); anything else is
+// refused with one line per option that differs. A state written with
+// other alarm options (Options.Alarm) is restored with every alarm
+// started again under m's options, which a warning says: the alarms'
+// evidence does not carry over from one set of options to another.
+func (m *Monitor) Restore(b []byte) (warnings []error, err error) {
 	var in snapshot
 	if _, err := stateKind.Decode(b, &in); err != nil {
-		return err
+		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if want := m.config(); in.Config != want {
-		return stateKind.Errorf("written with window %ds, metrics %s, %d bins, class-wise %v, options %s; this monitor has window %ds, metrics %s, %d bins, class-wise %v, options %s: keep the options of the state directory, or start another",
-			in.Config.WindowSeconds, in.Config.Metrics, in.Config.Bins, in.Config.ClassWise, in.Config.Options, want.WindowSeconds, want.Metrics, want.Bins, want.ClassWise, want.Options)
+	pinned, alarmDiff := configDiff(in.Config, m.config())
+	if len(pinned) > 0 {
+		return nil, &ConfigError{Diffs: pinned}
 	}
+	restart := len(alarmDiff) > 0
+	if restart {
+		warnings = append(warnings, fmt.Errorf("monitor: every alarm starts again: the state was written with other alarm options (%s)", strings.Join(alarmDiff, "; ")))
+	}
+	if err := m.restore(&in, restart); err != nil {
+		return nil, err
+	}
+	return warnings, nil
+}
+
+// restore sets m's state from a snapshot whose configuration is m's,
+// the alarms started again when restart is set.
+func (m *Monitor) restore(in *snapshot, restart bool) error {
 	st := newState()
 	st.lsn, st.clock, st.unmatched, st.expired, st.duplicates = in.LSN, in.Clock, in.Unmatched, in.Expired, in.Duplicates
 	for _, mj := range in.Models {
@@ -172,10 +207,13 @@ func (m *Monitor) Restore(b []byte) error {
 			if err != nil {
 				return stateKind.Errorf("model %q: %v", mj.Name, err)
 			}
-			if err := s.alarm.UnmarshalJSON(sj.Alarm); err != nil {
-				return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
+			if !restart {
+				if err := s.alarm.UnmarshalJSON(sj.Alarm); err != nil {
+					return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
+				}
+				s.fired = sj.Fired
 			}
-			s.observed, s.labelled, s.top, s.class, s.fired = sj.Observed, sj.Labelled, sj.Top, sj.Class, sj.Fired
+			s.observed, s.labelled, s.top, s.class = sj.Observed, sj.Labelled, sj.Top, sj.Class
 			if sj.Retired != nil {
 				if err := checkPart(sj.Retired, mj); err != nil {
 					return stateKind.Errorf("model %q, slice %q: %v", mj.Name, sj.Name, err)
@@ -198,6 +236,11 @@ func (m *Monitor) Restore(b []byte) error {
 		if md == nil || md.slices[pj.Slice] == nil || len(pj.Probs) != md.k || !mathx.Finite(pj.Probs...) || !(pj.Weight >= 0 && pj.Weight <= MaxWeight) || st.pending[key] != nil {
 			return stateKind.Errorf("prediction %q: no such model or slice, %d probabilities, or repeated", pj.ID, len(pj.Probs))
 		}
+		if restart {
+			// The bets are fixed anew by the new alarm, still before the
+			// label: the alarm's guarantee holds.
+			pj.Bet = md.slices[pj.Slice].alarm.Bet(pj.Probs)
+		}
 		if !md.slices[pj.Slice].alarm.ValidBet(pj.Probs, pj.Bet) {
 			return stateKind.Errorf("prediction %q: bets %v are not bets of this alarm on its probabilities", pj.ID, pj.Bet)
 		}
@@ -206,9 +249,17 @@ func (m *Monitor) Restore(b []byte) error {
 		st.queue = append(st.queue, queued{key, st.seq})
 	}
 	for _, id := range in.Dedup {
-		st.dedup[id] = true
+		st.ids = append(st.ids, dedupKey{"", id})
 	}
-	st.ids = in.Dedup
+	for _, r := range in.RequestIDs {
+		if r.Model == "" {
+			return stateKind.Errorf("request id %q without a model", r.ID)
+		}
+		st.ids = append(st.ids, dedupKey{r.Model, r.ID})
+	}
+	for _, k := range st.ids {
+		st.dedup[k] = true
+	}
 	m.st = st
 	m.swept = math.MinInt64
 	return nil
@@ -224,4 +275,84 @@ func checkPart(p *partJSON, mj modelJSON) error {
 		return fmt.Errorf("sums of %d rows of K = %d, want %d rows of K = %d", p.Sums.N(), p.Sums.K(), p.Rows, mj.K)
 	}
 	return nil
+}
+
+// ConfigError is a snapshot that Restore refuses because it was written
+// with other options than the monitor's, for which its sums mean other
+// things: one line per option that differs.
+type ConfigError struct {
+	Diffs []string
+}
+
+func (e *ConfigError) Error() string {
+	return stateKind.Errorf("written with other options than this monitor's (keep the state directory's options, or start another): %s", strings.Join(e.Diffs, "; ")).Error()
+}
+
+// configDiff compares the configuration a snapshot was written with
+// (state) to the monitor's (now): the differences in the options the
+// sums depend on (pinned), and those in the alarm's options, each
+// "name: STATE in the state, NOW now (--flag)".
+func configDiff(state, now snapshotConfig) (pinned, alarmDiff []string) {
+	line := func(name, flag string, a, b any) string {
+		return fmt.Sprintf("%s: %v in the state, %v now (%s)", name, a, b, flag)
+	}
+	if state.WindowSeconds != now.WindowSeconds {
+		pinned = append(pinned, line("window", "--window", time.Duration(state.WindowSeconds)*time.Second, time.Duration(now.WindowSeconds)*time.Second))
+	}
+	if state.Metrics != now.Metrics {
+		pinned = append(pinned, line("metrics", "--metrics", state.Metrics, now.Metrics))
+	}
+	if state.Bins != now.Bins {
+		pinned = append(pinned, line("bins", "--bins", state.Bins, now.Bins))
+	}
+	if state.ClassWise != now.ClassWise {
+		pinned = append(pinned, line("class-wise bin counters", "--class-wise-bins", state.ClassWise, now.ClassWise))
+	}
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal([]byte(state.Options), &a) != nil || json.Unmarshal([]byte(now.Options), &b) != nil {
+		if state.Options != now.Options {
+			pinned = append(pinned, line("metric options", "the metrics' options", state.Options, now.Options))
+		}
+		return pinned, nil
+	}
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if string(a[k]) == string(b[k]) {
+			continue
+		}
+		if k != "Alarm" {
+			pinned = append(pinned, line(k, optionFlags[k], orNone(a[k]), orNone(b[k])))
+			continue
+		}
+		var sa, sb map[string]json.RawMessage
+		_ = json.Unmarshal(a[k], &sa)
+		_ = json.Unmarshal(b[k], &sb)
+		for _, f := range []struct{ field, flag string }{{"Alpha", "--alarm-alpha"}, {"ARL", "--alarm-arl"}, {"Bins", "the alarm's bins"}, {"HalfLife", "the alarm's half-life"}, {"ClassWise", "--alarm-class-wise"}} {
+			if string(sa[f.field]) != string(sb[f.field]) {
+				alarmDiff = append(alarmDiff, line("alarm "+f.field, f.flag, orNone(sa[f.field]), orNone(sb[f.field])))
+			}
+		}
+		if len(alarmDiff) == 0 {
+			alarmDiff = append(alarmDiff, line("alarm options", "--alarm-*", string(a[k]), string(b[k])))
+		}
+	}
+	return pinned, alarmDiff
+}
+
+// optionFlags names the calib serve flag of each metric option a
+// snapshot pins (config's fields), where there is one.
+var optionFlags = map[string]string{"Bins": "--bins", "MaxCells": "the canonical cells' bound", "Mode": "the notions of smece", "KSR": "ks's r", "P": "the metrics' p",
+	"SmECE": "smece's options", "ClassMean": "the class-wise mean", "Convention": "the binned convention", "KSCells": "ks's cells"}
+
+// orNone writes a JSON value for a message.
+func orNone(v json.RawMessage) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	return string(v)
 }

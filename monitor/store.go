@@ -1,14 +1,13 @@
 package monitor
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +82,10 @@ type StoreOptions struct {
 	// Snapshotted, if not nil, is called after each snapshot (its error
 	// nil) or failed snapshot.
 	Snapshotted func(bytes int, err error)
+	// Logger receives what Open and Repair cut or drop (a torn tail, a
+	// state restored under other alarm options) and the writes that
+	// fail; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a Monitor kept in a directory: every record is appended to a
@@ -101,12 +104,23 @@ type Store struct {
 	mu    sync.Mutex // guards the queue and the log's state
 	cond  *sync.Cond
 	queue []*entry
-	next  uint64 // the next LSN to give a record
-	// written is the LSN of the next record to be written: the first of
-	// a new segment.
+	// next is the LSN of the next record to be written (the commit
+	// goroutine's: a record gets its LSN when it is written, so that a
+	// failed write leaves no gap); written is the same, read by
+	// openSegment under segMu (the first LSN of a new segment).
+	next    uint64
 	written uint64
 	closed  bool
-	failed  error // a write or fsync failed: the store takes no more records
+
+	// health: writeErr is the error of the last write while writes fail
+	// (nil once one succeeds, or a probe of the disk does); failedWrites
+	// counts the failed writes.
+	healthMu     sync.Mutex
+	writeErr     error
+	failedWrites int64
+	// dirty says a failed write may have left bytes after segSize: the
+	// next write cuts them first.
+	dirty bool
 
 	segMu    sync.Mutex // guards the segment being written
 	seg      *os.File   // the segment being written
@@ -132,10 +146,11 @@ type entry struct {
 }
 
 // Open opens (or creates) the store in dir: the latest snapshot is
-// restored and the log after it replayed; a record cut short at the end
-// of the last segment (a write the process did not finish, never
-// acknowledged) is dropped, and a damaged record anywhere else is an
-// error naming the file and offset.
+// restored and the log after it replayed. A torn tail of the last
+// segment (a write the process did not finish, never acknowledged: the
+// rules are in wal.go's comment) is cut off, with a log line; any other
+// damage is a *DamageError naming the file and offset, and nothing is
+// changed (Repair is the way out).
 func Open(dir string, o StoreOptions) (*Store, error) {
 	if o.SnapshotEvery == 0 {
 		o.SnapshotEvery = DefaultSnapshotEvery
@@ -145,6 +160,9 @@ func Open(dir string, o StoreOptions) (*Store, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.Sync < SyncGroup || o.Sync > SyncNone {
 		return nil, fmt.Errorf("monitor: sync %d", o.Sync)
@@ -172,6 +190,8 @@ func Open(dir string, o StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	go s.commit()
+	s.wg.Add(1)
+	go s.probeLoop()
 	if o.SnapshotEvery > 0 {
 		s.wg.Add(1)
 		go s.snapshotLoop()
@@ -221,7 +241,8 @@ func (s *Store) snapName(lsn uint64) string {
 	return filepath.Join(s.dir, fmt.Sprintf("snapshot-%020d.json", lsn))
 }
 
-// recover restores the latest snapshot and replays the log after it.
+// recover restores the latest snapshot and replays the log after it,
+// cutting a torn tail of the last segment.
 func (s *Store) recover() error {
 	snaps, err := s.files("snapshot-", ".json")
 	if err != nil {
@@ -229,17 +250,9 @@ func (s *Store) recover() error {
 	}
 	if len(snaps) > 0 {
 		last := snaps[len(snaps)-1]
-		b, err := os.ReadFile(s.snapName(last))
-		if err != nil {
-			return fmt.Errorf("monitor: %w", err)
+		if err := s.restore(last); err != nil {
+			return err
 		}
-		if err := s.m.Restore(b); err != nil {
-			return fmt.Errorf("monitor: %s: %w", s.snapName(last), err)
-		}
-		if got := s.m.LSN(); got != last {
-			return fmt.Errorf("monitor: %s holds the state after record %d, its name says %d", s.snapName(last), got, last)
-		}
-		s.lastSnap = last
 	}
 	segs, err := s.files("wal-", ".log")
 	if err != nil {
@@ -251,19 +264,66 @@ func (s *Store) recover() error {
 		if i+1 < len(segs) && segs[i+1] <= expect {
 			continue // every record of this segment is in the snapshot
 		}
-		if err := s.replay(s.segName(first), lastSeg, &expect); err != nil {
+		seg, err := readSegment(s.segName(first), first)
+		if err != nil {
 			return err
+		}
+		cut, err := s.replaySegment(seg, lastSeg, &expect)
+		if err != nil {
+			return err
+		}
+		if cut != nil {
+			if err := truncate(cut.File, cut.Offset); err != nil {
+				return err
+			}
+			s.o.Logger.Warn("monitor: a torn write cut off the end of the log (never acknowledged)", "file", cut.File, "offset", cut.Offset, "bytes", cut.Bytes, "found", cut.What)
 		}
 	}
 	s.next = expect
 	return nil
 }
 
-// frameHeader is a record's header in the log: the payload's length,
-// the CRC-32C of the LSN and payload, and the LSN.
-const frameHeader = 4 + 4 + 8
+// restore restores snapshot lsn, checking its checksum and the LSN it
+// holds.
+func (s *Store) restore(lsn uint64) error {
+	name := s.snapName(lsn)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	state, err := openSnapshot(name, b)
+	if err != nil {
+		return err
+	}
+	warnings, err := s.m.Restore(state)
+	if err != nil {
+		return fmt.Errorf("monitor: %s: %w", name, err)
+	}
+	for _, w := range warnings {
+		s.o.Logger.Warn(w.Error(), "snapshot", name)
+	}
+	if got := s.m.LSN(); got != lsn {
+		return &DamageError{File: name, Offset: -1, What: fmt.Sprintf("a snapshot holding the state after record %d, where its name says %d", got, lsn)}
+	}
+	s.lastSnap = lsn
+	return nil
+}
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// truncate cuts a file at off and fsyncs it.
+func truncate(name string, off int64) error {
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(off); err != nil {
+		return fmt.Errorf("monitor: %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("monitor: %s: %w", name, err)
+	}
+	return nil
+}
 
 // encodeFrame returns the frame of r without its LSN and checksum
 // (sealFrame sets them): the payload's length, then the payload.
@@ -286,79 +346,6 @@ func sealFrame(b []byte, lsn uint64) {
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
 }
 
-// maxFrame bounds a record's payload.
-const maxFrame = 1 << 30
-
-// replay applies the records of one segment with an LSN of at least
-// *expect, in order, advancing *expect. In the last segment a record cut
-// short or damaged at the end is dropped and the file truncated there.
-func (s *Store) replay(name string, last bool, expect *uint64) error {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("monitor: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("monitor: %w", err)
-	}
-	size := info.Size()
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	var hdr [frameHeader]byte
-	for {
-		_, err := io.ReadFull(r, hdr[:])
-		if err == io.EOF {
-			return nil
-		}
-		// bad handles a record that cannot be read: cut short or damaged
-		// at the end of the last segment (its claimed end at or past the
-		// file's end: a write the process did not finish, never
-		// acknowledged), it is dropped and the file truncated; anywhere
-		// else the log is damaged.
-		bad := func(why string, end int64) error {
-			if last && end >= size {
-				// A write the process did not finish: never acknowledged.
-				if err := f.Truncate(off); err != nil {
-					return fmt.Errorf("monitor: %s: %w", name, err)
-				}
-				return f.Sync()
-			}
-			return fmt.Errorf("monitor: %s, offset %d: %s (the log is damaged; the records after it cannot be read)", name, off, why)
-		}
-		if err != nil {
-			return bad("a record header cut short", size)
-		}
-		n := binary.LittleEndian.Uint32(hdr[0:])
-		end := off + frameHeader + int64(n)
-		if n > maxFrame {
-			return bad(fmt.Sprintf("a record of %d bytes", n), max(end, size))
-		}
-		payload := make([]byte, 8+n)
-		copy(payload, hdr[8:])
-		if _, err := io.ReadFull(r, payload[8:]); err != nil {
-			return bad("a record cut short", size)
-		}
-		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return bad("a record whose checksum does not match", end)
-		}
-		lsn := binary.LittleEndian.Uint64(hdr[8:])
-		rec, err := DecodeRecord(payload[8:])
-		if err != nil {
-			return bad(err.Error(), end)
-		}
-		off += int64(frameHeader) + int64(n)
-		if lsn < *expect {
-			continue
-		}
-		if lsn != *expect {
-			return fmt.Errorf("monitor: %s: record %d where %d was expected (a segment is missing)", name, lsn, *expect)
-		}
-		s.m.Apply(lsn, rec)
-		*expect = lsn + 1
-	}
-}
-
 // openSegment starts a new segment at the next LSN to be written (the
 // directory fsynced so that the file's name survives); s.segMu is held,
 // or the commit goroutine is not running.
@@ -366,12 +353,9 @@ func (s *Store) openSegment() error {
 	if s.seg != nil {
 		// Whatever Sync says, the records of a closed segment are on
 		// disk before a later segment's name is: a crash then loses the
-		// tail of the last segment only.
-		err := s.seg.Sync()
-		if cerr := s.seg.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		// tail of the last segment only. On failure the segment stays
+		// the one written (the next write tries again).
+		if err := s.seg.Sync(); err != nil {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
@@ -380,12 +364,21 @@ func (s *Store) openSegment() error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	st, err := f.Stat()
+	if err == nil {
+		err = syncDir(s.dir)
+	}
 	if err != nil {
 		f.Close()
+		if s.seg != nil && st != nil && st.Size() == 0 {
+			os.Remove(f.Name())
+		}
 		return fmt.Errorf("monitor: %w", err)
 	}
+	if s.seg != nil {
+		s.seg.Close() // fsynced above
+	}
 	s.seg, s.segFirst, s.segSize = f, s.written, st.Size()
-	return syncDir(s.dir)
+	return nil
 }
 
 // syncDir fsyncs a directory (its entries).
@@ -408,11 +401,13 @@ var ErrClosed = errors.New("monitor: the store is closed")
 // when 0), appends it to the log, waits until it is on disk (Sync) and
 // applied, and returns what applying it did. A record is acknowledged
 // when Submit returns no error: it survives a crash as Sync says and is
-// applied once, on restart too. A duplicate request id returns an
-// Applied with Duplicate set and nothing logged. Errors: Check's
-// (*CheckError), ErrClosed, a write or fsync failure (after which the
-// store takes no more records), or ctx's error while waiting (the record
-// may still be applied).
+// applied once, on restart too. A duplicate request id (of the same
+// model) returns an Applied with Duplicate set and nothing logged.
+// Errors: Check's (*CheckError), ErrClosed, a *WriteError (the disk is
+// full or failing: the record is not in the log, not applied, and left
+// nothing in the state; the next record is tried again, and Healthy says
+// whether writes succeed), or ctx's error while waiting (the record may
+// still be applied).
 func (s *Store) Submit(ctx context.Context, r *Record) (Applied, error) {
 	if r.Time == 0 {
 		r.Time = s.o.Now().UnixNano()
@@ -431,18 +426,11 @@ func (s *Store) Submit(ctx context.Context, r *Record) (Applied, error) {
 	}
 	e := &entry{rec: r, frame: frame, done: make(chan struct{})}
 	s.mu.Lock()
-	if s.closed || s.failed != nil {
-		err := s.failed
-		if err == nil {
-			err = ErrClosed
-		}
+	if s.closed {
 		s.mu.Unlock()
 		s.m.Release(r)
-		return Applied{}, err
+		return Applied{}, ErrClosed
 	}
-	e.lsn = s.next
-	sealFrame(e.frame, e.lsn)
-	s.next++
 	s.queue = append(s.queue, e)
 	s.cond.Signal()
 	s.mu.Unlock()
@@ -454,9 +442,22 @@ func (s *Store) Submit(ctx context.Context, r *Record) (Applied, error) {
 	}
 }
 
+// WriteError is a record the log could not take: the write or fsync
+// failed (a full disk, an I/O error). Nothing of the record is in the
+// log or the state.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string {
+	return "monitor: the log could not be written (the record is not taken; the next one is tried again): " + e.Err.Error()
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // commit is the one goroutine that writes the log: it takes the records
-// queued (all of them, or one with SyncEach), writes them in one write,
-// fsyncs, applies them in order and wakes their callers.
+// queued (all of them, or one with SyncEach), gives them their LSNs,
+// writes them in one write, fsyncs, applies them in order and wakes their
+// callers. A failed write fails its records and gives their LSNs to the
+// next.
 func (s *Store) commit() {
 	defer close(s.done)
 	var buf []byte
@@ -474,30 +475,26 @@ func (s *Store) commit() {
 			batch = s.queue[:1]
 		}
 		s.queue = s.queue[len(batch):]
-		failed := s.failed
 		s.mu.Unlock()
 
-		err := failed
-		if err == nil {
-			buf = buf[:0]
-			for _, e := range batch {
-				buf = append(buf, e.frame...)
-			}
-			err = s.write(buf, batch[len(batch)-1].lsn+1)
+		buf = buf[:0]
+		for i, e := range batch {
+			e.lsn = s.next + uint64(i)
+			sealFrame(e.frame, e.lsn)
+			buf = append(buf, e.frame...)
 		}
-		if err != nil {
-			s.mu.Lock()
-			if s.failed == nil {
-				s.failed = fmt.Errorf("monitor: the log could not be written, no record is taken any more: %w", err)
-			}
-			s.mu.Unlock()
+		if err := s.write(buf, s.next+uint64(len(batch))); err != nil {
+			s.wrote(err)
+			werr := &WriteError{Err: err}
 			for _, e := range batch {
 				s.m.Release(e.rec)
-				e.err = s.failed
+				e.err = werr
 				close(e.done)
 			}
 			continue
 		}
+		s.wrote(nil)
+		s.next += uint64(len(batch))
 		s.m.mu.Lock()
 		for _, e := range batch {
 			e.out = s.m.apply(e.lsn, e.rec)
@@ -509,32 +506,140 @@ func (s *Store) commit() {
 	}
 }
 
+// wrote records a write's outcome for Healthy.
+func (s *Store) wrote(err error) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if err != nil {
+		if s.writeErr == nil {
+			s.o.Logger.Error("monitor: writes to the log fail; records are refused until one succeeds", "dir", s.dir, "error", err)
+		}
+		s.failedWrites++
+	} else if s.writeErr != nil {
+		s.o.Logger.Info("monitor: the log is written again", "dir", s.dir)
+	}
+	s.writeErr = err
+}
+
+// Healthy returns nil while the log is written, or the error of the last
+// write while writes fail (a full disk): until a write succeeds again, or
+// a probe of the disk does (every second while writes fail, a temporary
+// file of the size of the largest record written is written, fsynced and
+// removed).
+func (s *Store) Healthy() error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	return s.writeErr
+}
+
+// FailedWrites returns the number of writes of the log that failed.
+func (s *Store) FailedWrites() int64 {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	return s.failedWrites
+}
+
+// probeLoop probes the disk every second while writes fail.
+func (s *Store) probeLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.Healthy() == nil {
+				continue
+			}
+			if err := s.probe(); err == nil {
+				s.healthMu.Lock()
+				if s.writeErr != nil {
+					s.o.Logger.Info("monitor: the disk takes writes again", "dir", s.dir)
+				}
+				s.writeErr = nil
+				s.healthMu.Unlock()
+			}
+		}
+	}
+}
+
+// probe writes, fsyncs and removes a temporary file of 64 KiB in the
+// state directory.
+func (s *Store) probe() error {
+	f, err := os.CreateTemp(s.dir, ".probe-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // write appends a group of frames (the records s.written to end-1) to
 // the log, starting a new segment past SegmentBytes, and flushes it as
-// Sync says.
+// Sync says. A failed write is cut off the segment (or, if that fails
+// too, before the next write), so that a record refused never comes back
+// on replay.
 func (s *Store) write(b []byte, end uint64) error {
 	s.segMu.Lock()
 	defer s.segMu.Unlock()
+	if s.dirty {
+		if err := s.cut(); err != nil {
+			return err
+		}
+	}
 	if s.segSize >= s.o.SegmentBytes {
 		if err := s.openSegment(); err != nil {
 			return err
 		}
 	}
-	_, err := s.seg.Write(b)
+	n, err := s.write1(b)
 	if err == nil && s.o.Sync != SyncNone {
 		err = s.seg.Sync()
 	}
 	if err != nil {
-		// The callers hear of a failure: the records must not come back
-		// on replay. Cut them off (best effort: the store takes no more
-		// records either way).
-		if terr := s.seg.Truncate(s.segSize); terr == nil {
-			s.seg.Sync()
+		if n > 0 || s.o.Sync != SyncNone {
+			s.dirty = true
+			_ = s.cut()
 		}
 		return err
 	}
 	s.segSize += int64(len(b))
 	s.written = end
+	return nil
+}
+
+// write1 writes b to the segment (testWrite in tests).
+func (s *Store) write1(b []byte) (int, error) {
+	if testWrite != nil {
+		if err := testWrite(b); err != nil {
+			return 0, err
+		}
+	}
+	return s.seg.Write(b)
+}
+
+// testWrite, if not nil, fails the writes of the log it returns an
+// error for (the tests' full disk).
+var testWrite func(b []byte) error
+
+// cut truncates the segment back to segSize (what was written and
+// acknowledged) and fsyncs it; s.segMu is held.
+func (s *Store) cut() error {
+	if err := s.seg.Truncate(s.segSize); err != nil {
+		return err
+	}
+	if err := s.seg.Sync(); err != nil {
+		return err
+	}
+	s.dirty = false
 	return nil
 }
 
@@ -570,11 +675,17 @@ func (s *Store) Snapshot() error {
 // writeSnapshot writes b as snapshot-LSN.json: a temporary file, fsync,
 // rename, fsync of the directory.
 func (s *Store) writeSnapshot(lsn uint64, b []byte) error {
-	tmp, err := os.CreateTemp(s.dir, ".snapshot-*.tmp")
+	return writeSnapshotFile(s.dir, s.snapName(lsn), b)
+}
+
+// writeSnapshotFile writes the snapshot of state b as name in dir, with
+// its checksum: a temporary file, fsync, rename, fsync of the directory.
+func writeSnapshotFile(dir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, ".snapshot-*.tmp")
 	if err != nil {
 		return fmt.Errorf("monitor: snapshot: %w", err)
 	}
-	_, err = tmp.Write(b)
+	_, err = tmp.Write(sealSnapshot(b))
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -582,13 +693,13 @@ func (s *Store) writeSnapshot(lsn uint64, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), s.snapName(lsn))
+		err = os.Rename(tmp.Name(), name)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("monitor: snapshot: %w", err)
 	}
-	return syncDir(s.dir)
+	return syncDir(dir)
 }
 
 // prune deletes the snapshots before lsn's and the segments whose
