@@ -24,20 +24,20 @@ type snapshot struct {
 	Version int `json:"version"`
 	// Config is what the state's meaning depends on: a snapshot is read
 	// only by a monitor of the same.
-	Config     snapshotConfig `json:"config"`
-	LSN        uint64         `json:"lsn"`
-	Clock      int64          `json:"clock"`
-	Models     []modelJSON    `json:"models"`
-	Pending    []pendingJSON  `json:"pending"`
+	Config  snapshotConfig `json:"config"`
+	LSN     uint64         `json:"lsn"`
+	Clock   int64          `json:"clock"`
+	Models  []modelJSON    `json:"models"`
+	Pending []pendingJSON  `json:"pending"`
 	// RequestIDs are the request ids remembered, oldest first, each with
 	// its model; Dedup holds those of a snapshot written before the ids
 	// were scoped per model (read, never written: each stands for every
 	// model).
 	RequestIDs []requestIDJSON `json:"request_ids"`
 	Dedup      []string        `json:"dedup,omitempty"`
-	Unmatched  int64          `json:"unmatched"`
-	Expired    int64          `json:"expired"`
-	Duplicates int64          `json:"duplicates"`
+	Unmatched  int64           `json:"unmatched"`
+	Expired    int64           `json:"expired"`
+	Duplicates int64           `json:"duplicates"`
 }
 
 type snapshotConfig struct {
