@@ -12,9 +12,11 @@
 //		K: 10, Probs: probs, Labels: labels})
 //	rep, err := st.Monitor().Report("resnet", monitor.Query{})
 //
-// A window's or slice's report is the document `calib eval --json
-// --metrics smece,ece_bin,ks,brier,nll,accuracy,confidence --mode
+// A window's or slice's report is the document `calib eval --stream
+// --json --metrics smece,ece_bin,ks,brier,nll,accuracy,confidence --mode
 // top_label` prints for the same rows (every number within 1e-12
-// relative: the sums are added in another order). calib serve --data
-// serves it over HTTP (package serve).
+// relative: the sums are added in another order; all but ks, a bound's
+// midpoint from score cells, are also the in-memory evaluation's). calib
+// serve --data serves it over HTTP (package serve). The log's format and
+// the rules by which a damaged one is read or refused are in wal.go.
 package monitor

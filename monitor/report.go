@@ -125,7 +125,7 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 // finished after the lock is released, so that a report stalls no
 // observation. Its cost is one evaluate.Finish per part read: per slice,
 // the total (every row) and each window asked for, each about
-// 2 ms + 0.08 ms x K on one core of a 2.3 GHz Xeon (docs/serve.md,
+// 50 ms + 0.2 ms x K on one core of a 2.3 GHz Xeon (docs/serve.md,
 // "What a report costs").
 func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Report, error) {
 	type pending struct {

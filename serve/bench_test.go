@@ -122,8 +122,10 @@ func BenchmarkServe(b *testing.B) {
 // BenchmarkObserve measures /v1/observe on calib serve --data (the real
 // binary on a loopback port): b.N requests of 1,000 labelled rows (K =
 // 10, CIFAR-10 test predictions, the JSON encoded once) from 4
-// connections, by --fsync mode. It reports rows/s and the p50 and p99
-// latencies of a request.
+// connections, by --fsync mode, and with reports=on while a loop of
+// reports of another model of 10 slices x 25 windows (bigModel) runs
+// beside them. It reports rows/s and the p50 and p99 latencies of a
+// request, and the reports finished meanwhile.
 func BenchmarkObserve(b *testing.B) {
 	s := cifar(b)
 	const batch = 1000
@@ -133,9 +135,43 @@ func BenchmarkObserve(b *testing.B) {
 		p, _ := json.Marshal(rows(s.Probs[i*batch*s.K:(i+1)*batch*s.K], s.K))
 		bodies[i] = []byte(fmt.Sprintf(`{"probs": %s, "labels": %s}`, p, lab))
 	}
-	for _, mode := range []string{"group", "each"} {
-		b.Run("fsync="+mode, func(b *testing.B) {
-			srv := start(b, "--data", b.TempDir(), "--fsync", mode)
+	for _, c := range []struct {
+		mode    string
+		reports bool
+	}{{"group", false}, {"each", false}, {"group", true}} {
+		name := "fsync=" + c.mode
+		if c.reports {
+			name += "/reports=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := start(b, "--data", b.TempDir(), "--fsync", c.mode, "--window", "1m")
+			stop := make(chan struct{})
+			var reports atomic.Int64
+			var loop sync.WaitGroup
+			if c.reports {
+				bigModel(b, srv.url)
+				loop.Add(1)
+				go func() {
+					defer loop.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						resp, err := http.Get(srv.url + "/v1/monitor/big")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							reports.Add(1)
+						}
+					}
+				}()
+			}
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 			var next atomic.Int64
 			lat := make([]time.Duration, b.N)
@@ -169,6 +205,11 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(t0)
+			close(stop)
+			loop.Wait()
+			if c.reports {
+				b.ReportMetric(float64(reports.Load()), "reports")
+			}
 			slices.Sort(lat)
 			b.ReportMetric(float64(b.N*batch)/el.Seconds(), "rows/s")
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")

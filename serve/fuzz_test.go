@@ -7,20 +7,46 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/calib-dev/calib/monitor"
 )
 
+// fuzzMemory is the most a decoder may allocate for one fuzz input (the
+// inputs are a few KiB): a decoder sizes what it allocates by the bytes
+// it reads, never by a count or shape the input claims. The fuzz
+// process also runs under this memory limit.
+const fuzzMemory = 64 << 20
+
+// bounded runs f, failing t if it allocated more than fuzzMemory bytes
+// (an allocation bomb; one past the machine's memory ends the fuzz
+// process instead, which fails the fuzzer as well).
+func bounded(t *testing.T, in []byte, f func()) {
+	t.Helper()
+	debug.SetMemoryLimit(fuzzMemory)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > fuzzMemory {
+		t.Fatalf("%.100q: %d MiB allocated for %d bytes of input", in, got>>20, len(in))
+	}
+}
+
 // FuzzDecodeMatrix: any bytes decode to rows or a RequestError, never a
-// panic; decoded rows are finite, n x cols, within the row bound.
+// panic; decoded rows are finite, n x cols, within the row bound; the
+// decoder allocates at most fuzzMemory.
 func FuzzDecodeMatrix(f *testing.F) {
 	for _, s := range []string{`[[0.2, 0.8], [0.5, 0.5]]`, `[0.1, 0.9]`, `[]`, `[[]]`, `[[1], [1, 2]]`, `["NaN"]`, `[1e999]`, `null`, `{"a": 1}`, `[[[1]]]`, `[-0, 1E-400]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeMatrix(json.RawMessage(b), "probs", 50)
+		var m *matrix
+		var err error
+		bounded(t, b, func() { m, err = decodeMatrix(json.RawMessage(b), "probs", 50) })
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {
@@ -39,15 +65,21 @@ func FuzzDecodeMatrix(f *testing.F) {
 	})
 }
 
-// FuzzTensorData: any bytes give the shape's number of finite values or a
-// RequestError, never a panic; FP32 values are float32s.
+// FuzzTensorData: any bytes and any claimed shape (within the server's
+// bounds on rows and columns) give the shape's number of finite values or
+// a RequestError, never a panic, allocating at most fuzzMemory; FP32
+// values are float32s.
 func FuzzTensorData(f *testing.F) {
 	for _, s := range []string{`[[0.2, 0.8], [0.5, 0.5]]`, `[0.2, 0.8, 0.5, 0.5]`, `[[0.2], 0.8, [0.5, 0.5]]`, `[1e39, 0, 0, 0]`, `[[[[1]]]]`, `"x"`} {
-		f.Add([]byte(s), false)
-		f.Add([]byte(s), true)
+		f.Add([]byte(s), false, uint32(2), uint32(2))
+		f.Add([]byte(s), true, uint32(2), uint32(2))
 	}
-	f.Fuzz(func(t *testing.T, b []byte, fp32 bool) {
-		x, err := tensorData(json.RawMessage(b), "data", 2, 2, fp32)
+	f.Add([]byte(`[1]`), false, uint32(DefaultMaxRows-1), uint32(maxCols-1)) // the shape bomb: [100000, 1048576]
+	f.Fuzz(func(t *testing.T, b []byte, fp32 bool, rows, cols uint32) {
+		n, c := int(rows%DefaultMaxRows)+1, int(cols%maxCols)+1
+		var x []float64
+		var err error
+		bounded(t, b, func() { x, err = tensorData(json.RawMessage(b), "data", n, c, fp32) })
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {
@@ -55,8 +87,8 @@ func FuzzTensorData(f *testing.F) {
 			}
 			return
 		}
-		if len(x) != 4 {
-			t.Fatalf("%q: %d values", b, len(x))
+		if len(x) != n*c {
+			t.Fatalf("%q: %d values for [%d, %d]", b, len(x), n, c)
 		}
 		for _, v := range x {
 			if math.IsNaN(v) || math.IsInf(v, 0) || (fp32 && v != float64(float32(v))) {
@@ -67,7 +99,8 @@ func FuzzTensorData(f *testing.F) {
 }
 
 // FuzzObserve: any body to /v1/observe and /v1/outcome is answered 200
-// or 4xx with a one-line JSON error, never a panic or a 5xx.
+// or 4xx with a one-line JSON error, never a panic or a 5xx, allocating
+// at most fuzzMemory.
 func FuzzObserve(f *testing.F) {
 	st, err := monitor.Open(f.TempDir(), monitor.StoreOptions{Sync: monitor.SyncNone, SnapshotEvery: -1})
 	if err != nil {
@@ -94,7 +127,7 @@ func FuzzObserve(f *testing.F) {
 			path = "/v1/outcome/m"
 		}
 		w := httptest.NewRecorder()
-		s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		bounded(t, body, func() { s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))) })
 		if w.Code != http.StatusOK && (w.Code < 400 || w.Code >= 500) {
 			t.Fatalf("%q: status %d: %s", body, w.Code, w.Body)
 		}
@@ -118,7 +151,8 @@ func FuzzLabels(f *testing.F) {
 		if n < 0 || n > 100 {
 			return
 		}
-		fast := fastLabels(b, n, nullOK)
+		var fast []int
+		bounded(t, b, func() { fast = fastLabels(b, n, nullOK) })
 		if fast == nil {
 			return
 		}

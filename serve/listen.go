@@ -105,6 +105,9 @@ func (s *Server) Serve(ctx context.Context, lo ListenOptions, listening func(net
 		}
 		return def
 	}
+	if wt := or(lo.WriteTimeout, DefaultWriteTimeout); time.Duration(s.reportTimeout.Load()) > wt*4/5 {
+		s.reportTimeout.Store(int64(wt * 4 / 5))
+	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadTimeout:       or(lo.ReadTimeout, DefaultReadTimeout),

@@ -28,6 +28,7 @@ type monitorCollector struct {
 	pending, unmatched, expired *prometheus.Desc
 	duplicates, lsn, models     *prometheus.Desc
 	evidence, threshold, firing *prometheus.Desc
+	failedWrites, writable      *prometheus.Desc
 }
 
 func newMonitorCollector(st *monitor.Store) *monitorCollector {
@@ -68,13 +69,17 @@ func newMonitorCollector(st *monitor.Store) *monitorCollector {
 			"Log-evidence of a slice's calibration alarm since its start or reset: layer test (is it calibrated? a test martingale) or change (are the recent rows miscalibrated? a CUSUM e-detector, quick on a miscalibration that starts late); event top_label, class_wise (the mean over classes) or combined (the mean of both: the one compared with the threshold).", []string{"model", "slice", "layer", "event"}, nil),
 		threshold: prometheus.NewDesc("calib_alarm_log_threshold",
 			"The log-evidence at which a layer alarms: log(1/alpha) for test (P(ever | calibrated) <= alpha), log(ARL) for change (average run length to a false alarm >= ARL rows).", []string{"layer"}, nil),
+		failedWrites: prometheus.NewDesc("calib_monitor_failed_writes_total",
+			"Writes of the write-ahead log that failed (a full disk, an I/O error): their records were refused with 503, not taken.", nil, nil),
+		writable: prometheus.NewDesc("calib_monitor_log_writable",
+			"1 while the write-ahead log takes writes, 0 from a failed write until one succeeds again (or a probe of the disk does); /v2/health/ready says the same.", nil, nil),
 		firing: prometheus.NewDesc("calib_alarm_firing",
 			"1 once a slice's alarm layer reached its threshold (until a reset), else 0.", []string{"model", "slice", "layer"}, nil),
 	}
 }
 
 func (c *monitorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.obs, c.conf, c.correct, c.cobs, c.cconf, c.ccorrect, c.observed, c.counted, c.pending, c.unmatched, c.expired, c.duplicates, c.lsn, c.models, c.evidence, c.threshold, c.firing} {
+	for _, d := range []*prometheus.Desc{c.obs, c.conf, c.correct, c.cobs, c.cconf, c.ccorrect, c.observed, c.counted, c.pending, c.unmatched, c.expired, c.duplicates, c.lsn, c.models, c.evidence, c.threshold, c.firing, c.failedWrites, c.writable} {
 		ch <- d
 	}
 }
@@ -123,6 +128,8 @@ func (c *monitorCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.duplicates, prometheus.CounterValue, float64(st.Duplicates))
 	ch <- prometheus.MustNewConstMetric(c.lsn, prometheus.GaugeValue, float64(st.LSN))
 	ch <- prometheus.MustNewConstMetric(c.models, prometheus.GaugeValue, float64(st.Models))
+	ch <- prometheus.MustNewConstMetric(c.failedWrites, prometheus.CounterValue, float64(c.st.FailedWrites()))
+	ch <- prometheus.MustNewConstMetric(c.writable, prometheus.GaugeValue, b2f(c.st.Healthy() == nil))
 }
 
 func b2f(b bool) float64 {

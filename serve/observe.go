@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,12 +191,17 @@ func (s *Server) monitorReport(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.Windows = n
 	}
-	rep, err := s.o.Store.Monitor().Report(r.PathValue("model"), q)
+	budget := time.Duration(s.reportTimeout.Load())
+	ctx, cancel := context.WithTimeout(r.Context(), budget)
+	defer cancel()
+	rep, err := s.o.Store.Monitor().ReportContext(ctx, r.PathValue("model"), q)
 	var ce *monitor.CheckError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		return &RequestError{Status: http.StatusNotFound, Err: ce}
-	}
-	if err != nil {
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		return &RequestError{Status: http.StatusServiceUnavailable, Err: fmt.Errorf("the report takes longer than its %v (each slice's total and each window is one evaluation, about 50 ms + 0.2 ms x K on one core): ask for fewer with ?windows=N (-1: none), or one slice with ?slice=S", budget)}
+	case err != nil:
 		return err
 	}
 	writeJSON(w, http.StatusOK, rep)

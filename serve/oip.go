@@ -276,6 +276,11 @@ func tensorData(raw json.RawMessage, field string, n, cols int, fp32 bool) ([]fl
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, badRequest(field, "want an array of numbers (nested or flat), not %s", jsonKind(raw))
 	}
+	// Nothing is allocated for the shape before the data could hold it:
+	// k numbers take at least 2k + 1 bytes ("[1,1]").
+	if most := (len(raw) - 1) / 2; want > most {
+		return nil, badRequest(field, "the shape [%d, %d] takes %d values; the data's %d bytes hold at most %d", n, cols, want, len(raw), most)
+	}
 	if m := fastMatrix(raw, want); m != nil && len(m.values) == want {
 		if fp32 {
 			for i, v := range m.values {
@@ -340,14 +345,24 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ready answers GET /v2/health/ready: maps are loaded.
+// ready answers GET /v2/health/ready: maps are loaded (when a maps
+// directory is served), and the monitors' log takes writes (when there
+// are monitors: not while the disk is full).
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
-	ok := len(s.maps.Load().Names()) > 0
+	out := map[string]any{"ready": true}
+	if s.o.MapsDir != "" && len(s.maps.Load().Names()) == 0 {
+		out["ready"], out["maps"] = false, "no map loaded"
+	}
+	if s.o.Store != nil {
+		if err := s.o.Store.Healthy(); err != nil {
+			out["ready"], out["monitors"] = false, oneLine(err.Error())
+		}
+	}
 	status := http.StatusOK
-	if !ok {
+	if out["ready"] == false {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, map[string]bool{"ready": ok})
+	writeJSON(w, status, out)
 	return nil
 }
 

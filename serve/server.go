@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,8 @@ import (
 const (
 	DefaultMaxBodyBytes = 64 << 20 // a request body, in bytes
 	DefaultMaxRows      = 100_000  // rows of one request
+	// DefaultReportTimeout is the longest a report may take.
+	DefaultReportTimeout = 30 * time.Second
 )
 
 // Options configures a Server. The zero value but MapsDir serves the
@@ -52,6 +55,12 @@ type Options struct {
 	// and /v1/monitor (the server does not close it); nil turns them
 	// off. With a Store, MapsDir may be "" (no maps).
 	Store *monitor.Store
+	// ReportTimeout bounds the time of a report (GET /v1/monitor): past
+	// it the report is refused with 503 and a message saying what to ask
+	// for instead, well before the connection's write timeout would close
+	// it unanswered. 0 means DefaultReportTimeout, or four fifths of the
+	// write timeout of Serve if that is less.
+	ReportTimeout time.Duration
 }
 
 // Server applies the maps of a directory over HTTP (the handler of
@@ -67,6 +76,10 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	mux     *http.ServeMux
+	handler http.Handler
+	// reportTimeout is Options.ReportTimeout, its default set (Serve
+	// lowers it to four fifths of its write timeout).
+	reportTimeout atomic.Int64
 }
 
 // New loads the maps of o.MapsDir and returns the server. A map file that
@@ -79,13 +92,14 @@ func New(o Options) (*Server, error) {
 	if o.MaxRows == 0 {
 		o.MaxRows = DefaultMaxRows
 	}
-	if o.MaxBodyBytes < 0 || o.MaxRows < 0 {
-		return nil, fmt.Errorf("serve: negative limits (body %d bytes, %d rows)", o.MaxBodyBytes, o.MaxRows)
+	if o.MaxBodyBytes < 0 || o.MaxRows < 0 || o.ReportTimeout < 0 {
+		return nil, fmt.Errorf("serve: negative limits (body %d bytes, %d rows, report timeout %v)", o.MaxBodyBytes, o.MaxRows, o.ReportTimeout)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	s := &Server{o: o, log: o.Logger, reg: prometheus.NewRegistry()}
+	s.reportTimeout.Store(int64(cmp.Or(o.ReportTimeout, DefaultReportTimeout)))
 	s.metrics = newMetrics(s.reg)
 	if o.Store != nil {
 		s.reg.MustRegister(newMonitorCollector(o.Store))
@@ -163,7 +177,50 @@ func (s *Server) Reload() ReloadReport {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// openPaths are the endpoints that answer without the token: the health
+// checks (a prober has no token).
+var openPaths = map[string]bool{"/v2/health/live": true, "/v2/health/ready": true}
+
+// methods are the methods tried to tell a path of another method (405)
+// from no path (404).
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// route answers a request: the token first (but for the health checks),
+// then the endpoint, or 405 with Allow for a path of other methods, or
+// 404.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if !openPaths[r.URL.Path] && !s.authorized(r) {
+		s.instrument("unauthorized", true, func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="calib"`)
+			return &RequestError{Status: http.StatusUnauthorized, Err: errors.New("missing or wrong bearer token (Authorization: Bearer TOKEN)")}
+		}).ServeHTTP(w, r)
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range methods {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	s.instrument("unknown", true, func(w http.ResponseWriter, r *http.Request) error {
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return &RequestError{Status: http.StatusMethodNotAllowed, Field: r.URL.Path, Err: fmt.Errorf("method %s not allowed (allowed: %s)", r.Method, strings.Join(allow, ", "))}
+		}
+		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see docs/serve.md: /v1/calibrate/{map}, /v2/models/{map}/infer, /v1/observe/{model}, /v1/outcome/{model}, /v1/monitor/{model}, /metrics)")}
+	}).ServeHTTP(w, r)
+}
 
 // routes registers every endpoint.
 func (s *Server) routes() {
@@ -194,10 +251,8 @@ func (s *Server) routes() {
 		metrics.ServeHTTP(w, r)
 		return nil
 	})
-	handle("/", "unknown", true, func(w http.ResponseWriter, r *http.Request) error {
-		return &RequestError{Status: http.StatusNotFound, Field: r.URL.Path, Err: errors.New("no such endpoint (see docs/serve.md: /v1/calibrate/{map}, /v2/models/{map}/infer, /v1/observe/{model}, /v1/outcome/{model}, /v1/monitor/{model}, /metrics)")}
-	})
 	s.mux = mux
+	s.handler = http.HandlerFunc(s.route)
 }
 
 // instrument wraps h: the token check (unless open), the body limit, the
@@ -222,13 +277,14 @@ func (s *Server) instrument(name string, open bool, h func(w http.ResponseWriter
 	})
 }
 
-// authorized reports whether r carries the token (or none is needed).
+// authorized reports whether r carries the token (or none is needed):
+// "Authorization: Bearer TOKEN", the scheme in any case (RFC 7235).
 func (s *Server) authorized(r *http.Request) bool {
 	if len(s.o.Token) == 0 {
 		return true
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(tok), s.o.Token) == 1
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return ok && strings.EqualFold(scheme, "bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.o.Token) == 1
 }
 
 // writeError writes err as {"error": "..."} with its status: a

@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -56,6 +57,9 @@ func newServeCmd() *Command {
 		if err := serve.CheckExposure(lo.Addr, tokenFile != "", lo.ClientCA != ""); err != nil {
 			return usageErrorf("--addr %s", pkgerr.Reason(err))
 		}
+		if o.ReportTimeout <= 0 {
+			return usageErrorf("--report-timeout %v: want a positive duration", o.ReportTimeout)
+		}
 		o.MaxBodyBytes = int64(maxBodyMiB) << 20
 		stderr := cmd.ErrOrStderr()
 		o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
@@ -72,6 +76,14 @@ func newServeCmd() *Command {
 				if err != nil {
 					o.Logger.Error("snapshot failed", "dir", mf.dir, "error", err)
 				}
+			}
+			so.Logger = o.Logger
+			if mf.repair {
+				rep, err := monitor.Repair(mf.dir, so)
+				if err != nil {
+					return inputError{fmt.Errorf("--data %s --repair: %w", mf.dir, err)}
+				}
+				writeRepair(stderr, mf.dir, rep)
 			}
 			st, err := monitor.Open(mf.dir, so)
 			if err != nil {
@@ -138,6 +150,7 @@ func newServeCmd() *Command {
 	fs.DurationVar(&lo.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time to read a request")
 	fs.DurationVar(&lo.WriteTimeout, "write-timeout", serve.DefaultWriteTimeout, "time to answer a request")
 	fs.DurationVar(&lo.IdleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
+	fs.DurationVar(&o.ReportTimeout, "report-timeout", serve.DefaultReportTimeout, "longest time of a monitor report (GET /v1/monitor; 503 past it, and at most four fifths of --write-timeout)")
 	mf.register(fs)
 	return cmd
 }
@@ -155,6 +168,8 @@ type monitorFlags struct {
 	pending, requestIDs int
 	alpha, arl          float64
 	alarmClassWise      bool
+	classes             int
+	repair              bool
 }
 
 func (mf *monitorFlags) register(fs *pflag.FlagSet) {
@@ -174,6 +189,21 @@ func (mf *monitorFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&mf.alpha, "alarm-alpha", alarm.DefaultAlpha, "level of the alarm's test: P(ever alarm | calibrated) <= alpha")
 	fs.Float64Var(&mf.arl, "alarm-arl", alarm.DefaultARL, "average run length, in labelled rows, of the change detector to a false alarm")
 	fs.BoolVar(&mf.alarmClassWise, "alarm-class-wise", true, "the alarm bets on every class's probability too (one threshold for all: their mean)")
+	fs.IntVar(&mf.classes, "max-classes", monitor.DefaultMaxClasses, "most classes K of a monitored model (a window's state and its report grow as K)")
+	fs.BoolVar(&mf.repair, "repair", false, "before serving, repair a damaged state directory: keep every intact record in a new snapshot and move the damaged files and the log aside (into STATE_DIR/damaged-TIME); a state without damage is left as it is")
+}
+
+// writeRepair says what Repair did, one line per damage found.
+func writeRepair(w io.Writer, dir string, rep *monitor.RepairReport) {
+	if len(rep.Damage) == 0 {
+		fmt.Fprintf(w, "calib serve: --repair: %s has no damage; nothing changed\n", dir)
+		return
+	}
+	for _, d := range rep.Damage {
+		fmt.Fprintf(w, "calib serve: --repair: damage: %s\n", d)
+	}
+	fmt.Fprintf(w, "calib serve: --repair: kept %d records (state after record %d); lost %d records and %d bytes of the log; %d files moved to %s\n",
+		rep.Kept, rep.LSN, rep.Lost, rep.LostBytes, len(rep.Moved), rep.Aside)
 }
 
 // options checks the monitor flags (before any file is read) and returns
@@ -181,7 +211,7 @@ func (mf *monitorFlags) register(fs *pflag.FlagSet) {
 func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error) {
 	var so monitor.StoreOptions
 	if mf.dir == "" {
-		for _, name := range []string{"window", "retain", "snapshot-every", "fsync", "metrics", "bins", "class-wise-bins", "max-models", "max-slices", "max-pending", "max-request-ids", "alarm-alpha", "alarm-arl", "alarm-class-wise"} {
+		for _, name := range []string{"window", "retain", "snapshot-every", "fsync", "metrics", "bins", "class-wise-bins", "max-models", "max-slices", "max-pending", "max-request-ids", "alarm-alpha", "alarm-arl", "alarm-class-wise", "max-classes", "repair"} {
 			if fs.Changed(name) {
 				return so, usageErrorf("--%s applies to the monitors: give --data STATE_DIR", name)
 			}
@@ -203,7 +233,7 @@ func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error)
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"bins", mf.bins}, {"max-models", mf.models}, {"max-slices", mf.slices}, {"max-pending", mf.pending}, {"max-request-ids", mf.requestIDs}} {
+	}{{"bins", mf.bins}, {"max-models", mf.models}, {"max-slices", mf.slices}, {"max-pending", mf.pending}, {"max-request-ids", mf.requestIDs}, {"max-classes", mf.classes}} {
 		if f.v < 1 {
 			return so, usageErrorf("--%s %d: want at least 1", f.name, f.v)
 		}
@@ -219,7 +249,7 @@ func (mf *monitorFlags) options(fs *pflag.FlagSet) (monitor.StoreOptions, error)
 		return so, optionError("", err)
 	}
 	so.Monitor = monitor.Options{Window: time.Duration(mf.window), Retain: time.Duration(mf.retain), ClassWise: mf.classWise,
-		MaxModels: mf.models, MaxSlices: mf.slices, MaxPending: mf.pending, Dedup: mf.requestIDs}
+		MaxModels: mf.models, MaxSlices: mf.slices, MaxPending: mf.pending, Dedup: mf.requestIDs, MaxClasses: mf.classes}
 	so.Monitor.Alarm = alarm.Options{Alpha: mf.alpha, ARL: mf.arl, ClassWise: mf.alarmClassWise}
 	if err := so.Monitor.Alarm.Check(); err != nil {
 		flag := "alarm-alpha"
