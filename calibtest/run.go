@@ -85,6 +85,13 @@ type Options struct {
 	// itself cannot be asked for).
 	Seed    uint64
 	Workers int
+	// MaxSeconds bounds each test's estimated run time (EstimateSeconds
+	// at the data's n and K, Resamples and Workers), checked before any
+	// test runs: a test named in Tests past it is refused (a *CostError
+	// naming every such test and its estimate), and the default list and
+	// "all" leave such tests out, the answer naming them with their
+	// estimates. 0 means DefaultMaxSeconds; +Inf means no bound.
+	MaxSeconds float64
 }
 
 // Validate checks the options (the test names, alpha, the resamples) without
@@ -106,6 +113,9 @@ func (o Options) Validate() error {
 	}
 	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
 		return pkgerr.Errorf("calibtest", "alpha %v outside (0, 1)", o.Alpha)
+	}
+	if math.IsNaN(o.MaxSeconds) || o.MaxSeconds < 0 {
+		return pkgerr.Errorf("calibtest", "MaxSeconds %v: want a number of seconds > 0 (0: %d; +Inf: no bound)", o.MaxSeconds, DefaultMaxSeconds)
 	}
 	if o.Resamples < 0 || o.Resamples > MaxResamples {
 		return pkgerr.Errorf("calibtest", "%d resamples: want 1 to %d (0: %d)", o.Resamples, MaxResamples, DefaultResamples)
@@ -200,6 +210,10 @@ func Run(ctx context.Context, probs []float64, labels []int, k int, weights []fl
 	n := len(labels)
 	if k < 2 || n == 0 || len(probs) != n*k {
 		return nil, fmt.Errorf("calibtest: %d probabilities for %d labels and K = %d", len(probs), n, k)
+	}
+	tests, skipped, err := withinBound(tests, skipped, o.Tests != nil && !(len(o.Tests) == 1 && o.Tests[0] == "all"), n, k, o)
+	if err != nil {
+		return nil, err
 	}
 	rep := &Report{N: n, K: k, Alpha: alpha}
 	type memo struct {
@@ -367,7 +381,7 @@ func expandTests(names []string, n, k int, weighted bool) (tests, skipped []stri
 		case t == "skce_u" && n > MaxBootstrapSamples:
 			skipped = append(skipped, fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples))
 		case t == "prior_score" && k > MaxDefaultPriorScoreK:
-			skipped = append(skipped, fmt.Sprintf("prior_score (K > %d: its K x K covariance costs O(K^3) per fit, about 5 s at K = 1,000 and 5 min at K = 10,000; name it to run it)", MaxDefaultPriorScoreK))
+			skipped = append(skipped, fmt.Sprintf("prior_score (K > %d: its K x K covariance costs O(K^3) per fit, about 5 s at K = 1,000 and 5 to 10 min at K = 10,000; name it, with a --max-seconds past its estimate, to run it)", MaxDefaultPriorScoreK))
 		default:
 			tests = append(tests, t)
 		}

@@ -313,17 +313,18 @@ func runSets(o TestsOptions, step string, sets int, tests []string, B int, rngOf
 	return out, nil
 }
 
-// runOne runs the tests on one data set on one goroutine: all at once (ks
+// runOne runs the tests on one data set on one goroutine, with no bound
+// on their estimated run time (the experiment chose them): all at once (ks
 // and kuiper share their sorts), or, when that fails, one by one, so that
 // a test that fails (e.g. Spiegelhalter when a column has no variance)
 // leaves NaN rows and not the set.
 func runOne(ctx context.Context, f []float64, y []int, k int, tests []string, B int, seed uint64) *calibtest.Report {
-	if r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: tests, Resamples: B, Seed: seed, Workers: 1}); err == nil {
+	if r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: tests, Resamples: B, Seed: seed, Workers: 1, MaxSeconds: math.Inf(1)}); err == nil {
 		return r
 	}
 	all := &calibtest.Report{}
 	for _, t := range tests {
-		r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1})
+		r, err := calibtest.Run(ctx, f, y, k, nil, calibtest.Options{Tests: []string{t}, Resamples: B, Seed: seed, Workers: 1, MaxSeconds: math.Inf(1)})
 		if err != nil {
 			for _, nt := range testNotions(t) {
 				all.Tests = append(all.Tests, calibtest.Result{Test: t, Notion: string(nt), PValue: math.NaN()})

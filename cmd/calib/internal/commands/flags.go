@@ -154,6 +154,7 @@ var flagRules = map[string]flagRule{
 	"resamples":           positiveInt,
 	"test/resamples":      intRule(1, calibtest.MaxResamples, fmt.Sprintf("an integer in [1, %d]", calibtest.MaxResamples)),
 	"test/alpha":          fraction,
+	"test/max-seconds":    floatRule(func(x float64) bool { return x >= 0 }, "a finite number of seconds >= 0 (0: no bound)"),
 	"p-resamples":         intRule(minPResamples, calibtest.MaxResamples, fmt.Sprintf("an integer in [%d, %d] (a resampled p-value is at least 1/(B+1): below %d resamples none can reach 0.05)", minPResamples, calibtest.MaxResamples, minPResamples)),
 	"ground-samples":      positiveInt,
 	"epochs":              positiveInt,
