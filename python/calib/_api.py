@@ -220,14 +220,17 @@ def evaluate(probs, labels, *, logits=False, weights=None, metrics=None, mode=No
     return Evaluation(_run("eval", probs, labels, weights, logits, opts))
 
 
-def test(probs, labels, *, logits=False, weights=None, tests=None, resamples=None, alpha=None, seed=None, workers=None):
+def test(probs, labels, *, logits=False, weights=None, tests=None, resamples=None, alpha=None, seed=None, workers=None, max_seconds=None):
     """Test whether the predictions are calibrated: ``calib test --json`` on
     the arrays. tests: names (list or comma-separated; "all"), default the
-    CLI's. Returns the parsed JSON (a dict with one entry per test: statistic,
-    p-value, verdict)."""
+    CLI's. max_seconds: the bound on each test's run time estimated from n,
+    K, resamples and workers before any runs (default 60; 0: no bound): a
+    named test past it raises ValueError naming its estimate, the default
+    list and "all" leave it out, saying so in the answer. Returns the parsed
+    JSON (a dict with one entry per test: statistic, p-value, verdict)."""
     if isinstance(tests, str):
         tests = [t.strip() for t in tests.split(",")]
-    opts = _options({}, tests=tests, resamples=resamples, alpha=alpha, seed=seed, workers=workers)
+    opts = _options({}, tests=tests, resamples=resamples, alpha=alpha, seed=seed, workers=workers, max_seconds=max_seconds)
     return json.loads(_run("test", probs, labels, weights, logits, opts))
 
 

@@ -599,6 +599,7 @@ def keywords(msg, spelled=None):
     keywords (ks_r; spelled maps those spelled otherwise), and "unknown
     flag" as "unknown option"."""
     msg = msg.replace("unknown flag: --", "unknown option: --").replace("leave the flag out", "leave it out")
+    msg = msg.replace("use --logits)", "use logits=True)")  # a boolean flag given is the keyword set to True
     msg = _BAD_VALUE.sub(r"--\2=\1", msg)  # pflag's: invalid argument "x" for "--bins" flag
     spelled = spelled or {}
 

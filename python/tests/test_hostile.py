@@ -169,6 +169,39 @@ def test_messages_name_keywords():
         assert want in str(e.value) and "--" not in str(e.value), str(e.value)
 
 
+def test_logits_given_as_probabilities_suggest_logits_true():
+    """Logits passed without logits=True (negative entries, entries above 1,
+    or rows in [0, 1] far from summing to 1) raise a ValueError that says
+    to pass logits=True, in the keyword's spelling; a rounding-sized
+    negative probability does not."""
+    z = rng.normal(size=(50, 3)) * 3
+    calls = [lambda: calib.evaluate(np.abs(z) * -1, Y), lambda: calib.evaluate(z, Y),
+             lambda: calib.evaluate(np.full((50, 3), 0.9), Y), lambda: calib.Accumulator().add(z, Y)]
+    for call in calls:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "(logits? use logits=True)" in str(e.value) and "--" not in str(e.value), str(e.value)
+    with pytest.raises(ValueError) as e:
+        calib.evaluate(with_value(P, 5, 0, -1e-9), Y)
+    assert "negative probability" in str(e.value) and "logits" not in str(e.value), str(e.value)
+
+
+def test_a_test_past_its_time_bound_is_refused_naming_its_estimate():
+    """prior_score asked for by name at K = 10,000, n = 50 (about 600 s
+    estimated on 2 cores, past the 60 s default) raises ValueError at once,
+    naming the estimate and max_seconds; max_seconds=0 lifts the bound."""
+    p = rng.dirichlet(np.ones(10_000), size=50)
+    y = rng.integers(0, 10_000, size=50)
+    with pytest.raises(ValueError) as e:
+        calib.test(p, y, tests="prior_score")
+    msg = str(e.value)
+    assert "prior_score would take about" in msg and "n = 50, K = 10000" in msg and "max_seconds 0 runs it anyway" in msg and "--" not in msg, msg
+    with pytest.raises(ValueError, match="past max_seconds 1e-09"):
+        calib.test(P, Y, tests="ece_witness", resamples=19, max_seconds=1e-9)
+    r = calib.test(P, Y, tests="ece_witness", resamples=19, max_seconds=0)
+    assert [t["test"] for t in r["tests"]] == ["ece_witness"]
+
+
 def test_option_values_are_checked_by_keyword():
     for call, want in [(lambda: calib.evaluate(P, Y, metrics="smece", smece_sigma=float("nan")), "smece_sigma=nan: not a finite number"),
                        (lambda: calib.evaluate(P, Y, bins=np.array([10, 15])), "bins: an array of shape (2,)"),
