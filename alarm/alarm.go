@@ -71,6 +71,11 @@ type Options struct {
 	ClassWise bool
 }
 
+// WithDefaults returns o with its zero fields set to their defaults
+// (DefaultAlpha, DefaultARL, DefaultBins, DefaultHalfLife), checked: two
+// Options configure the same alarm if and only if these are equal.
+func (o Options) WithDefaults() (Options, error) { return o.withDefaults() }
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Alpha == 0 {
 		o.Alpha = DefaultAlpha

@@ -3,12 +3,18 @@ package monitor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/calib-dev/calib/alarm"
+	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/metric"
 )
 
 // failWrites makes the log's writes fail with ENOSPC while *on is set.
@@ -247,5 +253,79 @@ func TestReportStallsNothing(t *testing.T) {
 	}
 	if after := reportJSON(t, st.Monitor()); bytes.Equal(after, before) {
 		t.Fatal("the next report misses the new row")
+	}
+}
+
+// TestRestartWithOtherAlarm: a state reopened with other alarm options
+// starts every alarm again, with a warning naming the option, and keeps
+// every count; other pinned options are refused one line each.
+func TestRestartWithOtherAlarm(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, StoreOptions{SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitAll(t, st, smallRecords(40))
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	o := StoreOptions{SnapshotEvery: -1, Logger: slog.New(slog.NewTextHandler(&logged, nil)), Monitor: Options{Alarm: alarm.Options{Alpha: 0.05}}}
+	re, err := Open(dir, o)
+	if err != nil {
+		t.Fatalf("other alarm options: %v", err)
+	}
+	rep, _ := re.Monitor().Report("m", Query{})
+	if rep.Slices[0].Counted != 40 || rep.Slices[0].Alarm.Rows != 0 {
+		t.Errorf("counted %d, alarm rows %d: want 40 and a new alarm", rep.Slices[0].Counted, rep.Slices[0].Alarm.Rows)
+	}
+	if !strings.Contains(logged.String(), "every alarm starts again") || !strings.Contains(logged.String(), "alarm alpha: 0.01 in the state, 0.05 now (--alarm-alpha)") {
+		t.Errorf("the warning: %s", logged.String())
+	}
+	if err := re.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, StoreOptions{SnapshotEvery: -1, Monitor: Options{Window: time.Minute, Eval: evaluate.StreamOptions{Options: evaluate.Options{Bins: metric.BinOptions{Bins: 10}}}, Alarm: alarm.Options{Alpha: 0.05}}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || len(ce.Diffs) != 3 {
+		t.Fatalf("other window and bins: %v, want 3 lines (window, bins, the bins' options)", err)
+	}
+}
+
+// TestConcurrentReports: reports of one model run at once, beside
+// observations of it, each of one moment: its total's rows are its count
+// (run with -race: the shared sums are only read).
+func TestConcurrentReports(t *testing.T) {
+	st, err := Open(t.TempDir(), StoreOptions{SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs := smallRecords(40)
+	submitAll(t, st, recs[:20])
+	var wg sync.WaitGroup
+	out := make([][]byte, 4)
+	counted := make([]int64, 4)
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := st.Monitor().Report("m", Query{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			out[i], _ = json.Marshal(rep.Slices[0].Total)
+			counted[i] = rep.Slices[0].Counted
+		}()
+	}
+	submitAll(t, st, recs[20:])
+	wg.Wait()
+	for i := range out {
+		var n struct{ N int64 }
+		// The total and the counts are of one moment.
+		if err := json.Unmarshal(out[i], &n); err != nil || n.N < 20 || n.N > 40 || n.N != counted[i] {
+			t.Errorf("report %d: n = %d (%v), counted %d: want one of 20 to 40, the same", i, n.N, err, counted[i])
+		}
 	}
 }

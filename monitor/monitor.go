@@ -470,9 +470,6 @@ func (m *Monitor) Check(r *Record) error {
 		if err := m.checkTimes(r); err != nil {
 			return err
 		}
-		if _, err := alarm.New(r.K, m.o.Alarm); err != nil {
-			return checkErr("probs", 0, "%v", err)
-		}
 	case Outcome:
 		if md == nil {
 			return &CheckError{Field: "model", NotFound: true, Err: fmt.Errorf("%q has no observations", r.Model)}
@@ -527,8 +524,8 @@ func (m *Monitor) seen(model, id string) bool {
 // models returns the number of models, those reserved included.
 func (m *Monitor) models() int {
 	n := len(m.st.models)
-	for _, res := range m.reserved {
-		if res.new {
+	for name, res := range m.reserved {
+		if res.new && m.st.models[name] == nil {
 			n++
 		}
 	}

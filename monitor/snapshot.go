@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/calib-dev/calib/alarm"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/state"
@@ -329,16 +330,26 @@ func configDiff(state, now snapshotConfig) (pinned, alarmDiff []string) {
 			pinned = append(pinned, line(k, optionFlags[k], orNone(a[k]), orNone(b[k])))
 			continue
 		}
-		var sa, sb map[string]json.RawMessage
-		_ = json.Unmarshal(a[k], &sa)
-		_ = json.Unmarshal(b[k], &sb)
-		for _, f := range []struct{ field, flag string }{{"Alpha", "--alarm-alpha"}, {"ARL", "--alarm-arl"}, {"Bins", "the alarm's bins"}, {"HalfLife", "the alarm's half-life"}, {"ClassWise", "--alarm-class-wise"}} {
-			if string(sa[f.field]) != string(sb[f.field]) {
-				alarmDiff = append(alarmDiff, line("alarm "+f.field, f.flag, orNone(sa[f.field]), orNone(sb[f.field])))
-			}
+		// The alarm's options are compared with their defaults set: a
+		// zero and the default it stands for are the same alarm.
+		var oa, ob alarm.Options
+		ea, eb := json.Unmarshal(a[k], &oa), json.Unmarshal(b[k], &ob)
+		if ea == nil && eb == nil {
+			oa, ea = oa.WithDefaults()
+			ob, eb = ob.WithDefaults()
 		}
-		if len(alarmDiff) == 0 {
-			alarmDiff = append(alarmDiff, line("alarm options", "--alarm-*", string(a[k]), string(b[k])))
+		if ea != nil || eb != nil {
+			alarmDiff = append(alarmDiff, line("alarm options", "--alarm-*", orNone(a[k]), orNone(b[k])))
+			continue
+		}
+		for _, f := range []struct {
+			field, flag string
+			a, b        any
+		}{{"alpha", "--alarm-alpha", oa.Alpha, ob.Alpha}, {"ARL", "--alarm-arl", oa.ARL, ob.ARL}, {"bins", "the alarm's bins", oa.Bins, ob.Bins},
+			{"half-life", "the alarm's half-life", oa.HalfLife, ob.HalfLife}, {"class-wise", "--alarm-class-wise", oa.ClassWise, ob.ClassWise}} {
+			if f.a != f.b {
+				alarmDiff = append(alarmDiff, line("alarm "+f.field, f.flag, f.a, f.b))
+			}
 		}
 	}
 	return pinned, alarmDiff

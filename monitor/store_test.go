@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -183,7 +185,8 @@ func TestCheckRefuses(t *testing.T) {
 }
 
 // FuzzDecodeRecord: any bytes decode to a checked record or an error,
-// never a panic; a record decoded encodes to the same bytes.
+// never a panic, allocating at most 64 MiB; a record decoded encodes to
+// the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range []*Record{
 		{Kind: Observe, Model: "m", Slice: "s", RequestID: "r", Time: 5, K: 2, Probs: []float64{0.2, 0.8}, Labels: []int{1}, Weights: []float64{2}, IDs: []string{"a"}, Times: []int64{4}},
@@ -196,7 +199,16 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// What is allocated is sized by the bytes read: at most 64 MiB
+		// for the fuzzer's inputs of a few KiB.
+		debug.SetMemoryLimit(64 << 20)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		r, err := DecodeRecord(b)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+			t.Fatalf("%d MiB allocated for %d bytes", got>>20, len(b))
+		}
 		if err != nil {
 			return
 		}
