@@ -191,10 +191,10 @@ func Open(dir string, o StoreOptions) (*Store, error) {
 	}
 	go s.commit()
 	s.wg.Add(1)
-	go s.probeLoop()
+	go s.every(time.Second, s.probeHealth)
 	if o.SnapshotEvery > 0 {
 		s.wg.Add(1)
-		go s.snapshotLoop()
+		go s.every(o.SnapshotEvery, func() { _ = s.Snapshot() }) // reported through Snapshotted
 	}
 	return s, nil
 }
@@ -539,29 +539,18 @@ func (s *Store) FailedWrites() int64 {
 	return s.failedWrites
 }
 
-// probeLoop probes the disk every second while writes fail.
-func (s *Store) probeLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if s.Healthy() == nil {
-				continue
-			}
-			if err := s.probe(); err == nil {
-				s.healthMu.Lock()
-				if s.writeErr != nil {
-					s.o.Logger.Info("monitor: the disk takes writes again", "dir", s.dir)
-				}
-				s.writeErr = nil
-				s.healthMu.Unlock()
-			}
-		}
+// probeHealth probes the disk while writes fail, and marks the store
+// healthy when the probe succeeds.
+func (s *Store) probeHealth() {
+	if s.Healthy() == nil || s.probe() != nil {
+		return
 	}
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if s.writeErr != nil {
+		s.o.Logger.Info("monitor: the disk takes writes again", "dir", s.dir)
+	}
+	s.writeErr = nil
 }
 
 // probe writes, fsyncs and removes a temporary file of 64 KiB in the
@@ -744,16 +733,17 @@ func (s *Store) prune(lsn uint64) error {
 	return nil
 }
 
-func (s *Store) snapshotLoop() {
+// every calls f every d until the store is closed.
+func (s *Store) every(d time.Duration, f func()) {
 	defer s.wg.Done()
-	t := time.NewTicker(s.o.SnapshotEvery)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			_ = s.Snapshot() // reported through Snapshotted
+			f()
 		}
 	}
 }

@@ -306,37 +306,7 @@ func bigModel(t testing.TB, url string) {
 func TestServeReportBesideObserve(t *testing.T) {
 	s := start(t, "--data", t.TempDir(), "--window", "1m")
 	bigModel(t, s.url)
-	stop := make(chan struct{})
-	var reports int
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			resp, err := http.Get(s.url + "/v1/monitor/big")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			var rep struct {
-				Slices []struct {
-					Windows []json.RawMessage `json:"windows"`
-				} `json:"slices"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&rep)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != 200 || len(rep.Slices) != 10 || len(rep.Slices[0].Windows) != 25 {
-				t.Errorf("a report: %d %v (%d slices)", resp.StatusCode, err, len(rep.Slices))
-				return
-			}
-			reports++
-		}
-	}()
+	stop := reportLoop(t, s.url)
 	var lat []time.Duration
 	for i := range 300 {
 		t0 := time.Now()
@@ -352,8 +322,49 @@ func TestServeReportBesideObserve(t *testing.T) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	close(stop)
-	wg.Wait()
+	reports := stop()
 	slices.Sort(lat)
 	t.Logf("300 observes beside %d reports of 10 slices x 25 windows: p50 %v, p99 %v, max %v", reports, lat[150], lat[297], lat[299])
+}
+
+// reportLoop sends GET /v1/monitor/big (bigModel) in a loop until stop
+// is called, checking that each report holds 10 slices of 25 windows;
+// stop waits for the report in flight and returns the number finished.
+func reportLoop(tb testing.TB, url string) (stop func() int) {
+	done := make(chan struct{})
+	var reports int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			resp, err := http.Get(url + "/v1/monitor/big")
+			if err != nil {
+				tb.Error(err)
+				return
+			}
+			var rep struct {
+				Slices []struct {
+					Windows []json.RawMessage `json:"windows"`
+				} `json:"slices"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&rep)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || len(rep.Slices) != 10 || len(rep.Slices[0].Windows) != 25 {
+				tb.Errorf("a report: %d %v (%d slices)", resp.StatusCode, err, len(rep.Slices))
+				return
+			}
+			reports++
+		}
+	}()
+	return func() int {
+		close(done)
+		wg.Wait()
+		return reports
+	}
 }

@@ -145,32 +145,10 @@ func BenchmarkObserve(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			srv := start(b, "--data", b.TempDir(), "--fsync", c.mode, "--window", "1m")
-			stop := make(chan struct{})
-			var reports atomic.Int64
-			var loop sync.WaitGroup
+			stop := func() int { return 0 }
 			if c.reports {
 				bigModel(b, srv.url)
-				loop.Add(1)
-				go func() {
-					defer loop.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						resp, err := http.Get(srv.url + "/v1/monitor/big")
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							reports.Add(1)
-						}
-					}
-				}()
+				stop = reportLoop(b, srv.url)
 			}
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 			var next atomic.Int64
@@ -205,10 +183,8 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(t0)
-			close(stop)
-			loop.Wait()
-			if c.reports {
-				b.ReportMetric(float64(reports.Load()), "reports")
+			if reports := stop(); c.reports {
+				b.ReportMetric(float64(reports), "reports")
 			}
 			slices.Sort(lat)
 			b.ReportMetric(float64(b.N*batch)/el.Seconds(), "rows/s")
