@@ -39,11 +39,11 @@ const (
 // from one pass: it is minimised by Newton's method on beta,
 // safeguarded by bisection of the bracket the derivative's sign keeps, to
 // a step below 1e-13 beta (5 to 8 passes where a golden-section search to
-// 1e-10 took 52); where three steps in a row move the same end of the
-// bracket (the NLL of nearly separable rows falls like e^{-beta gap}, and
-// Newton's steps shrink to 1/gap), the next step bisects the bracket in
-// log beta instead, so the search ends within 200 steps whatever the
-// logits. logits is n×k.
+// 1e-10 took 52); past 20 steps, where three steps in a row move the same
+// end of the bracket (the NLL of nearly separable rows falls like
+// e^{-beta gap}, and Newton's steps shrink to 1/gap), the next step
+// bisects the bracket in log beta instead, so the search ends within 200
+// steps whatever the logits. logits is n×k.
 //
 // It refuses separable logits (ErrSeparable): where the label's logit is
 // the largest of its row in every row of weight > 0, every term of
@@ -71,7 +71,7 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 		return fmt.Errorf("recal: temperature: %w: the NLL is smallest at the end of [%g, %g] (T = %g): the logits look degenerate", ErrInput, MinTemperature, MaxTemperature, 1/beta)
 	}
 	converged := false
-	for range 200 {
+	for iter := range 200 {
 		d1, d2 := temperatureDerivatives(logits, labels, k, beta, weights)
 		if math.IsNaN(d1) || math.IsNaN(d2) {
 			return nil, fmt.Errorf("recal: temperature: the NLL's derivatives at T = %g are not numbers", 1/beta)
@@ -102,10 +102,11 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 			beta, converged = next, true
 			break
 		}
-		if same >= 3 && next > lo && next < hi {
-			// Newton crawls towards one end: bisect in log beta (the
-			// bracket spans a factor of 400 at most, so 46 bisections
-			// reach 1e-13).
+		if iter >= 20 && same >= 3 && next > lo && next < hi {
+			// Newton crawls towards one end (it converges in 5 to 8
+			// steps elsewhere, whose path this leaves as it was): bisect
+			// in log beta (the bracket spans a factor of 400 at most, so
+			// 46 bisections reach 1e-13).
 			next, same = math.Sqrt(lo*hi), 0
 		}
 		if !(next > lo && next < hi) {
