@@ -176,7 +176,7 @@ def test_two_passes_match_cli_stream(cli):
     assert (acc.passes, acc.current_pass) == (2, 1)
     for i in range(0, len(y), 300):
         acc.add(z[i:i + 300], y[i:i + 300])
-    with pytest.raises(ValueError, match="need a second pass over the data: begin the second pass"):
+    with pytest.raises(ValueError, match=r"finish\(\) before the second pass: ece_variational needs a second pass over the rows: call second_pass\(\)"):
         acc.finish()
     acc = pickle.loads(pickle.dumps(acc))
     acc.second_pass()
@@ -188,6 +188,30 @@ def test_two_passes_match_cli_stream(cli):
     got = acc.finish()
     assert strip_run(got.to_dict()) == want
     assert got.results[0]["metric"] == "ece_variational" and got.headline["metric"] == "ece_variational"
+
+
+def test_finish_before_the_second_pass_says_what_to_call():
+    """The loop a new user writes (add, then finish) with the default
+    metrics: finish() raises a one-line ValueError naming only the metrics
+    that need the second pass, what to call, and a metrics= list that
+    makes one pass, none of which needs the second; that list, given,
+    finishes after one pass."""
+    z, y = data()
+    acc = calib.Accumulator(logits=True)
+    acc.add(z, y)
+    with pytest.raises(ValueError) as e:
+        acc.finish()
+    msg = str(e.value)
+    assert "\n" not in msg and "call second_pass(), add the same rows again in the same order, then finish()" in msg, msg
+    need = msg.split("finish() before the second pass: ")[1].split(" need")[0].split(",")
+    assert need == ["ece_variational"], msg
+    one = msg.split('metrics="')[1].split('"')[0]
+    assert not set(one.split(",")) & set(need), msg
+    acc = calib.Accumulator(logits=True, metrics=one)
+    assert acc.passes == 1
+    acc.add(z, y)
+    ev = acc.finish()
+    assert [r["metric"] for r in ev.results if r["metric"] == "ece_variational"] == [] and ev.n == len(y)
 
 
 def test_second_pass_refusals():

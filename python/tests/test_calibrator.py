@@ -124,6 +124,27 @@ def test_calibrated_classifier():
         calib.CalibratedClassifier(named, cv="prefit").fit(X[700:710], np.array(["a", "b", "z", "c", "a", "b", "c", "a", "b", "c"]))
 
 
+@pytest.mark.parametrize("method", ["temperature", "platt"])
+def test_separable_refused(method):
+    """temperature and platt refuse out-of-fold probabilities that separate
+    the classes (docs/python.md). On this set LogisticRegression(C=1e6) is
+    right on every row out of fold with a lead of 13 to 20 nats, where the
+    temperature search used to stop at T = 0.064 and return probabilities
+    of 1 - 1e-90."""
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_classification(n_samples=200, n_features=2, n_informative=2, n_redundant=0, n_clusters_per_class=1, class_sep=5.3, random_state=43)
+    with pytest.raises(ValueError, match="separable data"):
+        calib.CalibratedClassifier(LogisticRegression(C=1e6), method=method, cv=3).fit(X, y)
+    # On data the classifier gets wrong sometimes both fit, with
+    # probabilities away from 0 and 1.
+    X, y = make_classification(n_samples=300, n_features=4, random_state=0)
+    m = calib.CalibratedClassifier(LogisticRegression(), method=method, cv=3).fit(X, y)
+    assert 1 - m.predict_proba(X).max() > 1e-6
+
+
 def test_check_estimator():
     pytest.importorskip("sklearn")
     from sklearn.utils.estimator_checks import check_estimator

@@ -11,7 +11,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -307,8 +309,27 @@ func calib_stream_state(h C.int64_t, out **C.char) C.int {
 	})
 }
 
-// secondPassAdvice says how to begin the second pass.
-const secondPassAdvice = "begin the second pass (Accumulator.second_pass()) and add every row again, in the same order (ece_variational fits its maps on the first pass's samples and sums every row's gains in the second; ece_kde, ece_witness, mmce and sharpness sum kernels at points the first pass sampled; data-dependent bins collect the scores near their edges), or choose one-pass metrics (ece_bin or mce with --bin-rule fixed, ks, brier, nll, accuracy, confidence, ...)"
+// secondPassAdvice is the one line finish() answers before the second
+// pass of metrics that need one: which of them need it, what to call,
+// and the metrics asked for less those, which make one pass (brier, nll,
+// accuracy and confidence where every metric asked for needs two).
+func secondPassAdvice(a *accumulator) string {
+	two := a.sums.SecondPassMetrics()
+	var one evaluate.MetricSet
+	for _, m := range a.sums.Metrics() {
+		if !slices.Contains(two, m) {
+			one = append(one, m)
+		}
+	}
+	if len(one) == 0 {
+		one = evaluate.MetricSet{evaluate.Brier, evaluate.NLL, evaluate.Accuracy, evaluate.Confidence}
+	}
+	verb := "needs"
+	if len(two) > 1 {
+		verb = "need"
+	}
+	return fmt.Sprintf("%s: finish() before the second pass: %s %s a second pass over the rows: call second_pass(), add the same rows again in the same order, then finish(); where the rows can be read only once, make the accumulator with metrics=%q (one pass)", a.name, two, verb, one.String())
+}
 
 // calib_stream_pass begins the second pass of accumulator h (the maps
 // and points chosen on the first pass's samples) and returns "2"; call is
@@ -353,7 +374,7 @@ func calib_stream_kernel_state(h C.int64_t, out **C.char) C.int {
 func calib_stream_finish(h C.int64_t, out **C.char) C.int {
 	return withAccumulator(h, out, func(a *accumulator) (string, int, error) {
 		if a.sums.KernelPass() && a.ks == nil && a.sums.N() > 0 {
-			return inputError("%s: the metrics %s need a second pass over the data: %s", a.name, a.sums.Metrics(), secondPassAdvice)
+			return "", codeInput, errors.New(secondPassAdvice(a))
 		}
 		if a.ks != nil && a.ks.N() != a.sums.N() {
 			return inputError("%s: the second pass has %d of the first's %d rows: add them all, in the same order, before finish()", a.name, a.ks.N(), a.sums.N())
