@@ -73,7 +73,7 @@ type costModel struct {
 }
 
 // costModels are the tests' cost models, measured on one core
-// (Workers 1) of a 2-core 2.3 GHz AMD EPYC VM with Go 1.26 on synthetic
+// (Workers 1) of a 2-core 2.6 GHz AMD EPYC VM with Go 1.26 on synthetic
 // predictions (softmax of N(0, 2.5^2) logits, labels drawn from them), at
 // n = 500 to 16,000 (50 to 2,000 for prior_score, 500 to 4,000 for skce_u
 // and ece_kde, 500 to 2,000 for ece_witness), K = 2 to 2,000, B = 19 to

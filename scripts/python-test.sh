@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python package's tests: installs Debian's Python packages where they
-# are missing (numpy, pytest, venv, setuptools, wheel, pip; scikit-learn,
+# are missing (numpy, pytest, venv, pip; scikit-learn,
 # PyTorch and pandas for the optional parts), installs python/ into a
 # virtual environment (.venv, built on Debian's /usr/bin/python3 with its
 # system packages) in the one command the README gives, and runs pytest on
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 py=/usr/bin/python3
 need=()
-for pkg in python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel python3-pip python3-sklearn python3-torch python3-pandas; do
+for pkg in python3-numpy python3-pytest python3-venv python3-pip python3-sklearn python3-torch python3-pandas; do
 	dpkg -s "$pkg" > /dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

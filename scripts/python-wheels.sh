@@ -25,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 need=()
-for pkg in gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static python3-venv python3-setuptools python3-wheel python3-numpy python3-pytest; do
+for pkg in gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static python3-venv python3-numpy python3-pytest; do
 	dpkg -s "$pkg" > /dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -42,9 +42,8 @@ wheel() {
 	echo "== libcalib.so for $arch"
 	GOARCH=$goarch CC=$cc CGO_ENABLED=1 go build -trimpath -buildmode=c-shared -ldflags="-s -w" -o "$work/$arch/libcalib.so" ./cmd/calib/libcalib
 	echo "== wheel for $plat"
-	rm -rf python/build python/calib.egg-info
-	(cd python && CALIB_LIBRARY_PREBUILT="$work/$arch/libcalib.so" /usr/bin/python3 setup.py -q bdist_wheel --plat-name "$plat" --dist-dir "$out" > "$work/$arch/setup.log" 2>&1) || { cat "$work/$arch/setup.log"; exit 1; }
-	rm -rf python/build python/calib.egg-info
+	# The package's own build backend (python/calib_build.py), as pip runs it.
+	(cd python && CALIB_LIBRARY_PREBUILT="$work/$arch/libcalib.so" CALIB_WHEEL_PLATFORM="$plat" /usr/bin/python3 -c 'import sys, calib_build; print(calib_build.build_wheel(sys.argv[1]))' "$out" > "$work/$arch/setup.log" 2>&1) || { cat "$work/$arch/setup.log"; exit 1; }
 }
 wheel x86_64 amd64 gcc linux_x86_64
 wheel aarch64 arm64 aarch64-linux-gnu-gcc linux_aarch64
