@@ -62,7 +62,7 @@ func FitTemperature(logits []float64, labels []int, k int, weights []float64) (*
 		return nil, fmt.Errorf("recal: temperature: %w: no samples", ErrTooFew)
 	}
 	if separable(logits, labels, k, weights) {
-		return nil, fmt.Errorf("recal: temperature: %w: in every row the label's logit is the largest: the NLL falls as T -> 0 and has no minimum, so temperature scaling has nothing to fit (fit it on held-out predictions the model gets wrong sometimes, or use a method that takes separable data: isotonic, histogram)", ErrSeparable)
+		return nil, fmt.Errorf("recal: temperature: %w: in every row the label's logit is the largest: the NLL falls as T -> 0 and has no minimum, so temperature scaling has nothing to fit (fit it on held-out predictions that the model gets wrong sometimes)", ErrSeparable)
 	}
 	lo, hi := 1/MaxTemperature, 1/MinTemperature
 	beta := 1.0
