@@ -148,7 +148,7 @@ type entry struct {
 // Open opens (or creates) the store in dir: the latest snapshot is
 // restored and the log after it replayed. A torn tail of the last
 // segment (a write the process did not finish, never acknowledged: the
-// rules are in wal.go's comment) is cut off, with a log line; any other
+// rules are in the package doc) is cut off, with a log line; any other
 // damage is a *DamageError naming the file and offset, and nothing is
 // changed (Repair is the way out).
 func Open(dir string, o StoreOptions) (*Store, error) {
