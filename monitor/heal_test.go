@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,5 +329,60 @@ func TestConcurrentReports(t *testing.T) {
 		if err := json.Unmarshal(out[i], &n); err != nil || n.N < 20 || n.N > 40 || n.N != counted[i] {
 			t.Errorf("report %d: n = %d (%v), counted %d: want one of 20 to 40, the same", i, n.N, err, counted[i])
 		}
+	}
+}
+
+// TestInFlightRetry: a record sent again with the request id of one
+// still being written is refused with ErrInFlight, not called a
+// duplicate; once the first is refused by a failed write, the retry is
+// taken.
+func TestInFlightRetry(t *testing.T) {
+	m, _ := New(Options{})
+	r := func() *Record {
+		return &Record{Kind: Observe, Model: "m", RequestID: "q", K: 2, Probs: []float64{0.4, 0.6}, Labels: []int{1}}
+	}
+	first := r()
+	if err := m.Check(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(r()); !errors.Is(err, ErrInFlight) {
+		t.Fatalf("a retry in flight: %v, want ErrInFlight", err)
+	}
+	m.Release(first) // the first's write failed
+	if err := m.Check(r()); err != nil {
+		t.Fatalf("the retry after the first was refused: %v", err)
+	}
+}
+
+// TestMaxClassesKnownModel: a model of the state with more classes than
+// MaxClasses (a state written under a larger bound) is still observed.
+func TestMaxClassesKnownModel(t *testing.T) {
+	m, _ := New(Options{MaxClasses: 4})
+	m.Apply(1, &Record{Kind: Observe, Model: "m", K: 5, Probs: []float64{0.2, 0.2, 0.2, 0.2, 0.2}, Labels: []int{1}})
+	if err := m.Check(&Record{Kind: Observe, Model: "m", K: 5, Probs: []float64{0.2, 0.2, 0.2, 0.2, 0.2}, Labels: []int{1}}); err != nil {
+		t.Fatalf("a known model of K = 5: %v", err)
+	}
+}
+
+// TestRepeatAcrossSegments: a record of one segment repeated in the next
+// (above the snapshot's LSN) is damage, not skipped.
+func TestRepeatAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := Open(dir, StoreOptions{SnapshotEvery: -1, SegmentBytes: 400})
+	submitAll(t, st, smallRecords(20))
+	kill(st)
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	if len(segs) < 3 {
+		t.Fatalf("segments %v", segs)
+	}
+	first, _ := os.ReadFile(segs[0])
+	second, _ := os.ReadFile(segs[1])
+	offs := frames(t, first)
+	last := first[offs[len(offs)-2]:]
+	os.WriteFile(segs[1], append(bytes.Clone(last), second...), 0o644)
+	_, err := Open(dir, StoreOptions{SnapshotEvery: -1})
+	var de *DamageError
+	if !errors.As(err, &de) || de.File != segs[1] || de.Offset != 0 {
+		t.Fatalf("a record repeated in the next segment: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -271,11 +272,11 @@ type Fired struct {
 
 // part is the sums of a window, or of the rows of windows dropped.
 type part struct {
-	// sums are shared with a report being finished outside the lock
-	// when shared is set: the next change of the part clones them first
-	// (copy on write), so that the report reads the sums as they were.
-	sums   *evaluate.Sums
-	shared bool
+	// sums are read by readers reports being finished outside the lock:
+	// while there are readers, a change of the part clones the sums first
+	// (copy on write), so that the reports read them as they were.
+	sums    *evaluate.Sums
+	readers int
 	source string // the Batch.Source of the rows added to it
 	next   int64  // rows added as source (the Offset of the next batch)
 	rows   int64  // rows in sums (merged parts' included)
@@ -361,9 +362,15 @@ func checkErr(field string, row int, format string, args ...any) error {
 }
 
 // ErrDuplicate is Check's answer to a record whose RequestID the monitor
-// has applied (or is applying) for the same model: it is not applied
-// again.
+// has applied for the same model: it is not applied again.
 var ErrDuplicate = errors.New("monitor: this request id was recorded before")
+
+// ErrInFlight is Check's answer to a record whose RequestID is that of a
+// record of the same model checked but not yet applied or refused (a
+// retry sent while the first is being written): it may still be
+// refused, so the retry is neither taken nor called a duplicate; send
+// it again once the first is answered.
+var ErrInFlight = errors.New("monitor: a request with this request id is being recorded: send it again once that one is answered")
 
 // ValidName reports whether s may name a model or a slice: 1 to 128
 // letters, digits and "._-:/" characters.
@@ -394,8 +401,11 @@ func (m *Monitor) Check(r *Record) error {
 	if len(r.RequestID) > MaxID {
 		return checkErr("request_id", 0, "%d bytes: at most %d", len(r.RequestID), MaxID)
 	}
-	if r.RequestID != "" && (m.seen(r.Model, r.RequestID) || m.inflight[dedupKey{r.Model, r.RequestID}]) {
+	if r.RequestID != "" && m.seen(r.Model, r.RequestID) {
 		return ErrDuplicate
+	}
+	if r.RequestID != "" && m.inflight[dedupKey{r.Model, r.RequestID}] {
+		return ErrInFlight
 	}
 	for i, id := range r.IDs {
 		if len(id) > MaxID {
@@ -420,12 +430,6 @@ func (m *Monitor) Check(r *Record) error {
 		if !ValidName(sl) {
 			return checkErr("slice", 0, "%q: want 1 to 128 letters, digits or ._-:/", r.Slice)
 		}
-		if r.K > m.o.MaxClasses {
-			return checkErr("probs", 0, "%d classes: a monitor takes models of at most %d (--max-classes; a window's state and its report grow as K)", r.K, m.o.MaxClasses)
-		}
-		if err := checkProbs(r); err != nil {
-			return err
-		}
 		k, weighted, known := 0, false, true
 		switch {
 		case md != nil:
@@ -435,8 +439,14 @@ func (m *Monitor) Check(r *Record) error {
 		default:
 			known = false
 		}
+		if !known && r.K > m.o.MaxClasses {
+			return checkErr("probs", 0, "%d classes: a monitor takes models of at most %d (--max-classes; a window's state and its report grow as K)", r.K, m.o.MaxClasses)
+		}
 		if known && k != r.K {
 			return checkErr("probs", 0, "%d classes: model %q was observed with K = %d", r.K, r.Model, k)
+		}
+		if err := checkProbs(r); err != nil {
+			return err
 		}
 		if known && weighted != (r.Weights != nil) {
 			return checkErr("weights", 0, "model %q was observed %s weights: give them on every request or on none", r.Model, map[bool]string{true: "with", false: "without"}[weighted])
@@ -861,13 +871,41 @@ func (m *Monitor) count(md *model, rows []row) {
 }
 
 // own makes a part's sums its own before a change: a copy of the sums
-// a report is reading (copy on write).
+// reports are reading (copy on write).
 func (p *part) own() {
-	if p.shared {
+	if p.readers > 0 {
 		if p.sums != nil {
 			p.sums = p.sums.Clone()
 		}
-		p.shared = false
+		p.readers = 0
+	}
+}
+
+// reading is a part's sums that a report reads outside the lock.
+type reading struct {
+	p    *part
+	sums *evaluate.Sums
+}
+
+// readings are the sums a report reads.
+type readings []reading
+
+// take marks p's sums read (the caller holds m.mu) and returns them.
+func (rs *readings) take(p *part) *evaluate.Sums {
+	p.readers++
+	*rs = append(*rs, reading{p, p.sums})
+	return p.sums
+}
+
+// done ends a report's readings: a part whose sums are still those read
+// has one reader less (a part copied meanwhile is not read any more).
+func (m *Monitor) done(rs readings) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range rs {
+		if r.p.sums == r.sums && r.p.readers > 0 {
+			r.p.readers--
+		}
 	}
 }
 
@@ -907,10 +945,10 @@ func (m *Monitor) retire(s *slice, oldest int64) {
 }
 
 // shareParts returns the sums of a slice's parts, the retired part's
-// first then the windows' by index, each marked shared (the caller holds
-// m.mu): they may be read after m.mu is released, until the next change
-// of their part, which copies them first.
-func shareParts(s *slice) []*evaluate.Sums {
+// first then the windows' by index, each taken by rs (the caller holds
+// m.mu): they may be read after m.mu is released, until rs is done; a
+// change of their part meanwhile copies them first.
+func shareParts(s *slice, rs *readings) []*evaluate.Sums {
 	idx := slices.Sorted(maps.Keys(s.windows))
 	parts := make([]*part, 0, len(idx)+1)
 	if s.retired != nil {
@@ -922,24 +960,27 @@ func shareParts(s *slice) []*evaluate.Sums {
 	var out []*evaluate.Sums
 	for _, p := range parts {
 		if p.sums != nil {
-			p.shared = true
-			out = append(out, p.sums)
+			out = append(out, rs.take(p))
 		}
 	}
 	return out
 }
 
 // merged returns the merge of sums (nil when there are none): with the
-// parts of a slice, the sums of every row counted. It only reads sums.
-func merged(sums []*evaluate.Sums) *evaluate.Sums {
+// parts of a slice, the sums of every row counted. It only reads sums,
+// and stops with ctx's error.
+func merged(ctx context.Context, sums []*evaluate.Sums) (*evaluate.Sums, error) {
 	if len(sums) == 0 {
-		return nil
+		return nil, nil
 	}
 	out := sums[0].Clone()
 	for _, p := range sums[1:] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		_ = out.Merge(p) // same options, other rows
 	}
-	return out
+	return out, nil
 }
 
 // rowSet returns rows as a data.Set.

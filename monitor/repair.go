@@ -81,7 +81,7 @@ func Repair(dir string, o StoreOptions) (*RepairReport, error) {
 		}
 		break
 	}
-	segs, err := s.files("wal-", ".log")
+	segs, err := s.segments(0)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func Repair(dir string, o StoreOptions) (*RepairReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.salvage(seg, last, &expect, rep)
+		s.salvage(seg, last, s.lastSnap, &expect, rep)
 	}
 	if restored >= expect {
 		rep.Lost += restored - expect + 1
@@ -160,13 +160,13 @@ func Repair(dir string, o StoreOptions) (*RepairReport, error) {
 // salvage applies every intact record of seg with an LSN of at least
 // *expect, skipping damage to the next valid frame, and notes in rep what
 // it found; a torn tail of the last segment is counted, not damage.
-func (s *Store) salvage(seg *segment, last bool, expect *uint64, rep *RepairReport) {
+func (s *Store) salvage(seg *segment, last bool, floor uint64, expect *uint64, rep *RepairReport) {
 	b := seg.b
 	off := 0
 	want := seg.first
 	for off < len(b) {
 		lsn, payload, size, why := frameAt(b[off:])
-		if why == "" && lsn < want {
+		if why == "" && (lsn < want || lsn < *expect && lsn > floor) {
 			// A frame repeated or out of place: its record is applied
 			// where it stands (if it is not yet), the rest skipped.
 			rep.Damage = append(rep.Damage, fmt.Sprintf("%s, offset %d: record %d where the segment's record %d stands", seg.name, off, lsn, want))

@@ -120,8 +120,9 @@ func (m *Monitor) Report(model string, q Query) (*Report, error) {
 // report is finished (checked before each evaluation).
 //
 // The monitor is locked only to take the counts, the alarms and the sums
-// of the parts the report reads (no copy: the parts are marked shared,
-// and the next observation of one copies it first); the evaluations are
+// of the parts the report reads (no copy: the parts are marked read, and
+// an observation that changes one while the report runs copies it
+// first); the evaluations are
 // finished after the lock is released, so that a report stalls no
 // observation. Its cost is one evaluate.Finish per part read: per slice,
 // the total (every row) and each window asked for, each about
@@ -133,6 +134,8 @@ func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Re
 		windows []*evaluate.Sums
 	}
 	var todo []pending
+	var rs readings
+	defer func() { m.done(rs) }()
 	out, err := func() (*Report, error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -152,7 +155,7 @@ func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Re
 		for _, name := range names {
 			s := md.slices[name]
 			sr := SliceReport{Slice: name, Observed: s.observed, Counted: s.labelled, Windows: []WindowReport{}, Alarm: alarmReport(s)}
-			job := pending{total: shareParts(s)}
+			job := pending{total: shareParts(s, &rs)}
 			idx := slices.Sorted(maps.Keys(s.windows))
 			switch {
 			case q.Windows < 0:
@@ -162,9 +165,8 @@ func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Re
 			}
 			for _, i := range idx {
 				p := s.windows[i]
-				p.shared = true
 				sr.Windows = append(sr.Windows, WindowReport{Start: time.Unix(0, i*w).UTC(), End: time.Unix(0, (i+1)*w).UTC(), Counted: p.rows})
-				job.windows = append(job.windows, p.sums)
+				job.windows = append(job.windows, rs.take(p))
 			}
 			out.Slices = append(out.Slices, sr)
 			todo = append(todo, job)
@@ -179,7 +181,11 @@ func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Re
 			return nil, err
 		}
 		sr := &out.Slices[i]
-		sr.Total = evaluation(merged(job.total))
+		total, err := merged(ctx, job.total)
+		if err != nil {
+			return nil, err
+		}
+		sr.Total = evaluation(total)
 		for j, sums := range job.windows {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -196,6 +202,8 @@ func (m *Monitor) ReportContext(ctx context.Context, model string, q Query) (*Re
 // to take the sums.
 func (m *Monitor) Evaluation(model, slice string, window int64) (*evaluate.Evaluation, error) {
 	var parts []*evaluate.Sums
+	var rs readings
+	defer func() { m.done(rs) }()
 	err := func() error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -205,19 +213,18 @@ func (m *Monitor) Evaluation(model, slice string, window int64) (*evaluate.Evalu
 		}
 		s := md.slices[slice]
 		if window == AllRows {
-			parts = shareParts(s)
+			parts = shareParts(s, &rs)
 		} else if p := s.windows[window]; p != nil && p.sums != nil {
-			p.shared = true
-			parts = []*evaluate.Sums{p.sums}
+			parts = []*evaluate.Sums{rs.take(p)}
 		}
 		return nil
 	}()
 	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
-	sums := parts[0]
-	if len(parts) > 1 {
-		sums = merged(parts)
+	sums, err := merged(context.Background(), parts)
+	if err != nil {
+		return nil, err
 	}
 	return evaluate.Finish(sums, nil)
 }

@@ -119,8 +119,12 @@ type Store struct {
 	writeErr     error
 	failedWrites int64
 	// dirty says a failed write may have left bytes after segSize: the
-	// next write cuts them first.
-	dirty bool
+	// next write cuts them first. failedSize is the largest write that
+	// failed (what the probe writes); failGen counts the failures (a
+	// probe clears the error only if no write failed while it ran).
+	dirty      bool
+	failedSize int
+	failGen    uint64
 
 	segMu    sync.Mutex // guards the segment being written
 	seg      *os.File   // the segment being written
@@ -233,6 +237,24 @@ func (s *Store) files(prefix, suffix string) ([]uint64, error) {
 	return lsns, nil
 }
 
+// segments returns the first LSNs of the log's segments that hold bytes,
+// and of the segment current (0: none) whatever it holds, sorted: an
+// empty segment (one a failed rotation left) holds no record, and must
+// not be taken for the end of the one before it.
+func (s *Store) segments(current uint64) ([]uint64, error) {
+	all, err := s.files("wal-", ".log")
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, n := range all {
+		if fi, err := os.Stat(s.segName(n)); n == current || err == nil && fi.Size() > 0 {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) segName(lsn uint64) string {
 	return filepath.Join(s.dir, fmt.Sprintf("wal-%020d.log", lsn))
 }
@@ -254,7 +276,7 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
-	segs, err := s.files("wal-", ".log")
+	segs, err := s.segments(0)
 	if err != nil {
 		return err
 	}
@@ -268,7 +290,7 @@ func (s *Store) recover() error {
 		if err != nil {
 			return err
 		}
-		cut, err := s.replaySegment(seg, lastSeg, &expect)
+		cut, err := s.replaySegment(seg, lastSeg, s.lastSnap, &expect)
 		if err != nil {
 			return err
 		}
@@ -296,8 +318,12 @@ func (s *Store) restore(lsn uint64) error {
 		return err
 	}
 	warnings, err := s.m.Restore(state)
-	if err != nil {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
 		return fmt.Errorf("monitor: %s: %w", name, err)
+	}
+	if err != nil {
+		return &DamageError{File: name, Offset: -1, What: fmt.Sprintf("a snapshot that does not decode: %v", err)}
 	}
 	for _, w := range warnings {
 		s.o.Logger.Warn(w.Error(), "snapshot", name)
@@ -350,6 +376,12 @@ func sealFrame(b []byte, lsn uint64) {
 // directory fsynced so that the file's name survives); s.segMu is held,
 // or the commit goroutine is not running.
 func (s *Store) openSegment() error {
+	if s.dirty {
+		// A failed write's bytes must not stay in a segment left behind.
+		if err := s.cut(); err != nil {
+			return err
+		}
+	}
 	if s.seg != nil {
 		// Whatever Sync says, the records of a closed segment are on
 		// disk before a later segment's name is: a crash then loses the
@@ -371,6 +403,7 @@ func (s *Store) openSegment() error {
 		f.Close()
 		if s.seg != nil && st != nil && st.Size() == 0 {
 			os.Remove(f.Name())
+			syncDir(s.dir) // an empty segment left is harmless (segments)
 		}
 		return fmt.Errorf("monitor: %w", err)
 	}
@@ -515,6 +548,7 @@ func (s *Store) wrote(err error) {
 			s.o.Logger.Error("monitor: writes to the log fail; records are refused until one succeeds", "dir", s.dir, "error", err)
 		}
 		s.failedWrites++
+		s.failGen++
 	} else if s.writeErr != nil {
 		s.o.Logger.Info("monitor: the log is written again", "dir", s.dir)
 	}
@@ -523,9 +557,9 @@ func (s *Store) wrote(err error) {
 
 // Healthy returns nil while the log is written, or the error of the last
 // write while writes fail (a full disk): until a write succeeds again, or
-// a probe of the disk does (every second while writes fail, a temporary
-// file of the size of the largest record written is written, fsynced and
-// removed).
+// a probe of the disk does (every second while writes fail: a failed
+// write still in the segment is cut off, and a temporary file of the size
+// of the largest write that failed is written, fsynced and removed).
 func (s *Store) Healthy() error {
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
@@ -542,26 +576,40 @@ func (s *Store) FailedWrites() int64 {
 // probeHealth probes the disk while writes fail, and marks the store
 // healthy when the probe succeeds.
 func (s *Store) probeHealth() {
-	if s.Healthy() == nil || s.probe() != nil {
+	s.healthMu.Lock()
+	gen, failing := s.failGen, s.writeErr != nil
+	s.healthMu.Unlock()
+	if !failing || s.probe() != nil {
 		return
 	}
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
-	if s.writeErr != nil {
+	if s.writeErr != nil && s.failGen == gen {
 		s.o.Logger.Info("monitor: the disk takes writes again", "dir", s.dir)
 	}
 	s.writeErr = nil
 }
 
-// probe writes, fsyncs and removes a temporary file of 64 KiB in the
-// state directory.
+// probe cuts a failed write off the segment if it is still there, then
+// writes, fsyncs and removes a temporary file in the state directory of
+// the size of the largest write that failed (at least 64 KiB).
 func (s *Store) probe() error {
+	s.segMu.Lock()
+	size := max(64<<10, s.failedSize)
+	var err error
+	if s.dirty {
+		err = s.cut()
+	}
+	s.segMu.Unlock()
+	if err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(s.dir, ".probe-*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	_, err = f.Write(make([]byte, 64<<10))
+	_, err = f.Write(make([]byte, size))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -594,9 +642,13 @@ func (s *Store) write(b []byte, end uint64) error {
 		err = s.seg.Sync()
 	}
 	if err != nil {
+		s.failedSize = max(s.failedSize, len(b))
 		if n > 0 || s.o.Sync != SyncNone {
 			s.dirty = true
-			_ = s.cut()
+			if cerr := s.cut(); cerr != nil {
+				s.o.Logger.Error("monitor: a failed write could not be cut off the log: its records, refused, are in the segment until the next write cuts them (if the process stops first, the next start applies them)",
+					"file", s.seg.Name(), "offset", s.segSize, "error", cerr)
+			}
 		}
 		return err
 	}
@@ -714,7 +766,10 @@ func (s *Store) prune(lsn uint64) error {
 			os.Remove(s.snapName(n))
 		}
 	}
-	segs, err := s.files("wal-", ".log")
+	s.segMu.Lock()
+	current := s.segFirst
+	s.segMu.Unlock()
+	segs, err := s.segments(current)
 	if err != nil {
 		return err
 	}
@@ -764,6 +819,11 @@ func (s *Store) Close() error {
 	<-s.done
 	err := s.Snapshot()
 	s.segMu.Lock()
+	if s.dirty {
+		if cerr := s.cut(); cerr != nil && err == nil {
+			err = fmt.Errorf("monitor: a failed write could not be cut off %s: its refused records will be applied at the next start: %w", s.seg.Name(), cerr)
+		}
+	}
 	if cerr := s.seg.Close(); err == nil {
 		err = cerr
 	}

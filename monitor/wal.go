@@ -86,7 +86,7 @@ func tornTail(rest []byte, expect uint64) (bool, string) {
 	}
 	n := binary.LittleEndian.Uint32(rest)
 	lsn := binary.LittleEndian.Uint64(rest[8:])
-	if lsn != expect || int64(frameHeader)+int64(n) <= int64(len(rest)) {
+	if lsn != expect || n > maxFrame || int64(frameHeader)+int64(n) <= int64(len(rest)) {
 		return false, ""
 	}
 	if nextFrame(rest, expect) >= 0 {
@@ -126,9 +126,10 @@ type tailCut struct {
 }
 
 // replaySegment applies the records of seg with an LSN of at least
-// *expect, in order, advancing *expect. In the last segment a torn tail
+// *expect, in order, advancing *expect; a record at or below floor (the
+// snapshot's LSN) is skipped as one the snapshot holds. In the last segment a torn tail
 // is returned to be cut; any other damage is a *DamageError.
-func (s *Store) replaySegment(seg *segment, last bool, expect *uint64) (*tailCut, error) {
+func (s *Store) replaySegment(seg *segment, last bool, floor uint64, expect *uint64) (*tailCut, error) {
 	b := seg.b
 	off := 0
 	for want := seg.first; off < len(b); want++ {
@@ -147,6 +148,10 @@ func (s *Store) replaySegment(seg *segment, last bool, expect *uint64) (*tailCut
 				}
 				s.m.Apply(lsn, rec)
 				*expect = lsn + 1
+			} else if lsn > floor {
+				// Below the snapshot's LSN a record is one the snapshot
+				// holds; above it, one applied already: a repeat.
+				return nil, &DamageError{File: seg.name, Offset: int64(off), What: fmt.Sprintf("record %d again (records up to %d were read)", lsn, *expect-1)}
 			}
 			off += size
 			continue

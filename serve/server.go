@@ -283,8 +283,8 @@ func (s *Server) authorized(r *http.Request) bool {
 	if len(s.o.Token) == 0 {
 		return true
 	}
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	return ok && strings.EqualFold(scheme, "bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.o.Token) == 1
+	f := strings.Fields(r.Header.Get("Authorization"))
+	return len(f) == 2 && strings.EqualFold(f[0], "bearer") && subtle.ConstantTimeCompare([]byte(f[1]), s.o.Token) == 1
 }
 
 // writeError writes err as {"error": "..."} with its status: a
