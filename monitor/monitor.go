@@ -277,9 +277,9 @@ type part struct {
 	// (copy on write), so that the reports read them as they were.
 	sums    *evaluate.Sums
 	readers int
-	source string // the Batch.Source of the rows added to it
-	next   int64  // rows added as source (the Offset of the next batch)
-	rows   int64  // rows in sums (merged parts' included)
+	source  string // the Batch.Source of the rows added to it
+	next    int64  // rows added as source (the Offset of the next batch)
+	rows    int64  // rows in sums (merged parts' included)
 }
 
 // windowSource is the Batch.Source of window i's rows.
