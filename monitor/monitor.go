@@ -272,8 +272,8 @@ type Fired struct {
 
 // part is the sums of a window, or of the rows of windows dropped.
 type part struct {
-	// sums are read by readers reports being finished outside the lock:
-	// while there are readers, a change of the part clones the sums first
+	// readers is the number of reports reading sums outside the lock:
+	// while there are any, a change of the part clones the sums first
 	// (copy on write), so that the reports read them as they were.
 	sums    *evaluate.Sums
 	readers int
