@@ -225,11 +225,10 @@ type monitorState struct {
 type dedupKey struct{ model, id string }
 
 // reservation is what the records checked but not yet applied will
-// create of a model: the model itself (new: it is not in the state yet,
-// with the K and weighting of the first such record) and its slices, each
-// with the number of records that hold it.
+// create of a model: the model itself, if it is not in the state yet
+// (with the K and weighting of the first such record), and its slices,
+// each with the number of records that hold it.
 type reservation struct {
-	new      bool
 	k        int
 	weighted bool
 	records  int
@@ -272,10 +271,10 @@ type Fired struct {
 
 // part is the sums of a window, or of the rows of windows dropped.
 type part struct {
+	sums *evaluate.Sums
 	// readers is the number of reports reading sums outside the lock:
 	// while there are any, a change of the part clones the sums first
 	// (copy on write), so that the reports read them as they were.
-	sums    *evaluate.Sums
 	readers int
 	source  string // the Batch.Source of the rows added to it
 	next    int64  // rows added as source (the Offset of the next batch)
@@ -521,7 +520,7 @@ func (m *Monitor) Check(r *Record) error {
 				m.inflightIDs[pendingKey{r.Model, r.IDs[i]}] = true
 			}
 		}
-		m.reserve(r, md)
+		m.reserve(r)
 	}
 	return nil
 }
@@ -534,8 +533,8 @@ func (m *Monitor) seen(model, id string) bool {
 // models returns the number of models, those reserved included.
 func (m *Monitor) models() int {
 	n := len(m.st.models)
-	for name, res := range m.reserved {
-		if res.new && m.st.models[name] == nil {
+	for name := range m.reserved {
+		if m.st.models[name] == nil {
 			n++
 		}
 	}
@@ -565,12 +564,11 @@ func (m *Monitor) hasSlice(md *model, res *reservation, name string) bool {
 	return md != nil && md.slices[name] != nil || res != nil && res.slices[name] > 0
 }
 
-// reserve records what an observation checked will create (md: its
-// model's state, nil when it has none yet).
-func (m *Monitor) reserve(r *Record, md *model) {
+// reserve records what an observation checked will create.
+func (m *Monitor) reserve(r *Record) {
 	res := m.reserved[r.Model]
 	if res == nil {
-		res = &reservation{new: md == nil, k: r.K, weighted: r.Weights != nil, slices: map[string]int{}}
+		res = &reservation{k: r.K, weighted: r.Weights != nil, slices: map[string]int{}}
 		m.reserved[r.Model] = res
 	}
 	res.records++
@@ -966,12 +964,16 @@ func shareParts(s *slice, rs *readings) []*evaluate.Sums {
 	return out
 }
 
-// merged returns the merge of sums (nil when there are none): with the
-// parts of a slice, the sums of every row counted. It only reads sums,
-// and stops with ctx's error.
+// merged returns the merge of sums (nil when there are none; sums[0]
+// itself when it is alone: read it only): with the parts of a slice, the
+// sums of every row counted. It only reads sums, and stops with ctx's
+// error.
 func merged(ctx context.Context, sums []*evaluate.Sums) (*evaluate.Sums, error) {
-	if len(sums) == 0 {
+	switch len(sums) {
+	case 0:
 		return nil, nil
+	case 1:
+		return sums[0], nil
 	}
 	out := sums[0].Clone()
 	for _, p := range sums[1:] {

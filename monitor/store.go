@@ -114,17 +114,16 @@ type Store struct {
 
 	// health: writeErr is the error of the last write while writes fail
 	// (nil once one succeeds, or a probe of the disk does); failedWrites
-	// counts the failed writes.
+	// counts the failed writes (a probe clears the error only if none
+	// failed while it ran).
 	healthMu     sync.Mutex
 	writeErr     error
 	failedWrites int64
 	// dirty says a failed write may have left bytes after segSize: the
 	// next write cuts them first. failedSize is the largest write that
-	// failed (what the probe writes); failGen counts the failures (a
-	// probe clears the error only if no write failed while it ran).
+	// failed (what the probe writes).
 	dirty      bool
 	failedSize int
-	failGen    uint64
 
 	segMu    sync.Mutex // guards the segment being written
 	seg      *os.File   // the segment being written
@@ -335,20 +334,25 @@ func (s *Store) restore(lsn uint64) error {
 	return nil
 }
 
-// truncate cuts a file at off and fsyncs it.
+// truncate cuts the file name at off and fsyncs it.
 func truncate(name string, off int64) error {
 	f, err := os.OpenFile(name, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	defer f.Close()
-	if err := f.Truncate(off); err != nil {
-		return fmt.Errorf("monitor: %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
+	if err := truncateFile(f, off); err != nil {
 		return fmt.Errorf("monitor: %s: %w", name, err)
 	}
 	return nil
+}
+
+// truncateFile cuts f at off and fsyncs it.
+func truncateFile(f *os.File, off int64) error {
+	if err := f.Truncate(off); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // encodeFrame returns the frame of r without its LSN and checksum
@@ -548,7 +552,6 @@ func (s *Store) wrote(err error) {
 			s.o.Logger.Error("monitor: writes to the log fail; records are refused until one succeeds", "dir", s.dir, "error", err)
 		}
 		s.failedWrites++
-		s.failGen++
 	} else if s.writeErr != nil {
 		s.o.Logger.Info("monitor: the log is written again", "dir", s.dir)
 	}
@@ -577,17 +580,17 @@ func (s *Store) FailedWrites() int64 {
 // healthy when the probe succeeds.
 func (s *Store) probeHealth() {
 	s.healthMu.Lock()
-	gen, failing := s.failGen, s.writeErr != nil
+	failed, failing := s.failedWrites, s.writeErr != nil
 	s.healthMu.Unlock()
 	if !failing || s.probe() != nil {
 		return
 	}
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
-	if s.writeErr != nil && s.failGen == gen {
+	if s.writeErr != nil && s.failedWrites == failed {
 		s.o.Logger.Info("monitor: the disk takes writes again", "dir", s.dir)
+		s.writeErr = nil
 	}
-	s.writeErr = nil
 }
 
 // probe cuts a failed write off the segment if it is still there, then
@@ -674,10 +677,7 @@ var testWrite func(b []byte) error
 // cut truncates the segment back to segSize (what was written and
 // acknowledged) and fsyncs it; s.segMu is held.
 func (s *Store) cut() error {
-	if err := s.seg.Truncate(s.segSize); err != nil {
-		return err
-	}
-	if err := s.seg.Sync(); err != nil {
+	if err := truncateFile(s.seg, s.segSize); err != nil {
 		return err
 	}
 	s.dirty = false

@@ -192,7 +192,7 @@ var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.Me
 // 404.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if !openPaths[r.URL.Path] && !s.authorized(r) {
-		s.instrument("unauthorized", true, func(w http.ResponseWriter, r *http.Request) error {
+		s.instrument("unauthorized", func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="calib"`)
 			return &RequestError{Status: http.StatusUnauthorized, Err: errors.New("missing or wrong bearer token (Authorization: Bearer TOKEN)")}
 		}).ServeHTTP(w, r)
@@ -213,7 +213,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			allow = append(allow, m)
 		}
 	}
-	s.instrument("unknown", true, func(w http.ResponseWriter, r *http.Request) error {
+	s.instrument("unknown", func(w http.ResponseWriter, r *http.Request) error {
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			return &RequestError{Status: http.StatusMethodNotAllowed, Field: r.URL.Path, Err: fmt.Errorf("method %s not allowed (allowed: %s)", r.Method, strings.Join(allow, ", "))}
@@ -225,29 +225,29 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // routes registers every endpoint.
 func (s *Server) routes() {
 	mux := http.NewServeMux()
-	handle := func(pattern, name string, open bool, h func(w http.ResponseWriter, r *http.Request) error) {
-		mux.Handle(pattern, s.instrument(name, open, h))
+	handle := func(pattern, name string, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, s.instrument(name, h))
 	}
-	handle("POST /v1/calibrate/{name}", "calibrate", false, s.calibrate)
-	handle("GET /v1/maps", "maps", false, s.listMaps)
-	handle("POST /v1/observe/{model}", "observe", false, s.observe)
-	handle("POST /v1/outcome/{model}", "outcome", false, s.outcome)
-	handle("GET /v1/monitor/{model}", "monitor", false, s.monitorReport)
+	handle("POST /v1/calibrate/{name}", "calibrate", s.calibrate)
+	handle("GET /v1/maps", "maps", s.listMaps)
+	handle("POST /v1/observe/{model}", "observe", s.observe)
+	handle("POST /v1/outcome/{model}", "outcome", s.outcome)
+	handle("GET /v1/monitor/{model}", "monitor", s.monitorReport)
 	if s.o.Admin {
-		handle("POST /v1/admin/reload", "reload", false, s.adminReload)
-		handle("POST /v1/admin/reset/{model}", "reset", false, s.adminReset)
+		handle("POST /v1/admin/reload", "reload", s.adminReload)
+		handle("POST /v1/admin/reset/{model}", "reset", s.adminReset)
 	}
-	handle("GET /v2/health/live", "live", true, s.live)
-	handle("GET /v2/health/ready", "ready", true, s.ready)
-	handle("GET /v2", "server_metadata", false, s.serverMetadata)
-	handle("GET /v2/models/{name}", "model_metadata", false, s.modelMetadata)
-	handle("GET /v2/models/{name}/versions/{version}", "model_metadata", false, s.modelMetadata)
-	handle("GET /v2/models/{name}/ready", "model_ready", true, s.modelReady)
-	handle("GET /v2/models/{name}/versions/{version}/ready", "model_ready", true, s.modelReady)
-	handle("POST /v2/models/{name}/infer", "infer", false, s.infer)
-	handle("POST /v2/models/{name}/versions/{version}/infer", "infer", false, s.infer)
+	handle("GET /v2/health/live", "live", s.live)
+	handle("GET /v2/health/ready", "ready", s.ready)
+	handle("GET /v2", "server_metadata", s.serverMetadata)
+	handle("GET /v2/models/{name}", "model_metadata", s.modelMetadata)
+	handle("GET /v2/models/{name}/versions/{version}", "model_metadata", s.modelMetadata)
+	handle("GET /v2/models/{name}/ready", "model_ready", s.modelReady)
+	handle("GET /v2/models/{name}/versions/{version}/ready", "model_ready", s.modelReady)
+	handle("POST /v2/models/{name}/infer", "infer", s.infer)
+	handle("POST /v2/models/{name}/versions/{version}/infer", "infer", s.infer)
 	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
-	handle("GET /metrics", "metrics", false, func(w http.ResponseWriter, r *http.Request) error {
+	handle("GET /metrics", "metrics", func(w http.ResponseWriter, r *http.Request) error {
 		metrics.ServeHTTP(w, r)
 		return nil
 	})
@@ -255,22 +255,14 @@ func (s *Server) routes() {
 	s.handler = http.HandlerFunc(s.route)
 }
 
-// instrument wraps h: the token check (unless open), the body limit, the
-// error response, and the request metrics (by endpoint name and status).
-func (s *Server) instrument(name string, open bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+// instrument wraps h: the body limit, the error response, and the
+// request metrics (by endpoint name and status). The token is route's.
+func (s *Server) instrument(name string, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		var err error
-		switch {
-		case !open && !s.authorized(r):
-			sw.Header().Set("WWW-Authenticate", `Bearer realm="calib"`)
-			err = &RequestError{Status: http.StatusUnauthorized, Err: errors.New("missing or wrong bearer token (Authorization: Bearer TOKEN)")}
-		default:
-			r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
-			err = h(sw, r)
-		}
-		if err != nil {
+		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+		if err := h(sw, r); err != nil {
 			s.writeError(sw, r, err)
 		}
 		s.metrics.request(name, sw.code(), time.Since(start))
