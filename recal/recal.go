@@ -349,7 +349,7 @@ var inputOf = map[string]string{
 	"temperature": InputLogits, MethodVector: InputLogits, MethodMatrix: InputLogits,
 	MethodDirichlet: InputProbabilities, "spline": InputProbabilities, "isotonic": InputProbabilities,
 	"histogram": InputProbabilities, "platt": InputProbabilities, "beta": InputProbabilities,
-	string(MethodLogSpline): InputLogits,
+	string(MethodLogSpline): InputLogits, string(MethodBoost): InputLogits,
 }
 
 // validate checks a loaded map; errors about values are valueErrors.

@@ -29,7 +29,7 @@ const (
 
 // Methods lists every method, in the order of the comparison tables.
 var Methods = []Method{MethodSpline, MethodTemperature, MethodVector, MethodMatrix, MethodDirichlet,
-	MethodIsotonic, MethodHistogram, MethodPlatt, MethodBeta, MethodLogSpline}
+	MethodIsotonic, MethodHistogram, MethodPlatt, MethodBeta, MethodLogSpline, MethodBoost}
 
 // String returns the method's name.
 func (m Method) String() string { return string(m) }
@@ -99,6 +99,7 @@ func (m Method) NeedsLogits() bool {
 type FitOptions struct {
 	Spline    SplineOptions    // spline
 	LogSpline LogSplineOptions // log-spline
+	Boost     BoostOptions     // boost
 	// Linear configures vector, matrix-odir and dirichlet-odir. Unless
 	// FixedRegularization is set, Linear.CV is turned on (lambda and mu
 	// cross-validated) and Linear.Lambda and Linear.Mu are not used.
@@ -143,6 +144,8 @@ func Fit(ctx context.Context, method Method, s *data.Set, o FitOptions) (Calibra
 		return FitLinear(ctx, string(method), s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, lo)
 	case MethodLogSpline:
 		return FitLogSpline(ctx, s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, o.LogSpline)
+	case MethodBoost:
+		return FitBoost(ctx, s.Probs, TwoColumnLogits(s), s.Labels, s.K, w, o.Boost)
 	case MethodIsotonic:
 		return FitIsotonic(s.Probs, s.Labels, s.K, o.ScalarMode, w)
 	case MethodHistogram:
@@ -193,6 +196,8 @@ func newMap(m Method) Calibrator {
 		return &Linear{}
 	case MethodLogSpline:
 		return &LogSpline{}
+	case MethodBoost:
+		return &Boost{}
 	}
 	return nil
 }

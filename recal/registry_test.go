@@ -78,6 +78,8 @@ func TestRegistry(t *testing.T) {
 			direct, err = FitPlatt(s.Probs, s.Labels, s.K, "", nil)
 		case MethodBeta:
 			direct, err = FitBeta(s.Probs, s.Labels, s.K, "", nil)
+		case MethodBoost:
+			direct, err = FitBoost(context.Background(), s.Probs, s.Logits, s.Labels, s.K, nil, BoostOptions{})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/calib-dev/calib/internal/mathx"
 )
 
 // Miscalibration names an invertible map from the true class
@@ -30,6 +32,19 @@ const (
 	// t = Param^(1 - 2 H): over-confident on easy rows, under-confident
 	// on hard ones (no single temperature or coordinate map inverts it).
 	Entropic Miscalibration = "entropic"
+	// Split reports f = softmax(log h / t) with t = Param where the
+	// truth's top class is in the first half of the classes (k < K/2,
+	// ceiling) and t = 1 / Param elsewhere: over-confident in one region
+	// of the simplex and under-confident in the other for Param < 1 (the
+	// miscalibration's direction changes between regions, which no
+	// single map of the temperature, the coordinates or the class biases
+	// inverts).
+	Split Miscalibration = "split"
+	// OneClass reports f proportional to (h_0^(1/Param), h_1, ...,
+	// h_{K-1}): class 0 alone distorted, over-predicted for Param > 1
+	// (its share raised most where it is small), the other classes'
+	// ratios kept.
+	OneClass Miscalibration = "one_class"
 )
 
 // Family is a synthetic setting with a known calibration error: truths
@@ -79,7 +94,7 @@ func (fa Family) check() error {
 	}
 	switch fa.Miscalibration {
 	case Calibrated:
-	case Tempering, Entropic:
+	case Tempering, Entropic, Split, OneClass:
 		if !(fa.Param > 0) || math.IsInf(fa.Param, 0) {
 			return fmt.Errorf("synth: family %v: the temperature must be positive", fa)
 		}
@@ -182,9 +197,14 @@ func (fa Family) Report(dst, h []float64) []float64 {
 			for m, v := range row {
 				out[m] = (1-fa.Param)*v + fa.Param/float64(k)
 			}
-		case Tempering, Entropic, PriorShift:
+		case Tempering, Entropic, PriorShift, Split, OneClass:
 			t := fa.Param
-			if fa.Miscalibration == Entropic {
+			switch fa.Miscalibration {
+			case Split:
+				if mathx.Argmax(row) >= (k+1)/2 {
+					t = 1 / fa.Param
+				}
+			case Entropic:
 				ent := 0.0
 				for _, v := range row {
 					if v > 0 {
@@ -195,9 +215,15 @@ func (fa Family) Report(dst, h []float64) []float64 {
 			}
 			mx := math.Inf(-1)
 			for m, v := range row {
-				if fa.Miscalibration == PriorShift {
+				switch fa.Miscalibration {
+				case PriorShift:
 					z[m] = math.Log(v) + logw[m]
-				} else {
+				case OneClass:
+					z[m] = math.Log(v)
+					if m == 0 {
+						z[m] /= t
+					}
+				default:
 					z[m] = math.Log(v) / t
 				}
 				mx = math.Max(mx, z[m])

@@ -50,7 +50,8 @@ func TestDirichletMoments(t *testing.T) {
 
 // TestFamilyReport: each miscalibration's closed form on one row, and
 // the ground truths of closed form: calibrated 0; smoothing eps at K = 2,
-// Dir(1), CE_1 = eps E|2h - 1| = eps / 2; the ECE^KDE paper's setting as
+// Dir(1), CE_1 = eps E|2h - 1| = eps / 2; split and one class on rows of
+// closed form; the ECE^KDE paper's setting as
 // a Family equals Setup's truth (same distribution, other draws) within
 // 4 standard errors.
 func TestFamilyReport(t *testing.T) {
@@ -78,6 +79,22 @@ func TestFamilyReport(t *testing.T) {
 		if r := got[j] / got[0]; math.Abs(r-h[j]*math.Exp(w[j])/(h[0]*math.Exp(w[0]))) > 1e-12 {
 			t.Errorf("prior shift: %v (log w %v)", got, w)
 		}
+	}
+	// Split: the temperature Param where the top class is among the first
+	// ceil(K/2) (class 0 of 3 here), 1 / Param elsewhere (class 2 of 3).
+	sp := Family{K: 3, Miscalibration: Split, Param: 0.5}
+	if got := sp.Report(nil, h); !near(got, []float64{0.25 / z, 0.09 / z, 0.04 / z}) {
+		t.Errorf("split, top class 0: %v", got)
+	}
+	hs := []float64{0.2, 0.16, 0.64} // top class 2: temperature 2, f_j proportional to sqrt(h_j)
+	zs := math.Sqrt(0.2) + 0.4 + 0.8
+	if got := sp.Report(nil, hs); !near(got, []float64{math.Sqrt(0.2) / zs, 0.4 / zs, 0.8 / zs}) {
+		t.Errorf("split, top class 2: %v", got)
+	}
+	// OneClass: f proportional to (h_0^(1/Param), h_1, h_2).
+	zo := math.Sqrt(0.5) + 0.5
+	if got := (Family{K: 3, Miscalibration: OneClass, Param: 2}).Report(nil, h); !near(got, []float64{math.Sqrt(0.5) / zo, 0.3 / zo, 0.2 / zo}) {
+		t.Errorf("one class: %v", got)
 	}
 	ctx := context.Background()
 	cal, err := (Family{K: 5, Alpha: 0.5, Miscalibration: Calibrated}).GroundTruth(ctx, 1, 10000, 1, 0)

@@ -68,6 +68,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/internal/mathx"
+	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/internal/rowkey"
 	"github.com/calib-dev/calib/notion"
@@ -310,7 +311,8 @@ func (e noFamilyFits) Unwrap() []error { return e }
 // out-of-fold probabilities of each fold's rows idx (len(idx)×K). A
 // log-spline family's knots are placed once, on every row's predictions
 // (they read no label, so no row's own map learns from its label), and
-// each fold's fit starts from the previous fold's map.
+// each fold's fit starts from the previous fold's map; the other
+// families' folds are fitted concurrently.
 func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64, put func(idx []int, out []float64)) ([]recal.Calibrator, error) {
 	maps := make([]recal.Calibrator, folds)
 	if ls := &fam.Fit.LogSpline; fam.Method == recal.MethodLogSpline && ls.KnotsAt == nil {
@@ -324,6 +326,27 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 		}
 		ls.KnotsAt = knots[ls.Knots]
 	}
+	if fam.Method != recal.MethodLogSpline {
+		// The folds' fits are independent: fitted at once, each map in its
+		// fold's place (the same maps for any number of goroutines).
+		errs := make([]error, folds)
+		if err := parallel.ForContext(ctx, folds, 0, func() struct{} { return struct{}{} }, func(_ struct{}, f int) {
+			train, _ := split(fold, f)
+			maps[f], errs[f] = recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
+		}); err != nil {
+			return nil, err
+		}
+		for f := range folds {
+			if errs[f] != nil {
+				return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, errs[f])
+			}
+			_, test := split(fold, f)
+			if err := applyRows(put, maps[f], fam.Method, s, test); err != nil {
+				return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
+			}
+		}
+		return maps, nil
+	}
 	for f := range folds {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -334,9 +357,7 @@ func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds in
 			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
 		}
 		maps[f] = c
-		if ls, ok := c.(*recal.LogSpline); ok {
-			fam.Fit.LogSpline.Start = ls // the next fold's fit starts here
-		}
+		fam.Fit.LogSpline.Start = c.(*recal.LogSpline) // the next fold's fit starts here
 		if err := applyRows(put, c, fam.Method, s, test); err != nil {
 			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
 		}
