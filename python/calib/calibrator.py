@@ -21,7 +21,7 @@ __all__ = ["Calibrator", "METHODS", "LOGIT_METHODS"]
 #: them against the Go library's registry).
 METHODS = (
     "spline", "temperature", "vector", "matrix-odir", "dirichlet-odir",
-    "isotonic", "histogram", "platt", "beta", "log-spline",
+    "isotonic", "histogram", "platt", "beta", "log-spline", "boost",
 )
 
 
