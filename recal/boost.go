@@ -81,6 +81,9 @@ type BoostOptions struct {
 	// Patience stops the boosting after this many trees without a better
 	// loss on the held-out rows; 0 means 10.
 	Patience int
+	// Subsample is the fraction of the training rows each tree past the
+	// first boostWarm is grown on, in (0, 1]; 0 means 0.5.
+	Subsample float64
 }
 
 // The features of a (row, class) pair.
@@ -122,6 +125,9 @@ func (o BoostOptions) withDefaults(k int) (BoostOptions, error) {
 	if o.Patience == 0 {
 		o.Patience = 10
 	}
+	if o.Subsample == 0 {
+		o.Subsample = 0.5
+	}
 	switch {
 	case o.Top < 1:
 		return o, fmt.Errorf("%w: boost: top = %d, want at least 1", ErrInput, o.Top)
@@ -131,6 +137,8 @@ func (o BoostOptions) withDefaults(k int) (BoostOptions, error) {
 		return o, fmt.Errorf("%w: boost: rate = %v, want a number in (0, 1]", ErrInput, o.Rate)
 	case !(o.Lambda > 0) || math.IsInf(o.Lambda, 0):
 		return o, fmt.Errorf("%w: boost: lambda = %v, want a finite number > 0", ErrInput, o.Lambda)
+	case !(o.Subsample > 0 && o.Subsample <= 1):
+		return o, fmt.Errorf("%w: boost: subsample = %v, want a number in (0, 1]", ErrInput, o.Subsample)
 	case o.Rounds < 1, o.MinPairs < 1, o.Patience < 1:
 		return o, fmt.Errorf("%w: boost: rounds %d, min pairs %d, patience %d: want each at least 1", ErrInput, o.Rounds, o.MinPairs, o.Patience)
 	}
@@ -315,7 +323,8 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 			pairs = append(pairs, j)
 		}
 	}
-	tb := newTreeBuilder(bins, o, code, pr.u, g, h, pairs)
+	tb := newTreeBuilder(bins, o, code, pr.u, g, h)
+	sample := make([]int, 0, len(pairs))
 	for t := 0; t < rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("recal: boost: %w", err)
@@ -351,8 +360,21 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 		// log-probabilities, from which the deeper trees start.
 		var tr *boostTree
 		if t < boostWarm {
+			tb.use(pairs)
 			tr = tb.grow(0, 1)
 		} else {
+			// Each deeper tree sees a fraction Subsample of the training
+			// rows (stochastic gradient boosting), drawn by a hash of the
+			// row and the tree.
+			sample = sample[:0]
+			for _, i := range train {
+				if float64(rowkey.Fold(uint64(i)^uint64(t)<<40, boostSampleSalt, 1<<20)) < o.Subsample*(1<<20) {
+					for j := pr.start[i]; j < pr.start[i]+per; j++ {
+						sample = append(sample, j)
+					}
+				}
+			}
+			tb.use(sample)
 			tr = tb.grow(o.Depth, o.Rate)
 		}
 		if tr == nil {
@@ -392,6 +414,9 @@ const boostMaxLeaf = 1e6
 
 // boostWarm is the number of single-leaf trees that start a fit.
 const boostWarm = 6
+
+// boostSampleSalt sets the trees' samples apart.
+const boostSampleSalt = 0x626f6f737473616d // "boostsam"
 
 // boostSalt sets the held-out rows apart from other uses of the row keys.
 const boostSalt = 0x626f6f7374686c64 // "boosthld"
@@ -553,8 +578,17 @@ type treeBuilder struct {
 	total  int
 }
 
-func newTreeBuilder(b *boostBins, o BoostOptions, code []uint16, u, g, h []float64, pairs []int) *treeBuilder {
-	tb := &treeBuilder{bins: b, o: o, code: code, u: u, g: g, h: h, pairs: pairs, node: make([]int, len(pairs))}
+// use sets the pairs the next tree is grown on.
+func (tb *treeBuilder) use(pairs []int) {
+	tb.pairs = pairs
+	if cap(tb.node) < len(pairs) {
+		tb.node = make([]int, len(pairs))
+	}
+	tb.node = tb.node[:len(pairs)]
+}
+
+func newTreeBuilder(b *boostBins, o BoostOptions, code []uint16, u, g, h []float64) *treeBuilder {
+	tb := &treeBuilder{bins: b, o: o, code: code, u: u, g: g, h: h}
 	for f := range boostFeatures {
 		tb.off[f] = tb.total
 		tb.total += b.count[f]

@@ -11,6 +11,7 @@ import (
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
 	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/experiment/training"
+	"github.com/calib-dev/calib/variational"
 )
 
 // experimentFlags are the flags shared by the experiments.
@@ -59,7 +60,7 @@ func (f *experimentFlags) run(cmd *Command, name string, run func(dir string, ui
 
 func newExperimentCmd() *Command {
 	cmd := command("experiment", "Reproduce the ECE^KDE paper's experiments (convergence, sharpness, binned-vs-kde, witness, training), measure the tests' size and power (tests) and every estimator against ground truth (estimators)", nil, nil)
-	cmd.addCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd(), newAlarmCmd())
+	cmd.addCommand(newConvergenceCmd(), newSharpnessCmd(), newBinnedVsKDECmd(), newWitnessCmd(), newTrainingCmd(), newTestsCmd(), newEstimatorsCmd(), newHeadlineCmd(), newAlarmCmd())
 	return cmd
 }
 
@@ -284,6 +285,57 @@ func intList(flag, s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+func newHeadlineCmd() *Command {
+	var ef experimentFlags
+	var o experiment.HeadlineOptions
+	var ks, ns string
+	cmd := ef.command("headline", "calib eval's headline and its interval against the Monte Carlo truth: K = 2 to 100, n = 1,000 to 20,000, miscalibrations inside and outside the recalibration families", exactArgs(0),
+		func(cmd *Command, args []string) error {
+			if o.Reps < 0 || o.GroundSamples < 0 {
+				return usageErrorf("--reps and --ground-samples must not be negative (0: the default)")
+			}
+			var err error
+			for _, f := range []struct {
+				name, v string
+				dst     *[]int
+			}{{"ks", ks, &o.Ks}, {"ns", ns, &o.Ns}} {
+				if cmd.Flags().Changed(f.name) && strings.TrimSpace(f.v) == "" {
+					return usageErrorf("--%s: an empty list (leave the flag out for the default)", f.name)
+				}
+				if *f.dst, err = intList("--"+f.name, f.v); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("misc") && len(o.Misc) == 0 {
+				return usageErrorf("--misc: an empty list (leave the flag out for all)")
+			}
+			valid := []string{}
+			for _, fa := range experiment.HeadlineFamilies(2) {
+				valid = append(valid, string(fa.Miscalibration))
+			}
+			for _, m := range o.Misc {
+				if !slices.Contains(valid, m) {
+					return usageErrorf("--misc: unknown miscalibration %q (valid: %s)", m, strings.Join(valid, ", "))
+				}
+			}
+			if _, err := variational.ParseFamilies(o.Family); err != nil {
+				return usageErrorf("--variational-family: %v", err)
+			}
+			return ef.run(cmd, "headline", func(_ string, ui *progressUI) (experiment.Result, error) {
+				o.Quick, o.Seed, o.Workers, o.Progress = ef.quick, ef.seed, ef.workers, ui
+				return experiment.Headline(cmd.Context(), o)
+			})
+		})
+	fs := cmd.Flags()
+	fs.StringVar(&ks, "ks", "", "K of the grid, comma-separated (default 2,10,50,100)")
+	fs.StringVar(&ns, "ns", "", "n of the grid, comma-separated (default 1000,5000,20000)")
+	fs.StringSliceVar(&o.Misc, "misc", nil, "the miscalibrations run (default all: temperature, smoothing, prior_shift, entropic, split, one_class, calibrated)")
+	fs.StringVar(&o.Family, "variational-family", "", "the headline's recalibration families (calib eval --variational-family; default auto)")
+	fs.IntVar(&o.Reps, "reps", 0, "data sets per cell (default 40)")
+	fs.IntVar(&o.GroundSamples, "ground-samples", 0, "Monte Carlo samples of each ground truth (default 200,000)")
+	return cmd
 }
 
 func newEstimatorsCmd() *Command {
