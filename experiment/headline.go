@@ -282,4 +282,3 @@ func (r *HeadlineResult) WriteTable(w io.Writer) error {
 
 // Figures returns none.
 func (r *HeadlineResult) Figures() map[string]report.Figure { return nil }
-
