@@ -1,6 +1,7 @@
 // Package evaluate is calib's main job as a library: every calibration
-// metric of a prediction set, grouped by notion, with bootstrap intervals,
-// warnings where a number means little, and the renderers of `calib eval`
+// metric of a prediction set, grouped by notion, each with one interval
+// (its estimator's own, or with Options.CI a bootstrap interval), warnings
+// where a number means little, and the renderers of `calib eval`
 // (WriteText, WriteJSON). The CLI is a thin shell over it:
 //
 //	s, err := data.Load("preds.npz", data.Options{})
@@ -103,7 +104,10 @@ type Options struct {
 	// recalibration families.
 	Variational VariationalOptions
 	// CI adds bootstrap intervals (Resamples, 0 meaning 200; Level, 0
-	// meaning 0.95): centred on the estimate for the estimators whose
+	// meaning 0.95) to the entries whose estimator has no interval of its
+	// own (ece_variational's entries keep their cross-fit Interval alone:
+	// one interval per number, Result.OneInterval): centred on the
+	// estimate for the estimators whose
 	// resampled values are biased upward (the binned metrics, the plug-in
 	// ECE^KDE, KS, MMCE, sharpness), so that the interval always contains
 	// the estimate; the percentile interval for the means of per-point
@@ -433,10 +437,13 @@ func oneLineError(err error) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
 }
 
-// interval adds the bootstrap interval of an entry that has a statistic.
+// interval adds the bootstrap interval of an entry that has a statistic
+// and no interval of its own: an entry whose estimator gives its interval
+// (Interval: ece_variational's cross-fit interval) keeps that one alone,
+// so that every number has one interval (Result.OneInterval).
 func (ev *evaluator) interval(d *metricDef, e *Result) error {
 	stat := ev.stats[e]
-	if stat == nil || e.Error != "" {
+	if stat == nil || e.Error != "" || e.Interval != nil {
 		return nil
 	}
 	o := ev.cfg.boot

@@ -50,19 +50,21 @@ type Result struct {
 	Excluded          *int         `json:"excluded,omitempty"`
 	Aggregate         string       `json:"aggregate,omitempty"` // class_wise ece_kde: "sum" or "mean" over classes
 	Warnings          Warnings     `json:"warnings,omitempty"`
-	CI                []data.Float `json:"ci,omitempty"`
+	CI                []data.Float `json:"ci,omitempty"` // the bootstrap interval (Options.CI) of an entry without an Interval of its own (OneInterval)
 	CILevel           *float64     `json:"ci_level,omitempty"`
 	CIMethod          string       `json:"ci_method,omitempty"` // "percentile" or "centered" (metric.IntervalMethod)
 	CIBias            *data.Float  `json:"ci_bias,omitempty"`   // centred intervals: the bootstrap bias mean(θ*) - value`
 	Seconds           *float64     `json:"seconds,omitempty"`   // on a metric's first Result: the time of the metric (all its entries), intervals included
 	Error             string       `json:"error,omitempty"`
 
-	// The streamed evaluation's keys (evaluate.Stream, Finish): ece_kde's
-	// number of evaluation points, the standard error of its estimate and
-	// its interval (IntervalKind "sampling": the sampling interval at
-	// IntervalLevel; "exact": every row evaluated, width 0); ks's rigorous
-	// bounds lo <= KS <= hi from the score cells (IntervalKind "bound",
-	// Value their midpoint).
+	// The estimator's own interval, which no bootstrap interval (CI)
+	// joins: ece_variational's (IntervalKind "cross-fit", in memory and
+	// streamed, with its SE); the streamed evaluation's (evaluate.Stream,
+	// Finish) ece_kde's number of evaluation points, the standard error of
+	// its estimate and its interval (IntervalKind "sampling": the sampling
+	// interval at IntervalLevel; "exact": every row evaluated, width 0);
+	// ks's rigorous bounds lo <= KS <= hi from the score cells
+	// (IntervalKind "bound", Value their midpoint).
 	EvalPoints    *int         `json:"eval_points,omitempty"`
 	SE            *data.Float  `json:"se,omitempty"`
 	Interval      []data.Float `json:"interval,omitempty"`
@@ -91,6 +93,45 @@ type Result struct {
 	PValue          *data.Float `json:"p_value,omitempty"`
 	PValueMethod    string      `json:"p_value_method,omitempty"`
 	PValueResamples *int        `json:"p_value_resamples,omitempty"`
+}
+
+// EntryInterval is the one interval of an entry (Result.OneInterval).
+type EntryInterval struct {
+	Lo, Hi float64
+	// Level is the interval's level (0.95 by default), 0 for bounds
+	// (IntervalKind "bound"), which hold for certain.
+	Level float64
+	// Kind is the estimator's IntervalKind ("cross-fit", "sampling",
+	// "bound"), or "bootstrap"; Method the bootstrap's CIMethod
+	// ("percentile", "centered").
+	Kind, Method string
+}
+
+// OneInterval returns the entry's one interval, as every front end shows
+// it (calib eval's table, calib demo, the report, the Python package's
+// Entry.lo and hi): its estimator's own (Interval, IntervalKind) where it
+// has one, else its bootstrap interval (CI, with Options.CI). ok is false
+// when it has neither, or when its own is "exact" (a stream that evaluated
+// every row: the value itself, width 0). Evaluate never gives an entry
+// both; of a document from before that rule the estimator's is taken.
+func (e *Result) OneInterval() (iv EntryInterval, ok bool) {
+	switch {
+	case len(e.Interval) == 2 && e.IntervalKind == "exact":
+		return EntryInterval{}, false
+	case len(e.Interval) == 2:
+		iv = EntryInterval{Lo: float64(e.Interval[0]), Hi: float64(e.Interval[1]), Kind: e.IntervalKind}
+		if e.IntervalLevel != nil {
+			iv.Level = *e.IntervalLevel
+		}
+		return iv, true
+	case len(e.CI) == 2:
+		iv = EntryInterval{Lo: float64(e.CI[0]), Hi: float64(e.CI[1]), Kind: "bootstrap", Method: e.CIMethod}
+		if e.CILevel != nil {
+			iv.Level = *e.CILevel
+		}
+		return iv, true
+	}
+	return EntryInterval{}, false
 }
 
 func ptr[T any](v T) *T { return &v }

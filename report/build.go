@@ -59,9 +59,11 @@ const DefaultSeed = evaluate.DefaultSeed
 const DefaultPerClass = 10
 
 // Options configures Build. The zero value builds the report that `calib
-// report` writes without flags: every metric with 95 % bootstrap intervals
-// (200 resamples), ECE^KDE canonical and top-label, every recalibration
-// method (with a validation set) on the default grid, seed 1, all cores.
+// report` writes without flags: every metric with one interval, its
+// estimator's own (ece_variational's cross-fit interval) or a 95 %
+// bootstrap interval (200 resamples), ECE^KDE canonical and top-label,
+// every recalibration method (with a validation set) on the default grid,
+// seed 1, all cores.
 // Every result is the same for any number of workers.
 type Options struct {
 	// Eval configures the table of metrics (evaluate.Evaluate). Where its
@@ -73,7 +75,7 @@ type Options struct {
 	// Bandwidths are set by Build from the fields below.
 	Eval evaluate.Options
 	// NoIntervals turns the bootstrap intervals off (calib report
-	// --ci=false).
+	// --ci=false); the estimators' own intervals stay.
 	NoIntervals bool
 	// NoTests leaves out the section "Is it calibrated?" (calibtest.Run's
 	// default tests at level 0.05 with the report's seed; calib report

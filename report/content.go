@@ -88,10 +88,13 @@ func metricsTable(ev *evaluate.Evaluation) *Table {
 	if pvalues {
 		t.Header = append(t.Header, "p-value")
 	}
-	level := 0.0
+	level, own := 0.0, false // the bootstrap's level; an entry with its estimator's own interval
 	for _, e := range ev.Results {
 		if e.CILevel != nil {
 			level = *e.CILevel
+		}
+		if iv, ok := e.OneInterval(); ok && iv.Kind != "bootstrap" {
+			own = true
 		}
 		row := evaltext.Row(e)
 		if pvalues {
@@ -106,13 +109,30 @@ func metricsTable(ev *evaluate.Evaluation) *Table {
 	if pvalues {
 		t.Caption += " " + strings.ToUpper(evaltext.PValueNote(ev)[:1]) + evaltext.PValueNote(ev)[1:]
 	}
-	if level > 0 {
+	switch {
+	case level > 0 && own:
+		t.Caption += fmt.Sprintf(" Intervals: one per number, its estimator's own where it has one (ece_variational), else the %.0f%% bootstrap interval.", 100*level)
+	case level > 0:
 		t.Caption += fmt.Sprintf(" Intervals: %.0f%% bootstrap intervals.", 100*level)
+	case own:
+		t.Caption += " Intervals: the estimators' own (ece_variational); the others have none without bootstrap intervals."
+	}
+	if level > 0 || own {
 		for _, line := range evaltext.IntervalNotes(ev) {
-			t.Caption += " " + strings.ToUpper(line[:1]) + line[1:]
+			t.Caption += " " + sentence(line)
 		}
 	}
 	return t
+}
+
+// sentence returns line with its first letter upper-case, unless it
+// starts with a name (a metric's, as ece_variational) that keeps its case.
+func sentence(line string) string {
+	first, _, _ := strings.Cut(line, " ")
+	if line == "" || strings.Contains(first, "_") {
+		return line
+	}
+	return strings.ToUpper(line[:1]) + line[1:]
 }
 
 // reportNotes explains how the numbers were computed.
@@ -120,7 +140,7 @@ func reportNotes(ev *evaluate.Evaluation) []string {
 	notes := []string{
 		"ECE^KDE: Popordanoska, Sayer and Blaschko, \"A Consistent and Differentiable Lp Canonical Calibration Error Estimator\", NeurIPS 2022 (Dirichlet kernel regression of the labels on the predictions, leave-one-out bandwidth).",
 		"KS calibration error and spline recalibration: Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu and Hartley, \"Calibration of Neural Networks using Splines\", ICLR 2021.",
-		"Binned ECE uses 15 equal-width bins unless stated; intervals are bootstrap intervals over resampled predictions (the bandwidth and bin edges held fixed).",
+		"Binned ECE uses 15 equal-width bins unless stated. Each number has one interval: its estimator's own where it has one (ece_variational's cross-fit interval), else the bootstrap interval over resampled predictions (the bandwidth and bin edges held fixed).",
 	}
 	notes = append(notes, evaltext.IntervalNotes(ev)...)
 	seen := map[string]bool{}

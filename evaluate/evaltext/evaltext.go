@@ -260,25 +260,17 @@ func intervalCell(e *evaluate.Result) string {
 	return "-"
 }
 
-// shownInterval is the interval a table shows for the entry: the
-// variational cross-fit interval (which holds the refitted maps' share,
-// where the bootstrap holds them fixed), else its bootstrap interval,
-// else its own (streamed bounds and sampling intervals) unless exact.
+// shownInterval is the interval a table shows for the entry: its one
+// interval (evaluate.Result.OneInterval: the estimator's own, else the
+// bootstrap's).
 func shownInterval(e *evaluate.Result) (lo, hi float64, ok bool) {
-	switch {
-	case len(e.Interval) == 2 && e.IntervalKind == "cross-fit":
-		return float64(e.Interval[0]), float64(e.Interval[1]), true
-	case len(e.CI) == 2:
-		return float64(e.CI[0]), float64(e.CI[1]), true
-	case len(e.Interval) == 2 && e.IntervalKind != "exact":
-		return float64(e.Interval[0]), float64(e.Interval[1]), true
-	}
-	return 0, 0, false
+	iv, ok := e.OneInterval()
+	return iv.Lo, iv.Hi, ok
 }
 
 // VariationalIntervalNote says how ece_variational's intervals are made
 // (variational.Result): under calib eval's table where one is shown.
-const VariationalIntervalNote = "ece_variational intervals (95 %): the rows' spread and the refitted maps' (map_se), the upper end raised by half the maps' optimism (the fit's shortfall); they held the true CE_1 in 92 to 98 % of simulated data sets at every K (n >= 1,000; EXPERIMENTS.md); where no recalibration family holds the miscalibration, only the lower end holds."
+const VariationalIntervalNote = "ece_variational intervals (95 %, the estimator's own: --ci adds none to them): the rows' spread and the refitted maps' (map_se), the upper end raised by half the maps' optimism (the fit's shortfall); they held the true CE_1 in 92 to 98 % of simulated data sets at every K (n >= 1,000; EXPERIMENTS.md); where no recalibration family holds the miscalibration, only the lower end holds."
 
 // NoteValue says what the value column means, under calib eval's table and
 // the report's metrics table.

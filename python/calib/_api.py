@@ -75,13 +75,39 @@ def _run(command, probs, labels, weights, logits, options, name=None, spelled=No
 class Entry(dict):
     """One entry of an evaluation (a dict of calib eval --json's fields:
     metric, notion, p, value, root, and the estimator's own), also readable
-    as attributes: e.value, e.lo, e.hi."""
+    as attributes: e.value, e.interval.
+
+    Each number has one interval, and e.lo, e.hi are its ends (None where
+    it has none): the estimator's own, "interval" (ece_variational's
+    cross-fit interval, a stream's sampling intervals and bounds; with
+    interval_kind "exact", every row evaluated, there is none), or else the
+    bootstrap interval "ci" (ci=True), as calib eval's table shows it
+    (Go's evaluate.Result.OneInterval)."""
 
     def __getattr__(self, key):
         try:
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
+
+    def _one_interval(self):
+        own = self.get("interval")
+        if own is not None and len(own) == 2:
+            return None if self.get("interval_kind") == "exact" else own
+        ci = self.get("ci")
+        return ci if ci is not None and len(ci) == 2 else None
+
+    @property
+    def lo(self):
+        """The lower end of the entry's one interval, or None."""
+        iv = self._one_interval()
+        return None if iv is None else iv[0]
+
+    @property
+    def hi(self):
+        """The upper end of the entry's one interval, or None."""
+        iv = self._one_interval()
+        return None if iv is None else iv[1]
 
     def __repr__(self):
         what = " ".join(f"{k}={self[k]}" for k in ("metric", "notion", "p", "r") if self.get(k) is not None)

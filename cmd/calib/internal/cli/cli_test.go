@@ -203,7 +203,8 @@ func TestDemo(t *testing.T) {
 }
 
 // TestEvalAllMetrics runs eval --metrics all and --ci on a golden CSV and
-// checks the JSON keys of every metric, the grouping and the intervals; a
+// checks the JSON keys of every metric, the grouping and the intervals
+// (one per entry: ece_variational's own, the others' bootstrap); a
 // metric that cannot be computed, by default or with all, gives an error
 // entry and exit 0; eval's default is evaluate.DefaultMetrics.
 func TestEvalAllMetrics(t *testing.T) {
@@ -226,8 +227,13 @@ func TestEvalAllMetrics(t *testing.T) {
 			t.Errorf("%s %s: no value: %v", m, n, r)
 		}
 		ci, ok := r["ci"].([]any)
-		if !ok || len(ci) != 2 || r["ci_level"] != 0.95 {
-			t.Errorf("%s %s: no interval: %v", m, n, r)
+		if own, _ := r["interval"].([]any); m == "ece_variational" {
+			// One interval per number: its estimator's own, no bootstrap.
+			if len(own) != 2 || r["interval_kind"] != "cross-fit" || ok || r["ci_level"] != nil {
+				t.Errorf("%s %s: not its own interval alone: %v", m, n, r)
+			}
+		} else if !ok || len(ci) != 2 || r["ci_level"] != 0.95 || own != nil {
+			t.Errorf("%s %s: no bootstrap interval alone: %v", m, n, r)
 		} else if v := r["value"].(float64); m != "ece_bin_debiased" && !(ci[0].(float64) <= ci[1].(float64)) {
 			t.Errorf("%s %s: interval %v around %v", m, n, ci, v)
 		}

@@ -44,7 +44,7 @@ func (f *evalFlags) register(cmd *Command) {
 	fs.BoolVar(&f.o.Debias, "debias", false, "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)")
 	fs.StringVar(&f.convention, "convention", "calib", "whose definition the top-label ece_bin and mce follow: calib, sklearn, torchmetrics, netcal, relplot, hendrycks, robustness_metrics or torch_uncertainty (each entry says its convention); relplot-1.0.1 also computes smece as relplot 1.0.1 did")
 	fs.IntVar(&f.o.ACE.Bins, "ace-bins", metric.DefaultBins, "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)")
-	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric (percentile for means, centred on the estimate for the biased estimators)")
+	fs.BoolVar(&f.o.CI, "ci", false, "add bootstrap intervals to every metric without an interval of its own (percentile for means, centred on the estimate for the biased estimators; ece_variational keeps its cross-fit interval alone)")
 	fs.BoolVar(&f.o.CIExact, "ci-exact", false, "ece_kde, ece_witness and sharpness: recompute the estimate on every resample (implies --ci; O(n^2) per resample)")
 	fs.IntVar(&f.o.Resamples, "ci-resamples", 200, "bootstrap resamples")
 	fs.Float64Var(&f.o.Level, "ci-level", 0.95, "bootstrap interval level")

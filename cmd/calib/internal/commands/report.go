@@ -66,7 +66,7 @@ func (f *reportFlags) register(cmd *Command, outUsage string) {
 	fs := cmd.Flags()
 	fs.Lookup("mode").DefValue, f.ef.text.Mode = "canonical,top_label", "canonical,top_label"
 	fs.Lookup("ci").DefValue, f.ef.o.CI = "true", true
-	fs.Lookup("ci").Usage = "bootstrap intervals for every metric (default on; --ci=false turns them off)"
+	fs.Lookup("ci").Usage = "bootstrap intervals for every metric without an interval of its own (default on; --ci=false turns them off; ece_variational keeps its cross-fit interval)"
 	fs.Lookup("seed").Usage = "seed of the bootstrap, of ece_witness's cross-fitting splits, of the recalibration's folds and of the figures (same seed, same report; 0 means 1)"
 	fs.StringVar(&f.ff.text.Methods, "methods", "", "recalibration methods, comma-separated (default: all)")
 	fs.StringVar(&f.grid, "grid", "default", "cross-validation grid of the ODIR methods: default or full")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/cmd/calib/internal/demo"
@@ -84,7 +86,7 @@ What the numbers mean:
   between the cumulative confidence and the cumulative accuracy).
 - Each recalibration method was fitted on the validation split and measured
   on the test split; NLL and Brier are proper scores (lower is better).
-- The report holds every metric with its bootstrap interval and the figures;
+- The report holds every metric with its interval and the figures;
   run "calib eval --metrics all" for the full metric table in the terminal.
 `
 
@@ -103,34 +105,86 @@ var headline = []struct {
 	{"plug-in ECE^KDE top_label CE_1 *", evaluate.Key{Metric: evaluate.ECEKDE, Notion: notion.TopLabel, P: 1}},
 }
 
-// WriteHeadline writes the main figures of ev, each with its interval when
-// it has one: the canonical CE_1 to report (evaluate.Headline), the
-// top-label binned ECE (evaluate.PaperNumber), KS
-// top-1, NLL, accuracy and the plug-in ECE^KDE (canonical and top-label,
-// marked as biased).
+// WriteHeadline writes the main figures of ev, each with its one interval
+// when it has one (evaluate.Result.OneInterval: the estimator's own, as
+// the canonical CE_1's cross-fit interval, else the bootstrap's), as calib
+// eval, the report and the Python package show it: the canonical CE_1 to
+// report (evaluate.Headline), the top-label binned ECE
+// (evaluate.PaperNumber), KS top-1, NLL, accuracy and the plug-in ECE^KDE
+// (canonical and top-label, marked as biased).
 func WriteHeadline(w io.Writer, ev *evaluate.Evaluation) {
-	level := 0.0 // the intervals' level, if any
-	for _, e := range ev.Results {
-		if e.CILevel != nil && len(e.CI) == 2 {
-			level = *e.CILevel
-			break
-		}
+	type line struct {
+		label string
+		value float64
+		iv    evaluate.EntryInterval
+		ok    bool
 	}
-	if level > 0 {
-		fmt.Fprintf(w, "test split: n = %d, K = %d (%g %% bootstrap intervals)\n", ev.N, ev.K, 100*level)
-	} else {
-		fmt.Fprintf(w, "test split: n = %d, K = %d\n", ev.N, ev.K)
-	}
+	var lines []line
 	for _, h := range headline {
 		e := ev.Lookup(h.key)
 		if e == nil || e.Error != "" || e.Value == nil {
 			continue
 		}
-		iv := ""
-		if len(e.CI) == 2 {
-			iv = fmt.Sprintf("  [%.4f, %.4f]", float64(e.CI[0]), float64(e.CI[1]))
+		iv, ok := e.OneInterval()
+		lines = append(lines, line{h.label, float64(*e.Value), iv, ok})
+	}
+	var shown []shownInterval
+	for _, l := range lines {
+		if l.ok {
+			label, _, _ := strings.Cut(l.label, " (")
+			shown = append(shown, shownInterval{label, l.iv})
 		}
-		fmt.Fprintf(w, "  %-38s %.4f%s\n", h.label, float64(*e.Value), iv)
+	}
+	fmt.Fprintf(w, "test split: n = %d, K = %d%s\n", ev.N, ev.K, intervalsNote(shown))
+	for _, l := range lines {
+		iv := ""
+		if l.ok {
+			iv = fmt.Sprintf("  [%.4f, %.4f]", l.iv.Lo, l.iv.Hi)
+		}
+		fmt.Fprintf(w, "  %-38s %.4f%s\n", l.label, l.value, iv)
 	}
 	fmt.Fprintln(w, "  * biased upward by an amount that depends on the data: smooth (a training loss), not the size of the error")
+}
+
+// shownInterval is a figure's interval with the figure's short label.
+type shownInterval struct {
+	label string
+	iv    evaluate.EntryInterval
+}
+
+// intervalsNote says, after the split's size, what the figures' intervals
+// are: " (95 % bootstrap intervals)" when they are of one kind and level,
+// else the first figure's kind (the canonical CE_1's cross-fit interval)
+// and the others', or each kind; "" without intervals.
+func intervalsNote(shown []shownInterval) string {
+	if len(shown) == 0 {
+		return ""
+	}
+	name := func(iv evaluate.EntryInterval) string {
+		if iv.Level == 0 {
+			return iv.Kind + " bounds"
+		}
+		return fmt.Sprintf("%g %% %s", 100*iv.Level, iv.Kind)
+	}
+	same := func(a, b evaluate.EntryInterval) bool { return a.Kind == b.Kind && a.Level == b.Level }
+	rest := true // the figures after the first have one kind and level
+	for _, s := range shown[1:] {
+		rest = rest && same(s.iv, shown[1].iv)
+	}
+	switch {
+	case len(shown) == 1 || rest && same(shown[0].iv, shown[1].iv):
+		if shown[0].iv.Level == 0 {
+			return " (" + name(shown[0].iv) + ")"
+		}
+		return " (" + name(shown[0].iv) + " intervals)"
+	case rest:
+		return fmt.Sprintf(" (intervals: %s for the %s, %s for the others)", name(shown[0].iv), shown[0].label, name(shown[1].iv))
+	}
+	var kinds []string
+	for _, s := range shown {
+		if n := name(s.iv); !slices.Contains(kinds, n) {
+			kinds = append(kinds, n)
+		}
+	}
+	return " (intervals: " + strings.Join(kinds, ", ") + ")"
 }
