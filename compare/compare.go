@@ -2,8 +2,9 @@
 // measures each on a test set, as `calib compare` prints it: accuracy,
 // NLL, Brier, the canonical CE_1 that calib reports (evaluate.Headline:
 // ece_variational, cross-fitted on each row's test predictions), top-label
-// ECE, KS errors and the plug-in ECE^KDE, and the strictly best method per
-// ranked column.
+// ECE, KS errors and the plug-in ECE^KDE, and the one method it
+// recommends (Recommend: the lowest headline CE_1 among the rows that do
+// not worsen the test NLL, near-ties broken by the NLL).
 //
 //	c, err := compare.Compare(ctx, val, test, compare.Options{})
 //	compare.WriteText(os.Stdout, c)
@@ -37,20 +38,29 @@ type Row struct {
 	// The test figures: nil (JSON null) where the row's map could not be
 	// fitted or that figure could not be computed (Error says why; the
 	// others are kept).
-	Accuracy     *data.Float `json:"accuracy"`
-	NLL          *data.Float `json:"nll"`
-	Brier        *data.Float `json:"brier"`
-	ECEKDE       *data.Float `json:"ece_kde_canonical"`
-	Headline     *data.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
-	ECETopLabel  *data.Float `json:"ece_top_label"`
-	KSTop1       *data.Float `json:"ks_top1"`
-	KSTop2       *data.Float `json:"ks_top2"`
-	KSWithinTop2 *data.Float `json:"ks_within_top2"`
-	KSClassWise  *data.Float `json:"ks_class_wise"`
-	Params       string      `json:"params,omitempty"`
-	Error        string      `json:"error,omitempty"`
-	EvalSeconds  float64     `json:"eval_seconds"`
-	calibrated   *data.Set
+	Accuracy *data.Float `json:"accuracy"`
+	NLL      *data.Float `json:"nll"`
+	Brier    *data.Float `json:"brier"`
+	ECEKDE   *data.Float `json:"ece_kde_canonical"`
+	Headline *data.Float `json:"ece_variational"` // canonical CE_1, evaluate.Headline
+	// HeadlineInterval and HeadlineSE are the headline's 95 % cross-fit
+	// interval and standard error (evaluate.Result.Interval, SE), nil
+	// with Headline.
+	HeadlineInterval []data.Float `json:"ece_variational_interval,omitempty"`
+	HeadlineSE       *data.Float  `json:"ece_variational_se,omitempty"`
+	ECETopLabel      *data.Float  `json:"ece_top_label"`
+	KSTop1           *data.Float  `json:"ks_top1"`
+	KSTop2           *data.Float  `json:"ks_top2"`
+	KSWithinTop2     *data.Float  `json:"ks_within_top2"`
+	KSClassWise      *data.Float  `json:"ks_class_wise"`
+	// WorsensNLL flags a map whose test NLL is above the uncalibrated
+	// model's: Recommend never recommends it while a row that does not
+	// worsen the NLL can be ranked.
+	WorsensNLL  bool    `json:"worsens_nll,omitempty"`
+	Params      string  `json:"params,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	EvalSeconds float64 `json:"eval_seconds"`
+	calibrated  *data.Set
 }
 
 // Comparison is the JSON object of `calib compare --json`.
@@ -60,36 +70,22 @@ type Comparison struct {
 	K         int     `json:"k"`
 	Bandwidth float64 `json:"bandwidth"` // of the canonical ECE^KDE, for every row
 	Rows      []*Row  `json:"rows"`
-	// Best names, per ranking column, the method with the strictly best
-	// value ("" on a tie): ece_variational, ece_top_label, ks_top1,
-	// ks_class_wise, nll, brier (lower is better) and accuracy (higher).
-	// The plug-in ece_kde_canonical is not ranked (RankingNote).
-	Best map[string]string `json:"best"`
+	// Recommended is the one method calib compare recommends, with why
+	// (Recommend); the other columns of Rows are for reference.
+	Recommended *Recommendation `json:"recommended"`
 	// Provenance is the caller's record of how the comparison was made
 	// (calib writes the version, command, options and inputs); not read
 	// here.
 	Provenance *data.Provenance `json:"provenance,omitempty"`
 }
 
-// RankingNote says why the plug-in ECE^KDE does not rank maps.
-var RankingNote = "Ranked first by " + evaluate.Headline.String() + " (the canonical CE_1 that calib reports, cross-fitted on each row's test predictions), then the binned and KS errors and the proper scores. " +
+// RankingNote says how calib compare chooses the map it recommends
+// (Recommend) and why the plug-in ECE^KDE does not rank maps.
+var RankingNote = "Ranked first by " + evaluate.Headline.String() + " (the canonical CE_1 that calib reports, cross-fitted on each row's test predictions): " +
+	"the recommended row (best) is the one with the lowest CE_1 among those whose test NLL is not above the uncalibrated model's (uncalibrated included: best uncalibrated means keep the model as it is), " +
+	"and of the rows whose CE_1 is within noise of that lowest one (a difference at most its standard error, the square root of the sum of the two squared standard errors) the one with the lowest NLL. " +
+	"The other columns are for reference. " +
 	"The plug-in ECE^KDE is shown but not ranked: its upward bias depends on how the predictions are spread, which each map changes, so its values are not comparable across maps (it can rank a better map worse)."
-
-// rankedColumns are the compare columns that rank methods, with whether
-// higher is better.
-var rankedColumns = []struct {
-	key    string
-	higher bool
-	value  func(r *Row) *data.Float
-}{
-	{string(evaluate.Headline.Metric), false, func(r *Row) *data.Float { return r.Headline }},
-	{"ece_top_label", false, func(r *Row) *data.Float { return r.ECETopLabel }},
-	{"ks_top1", false, func(r *Row) *data.Float { return r.KSTop1 }},
-	{"ks_class_wise", false, func(r *Row) *data.Float { return r.KSClassWise }},
-	{"nll", false, func(r *Row) *data.Float { return r.NLL }},
-	{"brier", false, func(r *Row) *data.Float { return r.Brier }},
-	{"accuracy", true, func(r *Row) *data.Float { return r.Accuracy }},
-}
 
 // Value returns *v, or NaN for nil (a figure not computed).
 func Value(v *data.Float) float64 {
@@ -99,34 +95,182 @@ func Value(v *data.Float) float64 {
 	return float64(*v)
 }
 
-// bestRows returns, per ranked column, the method with the strictly best
-// value, or "" when two rows tie for it (the values compared as printed
-// would not tell them apart either way).
-func bestRows(rows []*Row) map[string]string {
-	best := map[string]string{}
-	for _, col := range rankedColumns {
-		bi, tie := -1, false
-		for i, r := range rows {
-			if col.value(r) == nil {
-				continue // not computed for this row
-			}
-			v := Value(col.value(r))
-			switch {
-			case bi < 0:
-				bi = i
-			case v == Value(col.value(rows[bi])):
-				tie = true
-			case (col.higher && v > Value(col.value(rows[bi]))) || (!col.higher && v < Value(col.value(rows[bi]))):
-				bi, tie = i, false
-			}
-		}
-		if bi >= 0 && !tie {
-			best[col.key] = rows[bi].Method
-		} else {
-			best[col.key] = ""
+// Recommendation is the one method calib compare recommends (Recommend)
+// and why.
+type Recommendation struct {
+	// Method is the recommended row's method: a map, "uncalibrated" (keep
+	// the model as it is: no map beats it), or "" when no row can be
+	// ranked (none has both a headline and a test NLL; Reason says so).
+	Method string `json:"method"`
+	// Reason says in one line why, with the figures (calib compare prints
+	// it on its best: line).
+	Reason string `json:"reason"`
+	// The recommended row's headline CE_1 (evaluate.Headline), its 95 %
+	// cross-fit interval and standard error, its test NLL, and the
+	// uncalibrated model's test NLL.
+	Headline        *data.Float  `json:"ece_variational"`
+	Interval        []data.Float `json:"ece_variational_interval,omitempty"`
+	SE              *data.Float  `json:"ece_variational_se,omitempty"`
+	NLL             *data.Float  `json:"nll"`
+	UncalibratedNLL *data.Float  `json:"uncalibrated_nll"`
+	// Lowest is the eligible row with the lowest headline; NearTies are
+	// the eligible rows within noise of it (Lowest first, then in row
+	// order), among which the lowest NLL was chosen.
+	Lowest   string   `json:"lowest_ece_variational,omitempty"`
+	NearTies []string `json:"near_ties,omitempty"`
+	// WorsensNLL lists the maps whose test NLL is above the uncalibrated
+	// model's (Row.WorsensNLL), in row order.
+	WorsensNLL []string `json:"worsens_nll,omitempty"`
+}
+
+// NearTie reports whether two headline estimates a and b, with standard
+// errors sa and sb, are within noise of each other: |a - b| <=
+// sqrt(sa^2 + sb^2), the standard error of the difference of independent
+// estimates (a NaN error counts as 0). Both rows are measured on the same
+// test rows, so their estimates are positively correlated and the paired
+// difference's error is smaller: the rule counts more pairs as near-ties
+// than a paired one would, handing more choices to the NLL.
+func NearTie(a, sa, b, sb float64) bool {
+	if math.IsNaN(sa) {
+		sa = 0
+	}
+	if math.IsNaN(sb) {
+		sb = 0
+	}
+	return math.Abs(a-b) <= math.Hypot(sa, sb)
+}
+
+// Recommend chooses the one method calib compare recommends among rows
+// (rows[0] the uncalibrated model, as Compare makes them) and sets each
+// map's Row.WorsensNLL. The rule:
+//
+//  1. A map worsens the proper score when its test NLL is above the
+//     uncalibrated model's (strictly; not judged when the uncalibrated
+//     NLL was not computed). Such a row is flagged (Row.WorsensNLL) and is
+//     not eligible; the uncalibrated row is always eligible.
+//  2. Of the eligible rows with both a headline (evaluate.Headline, the
+//     canonical CE_1 of the row's test predictions) and a test NLL, the
+//     one with the lowest headline is Lowest.
+//  3. The near-ties are the eligible ranked rows whose headline is within
+//     noise of Lowest's (NearTie: a difference at most the square root of
+//     the sum of their squared standard errors); the recommendation is
+//     the near-tie with the lowest test NLL (equal NLL: the lower
+//     headline, then the earlier row).
+//  4. When no eligible row has both figures, the uncalibrated model is
+//     recommended if it has its NLL (every map with a headline worsens
+//     the NLL), else none (Method "").
+//
+// The recommendation "uncalibrated" says keep the model as it is. The
+// plug-in ECE^KDE never ranks (RankingNote); the other columns are for
+// reference.
+func Recommend(rows []*Row) *Recommendation {
+	var unc *Row
+	if len(rows) > 0 && rows[0].Method == "uncalibrated" {
+		unc = rows[0]
+	}
+	rec := &Recommendation{}
+	uncNLL := math.NaN()
+	if unc != nil && unc.NLL != nil {
+		uncNLL = Value(unc.NLL)
+		rec.UncalibratedNLL = unc.NLL
+	}
+	var flagged []*Row
+	for _, r := range rows {
+		r.WorsensNLL = r != unc && r.NLL != nil && Value(r.NLL) > uncNLL // false against NaN
+		if r.WorsensNLL {
+			flagged = append(flagged, r)
+			rec.WorsensNLL = append(rec.WorsensNLL, r.Method)
 		}
 	}
-	return best
+	ranked := func(r *Row) bool { return r.Headline != nil && r.NLL != nil && !math.IsNaN(Value(r.Headline)) }
+	var pool []*Row
+	for _, r := range rows {
+		if ranked(r) && !r.WorsensNLL {
+			pool = append(pool, r)
+		}
+	}
+	if len(pool) == 0 {
+		if unc != nil && unc.NLL != nil { // every ranked map worsens the NLL
+			rec.Method, rec.NLL = unc.Method, unc.NLL
+			rec.Reason = "keep the model as it is: " + nllAgainst(unc, uncNLL) + "; no map that does not worsen NLL has a CE_1 to rank it by" + worsened(flagged, uncNLL)
+		} else {
+			rec.Reason = "no row has both " + string(evaluate.Headline.Metric) + " and NLL: nothing to rank"
+		}
+		return rec
+	}
+	lowest := pool[0]
+	for _, r := range pool[1:] {
+		if Value(r.Headline) < Value(lowest.Headline) {
+			lowest = r
+		}
+	}
+	ties := []*Row{lowest}
+	for _, r := range pool {
+		if r != lowest && NearTie(Value(r.Headline), Value(r.HeadlineSE), Value(lowest.Headline), Value(lowest.HeadlineSE)) {
+			ties = append(ties, r)
+		}
+	}
+	best := ties[0]
+	for _, r := range ties[1:] {
+		if n, b := Value(r.NLL), Value(best.NLL); n < b || n == b && Value(r.Headline) < Value(best.Headline) {
+			best = r
+		}
+	}
+	rec.Method, rec.Headline, rec.Interval, rec.SE, rec.NLL = best.Method, best.Headline, best.HeadlineInterval, best.HeadlineSE, best.NLL
+	rec.Lowest = lowest.Method
+	names := make([]string, len(ties))
+	for i, r := range ties {
+		names[i] = r.Method
+	}
+	rec.NearTies = names
+	const eligible = "of the rows whose NLL is not above the uncalibrated model's"
+	var why string
+	switch {
+	case len(ties) == 1:
+		why = "the lowest CE_1 " + eligible + ", no other within noise of it"
+	case best == lowest:
+		why = fmt.Sprintf("the lowest CE_1 %s, and the lowest NLL of the %d rows within noise of it: %s", eligible, len(ties), strings.Join(names, ", "))
+	default:
+		why = fmt.Sprintf("its CE_1 within noise of the lowest %s (%s %.4f), and the lowest NLL of the %d rows within noise of it: %s",
+			eligible, lowest.Method, Value(lowest.Headline), len(ties), strings.Join(names, ", "))
+	}
+	prefix := ""
+	if best == unc {
+		prefix = "keep the model as it is: "
+	}
+	rec.Reason = prefix + headlineText(best) + ", " + nllAgainst(best, uncNLL) + "; " + why + worsened(flagged, uncNLL)
+	return rec
+}
+
+// headlineText is a row's headline with its interval, as the best: line
+// prints it.
+func headlineText(r *Row) string {
+	s := fmt.Sprintf("%s %.4f", evaluate.Headline.Metric, Value(r.Headline))
+	if len(r.HeadlineInterval) == 2 {
+		s += fmt.Sprintf(" [%.4f, %.4f]", float64(r.HeadlineInterval[0]), float64(r.HeadlineInterval[1]))
+	}
+	return s
+}
+
+// nllAgainst is a row's NLL against the uncalibrated model's.
+func nllAgainst(r *Row, uncNLL float64) string {
+	switch {
+	case r.Method == "uncalibrated" || math.IsNaN(uncNLL):
+		return fmt.Sprintf("NLL %.4f", Value(r.NLL))
+	}
+	return fmt.Sprintf("NLL %.4f against %.4f uncalibrated", Value(r.NLL), uncNLL)
+}
+
+// worsened names the maps that worsen the NLL, for the reason's end.
+func worsened(flagged []*Row, uncNLL float64) string {
+	if len(flagged) == 0 {
+		return ""
+	}
+	parts := make([]string, len(flagged))
+	for i, r := range flagged {
+		parts[i] = fmt.Sprintf("%s %.4f", r.Method, Value(r.NLL))
+	}
+	return fmt.Sprintf("; not recommended, their test NLL above the uncalibrated %.4f: %s", uncNLL, strings.Join(parts, ", "))
 }
 
 // fitMethod fits one method on the validation set with default options
@@ -238,7 +382,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 		return nil, ctx.Err()
 	}
 	out.Rows = rows
-	out.Best = bestRows(rows)
+	out.Recommended = Recommend(rows)
 	return out, nil
 }
 
@@ -302,6 +446,15 @@ func measureRow(ctx context.Context, r *Row, h float64, seed uint64, workers int
 			errs = append(errs, e.Error)
 		}
 	}
+	if e := ev.Lookup(evaluate.Headline); r.Headline != nil && e != nil {
+		if len(e.Interval) == 2 {
+			r.HeadlineInterval = slices.Clone(e.Interval)
+		}
+		if e.SE != nil {
+			se := *e.SE
+			r.HeadlineSE = &se
+		}
+	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -353,7 +506,8 @@ func WriteJSON(w io.Writer, out *Comparison) error {
 }
 
 // WriteText writes the comparison as `calib compare` prints it: a table,
-// the best method per ranked column and why the plug-in is not ranked.
+// one best: line naming the recommended method (Comparison.Recommended)
+// with its reason, and how it is chosen (RankingNote).
 func WriteText(w io.Writer, out *Comparison) error {
 	fmt.Fprintf(w, "val n = %d, test n = %d, K = %d; CE_1: %s on each row's test predictions; plug-in ECE^KDE at h = %.4g (LOO on the uncalibrated test set)\n\n",
 		out.NVal, out.NTest, out.K, evaluate.Headline, out.Bandwidth)
@@ -378,15 +532,15 @@ func WriteText(w io.Writer, out *Comparison) error {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
 	fmt.Fprintln(w, "\naccuracy, ECE and KS in %; NLL and Brier per sample; CE_1 and plug-in ECE^KDE are canonical CE_1.")
-	var best []string
-	for _, col := range rankedColumns {
-		m := out.Best[col.key]
-		if m == "" {
-			m = "tie"
-		}
-		best = append(best, col.key+" "+m)
+	rec := out.Recommended
+	if rec == nil {
+		rec = Recommend(out.Rows)
 	}
-	fmt.Fprintf(w, "best: %s.\n%s\n", strings.Join(best, ", "), RankingNote)
+	if rec.Method == "" {
+		fmt.Fprintf(w, "best: none (%s).\n%s\n", rec.Reason, RankingNote)
+	} else {
+		fmt.Fprintf(w, "best: %s (%s).\n%s\n", rec.Method, rec.Reason, RankingNote)
+	}
 	return nil
 }
 

@@ -87,7 +87,9 @@ func TestRowKeepsWhatItComputed(t *testing.T) {
 	if platt.Error == "" || platt.Accuracy != nil || platt.NLL != nil || platt.Headline != nil {
 		t.Errorf("platt: error %q, accuracy %v, NLL %v", platt.Error, platt.Accuracy, platt.NLL)
 	}
-	if c.Best["accuracy"] != "uncalibrated" {
-		t.Errorf("best accuracy %q, want uncalibrated (the only row with one)", c.Best["accuracy"])
+	// No map that keeps the NLL has the headline (none has one): keep the
+	// model as it is, the reason says why.
+	if r := c.Recommended; r == nil || r.Method != "uncalibrated" || !strings.HasPrefix(r.Reason, "keep the model as it is: NLL ") {
+		t.Errorf("recommended %+v", r)
 	}
 }
