@@ -30,10 +30,9 @@ import (
 // jackknife (map_se) in quadrature, Value - 1.96 se to Value +
 // max(0, optimism) / 2 + 1.96 se, the upper end raised by half the maps'
 // optimism (their excess risk, by which the estimate falls short); the
-// class-wise entries' is conditional on the maps (Value -+ 1.96 se). With
-// --ci also the percentile bootstrap of the mean gain (the rows' gains
-// resampled, the maps held fixed). Top-label and binary entries split the value into
-// over- and under-confidence.
+// class-wise entries' is conditional on the maps (Value -+ 1.96 se). It
+// is the entry's one interval: --ci adds no bootstrap to it. Top-label and
+// binary entries split the value into over- and under-confidence.
 var variationalDef = metricDef{
 	name:      ECEVariational,
 	sums:      []*sumsPart{variationalSums},
@@ -196,7 +195,8 @@ func variationalLosses(ps []float64) []variationalLoss {
 	return append(losses, variationalLoss{variational.Log, 0})
 }
 
-// meanGain is the weighted mean of the rows' gains over the resample idx.
+// meanGain is the weighted mean of the rows' gains over the resample idx
+// (the entry's statistic: the identity resample reads its value).
 func meanGain(gains, weights []float64, idx []int) (float64, error) {
 	var sw, sg float64
 	for _, i := range idx {
@@ -216,6 +216,14 @@ func meanGain(gains, weights []float64, idx []int) (float64, error) {
 // is the rows' given the maps), p and root for the lp (CE_1) and Brier
 // (CE_2^2) losses.
 func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result, families []string, folds int) *Result {
+	if len(r.Candidates) > 0 {
+		// The families fitted: those with too few rows for a fold left
+		// out (variational.Family.MinRows).
+		families = make([]string, len(r.Candidates))
+		for i, c := range r.Candidates {
+			families[i] = c.Family
+		}
+	}
 	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds)},
 		Value: jf(r.Value), SE: jf(r.SE), Interval: []data.Float{data.Float(r.Lo), data.Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {

@@ -62,7 +62,7 @@ type BoostTree struct {
 
 // BoostOptions configures FitBoost. The zero value is 10 classes per row,
 // trees of depth 3, shrinkage 0.3, an L2 penalty of 1 on the leaves, at
-// most 300 trees, stopped early on a fifth of the rows.
+// most 300 trees, stopped early on a tenth of the rows.
 type BoostOptions struct {
 	// Top is the number of most probable classes of each row read apart
 	// (the rest share the tail's correction); 0 means 10.
@@ -78,11 +78,15 @@ type BoostOptions struct {
 	Rounds int
 	// MinPairs is the fewest (row, class) pairs of a leaf; 0 means 20.
 	MinPairs int
-	// Patience stops the boosting after this many trees without a better
-	// loss on the held-out rows; 0 means 10.
+	// Patience stops the boosting after this many trees past the
+	// single-leaf ones without a better loss on the held-out rows; 0
+	// means 5.
 	Patience int
 	// Subsample is the fraction of the training rows each tree past the
-	// first boostWarm is grown on, in (0, 1]; 0 means 0.5.
+	// first boostWarm is grown on, in (0, 1]; 0 means 1 (every row: on
+	// 4,000 rows at K = 100, trees on half the rows recovered 0.61 of a
+	// miscalibration whose direction changes between regions, trees on
+	// all of them 0.68).
 	Subsample float64
 }
 
@@ -102,6 +106,9 @@ const boostMaxCategories = 4096
 
 // boostNumericBins is the most bins of a numeric feature in the fit.
 const boostNumericBins = 32
+
+// boostBinSample is the most rows whose features place the bins' edges.
+const boostBinSample = 2048
 
 func (o BoostOptions) withDefaults(k int) (BoostOptions, error) {
 	if o.Top == 0 {
@@ -123,10 +130,10 @@ func (o BoostOptions) withDefaults(k int) (BoostOptions, error) {
 		o.MinPairs = 20
 	}
 	if o.Patience == 0 {
-		o.Patience = 10
+		o.Patience = 5
 	}
 	if o.Subsample == 0 {
-		o.Subsample = 0.5
+		o.Subsample = 1
 	}
 	switch {
 	case o.Top < 1:
@@ -170,13 +177,16 @@ func boostPairs(u []float64, k, top int) *boostRows {
 	b := &boostRows{k: k, top: top, start: make([]int, n+1), u: make([]float64, n*per), x: make([]float64, n*per*boostFeatures), class: make([]int, n*per)}
 	idx := make([]int, 0, top)
 	logK := math.Log(float64(k))
+	p := make([]float64, k)
+	in := make([]bool, k)
 	for i := range n {
 		row := u[i*k : (i+1)*k]
 		idx = topClasses(idx[:0], row, top)
 		ent := 0.0
-		for _, v := range row {
-			if p := math.Exp(v); p > 0 {
-				ent -= p * v
+		for c, v := range row {
+			p[c] = math.Exp(v)
+			if p[c] > 0 {
+				ent -= p[c] * v
 			}
 		}
 		ent /= logK
@@ -186,25 +196,38 @@ func boostPairs(u []float64, k, top int) *boostRows {
 			b.u[base+r], b.class[base+r] = row[c], c
 		}
 		if tail == 1 {
-			// The tail's log-mass: log sum of the other classes' p, by
-			// log-sum-exp over them.
-			in := make(map[int]bool, top)
+			// The tail's log-mass: the log of the other classes' sum of
+			// p, by log-sum-exp over them where that sum underflows.
 			for _, c := range idx {
 				in[c] = true
 			}
-			mx := math.Inf(-1)
-			for c, v := range row {
-				if !in[c] {
-					mx = max(mx, v)
-				}
-			}
 			s := 0.0
-			for c, v := range row {
+			for c := range row {
 				if !in[c] {
-					s += math.Exp(v - mx)
+					s += p[c]
 				}
 			}
-			b.u[base+top], b.class[base+top] = mx+math.Log(s), k
+			if s > 1e-280 {
+				s = math.Log(s)
+			} else {
+				mx := math.Inf(-1)
+				for c, v := range row {
+					if !in[c] {
+						mx = max(mx, v)
+					}
+				}
+				t := 0.0
+				for c, v := range row {
+					if !in[c] {
+						t += math.Exp(v - mx)
+					}
+				}
+				s = mx + math.Log(t)
+			}
+			for _, c := range idx {
+				in[c] = false
+			}
+			b.u[base+top], b.class[base+top] = s, k
 		}
 		for r := range per {
 			x := b.x[(base+r)*boostFeatures : (base+r+1)*boostFeatures]
@@ -253,12 +276,12 @@ func boostCategorical(f int) bool { return f == boostTopClass || f == boostClass
 // weighted log loss: each tree is grown level by level on the
 // (row, class) pairs' gradients and Hessians (the diagonal of the
 // softmax's), its leaves -Rate G / (H + Lambda). The rows whose key
-// (rowkey.Fold of the row index) falls in one fifth of the keys are held
-// out: boosting stops after Patience trees without a lower held-out log
-// loss, and the map keeps the trees up to the best (on fewer than 200 rows
-// nothing is held out and the map is its first 6 single-leaf trees, a
-// temperature). The map is
-// the same for a set whatever the number of goroutines. Errors as
+// (rowkey.Fold of the row index) falls in one tenth of the keys are held
+// out: boosting stops after Patience trees past the single-leaf ones
+// without a lower held-out log loss, and the map keeps the trees up to
+// the best (on fewer than BoostMinRows rows nothing is held out and the
+// map is its first 6 single-leaf trees, a temperature). The map is the
+// same for a set whatever the number of goroutines. Errors as
 // FitLogSpline's.
 func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int, weights []float64, o BoostOptions) (*Boost, error) {
 	readLogits := len(logits) > 0
@@ -292,9 +315,9 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 	}
 	held := make([]bool, n)
 	rounds := o.Rounds
-	if n >= boostMinHeldRows {
+	if n >= BoostMinRows {
 		for i := range held {
-			held[i] = rowkey.Fold(uint64(i), boostSalt, 5) == 0
+			held[i] = rowkey.Fold(uint64(i), boostSalt, boostHeldFolds) == 0
 		}
 	} else {
 		rounds = min(rounds, boostWarm) // a temperature alone: too few rows to grow trees on
@@ -326,6 +349,10 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 	}
 	tb := newTreeBuilder(bins, o, code, pr.u, g, h)
 	sample := make([]int, 0, len(pairs))
+	// The rounds of single-leaf trees: boostWarm, fewer where their
+	// Newton steps converge; the patience counts from the first deeper
+	// tree.
+	warm := boostWarm
 	for t := 0; t < rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("recal: boost: %w", err)
@@ -347,10 +374,10 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 				h[s+r] = w(i) * max(p[r]*(1-p[r]), 1e-12)
 			}
 		}
-		if n >= boostMinHeldRows {
+		if n >= BoostMinRows {
 			if loss < bestLoss*(1-1e-12) {
 				bestLoss, best = loss, t
-			} else if t-best >= o.Patience {
+			} else if t-max(best, warm-1) >= o.Patience {
 				break
 			}
 		} else {
@@ -360,15 +387,25 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 		// rate: Newton's steps to temperature scaling of the
 		// log-probabilities, from which the deeper trees start.
 		var tr *boostTree
-		if t < boostWarm {
+		if t < warm {
 			tb.use(pairs)
 			tr = tb.grow(0, 1)
+			if tr != nil && math.Abs(tr.value[0]) < 1e-6 && math.Abs(tr.slope[0]) < 1e-6 {
+				// Converged: the deeper trees start at the next round.
+				warm = t + 1
+			}
 		} else {
 			// Each deeper tree sees a fraction Subsample of the training
 			// rows (stochastic gradient boosting), drawn by a hash of the
 			// row and the tree.
 			sample = sample[:0]
+			if o.Subsample >= 1 {
+				sample = append(sample, pairs...)
+			}
 			for _, i := range train {
+				if o.Subsample >= 1 {
+					break
+				}
 				if float64(rowkey.Fold(uint64(i)^uint64(t)<<40, boostSampleSalt, 1<<20)) < o.Subsample*(1<<20) {
 					for j := pr.start[i]; j < pr.start[i]+per; j++ {
 						sample = append(sample, j)
@@ -386,7 +423,7 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 			f[j] += tr.predictCode(code[j*boostFeatures:(j+1)*boostFeatures], pr.u[j])
 		}
 	}
-	if n >= boostMinHeldRows {
+	if n >= BoostMinRows {
 		// The held-out loss after the last tree.
 		loss := 0.0
 		for i := range n {
@@ -413,12 +450,13 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 // overflows.
 const boostMaxLeaf = 1e6
 
-// boostMinHeldRows is the fewest rows a fit grows trees on (a fifth held
+// BoostMinRows is the fewest rows a boost fit grows trees on (a tenth held
 // out to stop it); on fewer the map is its first boostWarm single-leaf
-// trees, a temperature: a held-out fifth of under 40 rows stops the
-// boosting on noise (fitted on 100 rows, K = 4, the trees it kept raised
-// the log loss of 40 new rows to 1.85, where a temperature gives 1.53).
-const boostMinHeldRows = 200
+// trees, a temperature: a held-out set of under 40 rows stops the
+// boosting on noise (fitted on 100 rows, K = 4, with a fifth held out, the
+// trees it kept raised the log loss of 40 new rows to 1.85, where a
+// temperature gives 1.53).
+const BoostMinRows = 400
 
 // boostWarm is the number of single-leaf trees that start a fit.
 const boostWarm = 6
@@ -459,10 +497,13 @@ type boostBins struct {
 // edges are 0..per-2, the categorical features' bins the classes.
 func boostBinning(pr *boostRows, train []int, per int) *boostBins {
 	b := &boostBins{}
-	vals := make([]float64, 0, len(train)*per)
+	// The quantiles of at most boostBinSample rows (every stride-th).
+	stride := max(1, len(train)/boostBinSample)
+	vals := make([]float64, 0, (len(train)/stride+1)*per)
 	for _, f := range []int{boostLogProb, boostTopLogProb, boostEntropy} {
 		vals = vals[:0]
-		for _, i := range train {
+		for ti := 0; ti < len(train); ti += stride {
+			i := train[ti]
 			for j := pr.start[i]; j < pr.start[i]+per; j++ {
 				vals = append(vals, pr.x[j*boostFeatures+f])
 			}
@@ -866,16 +907,16 @@ func (tb *treeBuilder) best(hist []binSums) split {
 			// partitions: its gain on noise grows with C (about C - 1 for
 			// a chi-squared of C - 1 degrees of freedom), which it must
 			// beat.
-			penalty := 0.0
-			if cat {
-				penalty = boostCatPenalty * float64(max(0, len(order)-2))
-			}
 			var left binSums
 			for oi := 0; oi+1 < len(order); oi++ {
 				b := order[oi]
 				left.add(&fh[b])
 				if int(left.n) < o.MinPairs || int(all.n-left.n) < o.MinPairs {
 					continue
+				}
+				penalty := 0.0
+				if cat {
+					penalty = catPenalty(len(order), oi+1)
 				}
 				gain := left.gain(o.Lambda) + all.minus(left).gain(o.Lambda) - parent - penalty
 				if gain > sp.gain*(1+1e-12)+1e-12 {
@@ -893,9 +934,21 @@ func (tb *treeBuilder) best(hist []binSums) split {
 	return sp
 }
 
-// boostCatPenalty is the gain, per class beyond two, that a categorical
-// split must pay.
-const boostCatPenalty = 1.0
+// catPenalty is the gain a cut of c ordered classes, l of them sent
+// left, must pay: the least of 2 log binom(c, min(l, c - l)) (the
+// description length of the side named) and (c - 2) / 2 (about the
+// excess over a numeric split of what the best cut of c sorted classes
+// gains on noise). On 4,000 rows at K = 100 the full c - 2 found no split
+// in 1 of 7 data sets whose miscalibration changes direction between two
+// halves of the classes (median 0.74 of it recovered; half: 0.78, none
+// missed), a quarter missed one class's distortion.
+func catPenalty(c, l int) float64 {
+	s := min(l, c-l)
+	lg, _ := math.Lgamma(float64(c + 1))
+	la, _ := math.Lgamma(float64(s + 1))
+	lb, _ := math.Lgamma(float64(c - s + 1))
+	return min(2*(lg-la-lb), float64(max(0, c-2))/2)
+}
 
 // boostCatSmooth is the ridge, in units of Lambda, of the classes'
 // values that order a categorical split.
@@ -914,7 +967,9 @@ func cmpFloat(a, b float64) int {
 
 // Calibrate returns the corrected probabilities: u = log-softmax of the
 // logits (log max(p, 2^-126) given probabilities), then each row's pairs'
-// corrections, the tail's for every tail class.
+// corrections, the tail's for every tail class. A row whose classes all
+// get the same correction (the softmax unchanged) comes back as given:
+// its probabilities where they are given.
 func (m *Boost) Calibrate(probs, logits []float64, k int) ([]float64, error) {
 	if _, err := m.checkInput(probs, logits, k); err != nil {
 		return nil, err
@@ -939,6 +994,14 @@ func (m *Boost) Calibrate(probs, logits []float64, k int) ([]float64, error) {
 		for r := range per {
 			sum += math.Exp(pr.u[s+r] + delta[r] - mx)
 		}
+		if len(probs) > 0 && allEqual(delta) {
+			// The same correction for every class leaves the row as it
+			// is: its probabilities themselves, not their round trip
+			// through the logarithm (whose last bits the Lp gain's sign
+			// of g - f would read).
+			copy(out[i*k:(i+1)*k], probs[i*k:(i+1)*k])
+			continue
+		}
 		lse := mx + math.Log(sum)
 		tail := 0.0
 		if top := min(m.Top, k); per > top {
@@ -955,6 +1018,16 @@ func (m *Boost) Calibrate(probs, logits []float64, k int) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// allEqual reports whether every value of x is the first.
+func allEqual(x []float64) bool {
+	for _, v := range x {
+		if v != x[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // correction returns F(x), the sum of the trees' values for the features
@@ -1044,3 +1117,9 @@ func (m *Boost) valid() error {
 	}
 	return nil
 }
+
+// boostHeldFolds: one row in boostHeldFolds is held out to stop a fit
+// (on 4,000 rows at K = 100, a tenth recovered 0.74 of a split
+// miscalibration and 0.90 of one class's distortion, a fifth 0.70 and
+// 0.84).
+const boostHeldFolds = 10

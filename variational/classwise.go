@@ -37,7 +37,7 @@ func ClassWise(ctx context.Context, s *data.Set, o Options) (Result, error) {
 // recalibrated probability g_k(f_ik) (ClassWise).
 type ClassMaps struct {
 	base     *Recalibrated // the set, the folds, and per family the n×K g_k(f_ik)
-	unfitted [][]int       // per family
+	unfitted [][]int       // per fitted family (base.fits)
 }
 
 // CrossFitClassWise fits the class maps of ClassWise (o.Loss, P and
@@ -49,9 +49,13 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 		return nil, err
 	}
 	families := o.families()
-	cm := &ClassMaps{base: base, unfitted: make([][]int, len(families))}
-	for j, fam := range families {
+	cm := &ClassMaps{base: base}
+	for _, fam := range families {
+		if base.tooFew(fam) && len(families) > 1 {
+			continue // as CrossFit: too few rows for the family
+		}
 		g := make([]float64, len(s.Probs))
+		var unfitted []int
 		for k := range s.K {
 			_, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{}, func(idx []int, out []float64) {
 				for j, i := range idx {
@@ -65,10 +69,11 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 				for i := range s.N {
 					g[i*s.K+k] = s.Probs[i*s.K+k]
 				}
-				cm.unfitted[j] = append(cm.unfitted[j], k)
+				unfitted = append(unfitted, k)
 			}
 		}
 		base.fits = append(base.fits, familyFit{name: fam.Name, g: g})
+		cm.unfitted = append(cm.unfitted, unfitted)
 	}
 	return cm, nil
 }

@@ -13,6 +13,10 @@ type Family struct {
 	Name   string
 	Method recal.Method
 	Fit    recal.FitOptions
+	// MinRows is the fewest training rows (those outside a fold) the
+	// family is fitted on: where a fold leaves fewer, the family is left
+	// out of the cross-fit (no candidate). 0 means no minimum.
+	MinRows int
 }
 
 // Shared is log-spline scaling without class biases (recal.LogSpline with
@@ -40,14 +44,23 @@ func FamilyOf(s string) (Family, error) {
 
 // AutoFamilies are the families "auto" chooses among: temperature scaling
 // (1 parameter), log-spline scaling without class biases (9) and with
-// them (K + 9). Each holds the one before it; the larger ones reach
-// miscalibrations a temperature does not (label smoothing, a shift of the
-// class priors) at the price of a noisier fit.
+// them (K + 9), and boosted logit corrections (recal.Boost: trees on the
+// log-probabilities, the class and the row's top class, as many as its
+// early stop keeps). Each parametric one holds the one before it; the
+// larger ones reach miscalibrations a temperature does not (label
+// smoothing, a shift of the class priors) at the price of a noisier fit;
+// boost reaches those no parametric map holds (a temperature that changes
+// between regions of the simplex, one class's own distortion). Boost
+// needs recal.BoostMinRows training rows (on fewer its map is a
+// temperature, which the first family is): on fewer, auto is the three
+// others.
 func AutoFamilies() []Family {
 	ts, _ := FamilyOf(string(recal.MethodTemperature))
 	sh, _ := FamilyOf(Shared)
 	ls, _ := FamilyOf(string(recal.MethodLogSpline))
-	return []Family{ts, sh, ls}
+	bo, _ := FamilyOf(string(recal.MethodBoost))
+	bo.MinRows = recal.BoostMinRows
+	return []Family{ts, sh, ls, bo}
 }
 
 // ParseFamilies returns the families of a comma-separated list of names

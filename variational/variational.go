@@ -261,6 +261,9 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	fitted := false
 	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
 	for _, fam := range families {
+		if rc.tooFew(fam) && len(families) > 1 {
+			continue // too few rows for the family: not a candidate
+		}
 		var g []float64
 		var kept map[lossKey][]float64
 		var put func(idx []int, out []float64)
@@ -287,6 +290,16 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 		return nil, noFamilyFits(errs)
 	}
 	return rc, nil
+}
+
+// tooFew reports whether a fold leaves fewer training rows than the
+// family's MinRows.
+func (rc *Recalibrated) tooFew(fam Family) bool {
+	size := make([]int, rc.folds)
+	for _, f := range rc.fold {
+		size[f]++
+	}
+	return len(rc.fold)-slices.Max(size) < fam.MinRows
 }
 
 // noFamilyFits is the error of a cross-fit where every family's fit

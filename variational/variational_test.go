@@ -196,7 +196,7 @@ func TestAutoFamilies(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%v: %s of %+v; truth %v", fam, r.Family, r.Candidates, truth)
-		if len(r.Candidates) != 3 || math.Abs(r.Value/truth.Value-1) > 0.15 {
+		if len(r.Candidates) != len(AutoFamilies()) || math.Abs(r.Value/truth.Value-1) > 0.15 {
 			t.Errorf("%v: L1 %.4f (%+v), truth %.4f", fam, r.Value, r.Candidates, truth.Value)
 		}
 		if fam.Miscalibration == synth.PriorShift && r.Family != "log-spline" {
@@ -407,7 +407,8 @@ func TestFamiliesThatCannotFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Family == "temperature" || len(r.Candidates) != 3 || r.Candidates[0].Err == nil || !math.IsNaN(r.Candidates[0].Value) {
+	if r.Family == "temperature" || len(r.Candidates) != 3 || // boost left out: 240 training rows
+		r.Candidates[0].Err == nil || !math.IsNaN(r.Candidates[0].Value) {
 		t.Errorf("uninformative: family %s, candidates %+v", r.Family, r.Candidates)
 	}
 	if r.Value < 0.5 { // CE_1 of a 0.98 prediction right 1/3 of the time: 2 (0.98 - 1/3) = 1.29
