@@ -401,14 +401,12 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 			sample = sample[:0]
 			if o.Subsample >= 1 {
 				sample = append(sample, pairs...)
-			}
-			for _, i := range train {
-				if o.Subsample >= 1 {
-					break
-				}
-				if float64(rowkey.Fold(uint64(i)^uint64(t)<<40, boostSampleSalt, 1<<20)) < o.Subsample*(1<<20) {
-					for j := pr.start[i]; j < pr.start[i]+per; j++ {
-						sample = append(sample, j)
+			} else {
+				for _, i := range train {
+					if float64(rowkey.Fold(uint64(i)^uint64(t)<<40, boostSampleSalt, 1<<20)) < o.Subsample*(1<<20) {
+						for j := pr.start[i]; j < pr.start[i]+per; j++ {
+							sample = append(sample, j)
+						}
 					}
 				}
 			}
