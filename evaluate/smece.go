@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/parallel"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/notion"
@@ -113,12 +114,18 @@ func (ev *evaluator) smeceClassWise() (*Result, error) {
 	s := ev.set
 	cols, ys := make([][]float64, s.K), make([][]float64, s.K)
 	e := &Result{Metric: SmECE, Notion: notion.ClassWise}
-	sum := 0.0
-	for k := range cols {
+	// The classes at once, each result in its place, summed in order.
+	rs, errs := make([]smooth.Result, s.K), make([]error, s.K)
+	if err := parallel.ForContext(ev.ctx, s.K, 0, func() struct{} { return struct{}{} }, func(_ struct{}, k int) {
 		cols[k], ys[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
-		r, err := ev.smeceOne(cols[k], ys[k])
-		if err != nil {
-			return nil, fmt.Errorf("class %d: %w", k, err)
+		rs[k], errs[k] = ev.smeceOne(cols[k], ys[k])
+	}); err != nil {
+		return nil, err
+	}
+	sum := 0.0
+	for k, r := range rs {
+		if errs[k] != nil {
+			return nil, fmt.Errorf("class %d: %w", k, errs[k])
 		}
 		sum += r.Value
 		e.PerClass = append(e.PerClass, data.Float(r.Value))

@@ -161,7 +161,8 @@ func (vp *variationalPass) check() error {
 
 // finishVariational returns the streamed ece_variational entries: the
 // canonical CE_1 (lp), CE_2^2 (Brier) and KL part (log) with their
-// intervals, as Evaluate's canonical entries.
+// intervals, as Evaluate's canonical entries; the default metrics, CE_1
+// alone (the headline).
 func finishVariational(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) {
 	if ks == nil || ks.st.Variational == nil {
 		return nil, fmt.Errorf("the second pass did not sum the gains")
@@ -174,8 +175,12 @@ func finishVariational(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error
 	for _, f := range vp.Fitted.Families {
 		names = append(names, f.Name)
 	}
+	losses := []variational.Loss{variational.Lp, variational.Brier, variational.Log}
+	if s.st.Config.Defaulted {
+		losses = losses[:1] // the headline alone, as Evaluate's default
+	}
 	var out []*Result
-	for _, l := range []variational.Loss{variational.Lp, variational.Brier, variational.Log} {
+	for _, l := range losses {
 		r, err := vp.Fitted.Error(vp.Sums, variational.Options{Loss: l})
 		if err != nil {
 			return nil, err

@@ -79,11 +79,11 @@ type BoostOptions struct {
 	// MinPairs is the fewest (row, class) pairs of a leaf; 0 means 20.
 	MinPairs int
 	// Patience stops the boosting after this many trees past the
-	// single-leaf ones without a better loss on the held-out rows; 0
-	// means 5.
+	// first (the temperature) without a better loss on the held-out
+	// rows; 0 means 5.
 	Patience int
 	// Subsample is the fraction of the training rows each tree past the
-	// first boostWarm is grown on, in (0, 1]; 0 means 1 (every row: on
+	// first is grown on, in (0, 1]; 0 means 1 (every row: on
 	// 4,000 rows at K = 100, trees on half the rows recovered 0.61 of a
 	// miscalibration whose direction changes between regions, trees on
 	// all of them 0.68).
@@ -273,14 +273,16 @@ func boostCategorical(f int) bool { return f == boostTopClass || f == boostClass
 // FitBoost fits boosted logit corrections (Boost) on validation
 // predictions (probs n×k, logits n×k or nil: read when given), labels and
 // sample weights (nil: all 1) by second-order gradient boosting of the
-// weighted log loss: each tree is grown level by level on the
-// (row, class) pairs' gradients and Hessians (the diagonal of the
-// softmax's), its leaves -Rate G / (H + Lambda). The rows whose key
+// weighted log loss, from a first tree that is a temperature of the
+// pairs' log-probabilities (a single leaf, fitted exactly: boostSlope):
+// each later tree is grown level by level on the (row, class) pairs'
+// gradients and Hessians (the diagonal of the softmax's), its leaves the
+// Newton step of a + b v, shrunk by Rate. The rows whose key
 // (rowkey.Fold of the row index) falls in one tenth of the keys are held
-// out: boosting stops after Patience trees past the single-leaf ones
-// without a lower held-out log loss, and the map keeps the trees up to
-// the best (on fewer than BoostMinRows rows nothing is held out and the
-// map is its first 6 single-leaf trees, a temperature). The map is the
+// out: boosting stops after Patience trees past the first without a
+// lower held-out log loss, and the map keeps the trees up to the best (on
+// fewer than BoostMinRows rows nothing is held out and the map is the
+// temperature alone). The map is the
 // same for a set whatever the number of goroutines. Errors as
 // FitLogSpline's.
 func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int, weights []float64, o BoostOptions) (*Boost, error) {
@@ -320,7 +322,7 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 			held[i] = rowkey.Fold(uint64(i), boostSalt, boostHeldFolds) == 0
 		}
 	} else {
-		rounds = min(rounds, boostWarm) // a temperature alone: too few rows to grow trees on
+		rounds = 1 // a temperature alone: too few rows to grow trees on
 	}
 	var train []int
 	for i := range n {
@@ -341,18 +343,22 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 	}
 	var trees []boostTree
 	bestLoss, best := math.Inf(1), 0
-	var pairs []int
-	for _, i := range train {
+	var pairs, heldPairs []int
+	for i := range n {
 		for j := pr.start[i]; j < pr.start[i]+per; j++ {
-			pairs = append(pairs, j)
+			if held[i] {
+				heldPairs = append(heldPairs, j)
+			} else {
+				pairs = append(pairs, j)
+			}
 		}
 	}
 	tb := newTreeBuilder(bins, o, code, pr.u, g, h)
 	sample := make([]int, 0, len(pairs))
-	// The rounds of single-leaf trees: boostWarm, fewer where their
-	// Newton steps converge; the patience counts from the first deeper
-	// tree.
-	warm := boostWarm
+	// The first tree is a single linear leaf: temperature scaling of the
+	// pairs' log-probabilities, fitted exactly (boostSlope); the patience
+	// counts from the first deeper tree.
+	const warm = 1
 	for t := 0; t < rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("recal: boost: %w", err)
@@ -383,17 +389,12 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 		} else {
 			best = t
 		}
-		// The first boostWarm trees are single linear leaves at full
-		// rate: Newton's steps to temperature scaling of the
-		// log-probabilities, from which the deeper trees start.
 		var tr *boostTree
 		if t < warm {
 			tb.use(pairs)
-			tr = tb.grow(0, 1)
-			if tr != nil && math.Abs(tr.value[0]) < 1e-6 && math.Abs(tr.slope[0]) < 1e-6 {
-				// Converged: the deeper trees start at the next round.
-				warm = t + 1
-			}
+			clear(tb.node) // every pair in the one leaf
+			tr = &boostTree{feature: []int{-1}, bin: []int{0}, left: [][]bool{nil}, lo: []int{-1}, hi: []int{-1},
+				value: []float64{0}, slope: []float64{boostSlope(pr, train, label, w)}, categorical: []bool{false}}
 		} else {
 			// Each deeper tree sees a fraction Subsample of the training
 			// rows (stochastic gradient boosting), drawn by a hash of the
@@ -417,8 +418,16 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 			break // no split and no gain: the corrections have converged
 		}
 		trees = append(trees, *tr)
-		for j := range f {
-			f[j] += tr.predictCode(code[j*boostFeatures:(j+1)*boostFeatures], pr.u[j])
+		if len(tb.pairs) == len(pairs) {
+			// Grown on every training pair: those know their leaves.
+			tb.addLeaves(f, tr)
+			for _, j := range heldPairs {
+				f[j] += tr.predictCode(code[j*boostFeatures:(j+1)*boostFeatures], pr.u[j])
+			}
+		} else {
+			for j := range f {
+				f[j] += tr.predictCode(code[j*boostFeatures:(j+1)*boostFeatures], pr.u[j])
+			}
 		}
 	}
 	if n >= BoostMinRows {
@@ -449,15 +458,79 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 const boostMaxLeaf = 1e6
 
 // BoostMinRows is the fewest rows a boost fit grows trees on (a tenth held
-// out to stop it); on fewer the map is its first boostWarm single-leaf
-// trees, a temperature: a held-out set of under 40 rows stops the
+// out to stop it); on fewer the map is its first tree, a temperature: a
+// held-out set of under 40 rows stops the
 // boosting on noise (fitted on 100 rows, K = 4, with a fifth held out, the
 // trees it kept raised the log loss of 40 new rows to 1.85, where a
 // temperature gives 1.53).
 const BoostMinRows = 400
 
-// boostWarm is the number of single-leaf trees that start a fit.
-const boostWarm = 6
+// boostSlope returns the slope b of the single leaf b max(u, floor) that
+// minimises the weighted log loss of the rows' pairs, softmax(u + b v)
+// (a temperature 1 / (1 + b) of the log-probabilities, the tail's mass
+// one pair): Newton's method on the convex loss with its exact second
+// derivative sum_i w_i Var_p(v), halving a step that raises the loss,
+// within the temperatures [MinTemperature, MaxTemperature]. The
+// diagonal Hessian a tree's leaf reads overshoots here (the loss of
+// CIFAR-10 logits went up and down for six such steps).
+func boostSlope(pr *boostRows, rows, label []int, w func(int) float64) float64 {
+	per := pr.start[1] - pr.start[0]
+	p := make([]float64, per)
+	eval := func(b float64) (loss, d1, d2 float64) {
+		for _, i := range rows {
+			s := pr.start[i]
+			u := pr.u[s : s+per]
+			mx := math.Inf(-1)
+			for r, ur := range u {
+				p[r] = ur + b*max(ur, boostLinearFloor)
+				mx = max(mx, p[r])
+			}
+			z := 0.0
+			for r := range p {
+				p[r] = math.Exp(p[r] - mx)
+				z += p[r]
+			}
+			ev, evv := 0.0, 0.0
+			for r, ur := range u {
+				v := max(ur, boostLinearFloor)
+				q := p[r] / z
+				ev += q * v
+				evv += q * v * v
+			}
+			y := label[i]
+			vy := max(u[y], boostLinearFloor)
+			wi := w(i)
+			loss -= wi * (u[y] + b*vy - mx - math.Log(z))
+			d1 += wi * (ev - vy)
+			d2 += wi * max(evv-ev*ev, 0)
+		}
+		return loss, d1, d2
+	}
+	lo, hi := 1/MaxTemperature-1, 1/MinTemperature-1
+	b := 0.0
+	loss, d1, d2 := eval(b)
+	for range 50 {
+		if !(d2 > 0) {
+			break
+		}
+		step := -d1 / d2
+		next := min(max(b+step, lo), hi)
+		nl, n1, n2 := eval(next)
+		for tries := 0; nl > loss && tries < 30; tries++ {
+			next = (b + next) / 2
+			nl, n1, n2 = eval(next)
+		}
+		if !(nl <= loss) {
+			break
+		}
+		moved := math.Abs(next - b)
+		b, loss, d1, d2 = next, nl, n1, n2
+		if moved <= 1e-10*(1+math.Abs(b)) {
+			break
+		}
+	}
+	return b
+}
 
 // boostSampleSalt sets the trees' samples apart.
 const boostSampleSalt = 0x626f6f737473616d // "boostsam"
@@ -682,6 +755,7 @@ func (tb *treeBuilder) grow(maxDepth int, rate float64) *boostTree {
 	hists := map[int][]binSums{}
 	count := []int{len(tb.pairs)}
 	parent := []int{-1}
+	var leaf []binSums // each leaf's sums (binSums about the centre)
 	for depth := 0; depth < maxDepth && len(level) > 0; depth++ {
 		pos := make([]int, len(t.feature))
 		for i := range pos {
@@ -757,11 +831,19 @@ func (tb *treeBuilder) grow(maxDepth int, rate float64) *boostTree {
 		if depth == 0 && t.feature[0] < 0 {
 			return nil
 		}
-		// Move the pairs of split nodes to their children.
+		// Move the pairs of split nodes to their children; at the last
+		// level, add each pair to its leaf's sums.
+		last := depth == maxDepth-1 || len(next) == 0
+		if last {
+			leaf = make([]binSums, len(t.feature))
+		}
 		for pi, j := range tb.pairs {
 			nd := tb.node[pi]
 			f := t.feature[nd]
 			if f < 0 {
+				if last {
+					tb.addPair(&leaf[nd], j)
+				}
 				continue
 			}
 			c := tb.code[j*boostFeatures+f]
@@ -777,46 +859,66 @@ func (tb *treeBuilder) grow(maxDepth int, rate float64) *boostTree {
 				tb.node[pi] = t.hi[nd]
 			}
 			count[tb.node[pi]]++
+			if last {
+				tb.addPair(&leaf[tb.node[pi]], j)
+			}
+		}
+		if last {
+			break
 		}
 		level = next
 	}
 	// The leaves: minimise sum g (a + b v) + h (a + b v)^2 / 2 + Lambda (a^2
 	// + b^2) / 2 over the leaf's pairs (v = max(u, floor) less the leaf's
 	// mean v, so that a and b are nearly independent), then shrink by Rate.
-	m := len(t.feature)
-	sh, sg, shv, sgv, shvv, sv := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
-	for pi, j := range tb.pairs {
-		nd := tb.node[pi]
-		v := max(tb.u[j], boostLinearFloor)
-		sh[nd] += tb.h[j]
-		shv[nd] += tb.h[j] * v
-	}
-	for nd := range m {
-		if sh[nd] > 0 {
-			sv[nd] = shv[nd] / sh[nd]
+	// The sums about the tree's centre (the last level's pass, or one pass
+	// for a single leaf) move to the leaf's mean m: HV' = 0, HVV' = HVV -
+	// HV^2 / H, GV' = GV - G m.
+	if maxDepth == 0 {
+		leaf = make([]binSums, 1)
+		for _, j := range tb.pairs {
+			tb.addPair(&leaf[0], j)
 		}
-		shv[nd] = 0
 	}
-	for pi, j := range tb.pairs {
-		nd := tb.node[pi]
-		v := max(tb.u[j], boostLinearFloor) - sv[nd]
-		sg[nd] += tb.g[j]
-		sgv[nd] += tb.g[j] * v
-		shv[nd] += tb.h[j] * v
-		shvv[nd] += tb.h[j] * v * v
-	}
-	for nd := range m {
+	for nd := range t.feature {
 		if t.feature[nd] >= 0 {
 			continue
 		}
-		a11, a12, a22 := sh[nd]+o.Lambda, shv[nd], shvv[nd]+o.Lambda
-		det := a11*a22 - a12*a12
-		a := -(a22*sg[nd] - a12*sgv[nd]) / det
-		b := -(a11*sgv[nd] - a12*sg[nd]) / det
+		ls := leaf[nd]
+		m := 0.0
+		if ls.h > 0 {
+			m = ls.hv / ls.h
+		}
+		a11, a22 := ls.h+o.Lambda, max(ls.hvv-ls.hv*m, 0)+o.Lambda
+		sgv := ls.gv - ls.g*m
+		a := -ls.g / a11
+		b := -sgv / a22
 		t.slope[nd] = rate * b
-		t.value[nd] = rate * (a - b*sv[nd])
+		t.value[nd] = rate * (a - b*(m+tb.center))
 	}
 	return t
+}
+
+// addPair adds pair j's g, h and their products with v = max(u, floor)
+// less the tree's centre to a.
+func (tb *treeBuilder) addPair(a *binSums, j int) {
+	gj, hj := tb.g[j], tb.h[j]
+	v := max(tb.u[j], boostLinearFloor) - tb.center
+	a.g += gj
+	a.h += hj
+	a.gv += gj * v
+	a.hv += hj * v
+	a.hvv += hj * v * v
+	a.n++
+}
+
+// addLeaves adds to f, for each pair the tree was grown on, its leaf's
+// correction (the leaf each pair was moved to: what predictCode finds).
+func (tb *treeBuilder) addLeaves(f []float64, t *boostTree) {
+	for pi, j := range tb.pairs {
+		nd := tb.node[pi]
+		f[j] += t.value[nd] + t.slope[nd]*max(tb.u[j], boostLinearFloor)
+	}
 }
 
 // binSums are the sums over a histogram bin's pairs of g, h, g v, h v

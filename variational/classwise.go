@@ -50,29 +50,42 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 	}
 	families := o.families()
 	cm := &ClassMaps{base: base}
+	views := make([]*data.Set, s.K)
+	for k := range s.K {
+		views[k] = classView(s, k)
+	}
+	// Every fitted family's maps of every class, in one schedule.
+	var jobs []fitJob
+	var gs [][]float64
 	for _, fam := range families {
 		if base.tooFew(fam) && len(families) > 1 {
 			continue // as CrossFit: too few rows for the family
 		}
 		g := make([]float64, len(s.Probs))
-		var unfitted []int
+		gs = append(gs, g)
+		base.fits = append(base.fits, familyFit{name: fam.Name, g: g})
 		for k := range s.K {
-			_, err := crossFit(ctx, classView(s, k), fam, base.fold, base.folds, map[int][]float64{}, func(idx []int, out []float64) {
+			jobs = append(jobs, fitJob{set: views[k], fam: fam, put: func(idx []int, out []float64) {
 				for j, i := range idx {
 					g[i*s.K+k] = out[2*j+1]
 				}
-			})
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if err != nil {
+			}})
+		}
+	}
+	_, errs, err := crossFitAll(ctx, jobs, base.fold, base.folds)
+	if err != nil {
+		return nil, err
+	}
+	for fi, g := range gs {
+		var unfitted []int
+		for k := range s.K {
+			if errs[fi*s.K+k] != nil {
 				for i := range s.N {
 					g[i*s.K+k] = s.Probs[i*s.K+k]
 				}
 				unfitted = append(unfitted, k)
 			}
 		}
-		base.fits = append(base.fits, familyFit{name: fam.Name, g: g})
 		cm.unfitted = append(cm.unfitted, unfitted)
 	}
 	return cm, nil

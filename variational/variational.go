@@ -257,37 +257,42 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	if o.noFit {
 		return rc, nil
 	}
-	var errs []error
-	fitted := false
-	knots := map[int][]float64{} // log-spline knots by LogSplineOptions.Knots: the same for every such family
+	var jobs []fitJob
 	for _, fam := range families {
 		if rc.tooFew(fam) && len(families) > 1 {
 			continue // too few rows for the family: not a candidate
 		}
-		var g []float64
-		var kept map[lossKey][]float64
+		ff := familyFit{name: fam.Name, method: fam.Method}
 		var put func(idx []int, out []float64)
 		if rc.keep != nil {
-			kept = rc.newKept()
+			kept := rc.newKept()
+			ff.kept = kept
 			put = func(idx []int, out []float64) { rc.keepGains(kept, idx, out) }
 		} else {
-			g = make([]float64, len(s.Probs))
-			put = into(g, s.K)
+			ff.g = make([]float64, len(s.Probs))
+			put = into(ff.g, s.K)
 		}
-		maps, err := crossFit(ctx, s, fam, rc.fold, o.Folds, knots, put)
-		if err != nil && (ctx.Err() != nil || len(families) == 1) {
-			return nil, err
-		}
-		// One of several may fail where the others fit (a temperature at
-		// the end of its range on degenerate logits).
-		rc.fits = append(rc.fits, familyFit{name: fam.Name, method: fam.Method, g: g, kept: kept, maps: maps, err: err})
-		if err != nil {
-			errs = append(errs, err)
-		}
-		fitted = fitted || err == nil
+		rc.fits = append(rc.fits, ff)
+		jobs = append(jobs, fitJob{set: s, fam: fam, put: put})
 	}
-	if !fitted {
-		return nil, noFamilyFits(errs)
+	maps, errs, err := crossFitAll(ctx, jobs, rc.fold, o.Folds)
+	if err != nil {
+		return nil, err
+	}
+	if len(families) == 1 && errs[0] != nil {
+		return nil, errs[0]
+	}
+	// One of several may fail where the others fit (a temperature at the
+	// end of its range on degenerate logits).
+	var failed []error
+	for j := range rc.fits {
+		rc.fits[j].maps, rc.fits[j].err = maps[j], errs[j]
+		if errs[j] != nil {
+			failed = append(failed, errs[j])
+		}
+	}
+	if len(failed) == len(rc.fits) {
+		return nil, noFamilyFits(failed)
 	}
 	return rc, nil
 }
@@ -320,62 +325,137 @@ func (e noFamilyFits) Error() string {
 // in any).
 func (e noFamilyFits) Unwrap() []error { return e }
 
-// crossFit returns each fold's map of one family and gives put the
-// out-of-fold probabilities of each fold's rows idx (len(idx)×K). A
-// log-spline family's knots are placed once, on every row's predictions
-// (they read no label, so no row's own map learns from its label), and
-// each fold's fit starts from the previous fold's map; the other
-// families' folds are fitted concurrently.
-func crossFit(ctx context.Context, s *data.Set, fam Family, fold []int, folds int, knots map[int][]float64, put func(idx []int, out []float64)) ([]recal.Calibrator, error) {
-	maps := make([]recal.Calibrator, folds)
-	if ls := &fam.Fit.LogSpline; fam.Method == recal.MethodLogSpline && ls.KnotsAt == nil {
-		if knots[ls.Knots] == nil {
-			ws := withLogits(s, fam.Method)
-			t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, *ls)
-			if err != nil {
-				return nil, pkgerr.Errorf("variational", "%s: %w", fam.Name, err)
-			}
-			knots[ls.Knots] = t
-		}
-		ls.KnotsAt = knots[ls.Knots]
-	}
-	if fam.Method != recal.MethodLogSpline {
-		// The folds' fits are independent: fitted at once, each map in its
-		// fold's place (the same maps for any number of goroutines).
-		errs := make([]error, folds)
-		if err := parallel.ForContext(ctx, folds, 0, func() struct{} { return struct{}{} }, func(_ struct{}, f int) {
-			train, _ := split(fold, f)
-			maps[f], errs[f] = recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
-		}); err != nil {
-			return nil, err
+// fitJob is one family's cross-fit on one set: its out-of-fold
+// probabilities go to put (crossFitAll).
+type fitJob struct {
+	set *data.Set
+	fam Family
+	put func(idx []int, out []float64)
+}
+
+// crossFitAll returns, for each job, each fold's map of its family
+// (maps[j][f]; nil where the job failed) and the job's error (the first
+// fold's in fold order, or the knots'), giving put the out-of-fold probabilities of each fold's
+// rows idx (len(idx)×K). A log-spline family's knots are placed once per
+// set and knot count, on every row's predictions (they read no label, so
+// no row's own map learns from its label), and each fold's fit starts
+// from the previous fold's map: the job's folds are one chain. Every
+// other family's folds are independent. The chains and the folds run at
+// once on GOMAXPROCS goroutines, the chains first (the longest items);
+// each item writes only its own maps, errors and rows, so that the
+// results are the same for any number of goroutines. The error returned
+// is the context's.
+func crossFitAll(ctx context.Context, jobs []fitJob, fold []int, folds int) ([][]recal.Calibrator, []error, error) {
+	maps := make([][]recal.Calibrator, len(jobs))
+	foldErrs := make([][]error, len(jobs))
+	type item struct{ job, fold int } // fold -1: the job's chain
+	var chains, rest []item
+	for j, jb := range jobs {
+		maps[j], foldErrs[j] = make([]recal.Calibrator, folds), make([]error, folds)
+		if chained(jb.fam) {
+			chains = append(chains, item{j, -1})
+			continue
 		}
 		for f := range folds {
-			if errs[f] != nil {
-				return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, errs[f])
-			}
-			_, test := split(fold, f)
-			if err := applyRows(put, maps[f], fam.Method, s, test); err != nil {
-				return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
-			}
+			rest = append(rest, item{j, f})
 		}
-		return maps, nil
 	}
-	for f := range folds {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	items := append(chains, rest...)
+	var kn knotCache
+	fitFold := func(jb fitJob, f int, fit recal.FitOptions) (recal.Calibrator, error) {
 		train, test := split(fold, f)
-		c, err := recal.Fit(ctx, fam.Method, withLogits(rows(s, train), fam.Method), fam.Fit)
+		c, err := recal.Fit(ctx, jb.fam.Method, withLogits(rows(jb.set, train), jb.fam.Method), fit)
 		if err != nil {
-			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
+			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", jb.fam.Name, f, err)
 		}
-		maps[f] = c
-		fam.Fit.LogSpline.Start = c.(*recal.LogSpline) // the next fold's fit starts here
-		if err := applyRows(put, c, fam.Method, s, test); err != nil {
-			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", fam.Name, f, err)
+		if err := applyRows(jb.put, c, jb.fam.Method, jb.set, test); err != nil {
+			return nil, pkgerr.Errorf("variational", "%s, fold %d: %w", jb.fam.Name, f, err)
+		}
+		return c, nil
+	}
+	if err := parallel.ForContext(ctx, len(items), 0, func() struct{} { return struct{}{} }, func(_ struct{}, i int) {
+		it := items[i]
+		jb := jobs[it.job]
+		if it.fold >= 0 {
+			maps[it.job][it.fold], foldErrs[it.job][it.fold] = fitFold(jb, it.fold, jb.fam.Fit)
+			return
+		}
+		fit := jb.fam.Fit
+		if fit.LogSpline.KnotsAt == nil {
+			t, err := kn.get(jb.set, fit.LogSpline)
+			if err != nil {
+				foldErrs[it.job][0] = pkgerr.Errorf("variational", "%s: %w", jb.fam.Name, err)
+				return
+			}
+			fit.LogSpline.KnotsAt = t
+		}
+		for f := range folds {
+			if ctx.Err() != nil {
+				return
+			}
+			c, err := fitFold(jb, f, fit)
+			if err != nil {
+				foldErrs[it.job][f] = err
+				return
+			}
+			maps[it.job][f] = c
+			fit.LogSpline.Start = c.(*recal.LogSpline) // the next fold's fit starts here
+		}
+	}); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	errs := make([]error, len(jobs))
+	for j := range jobs {
+		for _, err := range foldErrs[j] {
+			if err != nil {
+				errs[j], maps[j] = err, nil
+				break
+			}
 		}
 	}
-	return maps, nil
+	return maps, errs, nil
+}
+
+// chained reports whether the family's folds are fitted as a chain, each
+// from the previous fold's map (log-spline scaling).
+func chained(fam Family) bool { return fam.Method == recal.MethodLogSpline }
+
+// knotCache holds the log-spline knots of each set and knot count,
+// placed once whichever chain asks first.
+type knotCache struct {
+	mu sync.Mutex
+	m  map[knotKey]knotsOrErr
+}
+
+type knotKey struct {
+	set   *data.Set
+	knots int
+}
+
+type knotsOrErr struct {
+	at  []float64
+	err error
+}
+
+// get returns the knots of the log-spline options o on s (recal.LogSplineKnots
+// on every row's log-probabilities).
+func (kc *knotCache) get(s *data.Set, o recal.LogSplineOptions) ([]float64, error) {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	key := knotKey{s, o.Knots}
+	if v, ok := kc.m[key]; ok {
+		return v.at, v.err
+	}
+	ws := withLogits(s, recal.MethodLogSpline)
+	t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, o)
+	if kc.m == nil {
+		kc.m = map[knotKey]knotsOrErr{}
+	}
+	kc.m[key] = knotsOrErr{t, err}
+	return t, err
 }
 
 // into returns the sink of applyRows that writes each row's K

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -413,5 +414,45 @@ func TestFamiliesThatCannotFit(t *testing.T) {
 	}
 	if r.Value < 0.5 { // CE_1 of a 0.98 prediction right 1/3 of the time: 2 (0.98 - 1/3) = 1.29
 		t.Errorf("uninformative: CE_1 %v", r.Value)
+	}
+}
+
+// TestSameForAnyGOMAXPROCS: the families' folds and chains run at once,
+// the class-wise maps of every class too; the estimates (value, interval,
+// family) and the class-wise one are the same bits on 1 and 4 goroutines.
+func TestSameForAnyGOMAXPROCS(t *testing.T) {
+	fam := synth.Family{K: 5, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
+	f, y, _ := fam.Draw(2500, rand.New(rand.NewPCG(5, 6)))
+	s, err := data.New(f, fam.K, y, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(procs int) (Result, Result) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		r, err := CalibrationError(context.Background(), s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw, err := ClassWise(context.Background(), s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, cw
+	}
+	r1, c1 := run(1)
+	r4, c4 := run(4)
+	if len(r1.Candidates) != len(AutoFamilies()) {
+		t.Fatalf("candidates %+v, want every family of auto", r1.Candidates)
+	}
+	for _, p := range [][2]Result{{r1, r4}, {c1, c4}} {
+		a, b := p[0], p[1]
+		if a.Value != b.Value || a.Lo != b.Lo || a.Hi != b.Hi || a.SE != b.SE || a.Family != b.Family {
+			t.Errorf("1 goroutine: %v [%v, %v] se %v (%s); 4: %v [%v, %v] se %v (%s)", a.Value, a.Lo, a.Hi, a.SE, a.Family, b.Value, b.Lo, b.Hi, b.SE, b.Family)
+		}
+		for i := range a.Candidates {
+			if a.Candidates[i].Value != b.Candidates[i].Value {
+				t.Errorf("%s: %v on 1 goroutine, %v on 4", a.Candidates[i].Family, a.Candidates[i].Value, b.Candidates[i].Value)
+			}
+		}
 	}
 }
