@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/calib-dev/calib/internal/rowkey"
 	"github.com/calib-dev/calib/synth"
 )
 
@@ -167,6 +169,8 @@ func TestBoostLoadRejects(t *testing.T) {
 		{`{"feature":[0,-1,-1],"threshold":[-1,0,0],"categories":[[1],null,null],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,1,2],"slope":[0,0,0]}`, "categorical feature", ErrMap},
 		{`{"feature":[5,-1,-1],"threshold":[0,0,0],"categories":[[7],null,null],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,1,2],"slope":[0,0,0]}`, "categories[0]: 7", ErrMap},
 		{`{"feature":[-1,-1],"threshold":[0],"categories":[null],"left":[-1],"right":[-1],"value":[0],"slope":[0]}`, "2 features but arrays of 1", ErrSchema},
+		{`{"feature":[-1],"threshold":[0],"categories":[null],"left":[-1],"right":[-1],"value":[0],"slope":[0],"floor":0.5}`, "floor 0.5", ErrMap},
+		{`{"feature":[-1],"threshold":[0],"categories":[null],"left":[-1],"right":[-1],"value":[0],"slope":[0],"floor":-100}`, "floor -100", ErrMap},
 	} {
 		_, err := Load(strings.NewReader(head + leaf + "," + c.tree + "]}"))
 		if err == nil || !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.want) {
@@ -175,6 +179,67 @@ func TestBoostLoadRejects(t *testing.T) {
 	}
 	if _, err := Load(strings.NewReader(head + leaf + "]}")); err != nil {
 		t.Errorf("a one-leaf tree: %v", err)
+	}
+}
+
+// TestBoostFloor: a tree's slope reads max(u, floor) (a hand map:
+// probabilities 0.999 and 0.001, a leaf of slope 1 and floor -2), and a
+// fit's floor is the log-probability below which the training pairs hold
+// boostFloorShare of the Hessian mass p (1 - p) (brute force: every pair
+// sorted), its temperature tree without one.
+func TestBoostFloor(t *testing.T) {
+	m, err := Load(strings.NewReader(`{"schema_version":1,"method":"boost","input":"logits","k":2,"top":2,"trees":[` +
+		`{"feature":[-1],"threshold":[0],"categories":[null],"left":[-1],"right":[-1],"value":[0],"slope":[1],"floor":-2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Calibrate([]float64{0.999, 0.001}, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := 0.999*math.Exp(math.Log(0.999)), 0.001*math.Exp(-2)
+	if want := b / (a + b); math.Abs(out[1]-want) > 1e-15 {
+		t.Errorf("floor -2: %v, want %v", out[1], want)
+	}
+	for _, k := range []int{3, 40} {
+		fa := synth.Family{K: k, Alpha: 1 / math.Sqrt(float64(k)), Miscalibration: synth.Split, Param: 0.6}
+		p, y, _ := fa.Draw(4000, rand.New(rand.NewPCG(uint64(k), 9)))
+		var z []float64
+		fit, err := FitBoost(context.Background(), p, z, y, k, nil, BoostOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := boostPairs(logProbs(p, z, k), k, min(10, k))
+		per := pr.start[1] - pr.start[0]
+		type uh struct{ u, h float64 }
+		var all []uh
+		total := 0.0
+		for i := range len(y) {
+			if rowkey.Fold(uint64(i), boostSalt, boostHeldFolds) == 0 {
+				continue // held out
+			}
+			for j := pr.start[i]; j < pr.start[i]+per; j++ {
+				q := math.Exp(pr.u[j])
+				all = append(all, uh{pr.u[j], q * (1 - q)})
+				total += q * (1 - q)
+			}
+		}
+		slices.SortFunc(all, func(a, b uh) int { return cmpFloat(a.u, b.u) })
+		want, cum := 0.0, 0.0
+		for _, x := range all {
+			if cum += x.h; cum >= boostFloorShare*total {
+				want = x.u
+				break
+			}
+		}
+		if len(fit.Trees) < 2 || fit.Trees[0].Floor != 0 {
+			t.Fatalf("K = %d: %d trees, the first's floor %v: want a temperature without one and deeper trees", k, len(fit.Trees), fit.Trees[0].Floor)
+		}
+		for ti, tr := range fit.Trees[1:] {
+			if tr.Floor != want {
+				t.Errorf("K = %d, tree %d: floor %v, want %v", k, ti+1, tr.Floor, want)
+			}
+		}
 	}
 }
 
