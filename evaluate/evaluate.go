@@ -198,7 +198,7 @@ type config struct {
 	explicit bool
 	ci       bool
 	// defaulted: Metrics was nil (DefaultMetrics): ece_variational computes
-	// the headline's notion alone and the canonical binned metrics are
+	// the headline alone (its notion and loss) and the canonical binned metrics are
 	// left out where their cells are too sparse to mean anything.
 	defaulted bool
 }

@@ -116,7 +116,7 @@ func (ev *evaluator) smeceClassWise() (*Result, error) {
 	e := &Result{Metric: SmECE, Notion: notion.ClassWise}
 	// The classes at once, each result in its place, summed in order.
 	rs, errs := make([]smooth.Result, s.K), make([]error, s.K)
-	if err := parallel.ForContext(ev.ctx, s.K, 0, func() struct{} { return struct{}{} }, func(_ struct{}, k int) {
+	if err := parallel.ForContext(ev.ctx, s.K, ev.cfg.Workers, func() struct{} { return struct{}{} }, func(_ struct{}, k int) {
 		cols[k], ys[k] = metric.ClassColumn(s.Probs, s.Labels, s.K, k)
 		rs[k], errs[k] = ev.smeceOne(cols[k], ys[k])
 	}); err != nil {

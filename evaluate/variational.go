@@ -116,8 +116,7 @@ func (ev *evaluator) variational() ([]*Result, error) {
 	}
 	losses := variationalLosses(c.ps)
 	if c.defaulted {
-		losses = losses[:0:0]
-		losses = append(losses, variationalLoss{variational.Lp, 1}) // the headline alone
+		losses = []variationalLoss{{variational.Lp, 1}} // the headline alone
 	}
 	var out []*Result
 	var cm *variational.ClassMaps

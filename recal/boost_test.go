@@ -243,6 +243,40 @@ func TestBoostFloor(t *testing.T) {
 	}
 }
 
+// TestBoostExtremeLogits: a class masked by a logit of -3.4e38 (a
+// log-probability far below any bucket of the floor's search) fits and
+// maps to finite probabilities that sum to 1, the masked class's 0.
+func TestBoostExtremeLogits(t *testing.T) {
+	const k = 4
+	_, z, y := logitSet(500, k, 11)
+	for i := range len(y) {
+		z[i*k+3] = -3.4e38
+		if y[i] == 3 {
+			y[i] = 0
+		}
+	}
+	m, err := FitBoost(context.Background(), nil, z, y, k, nil, BoostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Calibrate(nil, z, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(out); i += k {
+		s := 0.0
+		for _, v := range out[i : i+k] {
+			if !(v >= 0 && v <= 1) {
+				t.Fatalf("row %d: %v", i/k, out[i:i+k])
+			}
+			s += v
+		}
+		if math.Abs(s-1) > 1e-12 || out[i+3] != 0 {
+			t.Fatalf("row %d: %v", i/k, out[i:i+k])
+		}
+	}
+}
+
 // BenchmarkFitBoost: one fit on 8,000 rows (a fold's training rows of a
 // 10,000-row cross-fit) of the split miscalibration, K = 10 and 100.
 func BenchmarkFitBoost(b *testing.B) {

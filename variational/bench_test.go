@@ -25,10 +25,18 @@ func loadBench(b testing.TB, dir string) *data.Set {
 	return s
 }
 
-// BenchmarkCrossFit: one family's cross-fit (5 folds) on n = 10,000 rows.
+// BenchmarkCrossFit: one family's cross-fit (5 folds) on n = 10,000 rows,
+// and auto's (every family's folds and chains in one schedule).
 func BenchmarkCrossFit(b *testing.B) {
 	for _, bs := range benchSets {
 		s := loadBench(b, bs.dir)
+		b.Run(bs.name+"/auto", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := CrossFit(context.Background(), s, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		for _, fam := range AutoFamilies() {
 			b.Run(bs.name+"/"+fam.Name, func(b *testing.B) {
 				for b.Loop() {

@@ -3,6 +3,7 @@ package variational
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/calib-dev/calib/data"
 )
@@ -50,31 +51,43 @@ func CrossFitClassWise(ctx context.Context, s *data.Set, o Options) (*ClassMaps,
 	}
 	families := o.families()
 	cm := &ClassMaps{base: base}
-	views := make([]*data.Set, s.K)
-	for k := range s.K {
-		views[k] = classView(s, k)
-	}
-	// Every fitted family's maps of every class, in one schedule.
-	var jobs []fitJob
+	var fams []Family
 	var gs [][]float64
 	for _, fam := range families {
 		if base.tooFew(fam) && len(families) > 1 {
 			continue // as CrossFit: too few rows for the family
 		}
 		g := make([]float64, len(s.Probs))
-		gs = append(gs, g)
+		fams, gs = append(fams, fam), append(gs, g)
 		base.fits = append(base.fits, familyFit{name: fam.Name, g: g})
-		for k := range s.K {
-			jobs = append(jobs, fitJob{set: views[k], fam: fam, put: func(idx []int, out []float64) {
-				for j, i := range idx {
-					g[i*s.K+k] = out[2*j+1]
-				}
-			}})
-		}
 	}
-	_, errs, err := crossFitAll(ctx, jobs, base.fold, base.folds)
-	if err != nil {
-		return nil, err
+	// Every fitted family's maps of a batch of classes in one schedule:
+	// a batch's binary views at a time (the results do not depend on the
+	// batch's size).
+	errs := make([]error, len(fams)*s.K)
+	batch := 2 * runtime.GOMAXPROCS(0)
+	for k0 := 0; k0 < s.K; k0 += batch {
+		var jobs []fitJob
+		var at []int // each job's place in errs
+		for k := k0; k < min(k0+batch, s.K); k++ {
+			view := classView(s, k)
+			for fi, fam := range fams {
+				g := gs[fi]
+				jobs = append(jobs, fitJob{set: view, fam: fam, put: func(idx []int, out []float64) {
+					for j, i := range idx {
+						g[i*s.K+k] = out[2*j+1]
+					}
+				}})
+				at = append(at, fi*s.K+k)
+			}
+		}
+		_, jerrs, err := crossFitAll(ctx, jobs, base.fold, base.folds)
+		if err != nil {
+			return nil, err
+		}
+		for j, e := range jerrs {
+			errs[at[j]] = e
+		}
 	}
 	for fi, g := range gs {
 		var unfitted []int

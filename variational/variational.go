@@ -175,8 +175,11 @@ type Recalibrated struct {
 	fits  []familyFit
 	fold  []int
 	folds int
-	keep  []Options  // a lean fit's losses (Options.keep)
-	mu    sync.Mutex // guards fits' gIn and keptIn
+	keep  []Options // a lean fit's losses (Options.keep)
+	// minTrain is the fewest training rows a fold leaves (the rows
+	// outside the largest fold).
+	minTrain int
+	mu       sync.Mutex // guards fits' gIn and keptIn
 }
 
 // familyFit is one family's out-of-fold probabilities (n×K), or the error
@@ -254,6 +257,7 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 	if slices.Contains(size, s.N) {
 		return nil, fmt.Errorf("%w: all %d rows fell in one of %d folds: too few rows", ErrInput, s.N, o.Folds)
 	}
+	rc.minTrain = s.N - slices.Max(size)
 	if o.noFit {
 		return rc, nil
 	}
@@ -299,13 +303,7 @@ func crossFitFolds(ctx context.Context, s *data.Set, o Options, fold []int) (*Re
 
 // tooFew reports whether a fold leaves fewer training rows than the
 // family's MinRows.
-func (rc *Recalibrated) tooFew(fam Family) bool {
-	size := make([]int, rc.folds)
-	for _, f := range rc.fold {
-		size[f]++
-	}
-	return len(rc.fold)-slices.Max(size) < fam.MinRows
-}
+func (rc *Recalibrated) tooFew(fam Family) bool { return rc.minTrain < fam.MinRows }
 
 // noFamilyFits is the error of a cross-fit where every family's fit
 // failed: each family's error (a message naming each, for one reason
@@ -335,16 +333,16 @@ type fitJob struct {
 
 // crossFitAll returns, for each job, each fold's map of its family
 // (maps[j][f]; nil where the job failed) and the job's error (the first
-// fold's in fold order, or the knots'), giving put the out-of-fold probabilities of each fold's
-// rows idx (len(idx)×K). A log-spline family's knots are placed once per
-// set and knot count, on every row's predictions (they read no label, so
-// no row's own map learns from its label), and each fold's fit starts
-// from the previous fold's map: the job's folds are one chain. Every
-// other family's folds are independent. The chains and the folds run at
-// once on GOMAXPROCS goroutines, the chains first (the longest items);
-// each item writes only its own maps, errors and rows, so that the
-// results are the same for any number of goroutines. The error returned
-// is the context's.
+// fold's in fold order, or the knots'), giving put the out-of-fold
+// probabilities of each fold's rows idx (len(idx)×K). A log-spline
+// family's knots are placed once per set and knot count, on every row's
+// predictions (they read no label, so no row's own map learns from its
+// label), and each fold's fit starts from the previous fold's map: the
+// job's folds are one chain. Every other family's folds are independent.
+// The chains and the folds run at once on GOMAXPROCS goroutines, the
+// chains first (the longest items); each item writes only its own maps,
+// errors and rows, so that the results are the same for any number of
+// goroutines. The error returned is the context's.
 func crossFitAll(ctx context.Context, jobs []fitJob, fold []int, folds int) ([][]recal.Calibrator, []error, error) {
 	maps := make([][]recal.Calibrator, len(jobs))
 	foldErrs := make([][]error, len(jobs))
@@ -424,10 +422,11 @@ func crossFitAll(ctx context.Context, jobs []fitJob, fold []int, folds int) ([][
 func chained(fam Family) bool { return fam.Method == recal.MethodLogSpline }
 
 // knotCache holds the log-spline knots of each set and knot count,
-// placed once whichever chain asks first.
+// placed once whichever chain asks first (the others of that key wait;
+// other keys do not).
 type knotCache struct {
 	mu sync.Mutex
-	m  map[knotKey]knotsOrErr
+	m  map[knotKey]*knotEntry
 }
 
 type knotKey struct {
@@ -435,27 +434,31 @@ type knotKey struct {
 	knots int
 }
 
-type knotsOrErr struct {
-	at  []float64
-	err error
+type knotEntry struct {
+	once sync.Once
+	at   []float64
+	err  error
 }
 
 // get returns the knots of the log-spline options o on s (recal.LogSplineKnots
 // on every row's log-probabilities).
 func (kc *knotCache) get(s *data.Set, o recal.LogSplineOptions) ([]float64, error) {
 	kc.mu.Lock()
-	defer kc.mu.Unlock()
 	key := knotKey{s, o.Knots}
-	if v, ok := kc.m[key]; ok {
-		return v.at, v.err
+	e := kc.m[key]
+	if e == nil {
+		if kc.m == nil {
+			kc.m = map[knotKey]*knotEntry{}
+		}
+		e = &knotEntry{}
+		kc.m[key] = e
 	}
-	ws := withLogits(s, recal.MethodLogSpline)
-	t, err := recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, o)
-	if kc.m == nil {
-		kc.m = map[knotKey]knotsOrErr{}
-	}
-	kc.m[key] = knotsOrErr{t, err}
-	return t, err
+	kc.mu.Unlock()
+	e.once.Do(func() {
+		ws := withLogits(s, recal.MethodLogSpline)
+		e.at, e.err = recal.LogSplineKnots(ws.Probs, recal.TwoColumnLogits(ws), ws.K, ws.Weights, o)
+	})
+	return e.at, e.err
 }
 
 // into returns the sink of applyRows that writes each row's K
