@@ -27,8 +27,8 @@ import (
 // (per-class maps) when K <= 20. The default evaluation (DefaultMetrics)
 // computes the canonical CE_1 alone, the Headline: the CE_2^2 and KL rows
 // are lower bounds whose shortfall is quadratic in the map's error (where
-// the CE_1 row read 0.90 to 1.03 of its truth at n = 5,000, the Brier row
-// read 0.74 to 1.04 of CE_2^2: docs/evidence/experiments/headline.txt),
+// the CE_1 row read 0.9 to 1.1 of its truth at n = 5,000, the Brier row
+// read 0.65 to 1.03 of CE_2^2: docs/evidence/experiments/headline.txt),
 // computed where ece_variational is named.
 // Each entry carries its 95 % interval (interval_kind "cross-fit";
 // variational.Result): se from the rows' gains and the refitted maps'

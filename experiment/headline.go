@@ -14,6 +14,7 @@ import (
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/internal/mathx"
 	"github.com/calib-dev/calib/internal/parallel"
+	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/progress"
 	"github.com/calib-dev/calib/report"
@@ -195,7 +196,10 @@ func Headline(ctx context.Context, o HeadlineOptions) (*HeadlineResult, error) {
 				return
 			}
 			t0 := time.Now()
-			ev, err := evaluate.Evaluate(ctx, s, evaluate.Options{Metrics: evaluate.MetricSet{evaluate.ECEVariational}, Variational: evaluate.VariationalOptions{Family: o.Family}, Workers: 1})
+			// The canonical notion alone: the headline and the Brier row (not
+			// the top-label and class-wise maps, which read nothing here).
+			ev, err := evaluate.Evaluate(ctx, s, evaluate.Options{Metrics: evaluate.MetricSet{evaluate.ECEVariational},
+				Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, Variational: evaluate.VariationalOptions{Family: o.Family}, Workers: 1})
 			if err != nil {
 				out[r].err = err
 				return
