@@ -366,10 +366,9 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 	}
 	tb := newTreeBuilder(bins, o, code, v, g, h)
 	sample := make([]int, 0, len(pairs))
-	// The first tree is a single linear leaf: temperature scaling of the
-	// pairs' log-probabilities, fitted exactly (boostSlope); the patience
-	// counts from the first deeper tree.
-	const warm = 1
+	// The first tree (t = 0) is a single linear leaf: temperature scaling
+	// of the pairs' log-probabilities, fitted exactly (boostSlope); the
+	// patience counts the deeper trees after the best.
 	for t := 0; t < rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("recal: boost: %w", err)
@@ -394,13 +393,13 @@ func FitBoost(ctx context.Context, probs, logits []float64, labels []int, k int,
 		if n >= BoostMinRows {
 			if loss < bestLoss*(1-1e-12) {
 				bestLoss, best = loss, t
-			} else if t-max(best, warm-1) >= o.Patience {
+			} else if t-best >= o.Patience {
 				break
 			}
 		} else {
 			best = t
 		}
-		if t < warm {
+		if t == 0 {
 			// The temperature reads every log-probability (to log 2^-126).
 			vt := make([]float64, len(pr.u))
 			for j, uj := range pr.u {
