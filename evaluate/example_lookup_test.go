@@ -33,7 +33,7 @@ func Example_lookup() {
 		fmt.Printf("%-15s %-9s %.4f\n", k.Metric, k.Notion, float64(*ev.Lookup(k).Value))
 	}
 	// Output:
-	// ece_variational canonical 0.2165 [0.1023, 0.3306]
+	// ece_variational canonical 0.2165 [0.0770, 0.3564]
 	// ece_bin         top_label 0.1082
 	// ks              top_r     0.1062
 	// accuracy                  0.7000

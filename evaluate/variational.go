@@ -32,10 +32,12 @@ import (
 // computed where ece_variational is named.
 // Each entry carries its 95 % interval (interval_kind "cross-fit";
 // variational.Result): se from the rows' gains and the refitted maps'
-// jackknife (map_se) in quadrature, Value - 1.96 se to Value +
-// max(0, optimism) / 2 + 1.96 se, the upper end raised by half the maps'
-// optimism (their excess risk, by which the estimate falls short); the
-// class-wise entries' is conditional on the maps (Value -+ 1.96 se). It
+// jackknife (map_se) in quadrature, at the normal quantile z that holds
+// every candidate family at once (variational.SimultaneousZ: 2.50 for
+// four), from Value - z se to the largest of the candidates' Value_f +
+// max(0, optimism_f) / 2 + z se_f (Value + reach + z se: a family that
+// could reach further than the one chosen widens it); the class-wise
+// entries' is conditional on the maps (Value -+ 1.96 se). It
 // is the entry's one interval: --ci adds no bootstrap to it. Top-label and
 // binary entries split the value into over- and under-confidence.
 var variationalDef = metricDef{
@@ -84,6 +86,8 @@ type VariationalKeys struct {
 	Family   string      `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
 	MapSE    *data.Float `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
 	Optimism *data.Float `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
+	Reach    *data.Float `json:"reach,omitempty"`            // how far the upper end reaches past value + z se (variational.Result.Reach)
+	Z        *data.Float `json:"z,omitempty"`                // the interval's normal quantile, every candidate family held at once (variational.SimultaneousZ)
 	Families []string    `json:"families,omitempty"`         // the families fitted, Family the simplest unless a richer one's gains beat it significantly
 	Over     *data.Float `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
 	Under    *data.Float `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
@@ -234,7 +238,7 @@ func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result
 	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds)},
 		Value: jf(r.Value), SE: jf(r.SE), Interval: []data.Float{data.Float(r.Lo), data.Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {
-		e.MapSE, e.Optimism = jf(r.MapSE), jf(r.Optimism)
+		e.MapSE, e.Optimism, e.Reach, e.Z = jf(r.MapSE), jf(r.Optimism), jf(r.Reach), jf(r.Z)
 	}
 	for _, c := range r.Candidates {
 		if c.Err != nil { // passed over: the others fitted

@@ -156,7 +156,7 @@ for e, target in (("variational", "CE_1"), ("variational-temperature", "CE_1"), 
         parts.append("-" if share(sel, "covered") is None else f'{share(sel, "covered"):.0f} % / {share(sel, "below"):.0f} %')
     print(f"| {e} ({target}) | " + " | ".join(parts) + " |")
 
-IV = [("variational", "maps' jackknife, upper end + optimism / 2 (calib)"), ("variational-conditional", "rows given the maps"),
+IV = [("variational", "maps' jackknife, upper end + optimism / 2 (calib, before the families' simultaneous interval)"), ("variational-conditional", "rows given the maps"),
       ("variational-repeated", "repeated cross-fitting, 3 seeds, median (DoubleML)"), ("variational-two-size", "rows, upper end + two-size bias")]
 if any(x["estimator"] == "variational-conditional" for x in rows):
     print("\n### The variational CE_1 intervals by K (synthetic cells with n >= 1,000; the paper's settings apart)\n")

@@ -129,3 +129,62 @@ func TestClassWiseIntervalConditional(t *testing.T) {
 		t.Errorf("class-wise: MapSE %v, optimism %v, interval [%v, %v] around %v", r.MapSE, r.Optimism, r.Lo, r.Hi, r.Value)
 	}
 }
+
+// TestSimultaneousZ: Phi^-1(1 - 0.025 / m) against Python's statistics.NormalDist().inv_cdf.
+func TestSimultaneousZ(t *testing.T) {
+	for _, c := range []struct {
+		m    int
+		want float64
+	}{{1, 1.959963984540054}, {2, 2.241402727604947}, {3, 2.393979799818510}, {4, 2.497705474412373}, {10, 2.807033768343811}} {
+		if got := SimultaneousZ(c.m); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("SimultaneousZ(%d) = %.15f, want %.15f", c.m, got, c.want)
+		}
+	}
+}
+
+// TestIntervalEveryFamily: the interval of the automatic choice (a
+// miscalibration whose direction changes between regions, n = 1,000,
+// where the richer families' fits reach further than the one chosen)
+// is the chosen family's lower end at the level of all four candidates
+// and the largest of their upper ends, each family computed alone.
+func TestIntervalEveryFamily(t *testing.T) {
+	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.Split, Param: 0.7}
+	f, y, _ := fam.Draw(1000, rand.New(rand.NewPCG(9, 1)))
+	s, err := data.New(f, fam.K, y, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := CalibrationError(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 4 {
+		t.Fatalf("%d candidates, want 4", len(res.Candidates))
+	}
+	z := SimultaneousZ(4)
+	hi, lo, own := math.Inf(-1), math.NaN(), math.NaN()
+	for _, fa := range AutoFamilies() {
+		r, err := CalibrationError(context.Background(), s, Options{Families: []Family{fa}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hi = max(hi, r.Value+max(0, r.Optimism)/2+z*r.SE)
+		if fa.Name == res.Family {
+			lo, own = r.Value-z*r.SE, r.Value+max(0, r.Optimism)/2+z*r.SE
+			if r.Value != res.Value || r.SE != res.SE {
+				t.Errorf("%s alone: %v (SE %v), chosen: %v (SE %v)", fa.Name, r.Value, r.SE, res.Value, res.SE)
+			}
+		}
+	}
+	if res.Z != z || math.Abs(res.Lo-lo) > 1e-15 || math.Abs(res.Hi-hi) > 1e-15 {
+		t.Errorf("z %v, interval [%v, %v]; want z %v, [%v, %v]", res.Z, res.Lo, res.Hi, z, lo, hi)
+	}
+	if math.Abs(res.Hi-res.Value-res.Reach-res.Z*res.SE) > 1e-15 || res.Reach < max(0, res.Optimism)/2-1e-15 {
+		t.Errorf("reach %v, optimism %v: Hi %v is not Value + Reach + z SE", res.Reach, res.Optimism, res.Hi)
+	}
+	// The setting is one where another family reaches past the chosen one
+	// (the test would not see a wrong max otherwise).
+	if !(hi > own+1e-6) {
+		t.Errorf("the chosen family %s's upper end %v is the largest (%v): pick a setting where it is not", res.Family, own, hi)
+	}
+}

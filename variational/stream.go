@@ -293,7 +293,7 @@ func (sk *Sketch) fit(ctx context.Context, o Options, free bool) (*Fitted, error
 			return nil, err
 		}
 		j := slices.IndexFunc(ft.Families, func(f FittedFamily) bool { return f.Name == r.Family })
-		ft.Losses = append(ft.Losses, FittedLoss{Family: j, MapSE: r.MapSE, Optimism: r.Optimism})
+		ft.Losses = append(ft.Losses, FittedLoss{Family: j, MapSE: r.MapSE, Optimism: r.Optimism, Z: r.Z, Reach: r.Reach})
 	}
 	return ft, nil
 }
@@ -326,12 +326,15 @@ type FittedFamily struct {
 	Maps   []recal.Calibrator `json:"-"`
 }
 
-// FittedLoss is a loss's choice: the index of its family in Families and
-// that family's MapSE and Optimism on the sampled rows.
+// FittedLoss is a loss's choice: the index of its family in Families and,
+// on the sampled rows, that family's MapSE and Optimism, the interval's Z
+// and its Reach (Result's).
 type FittedLoss struct {
 	Family   int     `json:"family"`
 	MapSE    float64 `json:"map_se"`
 	Optimism float64 `json:"optimism"`
+	Z        float64 `json:"z"`
+	Reach    float64 `json:"reach"`
 }
 
 // MarshalJSON writes the family with its maps.
@@ -394,8 +397,9 @@ func (ft *Fitted) check() error {
 		}
 	}
 	for _, l := range ft.Losses {
-		if l.Family < 0 || l.Family >= len(ft.Families) || ft.Families[l.Family].Err != "" || !(l.MapSE >= 0) || math.IsNaN(l.Optimism) || math.IsInf(l.Optimism, 0) {
-			return fmt.Errorf("%w: a loss of family %d (of %d), map SE %v, optimism %v", ErrInput, l.Family, len(ft.Families), l.MapSE, l.Optimism)
+		if l.Family < 0 || l.Family >= len(ft.Families) || ft.Families[l.Family].Err != "" || !(l.MapSE >= 0) || math.IsNaN(l.Optimism) || math.IsInf(l.Optimism, 0) ||
+			!(l.Z >= z95 && l.Z < 10) || !(l.Reach >= 0) || math.IsInf(l.Reach, 0) {
+			return fmt.Errorf("%w: a loss of family %d (of %d), map SE %v, optimism %v, z %v, reach %v", ErrInput, l.Family, len(ft.Families), l.MapSE, l.Optimism, l.Z, l.Reach)
 		}
 	}
 	return nil
@@ -552,7 +556,8 @@ func (ft *Fitted) SameRows(gs *GainSums) error {
 // Error returns the streamed estimate of o's loss (Lp at p = 1, Brier or
 // log; the canonical notion) from the sums of every row under the family
 // chosen on the sampled rows: its mean gain, per-fold means and the rows'
-// SE, with the maps' jackknife and optimism of the sampled rows.
+// SE, with the maps' jackknife, optimism, interval quantile and reach of
+// the sampled rows.
 func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 	o, err := o.withLoss()
 	if err != nil {
@@ -584,10 +589,10 @@ func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 	if neff := gs.SW * gs.SW / gs.SW2; neff > 1 {
 		r.SE = math.Sqrt(max(0, s.G2-s.G*s.G/gs.SW) / gs.SW / (neff - 1))
 	}
-	r.MapSE, r.Optimism = fl.MapSE, fl.Optimism
+	r.MapSE, r.Optimism, r.Z, r.Reach = fl.MapSE, fl.Optimism, fl.Z, fl.Reach
 	r.SE = math.Sqrt(r.SE*r.SE + r.MapSE*r.MapSE)
-	r.Lo = r.Value - z95*r.SE
-	r.Hi = r.Value + max(0, r.Optimism)/2 + z95*r.SE
+	r.Lo = r.Value - r.Z*r.SE
+	r.Hi = r.Value + r.Reach + r.Z*r.SE
 	for _, v := range append([]float64{r.Value, r.SE, r.Lo, r.Hi}, r.PerFold...) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return Result{}, fmt.Errorf("%w: sums that give a value of %v: not the sums of a stream", ErrInput, v)

@@ -270,7 +270,7 @@ func shownInterval(e *evaluate.Result) (lo, hi float64, ok bool) {
 
 // VariationalIntervalNote says how ece_variational's intervals are made
 // (variational.Result): under calib eval's table where one is shown.
-const VariationalIntervalNote = "ece_variational intervals (95 %, the estimator's own: --ci adds none to them): the rows' spread and the refitted maps' (map_se), the upper end raised by half the maps' optimism (the fit's shortfall); they held the true CE_1 in at least 33 of 40 simulated data sets in every cell at n = 5,000 and 20,000 (36 to 40 in 53 of 56 cells; docs/evidence/experiments/headline.txt); where the estimate reads low (a distortion no family holds, at small n), only the lower end holds."
+const VariationalIntervalNote = "ece_variational intervals (95 %, the estimator's own: --ci adds none to them): the rows' spread and the refitted maps' (map_se) at the level that holds every candidate family at once (z), the lower end the chosen family's, the upper end the largest of the families' (each raised by half its maps' optimism: reach), so that a richer family's fit that reaches further widens it; against ground truth: docs/evidence/experiments/headline.txt. Where the estimate reads low (a distortion no parametric family holds, at small n), trust its lower end; the upper end says how far a richer fit could reach."
 
 // NoteValue says what the value column means, under calib eval's table and
 // the report's metrics table.
