@@ -112,7 +112,7 @@ func (cm *ClassMaps) Error(o Options) (Result, error) {
 		return Result{}, err
 	}
 	s := cm.base.set
-	r := cm.base.best(func(fi int) Result {
+	r, _ := cm.base.best(func(fi int) Result {
 		g := cm.base.fits[fi].g
 		total := make([]float64, s.N)
 		for i := range total {

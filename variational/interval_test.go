@@ -3,10 +3,8 @@ package variational
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 
-	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/notion"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/synth"
@@ -26,11 +24,7 @@ func TestIntervalShortfall(t *testing.T) {
 	var short, half float64
 	const sets = 6
 	for r := range sets {
-		f, y, _ := fam.Draw(1000, rand.New(rand.NewPCG(7, uint64(r))))
-		s, err := data.New(f, fam.K, y, false, data.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := drawSet(t, fam, 1000, 7, uint64(r))
 		res, err := CalibrationError(context.Background(), s, Options{Families: []Family{ls}})
 		if err != nil {
 			t.Fatal(err)
@@ -61,11 +55,7 @@ func TestIntervalShortfall(t *testing.T) {
 // optimism as the mean of their gains less the out-of-fold ones.
 func TestInSampleMaps(t *testing.T) {
 	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	f, y, _ := fam.Draw(600, rand.New(rand.NewPCG(3, 4)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 600, 3, 4)
 	ts, _ := FamilyOf("temperature")
 	o := Options{Families: []Family{ts}, Folds: 4}
 	rc, err := CrossFit(context.Background(), s, o)
@@ -112,11 +102,7 @@ func TestInSampleMaps(t *testing.T) {
 // rows' normal interval given the maps.
 func TestClassWiseIntervalConditional(t *testing.T) {
 	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Smoothing, Param: 0.1}
-	f, y, _ := fam.Draw(400, rand.New(rand.NewPCG(5, 6)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 400, 5, 6)
 	cm, err := CrossFitClassWise(context.Background(), s, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,11 +135,7 @@ func TestSimultaneousZ(t *testing.T) {
 // and the largest of their upper ends, each family computed alone.
 func TestIntervalEveryFamily(t *testing.T) {
 	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.Split, Param: 0.7}
-	f, y, _ := fam.Draw(1000, rand.New(rand.NewPCG(9, 1)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 1000, 9, 1)
 	res, err := CalibrationError(context.Background(), s, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -591,8 +591,7 @@ func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 	}
 	r.MapSE, r.Optimism, r.Z, r.Reach = fl.MapSE, fl.Optimism, fl.Z, fl.Reach
 	r.SE = math.Sqrt(r.SE*r.SE + r.MapSE*r.MapSE)
-	r.Lo = r.Value - r.Z*r.SE
-	r.Hi = r.Value + r.Reach + r.Z*r.SE
+	r.setEnds()
 	for _, v := range append([]float64{r.Value, r.SE, r.Lo, r.Hi}, r.PerFold...) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return Result{}, fmt.Errorf("%w: sums that give a value of %v: not the sums of a stream", ErrInput, v)

@@ -133,11 +133,7 @@ func TestStreamEqualsInMemory(t *testing.T) {
 // in-memory one.
 func TestStreamSampled(t *testing.T) {
 	fam := synth.Family{K: 10, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	f, y, _ := fam.Draw(20000, rand.New(rand.NewPCG(13, 14)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 20000, 13, 14)
 	sk, got := streamed(t, s, 1000, 300)
 	if sk.Complete() {
 		t.Fatal("the sketch holds every row")
@@ -212,11 +208,7 @@ func TestStreamSampled(t *testing.T) {
 // maps that may have been fitted on them.
 func TestSecondPassOtherRows(t *testing.T) {
 	fam := synth.Family{K: 4, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	f, y, _ := fam.Draw(600, rand.New(rand.NewPCG(3, 4)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 600, 3, 4)
 	sk, err := NewSketch(Options{}, s.K, 0)
 	if err != nil {
 		t.Fatal(err)

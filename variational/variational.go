@@ -533,15 +533,15 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 	if canonical := o.Notion == "" || o.Notion == notion.Canonical; rc.keep != nil && (!canonical || !slices.ContainsFunc(rc.keep, func(k Options) bool { return keyOf(k) == keyOf(o) })) {
 		return Result{}, fmt.Errorf("%w: a lean fit answers %d losses of the canonical notion, not %s p = %g (%s)", ErrInput, len(rc.keep), o.Loss, o.P, o.Notion)
 	}
-	r := rc.best(func(fi int) Result { return rc.errorOf(o, fi) })
-	if err := rc.interval(o, &r); err != nil {
+	r, each := rc.best(func(fi int) Result { return rc.errorOf(o, fi) })
+	if err := rc.interval(o, &r, each); err != nil {
 		return Result{}, err
 	}
 	return r, nil
 }
 
 // interval sets the ends of r, the estimate of the family chosen among
-// rc's candidates, so that they account for the choice and for each
+// rc's candidates (each: every family's estimate, best's), so that they account for the choice and for each
 // family's fit. The lower end reads the chosen family at the level that
 // holds every candidate at once: each family's out-of-fold gain is at
 // most the calibration error in expectation, so Bonferroni's bound over
@@ -556,37 +556,38 @@ func (rc *Recalibrated) Error(o Options) (Result, error) {
 // where the miscalibration's direction changes between regions at n =
 // 1,000 (K = 100 to 2); this one in 39 to 40, and in 37 to 40 in every
 // cell of the grid.
-func (rc *Recalibrated) interval(o Options, r *Result) error {
-	m := 0
-	for _, f := range rc.fits {
+func (rc *Recalibrated) interval(o Options, r *Result, each []Result) error {
+	var fitted []int // the candidates with maps
+	for i, f := range rc.fits {
 		if f.err == nil && f.maps != nil {
-			m++
+			fitted = append(fitted, i)
 		}
 	}
-	if m == 0 {
+	if len(fitted) == 0 {
 		return nil // no fitted maps: the rows' interval (summarize)
 	}
-	z := SimultaneousZ(m)
+	z := SimultaneousZ(len(fitted))
 	hi := math.Inf(-1)
-	for i, f := range rc.fits {
-		if f.err != nil || f.maps == nil {
-			continue
-		}
-		fr := r
-		if f.name != r.Family {
-			e := rc.errorOf(o, i)
-			fr = &e
+	for _, i := range fitted {
+		fr := &each[i]
+		if rc.fits[i].name == r.Family {
+			fr = r
 		}
 		if err := rc.fitUncertainty(o, i, fr); err != nil {
 			return err
 		}
 		hi = max(hi, fr.Value+max(0, fr.Optimism)/2+z*fr.SE)
 	}
-	// Reach >= max(0, Optimism) / 2 >= 0 but for rounding; Hi is computed
-	// from it as the stream computes it (Fitted.Error).
+	// Reach >= max(0, Optimism) / 2 >= 0 but for rounding.
 	r.Z, r.Reach = z, max(0, hi-r.Value-z*r.SE)
-	r.Lo, r.Hi = r.Value-z*r.SE, r.Value+r.Reach+z*r.SE
+	r.setEnds()
 	return nil
+}
+
+// setEnds sets Lo = Value - Z SE and Hi = Value + Reach + Z SE, the
+// interval's definition (Result) wherever its parts come from.
+func (r *Result) setEnds() {
+	r.Lo, r.Hi = r.Value-r.Z*r.SE, r.Value+r.Reach+r.Z*r.SE
 }
 
 // SimultaneousZ returns the normal quantile of two-sided 95 % intervals
@@ -770,31 +771,33 @@ const z95 = 1.959963984540054
 
 // best returns the estimate of the family chosen among the families'
 // results (each from est of its out-of-fold probabilities), with Family
-// and Candidates set: the families in order (simplest first), a later
+// and Candidates set, and every family's result (the zero Result where its
+// fit failed): the families in order (simplest first), a later
 // one replacing the current choice only where its per-row gains beat the
 // choice's by a significant margin, mean(d) > 1.645 SE(d) for the paired
 // differences d_i of the rows' gains (weighted as the estimate). Taking
 // the largest estimate outright reads 0.02 on calibrated models (K = 10, n
 // = 5,719; the noise of three estimates of the same rows); the paired
 // test switches on noise in about 5 % of comparisons.
-func (rc *Recalibrated) best(est func(fi int) Result) Result {
+func (rc *Recalibrated) best(est func(fi int) Result) (Result, []Result) {
 	var r Result
 	found := false
 	cands := make([]Candidate, len(rc.fits))
+	each := make([]Result, len(rc.fits))
 	for i, f := range rc.fits {
 		cands[i] = Candidate{Family: f.name, Value: math.NaN(), Err: f.err}
 		if f.err != nil {
 			continue
 		}
-		fr := est(i)
-		cands[i].Value = fr.Value
-		if !found || rc.beats(fr.Gains, r.Gains) {
-			r, found = fr, true
+		each[i] = est(i)
+		cands[i].Value = each[i].Value
+		if !found || rc.beats(each[i].Gains, r.Gains) {
+			r, found = each[i], true
 			r.Family = f.name
 		}
 	}
 	r.Candidates = cands
-	return r
+	return r, each
 }
 
 // beats reports whether the per-row gains a beat b: the weighted mean of
@@ -901,7 +904,8 @@ func (rc *Recalibrated) summarize(gains []float64) Result {
 	if neff := sw * sw / w2; neff > 1 {
 		r.SE = math.Sqrt(sg2 / sw / (neff - 1))
 	}
-	r.Z, r.Lo, r.Hi = z95, r.Value-z95*r.SE, r.Value+z95*r.SE
+	r.Z = z95
+	r.setEnds()
 	return r
 }
 

@@ -90,6 +90,18 @@ func binarySet(t *testing.T, n int, seed uint64, h func(float64) float64) *data.
 	return s
 }
 
+// drawSet returns n rows of the synthetic family fam drawn from
+// PCG(a, b): its predictions and labels.
+func drawSet(t *testing.T, fam synth.Family, n int, a, b uint64) *data.Set {
+	t.Helper()
+	f, y, _ := fam.Draw(n, rand.New(rand.NewPCG(a, b)))
+	s, err := data.New(f, fam.K, y, false, data.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 func logit(p float64) float64   { return math.Log(p / (1 - p)) }
 
@@ -183,11 +195,7 @@ func TestAutoFamilies(t *testing.T) {
 		{K: 20, Alpha: 0.05, Miscalibration: synth.Smoothing, Param: 0.1},
 		{K: 20, Alpha: 1, Miscalibration: synth.PriorShift, Param: 0.7, Seed: 1},
 	} {
-		f, y, _ := fam.Draw(5000, rand.New(rand.NewPCG(3, 4)))
-		s, err := data.New(f, fam.K, y, false, data.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := drawSet(t, fam, 5000, 3, 4)
 		r, err := CalibrationError(ctx, s, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -422,11 +430,7 @@ func TestFamiliesThatCannotFit(t *testing.T) {
 // family) and the class-wise one are the same bits on 1 and 4 goroutines.
 func TestSameForAnyGOMAXPROCS(t *testing.T) {
 	fam := synth.Family{K: 5, Alpha: 1, Miscalibration: synth.Tempering, Param: 0.7}
-	f, y, _ := fam.Draw(2500, rand.New(rand.NewPCG(5, 6)))
-	s, err := data.New(f, fam.K, y, false, data.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := drawSet(t, fam, 2500, 5, 6)
 	run := func(procs int) (Result, Result) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		r, err := CalibrationError(context.Background(), s, Options{})
