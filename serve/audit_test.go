@@ -94,6 +94,12 @@ func TestServeAudit(t *testing.T) {
 		{"a report of no window", "GET", "/v1/monitor/m1?windows=-1&slice=default", bearer, "", 200, `"counted":1`, [2]string{}},
 	} {
 		status, body, h := do(t, c.method, u+c.path, c.token, c.body)
+		// One evaluation of one row fits in 1 ms on an idle core, not
+		// always beside a loaded machine's other tests: a few tries.
+		for try := 0; c.status == 200 && status == 503 && strings.Contains(c.path, "windows=-1") && try < 20; try++ {
+			time.Sleep(50 * time.Millisecond)
+			status, body, h = do(t, c.method, u+c.path, c.token, c.body)
+		}
 		if status != c.status || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %.300s; want %d with %q", c.name, status, body, c.status, c.want)
 		}
