@@ -473,7 +473,7 @@ func TestClassWiseColumnsBruteForce(t *testing.T) {
 						}
 						for _, y := range ys {
 							pos.fill(y)
-							got := math.NaN()
+							var got float64
 							if tt == "spiegelhalter" {
 								got = col.spiegelhalter(pos.rows(c))
 							} else {

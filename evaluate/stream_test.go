@@ -274,7 +274,7 @@ func TestStreamSumsMergeJSON(t *testing.T) {
 	for i := len(parts) - 1; i >= 0; i-- { // the other order
 		p := parts[i]
 		kp, _ := total.KernelSums()
-		if err := kp.Add(nil, &data.Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}, 1); err != nil {
+		if err := kp.Add(context.Background(), &data.Batch{Set: p, Source: s.File, Offset: int64(partOffset(parts, p))}, 1); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(kp)

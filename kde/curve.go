@@ -203,10 +203,8 @@ func ScoreRegressionBand(ctx context.Context, queries, scores []float64, outcome
 		for range n {
 			buf.cnt[rng.IntN(n)]++
 		}
-		if weights != nil {
-			for i, w := range weights {
-				buf.cnt[i] *= w
-			}
+		for i, w := range weights {
+			buf.cnt[i] *= w
 		}
 		kern.regress(buf.cnt, outcomes, buf.num, buf.den)
 		for q := range buf.num {

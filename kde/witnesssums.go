@@ -144,10 +144,8 @@ func (ws *WitnessSums) Add(ctx context.Context, probs []float64, labels []int, w
 	}
 	e := residuals(probs, labels, k)
 	lw := make([]float64, n)
-	if weights != nil {
-		for i, w := range weights {
-			lw[i] = math.Log(w)
-		}
+	for i, w := range weights {
+		lw[i] = math.Log(w)
 	}
 	hs := make([]float64, nb)
 	for b := range hs {

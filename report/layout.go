@@ -39,10 +39,6 @@ func face(size vg.Length) *font.Face {
 }
 
 // textStyle returns a black sans-serif text style at size.
-func textStyle(size vg.Length) text.Style {
-	return text.Style{Color: color.Black, Font: font.From(sansFont, size), Handler: plot.DefaultTextHandler}
-}
-
 // sansPlot sets every text style of p to the sans-serif font at the
 // figure sizes (compact: the smaller ones).
 func sansPlot(p *plot.Plot, compact bool) {

@@ -17,7 +17,6 @@ var (
 	colRed    = color.NRGBA{213, 94, 0, 255}
 	colGreen  = color.NRGBA{0, 158, 115, 255}
 	colGrey   = color.NRGBA{120, 120, 120, 255}
-	colBand   = color.NRGBA{0, 114, 178, 50}
 	colGap    = color.NRGBA{213, 94, 0, 110}
 )
 

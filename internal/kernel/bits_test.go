@@ -14,15 +14,9 @@ import (
 // under qemu-aarch64-static.
 const kernelBitsWant = 0xa33fb1bf78583e3a
 
-// kernelBits runs the exported loops on fixed pseudo-random inputs (odd
+// kernelBitsBy runs the exported loops on fixed pseudo-random inputs (odd
 // lengths, values across the exponential's range, zero weights) and hashes
-// the bits of every result.
-func kernelBits() uint64 {
-	h, _ := kernelBitsBy()
-	return h
-}
-
-// kernelBitsBy is kernelBits with a hash per loop too.
+// the bits of every result, and of each loop's.
 func kernelBitsBy() (uint64, map[string]uint64) {
 	rng := rand.New(rand.NewPCG(29, 3))
 	h := fnv.New64a()

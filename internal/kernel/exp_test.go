@@ -32,7 +32,7 @@ func TestExpAccuracy(t *testing.T) {
 		check(-rng.Float64() * 5)
 		check(-rng.ExpFloat64() * 50)
 	}
-	for _, x := range []float64{0, -0.0, -1e-300, -5e-324, -1e-17, -math.Ln2, -1, ExpMin, -700, -706.9} {
+	for _, x := range []float64{0, math.Copysign(0, -1), -1e-300, -5e-324, -1e-17, -math.Ln2, -1, ExpMin, -700, -706.9} {
 		check(x)
 	}
 	if worst > 2 {

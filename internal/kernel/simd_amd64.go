@@ -24,6 +24,8 @@ func simdImplementations() []*implementation {
 
 // expConst holds the exponential's constants for the assembly, in this
 // order (each broadcast to every lane there).
+//
+//lint:ignore U1000 read by avx512_amd64.s
 var expConst = [...]float64{invLn2N, roundMagic, ln2NHi, ln2NLo, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, ExpMin}
 
 var avx512 = implementation{
@@ -62,6 +64,8 @@ func axpyRowsAVX512(acc, w, v []float64)
 // expConst4 is expConst with each constant repeated in four lanes, for the
 // AVX2 code's memory operands (row i at byte offset 32*i; AVX2 has no
 // broadcast memory operands).
+//
+//lint:ignore U1000 read by avx2_amd64.s
 var expConst4 = func() (c [len(expConst)][4]float64) {
 	for i, v := range expConst {
 		c[i] = [4]float64{v, v, v, v}

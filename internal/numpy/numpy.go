@@ -63,7 +63,8 @@ func Linspace(start, stop float64, n int) []float64 {
 func Percentile(sorted []float64, q float64) float64 {
 	n := len(sorted)
 	p := q / 100
-	v := float64(n)*p + (1 + p*(1-1-1)) - 1
+	const alpha, beta = 1, 1 // NumPy's linear method
+	v := float64(n)*p + (alpha + p*(1-alpha-beta)) - 1
 	prev := math.Floor(v)
 	gamma := v - prev
 	lo := min(max(int(prev), 0), n-1)

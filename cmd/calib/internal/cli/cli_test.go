@@ -495,11 +495,11 @@ func checkReport(t *testing.T, name string, sections []string) {
 func TestReportCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.html")
-	stdout, stderr, code := run(t, "report", golden+"c04_n1000_k10.csv", "--val", golden+"c11_n400_k5_near_faces.csv", "-o", out)
+	_, stderr, code := run(t, "report", golden+"c04_n1000_k10.csv", "--val", golden+"c11_n400_k5_near_faces.csv", "-o", out)
 	if code != 2 || !strings.Contains(stderr, "K = 5") {
 		t.Errorf("mismatched K: exit %d, %s", code, stderr)
 	}
-	stdout, stderr, code = run(t, "report", golden+"c02_n200_k3.csv", "--val", golden+"c06_n150_k3_exact_zeros.csv", "--methods", "spline,temperature,isotonic", "--per-class", "2", "-o", out)
+	stdout, stderr, code := run(t, "report", golden+"c02_n200_k3.csv", "--val", golden+"c06_n150_k3_exact_zeros.csv", "--methods", "spline,temperature,isotonic", "--per-class", "2", "-o", out)
 	if code != 0 || !strings.Contains(stdout, "report written to") {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
