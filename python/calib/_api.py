@@ -236,6 +236,25 @@ def evaluate(probs, labels, *, logits=False, weights=None, metrics=None, mode=No
     command line. Returns an Evaluation. Bad input raises ValueError with
     the command line's message (which names the 1-based row and column).
 
+    Read ``ev.headline`` first: the number to report, how miscalibrated
+    the model is (the canonical CE_1 = E||E[Y|f(X)] - f(X)||_1 by
+    ece_variational, the cross-fitted gain of the best recalibration
+    family), with its one interval (``.lo``, ``.hi``); ``ev.paper_number``
+    is the 15-bin top-label ECE papers print.
+
+    >>> import numpy as np, calib
+    >>> rng = np.random.default_rng(0)
+    >>> probs = rng.dirichlet(np.ones(3), size=2000)
+    >>> labels = np.array([rng.choice(3, p=row) for row in probs])
+    >>> ev = calib.evaluate(probs, labels)
+    >>> h = ev.headline
+    >>> h.metric, h.notion, h.p
+    ('ece_variational', 'canonical', 1)
+    >>> h.lo <= h.value <= h.hi and h.lo <= 0.05
+    True
+    >>> ev.paper_number.metric, ev.paper_number.bins
+    ('ece_bin', 15)
+
     Definitions (see docs/metrics.md): ece_kde is the ECE^KDE estimate of
     CE_p^p = E||E[Y|f(X)] - f(X)||_p^p with a Dirichlet kernel (paper eq. 2),
     ece_bin the binned ECE sum_b (n_b/n) |acc_b - conf_b|^p, ks the
