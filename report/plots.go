@@ -9,13 +9,69 @@ import (
 
 	"github.com/calib-dev/calib/compare"
 	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/internal/textenum"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 )
 
-// Plots lists the figures of Plot by the names `calib plot` gives them.
-var Plots = []string{"reliability", "smooth", "ks", "simplex", "bandwidth", "compare"}
+// PlotKind is a figure of Plot, named as `calib plot` names it.
+type PlotKind int
+
+// The figures of Plot.
+const (
+	ReliabilityPlot       PlotKind = iota // "reliability": ReliabilityOf
+	SmoothReliabilityPlot                 // "smooth": SmoothReliabilityOf (relplot's)
+	KSPlot                                // "ks": KSGraphsOf
+	SimplexPlot                           // "simplex": SimplexOf
+	BandwidthPlot                         // "bandwidth": BandwidthViewOf
+	ComparePlot                           // "compare": ComparisonOf
+)
+
+var plotNames = [...]string{"reliability", "smooth", "ks", "simplex", "bandwidth", "compare"}
+
+// PlotKinds returns every figure of Plot, in order.
+func PlotKinds() []PlotKind {
+	out := make([]PlotKind, len(plotNames))
+	for i := range out {
+		out[i] = PlotKind(i)
+	}
+	return out
+}
+
+// String returns the figure's name ("reliability", ...).
+func (k PlotKind) String() string {
+	if k < 0 || int(k) >= len(plotNames) {
+		return fmt.Sprintf("PlotKind(%d)", int(k))
+	}
+	return plotNames[k]
+}
+
+// ParsePlotKind returns the figure named s (the enumerations' one rule:
+// any case, '-' for '_'); an unknown name gives an error wrapping
+// ErrOptions that lists the names.
+func ParsePlotKind(s string) (PlotKind, error) {
+	i, err := textenum.Parse("figure", s, plotNames[:])
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrOptions, err)
+	}
+	return PlotKind(i), nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (k PlotKind) MarshalText() ([]byte, error) {
+	n, err := textenum.Name("report: figure", int(k), plotNames[:])
+	return []byte(n), err
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler (ParsePlotKind).
+func (k *PlotKind) UnmarshalText(t []byte) error {
+	v, err := ParsePlotKind(string(t))
+	if err == nil {
+		*k = v
+	}
+	return err
+}
 
 // PlotOptions says what Plot draws where a figure has a choice. The zero
 // value draws the class-0 reliability diagrams and the canonical bandwidth
@@ -27,29 +83,29 @@ type PlotOptions struct {
 	Notion kde.Notion // the notion of the bandwidth view ("": canonical)
 }
 
-// Plot makes the figure kind (one of Plots) of test, as `calib plot` draws
-// it: "reliability" (ReliabilityOf po.Class), "smooth"
-// (SmoothReliabilityOf po.Class), "ks" (KSGraphsOf, after the
-// spline map fitted on val when val is not nil), "simplex" (SimplexOf),
-// "bandwidth" (BandwidthViewOf po.Notion) and "compare" (ComparisonOf the
-// comparison of o's methods fitted on val, which it needs). An unknown kind
-// gives an error wrapping ErrOptions; the errors of a figure name test's
-// file and the kind.
-func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po PlotOptions) (Figure, error) {
+// Plot makes the figure kind of test, as `calib plot` draws it:
+// ReliabilityPlot (ReliabilityOf po.Class), SmoothReliabilityPlot
+// (SmoothReliabilityOf po.Class), KSPlot (KSGraphsOf, after the spline
+// map fitted on val when val is not nil), SimplexPlot (SimplexOf),
+// BandwidthPlot (BandwidthViewOf po.Notion) and ComparePlot (ComparisonOf
+// the comparison of o's methods fitted on val, which it needs). An
+// unknown kind gives an error wrapping ErrOptions; the errors of a figure
+// name test's file and the kind.
+func Plot(ctx context.Context, kind PlotKind, test, val *data.Set, o Options, po PlotOptions) (Figure, error) {
 	var fig Figure
 	var err error
 	switch kind {
-	case "reliability":
+	case ReliabilityPlot:
 		fig, err = ReliabilityOf(ctx, test, po.Class, o)
-	case "smooth":
+	case SmoothReliabilityPlot:
 		fig, err = SmoothReliabilityOf(ctx, test, po.Class, o)
-	case "ks":
+	case KSPlot:
 		fig, err = KSGraphsOf(test, val)
-	case "simplex":
+	case SimplexPlot:
 		fig, err = SimplexOf(ctx, test, o)
-	case "bandwidth":
+	case BandwidthPlot:
 		fig, err = BandwidthViewOf(ctx, test, cmp.Or(po.Notion, kde.Canonical), o)
-	case "compare":
+	case ComparePlot:
 		if val == nil {
 			return nil, optionsError("the compare figure needs a validation set")
 		}
@@ -59,7 +115,7 @@ func Plot(ctx context.Context, kind string, test, val *data.Set, o Options, po P
 		}
 		return ComparisonOf(c), nil
 	default:
-		return nil, optionsError("unknown figure %q (valid: %s)", kind, strings.Join(Plots, ", "))
+		return nil, optionsError("unknown figure %v (valid: %s)", kind, strings.Join(plotNames[:], ", "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", test.File, kind, err)

@@ -28,13 +28,24 @@ func set(t *testing.T, n, k int, seed uint64, file string) *data.Set {
 	return s
 }
 
-// TestPlot: every kind of Plots draws a figure of the type its *Of
-// function makes; an unknown kind and compare without a validation set
-// are option errors; a figure's error names the file and the kind.
+// TestPlot: every kind of PlotKinds draws a figure of the type its *Of
+// function makes, and parses back from its name; an unknown name and
+// kind, and compare without a validation set, are option errors; a
+// figure's error names the file and the kind.
 func TestPlot(t *testing.T) {
 	s, val := set(t, 300, 3, 1, "test.csv"), set(t, 200, 3, 2, "val.csv")
 	o := Options{Methods: []recal.Method{recal.MethodPlatt}}
-	for _, kind := range Plots {
+	names := []string{"reliability", "smooth", "ks", "simplex", "bandwidth", "compare"}
+	if kinds := PlotKinds(); len(kinds) != len(names) {
+		t.Fatalf("%d kinds, want %d", len(kinds), len(names))
+	}
+	for i, kind := range PlotKinds() {
+		if kind.String() != names[i] {
+			t.Errorf("kind %d is %q, want %q", i, kind, names[i])
+		}
+		if k, err := ParsePlotKind(strings.ToUpper(names[i])); err != nil || k != kind {
+			t.Errorf("ParsePlotKind(%q) = %v, %v", names[i], k, err)
+		}
 		fig, err := Plot(context.Background(), kind, s, val, o, PlotOptions{Class: -1, Notion: kde.TopLabel})
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
@@ -42,32 +53,35 @@ func TestPlot(t *testing.T) {
 		ok := false
 		switch fig.(type) {
 		case *Reliability:
-			ok = kind == "reliability"
+			ok = kind == ReliabilityPlot
 		case *SmoothReliability:
-			ok = kind == "smooth"
+			ok = kind == SmoothReliabilityPlot
 		case *KSGraphs:
-			ok = kind == "ks"
+			ok = kind == KSPlot
 		case *Simplex:
-			ok = kind == "simplex"
+			ok = kind == SimplexPlot
 		case *BandwidthView:
-			ok = kind == "bandwidth"
+			ok = kind == BandwidthPlot
 		case *Comparison:
-			ok = kind == "compare"
+			ok = kind == ComparePlot
 		}
 		if !ok {
 			t.Errorf("%s: figure %T", kind, fig)
 		}
 	}
+	if _, err := ParsePlotKind("nope"); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), `unknown figure "nope" (valid: reliability, smooth, ks, simplex, bandwidth, compare)`) {
+		t.Errorf("ParsePlotKind(nope): %v", err)
+	}
 	for _, c := range []struct {
-		kind string
+		kind PlotKind
 		want string
-	}{{"nope", `unknown figure "nope" (valid: reliability, smooth, ks, simplex, bandwidth, compare)`}, {"compare", "the compare figure needs a validation set"}} {
+	}{{PlotKind(6), `unknown figure PlotKind(6) (valid: reliability, smooth, ks, simplex, bandwidth, compare)`}, {ComparePlot, "the compare figure needs a validation set"}} {
 		if _, err := Plot(context.Background(), c.kind, s, nil, o, PlotOptions{}); !errors.Is(err, ErrOptions) || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.kind, err, c.want)
 		}
 	}
 	two := set(t, 100, 2, 3, "two.csv")
-	if _, err := Plot(context.Background(), "simplex", two, nil, o, PlotOptions{}); err == nil || !strings.HasPrefix(err.Error(), "two.csv: simplex: ") {
+	if _, err := Plot(context.Background(), SimplexPlot, two, nil, o, PlotOptions{}); err == nil || !strings.HasPrefix(err.Error(), "two.csv: simplex: ") {
 		t.Errorf("simplex of K = 2: %v", err)
 	}
 }

@@ -530,7 +530,8 @@ func TestReportCommand(t *testing.T) {
 func TestPlotCommand(t *testing.T) {
 	dir := t.TempDir()
 	set := golden + "c02_n200_k3.csv"
-	for i, kind := range report.Plots {
+	for i, pk := range report.PlotKinds() {
+		kind := pk.String()
 		ext := []string{"png", "svg", "pdf"}[i%3]
 		o := filepath.Join(dir, kind+"."+ext)
 		args := []string{"plot", kind, set, "-o", o}

@@ -59,13 +59,10 @@ var plotReaders = map[string][]string{
 
 // options checks the flags of figure kind before any data is read and
 // returns the report options they make.
-func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, error) {
+func (f *plotFlags) options(fs *pflag.FlagSet, kind report.PlotKind) (report.Options, error) {
 	var o report.Options
-	if !slices.Contains(report.Plots, kind) {
-		return o, usageErrorf("unknown figure %q (valid: %s)", kind, strings.Join(report.Plots, ", "))
-	}
 	exts := report.Formats
-	if kind == "reliability" || kind == "smooth" {
+	if kind == report.ReliabilityPlot || kind == report.SmoothReliabilityPlot {
 		exts = append(slices.Clone(exts), "json")
 	}
 	if err := requireOutput(f.out, "FILE.{png,svg,pdf}", exts...); err != nil {
@@ -75,7 +72,7 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	if err != nil {
 		return o, usageErrorf("--convention %q: %v", f.convention, pkgerr.Reason(err))
 	}
-	if n != convention.Calib && (kind != "reliability" || !f.json()) {
+	if n != convention.Calib && (kind != report.ReliabilityPlot || !f.json()) {
 		return o, usageErrorf("--convention %s: only the data of a reliability diagram (-o FILE.json) follow another library's bins; the figures are drawn with calib's", f.convention)
 	}
 	if strings.TrimSpace(f.ff.text.Binning) == "equal_mass" && !n.EqualMass() {
@@ -84,10 +81,10 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 	if f.po.Notion, err = kde.ParseNotion(f.notion); err != nil {
 		return o, optionError("--notion", err)
 	}
-	if kind == "compare" && f.val == "" {
+	if kind == report.ComparePlot && f.val == "" {
 		return o, usageErrorf("plot compare needs --val")
 	}
-	if err := refuseUnread(fs, plotReaders, "the figure", []string{kind}); err != nil {
+	if err := refuseUnread(fs, plotReaders, "the figure", []string{kind.String()}); err != nil {
 		return o, err
 	}
 	for _, flag := range []string{"val-labels", "val-weights"} {
@@ -104,7 +101,10 @@ func (f *plotFlags) options(fs *pflag.FlagSet, kind string) (report.Options, err
 func newPlotCmd() *Command {
 	var pf plotFlags
 	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *Command, args []string) error {
-		kind := args[0]
+		kind, err := report.ParsePlotKind(args[0])
+		if err != nil {
+			return usageErrorf("%s", strings.TrimPrefix(err.Error(), report.ErrOptions.Error()+": "))
+		}
 		o, err := pf.options(cmd.Flags(), kind)
 		if err != nil {
 			return err
@@ -117,10 +117,10 @@ func newPlotCmd() *Command {
 		if err != nil {
 			return err
 		}
-		if (kind == "reliability" || kind == "smooth") && pf.po.Class >= s.K {
+		if (kind == report.ReliabilityPlot || kind == report.SmoothReliabilityPlot) && pf.po.Class >= s.K {
 			return usageErrorf("--class %d: classes are 0..%d", pf.po.Class, s.K-1)
 		}
-		if kind == "bandwidth" && pf.po.Notion == kde.Binary && !s.Binary && s.K != 2 {
+		if kind == report.BandwidthPlot && pf.po.Notion == kde.Binary && !s.Binary && s.K != 2 {
 			return usageErrorf("--notion binary: the predictions have K = %d classes; binary needs two (or one column, p1)", s.K)
 		}
 		if pf.json() {
@@ -145,9 +145,9 @@ func (f *plotFlags) json() bool { return strings.EqualFold(filepath.Ext(f.out), 
 
 // writeData writes the data of a reliability (under --convention) or
 // smooth diagram to -o.
-func (f *plotFlags) writeData(cmd *Command, kind string, s *data.Set, o report.Options) error {
+func (f *plotFlags) writeData(cmd *Command, kind report.PlotKind, s *data.Set, o report.Options) error {
 	var v any
-	if kind == "smooth" {
+	if kind == report.SmoothReliabilityPlot {
 		d, err := report.SmoothCurveDataOf(cmd.Context(), s, f.po.Class, o)
 		if err != nil {
 			return err
