@@ -21,6 +21,18 @@ import (
 // table per group (metric, notion, p, settings, value, root, interval,
 // time), the warnings and what the numbers mean.
 func WriteText(w io.Writer, out *evaluate.Evaluation) error {
+	writeHeader(w, out)
+	if err := writeTable(w, out); err != nil {
+		return err
+	}
+	writeMessages(w, out)
+	writeNotes(w, out)
+	return nil
+}
+
+// writeHeader writes the input's line (file, n, K, kind, weights) and
+// what was done to it, and the evaluation's warnings.
+func writeHeader(w io.Writer, out *evaluate.Evaluation) {
 	kind := "probabilities"
 	switch {
 	case out.Input == "logits":
@@ -55,6 +67,10 @@ func WriteText(w io.Writer, out *evaluate.Evaluation) error {
 	for _, m := range out.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", m)
 	}
+}
+
+// writeTable writes the entries, a table per group (Result.Group).
+func writeTable(w io.Writer, out *evaluate.Evaluation) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	group := ""
 	pvalues := out.HasPValues()
@@ -78,32 +94,35 @@ func WriteText(w io.Writer, out *evaluate.Evaluation) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n", e.Metric, notionCell(e), pCell(e), settings(e),
 			valueCell(e), floatCell(e.Root), intervalCell(e), pcol, secs)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	// A failed entry's message follows the table (its value cell says
-	// "error"), so that one long message does not widen every row.
+	return tw.Flush()
+}
+
+// writeMessages writes the failed entries' errors (their value cells say
+// "error", so that one long message does not widen every row) and the
+// entries' warnings, each once.
+func writeMessages(w io.Writer, out *evaluate.Evaluation) {
 	for _, e := range out.Results {
-		if e.Error != "" {
-			what := string(e.Metric)
-			if nc := notionCell(e); nc != "-" {
-				what += " " + nc
-			}
-			if p := pCell(e); p != "-" && p != "" {
-				what += " p=" + p
-			}
-			if strings.HasPrefix(e.Error, string(e.Metric)+":") {
-				what = strings.TrimPrefix(what, string(e.Metric)) // the message names the metric
-				what = strings.TrimSpace(what)
-			}
-			if what == "" {
-				fmt.Fprintf(w, "error: %s\n", e.Error)
-			} else {
-				fmt.Fprintf(w, "error: %s: %s\n", what, e.Error)
-			}
+		if e.Error == "" {
+			continue
+		}
+		what := string(e.Metric)
+		if nc := notionCell(e); nc != "-" {
+			what += " " + nc
+		}
+		if p := pCell(e); p != "-" && p != "" {
+			what += " p=" + p
+		}
+		if strings.HasPrefix(e.Error, string(e.Metric)+":") {
+			what = strings.TrimPrefix(what, string(e.Metric)) // the message names the metric
+			what = strings.TrimSpace(what)
+		}
+		if what == "" {
+			fmt.Fprintf(w, "error: %s\n", e.Error)
+		} else {
+			fmt.Fprintf(w, "error: %s: %s\n", what, e.Error)
 		}
 	}
+	seen := map[string]bool{}
 	for _, e := range out.Results {
 		for _, m := range e.Warnings.Strings() {
 			what := string(e.Notion) + " bandwidth" // the kernel metrics' warnings come from the bandwidth choice
@@ -116,11 +135,17 @@ func WriteText(w io.Writer, out *evaluate.Evaluation) error {
 			}
 		}
 	}
+}
+
+// writeNotes writes the notes below the table: what a value is, the
+// intervals, p-values, estimators, what more to ask for, the advice, and
+// the wall time.
+func writeNotes(w io.Writer, out *evaluate.Evaluation) {
 	fmt.Fprintf(w, "\n%s\n", NoteValue)
 	for _, line := range IntervalNotes(out) {
 		fmt.Fprintln(w, line)
 	}
-	if pvalues {
+	if out.HasPValues() {
 		fmt.Fprintln(w, PValueNote(out))
 	}
 	for _, line := range EstimatorNotes(out) {
@@ -133,7 +158,6 @@ func WriteText(w io.Writer, out *evaluate.Evaluation) error {
 		fmt.Fprintln(w, a)
 	}
 	fmt.Fprintf(w, "wall time %.3f s\n", out.Seconds)
-	return nil
 }
 
 // Row returns the result's cells as the table shows them: group, metric,
