@@ -18,9 +18,8 @@ import (
 // cross-fitted gain of the recalibration families of
 // Options.Variational.Family (by default variational.AutoFamilies:
 // temperature scaling, log-spline scaling without and with class biases
-// and boosted logit corrections, each fold's rows under the family chosen
-// on the other folds' rows: the simplest unless a richer one's per-row
-// gains beat it significantly) on 5 folds dealt by a hash of each
+// and boosted logit corrections, the simplest kept unless a richer one's
+// per-row gains beat it significantly) on 5 folds dealt by a hash of each
 // row (variational.RowFold), seeded by Options.Seed: p = 1 (of P) is the L1 error CE_1 by the
 // lp loss, p = 2 the squared L2 error CE_2^2 by the Brier score (root
 // CE_2), and the log loss's KL part has no p; canonical and top-label
@@ -83,20 +82,16 @@ func (v VariationalOptions) check() error {
 // VariationalKeys are the keys of an ece_variational entry, embedded in
 // Result (its JSON stays flat: "loss", "family", ...).
 type VariationalKeys struct {
-	Loss   string `json:"loss,omitempty"`   // the proper loss ("lp", "log", "brier")
-	Family string `json:"family,omitempty"` // the recalibration family whose gain it is (variational.FamilyOf): of the most folds
-	// FoldFamilies names each fold's family where they differ: fold f's
-	// rows read under the family chosen on the other folds' rows
-	// (variational.Result.FoldFamilies).
-	FoldFamilies []string    `json:"fold_families,omitempty"`
-	MapSE        *data.Float `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
-	Optimism     *data.Float `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
-	Reach        *data.Float `json:"reach,omitempty"`            // how far the upper end reaches past value + z se (variational.Result.Reach)
-	Z            *data.Float `json:"z,omitempty"`                // the interval's normal quantile, every candidate family held at once (variational.SimultaneousZ)
-	Families     []string    `json:"families,omitempty"`         // the families fitted, in the order the choice reads them
-	Over         *data.Float `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
-	Under        *data.Float `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
-	Folds        *int        `json:"folds,omitempty"`            // the cross-fitting folds
+	Loss     string      `json:"loss,omitempty"`             // the proper loss ("lp", "log", "brier")
+	Family   string      `json:"family,omitempty"`           // the recalibration family whose gain it is (variational.FamilyOf)
+	MapSE    *data.Float `json:"map_se,omitempty"`           // the part of se from the refitted maps (variational.Result.MapSE)
+	Optimism *data.Float `json:"optimism,omitempty"`         // the maps' gain on their training rows less the value (variational.Result.Optimism)
+	Reach    *data.Float `json:"reach,omitempty"`            // how far the upper end reaches past value + z se (variational.Result.Reach)
+	Z        *data.Float `json:"z,omitempty"`                // the interval's normal quantile, every candidate family held at once (variational.SimultaneousZ)
+	Families []string    `json:"families,omitempty"`         // the families fitted, Family the simplest unless a richer one's gains beat it significantly
+	Over     *data.Float `json:"over_confidence,omitempty"`  // top_label, binary: the part of the value from lowering the confidence
+	Under    *data.Float `json:"under_confidence,omitempty"` // top_label, binary: the part from raising it
+	Folds    *int        `json:"folds,omitempty"`            // the cross-fitting folds
 }
 
 // variationalClassWiseMaxK is the largest K whose class-wise entries
@@ -240,7 +235,7 @@ func variationalEntry(nt notion.Notion, l variational.Loss, r variational.Result
 			families[i] = c.Family
 		}
 	}
-	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, FoldFamilies: r.FoldFamilies, Families: families, Folds: ptr(folds)},
+	e := &Result{Metric: ECEVariational, Notion: nt, VariationalKeys: VariationalKeys{Loss: string(l), Family: r.Family, Families: families, Folds: ptr(folds)},
 		Value: jf(r.Value), SE: jf(r.SE), Interval: []data.Float{data.Float(r.Lo), data.Float(r.Hi)}, IntervalLevel: ptr(0.95), IntervalKind: "cross-fit"}
 	if nt != notion.ClassWise {
 		e.MapSE, e.Optimism, e.Reach, e.Z = jf(r.MapSE), jf(r.Optimism), jf(r.Reach), jf(r.Z)

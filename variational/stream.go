@@ -25,9 +25,9 @@ import (
 //     sketch: the same sample for any cut into batches, shards and
 //     workers; Merge adds up shards).
 //  2. Sketch.Fit cross-fits the families on the samples, each fold's map
-//     on the other folds' samples, and for each loss chooses each fold's
-//     family as Recalibrated.Error does, on the sampled rows, with the
-//     estimate's optimism and maps' jackknife (fitUncertainty) there.
+//     on the other folds' samples, and for each loss chooses the family as
+//     Recalibrated.Error does, on the sampled rows, with that family's
+//     optimism and maps' jackknife (fitUncertainty) there.
 //  3. GainSums: every row again, through the maps of its fold of each
 //     chosen family: the (weighted) sums of its gains, per fold too
 //     (Merge adds up shards).
@@ -292,13 +292,8 @@ func (sk *Sketch) fit(ctx context.Context, o Options, free bool) (*Fitted, error
 		if err != nil {
 			return nil, err
 		}
-		// The families are rc.fits's, in order.
 		j := slices.IndexFunc(ft.Families, func(f FittedFamily) bool { return f.Name == r.Family })
-		fl := FittedLoss{Family: j, MapSE: r.MapSE, Optimism: r.Optimism, Z: r.Z, Reach: r.Reach}
-		if slices.ContainsFunc(r.chosen, func(c int) bool { return c != j }) {
-			fl.FoldFamilies = slices.Clone(r.chosen)
-		}
-		ft.Losses = append(ft.Losses, fl)
+		ft.Losses = append(ft.Losses, FittedLoss{Family: j, MapSE: r.MapSE, Optimism: r.Optimism, Z: r.Z, Reach: r.Reach})
 	}
 	return ft, nil
 }
@@ -331,26 +326,15 @@ type FittedFamily struct {
 	Maps   []recal.Calibrator `json:"-"`
 }
 
-// FittedLoss is a loss's choice: the index in Families of its family
-// (Result.Family) and of each fold's where they differ (FoldFamilies: the
-// rows of fold f read under family FoldFamilies[f]; nil where every fold's
-// is Family) and, on the sampled rows, the estimate's MapSE and Optimism,
-// the interval's Z and its Reach (Result's).
+// FittedLoss is a loss's choice: the index of its family in Families and,
+// on the sampled rows, that family's MapSE and Optimism, the interval's Z
+// and its Reach (Result's).
 type FittedLoss struct {
-	Family       int     `json:"family"`
-	FoldFamilies []int   `json:"fold_families,omitempty"`
-	MapSE        float64 `json:"map_se"`
-	Optimism     float64 `json:"optimism"`
-	Z            float64 `json:"z"`
-	Reach        float64 `json:"reach"`
-}
-
-// family returns the index of fold f's family.
-func (l FittedLoss) family(f int) int {
-	if l.FoldFamilies != nil {
-		return l.FoldFamilies[f]
-	}
-	return l.Family
+	Family   int     `json:"family"`
+	MapSE    float64 `json:"map_se"`
+	Optimism float64 `json:"optimism"`
+	Z        float64 `json:"z"`
+	Reach    float64 `json:"reach"`
 }
 
 // MarshalJSON writes the family with its maps.
@@ -412,14 +396,10 @@ func (ft *Fitted) check() error {
 			return fmt.Errorf("%w: family %s: %d maps for %d folds", ErrInput, f.Name, len(f.Maps), ft.Folds)
 		}
 	}
-	usable := func(j int) bool { return j >= 0 && j < len(ft.Families) && ft.Families[j].Err == "" }
 	for _, l := range ft.Losses {
-		if !usable(l.Family) || !(l.MapSE >= 0) || math.IsNaN(l.Optimism) || math.IsInf(l.Optimism, 0) ||
+		if l.Family < 0 || l.Family >= len(ft.Families) || ft.Families[l.Family].Err != "" || !(l.MapSE >= 0) || math.IsNaN(l.Optimism) || math.IsInf(l.Optimism, 0) ||
 			!(l.Z >= z95 && l.Z < 10) || !(l.Reach >= 0) || math.IsInf(l.Reach, 0) {
 			return fmt.Errorf("%w: a loss of family %d (of %d), map SE %v, optimism %v, z %v, reach %v", ErrInput, l.Family, len(ft.Families), l.MapSE, l.Optimism, l.Z, l.Reach)
-		}
-		if l.FoldFamilies != nil && (len(l.FoldFamilies) != ft.Folds || slices.ContainsFunc(l.FoldFamilies, func(j int) bool { return !usable(j) })) {
-			return fmt.Errorf("%w: a loss's fold families %v: want %d of the %d families fitted", ErrInput, l.FoldFamilies, ft.Folds, len(ft.Families))
 		}
 	}
 	return nil
@@ -505,14 +485,13 @@ func (ft *Fitted) Add(gs *GainSums, b *data.Set, shard int, offset int64) error 
 		part := rows(b, idx)
 		applied := map[int][]float64{} // by family: each chosen family's map applied once
 		for l, fl := range ft.Losses {
-			j := fl.family(f)
-			out := applied[j]
+			out := applied[fl.Family]
 			if out == nil {
 				var err error
-				if out, err = ft.apply(j, f, part); err != nil {
+				if out, err = ft.apply(fl.Family, f, part); err != nil {
 					return err
 				}
-				applied[j] = out
+				applied[fl.Family] = out
 			}
 			s := &add.Gain[l]
 			for a, i := range idx {
@@ -611,12 +590,6 @@ func (ft *Fitted) Error(gs *GainSums, o Options) (Result, error) {
 		r.SE = math.Sqrt(max(0, s.G2-s.G*s.G/gs.SW) / gs.SW / (neff - 1))
 	}
 	r.MapSE, r.Optimism, r.Z, r.Reach = fl.MapSE, fl.Optimism, fl.Z, fl.Reach
-	if fl.FoldFamilies != nil {
-		r.FoldFamilies = make([]string, gs.Folds)
-		for f := range r.FoldFamilies {
-			r.FoldFamilies[f] = ft.Families[fl.family(f)].Name
-		}
-	}
 	r.SE = math.Sqrt(r.SE*r.SE + r.MapSE*r.MapSE)
 	r.setEnds()
 	for _, v := range append([]float64{r.Value, r.SE, r.Lo, r.Hi}, r.PerFold...) {

@@ -173,7 +173,7 @@ func Register(fs FlagSet, t *Text, o *evaluate.Options, cmd Command) {
 	fs.StringVar(&t.KSR, "ks-r", "1,2", "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated")
 	fs.BoolVar(&o.Bins.OpenLow, "reference-bins", false, "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin")
 	fs.Float64Var(&o.MMCE.Width, "mmce-width", metric.DefaultMMCEWidth, "width of MMCE's Laplacian kernel")
-	fs.StringVar(&o.Variational.Family, "variational-family", variational.Auto, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, boost, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline,boost); each fold's rows read under the family chosen on the other folds' rows: the simplest unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
+	fs.StringVar(&o.Variational.Family, "variational-family", variational.Auto, "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, boost, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline,boost); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)")
 	fs.Float64Var(&o.SmECE.Sigma, "smece-sigma", 0, "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)")
 }
 

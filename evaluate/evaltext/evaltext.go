@@ -246,11 +246,7 @@ func settings(e *evaluate.Result) string {
 		parts = append(parts, fmt.Sprintf("m=%d points", *e.EvalPoints))
 	}
 	if e.Loss != "" && e.Folds != nil {
-		if e.FoldFamilies == nil {
-			parts = append(parts, fmt.Sprintf("%s loss, %s, %d folds", e.Loss, e.Family, *e.Folds))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s loss, %d folds: %s", e.Loss, *e.Folds, foldFamilies(e.Family, e.FoldFamilies)))
-		}
+		parts = append(parts, fmt.Sprintf("%s loss, %s, %d folds", e.Loss, e.Family, *e.Folds))
 		if e.Over != nil && e.Under != nil {
 			parts = append(parts, fmt.Sprintf("over %.4g, under %.4g", float64(*e.Over), float64(*e.Under)))
 		}
@@ -430,24 +426,4 @@ func IntervalText(e *evaluate.Result) string {
 		return fmt.Sprintf(" [%.4f, %.4f]", lo, hi)
 	}
 	return ""
-}
-
-// foldFamilies names the families of an ece_variational entry's folds
-// where they differ, each with its count of folds, the most first (Family
-// first of a tie): "log-spline-shared on 3, boost on 2".
-func foldFamilies(family string, folds []string) string {
-	count := map[string]int{}
-	names := []string{family}
-	for _, f := range folds {
-		if count[f] == 0 && f != family {
-			names = append(names, f)
-		}
-		count[f]++
-	}
-	slices.SortStableFunc(names, func(a, b string) int { return count[b] - count[a] })
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s on %d", n, count[n])
-	}
-	return strings.Join(parts, ", ")
 }
