@@ -272,7 +272,19 @@ def test(probs, labels, *, logits=False, weights=None, tests=None, resamples=Non
     K, resamples and workers before any runs (default 60; 0: no bound): a
     named test past it raises ValueError naming its estimate, the default
     list and "all" leave it out, saying so in the answer. Returns the parsed
-    JSON (a dict with one entry per test: statistic, p-value, verdict)."""
+    JSON: "alpha", "answer" (the verdict in words) and "tests", one entry
+    per test and notion (statistic, p_value, reject).
+
+    >>> import numpy as np, calib
+    >>> rng = np.random.default_rng(0)
+    >>> probs = rng.dirichlet(np.ones(3), size=1000)
+    >>> labels = np.array([rng.choice(3, p=row) for row in probs])
+    >>> r = calib.test(probs, labels, tests="ks,kuiper", resamples=199)
+    >>> r["alpha"], sorted({t["test"] for t in r["tests"]}), any(t["reject"] for t in r["tests"])
+    (0.05, ['ks', 'kuiper'], False)
+    >>> r["answer"].startswith("no evidence of miscalibration")
+    True
+    """
     if isinstance(tests, str):
         tests = [t.strip() for t in tests.split(",")]
     opts = _options({}, tests=tests, resamples=resamples, alpha=alpha, seed=seed, workers=workers, max_seconds=max_seconds)
@@ -352,7 +364,15 @@ def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, c
     """The binned ECE sum_b (n_b / n) |acc_b - conf_b|^p of the top-label
     confidence (mode="top_label", the usual ECE) or per class (class_wise)
     with equal-width bins (binning="equal_mass": equal-mass) under a tool's
-    convention (convention="sklearn", "torchmetrics", ...)."""
+    convention (convention="sklearn", "torchmetrics", ...).
+
+    Three rows, each alone in its bin: confidences 0.8, 0.6, 0.7, the first
+    and last right, so (|1 - 0.8| + |0 - 0.6| + |1 - 0.7|) / 3:
+
+    >>> import calib
+    >>> round(calib.ece_binned([[0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1]), 12)
+    0.366666666667
+    """
     notion = _one("mode", mode, {"top_label": "top_label", "class_wise": "class_wise", "marginal": "class_wise",
                                  "canonical": "canonical", "binary": "binary"})
     _own(options, "ece_binned", "metrics")
@@ -363,7 +383,16 @@ def ece_binned(probs, labels, *, p=1, bins=15, mode="top_label", binning=None, c
 def ks_error(probs, labels, *, logits=False, weights=None, **options):
     """The top-label Kolmogorov-Smirnov calibration error
     max_t |E[(1{y = argmax f} - max f) 1{max f <= t}]| (splines paper eq. 7,
-    12); for one column (binary input) the KS error of p1."""
+    12); for one column (binary input) the KS error of p1.
+
+    The same three rows in order of confidence (0.6 wrong, 0.7 and 0.8
+    right) give the cumulative sums (0 - 0.6) / 3, then + 0.3 / 3, + 0.2 /
+    3, whose largest size is 0.2:
+
+    >>> import calib
+    >>> round(calib.ks_error([[0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1]), 12)
+    0.2
+    """
     _own(options, "ks_error", "metrics", "ks_r")
     ev = evaluate(probs, labels, logits=logits, weights=weights, metrics="ks", **options)
     for notion, r in (("top_r", 1), ("binary", None)):

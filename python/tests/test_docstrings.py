@@ -8,5 +8,5 @@ import calib._api
 
 def test_docstring_examples():
     failures, tried = doctest.testmod(calib._api, globs={"calib": calib}, optionflags=doctest.ELLIPSIS)
-    assert tried >= 8, f"only {tried} docstring examples found"
+    assert tried >= 20, f"only {tried} docstring examples found"
     assert failures == 0
