@@ -79,8 +79,8 @@ func TestTestsOnFewRows(t *testing.T) {
 // tests are identical for any seed, and on the paper's miscalibrated
 // setting every verdict is the same for 5 seeds.
 func TestDefaultTestsSeedFree(t *testing.T) {
-	if slices.Contains(DefaultTests, "skce") || !slices.Contains(Tests, "skce") {
-		t.Fatalf("DefaultTests %v, Tests %v", DefaultTests, Tests)
+	if slices.Contains(defaultTests, "skce") || !slices.Contains(testNames, "skce") {
+		t.Fatalf("defaultTests %v, testNames %v", defaultTests, testNames)
 	}
 	p, y := paperRows(21, 2000, 3, false)
 	var first *Report

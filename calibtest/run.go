@@ -33,7 +33,9 @@ import (
 // SKCE block test (skce) is not among them: its statistic depends on the
 // seeded order of the rows, and on real predictions its p-value spans
 // 0.0003 to 0.41 over 40 seeds (TESTS.md).
-var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "temperature_score", "prior_score"}
+func DefaultTests() []string { return slices.Clone(defaultTests) }
+
+var defaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "temperature_score", "prior_score"}
 
 // Tests lists every test Run knows: DefaultTests, then the SKCE block
 // z-test (skce: canonical, blocks of sqrt(n) rows in a seeded order), the
@@ -43,11 +45,15 @@ var DefaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "tempera
 // predictions), of the top-label KS calibration error (ks_error), of the
 // top-label MMCE (mmce) and of the canonical witness estimate
 // (ece_witness, p = 1; one kde.Witness per resample: slow).
-var Tests = append(slices.Clone(DefaultTests), "skce", "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
+func Tests() []string { return slices.Clone(testNames) }
+
+var testNames = append(slices.Clone(defaultTests), "skce", "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
 
 // ResampledTests are the tests that draw Options.Resamples resamples: every
 // test but skce (a z-test of its blocks).
-var ResampledTests = slices.DeleteFunc(slices.Clone(Tests), func(t string) bool { return t == "skce" })
+func ResampledTests() []string { return slices.Clone(resampledTests) }
+
+var resampledTests = slices.DeleteFunc(slices.Clone(testNames), func(t string) bool { return t == "skce" })
 
 // MaxDefaultPriorScoreK is the largest K at which the default list (and
 // "all") runs prior_score: its statistic factorizes the K x K covariance of
@@ -101,8 +107,8 @@ func (o Options) Validate() error {
 		if t == "all" && len(o.Tests) == 1 {
 			continue
 		}
-		if !slices.Contains(Tests, t) {
-			return pkgerr.Errorf("calibtest", "unknown test %q (valid: %s)", t, strings.Join(Tests, ", "))
+		if !slices.Contains(testNames, t) {
+			return pkgerr.Errorf("calibtest", "unknown test %q (valid: %s)", t, strings.Join(testNames, ", "))
 		}
 		if slices.Contains(o.Tests[:i], t) {
 			return pkgerr.Errorf("calibtest", "test %q listed twice", t)
@@ -371,9 +377,9 @@ func expandTests(names []string, n, k int, weighted bool) (tests, skipped []stri
 		return names, nil
 	}
 	all := names != nil
-	for _, t := range Tests {
+	for _, t := range testNames {
 		switch {
-		case !all && !slices.Contains(DefaultTests, t):
+		case !all && !slices.Contains(defaultTests, t):
 		case weighted && !slices.Contains(weightedTests, t):
 			skipped = append(skipped, t+" (takes no weights)")
 		case t == "skce" && n < 4:

@@ -231,7 +231,7 @@ func TestSKCEBootstrap(t *testing.T) {
 func TestRunAllTests(t *testing.T) {
 	const k = 3
 	p, y := paperRows(11, 300, k, false)
-	rep := must(Run(context.Background(), p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 1}))
+	rep := must(Run(context.Background(), p, y, k, nil, Options{Tests: testNames, Resamples: 49, Workers: 1}))
 	want := map[string]int{"ks": 2, "kuiper": 2, "spiegelhalter": 2, "skce": 1, "ece_bin": 1, "skce_u": 1, "ece_kde": 3, "ks_error": 1, "mmce": 1, "ece_witness": 1, "temperature_score": 1, "prior_score": 1}
 	got := map[string]int{}
 	for _, r := range rep.Tests {
@@ -248,7 +248,7 @@ func TestRunAllTests(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", name, got[name], c)
 		}
 	}
-	rep3 := must(Run(context.Background(), p, y, k, nil, Options{Tests: Tests, Resamples: 49, Workers: 3}))
+	rep3 := must(Run(context.Background(), p, y, k, nil, Options{Tests: testNames, Resamples: 49, Workers: 3}))
 	if !reflect.DeepEqual(rep, rep3) {
 		t.Error("3 workers give another report")
 	}
@@ -272,10 +272,10 @@ func TestRunAllSkips(t *testing.T) {
 	// Above MaxBootstrapSamples rows (the list alone: running every test
 	// on 4,097 rows took 8 s, the witness most of it).
 	tests, skipped := expandTests([]string{"all"}, MaxBootstrapSamples+1, 3, false)
-	if slices.Contains(tests, "skce_u") || !slices.Equal(skipped, []string{fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)}) || len(tests) != len(Tests)-1 {
+	if slices.Contains(tests, "skce_u") || !slices.Equal(skipped, []string{fmt.Sprintf("skce_u (n > %d)", MaxBootstrapSamples)}) || len(tests) != len(testNames)-1 {
 		t.Errorf("all at n = %d: %v, skipped %v", MaxBootstrapSamples+1, tests, skipped)
 	}
-	if tests, skipped := expandTests(nil, 10, 3, false); !slices.Equal(tests, DefaultTests) || skipped != nil {
+	if tests, skipped := expandTests(nil, 10, 3, false); !slices.Equal(tests, defaultTests) || skipped != nil {
 		t.Errorf("default list: %v, skipped %v", tests, skipped)
 	}
 	// Past MaxDefaultPriorScoreK classes the default list skips the O(K^3)

@@ -319,7 +319,7 @@ func Compare(ctx context.Context, vs, ts *data.Set, o Options) (*Comparison, err
 	vs, ts = vs.ScaledWeights(), ts.ScaledWeights()
 	methods := o.Methods
 	if methods == nil {
-		methods = recal.Methods
+		methods = recal.Methods()
 	}
 	gridName, workers, seed, curves := o.Grid, o.Workers, o.Seed, o.Bandwidths
 	if seed == 0 {

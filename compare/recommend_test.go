@@ -137,7 +137,7 @@ func TestRecommendOnTheDemoSet(t *testing.T) {
 		return s
 	}
 	val, test := load("val"), load("test")
-	c, err := Compare(context.Background(), val, test, Options{Methods: recal.Methods})
+	c, err := Compare(context.Background(), val, test, Options{Methods: recal.Methods()})
 	if err != nil {
 		t.Fatal(err)
 	}

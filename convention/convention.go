@@ -52,6 +52,7 @@
 package convention
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/calib-dev/calib/internal/pkgerr"
@@ -76,7 +77,9 @@ const (
 
 // Names lists the conventions of the binned ECE and MCE
 // (--convention), calib's first.
-var Names = []Name{Calib, Sklearn, Torchmetrics, Netcal, Relplot, Hendrycks, RobustnessMetrics, TorchUncertainty}
+func Names() []Name { return slices.Clone(conventionNames) }
+
+var conventionNames = []Name{Calib, Sklearn, Torchmetrics, Netcal, Relplot, Hendrycks, RobustnessMetrics, TorchUncertainty}
 
 // String returns the name.
 func (n Name) String() string { return string(n) }
@@ -107,15 +110,15 @@ func Parse(s string) (Name, error) {
 	case "scikit_learn":
 		return Sklearn, nil
 	}
-	words := make([]string, len(Names))
-	for i, x := range Names {
+	words := make([]string, len(conventionNames))
+	for i, x := range conventionNames {
 		words[i] = string(x)
 	}
 	i, err := textenum.Parse("convention", s, words)
 	if err != nil {
 		return "", pkgerr.Errorf("convention", "%w", err)
 	}
-	return Names[i], nil
+	return conventionNames[i], nil
 }
 
 // Weighted reports whether the convention takes sample weights (the

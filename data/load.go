@@ -13,7 +13,9 @@ import (
 )
 
 // Formats lists the accepted values of Options.Format.
-var Formats = []string{"csv", "npy", "npz", "jsonl", "parquet"}
+func Formats() []string { return slices.Clone(loadFormats) }
+
+var loadFormats = []string{"csv", "npy", "npz", "jsonl", "parquet"}
 
 // maxFileSize bounds what the loaders read into memory (8 GiB).
 const maxFileSize = 8 << 30
@@ -143,11 +145,11 @@ func formatFor(name string, opts Options) (string, error) {
 	if format == "" {
 		format = FormatOf(name)
 		if format == "" {
-			return "", &Error{File: name, Err: fmt.Errorf("%w: cannot tell the format from the extension %q; use --format (%s)", ErrFormat, filepath.Ext(name), strings.Join(Formats, ", "))}
+			return "", &Error{File: name, Err: fmt.Errorf("%w: cannot tell the format from the extension %q; use --format (%s)", ErrFormat, filepath.Ext(name), strings.Join(loadFormats, ", "))}
 		}
 	}
-	if !slices.Contains(Formats, format) {
-		return "", &Error{File: name, Err: fmt.Errorf("%w: format %q; valid: %s", ErrFormat, format, strings.Join(Formats, ", "))}
+	if !slices.Contains(loadFormats, format) {
+		return "", &Error{File: name, Err: fmt.Errorf("%w: format %q; valid: %s", ErrFormat, format, strings.Join(loadFormats, ", "))}
 	}
 	return format, nil
 }

@@ -214,7 +214,7 @@ func (ns NotionSet) Resolve(s *data.Set) (notions []kde.Notion, note string, err
 		}
 	}
 	for _, n := range ns.Notions {
-		if !slices.Contains(kde.Notions, n) {
+		if !slices.Contains(kde.Notions(), n) {
 			return nil, "", optionError("mode", "mode: unknown notion %q", n)
 		}
 		if n == kde.Binary && s != nil && !s.Binary {

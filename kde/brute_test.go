@@ -179,7 +179,7 @@ func TestBruteForce(t *testing.T) {
 		for _, n := range []int{2, 3, 37, 300} {
 			probs, labels := randomSet(rng, n, k, 2)
 			for _, h := range []float64{0.003, 0.05, 0.7} {
-				for _, notion := range Notions {
+				for _, notion := range notionList {
 					if notion == Binary && k != 2 {
 						continue
 					}
@@ -308,7 +308,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 		for j := 0; j < n; j++ {
 			data.Softmax(probs[j*k:(j+1)*k], logits[j*k:(j+1)*k])
 		}
-		for _, notion := range Notions {
+		for _, notion := range notionList {
 			if notion == Binary && k != 2 {
 				continue
 			}

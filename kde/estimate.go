@@ -257,7 +257,7 @@ func meanTerms(terms [][]float64, kept []bool, nkept int, w []float64) (means []
 func check(notion Notion, probs []float64, labels []int, k int) error {
 	n := len(labels)
 	switch {
-	case !slices.Contains(Notions, notion):
+	case !slices.Contains(notionList, notion):
 		return fmt.Errorf("kde: invalid notion %q", notion)
 	case k < 2:
 		return fmt.Errorf("kde: %d classes, need at least 2", k)

@@ -31,12 +31,14 @@ const (
 //   - notion.Binary is one-column input p1 = P(y = 1): 2 x the Beta
 //     estimate on p1, which equals Canonical on the two columns
 //     (1-p1, p1).
-var Notions = []Notion{Canonical, ClassWise, TopLabel, Binary}
+func Notions() []Notion { return slices.Clone(notionList) }
+
+var notionList = []Notion{Canonical, ClassWise, TopLabel, Binary}
 
 // notionNames are the names of Notions.
 var notionNames = func() []string {
-	s := make([]string, len(Notions))
-	for i, n := range Notions {
+	s := make([]string, len(notionList))
+	for i, n := range notionList {
 		s[i] = string(n)
 	}
 	return s
@@ -48,7 +50,7 @@ var notionNames = func() []string {
 // listing theirs.
 func ParseNotion(s string) (Notion, error) {
 	n, err := notion.Parse(s)
-	if err == nil && slices.Contains(Notions, n) {
+	if err == nil && slices.Contains(notionList, n) {
 		return n, nil
 	}
 	_, err = textenum.Parse("notion", s, notionNames) // s is none of notionNames

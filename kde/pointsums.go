@@ -585,7 +585,7 @@ func (ps *PointSums) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	m := len(v.Labels)
-	if v.K < 2 || !slices.Contains(Notions, v.Notion) || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
+	if v.K < 2 || !slices.Contains(notionList, v.Notion) || m == 0 || len(v.Points) != m*v.K || (v.Weights != nil && len(v.Weights) != m) ||
 		len(v.Shift) != numParts(v.Notion, v.K)*len(v.Grid)*m || len(v.Sums) != len(v.Shift)*labelsPerPart(v.Notion, v.K) || (v.Squares != nil && len(v.Squares) != len(v.Sums)) {
 		return pointSumsKind.Errorf("inconsistent sizes")
 	}

@@ -207,7 +207,7 @@ func TestWeightedBruteForce(t *testing.T) {
 			for _, zeros := range []bool{false, true} {
 				w := randWeights(rng, n, zeros)
 				for _, h := range []float64{0.005, 0.05, 0.7} {
-					for _, notion := range Notions {
+					for _, notion := range notionList {
 						if notion == Binary && k != 2 {
 							continue
 						}
@@ -345,7 +345,7 @@ func TestWeightedLOOBruteForce(t *testing.T) {
 	for _, k := range []int{2, 3} {
 		probs, labels := randomSet(rng, 120, k, 1.5)
 		w := randWeights(rng, 120, true)
-		for _, notion := range Notions {
+		for _, notion := range notionList {
 			if notion == Binary && k != 2 {
 				continue
 			}
@@ -785,7 +785,7 @@ func TestWeightedGradient(t *testing.T) {
 		}
 		w := randWeights(rng, n, true)
 		w[5] = 0
-		for _, notion := range Notions {
+		for _, notion := range notionList {
 			if notion == Binary && k != 2 {
 				continue
 			}
@@ -841,7 +841,7 @@ func TestUnitWeightsEqualNil(t *testing.T) {
 		const n = 180
 		probs, labels := randomSet(rng, n, k, 2)
 		one := ones(n)
-		for _, notion := range Notions {
+		for _, notion := range notionList {
 			if notion == Binary && k != 2 {
 				continue
 			}

@@ -8,6 +8,7 @@ package notion
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/calib-dev/calib/internal/textenum"
@@ -41,7 +42,9 @@ const (
 )
 
 // All lists every notion but None, in order.
-var All = []Notion{Canonical, ClassWise, TopLabel, TopR, WithinTopR, Binary}
+func All() []Notion { return slices.Clone(allNotions) }
+
+var allNotions = []Notion{Canonical, ClassWise, TopLabel, TopR, WithinTopR, Binary}
 
 // aliases are the earlier spellings read on input.
 var aliases = map[string]Notion{"marginal": ClassWise, "toplabel": TopLabel}
@@ -57,15 +60,15 @@ func Parse(s string) (Notion, error) {
 	if n, ok := aliases[t]; ok {
 		return n, nil
 	}
-	names := make([]string, len(All))
-	for i, n := range All {
+	names := make([]string, len(allNotions))
+	for i, n := range allNotions {
 		names[i] = string(n)
 	}
 	i, err := textenum.Parse("notion", s, names)
 	if err != nil {
 		return None, err
 	}
-	return All[i], nil
+	return allNotions[i], nil
 }
 
 // String returns the notion's name.

@@ -86,7 +86,7 @@ func TestSaveFileRoundTrip(t *testing.T) {
 // TestParseMethods: "" is every method, a list its methods in its order, a
 // list of empty items none; an unknown name lists the valid ones.
 func TestParseMethods(t *testing.T) {
-	if ms, err := ParseMethods(""); err != nil || !slices.Equal(ms, Methods) {
+	if ms, err := ParseMethods(""); err != nil || !slices.Equal(ms, methodList) {
 		t.Errorf("all: %v, %v", ms, err)
 	}
 	if ms, err := ParseMethods(" platt,spline "); err != nil || !slices.Equal(ms, []Method{MethodPlatt, MethodSpline}) {
@@ -99,7 +99,7 @@ func TestParseMethods(t *testing.T) {
 	if !errors.Is(err, ErrInput) || err.Error() != `unknown method "nope" (valid: `+strings.Join(MethodNames(), ", ")+")" {
 		t.Errorf("unknown: %v", err)
 	}
-	if n := MethodNames(); len(n) != len(Methods) || n[0] != "spline" {
+	if n := MethodNames(); len(n) != len(methodList) || n[0] != "spline" {
 		t.Errorf("MethodNames %v", n)
 	}
 }

@@ -28,7 +28,9 @@ const (
 )
 
 // Methods lists every method, in the order of the comparison tables.
-var Methods = []Method{MethodSpline, MethodTemperature, MethodVector, MethodMatrix, MethodDirichlet,
+func Methods() []Method { return slices.Clone(methodList) }
+
+var methodList = []Method{MethodSpline, MethodTemperature, MethodVector, MethodMatrix, MethodDirichlet,
 	MethodIsotonic, MethodHistogram, MethodPlatt, MethodBeta, MethodLogSpline, MethodBoost}
 
 // String returns the method's name.
@@ -50,7 +52,7 @@ func (m *Method) UnmarshalText(b []byte) error {
 // ParseMethod returns the method named s (surrounding spaces ignored).
 func ParseMethod(s string) (Method, error) {
 	m := Method(strings.TrimSpace(s))
-	if !slices.Contains(Methods, m) {
+	if !slices.Contains(methodList, m) {
 		return "", fmt.Errorf("%w: unknown recalibration method %q (valid: %s)", ErrInput, s, strings.Join(MethodNames(), ", "))
 	}
 	return m, nil
@@ -62,14 +64,14 @@ func ParseMethod(s string) (Method, error) {
 // method "x" (valid: spline, ...)` and wraps ErrInput.
 func ParseMethods(list string) ([]Method, error) {
 	if list == "" {
-		return slices.Clone(Methods), nil
+		return slices.Clone(methodList), nil
 	}
 	ms := []Method{}
 	for _, m := range strings.Split(list, ",") {
 		if m = strings.TrimSpace(m); m == "" {
 			continue
 		}
-		if !slices.Contains(Methods, Method(m)) {
+		if !slices.Contains(methodList, Method(m)) {
 			return nil, &kindError{fmt.Sprintf("unknown method %q (valid: %s)", m, strings.Join(MethodNames(), ", ")), ErrInput}
 		}
 		ms = append(ms, Method(m))
@@ -79,8 +81,8 @@ func ParseMethods(list string) ([]Method, error) {
 
 // MethodNames returns the names of Methods, in their order.
 func MethodNames() []string {
-	names := make([]string, len(Methods))
-	for i, m := range Methods {
+	names := make([]string, len(methodList))
+	for i, m := range methodList {
 		names[i] = string(m)
 	}
 	return names

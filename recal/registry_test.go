@@ -46,7 +46,7 @@ func registrySet(t *testing.T, n, k int, binary bool) *data.Set {
 // gives what Calibrate gives, and bad names and missing logits are ErrInput.
 func TestRegistry(t *testing.T) {
 	s := registrySet(t, 300, 3, false)
-	for _, m := range Methods {
+	for _, m := range methodList {
 		var got Method
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
 		fs.TextVar(&got, "method", Method(""), "")

@@ -29,7 +29,9 @@ var ErrOptions = errors.New("report: bad options")
 // Metrics nil): every metric but ace and tce, which are other libraries'
 // definitions whose bootstrap intervals cost seconds (calib eval
 // --metrics ace,tce computes them).
-var ReportMetrics = slices.DeleteFunc(slices.Clone(evaluate.Metrics), func(m evaluate.Metric) bool {
+func ReportMetrics() evaluate.MetricSet { return slices.Clone(reportMetrics) }
+
+var reportMetrics = slices.DeleteFunc(slices.Clone(evaluate.Metrics), func(m evaluate.Metric) bool {
 	return m == evaluate.ACE || m == evaluate.TCE
 })
 
@@ -142,9 +144,9 @@ func (o Options) Validate() error {
 		return err
 	}
 	for _, m := range o.Methods {
-		if !slices.Contains(recal.Methods, m) {
-			names := make([]string, len(recal.Methods))
-			for i, v := range recal.Methods {
+		if !slices.Contains(recal.Methods(), m) {
+			names := make([]string, len(recal.Methods()))
+			for i, v := range recal.Methods() {
 				names[i] = string(v)
 			}
 			return optionsError("unknown recalibration method %q (valid: %s)", m, strings.Join(names, ", "))
@@ -202,7 +204,7 @@ func (o Options) evalOptions(curves bandwidth.Cache) evaluate.Options {
 		e.Mode = evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical, kde.TopLabel}}
 	}
 	if e.Metrics == nil {
-		e.Metrics = ReportMetrics // the report's table
+		e.Metrics = reportMetrics // the report's table
 	}
 	e.CI = !o.NoIntervals
 	e.Seed, e.Workers, e.Progress, e.Bandwidths = o.seed(), o.Workers, o.Progress, curves
@@ -215,7 +217,7 @@ func (o Options) evalOptions(curves bandwidth.Cache) evaluate.Options {
 func (o Options) CompareOptions() compare.Options {
 	methods := o.Methods
 	if methods == nil {
-		methods = recal.Methods
+		methods = recal.Methods()
 	}
 	return compare.Options{Methods: methods, Grid: o.Grid, Seed: o.seed(), Workers: o.Workers, Progress: o.Progress}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot/vg"
@@ -29,7 +30,9 @@ type Figure interface {
 }
 
 // Formats lists the formats of Write.
-var Formats = []string{"svg", "png", "pdf"}
+func Formats() []string { return slices.Clone(figureFormats) }
+
+var figureFormats = []string{"svg", "png", "pdf"}
 
 // Write renders f in format "svg", "png" (150 dpi) or "pdf" (fonts
 // embedded) to w.
@@ -49,7 +52,7 @@ func Write(w io.Writer, f Figure, format string) error {
 		p.EmbedFonts(true)
 		c = p
 	default:
-		return fmt.Errorf("report: format %q (valid: %s)", format, strings.Join(Formats, ", "))
+		return fmt.Errorf("report: format %q (valid: %s)", format, strings.Join(figureFormats, ", "))
 	}
 	dc := draw.New(c)
 	dc.SetColor(color.White)

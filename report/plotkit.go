@@ -2,6 +2,7 @@ package report
 
 import (
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg/draw"
@@ -24,7 +25,9 @@ var (
 // taken: the Okabe-Ito colour-blind-safe palette (blue, orange, bluish
 // green, vermillion, reddish purple, sky blue), then grey, black, yellow
 // and brown. The report's figures use its first colours.
-var Palette = []color.Color{
+func Palette() []color.Color { return slices.Clone(okabeIto) }
+
+var okabeIto = []color.Color{
 	colBlue, colOrange, colGreen, colRed, color.NRGBA{204, 121, 167, 255}, color.NRGBA{86, 180, 233, 255},
 	colGrey, color.NRGBA{0, 0, 0, 255}, color.NRGBA{240, 228, 66, 255}, color.NRGBA{150, 75, 0, 255},
 }

@@ -157,7 +157,7 @@ func TestSaveAtomic(t *testing.T) {
 // are its curve's.
 func TestCurveData(t *testing.T) {
 	s := set(t, 300, 3, 4, "test.csv")
-	for _, n := range convention.Names {
+	for _, n := range convention.Names() {
 		if n == convention.Hendrycks {
 			continue // 300 scores: 3 bins of 100, the last skipped
 		}

@@ -36,10 +36,14 @@ const (
 )
 
 // Optimizers lists the valid Config.Optimizer values.
-var Optimizers = []string{OptimizerAdam, OptimizerSGD}
+func Optimizers() []string { return slices.Clone(optimizerNames) }
+
+var optimizerNames = []string{OptimizerAdam, OptimizerSGD}
 
 // Losses lists the valid Config.Loss values.
-var Losses = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}
+func Losses() []string { return slices.Clone(lossNames) }
+
+var lossNames = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}
 
 // Config configures Fit. Zero fields take the defaults in brackets.
 type Config struct {
@@ -72,8 +76,8 @@ func (c *Config) SetDefaults() error {
 	if c.Loss == "" {
 		c.Loss = LossXE
 	}
-	if !slices.Contains(Losses, c.Loss) {
-		return fmt.Errorf("train: loss %q (valid: %s)", c.Loss, strings.Join(Losses, ", "))
+	if !slices.Contains(lossNames, c.Loss) {
+		return fmt.Errorf("train: loss %q (valid: %s)", c.Loss, strings.Join(lossNames, ", "))
 	}
 	set := func(v *float64, d float64) {
 		if *v == 0 {

@@ -33,7 +33,7 @@ func TestFitVehicle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, loss := range append(Losses, "xe+sgd") {
+	for _, loss := range append(lossNames, "xe+sgd") {
 		cfg := Config{Loss: loss, Epochs: epochs, Batch: 64, LR: 3e-3, Seed: 1}
 		if loss == "xe+sgd" {
 			cfg = Config{Loss: LossXE, Optimizer: OptimizerSGD, Epochs: epochs, Batch: 64, LR: 0.01, Seed: 1}

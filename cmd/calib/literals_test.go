@@ -30,7 +30,7 @@ func TestNoMetricOrNotionLiterals(t *testing.T) {
 		words[string(m)] = true
 	}
 	notionWords := map[string]bool{"marginal": true}
-	for _, n := range notion.All {
+	for _, n := range notion.All() {
 		words[string(n)] = true
 		notionWords[string(n)] = true
 	}

@@ -17,8 +17,8 @@ func ParseSets(list string) ([]string, error) {
 	}
 	sets := strings.Split(list, ",")
 	for i := range sets {
-		if sets[i] = strings.TrimSpace(sets[i]); !slices.Contains(tabular.Names, sets[i]) {
-			return nil, fmt.Errorf("unknown data set %q (valid: %s)", sets[i], strings.Join(tabular.Names, ", "))
+		if sets[i] = strings.TrimSpace(sets[i]); !slices.Contains(tabular.Names(), sets[i]) {
+			return nil, fmt.Errorf("unknown data set %q (valid: %s)", sets[i], strings.Join(tabular.Names(), ", "))
 		}
 	}
 	return sets, nil

@@ -19,7 +19,7 @@ func TestParseSets(t *testing.T) {
 	if _, err := ParseSets("dna,,vehicle"); err == nil || err.Error() != `unknown data set "" (valid: vehicle, dna, satellite, letter, shuttle)` {
 		t.Errorf("empty item: %v", err)
 	}
-	if len(tabular.Names) != 5 {
-		t.Errorf("names %v", tabular.Names)
+	if len(tabular.Names()) != 5 {
+		t.Errorf("names %v", tabular.Names())
 	}
 }

@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.ctx = ctx
 	sets := o.Sets
 	if sets == nil {
-		sets = tabular.Names
+		sets = tabular.Names()
 		if o.Quick {
 			sets = []string{"vehicle"}
 		}

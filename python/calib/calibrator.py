@@ -17,7 +17,7 @@ from . import _api, _native
 
 __all__ = ["Calibrator", "METHODS", "LOGIT_METHODS"]
 
-#: calib fit's methods (calib fit --help; recal.Methods: a test checks
+#: calib fit's methods (calib fit --help; recal.Methods(): a test checks
 #: them against the Go library's registry).
 METHODS = (
     "spline", "temperature", "vector", "matrix-odir", "dirichlet-odir",

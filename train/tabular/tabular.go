@@ -19,12 +19,14 @@ import (
 var files embed.FS
 
 // Names lists the embedded data sets, smallest first.
-var Names = []string{"vehicle", "dna", "satellite", "letter", "shuttle"}
+func Names() []string { return slices.Clone(setNames) }
+
+var setNames = []string{"vehicle", "dna", "satellite", "letter", "shuttle"}
 
 // Load parses the embedded data set name (one of Names).
 func Load(name string) (*train.Table, error) {
-	if !slices.Contains(Names, name) {
-		return nil, fmt.Errorf("tabular: unknown data set %q (valid: %v)", name, Names)
+	if !slices.Contains(setNames, name) {
+		return nil, fmt.Errorf("tabular: unknown data set %q (valid: %v)", name, setNames)
 	}
 	b, err := files.ReadFile(name + ".csv.gz")
 	if err != nil {

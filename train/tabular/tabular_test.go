@@ -7,7 +7,7 @@ import "testing"
 func TestLoad(t *testing.T) {
 	want := map[string][3]int{"vehicle": {846, 18, 4}, "dna": {3186, 180, 3}, "satellite": {6435, 36, 6},
 		"letter": {20000, 16, 26}, "shuttle": {58000, 9, 7}}
-	for _, name := range Names {
+	for _, name := range setNames {
 		tb, err := Load(name)
 		if err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.input, "input", "", "the prediction `files`: a file, a glob or a directory of shards (csv, jsonl, npy, parquet), or a name with a scheme (gs://bucket/preds-*.parquet)")
 	fs.StringVar(&c.labels, "label-files", "", "labels `files` (.npy or text), one per prediction file, paired in sorted order (a file, glob or directory)")
 	fs.StringVar(&c.weights, "weight-files", "", "sample-weights `files`, one per prediction file, paired in sorted order")
-	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats(), ", ")+" (default: by extension)")
 	evalflag.Register(fs, &c.text, &c.eval, evalflag.Beam)
 	evalflag.RegisterStream(fs, &c.stream, "")
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
@@ -124,8 +124,8 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.workers < 0 {
 		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
 	}
-	if c.format != "" && !slices.Contains(data.Formats, c.format) {
-		return o, usageErrorf("--format %q: valid formats are %s", c.format, strings.Join(data.Formats, ", "))
+	if c.format != "" && !slices.Contains(data.Formats(), c.format) {
+		return o, usageErrorf("--format %q: valid formats are %s", c.format, strings.Join(data.Formats(), ", "))
 	}
 	m, err := c.stream.Points()
 	if err != nil {

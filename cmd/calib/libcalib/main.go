@@ -178,7 +178,7 @@ type option struct {
 //export calib_registry
 func calib_registry() *C.char {
 	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: commands.OptionReaders()}
-	for _, m := range recal.Methods {
+	for _, m := range recal.Methods() {
 		if m.NeedsLogits() {
 			r.LogitMethods = append(r.LogitMethods, string(m))
 		}

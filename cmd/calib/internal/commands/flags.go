@@ -119,13 +119,13 @@ var namesFlags = map[string]bool{"metrics": true, "mode": true, "p": true, "ks-r
 // them, before any data is read (root's PersistentPreRunE). A key
 // "command/flag" overrides the rule of "flag" for one command.
 var flagRules = map[string]flagRule{
-	"format":              oneOf("valid formats are "+strings.Join(data.Formats, ", "), data.Formats...),
+	"format":              oneOf("valid formats are "+strings.Join(data.Formats(), ", "), data.Formats()...),
 	"method":              oneOf("valid methods are "+strings.Join(recal.MethodNames(), ", "), append([]string{""}, recal.MethodNames()...)...), // "": fit says it is required
-	"loss":                oneOf("valid losses are "+strings.Join(train.Losses, ", "), train.Losses...),
+	"loss":                oneOf("valid losses are "+strings.Join(train.Losses(), ", "), train.Losses()...),
 	"grid":                oneOf("want default or full", "default", "full"),
 	"scalar-mode":         oneOf("valid modes are top_label, binary and one_vs_rest (isotonic)", recal.ModeTopLabel, recal.ModeBinary, recal.ModeOneVsRest),
 	"split":               oneOf("want test or val", "test", "val"),
-	"optimizer":           oneOf("valid optimizers are "+strings.Join(train.Optimizers, ", "), train.Optimizers...),
+	"optimizer":           oneOf("valid optimizers are "+strings.Join(train.Optimizers(), ", "), train.Optimizers()...),
 	"estimators/parts":    listRule(oneOf("valid parts are "+strings.Join(experiment.EstimatorParts, ", "), experiment.EstimatorParts...)),
 	"workers":             nonNegative,
 	"max-rows":            positiveInt,
@@ -266,7 +266,7 @@ func OptionReaders() map[string]map[string][]string {
 
 // testReaders names the tests that read each option of calib test that
 // some tests only read.
-var testReaders = map[string][]string{"resamples": calibtest.ResampledTests}
+var testReaders = map[string][]string{"resamples": calibtest.ResampledTests()}
 
 // gridReaders names the methods that read --grid (the ODIR methods'
 // cross-validation), for fit, compare, report and plot.
@@ -275,7 +275,7 @@ var gridReaders = map[string][]string{"grid": {recal.MethodVector, recal.MethodM
 // methodNames returns the names of ms; nil means every method.
 func methodNames(ms []recal.Method) []string {
 	if ms == nil {
-		ms = recal.Methods
+		ms = recal.Methods()
 	}
 	names := make([]string, len(ms))
 	for i, m := range ms {
@@ -327,7 +327,7 @@ type inputFlags struct {
 func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.o.Labels, "labels", "", "read the labels from `FILE` (.npy, or text with one label per line) instead of the last column; for a stream of several shards, a glob or directory of one labels file per shard, paired in sorted order")
 	fs.BoolVar(&f.o.Logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
-	fs.StringVar(&f.o.Format, "format", "", "input `format`: "+strings.Join(data.Formats, ", ")+" (default: by extension)")
+	fs.StringVar(&f.o.Format, "format", "", "input `format`: "+strings.Join(data.Formats(), ", ")+" (default: by extension)")
 	fs.BoolVar(&f.o.Renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
 	fs.Float64Var(&f.o.Tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
 }

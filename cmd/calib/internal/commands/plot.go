@@ -61,7 +61,7 @@ var plotReaders = map[string][]string{
 // returns the report options they make.
 func (f *plotFlags) options(fs *pflag.FlagSet, kind report.PlotKind) (report.Options, error) {
 	var o report.Options
-	exts := report.Formats
+	exts := report.Formats()
 	if kind == report.ReliabilityPlot || kind == report.SmoothReliabilityPlot {
 		exts = append(slices.Clone(exts), "json")
 	}

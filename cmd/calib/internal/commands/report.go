@@ -89,7 +89,7 @@ func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
 	}
 	metrics := eo.Metrics
 	if metrics == nil {
-		metrics = report.ReportMetrics
+		metrics = report.ReportMetrics()
 	}
 	if err := unread(fs, eo, metrics); err != nil {
 		return report.Options{}, err

@@ -25,7 +25,7 @@ func newTestCmd() *Command {
 				}
 			}
 			if len(o.Tests) == 0 {
-				return usageErrorf("--tests %q: name at least one test (of %s, or all); leave the flag out for the default tests", tests, strings.Join(calibtest.Tests, ", "))
+				return usageErrorf("--tests %q: name at least one test (of %s, or all); leave the flag out for the default tests", tests, strings.Join(calibtest.Tests(), ", "))
 			}
 		}
 		// Before any data is read: --alpha and --resamples have their
@@ -43,9 +43,9 @@ func newTestCmd() *Command {
 		chosen := o.Tests
 		switch {
 		case chosen == nil:
-			chosen = calibtest.DefaultTests
+			chosen = calibtest.DefaultTests()
 		case len(chosen) == 1 && chosen[0] == "all":
-			chosen = calibtest.Tests
+			chosen = calibtest.Tests()
 		}
 		if err := refuseUnread(cmd.Flags(), testReaders, "--tests", chosen); err != nil {
 			return err
@@ -70,7 +70,7 @@ func newTestCmd() *Command {
 	in.register(cmd.Flags())
 	in.registerWeights(cmd.Flags(), false)
 	fs := cmd.Flags()
-	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests, ", ")+", or all (default: "+strings.Join(calibtest.DefaultTests, ",")+")")
+	fs.StringVar(&tests, "tests", "", "tests, comma-separated, of "+strings.Join(calibtest.Tests(), ", ")+", or all (default: "+strings.Join(calibtest.DefaultTests(), ",")+")")
 	fs.IntVar(&o.Resamples, "resamples", calibtest.DefaultResamples, fmt.Sprintf("resamples B of the consistency-resampling tests, at least 1/alpha - 1 (a resampled p-value is at least 1/(B+1)) and at most %d", calibtest.MaxResamples))
 	fs.Float64Var(&o.Alpha, "alpha", calibtest.DefaultAlpha, "level of the verdicts, in (0, 1)")
 	fs.Uint64Var(&o.Seed, "seed", DefaultSeed, "seed of the resamples and of the SKCE blocks (the default seed of every calib command; 0 means 1)")

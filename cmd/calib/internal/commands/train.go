@@ -49,7 +49,7 @@ func newTrainCmd() *Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Data, "data", "", "the tabular `FILE.csv`")
 	fs.StringVarP(&o.Dir, "output", "o", "", "output `DIR`")
-	fs.StringVar(&cfg.Loss, "loss", "xe", "loss: "+strings.Join(train.Losses, ", "))
+	fs.StringVar(&cfg.Loss, "loss", "xe", "loss: "+strings.Join(train.Losses(), ", "))
 	fs.Float64Var(&cfg.Lambda, "lambda", 0.1, "kde-xe, mmce: weight of the ECE^KDE or MMCE term")
 	fs.Float64Var(&cfg.Smoothing, "smoothing", 0.1, "ls: label smoothing alpha")
 	fs.Float64Var(&cfg.Bandwidth, "bandwidth", 0, "kde-xe: fixed kernel bandwidth (0: LOO MLE per mini-batch)")
