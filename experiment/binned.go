@@ -290,7 +290,7 @@ func (f *binnedFigure) Draw(c draw.Canvas) {
 				xs, ys, se = append(xs, float64(row.N)), append(ys, row.AbsDiff.Mean), append(se, 0)
 			}
 		}
-		addSeries(p, fmt.Sprintf("%s %s (slope %.2f)", s.Notion, s.Estimator, s.Slope), report.Palette()[i%len(report.Palette())], xs, ys, se, s.Estimator == "binned")
+		addSeries(p, fmt.Sprintf("%s %s (slope %.2f)", s.Notion, s.Estimator, s.Slope), report.SeriesColor(i), xs, ys, se, s.Estimator == "binned")
 		i++
 	}
 	report.DrawGrid(c, [][]*plot.Plot{{p}})

@@ -1068,7 +1068,7 @@ func (f *estFigure) Draw(c draw.Canvas) {
 				}
 				xs, ys, se = append(xs, float64(row.K)), append(ys, row.Stat.Mean/scale), append(se, row.Stat.SE/scale)
 			}
-			addSeries(p, est, report.Palette()[i%len(report.Palette())], xs, ys, se, false)
+			addSeries(p, est, report.SeriesColor(i), xs, ys, se, false)
 		}
 		if !f.calibrated {
 			truthLine(p, 2, 100, 1)

@@ -320,7 +320,7 @@ func (f *convFigure) Draw(c draw.Canvas) {
 					x0, x1 = math.Min(x0, float64(r.N)), math.Max(x1, float64(r.N))
 				}
 			}
-			addSeries(p, nm, report.Palette()[i%len(report.Palette())], xs, ys, se, strings.HasPrefix(nm, "binned"))
+			addSeries(p, nm, report.SeriesColor(i), xs, ys, se, strings.HasPrefix(nm, "binned"))
 		}
 		truthLine(p, x0, x1, truth)
 		row = append(row, p)
@@ -373,7 +373,7 @@ func (f *sweepFigure) Draw(c draw.Canvas) {
 					x0, x1 = math.Min(x0, r.H), math.Max(x1, r.H)
 				}
 			}
-			addSeries(p, fmt.Sprintf("n = %d", n), report.Palette()[i%len(report.Palette())], xs, ys, se, false)
+			addSeries(p, fmt.Sprintf("n = %d", n), report.SeriesColor(i), xs, ys, se, false)
 		}
 		truthLine(p, x0, x1, truth)
 		plots[si/3][si%3] = p
@@ -410,7 +410,7 @@ func (f *witnessFigure) Draw(c draw.Canvas) {
 			}
 			label := map[string]string{"kde loo": "plug-in ECE^KDE p=1 (LOO h)", "witness p=1": "witness p=1 (CE_1)",
 				"u-statistic p=2": "U-statistic p=2 (CE_2^2)"}[nm]
-			addSeries(p, label, report.Palette()[i%len(report.Palette())], xs, ys, se, strings.HasPrefix(nm, "kde"))
+			addSeries(p, label, report.SeriesColor(i), xs, ys, se, strings.HasPrefix(nm, "kde"))
 		}
 		truthLine(p, x0, x1, 1)
 		row = append(row, p)
@@ -431,7 +431,7 @@ func (f *witnessFigure) Draw(c draw.Canvas) {
 				c0, c1 = math.Min(c0, float64(r.N)), math.Max(c1, float64(r.N))
 			}
 		}
-		addSeries(p, key, report.Palette()[i%len(report.Palette())], xs, ys, se, strings.HasPrefix(key, "kde"))
+		addSeries(p, key, report.SeriesColor(i), xs, ys, se, strings.HasPrefix(key, "kde"))
 	}
 	truthLine(p, c0, c1, 0)
 	row = append(row, p)

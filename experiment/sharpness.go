@@ -224,13 +224,13 @@ func (f *sharpFigure) Draw(c draw.Canvas) {
 		pb, fb = append(pb, positive(math.Abs(row.Partial.Mean-row.Truth))), append(fb, positive(math.Abs(row.Debiased.Mean-row.Truth)))
 		zero = append(zero, 0)
 	}
-	addSeries(est, "partially debiased (eq. 7)", report.Palette()[0], xs, pm, ps, false)
-	addSeries(est, "fully debiased (appendix D)", report.Palette()[1], xs, fm, fse, false)
+	addSeries(est, "partially debiased (eq. 7)", report.SeriesColor(0), xs, pm, ps, false)
+	addSeries(est, "fully debiased (appendix D)", report.SeriesColor(1), xs, fm, fse, false)
 	if len(xs) > 0 {
 		truthLine(est, xs[0], xs[len(xs)-1], r.Truth.Value)
 	}
-	addSeries(bias, "eq. 7", report.Palette()[0], xs, pb, zero, false)
-	addSeries(bias, "appendix D", report.Palette()[1], xs, fb, zero, false)
+	addSeries(bias, "eq. 7", report.SeriesColor(0), xs, pb, zero, false)
+	addSeries(bias, "appendix D", report.SeriesColor(1), xs, fb, zero, false)
 	report.DrawGrid(c, [][]*plot.Plot{{est, bias}})
 }
 

@@ -521,7 +521,7 @@ func (f *testsFigure) Draw(c draw.Canvas) {
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(6)
 		for i, s := range ss {
-			addSeries(p, s.name, report.Palette()[i%len(report.Palette())], s.xs, s.ys, make([]float64, len(s.xs)), i >= len(report.Palette()))
+			addSeries(p, s.name, report.SeriesColor(i), s.xs, s.ys, make([]float64, len(s.xs)), i >= len(report.Palette()))
 		}
 		if level && len(ss) > 0 {
 			xs := ss[0].xs

@@ -21,11 +21,15 @@ var (
 	colGap    = color.NRGBA{213, 94, 0, 110}
 )
 
-// Palette is the colours of the series of a figure, in the order they are
+// Palette returns the colours of the series of a figure, in the order they are
 // taken: the Okabe-Ito colour-blind-safe palette (blue, orange, bluish
 // green, vermillion, reddish purple, sky blue), then grey, black, yellow
 // and brown. The report's figures use its first colours.
 func Palette() []color.Color { return slices.Clone(okabeIto) }
+
+// SeriesColor returns the colour of a figure's series i, Palette's
+// colours in turn: Palette()[i % len(Palette())].
+func SeriesColor(i int) color.Color { return okabeIto[i%len(okabeIto)] }
 
 var okabeIto = []color.Color{
 	colBlue, colOrange, colGreen, colRed, color.NRGBA{204, 121, 167, 255}, color.NRGBA{86, 180, 233, 255},

@@ -48,12 +48,12 @@ func (k PlotKind) String() string {
 }
 
 // ParsePlotKind returns the figure named s (the enumerations' one rule:
-// any case, '-' for '_'); an unknown name gives an error wrapping
-// ErrOptions that lists the names.
+// any case, '-' for '_'); an unknown name gives an *OptionError that lists
+// the names.
 func ParsePlotKind(s string) (PlotKind, error) {
 	i, err := textenum.Parse("figure", s, plotNames[:])
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrOptions, err)
+		return 0, &OptionError{Err: err}
 	}
 	return PlotKind(i), nil
 }

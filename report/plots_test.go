@@ -186,3 +186,14 @@ func TestCurveData(t *testing.T) {
 		t.Errorf("smooth data: %+v, %v", sd, err)
 	}
 }
+
+// TestSeriesColor: series i takes Palette's colour i, in turn past its
+// end.
+func TestSeriesColor(t *testing.T) {
+	pal := Palette()
+	for i := range 3 * len(pal) {
+		if got, want := SeriesColor(i), pal[i%len(pal)]; got != want {
+			t.Errorf("SeriesColor(%d) = %v, want %v", i, got, want)
+		}
+	}
+}

@@ -201,7 +201,7 @@ func (f *tradeoffFigure) panel(set string) *plot.Plot {
 		if !slices.IsSorted(params) {
 			continue // cannot happen: Configs lists each family's values increasing
 		}
-		col := report.Palette()[mi%len(report.Palette())]
+		col := report.SeriesColor(mi)
 		pts := &errPoints{xy, xe, ye}
 		if eb, err := plotter.NewXErrorBars(pts); err == nil {
 			eb.LineStyle.Color = col

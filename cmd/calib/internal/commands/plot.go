@@ -103,7 +103,7 @@ func newPlotCmd() *Command {
 	cmd := command("plot KIND PRED -o FILE.{png,svg,pdf}", "Draw one figure of the report: reliability, smooth (relplot's smooth reliability diagram), ks, simplex, bandwidth or compare", exactArgs(2), func(cmd *Command, args []string) error {
 		kind, err := report.ParsePlotKind(args[0])
 		if err != nil {
-			return usageErrorf("%s", strings.TrimPrefix(err.Error(), report.ErrOptions.Error()+": "))
+			return usageErrorf("%s", optionMessage(err))
 		}
 		o, err := pf.options(cmd.Flags(), kind)
 		if err != nil {
