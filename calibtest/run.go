@@ -19,7 +19,7 @@ import (
 	"github.com/calib-dev/calib/notion"
 )
 
-// DefaultTests lists the tests Run runs when none are named, in report
+// DefaultTests returns the tests Run runs when none are named, in report
 // order: the cumulative Kolmogorov-Smirnov and Kuiper tests and
 // Spiegelhalter's z on the top-label confidence (asymptotic p-values) and
 // on every class column (class-wise: ClassWise, consistency resampling of
@@ -37,7 +37,7 @@ func DefaultTests() []string { return slices.Clone(defaultTests) }
 
 var defaultTests = []string{"ks", "kuiper", "spiegelhalter", "ece_bin", "temperature_score", "prior_score"}
 
-// Tests lists every test Run knows: DefaultTests, then the SKCE block
+// Tests returns every test Run knows: DefaultTests, then the SKCE block
 // z-test (skce: canonical, blocks of sqrt(n) rows in a seeded order), the
 // bootstrap test of the full SKCE U-statistic (skce_u, SKCEBootstrap; n <=
 // 4,096), and consistency resampling of ECE^KDE (ece_kde: canonical,
@@ -49,7 +49,7 @@ func Tests() []string { return slices.Clone(testNames) }
 
 var testNames = append(slices.Clone(defaultTests), "skce", "skce_u", "ece_kde", "ks_error", "mmce", "ece_witness")
 
-// ResampledTests are the tests that draw Options.Resamples resamples: every
+// ResampledTests returns the tests that draw Options.Resamples resamples: every
 // test but skce (a z-test of its blocks).
 func ResampledTests() []string { return slices.Clone(resampledTests) }
 

@@ -75,7 +75,7 @@ const (
 	TorchUncertainty  Name = "torch_uncertainty"
 )
 
-// Names lists the conventions of the binned ECE and MCE
+// Names returns the conventions of the binned ECE and MCE
 // (--convention), calib's first.
 func Names() []Name { return slices.Clone(conventionNames) }
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Formats lists the accepted values of Options.Format.
+// Formats returns the accepted values of Options.Format.
 func Formats() []string { return slices.Clone(loadFormats) }
 
 var loadFormats = []string{"csv", "npy", "npz", "jsonl", "parquet"}

@@ -19,7 +19,7 @@ const (
 	Binary    = notion.Binary
 )
 
-// Notions lists the notions of calibration the kernel estimators compute,
+// Notions returns the notions of calibration the kernel estimators compute,
 // in order (package notion's type and spellings):
 //
 //   - notion.Canonical compares the whole probability vector f with

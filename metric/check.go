@@ -88,7 +88,7 @@ func (ks *KSSums) Check(cells int, n int64, w float64) error {
 // coordinate and n rows.
 func (cs *CellSums) Check(k, b int, n int64) error {
 	if cs.st.K != k || cs.st.B != b || int64(cs.st.N) != n {
-		return fmt.Errorf("data of K = %d, %d bins, n = %d; the sums' K = %d, %d bins, n = %d", cs.st.K, cs.st.B, cs.st.N, k, b, n)
+		return fmt.Errorf("of K = %d, %d bins, n = %d; the sums' K = %d, %d bins, n = %d", cs.st.K, cs.st.B, cs.st.N, k, b, n)
 	}
 	return nil
 }

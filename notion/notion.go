@@ -41,7 +41,7 @@ const (
 	None Notion = ""
 )
 
-// All lists every notion but None, in order.
+// All returns every notion but None, in order.
 func All() []Notion { return slices.Clone(allNotions) }
 
 var allNotions = []Notion{Canonical, ClassWise, TopLabel, TopR, WithinTopR, Binary}

@@ -27,7 +27,7 @@ const (
 	MethodBeta        Method = "beta"        // FitBeta
 )
 
-// Methods lists every method, in the order of the comparison tables.
+// Methods returns every method, in the order of the comparison tables.
 func Methods() []Method { return slices.Clone(methodList) }
 
 var methodList = []Method{MethodSpline, MethodTemperature, MethodVector, MethodMatrix, MethodDirichlet,

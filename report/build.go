@@ -25,7 +25,7 @@ import (
 // options are evaluate.ErrOptions.
 var ErrOptions = errors.New("report: bad options")
 
-// ReportMetrics are the metrics of the report's table (Options.Evaluate
+// ReportMetrics returns the metrics of the report's table (Options.Evaluate
 // Metrics nil): every metric but ace and tce, which are other libraries'
 // definitions whose bootstrap intervals cost seconds (calib eval
 // --metrics ace,tce computes them).

@@ -29,7 +29,7 @@ type Figure interface {
 	Draw(c draw.Canvas)
 }
 
-// Formats lists the formats of Write.
+// Formats returns the formats of Write.
 func Formats() []string { return slices.Clone(figureFormats) }
 
 var figureFormats = []string{"svg", "png", "pdf"}

@@ -35,12 +35,12 @@ const (
 	OptimizerSGD  = "sgd" // stochastic gradient descent with momentum
 )
 
-// Optimizers lists the valid Config.Optimizer values.
+// Optimizers returns the valid Config.Optimizer values.
 func Optimizers() []string { return slices.Clone(optimizerNames) }
 
 var optimizerNames = []string{OptimizerAdam, OptimizerSGD}
 
-// Losses lists the valid Config.Loss values.
+// Losses returns the valid Config.Loss values.
 func Losses() []string { return slices.Clone(lossNames) }
 
 var lossNames = []string{LossXE, LossKDEXE, LossMMCE, LossFocal, LossLS}

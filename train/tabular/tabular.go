@@ -18,7 +18,7 @@ import (
 //go:embed *.csv.gz
 var files embed.FS
 
-// Names lists the embedded data sets, smallest first.
+// Names returns the embedded data sets, smallest first.
 func Names() []string { return slices.Clone(setNames) }
 
 var setNames = []string{"vehicle", "dna", "satellite", "letter", "shuttle"}

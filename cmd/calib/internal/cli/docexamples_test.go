@@ -180,10 +180,10 @@ func docFixtures(t *testing.T, dir string) {
 	write("preds.jsonl", jl.Bytes())
 	half := s.N / 2 * s.K
 	parts := [][2]int{{0, half}, {half, len(s.Probs)}}
+	mkdir("logs/2026-11")
+	mkdir("shards")
 	for i, p := range parts {
 		rows := s.Labels[p[0]/s.K : p[1]/s.K]
-		mkdir("logs/2026-11")
-		mkdir("shards")
 		if err := data.WriteFile(filepath.Join(dir, fmt.Sprintf("logs/2026-11/part-%d.csv", i)), s.Probs[p[0]:p[1]], s.K, rows); err != nil {
 			t.Fatal(err)
 		}
