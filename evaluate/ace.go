@@ -3,6 +3,7 @@ package evaluate
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/metric"
@@ -47,6 +48,9 @@ func (a *ACEOptions) check() error {
 var aceDef = metricDef{
 	name:  ACE,
 	check: func(o *Options) error { return o.ACE.check() },
+	options: []Option{{Name: "ace-bins", Kind: IntOption, Default: strconv.Itoa(metric.DefaultBins), Metrics: MetricSet{ACE},
+		Usage: "bins of ace (robustness_metrics' registered ace uses 30; torch-uncertainty and netcal default to 10)",
+		set:   intField(1, math.MaxInt32, "an integer >= 1", func(o *StreamOptions) *int { return &o.ACE.Bins })}},
 	variant: func(e *Result) string { // the convention; robustness_metrics' TACE apart
 		if e.Threshold != nil && *e.Threshold > 0 {
 			return e.Convention + "/tace"

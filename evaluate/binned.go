@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
@@ -34,11 +35,49 @@ func binnedDef(m Metric, estimator string) metricDef {
 			e.Estimator = estimator
 			defineBins(c, e)
 		},
-		sums:   []*sumsPart{binnedSums},
-		kernel: []*kernelPart{binnedKernel},
-		finish: func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
+		sums:    []*sumsPart{binnedSums},
+		kernel:  []*kernelPart{binnedKernel},
+		finish:  func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return s.finishBinned(m, ks) },
+		options: map[Metric][]Option{ECEBin: binOptions}[m],
 	}
 }
+
+// maxBins bounds the bins option: more bins than this hold almost no
+// sample each.
+const maxBins = 10_000
+
+// binOptions are the binned metrics' options (declared with ece_bin's).
+var binOptions = []Option{
+	{Name: "bins", Kind: IntOption, Default: strconv.Itoa(metric.DefaultBins), Stream: true, Metrics: binnedMetrics,
+		Usage:       "number of bins of the binned metrics (implies --bin-rule fixed)",
+		StreamUsage: "number of bins of the binned metrics (the fixed rule)",
+		set:         intField(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins), func(o *StreamOptions) *int { return &o.Bins.Bins })},
+	{Name: "binning", Kind: TextOption, Default: "equal_width", Stream: true, Metrics: binnedMetrics,
+		Usage: "bin edges: equal_width, or equal_mass (percentiles, as scikit-learn's quantile strategy)",
+		set: func(o *StreamOptions, text string) (err error) {
+			if o.Bins.Binning, err = metric.ParseBinning(text); err != nil {
+				return optionError("binning", "binning: %v", err)
+			}
+			return nil
+		}},
+	{Name: "bin-rule", Kind: TextOption, Default: "fixed", Stream: true, Metrics: binnedMetrics,
+		Usage: "number of bins: fixed, doane or sqrt",
+		set: func(o *StreamOptions, text string) (err error) {
+			if o.Bins.Rule, err = metric.ParseBinRule(text); err != nil {
+				return optionError("bin-rule", "bin-rule: %v", err)
+			}
+			return nil
+		}},
+	{Name: "reference-bins", Kind: BoolOption, Default: "false", Stream: true, Metrics: binnedMetrics,
+		Usage: "binned metrics: the splines reference's (lo, hi] bins, where a score of exactly 0 falls in no bin",
+		set:   boolField(func(o *StreamOptions) *bool { return &o.Bins.OpenLow })},
+	{Name: "max-cells", Kind: IntOption, Default: "0", Stream: true, StreamOnly: true, Metrics: MetricSet{ECEBin, MCE},
+		Usage: "the most occupied cells the canonical ece_bin and mce may keep (0: 2^20 / (2K + 2), 47,662 at K = 10, about 14 MB; each cell about (2K + 2) x 14 bytes); past it those two entries are errors",
+		set:   intField(0, math.MaxInt32, "an integer >= 0", func(o *StreamOptions) *int { return &o.MaxCells })},
+}
+
+// binnedMetrics are the metrics that read the bins' options.
+var binnedMetrics = MetricSet{ECEBin, MCE, ECEBinDebiased}
 
 // binnedState is binnedSums's part of the first pass's state (sumsState).
 type binnedState struct {

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,34 @@ var eceKDEDef = metricDef{
 	pValues:  (*evaluator).eceKDEPValues,
 	define:   defineKDE,
 	finish:   finishKDE,
+	options:  kernelOptions,
+}
+
+// kernelOptions are the options of the kernel estimators, ece_kde and
+// sharpness: the bandwidth, how it is chosen, the one-dimensional sweeps
+// and the debiased ratios; class-mean is ece_kde's alone.
+var kernelOptions = []Option{
+	{Name: "bandwidth", Kind: TextOption, Default: "auto", Stream: true, Metrics: MetricSet{ECEKDE, Sharpness},
+		Usage:       "kernel bandwidth h > 0, or auto (leave-one-out maximum likelihood per notion)",
+		StreamUsage: "kernel bandwidth h > 0, or auto (leave-one-out choice on a grid)",
+		set:         textField(func(o *StreamOptions) encoding.TextUnmarshaler { return &o.Bandwidth })},
+	{Name: "bandwidth-objective", Kind: TextOption, Default: "loo", Metrics: MetricSet{ECEKDE, Sharpness},
+		Usage: "objective of --bandwidth auto: loo, or reference (the reference code's l(h) - n log h, unrefined)",
+		set: func(o *StreamOptions, text string) (err error) {
+			if o.Objective, err = kde.ParseObjective(text); err != nil {
+				return optionError("bandwidth-objective", "bandwidth-objective: %v", err)
+			}
+			return nil
+		}},
+	{Name: "class-mean", Kind: BoolOption, Default: "false", Stream: true, Metrics: MetricSet{ECEKDE},
+		Usage: "ece_kde class_wise: report the mean over classes instead of the sum",
+		set:   boolField(func(o *StreamOptions) *bool { return &o.ClassMean })},
+	{Name: "exact", Kind: BoolOption, Default: "false", Metrics: MetricSet{ECEKDE, Sharpness},
+		Usage: "ece_kde and sharpness: compute top_label, binary and class_wise (and their bandwidths) by the exact O(n^2) sweeps instead of the tree of series, whose kernel sums are within about 1e-13 relative",
+		set:   boolField(func(o *StreamOptions) *bool { return &o.Exact })},
+	{Name: "debias", Kind: BoolOption, Default: "false", Metrics: MetricSet{ECEKDE, Sharpness},
+		Usage: "also report ece_kde_debiased (every kernel ratio debiased to O(n^-3), ECE^KDE paper appendix C: removes the ratio's O(1/n) bias, not the smoothing bias) and sharpness_debiased (eq. 7's ratio debiased to O(n^-2), appendix D)",
+		set:   boolField(func(o *StreamOptions) *bool { return &o.Debias })},
 }
 
 // eceKDEModes refuses, at a stream's first batch, notions of Options.Mode

@@ -1,9 +1,11 @@
 package evaluate
 
 import (
+	"encoding"
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
@@ -15,8 +17,16 @@ import (
 // ksDef is the KS calibration error (splines.md eq. 11) of the top-r
 // scores, the within-top-r scores and each class column.
 var ksDef = metricDef{
-	name:      KS,
-	check:     func(o *Options) error { return o.KS.check() },
+	name:  KS,
+	check: func(o *Options) error { return o.KS.check() },
+	options: []Option{
+		{Name: "ks-r", Kind: TextOption, Default: "1,2", Stream: true, Metrics: MetricSet{KS},
+			Usage: "ks: the r of top_r (and of within_top_r for r >= 2), comma-separated",
+			set:   textField(func(o *StreamOptions) encoding.TextUnmarshaler { return &o.KS.R })},
+		{Name: "ks-cells", Kind: IntOption, Default: strconv.Itoa(metric.DefaultKSCells), Stream: true, StreamOnly: true, Metrics: MetricSet{KS},
+			Usage: "score cells of KS (the bounds' width is about 1/cells)",
+			set:   intField(1, math.MaxInt32, "an integer >= 1", func(o *StreamOptions) *int { return &o.KSCells })},
+	},
 	compute:   (*evaluator).ks,
 	interval:  centered,
 	pValues:   (*evaluator).ksPValues,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/metric"
@@ -20,11 +21,14 @@ var mmceDef = metricDef{
 	configure: func(c *streamConfig, o StreamOptions) error { c.MMCEWidth = o.MMCE.Width; return nil },
 	kernel:    []*kernelPart{mmceKernel},
 	check:     func(o *Options) error { return o.MMCE.check() },
-	compute:   (*evaluator).mmce,
-	interval:  centered,
-	pValues:   (*evaluator).recomputedPValues,
-	define:    func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
-	finish:    func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
+	options: []Option{{Name: "mmce-width", Kind: FloatOption, Default: strconv.FormatFloat(metric.DefaultMMCEWidth, 'g', -1, 64), Stream: true, Metrics: MetricSet{MMCE},
+		Usage: "width of MMCE's Laplacian kernel",
+		set:   floatField(func(x float64) bool { return x > 0 }, "a finite number > 0", func(o *StreamOptions) *float64 { return &o.MMCE.Width })}},
+	compute:  (*evaluator).mmce,
+	interval: centered,
+	pValues:  (*evaluator).recomputedPValues,
+	define:   func(_ *config, e *Result) { e.Estimator, e.Kernel = "v-statistic", "laplacian" },
+	finish:   func(s *Sums, ks *KernelSums, _ *Evaluation) ([]*Result, error) { return finishMMCE(s, ks) },
 }
 
 // mmceConfig is mmce's part of a stream's configuration (streamConfig):

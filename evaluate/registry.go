@@ -136,6 +136,10 @@ type metricDef struct {
 	// finish reports the metric from a stream's sums; nil: it is not
 	// streamed.
 	finish func(s *Sums, ks *KernelSums, out *Evaluation) ([]*Result, error)
+	// options are the metric's own options (OptionSpecs): its flags, keys
+	// and keywords; an option several metrics read is declared by one of
+	// them and names the others in its Metrics.
+	options []Option
 }
 
 // metricTable is the one place a metric is registered: Metrics (the names

@@ -32,8 +32,11 @@ var smeceDef = metricDef{
 	sums:      []*sumsPart{smeceStreamSums},
 	configure: configureSmECE,
 	check:     func(o *Options) error { return checkSmECE(o.SmECE) },
-	compute:   (*evaluator).smece,
-	interval:  centered,
+	options: []Option{{Name: "smece-sigma", Kind: FloatOption, Default: "0", Stream: true, Metrics: MetricSet{SmECE},
+		Usage: "smece: the bandwidth `sigma` in [0.0001, 1] (relplot's smECE_sigma); 0: the fixed point sigma* = smECE(sigma*) (relplot's smECE)",
+		set:   floatField(func(float64) bool { return true }, "a finite number", func(o *StreamOptions) *float64 { return &o.SmECE.Sigma })}},
+	compute:  (*evaluator).smece,
+	interval: centered,
 	define: func(c *config, e *Result) {
 		e.Estimator, e.Kernel, e.Convention = "smooth", "reflected-gaussian", c.SmECE.Convention.String()
 		e.BandwidthMethod = "fixed-point"

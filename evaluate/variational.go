@@ -46,10 +46,13 @@ var variationalDef = metricDef{
 	configure: func(c *streamConfig, o StreamOptions) error { c.VariationalFamily = o.Variational.Family; return nil },
 	kernel:    []*kernelPart{variationalKernel},
 	check:     func(o *Options) error { return o.Variational.check() },
-	variant:   func(e *Result) string { return e.Loss },
-	compute:   (*evaluator).variational,
-	finish:    finishVariational,
-	interval:  percentile,
+	options: []Option{{Name: "variational-family", Kind: TextOption, Default: variational.Auto, Stream: true, Metrics: MetricSet{ECEVariational},
+		Usage: "ece_variational: the recalibration families whose cross-fitted gain it is, comma-separated (calib fit methods: temperature, vector, log-spline, boost, dirichlet-odir, isotonic, ...; log-spline-shared; auto = temperature,log-spline-shared,log-spline,boost); each entry reports the simplest family unless a richer one's per-row gains beat it significantly (one-sided paired z > 1.645)",
+		set:   setFamilies}},
+	variant:  func(e *Result) string { return e.Loss },
+	compute:  (*evaluator).variational,
+	finish:   finishVariational,
+	interval: percentile,
 	define: func(_ *config, e *Result) {
 		e.Estimator = "variational-crossfit"
 	},

@@ -47,104 +47,121 @@ func TestBandwidthNotion(t *testing.T) {
 	}
 }
 
-// TestTextParse: Text sets the fields it holds and leaves the others; a
-// list of metrics makes Evaluate strict (not with "all"); each error, of
-// the parse or of CheckSet against the set, is an OptionError naming its
-// option.
-func TestTextParse(t *testing.T) {
-	text := Text{P: "1", Bandwidth: "0.1", Objective: "reference", Metrics: "ks,ece_kde", Binning: "equal-mass", BinRule: "doane", KSR: "1,2"}
-	o := evaluate.Options{Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, Seed: 7}
-	if err := text.Parse(&o); err != nil {
+// parse registers the flags of cmd on a new standard-library flag set
+// (as calib-beam's), parses args and returns the flags and what was given.
+func parse(t *testing.T, cmd Command, args ...string) (*Flags, func(string) bool) {
+	t.Helper()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := Register(fs, cmd)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return f, func(name string) bool { return set[name] }
+}
+
+// TestFlagsOptions: the flags, read back, set the options they name; a
+// list of metrics makes Evaluate strict (not with "all"); --mode alone
+// means ece_kde; each error, of the options or of CheckSet against the
+// set, is an OptionError naming its option.
+func TestFlagsOptions(t *testing.T) {
+	f, given := parse(t, Eval, "--p", "1", "--bandwidth", "0.1", "--metrics", "ks,ece_kde,ece_bin", "--binning", "equal-mass", "--bin-rule", "doane", "--ks-r", "1,2", "--mode", "canonical", "--seed", "7")
+	o, err := f.Options(given, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckSet(o, loadTest(t)); err != nil {
 		t.Fatal(err)
 	}
-	want := evaluate.Options{Mode: evaluate.NotionSet{Notions: []kde.Notion{kde.Canonical}}, Seed: 7, P: []float64{1}, Bandwidth: 0.1, Objective: kde.Reference, Metrics: evaluate.MetricSet{"ece_kde", "ks"}, Strict: true,
-		Bins: metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane}, KS: evaluate.KSOptions{R: []int{1, 2}}}
-	if !slices.Equal(o.P, want.P) || o.Bandwidth != want.Bandwidth || o.Objective != want.Objective || !slices.Equal(o.Metrics, want.Metrics) ||
-		o.Strict != want.Strict || o.Bins != want.Bins || !slices.Equal(o.KS.R, want.KS.R) || o.Seed != 7 || o.Mode.String() != "canonical" {
-		t.Errorf("parsed %+v\nwant %+v", o, want)
+	if !slices.Equal(o.P, evaluate.Exponents{1}) || o.Bandwidth != 0.1 || !slices.Equal(o.Metrics, evaluate.MetricSet{"ece_kde", "ece_bin", "ks"}) || !o.Strict ||
+		o.Bins != (metric.BinOptions{Binning: metric.EqualMass, Rule: metric.Doane, Bins: metric.DefaultBins}) || !slices.Equal(o.KS.R, evaluate.Ranks{1, 2}) || o.Seed != 7 || o.Mode.String() != "canonical" {
+		t.Errorf("parsed %+v", o)
 	}
-	base := Text{P: "1,2", Bandwidth: "auto", Objective: "loo", Binning: "equal_width", BinRule: "fixed", KSR: "1,2"}
-	if o := (evaluate.Options{}); base.Parse(&o) != nil || o.Metrics != nil || o.Strict {
-		t.Errorf("no metrics: %+v", o)
+	if f, given := parse(t, Eval, "--mode", "top_label"); true {
+		if o, err := f.Options(given, nil); err != nil || !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.ECEKDE}) || !o.Strict {
+			t.Errorf("--mode alone: %+v, %v", o.Metrics, err)
+		}
 	}
-	all := base
-	all.Metrics = "brier, all"
-	if o := (evaluate.Options{}); all.Parse(&o) != nil || !slices.Equal(o.Metrics, evaluate.Metrics) || o.Strict {
-		t.Errorf("all: %+v", o)
+	if f, given := parse(t, Eval, "--metrics", "brier, all"); true {
+		if o, err := f.Options(given, nil); err != nil || !slices.Equal(o.Metrics, evaluate.Metrics) || o.Strict {
+			t.Errorf("all: %+v, %v", o.Metrics, err)
+		}
 	}
 	for _, c := range []struct {
-		edit   func(*Text, *evaluate.Options)
+		args   []string
 		option string
 		want   string
 	}{
-		{func(t *Text, _ *evaluate.Options) { t.Mode = "nope" }, "mode", "mode: unknown notion"},
-		{func(t *Text, _ *evaluate.Options) { t.Mode = "binary" }, "mode", "mode: the binary notion needs one-column input"},
-		{func(t *Text, _ *evaluate.Options) { t.Objective = "x" }, "bandwidth-objective", "bandwidth-objective: unknown bandwidth objective"},
-		{func(t *Text, _ *evaluate.Options) { t.Binning = "x" }, "binning", "binning: unknown binning"},
-		{func(t *Text, _ *evaluate.Options) { t.BinRule = "x" }, "bin-rule", "bin-rule: unknown bin rule"},
-		{func(t *Text, _ *evaluate.Options) { t.Metrics = "x" }, "metrics", "metrics: unknown metric"},
-		{func(t *Text, _ *evaluate.Options) { t.P = "0" }, "p", `p "0": each p must be`},
-		{func(t *Text, _ *evaluate.Options) { t.Bandwidth = "-1" }, "bandwidth", `bandwidth "-1": want auto`},
-		{func(t *Text, _ *evaluate.Options) { t.KSR = "1,4" }, "ks-r", "ks-r 4: the predictions have K = 3"},
+		{[]string{"--mode", "nope"}, "mode", "mode: unknown notion"},
+		{[]string{"--mode", "binary"}, "mode", "mode: the binary notion needs one-column input"},
+		{[]string{"--bandwidth-objective", "x"}, "bandwidth-objective", "bandwidth-objective: unknown bandwidth objective"},
+		{[]string{"--binning", "x"}, "binning", "binning: unknown binning"},
+		{[]string{"--bin-rule", "x"}, "bin-rule", "bin-rule: unknown bin rule"},
+		{[]string{"--metrics", "x"}, "metrics", "metrics: unknown metric"},
+		{[]string{"--metrics", ""}, "metrics", `metrics "": names nothing`},
+		{[]string{"--p", "0"}, "p", `p "0": want a number p in [1, `},
+		{[]string{"--bins", "0"}, "bins", `bins "0": want an integer in [1, 10000]`},
+		{[]string{"--ci-level", "0.9"}, "ci-level", "ci-level applies to the bootstrap intervals: add --ci"},
+		{[]string{"--bins", "9", "--bin-rule", "sqrt"}, "bins", "bins 9 sets the number of bins of --bin-rule fixed"},
+		{[]string{"--mmce-width", "0.2"}, "mmce-width", "mmce-width applies to mmce, and none is computed"},
+		{[]string{"--bandwidth", "-1"}, "bandwidth", `bandwidth "-1": want auto`},
+		{[]string{"--ks-r", "1,4"}, "ks-r", "ks-r 4: the predictions have K = 3"},
 	} {
-		tx, o := base, evaluate.Options{}
-		c.edit(&tx, &o)
-		err := tx.Parse(&o)
+		f, given := parse(t, Eval, c.args...)
+		o, err := f.Options(given, nil)
 		if err == nil {
 			err = CheckSet(o, loadTest(t))
 		}
 		var oe *evaluate.OptionError
 		if !errors.As(err, &oe) || oe.Option != c.option || !strings.HasPrefix(err.Error(), evaluate.ErrOptions.Error()+": "+c.want) {
-			t.Errorf("error %v, want an OptionError of %s with %q", err, c.option, c.want)
+			t.Errorf("%q: error %v, want an OptionError of %s with %q", c.args, err, c.option, c.want)
 		}
 	}
 }
 
-// TestRegister: the shared flags bind on the standard library's flag set
-// (as calib-beam's), with calib eval's defaults: parsed with no arguments
-// they evaluate as the zero Options do; given, they reach Options.
+// TestRegister: every option is a flag of calib eval, and those a stream
+// honours of calib-beam, each with its declared default, which Set
+// accepts; parsed with no arguments they evaluate as the zero Options do;
+// given, they reach StreamOptions.
 func TestRegister(t *testing.T) {
 	for _, cmd := range []Command{Eval, Beam} {
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
-		var text Text
-		var st StreamText
-		var o evaluate.Options
-		Register(fs, &text, &o, cmd)
-		RegisterStream(fs, &st, "")
-		if err := fs.Parse(nil); err != nil {
-			t.Fatal(err)
+		Register(fs, cmd)
+		for _, spec := range evaluate.OptionSpecs() {
+			fl := fs.Lookup(spec.Name)
+			if (fl != nil) != (cmd == Eval || spec.Stream) {
+				t.Errorf("command %d: flag --%s registered %v", cmd, spec.Name, fl != nil)
+				continue
+			}
+			if fl != nil && fl.DefValue != spec.Default && !(spec.Kind == evaluate.FloatOption && spec.Default == "0") {
+				t.Errorf("--%s: default %q, declared %q", spec.Name, fl.DefValue, spec.Default)
+			}
+			var so evaluate.StreamOptions
+			if err := so.Set(spec.Name, spec.Default); spec.Default != "" && err != nil {
+				t.Errorf("--%s: its default %q: %v", spec.Name, spec.Default, err)
+			}
 		}
-		text.Objective = "loo"
-		if err := text.Parse(&o); err != nil {
+		f, given := parse(t, cmd)
+		o, err := f.StreamOptions(given)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(o.P, evaluate.Exponents{1, 2}) || !slices.Equal(o.KS.R, evaluate.Ranks{1, 2}) || o.Bandwidth != 0 || o.Metrics != nil ||
-			o.Bins.Bins != metric.DefaultBins || !o.Mode.All || o.Mode.Notions != nil || st.KSCells != metric.DefaultKSCells || st.MaxCells != 0 {
-			t.Errorf("defaults %+v, %+v", o, st)
+			o.Bins.Bins != metric.DefaultBins || !o.Mode.All || o.Mode.Notions != nil || o.KSCells != metric.DefaultKSCells || o.MaxCells != 0 || o.EvalPoints != 0 {
+			t.Errorf("defaults %+v", o)
 		}
-		if m, err := st.Points(); err != nil || m != 0 {
-			t.Errorf("eval points %d, %v", m, err)
-		}
-		args := []string{"--metrics", "ks,brier", "--p", "2", "--bandwidth", "0.1", "--ks-r", "3", "--mode", "top_label", "--class-mean", "--bins", "7", "--eval-points", "all"}
-		if err := fs.Parse(args); err != nil {
+		f, given = parse(t, cmd, "--metrics", "ece_kde,ece_bin,ks,brier", "--p", "2", "--bandwidth", "0.1", "--ks-r", "3", "--mode", "top_label", "--bins", "7", "--eval-points", "all")
+		if o, err = f.StreamOptions(given); err != nil {
 			t.Fatal(err)
 		}
-		if err := text.Parse(&o); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||
-			!slices.Equal(o.KS.R, evaluate.Ranks{3}) || o.Mode.String() != "top_label" || !o.ClassMean || o.Bins.Bins != 7 {
+		if !slices.Equal(o.Metrics, evaluate.MetricSet{evaluate.ECEKDE, evaluate.ECEBin, evaluate.KS, evaluate.Brier}) || !o.Strict || !slices.Equal(o.P, evaluate.Exponents{2}) || o.Bandwidth != 0.1 ||
+			!slices.Equal(o.KS.R, evaluate.Ranks{3}) || o.Mode.String() != "top_label" || o.Bins.Bins != 7 || o.EvalPoints != evaluate.AllPoints {
 			t.Errorf("given: %+v", o)
 		}
-		if m, err := st.Points(); err != nil || m != evaluate.AllPoints {
-			t.Errorf("eval points all: %d, %v", m, err)
-		}
-		st.EvalPoints = "0"
+		f, given = parse(t, cmd, "--eval-points", "0")
 		var oe *evaluate.OptionError
-		if _, err := st.Points(); !errors.As(err, &oe) || oe.Option != "eval-points" || oe.Err.Error() != `eval-points "0": want a number >= 1, or all` {
+		if _, err := f.StreamOptions(given); !errors.As(err, &oe) || oe.Option != "eval-points" || oe.Err.Error() != `eval-points "0": want a number >= 1, or all` {
 			t.Errorf("eval points 0: %v", err)
 		}
 	}

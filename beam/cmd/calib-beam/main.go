@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,11 +44,8 @@ type config struct {
 	input, labels, weights, format, output string
 	logits, renormalize                    bool
 	tolerance                              float64
-	text                                   evalflag.Text       // --metrics, --p, --bandwidth, --binning, --bin-rule, --ks-r
-	eval                                   evaluate.Options    // --mode, --class-mean, --bins
-	stream                                 evalflag.StreamText // --eval-points, --ks-cells, --max-cells
-	rows, workers, blocks                  int
-	seed                                   uint64
+	eval                                   *evalflag.Flags // the options of a stream (evaluate.OptionSpecs)
+	rows, blocks                           int
 	verbose                                bool
 }
 
@@ -59,16 +55,13 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.labels, "label-files", "", "labels `files` (.npy or text), one per prediction file, paired in sorted order (a file, glob or directory)")
 	fs.StringVar(&c.weights, "weight-files", "", "sample-weights `files`, one per prediction file, paired in sorted order")
 	fs.StringVar(&c.format, "format", "", "input `format`: "+strings.Join(data.Formats(), ", ")+" (default: by extension)")
-	evalflag.Register(fs, &c.text, &c.eval, evalflag.Beam)
-	evalflag.RegisterStream(fs, &c.stream, "")
+	c.eval = evalflag.Register(fs, evalflag.Beam)
 	fs.BoolVar(&c.logits, "logits", false, "the prediction columns are logits (softmax; one column: sigmoid)")
 	fs.BoolVar(&c.renormalize, "renormalize", false, "divide rows whose sum is off by more than the tolerance by their sum instead of failing")
 	fs.Float64Var(&c.tolerance, "tolerance", data.DefaultTolerance, "largest accepted |row sum - 1|")
 	fs.StringVar(&c.output, "output", "-", "where the last stage writes the JSON document: a `file` (local, or gs://... on a cluster), or - for stdout (a runner whose workers run in this process only)")
 	fs.IntVar(&c.blocks, "eval-blocks", 1, "the block-pair plan: cut the evaluation points into this many blocks, each (block, shard) pair a work item of its own (for the exact estimates, --eval-points all, at moderate n); the document is the same")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the sample of evaluation points (same seed, same sample)")
 	fs.IntVar(&c.rows, "rows", data.DefaultChunkRows, "rows per batch")
-	fs.IntVar(&c.workers, "workers", 0, "goroutines of the kernel sums of one shard on a worker (0: all cores); results are identical for any value")
 	fs.BoolVar(&c.verbose, "verbose", false, "show the runner's log on stderr and, on a failure in the pipeline, the runner's whole report (by default: one line naming the shard and row)")
 }
 
@@ -91,26 +84,8 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.output == "" {
 		return o, usageErrorf("--output is empty: give a file, or - for stdout")
 	}
-	// A list or a name given empty names nothing (it never means the
-	// default).
-	named := map[string]string{"metrics": c.text.Metrics, "mode": c.text.Mode, "p": c.text.P, "ks-r": c.text.KSR,
-		"bandwidth": c.text.Bandwidth, "binning": c.text.Binning, "bin-rule": c.text.BinRule,
-		"variational-family": c.eval.Variational.Family, "eval-points": c.stream.EvalPoints, "format": c.format}
-	for _, name := range slices.Sorted(maps.Keys(named)) {
-		if set[name] && strings.Trim(named[name], " ,") == "" {
-			return o, usageErrorf("--%s %q: names nothing; leave the flag out for its default", name, named[name])
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"rows", c.rows}, {"ks-cells", c.stream.KSCells}, {"bins", c.eval.Bins.Bins}} {
-		if f.v < 1 {
-			return o, usageErrorf("--%s %d: want at least 1", f.name, f.v)
-		}
-	}
-	if c.stream.MaxCells < 0 {
-		return o, usageErrorf("--max-cells %d: want 0 (the default) or more", c.stream.MaxCells)
+	if c.rows < 1 {
+		return o, usageErrorf("--rows %d: want at least 1", c.rows)
 	}
 	if !(c.tolerance > 0 && c.tolerance < 1) {
 		return o, usageErrorf("--tolerance %v: want a number in (0, 1)", c.tolerance)
@@ -121,61 +96,34 @@ func (c *config) options(set map[string]bool) (calibbeam.Options, error) {
 	if c.blocks < 1 || c.blocks > calibbeam.MaxEvalBlocks {
 		return o, usageErrorf("--eval-blocks %d: want 1 to %d", c.blocks, calibbeam.MaxEvalBlocks)
 	}
-	if c.workers < 0 {
-		return o, usageErrorf("--workers %d: want 0 (all cores) or more", c.workers)
-	}
-	if c.format != "" && !slices.Contains(data.Formats(), c.format) {
+	if set["format"] && !slices.Contains(data.Formats(), c.format) {
 		return o, usageErrorf("--format %q: valid formats are %s", c.format, strings.Join(data.Formats(), ", "))
 	}
-	m, err := c.stream.Points()
-	if err != nil {
+	// The stream's options, each checked by its declaration, then
+	// together (evaluate.StreamOptions.Settle: --mode alone means ece_kde
+	// only, an option no metric reads is refused), as in calib eval.
+	given := func(name string) bool { return set[name] }
+	var err error
+	if o.Stream, err = c.eval.StreamOptions(given); err != nil {
 		return o, usageErrorf("%s", evalflag.FlagMessage(err))
 	}
 	// Each block needs an evaluation point (with --eval-points all, the
-	// rows: checked against the first pass).
-	if points := cmp.Or(m, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > int(points) {
+	// rows: checked against the first pass), and only the kernel
+	// estimators have them.
+	if points := cmp.Or(o.Stream.EvalPoints, evaluate.DefaultEvalPoints); points != evaluate.AllPoints && c.blocks > int(points) {
 		return o, usageErrorf("--eval-blocks %d: more blocks than the %d evaluation points (--eval-points)", c.blocks, points)
 	}
-	eo := c.eval
-	eo.Seed, eo.Workers = c.seed, c.workers
-	// The only objective a stream takes; --mode alone means ece_kde
-	// only, as in calib eval.
-	text := c.textFor(set)
-	if err := text.Parse(&eo); err != nil {
-		return o, usageErrorf("%s", evalflag.FlagMessage(err))
+	ms := o.Stream.Metrics
+	if ms == nil {
+		ms = evaluate.DefaultMetrics
 	}
-	switch text.Metrics {
-	case "all":
-		eo.Metrics = evaluate.StreamableMetrics()
-	case "":
-		eo.Metrics = nil // the streamed defaults
-	}
-	o.Stream = evaluate.StreamOptions{Options: eo, EvalPoints: m, KSCells: c.stream.KSCells, MaxCells: c.stream.MaxCells}
-	if _, err := evaluate.NewSums(o.Stream); err != nil {
-		return o, usageErrorf("%s", evalflag.FlagMessage(err))
-	}
-	given := func(name string) bool { return set[name] }
-	if err := evalflag.Unread(given, eo.Metrics); err != nil {
-		return o, usageErrorf("%s", evalflag.FlagMessage(err))
-	}
-	if err := evalflag.Conflicts(given, eo, eo.Metrics, set["mode"]); err != nil {
-		return o, usageErrorf("%s", evalflag.FlagMessage(err))
+	if spec, _ := evaluate.LookupOption("eval-points"); set["eval-blocks"] && !slices.ContainsFunc(spec.Metrics, ms.Has) {
+		return o, usageErrorf("--eval-blocks applies to %s, and none is computed (metrics: %s): add one to the metrics or leave the option out",
+			strings.ReplaceAll(spec.Metrics.String(), ",", ", "), ms)
 	}
 	o.Data = data.Options{Format: c.format, Logits: c.logits, Renormalize: c.renormalize, Tolerance: c.tolerance}
 	o.Rows, o.File, o.Output, o.EvalBlocks = c.rows, c.input, c.output, c.blocks
 	return o, nil
-}
-
-// textFor returns the list flags as options() parsed them (set: the
-// flags given), for a second parse against the data: --ks-r against K,
-// --mode binary against the columns.
-func (c *config) textFor(set map[string]bool) evalflag.Text {
-	text := c.text
-	text.Objective = "loo"
-	if set["mode"] && text.Metrics == "" {
-		text.Metrics = "ece_kde"
-	}
-	return text
 }
 
 // inProcess reports whether the workers run in this process (Prism

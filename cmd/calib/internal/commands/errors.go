@@ -8,17 +8,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calib-dev/calib/calibtest"
-	"github.com/calib-dev/calib/convention"
+	"github.com/calib-dev/calib/cmd/calib/internal/inputerr"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/evaluate/evalflag"
-	"github.com/calib-dev/calib/kde"
-	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
-	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/train"
-	"github.com/calib-dev/calib/variational"
 )
 
 // inputError marks errors caused by the user's input or flags (exit 2).
@@ -110,12 +105,7 @@ func isExponent(msg string) bool {
 // density anywhere.
 func isInputError(err error) bool {
 	var ie inputError
-	var de *data.Error
-	var se *data.StreamError
-	return errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) ||
-		errors.Is(err, kde.ErrTooFew) || errors.Is(err, calibtest.ErrTooFew) || errors.Is(err, calibtest.ErrNoVariance) || errors.Is(err, calibtest.ErrInput) || errors.Is(err, kde.ErrNoDensity) || errors.Is(err, data.ErrTooFew) || errors.Is(err, recal.ErrInput) ||
-		errors.Is(err, evaluate.ErrOptions) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
-		errors.Is(err, variational.ErrInput) || errors.Is(err, smooth.ErrInput) || errors.Is(err, convention.ErrUnsupported) ||
+	return errors.As(err, &ie) || inputerr.Is(err) || errors.Is(err, report.ErrOptions) || errors.Is(err, train.ErrInput) ||
 		strings.HasPrefix(err.Error(), "unknown command")
 }
 

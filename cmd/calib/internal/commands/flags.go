@@ -17,7 +17,7 @@ import (
 	"github.com/calib-dev/calib/atomicfile"
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/evaluate/evalflag"
+	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/recal"
@@ -27,10 +27,7 @@ import (
 
 // Bounds of the numeric flags, stated in the messages of flagRules.
 const (
-	maxBins      = 10_000    // --bins: more bins than this hold almost no sample each
-	maxResamples = 1_000_000 // --ci-resamples
-	// minPResamples is the least --p-resamples: 1/(B+1) <= 0.05.
-	minPResamples = 19
+	maxBins = 10_000 // --bins of fit and plot (eval's: evaluate.OptionSpecs): more bins than this hold almost no sample each
 	// DefaultSeed is the --seed of every command that has one (report.DefaultSeed).
 	DefaultSeed = report.DefaultSeed
 )
@@ -135,15 +132,7 @@ var flagRules = map[string]flagRule{
 	"idle-timeout":        positiveDuration,
 	"per-class":           nonNegative,
 	"bins":                intRule(1, maxBins, fmt.Sprintf("an integer in [1, %d]", maxBins)),
-	"ks-cells":            positiveInt,
-	"max-cells":           nonNegative,
-	"ci-resamples":        intRule(2, maxResamples, fmt.Sprintf("an integer in [2, %d]", maxResamples)),
-	"ci-level":            fraction,
-	"p":                   listRule(exponent),
-	"train/p":             exponent,
-	"ks-r":                listRule(positiveInt),
-	"mmce-width":          positiveReal,
-	"ace-bins":            positiveInt,
+	"train/p":             exponent, // eval's, report's and demo's --p: evaluate.OptionSpecs
 	"tolerance":           floatRule(func(x float64) bool { return x > 0 && x < 1 }, "a number in (0, 1)"),
 	"knots":               intRule(2, 1000, "an integer in [2, 1000]"),
 	"lambda":              nonNegReal,
@@ -155,7 +144,6 @@ var flagRules = map[string]flagRule{
 	"test/resamples":      intRule(1, calibtest.MaxResamples, fmt.Sprintf("an integer in [1, %d]", calibtest.MaxResamples)),
 	"test/alpha":          fraction,
 	"test/max-seconds":    floatRule(func(x float64) bool { return x >= 0 }, "a finite number of seconds >= 0 (0: no bound)"),
-	"p-resamples":         intRule(minPResamples, calibtest.MaxResamples, fmt.Sprintf("an integer in [%d, %d] (a resampled p-value is at least 1/(B+1): below %d resamples none can reach 0.05)", minPResamples, calibtest.MaxResamples, minPResamples)),
 	"ground-samples":      positiveInt,
 	"epochs":              positiveInt,
 	"batch":               intRule(2, math.MaxInt32, "an integer >= 2"),
@@ -252,13 +240,9 @@ func refuseUnread(fs *pflag.FlagSet, readers map[string][]string, option string,
 // given while none is chosen, the command refuses the option.
 func OptionReaders() map[string]map[string][]string {
 	eval := map[string][]string{}
-	flags := newEvalCmd().Flags()
-	for name, ms := range evalflag.Readers {
-		if flags.Lookup(name) == nil {
-			continue // calib-beam's (--eval-blocks)
-		}
-		for _, m := range ms {
-			eval[name] = append(eval[name], string(m))
+	for _, spec := range evaluate.OptionSpecs() {
+		for _, m := range spec.Metrics {
+			eval[spec.Name] = append(eval[spec.Name], string(m))
 		}
 	}
 	return map[string]map[string][]string{"eval": eval, "fit": methodFlags, "test": testReaders}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/metric"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
@@ -59,13 +60,16 @@ type reportFlags struct {
 }
 
 func (f *reportFlags) register(cmd *Command, outUsage string) {
-	f.ef.register(cmd)
+	f.ef.register(cmd, evalflag.InMemory)
 	f.ff.register(cmd, false)
 	// The report's metric defaults: every metric, ECE^KDE canonical and
 	// top-label, bootstrap intervals (report.Options' zero value).
 	fs := cmd.Flags()
-	fs.Lookup("mode").DefValue, f.ef.text.Mode = "canonical,top_label", "canonical,top_label"
-	fs.Lookup("ci").DefValue, f.ef.o.CI = "true", true
+	f.ef.defaults = report.ReportMetrics()
+	for name, def := range map[string]string{"mode": "canonical,top_label", "ci": "true"} {
+		fs.Lookup(name).DefValue = def
+		_ = fs.Lookup(name).Value.Set(def) // the variable, not the flag: Changed stays false
+	}
 	fs.Lookup("ci").Usage = "bootstrap intervals for every metric without an interval of its own (default on; --ci=false turns them off; ece_variational keeps its cross-fit interval)"
 	fs.Lookup("seed").Usage = "seed of the bootstrap, of ece_witness's cross-fitting splits, of the recalibration's folds and of the figures (same seed, same report; 0 means 1)"
 	fs.StringVar(&f.ff.text.Methods, "methods", "", "recalibration methods, comma-separated (default: all)")
@@ -80,18 +84,8 @@ func (f *reportFlags) register(cmd *Command, outUsage string) {
 // read. The output file must be given and writable; the map of
 // --calibrator is read now (f.mapping), before the data.
 func (f *reportFlags) options(fs *pflag.FlagSet) (report.Options, error) {
-	if err := f.ef.paired(fs); err != nil {
-		return report.Options{}, err
-	}
 	eo, err := f.ef.options()
 	if err != nil {
-		return report.Options{}, err
-	}
-	metrics := eo.Metrics
-	if metrics == nil {
-		metrics = report.ReportMetrics()
-	}
-	if err := unread(fs, eo, metrics); err != nil {
 		return report.Options{}, err
 	}
 	o, err := f.ff.options(report.Options{Eval: eo, NoIntervals: !eo.CI, NoTests: !f.tests, Grid: f.grid, Seed: eo.Seed, Workers: eo.Workers})

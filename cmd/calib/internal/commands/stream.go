@@ -3,7 +3,6 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -71,9 +69,11 @@ func limitHeap() func() {
 }
 
 // streamFlags are eval's flags of the streamed evaluation.
+// streamFlags are eval's flags of the streamed evaluation that are not
+// options of evaluate (those, --eval-points, --ks-cells and --max-cells
+// included, are evalFlags').
 type streamFlags struct {
 	on      bool
-	text    evalflag.StreamText // --eval-points, --ks-cells, --max-cells
 	rows    int
 	skipped []string // files of a shard directory that are not shards, with the reason
 }
@@ -81,27 +81,33 @@ type streamFlags struct {
 func (f *streamFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.on, "stream", false, "read PRED in chunks in bounded memory (PRED may be a file, a glob or a directory of shards; automatic for several shards or a file over 2 GiB; --stream=false turns that off): exact sums for the binned metrics, KS and the scores, ece_kde from --eval-points sampled points with an interval")
 	fs.IntVar(&f.rows, "rows", 0, "with --stream: rows per chunk (0: about 1 MiB of predictions, 2^17/K rows from 1,024 to 65,536)")
-	evalflag.RegisterStream(fs, &f.text, "with --stream: ")
 }
 
-// streamOnly are the flags of a streamed evaluation only.
-var streamOnly = map[string]bool{"eval-points": true, "rows": true, "ks-cells": true, "max-cells": true}
+// streamOnly returns the flags of a streamed evaluation only: --rows and
+// the options of evaluate.StreamOptions alone, in name order.
+func streamOnly() []string {
+	names := []string{"rows"}
+	for _, spec := range evaluate.OptionSpecs() {
+		if spec.StreamOnly {
+			names = append(names, spec.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
 
 // decide says whether eval streams PRED (a file, glob or directory) and
 // returns its shards when it does.
 func (f *streamFlags) decide(cmd *Command, pred string) (bool, []string, error) {
 	fs := cmd.Flags()
-	if _, err := f.points(); err != nil {
-		return false, nil, err
-	}
-	if f.rows < 0 || f.text.KSCells < 1 || f.text.MaxCells < 0 {
-		return false, nil, usageErrorf("--ks-cells must be at least 1, --rows and --max-cells at least 0")
+	if f.rows < 0 {
+		return false, nil, usageErrorf("--rows %d: want 0 (the default) or more", f.rows)
 	}
 	st, err := os.Stat(pred)
 	single := err == nil && !st.IsDir()
 	off := fs.Changed("stream") && !f.on // --stream=false: never stream
 	if single && !f.on && (off || st.Size() <= autoStreamBytes) {
-		for _, name := range slices.Sorted(maps.Keys(streamOnly)) {
+		for _, name := range streamOnly() {
 			if fs.Changed(name) {
 				return false, nil, usageErrorf("--%s applies to a streamed evaluation: add --stream", name)
 			}
@@ -136,7 +142,7 @@ func (f *streamFlags) decide(cmd *Command, pred string) (bool, []string, error) 
 // inMemory refuses the streaming flags for a set held in memory (Exec's
 // arrays), which is evaluated whole.
 func (f *streamFlags) inMemory(fs *pflag.FlagSet, pred string) error {
-	for _, name := range []string{"stream", "eval-points", "rows", "ks-cells", "max-cells"} {
+	for _, name := range append([]string{"stream"}, streamOnly()...) {
 		if fs.Changed(name) && (name != "stream" || f.on) {
 			return usageErrorf("--%s applies to a streamed evaluation of files; %s is an array in memory, evaluated whole", name, pred)
 		}
@@ -210,51 +216,14 @@ func absPath(name string) string {
 	return filepath.Clean(name)
 }
 
-// points parses --eval-points.
-func (f *streamFlags) points() (evaluate.EvalPoints, error) {
-	m, err := f.text.Points()
-	if err != nil {
-		return 0, optionError("", err)
-	}
-	return m, nil
-}
-
-// streamUnread returns the stream's options (streamOptions), refusing an
-// option that no metric of the stream reads, or that its other options
-// leave unread (unread), with the stream's metrics (its defaults where
-// none are named).
-func (f *evalFlags) streamUnread(fs *pflag.FlagSet, sf *streamFlags) (evaluate.StreamOptions, error) {
-	so, err := f.streamOptions(sf)
-	if err != nil {
-		var oe *evaluate.OptionError
-		if errors.As(err, &oe) {
-			err = optionError("", err)
-		}
-		return so, err
-	}
-	return so, unread(fs, so.Options, so.Metrics)
-}
-
 // streamOptions are the options of a streamed evaluation, checked (by
-// evaluate.NewSums) before any data is read.
-func (f *evalFlags) streamOptions(sf *streamFlags) (evaluate.StreamOptions, error) {
-	o, err := f.options()
+// evaluate.StreamOptions.Settle) before any data is read: an option no
+// metric of the stream reads, or that its other options leave unread, is
+// refused (with the stream's metrics: its defaults where none are named).
+func (f *evalFlags) streamOptions() (evaluate.StreamOptions, error) {
+	so, err := f.flags.StreamOptions(f.given)
 	if err != nil {
-		return evaluate.StreamOptions{}, err
-	}
-	switch {
-	case f.text.Metrics == "all":
-		o.Metrics = evaluate.StreamableMetrics()
-	case f.text.Metrics == "" && !f.modeSet:
-		o.Metrics = nil // the streamed defaults
-	}
-	m, err := sf.points()
-	if err != nil {
-		return evaluate.StreamOptions{}, err
-	}
-	so := evaluate.StreamOptions{Options: o, EvalPoints: m, KSCells: sf.text.KSCells, MaxCells: sf.text.MaxCells}
-	if _, err := evaluate.NewSums(so); err != nil {
-		return evaluate.StreamOptions{}, err
+		return so, optionError("", err)
 	}
 	return so, nil
 }
@@ -283,10 +252,7 @@ func StreamOptions(settings []Setting) (evaluate.StreamOptions, data.Options, er
 	if err := validateFlags(cmd); err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
-	if err := ef.evalOnly(fs); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	so, err := ef.streamUnread(fs, &sf)
+	so, err := ef.streamOptions()
 	if err != nil {
 		return evaluate.StreamOptions{}, data.Options{}, err
 	}
@@ -296,7 +262,7 @@ func StreamOptions(settings []Setting) (evaluate.StreamOptions, data.Options, er
 // stream evaluates the shards names of args[0] in two passes of chunks.
 func (f *evalFlags) stream(cmd *Command, in *inputFlags, sf *streamFlags, args, names []string) (*evaluate.Evaluation, error) {
 	start, prov := time.Now(), newProvenance(cmd, args)
-	so, err := f.streamOptions(sf)
+	so, err := f.streamOptions()
 	if err != nil {
 		return nil, err
 	}
