@@ -3,6 +3,7 @@ package evaluate
 import (
 	"encoding"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -197,6 +198,70 @@ func lookupSpec(name string) (Option, error) {
 		return Option{}, optionError(name, "unknown option %q", name)
 	}
 	return spec, nil
+}
+
+// ParseOptions returns the options of an evaluation in memory written as
+// text, keyed by option name ("_" may stand for "-"): as calib eval reads
+// its flags, each option absent from text takes its Default, each is Set
+// in the order of OptionSpecs, then the options given (the keys of text)
+// are settled (Settle, with defaults). An unknown key, or one only a
+// stream has, is an OptionError naming it.
+func ParseOptions(text map[string]string, defaults MetricSet) (Options, error) {
+	so, given, err := parseText(text, false)
+	if err != nil {
+		return so.Options, err
+	}
+	o := so.Options
+	return o, o.Settle(given, defaults)
+}
+
+// ParseStreamOptions is ParseOptions for a streamed evaluation: the
+// options a stream honours (Option.Stream) take their defaults, those it
+// does not are Set only where given (Settle then refuses them).
+func ParseStreamOptions(text map[string]string) (StreamOptions, error) {
+	o, given, err := parseText(text, true)
+	if err != nil {
+		return o, err
+	}
+	return o, o.Settle(given)
+}
+
+// parseText sets the options of text (with their defaults, as
+// ParseOptions and ParseStreamOptions say) and returns which were given.
+func parseText(text map[string]string, stream bool) (StreamOptions, func(string) bool, error) {
+	var o StreamOptions
+	given, keys := map[string]string{}, map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(text)) {
+		spec, err := lookupSpec(name)
+		if err != nil {
+			return o, nil, err
+		}
+		if key, twice := keys[spec.Name]; twice {
+			return o, nil, optionError(spec.Name, "%s given twice (as %q and %q)", spec.Name, key, name)
+		}
+		keys[spec.Name] = name
+		if spec.StreamOnly && !stream {
+			return o, nil, optionError(spec.Name, "%s applies to a streamed evaluation (StreamOptions)", spec.Name)
+		}
+		given[spec.Name] = text[name]
+	}
+	for _, spec := range optionSpecs {
+		t, ok := given[spec.Name]
+		switch {
+		case ok:
+		case spec.StreamOnly && !stream, stream && !spec.Stream, spec.Default == "":
+			continue
+		default:
+			t = spec.Default
+		}
+		if err := spec.setText(&o, t); err != nil {
+			return o, nil, err
+		}
+		if spec.Name == "metrics" && namesAll(t) && stream {
+			o.Metrics = StreamableMetrics()
+		}
+	}
+	return o, func(name string) bool { _, ok := given[name]; return ok }, nil
 }
 
 // Settle applies the rules between the options that a front end gave by

@@ -183,7 +183,11 @@ func calib_registry() *C.char {
 			r.LogitMethods = append(r.LogitMethods, string(m))
 		}
 	}
+	r.Options["eval"], r.Readers["eval"] = evalOptionTypes(), evalReaders()
 	for name := range runs {
+		if name == "eval" {
+			continue
+		}
 		opts := map[string]option{}
 		commands.New(name).Flags().VisitAll(func(f *pflag.Flag) {
 			if !slices.Contains(reserved, f.Name) {
@@ -212,18 +216,22 @@ func guard(out **C.char, f func() (string, int, error)) (code C.int) {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v", r)
 			poisoned.CompareAndSwap(nil, &msg)
-			*out = C.CString("calib: internal error (" + msg + "); the library refuses further calls: restart the process. Please report it with this stack: " + commands.OneLine(string(debug.Stack())))
+			*out = C.CString("calib: internal error (" + msg + "); the library refuses further calls: restart the process. Please report it with this stack: " + oneLine(string(debug.Stack())))
 			code = codePanic
 		}
 	}()
 	res, c, err := f()
 	if err != nil {
-		*out = C.CString(commands.OneLine(err.Error()))
+		*out = C.CString(oneLine(err.Error()))
 		return C.int(c)
 	}
 	*out = C.CString(res)
 	return codeOK
 }
+
+// oneLine is s on one line (line breaks as spaces), as the command line
+// prints a message.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
 
 // inputError is an error in the arrays or options (code 2).
 func inputError(format string, args ...any) (string, int, error) {
@@ -333,9 +341,14 @@ type request struct {
 	Options json.RawMessage `json:"options"` // the command's flags
 }
 
-// runs lists the commands calib_run runs and the flags it sets itself.
+// setting is one option of a request: its name as a flag's (dashes) and
+// its value as the flag's text.
+type setting struct{ Name, Value string }
+
+// runs lists the commands calib_run runs and the flags it sets itself
+// (eval, run by the library itself, sets none).
 var runs = map[string][]commands.Setting{
-	"eval":      {{Name: "json", Value: "true"}, {Name: "progress", Value: "false"}},
+	"eval":      nil,
 	"test":      {{Name: "json", Value: "true"}},
 	"bandwidth": {{Name: "json", Value: "true"}, {Name: "progress", Value: "false"}},
 	"fit":       {{Name: "output", Value: "-"}, {Name: "progress", Value: "false"}},
@@ -348,7 +361,7 @@ var reserved = []string{"json", "progress", "output", "o", "labels", "weights", 
 // each key (as a flag name: "_" may stand for "-") with its value as the
 // flag's text, true or false, a number as written, a string, or a list
 // joined by commas; a null is left out.
-func settings(options []byte) ([]commands.Setting, error) {
+func settings(options []byte) ([]setting, error) {
 	if len(bytes.TrimSpace(options)) == 0 || string(bytes.TrimSpace(options)) == "null" {
 		return nil, nil
 	}
@@ -358,7 +371,7 @@ func settings(options []byte) ([]commands.Setting, error) {
 	if err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("options: want a JSON object of flags")
 	}
-	var set []commands.Setting
+	var set []setting
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -381,7 +394,7 @@ func settings(options []byte) ([]commands.Setting, error) {
 			return nil, fmt.Errorf("options: %q: %v", name, err)
 		}
 		if ok {
-			set = append(set, commands.Setting{Name: key, Value: s})
+			set = append(set, setting{Name: key, Value: s})
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
@@ -440,12 +453,19 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err != nil {
 			return "", codeInput, err
 		}
+		ctx := contextOf(h)
+		if r.Command == "eval" {
+			return runEval(ctx, set, r.Name, a)
+		}
 		// The command's own flags, set by the same table as the command
 		// line's, then its run on the arrays (whatever r.Name spells,
 		// "-h" or "--stream", it is the arrays' name, never a flag).
-		ctx := contextOf(h)
 		c := commands.New(r.Command)
-		err = c.Set(set)
+		cs := make([]commands.Setting, len(set))
+		for i, s := range set {
+			cs[i] = commands.Setting(s)
+		}
+		err = c.Set(cs)
 		if err == nil {
 			err = c.Set(own)
 		}

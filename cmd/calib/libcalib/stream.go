@@ -17,7 +17,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/calib-dev/calib/cmd/calib/internal/commands"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 )
@@ -140,10 +139,11 @@ func newAccumulator(r streamRequest) (*accumulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	so, in, err := commands.StreamOptions(set)
+	d, err := decodeEval(set, r.Name, true)
 	if err != nil {
 		return nil, err
 	}
+	so, in := d.eval, d.input
 	s, err := evaluate.NewSums(so)
 	if err != nil {
 		return nil, err
