@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -13,38 +14,24 @@ import (
 	"github.com/calib-dev/calib/internal/pkgerr"
 	"github.com/calib-dev/calib/kde"
 	"github.com/calib-dev/calib/metric"
+	"github.com/calib-dev/calib/optionspec"
 	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
 )
 
 // OptionKind is the type of an option's value: how a flag, a JSON value or
-// a keyword gives it. Its String is the type's name as pflag prints it
-// (bool, int, uint64, float64, string).
-type OptionKind int
+// a keyword gives it (optionspec.Kind; its String is the type's name as
+// pflag prints it).
+type OptionKind = optionspec.Kind
 
+// The kinds of OptionKind.
 const (
-	TextOption   OptionKind = iota // a name, a number or a comma-separated list, parsed by the option
-	BoolOption                     // true or false
-	IntOption                      // an integer
-	Uint64Option                   // an integer >= 0
-	FloatOption                    // a finite number
+	TextOption   = optionspec.Text   // a name, a number or a comma-separated list, parsed by the option
+	BoolOption   = optionspec.Bool   // true or false
+	IntOption    = optionspec.Int    // an integer
+	Uint64Option = optionspec.Uint64 // an integer >= 0
+	FloatOption  = optionspec.Float  // a finite number
 )
-
-// String returns the kind's type name: string, bool, int, uint64 or
-// float64.
-func (k OptionKind) String() string {
-	switch k {
-	case BoolOption:
-		return "bool"
-	case IntOption:
-		return "int"
-	case Uint64Option:
-		return "uint64"
-	case FloatOption:
-		return "float64"
-	}
-	return "string"
-}
 
 // An Option declares one option of Options (or of StreamOptions) as every
 // front end names it: the flag of calib eval and calib-beam (without the
@@ -379,57 +366,14 @@ func (o Options) conflicts(given func(name string) bool, ms MetricSet) error {
 	return nil
 }
 
-// The setters of the option kinds.
-
-// textField sets a field that parses its own text (its errors are
-// OptionErrors of its option already).
-func textField(field func(o *StreamOptions) encoding.TextUnmarshaler) func(*StreamOptions, string) error {
-	return func(o *StreamOptions, text string) error { return field(o).UnmarshalText([]byte(text)) }
-}
-
-func boolField(field func(o *StreamOptions) *bool) func(*StreamOptions, string) error {
-	return func(o *StreamOptions, text string) error {
-		v, err := strconv.ParseBool(strings.TrimSpace(text))
-		if err != nil {
-			return fmt.Errorf("%q: want true or false", text)
-		}
-		*field(o) = v
-		return nil
-	}
-}
-
-func intField(lo, hi int, what string, field func(o *StreamOptions) *int) func(*StreamOptions, string) error {
-	return func(o *StreamOptions, text string) error {
-		n, err := strconv.Atoi(strings.TrimSpace(text))
-		if err != nil || n < lo || n > hi {
-			return fmt.Errorf("%q: want %s", text, what)
-		}
-		*field(o) = n
-		return nil
-	}
-}
-
-func uint64Field(field func(o *StreamOptions) *uint64) func(*StreamOptions, string) error {
-	return func(o *StreamOptions, text string) error {
-		n, err := strconv.ParseUint(strings.TrimSpace(text), 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q: want an integer >= 0", text)
-		}
-		*field(o) = n
-		return nil
-	}
-}
-
-func floatField(ok func(x float64) bool, what string, field func(o *StreamOptions) *float64) func(*StreamOptions, string) error {
-	return func(o *StreamOptions, text string) error {
-		x, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || !ok(x) {
-			return fmt.Errorf("%q: want %s", text, what)
-		}
-		*field(o) = x
-		return nil
-	}
-}
+// The setters of the option kinds, on StreamOptions.
+var (
+	textField   = optionspec.SetText[StreamOptions]
+	boolField   = optionspec.SetBool[StreamOptions]
+	intField    = optionspec.SetInt[StreamOptions]
+	uint64Field = optionspec.SetUint64[StreamOptions]
+	floatField  = optionspec.SetFloat[StreamOptions]
+)
 
 // setText runs the option's setter on text: its plain errors (a number
 // out of range) become OptionErrors of the option, and a list or name
@@ -450,22 +394,11 @@ func (spec Option) setText(o *StreamOptions, text string) error {
 	return nil
 }
 
-// listItems checks the value v of a text option: at least one name, none
-// empty between commas, none twice.
+// listItems checks the value v of a text option (optionspec.ListItems),
+// its refusal an OptionError.
 func listItems(name, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return optionError(name, "%s %q: names nothing; leave the flag out for its default", name, v)
-	}
-	seen := map[string]bool{}
-	for _, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		switch {
-		case item == "":
-			return optionError(name, "%s %q: an empty name between commas", name, v)
-		case seen[item]:
-			return optionError(name, "%s %q: %s given twice", name, v, item)
-		}
-		seen[item] = true
+	if err := optionspec.ListItems(name, v); err != nil {
+		return &OptionError{Option: name, Err: errors.Unwrap(err)}
 	}
 	return nil
 }

@@ -78,3 +78,37 @@ func TestVocabularyText(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOptions: absent options take their defaults, and a key that is
+// no option, given twice, or a stream's in memory is refused by name; a
+// stream reads its own.
+func TestParseOptions(t *testing.T) {
+	o, err := ParseOptions(nil, nil)
+	if err != nil || o.Metrics != nil || len(o.P) != 2 || o.Seed != DefaultSeed {
+		t.Fatalf("ParseOptions(nil) = %+v, %v", o, err)
+	}
+	o, err = ParseOptions(map[string]string{"mode": "top_label"}, nil)
+	if err != nil || !o.Strict || len(o.Metrics) != 1 || o.Metrics[0] != ECEKDE {
+		t.Errorf("mode alone: %+v, %v; want metrics ece_kde, strict", o.Metrics, err)
+	}
+	for _, c := range []struct {
+		text map[string]string
+		want string
+	}{
+		{map[string]string{"nope": "1"}, `unknown option "nope"`},
+		{map[string]string{"ci-level": "0.9", "ci_level": "0.8"}, `ci-level given twice (as "ci-level" and "ci_level")`},
+		{map[string]string{"eval-points": "100"}, "eval-points applies to a streamed evaluation"},
+		{map[string]string{"ci-level": "0.9"}, "ci-level applies to the bootstrap intervals: add --ci"},
+		{map[string]string{"metrics": "brier", "ks-r": "2"}, "ks-r applies to"},
+	} {
+		_, err := ParseOptions(c.text, nil)
+		var oe *OptionError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &oe) {
+			t.Errorf("ParseOptions(%v): %v, want an OptionError with %q", c.text, err, c.want)
+		}
+	}
+	so, err := ParseStreamOptions(map[string]string{"eval-points": "100", "metrics": "ece_kde"})
+	if err != nil || so.EvalPoints.String() != "100" {
+		t.Errorf("ParseStreamOptions: %+v, %v", so.EvalPoints, err)
+	}
+}

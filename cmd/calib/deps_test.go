@@ -78,6 +78,8 @@ func TestLayers(t *testing.T) {
 			[]string{"github.com/prometheus/", mod + "/serve"}, "only serve (and the command) reach the server and Prometheus's client"},
 		{func(p string) bool { return p == mod+"/cmd/calib/internal/commands" || p == mod+"/cmd/calib/libcalib" },
 			[]string{"github.com/spf13/cobra", mod + "/cmd/calib/internal/cli"}, "the commands and the C ABI call the library, not the command line"},
+		{func(p string) bool { return p == mod+"/cmd/calib/libcalib" },
+			append([]string{mod + "/cmd/calib/internal/commands"}, cli...), "the C ABI calls the library, not the commands"},
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

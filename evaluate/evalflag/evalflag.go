@@ -15,23 +15,17 @@ package evalflag
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/optionspec"
 )
 
 // FlagSet is what Register needs of a flag set: *flag.FlagSet and
 // *pflag.FlagSet both have these methods.
-type FlagSet interface {
-	StringVar(p *string, name, value, usage string)
-	IntVar(p *int, name string, value int, usage string)
-	Uint64Var(p *uint64, name string, value uint64, usage string)
-	BoolVar(p *bool, name string, value bool, usage string)
-	Float64Var(p *float64, name string, value float64, usage string)
-}
+type FlagSet = optionspec.FlagSet
 
 // Command says which command registers the flags: calib-beam has the
 // options a stream honours only, with its usage texts.
@@ -57,27 +51,11 @@ type Flags struct {
 // value is one option's variable.
 type value struct {
 	spec evaluate.Option
-	s    string
-	b    bool
-	i    int
-	u    uint64
-	x    float64
+	v    *optionspec.Value
 }
 
 // text returns the variable's value as the option's text.
-func (v *value) text() string {
-	switch v.spec.Kind {
-	case evaluate.BoolOption:
-		return strconv.FormatBool(v.b)
-	case evaluate.IntOption:
-		return strconv.Itoa(v.i)
-	case evaluate.Uint64Option:
-		return strconv.FormatUint(v.u, 10)
-	case evaluate.FloatOption:
-		return strconv.FormatFloat(v.x, 'g', -1, 64)
-	}
-	return v.s
-}
+func (v *value) text() string { return v.v.Text() }
 
 // Register defines on fs a flag for every option of evaluate.OptionSpecs
 // that cmd has (calib-beam: those a stream honours), with the option's
@@ -88,7 +66,6 @@ func Register(fs FlagSet, cmd Command) *Flags {
 		if (cmd == Beam && !spec.Stream) || (cmd == InMemory && spec.StreamOnly) {
 			continue
 		}
-		v := &value{spec: spec}
 		usage := spec.Usage
 		switch {
 		case cmd == Beam && spec.StreamUsage != "":
@@ -98,22 +75,8 @@ func Register(fs FlagSet, cmd Command) *Flags {
 		}
 		// The defaults are the declarations' own text, valid by
 		// construction (TestRegisterDefaults).
-		switch spec.Kind {
-		case evaluate.BoolOption:
-			def, _ := strconv.ParseBool(spec.Default)
-			fs.BoolVar(&v.b, spec.Name, def, usage)
-		case evaluate.IntOption:
-			def, _ := strconv.Atoi(spec.Default)
-			fs.IntVar(&v.i, spec.Name, def, usage)
-		case evaluate.Uint64Option:
-			def, _ := strconv.ParseUint(spec.Default, 10, 64)
-			fs.Uint64Var(&v.u, spec.Name, def, usage)
-		case evaluate.FloatOption:
-			def, _ := strconv.ParseFloat(spec.Default, 64)
-			fs.Float64Var(&v.x, spec.Name, def, usage)
-		default:
-			fs.StringVar(&v.s, spec.Name, spec.Default, usage)
-		}
+		o := optionspec.Option{Name: spec.Name, Kind: spec.Kind, Default: spec.Default}
+		v := &value{spec: spec, v: optionspec.RegisterOne(fs, o, usage)}
 		f.values = append(f.values, v)
 	}
 	return f

@@ -301,7 +301,7 @@ def test_every_option_that_only_some_choices_read_is_refused_without_them():
     from calib.calibrator import LOGIT_METHODS
     reg = calib._native.backend().registry()
     opts = reg["options"]
-    chosen = {"eval": ("metrics", "brier"), "test": ("tests", "skce")}
+    chosen = {"eval": ("metrics", "brier"), "test": ("tests", "skce"), "bandwidth": ("objective", "reference")}
     for command, readers in reg["readers"].items():
         for flag in sorted(readers):
             if flag in ("eval-points", "ks-cells", "max-cells"):
@@ -314,6 +314,8 @@ def test_every_option_that_only_some_choices_read_is_refused_without_them():
                 call = lambda: calib.Calibrator(method, logits=method in LOGIT_METHODS, options={key: v}).fit(np.log(P) if method in LOGIT_METHODS else P, Y)
             elif command == "test":
                 call = lambda: calib.test(P, Y, tests=chosen["test"][1], **{key: v})
+            elif command == "bandwidth":
+                call = lambda: calib.bandwidth(P, Y, objective=chosen["bandwidth"][1], **{key: v})
             else:
                 call = lambda: calib.evaluate(P, Y, metrics=chosen["eval"][1], **{key: v})
             with pytest.raises(ValueError) as e:

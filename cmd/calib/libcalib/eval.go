@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,26 +15,13 @@ import (
 	"github.com/calib-dev/calib/evaluate/evalflag"
 )
 
-// inputKeys are the options of calib eval that say how to read the arrays
-// (the command line's input flags that name no file), with their kinds and
-// defaults.
-var inputKeys = []struct {
-	name  string
-	kind  evaluate.OptionKind
-	deflt string
-}{
-	{"logits", evaluate.BoolOption, "false"},
-	{"renormalize", evaluate.BoolOption, "false"},
-	{"tolerance", evaluate.FloatOption, strconv.FormatFloat(data.DefaultTolerance, 'g', -1, 64)},
-}
-
 // fileKeys are calib eval's options of a streamed evaluation of files,
 // which neither an array nor an accumulator's batches have.
 var fileKeys = []string{"stream", "rows"}
 
-// evalRequest is an options object of calib eval decoded: the options of
-// the evaluation (evaluate.StreamOptions; an evaluation in memory reads
-// its Options) and of reading the arrays.
+// evalRequest is an options object decoded for calib eval: the options
+// of the evaluation (evaluate.StreamOptions; an evaluation in memory
+// reads its Options) and of reading the arrays.
 type evalRequest struct {
 	eval  evaluate.StreamOptions
 	input data.Options
@@ -43,16 +29,22 @@ type evalRequest struct {
 }
 
 // decodeEval decodes set, calib eval's options (each key an option of
-// evaluate.OptionSpecs or of inputKeys), for the arrays name (stream:
-// an accumulator's batches): evaluate.ParseOptions (or
+// evaluate.OptionSpecs, of a file stream or of inputSpecs), for the arrays
+// name (stream: an accumulator's batches): evaluate.ParseOptions (or
 // ParseStreamOptions) reads the evaluation's, each checked by its option,
 // then the options together. Its errors are the command line's messages
 // ("--bins \"0\": want an integer in [1, 10000]").
 func decodeEval(set []setting, name string, stream bool) (evalRequest, error) {
-	r := evalRequest{input: data.Options{Tolerance: data.DefaultTolerance}, text: map[string]string{}}
+	cr, err := decodeCommand(set, func(name string) bool {
+		_, ok := evaluate.LookupOption(name)
+		return ok || slices.Contains(fileKeys, name)
+	})
+	r := evalRequest{input: cr.input, text: cr.text}
+	if err != nil {
+		return r, err
+	}
 	opts := map[string]string{}
 	for _, s := range set {
-		r.text[s.Name] = s.Value
 		spec, isOption := evaluate.LookupOption(s.Name)
 		switch {
 		case slices.Contains(fileKeys, s.Name) && stream:
@@ -60,55 +52,16 @@ func decodeEval(set []setting, name string, stream bool) (evalRequest, error) {
 		case slices.Contains(fileKeys, s.Name) && (s.Name != "stream" || s.Value != "false"),
 			isOption && spec.StreamOnly && !stream:
 			return r, fmt.Errorf("--%s applies to a streamed evaluation of files; %s is an array in memory, evaluated whole", s.Name, name)
-		case s.Name == "stream":
 		case isOption:
 			opts[s.Name] = s.Value
-		default:
-			if err := r.setInput(s); err != nil {
-				return r, err
-			}
 		}
 	}
-	if r.input.Logits {
-		for _, k := range []string{"renormalize", "tolerance"} {
-			if _, given := r.text[k]; given {
-				return r, fmt.Errorf("--%s applies to probabilities (their row sums), not to --logits", k)
-			}
-		}
-	}
-	var err error
 	if stream {
 		r.eval, err = evaluate.ParseStreamOptions(opts)
 	} else {
 		r.eval.Options, err = evaluate.ParseOptions(opts, nil)
 	}
 	return r, flagError(err)
-}
-
-// setInput sets an option of inputKeys; another key is not an option of
-// calib eval.
-func (r *evalRequest) setInput(s setting) error {
-	switch s.Name {
-	case "logits", "renormalize":
-		v, err := strconv.ParseBool(s.Value)
-		if err != nil {
-			return fmt.Errorf("invalid argument %q for \"--%s\" flag: want true or false", s.Value, s.Name)
-		}
-		if s.Name == "logits" {
-			r.input.Logits = v
-		} else {
-			r.input.Renormalize = v
-		}
-	case "tolerance":
-		x, err := strconv.ParseFloat(s.Value, 64)
-		if err != nil || !(x > 0 && x < 1) {
-			return fmt.Errorf("--tolerance %q: want a number in (0, 1)", s.Value)
-		}
-		r.input.Tolerance = x
-	default:
-		return fmt.Errorf("unknown flag: --%s", s.Name)
-	}
-	return nil
 }
 
 // flagError is err with the command line's message of an option error
@@ -127,8 +80,8 @@ func evalOptionTypes() map[string]option {
 	for _, spec := range evaluate.OptionSpecs() {
 		opts[spec.Name] = option{spec.Kind.String(), spec.Default}
 	}
-	for _, k := range inputKeys {
-		opts[k.name] = option{k.kind.String(), k.deflt}
+	for _, k := range inputSpecs {
+		opts[k.Name] = option{k.Kind.String(), k.Default}
 	}
 	opts["stream"], opts["rows"] = option{"bool", "false"}, option{"int", "0"}
 	return opts
@@ -193,7 +146,7 @@ func failure(ctx context.Context, err error) (int, error) {
 	case err == nil:
 		return codeOK, nil
 	case inputerr.Is(err):
-		return codeInput, flagError(err)
+		return codeInput, message(err)
 	}
 	return codeFailure, err
 }

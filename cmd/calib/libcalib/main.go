@@ -7,16 +7,20 @@
 // it is a shared library (and libcalib.h, its header) that the Python
 // package python/calib loads. Every entry point takes contiguous arrays by
 // pointer and, where the command line has flags, a JSON object of options
-// whose keys are the flags of the calib command (without the dashes; "_"
-// may stand for "-") and whose values are what the flag takes: true or
+// whose keys are the options the library declares (evaluate.OptionSpecs,
+// calibtest.OptionSpecs, bandwidth.OptionSpecs, recal.FitOptionSpecs,
+// which are also the flags of the calib command, without the dashes; "_"
+// may stand for "-") and whose values are what the option takes: true or
 // false, a number, a string, or a list (joined by commas):
 //
 //	{"metrics": ["ece_kde", "ks"], "ci": true, "seed": 3}
 //
-// calib_run runs calib eval, test or bandwidth (returning the JSON that
-// --json prints) or calib fit (returning the map that -o writes) on the
-// arrays, exactly as the command line runs it on a file holding them: the
-// same flags, checks, messages and numbers. calib_apply applies a map;
+// calib_run runs an evaluation, a test, a bandwidth selection or a fit on
+// the arrays by calling the library (evaluate, calibtest, bandwidth,
+// recal) with the options its packages parse, and returns the JSON that
+// calib eval, test and bandwidth --json print, or the map that calib fit
+// -o writes: the same checks, messages and numbers as the command line on
+// a file holding the arrays. calib_apply applies a map;
 // calib_ece_kde_grad returns an ECE^KDE estimate and its gradient.
 //
 // Return codes: 0 success; 2 bad input or options (the message is the
@@ -58,11 +62,11 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/spf13/pflag"
-
-	"github.com/calib-dev/calib/cmd/calib/internal/commands"
+	"github.com/calib-dev/calib/bandwidth"
+	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/optionspec"
 	"github.com/calib-dev/calib/recal"
 )
 
@@ -159,42 +163,50 @@ func calib_version() *C.char { return C.CString(data.Version()) }
 type registry struct {
 	Methods      []string `json:"methods"`       // calib fit's methods (recal.Methods)
 	LogitMethods []string `json:"logit_methods"` // those that need logits (recal.Method.NeedsLogits)
-	// Options maps each command a request may name (commands) to the
-	// options a request may give (its flags but the reserved ones, as
-	// request keys).
+	// Options maps each command a request may name (runs) to the
+	// options a request may give: its package's declarations
+	// (evaluate.OptionSpecs, calibtest.OptionSpecs, bandwidth.OptionSpecs,
+	// recal.FitOptionSpecs) and the input's (inputSpecs).
 	Options map[string]map[string]option `json:"options"`
 	// Readers names, by command, the options that only some choices
-	// read (metrics, methods, tests) and those choices
-	// (commands.OptionReaders).
+	// read (metrics, tests, objectives, methods) and those choices.
 	Readers map[string]map[string][]string `json:"readers"`
 }
 
 // option is one option of a command in the registry.
 type option struct {
-	Type    string `json:"type"`    // bool, int, uint64, float64, string or stringSlice
-	Default string `json:"default"` // its default, as the flag prints it
+	Type    string `json:"type"`    // bool, int, uint64, float64 or string (a list: comma-separated)
+	Default string `json:"default"` // its default, as text ("" for none)
+}
+
+// commandOptions are the options of test, bandwidth and fit, by command.
+var commandOptions = map[string]func() []optionspec.Option{
+	"test":      calibtest.OptionSpecs,
+	"bandwidth": bandwidth.OptionSpecs,
+	"fit":       recal.FitOptionSpecs,
 }
 
 //export calib_registry
 func calib_registry() *C.char {
-	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: commands.OptionReaders()}
+	r := registry{Methods: recal.MethodNames(), LogitMethods: []string{}, Options: map[string]map[string]option{}, Readers: map[string]map[string][]string{}}
 	for _, m := range recal.Methods() {
 		if m.NeedsLogits() {
 			r.LogitMethods = append(r.LogitMethods, string(m))
 		}
 	}
 	r.Options["eval"], r.Readers["eval"] = evalOptionTypes(), evalReaders()
-	for name := range runs {
-		if name == "eval" {
-			continue
-		}
-		opts := map[string]option{}
-		commands.New(name).Flags().VisitAll(func(f *pflag.Flag) {
-			if !slices.Contains(reserved, f.Name) {
-				opts[f.Name] = option{f.Value.Type(), f.DefValue}
+	for name, specs := range commandOptions {
+		opts, readers := map[string]option{}, map[string][]string{}
+		for _, o := range specs() {
+			opts[o.Name] = option{o.Kind.String(), o.Default}
+			if o.ReadBy != nil {
+				readers[o.Name] = o.ReadBy
 			}
-		})
-		r.Options[name] = opts
+		}
+		for _, o := range inputSpecs {
+			opts[o.Name] = option{o.Kind.String(), o.Default}
+		}
+		r.Options[name], r.Readers[name] = opts, readers
 	}
 	b, _ := json.Marshal(r)
 	return C.CString(string(b))
@@ -345,16 +357,17 @@ type request struct {
 // its value as the flag's text.
 type setting struct{ Name, Value string }
 
-// runs lists the commands calib_run runs and the flags it sets itself
-// (eval, run by the library itself, sets none).
-var runs = map[string][]commands.Setting{
-	"eval":      nil,
-	"test":      {{Name: "json", Value: "true"}},
-	"bandwidth": {{Name: "json", Value: "true"}, {Name: "progress", Value: "false"}},
-	"fit":       {{Name: "output", Value: "-"}, {Name: "progress", Value: "false"}},
+// runs are the commands calib_run runs, each on the arrays as the
+// command line runs it on a file holding them.
+var runs = map[string]func(ctx context.Context, set []setting, name string, a data.Arrays) (string, int, error){
+	"eval":      runEval,
+	"test":      runTest,
+	"bandwidth": runBandwidth,
+	"fit":       runFit,
 }
 
-// reserved are the flags calib_run sets or that name files.
+// reserved are the flags of the command line that calib_run sets itself
+// or that name files.
 var reserved = []string{"json", "progress", "output", "o", "labels", "weights", "format", "help", "h", "calibrator"}
 
 // settings decodes the options object into the flags it sets, in order:
@@ -438,7 +451,7 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err := json.Unmarshal([]byte(C.GoString(req)), &r); err != nil {
 			return inputError("request: %v", err)
 		}
-		own, ok := runs[r.Command]
+		run, ok := runs[r.Command]
 		if !ok {
 			return inputError("command %q: want eval, test, bandwidth or fit", r.Command)
 		}
@@ -453,30 +466,7 @@ func calib_run(h C.int64_t, req *C.char, x unsafe.Pointer, dtype C.int, n, cols 
 		if err != nil {
 			return "", codeInput, err
 		}
-		ctx := contextOf(h)
-		if r.Command == "eval" {
-			return runEval(ctx, set, r.Name, a)
-		}
-		// The command's own flags, set by the same table as the command
-		// line's, then its run on the arrays (whatever r.Name spells,
-		// "-h" or "--stream", it is the arrays' name, never a flag).
-		c := commands.New(r.Command)
-		cs := make([]commands.Setting, len(set))
-		for i, s := range set {
-			cs[i] = commands.Setting(s)
-		}
-		err = c.Set(cs)
-		if err == nil {
-			err = c.Set(own)
-		}
-		var stdout bytes.Buffer
-		if err == nil {
-			err = c.Run(ctx, []string{r.Name}, commands.Input{Stdout: &stdout, Arrays: map[string]data.Arrays{r.Name: a}})
-		}
-		if code, err := commands.Code(ctx, err); err != nil {
-			return "", code, err
-		}
-		return stdout.String(), codeOK, nil
+		return run(contextOf(h), set, r.Name, a)
 	})
 }
 

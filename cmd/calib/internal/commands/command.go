@@ -1,11 +1,11 @@
 // Package commands holds calib's commands without a command-line parser:
-// each command is its option table (flags registered on a pflag.FlagSet,
-// bound to the typed options of the library package it calls) and its
-// run, a thin layer over that package. Package cli gives them cobra's
-// parsing and help; the C ABI (cmd/calib/libcalib) sets the same flags
-// from its JSON options (Command.Set) and runs the command on the
-// caller's arrays (Command.Run with Input.Arrays), so names, defaults,
-// checks and messages cannot drift between the two.
+// each command is its flags (registered on a pflag.FlagSet from the
+// option declarations of the library package it calls, where it has
+// them: evaluate, calibtest, bandwidth, recal) and its run, a thin layer
+// over that package. Package cli gives them cobra's parsing and help. The
+// C ABI (cmd/calib/libcalib) calls the same packages with the same
+// declarations, so names, defaults, checks and messages cannot drift
+// between the two.
 package commands
 
 import (
@@ -17,8 +17,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calib-dev/calib/data"
+	"github.com/calib-dev/calib/calibtest"
+	"github.com/calib-dev/calib/cmd/calib/internal/inputerr"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/optionspec"
 )
 
 // Exit statuses.
@@ -48,7 +50,6 @@ type Command struct {
 	// Set by Run for the run's length.
 	ctx            context.Context
 	stdout, stderr io.Writer
-	arrays         map[string]data.Arrays
 	runArgs        []string
 	ran            bool
 }
@@ -146,12 +147,6 @@ func (c *Command) ErrOrStderr() io.Writer { return c.stderr }
 // Args returns the positional arguments of the current run.
 func (c *Command) Args() []string { return c.runArgs }
 
-// arraysOf returns the in-memory set that name stands for in this run.
-func (c *Command) arraysOf(name string) (data.Arrays, bool) {
-	a, ok := c.arrays[name]
-	return a, ok
-}
-
 // CheckArgs checks the positional arguments as the command takes them.
 func (c *Command) CheckArgs(args []string) error {
 	if c.args == nil {
@@ -160,12 +155,9 @@ func (c *Command) CheckArgs(args []string) error {
 	return c.args(c, args)
 }
 
-// Input is what a run reads besides its flags and arguments.
+// Input is where a run writes besides its files.
 type Input struct {
 	Stdout, Stderr io.Writer // the result; progress and notes (nil: discarded)
-	// Arrays are sets in memory that stand for the file names that key
-	// them: an argument naming one reads the arrays, never a file.
-	Arrays map[string]data.Arrays
 }
 
 // Run checks the positional arguments args and the flags that were set
@@ -183,7 +175,7 @@ func (c *Command) Run(ctx context.Context, args []string, in Input) error {
 	if err := c.CheckArgs(args); err != nil {
 		return err
 	}
-	c.ctx, c.stdout, c.stderr, c.arrays, c.runArgs = ctx, in.Stdout, in.Stderr, in.Arrays, args
+	c.ctx, c.stdout, c.stderr, c.runArgs = ctx, in.Stdout, in.Stderr, args
 	if c.stdout == nil {
 		c.stdout = io.Discard
 	}
@@ -196,32 +188,13 @@ func (c *Command) Run(ctx context.Context, args []string, in Input) error {
 	return c.run(c, args)
 }
 
-// A Setting is an option given by name, with its value as the flag's
-// text ("seed", "3").
-type Setting struct{ Name, Value string }
-
-// Set sets the command's flags, in order, as the command line parses
-// --NAME=VALUE: an unknown name fails with "unknown flag: --NAME", a bad
-// value with the command line's message (FlagError).
-func (c *Command) Set(settings []Setting) error {
-	for _, s := range settings {
-		if c.flags.Lookup(s.Name) == nil {
-			return usageErrorf("unknown flag: --%s", s.Name)
-		}
-		if err := c.flags.Set(s.Name, s.Value); err != nil {
-			return inputError{FlagError(err)}
-		}
-	}
-	return nil
-}
-
 // Code returns the exit status of a run that returned err in the context
 // ctx, and the error to print (nil on success): an option the library
 // refused is named as its flag is spelled; a cancelled context is
 // "interrupted".
 func Code(ctx context.Context, err error) (int, error) {
-	if eo := (*evaluate.OptionError)(nil); err != nil && errors.As(err, &eo) {
-		err = optionError("", err)
+	if err != nil && (errors.As(err, new(*evaluate.OptionError)) || errors.As(err, new(*optionspec.Error)) || errors.Is(err, calibtest.ErrTooSlow)) {
+		err = usageErrorf("%s", inputerr.Message(err))
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -11,7 +11,7 @@ import (
 	"github.com/calib-dev/calib/cmd/calib/internal/inputerr"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
-	"github.com/calib-dev/calib/evaluate/evalflag"
+	"github.com/calib-dev/calib/optionspec"
 	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/train"
 )
@@ -37,10 +37,10 @@ func usageErrorf(format string, args ...any) error {
 // with flag "" the message names the option itself ("bandwidth \"x\":
 // ...") and gets the dashes: "--bandwidth \"x\": ...".
 func optionError(flag string, err error) error {
-	if flag == "" && errors.As(err, new(*evaluate.OptionError)) {
+	if flag == "" && (errors.As(err, new(*evaluate.OptionError)) || errors.As(err, new(*optionspec.Error))) {
 		// The option's name, where the message does not begin with it
 		// ("--ci: bootstrap intervals need ...", not "--bootstrap ...").
-		return usageErrorf("%s", evalflag.FlagMessage(err))
+		return usageErrorf("%s", inputerr.Message(err))
 	}
 	msg := optionMessage(err)
 	if flag == "" {

@@ -55,31 +55,22 @@ func newEvalCmd() *Command {
 		var stream bool
 		var names []string
 		var err error
-		if _, ok := cmd.arraysOf(args[0]); ok {
-			// Arrays in memory: evaluated whole, whatever a file of
-			// that name would be.
-			if err = sf.inMemory(cmd.Flags(), args[0]); err == nil {
-				_, err = ef.options()
+		// The options, before the file is looked at: the stream's with
+		// --stream, else the in-memory evaluation's (the stream's own
+		// flags are left to decide, which says to add --stream).
+		if sf.on {
+			_, err = ef.streamOptions()
+		} else if _, err = ef.options(); err == nil {
+			if err = ef.flags.CheckStreamOnly(ef.given); err != nil {
+				err = optionError("", err)
 			}
-		} else {
-			// The options, before the file is looked at: the stream's
-			// with --stream, else the in-memory evaluation's (the
-			// stream's own flags are left to decide, which says to add
-			// --stream).
-			if sf.on {
-				_, err = ef.streamOptions()
-			} else if _, err = ef.options(); err == nil {
-				if err = ef.flags.CheckStreamOnly(ef.given); err != nil {
-					err = optionError("", err)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			stream, names, err = sf.decide(cmd, args[0])
-			if err == nil && stream && !sf.on { // streamed for its size or shards
-				_, err = ef.streamOptions()
-			}
+		}
+		if err != nil {
+			return err
+		}
+		stream, names, err = sf.decide(cmd, args[0])
+		if err == nil && stream && !sf.on { // streamed for its size or shards
+			_, err = ef.streamOptions()
 		}
 		if err != nil {
 			return err

@@ -15,11 +15,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calib-dev/calib/atomicfile"
-	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/data"
-	"github.com/calib-dev/calib/evaluate"
 	"github.com/calib-dev/calib/experiment"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/optionspec"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/report"
 	"github.com/calib-dev/calib/train"
@@ -141,9 +140,6 @@ var flagRules = map[string]flagRule{
 	"reps":                positiveInt,
 	"seeds":               positiveInt,
 	"resamples":           positiveInt,
-	"test/resamples":      intRule(1, calibtest.MaxResamples, fmt.Sprintf("an integer in [1, %d]", calibtest.MaxResamples)),
-	"test/alpha":          fraction,
-	"test/max-seconds":    floatRule(func(x float64) bool { return x >= 0 }, "a finite number of seconds >= 0 (0: no bound)"),
 	"ground-samples":      positiveInt,
 	"epochs":              positiveInt,
 	"batch":               intRule(2, math.MaxInt32, "an integer >= 2"),
@@ -168,8 +164,8 @@ var flagRules = map[string]flagRule{
 func validateFlags(cmd *Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || !f.Changed {
-			return
+		if _, spec := f.Annotations[specAnnotation]; err != nil || !f.Changed || spec {
+			return // a package's option: its Parse checks it
 		}
 		if namesFlags[f.Name] {
 			if e := listItems(f.Name, strings.Trim(f.Value.String(), "[]")); e != nil {
@@ -200,6 +196,20 @@ func validateFlags(cmd *Command) error {
 		}
 	}
 	return nil
+}
+
+// specAnnotation marks the flags registerSpecs defines: the package that
+// declares their options checks them (validateFlags leaves them alone).
+const specAnnotation = "calib-optionspec"
+
+// registerSpecs defines the flags of a package's options (a
+// calibtest.OptionSpecs, ...) on fs, marked as the package's to check.
+func registerSpecs(fs *pflag.FlagSet, opts []optionspec.Option) *optionspec.Flags {
+	f := optionspec.Register(fs, opts)
+	for _, o := range opts {
+		_ = fs.SetAnnotation(o.Name, specAnnotation, nil) // the flag was just defined
+	}
+	return f
 }
 
 // listItems checks the value v of a flag that names things (namesFlags):
@@ -234,23 +244,6 @@ func refuseUnread(fs *pflag.FlagSet, readers map[string][]string, option string,
 	}
 	return nil
 }
-
-// OptionReaders returns, by command (eval, fit, test), the options that
-// only some choices read (a metric, a method, a test) and those choices:
-// given while none is chosen, the command refuses the option.
-func OptionReaders() map[string]map[string][]string {
-	eval := map[string][]string{}
-	for _, spec := range evaluate.OptionSpecs() {
-		for _, m := range spec.Metrics {
-			eval[spec.Name] = append(eval[spec.Name], string(m))
-		}
-	}
-	return map[string]map[string][]string{"eval": eval, "fit": methodFlags, "test": testReaders}
-}
-
-// testReaders names the tests that read each option of calib test that
-// some tests only read.
-var testReaders = map[string][]string{"resamples": calibtest.ResampledTests()}
 
 // gridReaders names the methods that read --grid (the ODIR methods'
 // cross-validation), for fit, compare, report and plot.
@@ -338,14 +331,8 @@ func (f *inputFlags) load(cmd *Command, name string) (*data.Set, error) {
 func (f *inputFlags) loadWith(cmd *Command, name string, unlabeled bool, k int) (*data.Set, error) {
 	o := f.o
 	o.Unlabeled, o.K = unlabeled, k
-	var s *data.Set
-	var err error
-	if a, ok := cmd.arraysOf(name); ok {
-		s, err = loadArrays(a, name, o)
-	} else {
-		s, err = data.Load(name, o)
-	}
-	if _, inMemory := cmd.arraysOf(name); errors.Is(err, data.ErrNoLabels) && !inMemory {
+	s, err := data.Load(name, o)
+	if errors.Is(err, data.ErrNoLabels) {
 		err = fmt.Errorf("%w (%s FILE)", err, cmp.Or(f.labelsFlag, "--labels"))
 	}
 	if err != nil {

@@ -139,17 +139,6 @@ func (f *streamFlags) decide(cmd *Command, pred string) (bool, []string, error) 
 	return true, names, nil
 }
 
-// inMemory refuses the streaming flags for a set held in memory (Exec's
-// arrays), which is evaluated whole.
-func (f *streamFlags) inMemory(fs *pflag.FlagSet, pred string) error {
-	for _, name := range append([]string{"stream"}, streamOnly()...) {
-		if fs.Changed(name) && (name != "stream" || f.on) {
-			return usageErrorf("--%s applies to a streamed evaluation of files; %s is an array in memory, evaluated whole", name, pred)
-		}
-	}
-	return nil
-}
-
 // pairShards pairs the prediction files names of pred with the labels
 // and weights files that --labels and --weights name (each "", one file
 // for one prediction file, or a file, glob or directory of one file per
@@ -226,37 +215,6 @@ func (f *evalFlags) streamOptions() (evaluate.StreamOptions, error) {
 		return so, optionError("", err)
 	}
 	return so, nil
-}
-
-// StreamOptions sets calib eval's flags to settings (Command.Set) and
-// reads them as calib eval --stream does and returns the options of a streamed
-// evaluation and of reading its batches (--logits, --tolerance,
-// --renormalize): the C ABI's accumulators, fed batch by batch. The
-// flags that name files or drive the command (--stream, --rows, --labels,
-// --weights, --format, --calibrator, --json, --progress) are refused.
-func StreamOptions(settings []Setting) (evaluate.StreamOptions, data.Options, error) {
-	var in inputFlags
-	var ef evalFlags
-	var sf streamFlags
-	cmd := command("eval", "", nil, nil)
-	registerEval(cmd, &in, &ef, &sf)
-	if err := cmd.Set(settings); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	fs := cmd.Flags()
-	for _, name := range []string{"stream", "rows", "labels", "weights", "format", "calibrator", "json", "progress"} {
-		if fs.Changed(name) {
-			return evaluate.StreamOptions{}, data.Options{}, usageErrorf("--%s does not apply to batches added in memory", name)
-		}
-	}
-	if err := validateFlags(cmd); err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	so, err := ef.streamOptions()
-	if err != nil {
-		return evaluate.StreamOptions{}, data.Options{}, err
-	}
-	return so, in.o, nil
 }
 
 // stream evaluates the shards names of args[0] in two passes of chunks.

@@ -6,12 +6,16 @@ package inputerr
 
 import (
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/calib-dev/calib/calibtest"
 	"github.com/calib-dev/calib/convention"
 	"github.com/calib-dev/calib/data"
 	"github.com/calib-dev/calib/evaluate"
+	"github.com/calib-dev/calib/evaluate/evalflag"
 	"github.com/calib-dev/calib/kde"
+	"github.com/calib-dev/calib/optionspec"
 	"github.com/calib-dev/calib/recal"
 	"github.com/calib-dev/calib/smooth"
 	"github.com/calib-dev/calib/variational"
@@ -30,7 +34,8 @@ var inputs = []error{
 func Is(err error) bool {
 	var de *data.Error
 	var se *data.StreamError
-	if errors.As(err, &de) || errors.As(err, &se) {
+	var oe *optionspec.Error
+	if errors.As(err, &de) || errors.As(err, &se) || errors.As(err, &oe) || errors.Is(err, calibtest.ErrTooSlow) {
 		return true
 	}
 	for _, target := range inputs {
@@ -39,4 +44,24 @@ func Is(err error) bool {
 		}
 	}
 	return false
+}
+
+// Message is the message of err as a command line says it: an option
+// error as its flag and the reason ("--resamples \"0\": want ...",
+// evaluate's and optionspec's), a test refused for its estimated run time
+// with the flag that bounds it, any other error's own text.
+func Message(err error) string {
+	var oe *optionspec.Error
+	var ce *calibtest.CostError
+	switch {
+	case errors.As(err, &oe):
+		return optionspec.FlagMessage(err)
+	case errors.As(err, &ce):
+		bound := "0 (no bound)"
+		if !math.IsInf(ce.MaxSeconds, 1) {
+			bound = fmt.Sprint(ce.MaxSeconds)
+		}
+		return fmt.Sprintf("--tests: %s, past --max-seconds %s: --max-seconds 0 runs it anyway", ce.Estimates(), bound)
+	}
+	return evalflag.FlagMessage(err)
 }
